@@ -1,0 +1,151 @@
+//! `framepipe [OPTIONS]`: turns the command line into a source, a backend and a sink, runs
+//! the pipeline, and prints the summary. Every bad-input error is raised here, before any
+//! thread starts.
+
+use anyhow::{bail, Context, Result};
+
+use crate::backend::{self, BackendConfig};
+use crate::band::{self, BandPlan};
+use crate::cli::RunArgs;
+use crate::pipeline::{self, Options};
+use crate::sink::{self, OutputSpec, Sink};
+use crate::source::{pattern::Pattern, InputSpec, Source};
+use crate::stop::Stop;
+
+macro_rules! info {
+    ($quiet:expr, $($t:tt)*) => {
+        if !$quiet {
+            eprintln!("framepipe: {}", format!($($t)*));
+        }
+    };
+}
+
+pub fn run(args: &RunArgs) -> Result<()> {
+    let q = args.quiet;
+    if args.ring < 2 {
+        bail!(
+            "--ring {} is too small: the ring needs at least 2 slots",
+            args.ring
+        );
+    }
+    let in_flight = args
+        .in_flight
+        .unwrap_or_else(|| (args.ring - 2).clamp(1, 4));
+    if in_flight == 0 || in_flight > args.ring {
+        bail!(
+            "--in-flight {in_flight} must be between 1 and --ring ({})",
+            args.ring
+        );
+    }
+    if !args.fps.is_finite() || args.fps < 0.0 {
+        bail!("--fps {} must be 0 or a positive number", args.fps);
+    }
+    let output = args
+        .output
+        .as_deref()
+        .map(OutputSpec::parse)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let input = InputSpec::parse(args.input.as_deref()).map_err(anyhow::Error::msg)?;
+    if !args.headless {
+        check_window_possible()?;
+    }
+
+    let source = open_source(&input, args)?;
+    let size = source.size();
+    let bands = args
+        .bands
+        .unwrap_or_else(|| band::default_bands(size.height));
+    let plan =
+        BandPlan::new(size.height, bands, args.filter.radius()).map_err(anyhow::Error::msg)?;
+    info!(q, "input: {}", source.describe());
+
+    let cfg = BackendConfig {
+        size,
+        chain: args.filter.clone(),
+        plan,
+        in_flight,
+        pageable: args.pageable,
+    };
+    let backend = backend::create(args.backend, &cfg)?;
+    info!(
+        q,
+        "backend: {}; filter: {}",
+        backend.describe(),
+        args.filter
+    );
+
+    let fps = source
+        .fps()
+        .unwrap_or(if args.fps > 0.0 { args.fps } else { 30.0 });
+    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+    if let Some(spec) = &output {
+        sinks.push(sink::open_output(spec, size, fps)?);
+    }
+    if !args.headless {
+        sinks.insert(0, open_window()?);
+    }
+    let mut sink: Box<dyn Sink> = match sinks.len() {
+        0 => Box::new(sink::null::Null),
+        1 => sinks.pop().expect("one sink"),
+        _ => Box::new(sink::Tee(sinks)),
+    };
+    info!(q, "output: {}", sink.describe());
+
+    let stop = Stop::new();
+    stop.install_signal_handler()
+        .context("installing the Ctrl-C handler")?;
+    let opts = Options {
+        ring: args.ring,
+        frames: args.frames,
+        keep_frame_times: false,
+    };
+    let summary = pipeline::run(source, backend, sink.as_mut(), &opts, &stop)?;
+    eprintln!("{}", summary.render());
+    Ok(())
+}
+
+fn open_source(input: &InputSpec, args: &RunArgs) -> Result<Box<dyn Source>> {
+    let pattern = || -> Box<dyn Source> { Box::new(Pattern::new(args.size, args.fps)) };
+    match input {
+        InputSpec::Pattern => Ok(pattern()),
+        InputSpec::Default => {
+            #[cfg(feature = "opencv")]
+            if crate::source::capture::default_camera_present() {
+                match crate::source::capture::open(&InputSpec::Camera(0)) {
+                    Ok(cam) => return Ok(cam),
+                    Err(e) => eprintln!("framepipe: {e:#}; showing the test pattern instead"),
+                }
+            } else {
+                eprintln!("framepipe: no camera found; showing the test pattern (--input chooses a source)");
+            }
+            #[cfg(not(feature = "opencv"))]
+            eprintln!("framepipe: built without OpenCV; showing the test pattern");
+            Ok(pattern())
+        }
+        #[cfg(feature = "opencv")]
+        other => crate::source::capture::open(other),
+        #[cfg(not(feature = "opencv"))]
+        _ => bail!("this build has no OpenCV: only --input pattern is available"),
+    }
+}
+
+#[cfg(feature = "opencv")]
+fn check_window_possible() -> Result<()> {
+    sink::window::check_display().map_err(anyhow::Error::msg)
+}
+
+#[cfg(not(feature = "opencv"))]
+fn check_window_possible() -> Result<()> {
+    bail!("this build has no OpenCV and cannot open a window; run with --headless")
+}
+
+#[cfg(feature = "opencv")]
+fn open_window() -> Result<Box<dyn Sink>> {
+    Ok(Box::new(sink::window::Window::open("framepipe")?))
+}
+
+#[cfg(not(feature = "opencv"))]
+fn open_window() -> Result<Box<dyn Sink>> {
+    bail!("this build has no OpenCV and cannot open a window")
+}

@@ -1,0 +1,125 @@
+//! How a frame is cut into horizontal bands, computed once per frame size and chain.
+//!
+//! Invariants: bands are contiguous, non-empty, in order and cover every row exactly once;
+//! band sizes differ by at most one row; each band's input rows are its own rows widened by
+//! the chain's radius, clamped to the frame.
+
+use std::ops::Range;
+
+/// One band: the rows it writes and the rows it must read to write them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Band {
+    pub rows: Range<usize>,
+    pub input_rows: Range<usize>,
+}
+
+impl Band {
+    /// Where the band's own rows start inside its input rows.
+    pub fn offset_in_input(&self) -> usize {
+        self.rows.start - self.input_rows.start
+    }
+}
+
+/// The bands of one frame.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BandPlan {
+    bands: Vec<Band>,
+}
+
+impl BandPlan {
+    /// Cuts `height` rows into `count` bands, each reading `radius` extra rows on both sides.
+    pub fn new(height: usize, count: usize, radius: usize) -> Result<Self, String> {
+        if count == 0 {
+            return Err("--bands must be at least 1".into());
+        }
+        if count > height {
+            return Err(format!(
+                "--bands {count} is more than the frame's {height} rows"
+            ));
+        }
+        let base = height / count;
+        let extra = height % count;
+        let mut start = 0;
+        let bands = (0..count)
+            .map(|i| {
+                let rows = start..start + base + usize::from(i < extra);
+                start = rows.end;
+                let input_rows = rows.start.saturating_sub(radius)..(rows.end + radius).min(height);
+                Band { rows, input_rows }
+            })
+            .collect();
+        Ok(Self { bands })
+    }
+
+    pub fn bands(&self) -> &[Band] {
+        &self.bands
+    }
+
+    pub fn len(&self) -> usize {
+        self.bands.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.bands.is_empty()
+    }
+
+    /// The most input rows any band reads: the size of each band's device buffer.
+    pub fn max_input_rows(&self) -> usize {
+        self.bands
+            .iter()
+            .map(|b| b.input_rows.len())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// The default band count for a frame height, from the H200 measurements in BENCHMARKS.md.
+pub fn default_bands(height: usize) -> usize {
+    let wanted = match height {
+        0..=360 => 1,
+        361..=1200 => 4,
+        _ => 8,
+    };
+    wanted.min(height.max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn covers_every_row_once() {
+        for height in [1, 2, 17, 479, 1080] {
+            for count in 1..=16.min(height) {
+                let plan = BandPlan::new(height, count, 2).unwrap();
+                let mut next = 0;
+                for b in plan.bands() {
+                    assert_eq!(b.rows.start, next);
+                    assert!(!b.rows.is_empty());
+                    assert!(b.input_rows.start <= b.rows.start && b.input_rows.end >= b.rows.end);
+                    assert!(b.input_rows.end <= height);
+                    next = b.rows.end;
+                }
+                assert_eq!(next, height);
+                let sizes: Vec<_> = plan.bands().iter().map(|b| b.rows.len()).collect();
+                assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_impossible_counts() {
+        assert!(BandPlan::new(10, 0, 0).unwrap_err().contains("at least 1"));
+        assert!(BandPlan::new(10, 11, 0)
+            .unwrap_err()
+            .contains("more than the frame's 10 rows"));
+    }
+
+    #[test]
+    fn halos_clamp_at_edges() {
+        let plan = BandPlan::new(10, 2, 3).unwrap();
+        assert_eq!(plan.bands()[0].input_rows, 0..8);
+        assert_eq!(plan.bands()[1].input_rows, 2..10);
+        assert_eq!(plan.bands()[1].offset_in_input(), 3);
+    }
+}

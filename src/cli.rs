@@ -1,0 +1,81 @@
+//! Command-line interface: `framepipe [OPTIONS]` runs the pipeline.
+
+use clap::{Args, Parser};
+
+use crate::backend::BackendKind;
+use crate::filter::Chain;
+use crate::frame::FrameSize;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "framepipe",
+    version,
+    about = "Live video processing through a banded, overlapped CUDA pipeline",
+    long_about = "Live video processing through a banded, overlapped CUDA pipeline.\n\n\
+        Frames are captured into a ring of page-locked buffers, cut into horizontal bands \
+        that travel on separate CUDA streams (copy in, filter, copy out) with several frames \
+        in flight, and shown in a window (q or Esc quits) or written to a file."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Camera index, video file, URL, GStreamer pipeline (holds '!'), still image, or
+    /// 'pattern'. Default: camera 0, or the test pattern where there is no camera.
+    #[arg(short, long, value_name = "SOURCE")]
+    pub input: Option<String>,
+
+    /// Size of the test pattern.
+    #[arg(long, value_name = "WxH", default_value = "1280x720")]
+    pub size: FrameSize,
+
+    /// Frame rate of the test pattern (0: as fast as the pipeline goes); also the rate
+    /// written to --output when the input does not say.
+    #[arg(long, value_name = "FPS", default_value_t = 30.0)]
+    pub fps: f64,
+
+    /// Filter chain, e.g. 'gray,gain:1.5,10'. Filters: copy, invert, gray, gain:ALPHA[,BETA].
+    #[arg(short, long, value_name = "CHAIN", default_value = "copy")]
+    pub filter: Chain,
+
+    /// Where filters run: auto (CUDA if present, else CPU), cuda, cpu.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: BackendKind,
+
+    /// No window: write --output, or process and discard.
+    #[arg(long)]
+    pub headless: bool,
+
+    /// Video file (.mp4, .avi, .mkv [lossless]) or image sequence ('frames/%05d.png', .ppm).
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<String>,
+
+    /// Stop after N frames.
+    #[arg(long, value_name = "N")]
+    pub frames: Option<u64>,
+
+    /// Horizontal bands per frame, each on its own CUDA stream [default: by frame height:
+    /// 1 up to 360 rows, 4 up to 1200, else 8].
+    #[arg(long, value_name = "N")]
+    pub bands: Option<usize>,
+
+    /// Frame slots in the ring (at least 2).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    pub ring: usize,
+
+    /// Frames on the GPU at once [default: ring - 2, at most 4].
+    #[arg(long, value_name = "N")]
+    pub in_flight: Option<usize>,
+
+    /// Leave frame buffers pageable instead of page-locking them (the original
+    /// question's mistake; for comparison).
+    #[arg(long)]
+    pub pageable: bool,
+
+    /// Print only errors and the summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+}

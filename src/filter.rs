@@ -1,0 +1,279 @@
+//! Filter chains: parsing `--filter`, and the plain-Rust reference of every filter.
+//!
+//! The reference is the definition both backends are tested against: the CUDA kernels in
+//! `kernels/` and the OpenCV calls of the CPU backend must reproduce it bit for bit.
+//! Every filter maps a BGR frame to a BGR frame of the same size (`gray` writes B = G = R).
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::frame::FrameSize;
+
+/// One filter of a chain.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Filter {
+    /// The original question's per-pixel copy kernel.
+    Copy,
+    /// `255 - v` on every channel.
+    Invert,
+    /// BT.601 luma with OpenCV's fixed-point weights, written to all three channels.
+    Gray,
+    /// `saturate(round_half_even(v * alpha + beta))` on every channel, in f32.
+    Gain { alpha: f32, beta: f32 },
+}
+
+/// The filters, as listed in help texts and error messages.
+pub const FILTER_HELP: &str = "copy, invert, gray, gain:ALPHA,BETA";
+
+/// OpenCV's `cvtColor(BGR2GRAY)` weights for 8-bit images (`yuv_shift` = 14).
+pub const GRAY_B: u32 = 1868;
+pub const GRAY_G: u32 = 9617;
+pub const GRAY_R: u32 = 4899;
+pub const GRAY_SHIFT: u32 = 14;
+
+impl Filter {
+    /// Rows this filter reads above and below each output row (0 for pointwise filters).
+    pub fn radius(&self) -> usize {
+        0
+    }
+
+    fn parse_one(name: &str, args: &[String], whole: &str) -> Result<Filter, String> {
+        let nums = |want: &[usize]| -> Result<Vec<f32>, String> {
+            if !want.contains(&args.len()) {
+                let shape = match name {
+                    "gain" => "gain:ALPHA,BETA (or gain:ALPHA)",
+                    other => other,
+                };
+                return Err(format!(
+                    "filter '{name}' takes {} argument(s), got {} in '{whole}': expected {shape}",
+                    want.iter()
+                        .map(|n| n.to_string())
+                        .collect::<Vec<_>>()
+                        .join(" or "),
+                    args.len()
+                ));
+            }
+            args.iter()
+                .map(|a| {
+                    a.parse::<f32>()
+                        .ok()
+                        .filter(|v| v.is_finite())
+                        .ok_or_else(|| format!("filter '{name}': '{a}' is not a number"))
+                })
+                .collect()
+        };
+        match name {
+            "copy" => nums(&[0]).map(|_| Filter::Copy),
+            "invert" => nums(&[0]).map(|_| Filter::Invert),
+            "gray" | "grey" => nums(&[0]).map(|_| Filter::Gray),
+            "gain" => {
+                let v = nums(&[1, 2])?;
+                Ok(Filter::Gain {
+                    alpha: v[0],
+                    beta: v.get(1).copied().unwrap_or(0.0),
+                })
+            }
+            _ => Err(format!("unknown filter '{name}' (known: {FILTER_HELP})")),
+        }
+    }
+}
+
+impl fmt::Display for Filter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Filter::Copy => write!(f, "copy"),
+            Filter::Invert => write!(f, "invert"),
+            Filter::Gray => write!(f, "gray"),
+            Filter::Gain { alpha, beta } => write!(f, "gain:{alpha},{beta}"),
+        }
+    }
+}
+
+/// A non-empty sequence of filters applied in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Chain(Vec<Filter>);
+
+impl Chain {
+    pub fn filters(&self) -> &[Filter] {
+        &self.0
+    }
+
+    /// Rows the whole chain reads above and below each output row.
+    pub fn radius(&self) -> usize {
+        self.0.iter().map(Filter::radius).sum()
+    }
+
+    /// Applies the chain to a whole frame with the plain-Rust reference.
+    pub fn apply_reference(&self, size: FrameSize, src: &[u8], dst: &mut [u8]) {
+        assert_eq!(src.len(), size.bytes());
+        assert_eq!(dst.len(), size.bytes());
+        dst.copy_from_slice(src);
+        for filter in &self.0 {
+            apply_pointwise_in_place(*filter, dst);
+        }
+    }
+}
+
+impl fmt::Display for Chain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|x| x.to_string()).collect();
+        write!(f, "{}", parts.join(","))
+    }
+}
+
+impl FromStr for Chain {
+    type Err = String;
+
+    /// Parses `gray,gain:1.5,10,invert`: a comma starts a new filter unless the token is a
+    /// further number of the filter before it.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for token in s.split(',').map(str::trim) {
+            if token.is_empty() {
+                return Err(format!("empty filter in '{s}' (known: {FILTER_HELP})"));
+            }
+            let starts_filter = token
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic());
+            if starts_filter {
+                let (name, arg) = match token.split_once(':') {
+                    Some((n, a)) => (n, Some(a)),
+                    None => (token, None),
+                };
+                let mut args = Vec::new();
+                if let Some(a) = arg {
+                    if a.is_empty() {
+                        return Err(format!("filter '{name}': missing argument after ':'"));
+                    }
+                    args.push(a.to_string());
+                }
+                groups.push((name.to_ascii_lowercase(), args));
+            } else if let Some((_, args)) = groups.last_mut().filter(|(_, a)| !a.is_empty()) {
+                args.push(token.to_string());
+            } else {
+                return Err(format!(
+                    "'{token}' in '{s}' is not a filter (known: {FILTER_HELP})"
+                ));
+            }
+        }
+        if groups.is_empty() {
+            return Err(format!("no filter given (known: {FILTER_HELP})"));
+        }
+        groups
+            .iter()
+            .map(|(name, args)| Filter::parse_one(name, args, s))
+            .collect::<Result<Vec<_>, _>>()
+            .map(Chain)
+    }
+}
+
+/// The 256-entry table of `gain`, shared by the reference and the CPU backend's `LUT`.
+pub fn gain_table(alpha: f32, beta: f32) -> [u8; 256] {
+    let mut t = [0u8; 256];
+    for (v, out) in t.iter_mut().enumerate() {
+        *out = gain_value(v as u8, alpha, beta);
+    }
+    t
+}
+
+/// One channel through `gain`: f32 multiply, then f32 add (two roundings, no FMA), then
+/// round half to even and saturate, as the CUDA kernel does with `__fmul_rn`/`__fadd_rn`.
+pub fn gain_value(v: u8, alpha: f32, beta: f32) -> u8 {
+    let x = f32::from(v) * alpha;
+    let y = x + beta;
+    y.round_ties_even().clamp(0.0, 255.0) as u8
+}
+
+/// One pixel through `gray`.
+pub fn gray_value(b: u8, g: u8, r: u8) -> u8 {
+    let y = u32::from(b) * GRAY_B + u32::from(g) * GRAY_G + u32::from(r) * GRAY_R;
+    ((y + (1 << (GRAY_SHIFT - 1))) >> GRAY_SHIFT) as u8
+}
+
+fn apply_pointwise_in_place(filter: Filter, px: &mut [u8]) {
+    match filter {
+        Filter::Copy => {}
+        Filter::Invert => px.iter_mut().for_each(|v| *v = 255 - *v),
+        Filter::Gray => {
+            for p in px.chunks_exact_mut(3) {
+                let y = gray_value(p[0], p[1], p[2]);
+                p.fill(y);
+            }
+        }
+        Filter::Gain { alpha, beta } => {
+            let t = gain_table(alpha, beta);
+            px.iter_mut().for_each(|v| *v = t[usize::from(*v)]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(s: &str) -> Chain {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn parses_chains() {
+        assert_eq!(chain("copy").filters(), &[Filter::Copy]);
+        assert_eq!(
+            chain("gray,gain:1.5,10,invert").filters(),
+            &[
+                Filter::Gray,
+                Filter::Gain {
+                    alpha: 1.5,
+                    beta: 10.0
+                },
+                Filter::Invert
+            ]
+        );
+        assert_eq!(
+            chain("gain:2").filters(),
+            &[Filter::Gain {
+                alpha: 2.0,
+                beta: 0.0
+            }]
+        );
+        assert_eq!(chain("Invert, gray").to_string(), "invert,gray");
+    }
+
+    #[test]
+    fn rejects_bad_chains() {
+        for (bad, says) in [
+            ("", "empty filter"),
+            ("blurry", "unknown filter 'blurry'"),
+            ("gain", "takes 1 or 2 argument(s), got 0"),
+            ("gain:x,1", "'x' is not a number"),
+            ("gain:1,2,3", "got 3"),
+            ("invert:3", "takes 0 argument(s)"),
+            ("copy,,invert", "empty filter"),
+            ("5,copy", "is not a filter"),
+            ("copy,5", "is not a filter"),
+            ("gain:", "missing argument"),
+            ("gain:inf", "not a number"),
+        ] {
+            let err = bad.parse::<Chain>().unwrap_err();
+            assert!(err.contains(says), "{bad:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn gain_rounds_half_to_even_and_saturates() {
+        assert_eq!(gain_value(1, 0.5, 0.0), 0); // 0.5 -> 0
+        assert_eq!(gain_value(3, 0.5, 0.0), 2); // 1.5 -> 2
+        assert_eq!(gain_value(200, 2.0, 0.0), 255);
+        assert_eq!(gain_value(10, 1.0, -20.0), 0);
+    }
+
+    #[test]
+    fn gray_matches_known_values() {
+        assert_eq!(gray_value(255, 255, 255), 255);
+        assert_eq!(gray_value(0, 0, 0), 0);
+        assert_eq!(gray_value(0, 0, 255), 76); // red
+        assert_eq!(gray_value(0, 255, 0), 150); // green
+        assert_eq!(gray_value(255, 0, 0), 29); // blue
+    }
+}

@@ -1,0 +1,159 @@
+//! Frame geometry shared by every stage.
+//!
+//! Every frame inside framepipe is 8-bit BGR, rows packed with no padding
+//! (`stride == width * 3`). Sources convert to this layout; sinks read it.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Bytes per pixel of every frame in the pipeline (B, G, R).
+pub const CHANNELS: usize = 3;
+
+/// Width and height of a frame in pixels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FrameSize {
+    pub width: usize,
+    pub height: usize,
+}
+
+impl FrameSize {
+    pub const fn new(width: usize, height: usize) -> Self {
+        Self { width, height }
+    }
+
+    /// Bytes in one row.
+    pub const fn stride(&self) -> usize {
+        self.width * CHANNELS
+    }
+
+    /// Bytes in one frame.
+    pub const fn bytes(&self) -> usize {
+        self.stride() * self.height
+    }
+
+    pub const fn pixels(&self) -> usize {
+        self.width * self.height
+    }
+}
+
+impl fmt::Display for FrameSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}", self.width, self.height)
+    }
+}
+
+/// The largest side accepted anywhere (OpenCV's own limit on image sides is 2^15).
+pub const MAX_SIDE: usize = 32768;
+
+impl FromStr for FrameSize {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("invalid size '{s}': expected WIDTHxHEIGHT, for example 1920x1080");
+        let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
+        let w: usize = w.trim().parse().map_err(|_| bad())?;
+        let h: usize = h.trim().parse().map_err(|_| bad())?;
+        if w == 0 || h == 0 {
+            return Err(format!(
+                "invalid size '{s}': width and height must be at least 1"
+            ));
+        }
+        if w > MAX_SIDE || h > MAX_SIDE {
+            return Err(format!(
+                "invalid size '{s}': sides are limited to {MAX_SIDE} pixels"
+            ));
+        }
+        Ok(Self::new(w, h))
+    }
+}
+
+/// A printf-style image-sequence pattern such as `frames/%05d.png`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SequencePattern {
+    prefix: String,
+    width: usize,
+    suffix: String,
+}
+
+impl SequencePattern {
+    /// Parses a pattern holding exactly one `%d` or `%0Nd`; `None` when `s` holds no `%`.
+    pub fn parse(s: &str) -> Option<Result<Self, String>> {
+        let at = s.find('%')?;
+        let (prefix, rest) = s.split_at(at);
+        let rest = &rest[1..];
+        let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let after = &rest[digits.len()..];
+        let Some(suffix) = after.strip_prefix('d') else {
+            return Some(Err(format!(
+                "invalid sequence pattern '{s}': expected %d or %0Nd, for example frames/%05d.png"
+            )));
+        };
+        if suffix.contains('%') {
+            return Some(Err(format!(
+                "invalid sequence pattern '{s}': only one %d is allowed"
+            )));
+        }
+        let width = if digits.is_empty() {
+            0
+        } else {
+            match digits.parse::<usize>() {
+                Ok(w) if w <= 12 => w,
+                _ => {
+                    return Some(Err(format!(
+                        "invalid sequence pattern '{s}': width too large"
+                    )))
+                }
+            }
+        };
+        Some(Ok(Self {
+            prefix: prefix.to_string(),
+            width,
+            suffix: suffix.to_string(),
+        }))
+    }
+
+    /// The file name of frame `index`.
+    pub fn path(&self, index: u64) -> String {
+        format!(
+            "{}{:0w$}{}",
+            self.prefix,
+            index,
+            self.suffix,
+            w = self.width
+        )
+    }
+
+    /// The part after the number, for example `.png`.
+    pub fn suffix(&self) -> &str {
+        &self.suffix
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sizes() {
+        assert_eq!(
+            "641x479".parse::<FrameSize>().unwrap(),
+            FrameSize::new(641, 479)
+        );
+        assert!("0x10".parse::<FrameSize>().is_err());
+        assert!("10".parse::<FrameSize>().is_err());
+        assert!("axb".parse::<FrameSize>().is_err());
+        assert!("40000x10".parse::<FrameSize>().is_err());
+    }
+
+    #[test]
+    fn formats_sequences() {
+        let p = SequencePattern::parse("out/%05d.png").unwrap().unwrap();
+        assert_eq!(p.path(7), "out/00007.png");
+        assert_eq!(p.suffix(), ".png");
+        let p = SequencePattern::parse("f%d.ppm").unwrap().unwrap();
+        assert_eq!(p.path(12), "f12.ppm");
+        assert!(SequencePattern::parse("plain.mp4").is_none());
+        assert!(SequencePattern::parse("a%s.png").unwrap().is_err());
+        assert!(SequencePattern::parse("a%d%d.png").unwrap().is_err());
+    }
+}

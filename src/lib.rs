@@ -1,0 +1,18 @@
+//! framepipe: live video through a banded, overlapped CUDA pipeline.
+//!
+//! The data path, one module per stage:
+//! `source` (capture) → `ring` (page-locked slots) → `backend` (CUDA bands or CPU)
+//! → `sink` (window or file), wired together by `pipeline`.
+
+pub mod app;
+pub mod backend;
+pub mod band;
+pub mod cli;
+pub mod filter;
+pub mod frame;
+pub mod pipeline;
+pub mod ring;
+pub mod sink;
+pub mod source;
+pub mod stats;
+pub mod stop;

@@ -1,0 +1,171 @@
+//! The ring of frame slots that travel capture → backend → sink → capture.
+//!
+//! Invariants:
+//! - every frame buffer is allocated once, page-aligned, before the first frame; none is
+//!   allocated or registered per frame;
+//! - a `Slot` moves by value through channels, so exactly one thread can touch its buffers;
+//! - a buffer's page lock (set by the CUDA backend) is released before its memory is freed.
+
+use std::alloc::{self, Layout};
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::time::Instant;
+
+use crate::frame::FrameSize;
+
+const PAGE: usize = 4096;
+
+/// A page-aligned, zero-initialised host buffer of fixed length.
+pub struct HostBuffer {
+    ptr: NonNull<u8>,
+    len: usize,
+    layout: Layout,
+    /// Keeps the buffer page-locked while held; dropped before the memory is freed.
+    lock: Option<Box<dyn Send>>,
+}
+
+// SAFETY: HostBuffer owns its allocation exclusively, like a Vec<u8>; the lock token is Send.
+unsafe impl Send for HostBuffer {}
+
+impl HostBuffer {
+    pub fn new(len: usize) -> Self {
+        let size = len.max(1).div_ceil(PAGE) * PAGE;
+        let layout = Layout::from_size_align(size, PAGE).expect("frame buffer layout");
+        // SAFETY: `layout` has a non-zero size.
+        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let ptr = NonNull::new(raw).unwrap_or_else(|| alloc::handle_alloc_error(layout));
+        Self {
+            ptr,
+            len,
+            layout,
+            lock: None,
+        }
+    }
+
+    /// The whole page-rounded allocation, the range a page lock must cover.
+    pub fn allocation(&mut self) -> (*mut u8, usize) {
+        (self.ptr.as_ptr(), self.layout.size())
+    }
+
+    /// Attaches a page-lock token; the previous one, if any, is released first.
+    pub fn set_lock(&mut self, lock: Option<Box<dyn Send>>) {
+        self.lock = None;
+        self.lock = lock;
+    }
+
+    pub fn is_locked(&self) -> bool {
+        self.lock.is_some()
+    }
+}
+
+impl Deref for HostBuffer {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: ptr is valid for len initialised bytes for the life of self.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl DerefMut for HostBuffer {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, and &mut self guarantees exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        self.lock = None; // unlock before the pages go away
+                          // SAFETY: ptr came from alloc_zeroed with this layout and is freed once.
+        unsafe { alloc::dealloc(self.ptr.as_ptr(), self.layout) };
+    }
+}
+
+/// Host-side times of one frame, filled in as it moves along.
+#[derive(Clone, Copy, Debug)]
+pub struct Stamps {
+    pub captured: Instant,
+    pub capture_ms: f64,
+    pub submitted: Instant,
+    pub done: Instant,
+}
+
+impl Default for Stamps {
+    fn default() -> Self {
+        let now = Instant::now();
+        Self {
+            captured: now,
+            capture_ms: 0.0,
+            submitted: now,
+            done: now,
+        }
+    }
+}
+
+/// One frame's worth of buffers plus what is known about the frame in it.
+pub struct Slot {
+    /// Position of the frame in the output stream (0, 1, 2, …).
+    pub seq: u64,
+    pub size: FrameSize,
+    pub input: HostBuffer,
+    pub output: HostBuffer,
+    pub stamps: Stamps,
+    /// Device time of each stage for this frame, when the backend measures it.
+    pub gpu: Option<crate::stats::StageTimes>,
+}
+
+impl Slot {
+    fn new(size: FrameSize) -> Self {
+        Self {
+            seq: 0,
+            size,
+            input: HostBuffer::new(size.bytes()),
+            output: HostBuffer::new(size.bytes()),
+            stamps: Stamps::default(),
+            gpu: None,
+        }
+    }
+
+    pub fn buffers_mut(&mut self) -> [&mut HostBuffer; 2] {
+        [&mut self.input, &mut self.output]
+    }
+}
+
+/// Allocates the ring's slots.
+pub fn allocate(count: usize, size: FrameSize) -> Vec<Slot> {
+    (0..count).map(|_| Slot::new(size)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_page_aligned_and_zeroed() {
+        let mut b = HostBuffer::new(641 * 479 * 3);
+        assert_eq!(b.as_ptr() as usize % PAGE, 0);
+        assert_eq!(b.len(), 641 * 479 * 3);
+        assert!(b.iter().all(|&v| v == 0));
+        let (_, cap) = b.allocation();
+        assert_eq!(cap % PAGE, 0);
+        assert!(cap >= b.len());
+    }
+
+    #[test]
+    fn lock_is_released_before_free() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        struct Token(Arc<AtomicBool>);
+        impl Drop for Token {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::SeqCst);
+            }
+        }
+        let dropped = Arc::new(AtomicBool::new(false));
+        let mut b = HostBuffer::new(10);
+        b.set_lock(Some(Box::new(Token(dropped.clone()))));
+        assert!(b.is_locked());
+        drop(b);
+        assert!(dropped.load(Ordering::SeqCst));
+    }
+}

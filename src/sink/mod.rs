@@ -1,0 +1,227 @@
+//! Where processed frames go: a window, a video file, an image sequence, or nowhere.
+//!
+//! Sinks run on one thread (the main thread, so that every highgui call stays there), see
+//! frames in order, and are always `finish`ed, also after an error, so that files are
+//! finalized.
+
+pub mod null;
+pub mod ppm;
+#[cfg(feature = "opencv")]
+pub mod window;
+#[cfg(feature = "opencv")]
+pub mod writer;
+
+use std::path::Path;
+
+use anyhow::Result;
+
+use crate::frame::{FrameSize, SequencePattern};
+
+/// What a sink wants after a frame.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Flow {
+    Continue,
+    /// The user asked to quit (q, Esc, window closed).
+    Quit,
+}
+
+pub trait Sink {
+    /// One word for the summary: "shown", "written".
+    fn verb(&self) -> &'static str;
+    /// One line for the log.
+    fn describe(&self) -> String;
+    fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow>;
+    /// Called when no frame came for a while (keeps a window responsive).
+    fn idle(&mut self) -> Result<Flow> {
+        Ok(Flow::Continue)
+    }
+    /// Flushes and closes; called exactly once, also after errors.
+    fn finish(&mut self) -> Result<()>;
+}
+
+/// Several sinks fed the same frames (a window and a file).
+pub struct Tee(pub Vec<Box<dyn Sink>>);
+
+impl Sink for Tee {
+    fn verb(&self) -> &'static str {
+        self.0.last().map_or("consumed", |s| s.verb())
+    }
+    fn describe(&self) -> String {
+        let parts: Vec<_> = self.0.iter().map(|s| s.describe()).collect();
+        parts.join(" and ")
+    }
+    fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
+        let mut flow = Flow::Continue;
+        for s in &mut self.0 {
+            if s.consume(frame, size)? == Flow::Quit {
+                flow = Flow::Quit;
+            }
+        }
+        Ok(flow)
+    }
+    fn idle(&mut self) -> Result<Flow> {
+        let mut flow = Flow::Continue;
+        for s in &mut self.0 {
+            if s.idle()? == Flow::Quit {
+                flow = Flow::Quit;
+            }
+        }
+        Ok(flow)
+    }
+    fn finish(&mut self) -> Result<()> {
+        let mut first_err = None;
+        for s in &mut self.0 {
+            if let Err(e) = s.finish() {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+}
+
+/// Container formats `--output` writes as video.
+pub const VIDEO_EXTENSIONS: &[&str] = &["mp4", "avi", "mkv"];
+/// Image formats `--output` writes as numbered sequences.
+pub const SEQUENCE_EXTENSIONS: &[&str] = &["png", "ppm", "bmp", "tif", "tiff", "jpg", "jpeg"];
+
+/// What `--output` names, checked before anything runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OutputSpec {
+    Video {
+        path: String,
+        extension: String,
+    },
+    Sequence {
+        pattern: SequencePattern,
+        extension: String,
+    },
+}
+
+impl OutputSpec {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        let path = Path::new(s);
+        if s.ends_with('/') || path.is_dir() {
+            return Err(format!("--output '{s}' is a folder; name a file in it"));
+        }
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| format!("--output '{s}' does not name a file"))?;
+        let extension = Path::new(name)
+            .extension()
+            .and_then(|e| e.to_str())
+            .map(str::to_ascii_lowercase)
+            .unwrap_or_default();
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(dir) = parent {
+            if dir.to_string_lossy().contains('%') {
+                return Err(format!(
+                    "--output '{s}': the number pattern must be in the file name"
+                ));
+            }
+            if !dir.is_dir() {
+                return Err(format!(
+                    "--output '{s}': folder '{}' does not exist",
+                    dir.display()
+                ));
+            }
+        }
+        let what = if extension.is_empty() {
+            "files without an extension".to_string()
+        } else {
+            format!("'.{extension}' files")
+        };
+        let supported = || {
+            format!(
+                "--output '{s}': cannot write {what}; use a video ({}) or an image sequence such as frames/%05d.png ({})",
+                VIDEO_EXTENSIONS.join(", "),
+                SEQUENCE_EXTENSIONS.join(", ")
+            )
+        };
+        match SequencePattern::parse(name) {
+            Some(Err(e)) => Err(format!("--output: {e}")),
+            Some(Ok(_)) => {
+                if !SEQUENCE_EXTENSIONS.contains(&extension.as_str()) {
+                    return Err(supported());
+                }
+                let pattern = SequencePattern::parse(s)
+                    .expect("has %")
+                    .map_err(|e| format!("--output: {e}"))?;
+                if !cfg!(feature = "opencv") && extension != "ppm" {
+                    return Err(format!(
+                        "--output '{s}': this build has no OpenCV and writes only .ppm sequences"
+                    ));
+                }
+                Ok(OutputSpec::Sequence { pattern, extension })
+            }
+            None => {
+                if SEQUENCE_EXTENSIONS.contains(&extension.as_str()) {
+                    return Err(format!(
+                        "--output '{s}': an image output needs a frame number, for example frames/%05d.{extension}"
+                    ));
+                }
+                if !VIDEO_EXTENSIONS.contains(&extension.as_str()) {
+                    return Err(supported());
+                }
+                if !cfg!(feature = "opencv") {
+                    return Err(format!(
+                        "--output '{s}': this build has no OpenCV; write a .ppm sequence such as frames/%05d.ppm"
+                    ));
+                }
+                Ok(OutputSpec::Video {
+                    path: s.to_string(),
+                    extension,
+                })
+            }
+        }
+    }
+}
+
+/// Opens the sink for `spec` at `fps` frames per second.
+pub fn open_output(spec: &OutputSpec, size: FrameSize, fps: f64) -> Result<Box<dyn Sink>> {
+    match spec {
+        OutputSpec::Sequence { pattern, extension } if extension == "ppm" => {
+            Ok(Box::new(ppm::PpmSequence::new(pattern.clone())))
+        }
+        #[cfg(feature = "opencv")]
+        OutputSpec::Sequence { pattern, .. } => {
+            Ok(Box::new(writer::ImageSequence::new(pattern.clone())))
+        }
+        #[cfg(feature = "opencv")]
+        OutputSpec::Video { path, extension } => Ok(Box::new(writer::VideoFile::open(
+            path, extension, size, fps,
+        )?)),
+        #[cfg(not(feature = "opencv"))]
+        other => {
+            let _ = (size, fps);
+            anyhow::bail!("this build cannot write {other:?}")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_outputs() {
+        let dir = std::env::temp_dir();
+        let d = dir.to_str().unwrap();
+        assert!(matches!(
+            OutputSpec::parse(&format!("{d}/x%04d.ppm")).unwrap(),
+            OutputSpec::Sequence { .. }
+        ));
+        for (bad, says) in [
+            ("/no/such/dir/out.mp4".to_string(), "does not exist"),
+            (format!("{d}/out.xyz"), "cannot write '.xyz'"),
+            (format!("{d}/out.png"), "needs a frame number"),
+            (format!("{d}/out%s.png"), "expected %d"),
+            (format!("{d}/out%d.mp4"), "cannot write"),
+            (format!("{d}/"), "is a folder"),
+            (format!("{d}/noext"), "without an extension"),
+        ] {
+            let e = OutputSpec::parse(&bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+}

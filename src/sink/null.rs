@@ -1,0 +1,23 @@
+//! Discards frames: headless runs with no `--output`, and benchmarks.
+
+use anyhow::Result;
+
+use super::{Flow, Sink};
+use crate::frame::FrameSize;
+
+pub struct Null;
+
+impl Sink for Null {
+    fn verb(&self) -> &'static str {
+        "consumed"
+    }
+    fn describe(&self) -> String {
+        "no output (headless)".into()
+    }
+    fn consume(&mut self, _frame: &[u8], _size: FrameSize) -> Result<Flow> {
+        Ok(Flow::Continue)
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,56 @@
+//! A lossless PPM (P6) image sequence, written without OpenCV so that builds for the GPU
+//! machine can save exact results. Frames are numbered from 0.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+
+use anyhow::{Context, Result};
+
+use super::{Flow, Sink};
+use crate::frame::{FrameSize, SequencePattern};
+
+pub struct PpmSequence {
+    pattern: SequencePattern,
+    next: u64,
+}
+
+impl PpmSequence {
+    pub fn new(pattern: SequencePattern) -> Self {
+        Self { pattern, next: 0 }
+    }
+}
+
+/// Writes one BGR frame as a binary PPM (which stores RGB).
+pub fn write_ppm(w: &mut impl Write, frame: &[u8], size: FrameSize) -> std::io::Result<()> {
+    write!(w, "P6\n{} {}\n255\n", size.width, size.height)?;
+    let mut row = vec![0u8; size.stride()];
+    for src in frame.chunks_exact(size.stride()) {
+        for (d, s) in row.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
+            d.copy_from_slice(&[s[2], s[1], s[0]]);
+        }
+        w.write_all(&row)?;
+    }
+    Ok(())
+}
+
+impl Sink for PpmSequence {
+    fn verb(&self) -> &'static str {
+        "written"
+    }
+    fn describe(&self) -> String {
+        format!("PPM sequence {}", self.pattern.path(0))
+    }
+    fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
+        let path = self.pattern.path(self.next);
+        let file = File::create(&path).with_context(|| format!("creating {path}"))?;
+        let mut w = BufWriter::new(file);
+        write_ppm(&mut w, frame, size)
+            .and_then(|_| w.flush())
+            .with_context(|| format!("writing {path}"))?;
+        self.next += 1;
+        Ok(Flow::Continue)
+    }
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,243 @@
+//! Sources opened with OpenCV: cameras, video files, URLs and GStreamer pipelines
+//! (`VideoCapture`), and still images (`imread`, shown in a loop).
+//!
+//! `VideoCapture::read` writes straight into the ring buffer through a `Mat` header over
+//! it. After every read we check that OpenCV did not swap in a buffer of its own (a frame of
+//! another size or format); if it did, the frame is converted into the ring buffer instead.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use opencv::core::{self, Mat, Size, Vec3b};
+use opencv::prelude::*;
+use opencv::{imgcodecs, imgproc, videoio};
+
+use super::{InputSpec, Read, Source};
+use crate::frame::FrameSize;
+
+/// A `VideoCapture` of any kind.
+pub struct Capture {
+    cap: videoio::VideoCapture,
+    what: String,
+    size: FrameSize,
+    fps: Option<f64>,
+    live: bool,
+    /// The frame read while opening (to learn the size), handed out first.
+    first: Option<Mat>,
+    /// Frames OpenCV delivered in its own buffer and that had to be converted.
+    pub conversions: u64,
+}
+
+/// Opens what `spec` names; `Default` is the default camera and is never called here.
+pub fn open(spec: &InputSpec) -> Result<Box<dyn Source>> {
+    match spec {
+        InputSpec::Camera(i) => {
+            let cap = videoio::VideoCapture::new(*i, videoio::CAP_ANY)
+                .with_context(|| format!("opening camera {i}"))?;
+            Capture::start(cap, format!("camera {i}"), true).map(|c| Box::new(c) as _)
+        }
+        InputSpec::Stream(s) => {
+            let api = if s.contains('!') {
+                videoio::CAP_GSTREAMER
+            } else {
+                videoio::CAP_ANY
+            };
+            let kind = if api == videoio::CAP_GSTREAMER {
+                "GStreamer pipeline"
+            } else {
+                "stream"
+            };
+            let cap = videoio::VideoCapture::from_file(s, api)
+                .with_context(|| format!("opening {kind} '{s}'"))?;
+            Capture::start(cap, format!("{kind} '{s}'"), true).map(|c| Box::new(c) as _)
+        }
+        InputSpec::Video(path) => {
+            let p = path.display().to_string();
+            let cap = videoio::VideoCapture::from_file(&p, videoio::CAP_FFMPEG)
+                .with_context(|| format!("opening video file '{p}'"))?;
+            Capture::start(cap, format!("file '{p}'"), false).map(|c| Box::new(c) as _)
+        }
+        InputSpec::Image(path) => StillImage::open(path).map(|s| Box::new(s) as _),
+        InputSpec::Default | InputSpec::Pattern => {
+            bail!("internal: {spec:?} is not an OpenCV source")
+        }
+    }
+}
+
+/// Whether a default camera seems to exist, checked without OpenCV's warnings.
+pub fn default_camera_present() -> bool {
+    Path::new("/dev/video0").exists()
+}
+
+impl Capture {
+    fn start(mut cap: videoio::VideoCapture, what: String, live: bool) -> Result<Self> {
+        if !cap.is_opened()? {
+            if live {
+                bail!("could not open {what}");
+            }
+            bail!("{what} is not a video OpenCV can decode");
+        }
+        let mut first = Mat::default();
+        if !cap.read(&mut first)? || first.empty() {
+            bail!("{what} opened, but gave no frame");
+        }
+        let size = FrameSize::new(first.cols() as usize, first.rows() as usize);
+        let fps = cap
+            .get(videoio::CAP_PROP_FPS)
+            .ok()
+            .filter(|f| f.is_finite() && *f > 0.0 && *f < 1000.0);
+        Ok(Self {
+            cap,
+            what,
+            size,
+            fps,
+            live,
+            first: Some(first),
+            conversions: 0,
+        })
+    }
+}
+
+/// Converts any 8-bit image OpenCV produced into `frame` (BGR, `size`).
+fn conform(got: &Mat, frame: &mut [u8], size: FrameSize) -> Result<()> {
+    let mut bgr = Mat::default();
+    let src = match got.channels() {
+        3 => got,
+        1 => {
+            imgproc::cvt_color(got, &mut bgr, imgproc::COLOR_GRAY2BGR, 0)?;
+            &bgr
+        }
+        4 => {
+            imgproc::cvt_color(got, &mut bgr, imgproc::COLOR_BGRA2BGR, 0)?;
+            &bgr
+        }
+        n => bail!("frames with {n} channels are not supported"),
+    };
+    let mut eight = Mat::default();
+    let src = if src.depth() == core::CV_8U {
+        src
+    } else {
+        src.convert_to(&mut eight, core::CV_8U, 1.0, 0.0)?;
+        &eight
+    };
+    let mut dst =
+        Mat::new_rows_cols_with_bytes_mut::<Vec3b>(size.height as i32, size.width as i32, frame)?;
+    if src.cols() as usize == size.width && src.rows() as usize == size.height {
+        src.copy_to(&mut dst)?;
+    } else {
+        let to = Size::new(size.width as i32, size.height as i32);
+        imgproc::resize(src, &mut dst, to, 0.0, 0.0, imgproc::INTER_AREA)?;
+    }
+    Ok(())
+}
+
+impl Source for Capture {
+    fn describe(&self) -> String {
+        let fps = self
+            .fps
+            .map(|f| format!(", {f:.3} fps"))
+            .unwrap_or_default();
+        format!("{} ({}{fps})", self.what, self.size)
+    }
+    fn size(&self) -> FrameSize {
+        self.size
+    }
+    fn fps(&self) -> Option<f64> {
+        self.fps
+    }
+    fn is_live(&self) -> bool {
+        self.live
+    }
+
+    fn read(&mut self, frame: &mut [u8]) -> Result<Read> {
+        if let Some(first) = self.first.take() {
+            conform(&first, frame, self.size)?;
+            return Ok(Read::Frame);
+        }
+        let ptr = frame.as_ptr();
+        let (rows, cols) = (self.size.height as i32, self.size.width as i32);
+        let mut dst = Mat::new_rows_cols_with_bytes_mut::<Vec3b>(rows, cols, frame)?;
+        if !self
+            .cap
+            .read(&mut dst)
+            .with_context(|| format!("reading from {}", self.what))?
+        {
+            return Ok(Read::End);
+        }
+        if dst.empty() {
+            return Ok(Read::End);
+        }
+        if dst.data() == ptr
+            && dst.rows() == rows
+            && dst.cols() == cols
+            && dst.typ() == core::CV_8UC3
+        {
+            return Ok(Read::Frame); // decoded in place: the common case
+        }
+        // OpenCV reallocated: keep its frame, then convert it into the ring buffer.
+        let got = dst.try_clone()?;
+        drop(dst);
+        self.conversions += 1;
+        conform(&got, frame, self.size)?;
+        Ok(Read::Frame)
+    }
+
+    fn skip(&mut self) -> Result<Read> {
+        if self.first.take().is_some() {
+            return Ok(Read::Frame);
+        }
+        Ok(if self.cap.grab()? {
+            Read::Frame
+        } else {
+            Read::End
+        })
+    }
+}
+
+/// A still image, handed out again and again (the original question's loop).
+pub struct StillImage {
+    what: String,
+    size: FrameSize,
+    pixels: Vec<u8>,
+}
+
+impl StillImage {
+    fn open(path: &Path) -> Result<Self> {
+        let p = path.display().to_string();
+        let img = imgcodecs::imread(&p, imgcodecs::IMREAD_COLOR)
+            .with_context(|| format!("reading image '{p}'"))?;
+        if img.empty() {
+            bail!("'{p}' is not an image OpenCV can decode");
+        }
+        let size = FrameSize::new(img.cols() as usize, img.rows() as usize);
+        let mut pixels = vec![0u8; size.bytes()];
+        conform(&img, &mut pixels, size)?;
+        Ok(Self {
+            what: format!("image '{p}'"),
+            size,
+            pixels,
+        })
+    }
+}
+
+impl Source for StillImage {
+    fn describe(&self) -> String {
+        format!("{} ({}, looped)", self.what, self.size)
+    }
+    fn size(&self) -> FrameSize {
+        self.size
+    }
+    fn fps(&self) -> Option<f64> {
+        None
+    }
+    fn is_live(&self) -> bool {
+        false
+    }
+    fn read(&mut self, frame: &mut [u8]) -> Result<Read> {
+        frame.copy_from_slice(&self.pixels);
+        Ok(Read::Frame)
+    }
+    fn skip(&mut self) -> Result<Read> {
+        Ok(Read::Frame)
+    }
+}

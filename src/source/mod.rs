@@ -1,0 +1,138 @@
+//! Where frames come from: the built-in test pattern, or anything OpenCV can open.
+//!
+//! A source has a fixed frame size, known once it is open. `read` fills a ring buffer with
+//! the next frame (BGR, packed); `skip` consumes one frame without keeping it, which live
+//! sources do when the ring is full so that what is shown stays fresh.
+
+pub mod pattern;
+
+#[cfg(feature = "opencv")]
+pub mod capture;
+
+use anyhow::Result;
+
+use crate::frame::FrameSize;
+
+/// What `read` found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Read {
+    Frame,
+    End,
+}
+
+pub trait Source: Send {
+    /// One line for the log, e.g. "file clip.mp4 (641x479, 25 fps)".
+    fn describe(&self) -> String;
+    fn size(&self) -> FrameSize;
+    /// Frames per second the source runs at, when known.
+    fn fps(&self) -> Option<f64>;
+    /// Live sources drop frames when the ring is full; others wait for a free slot.
+    fn is_live(&self) -> bool;
+    /// Writes the next frame into `frame` (`size().bytes()` long).
+    fn read(&mut self, frame: &mut [u8]) -> Result<Read>;
+    /// Consumes the next frame without keeping it.
+    fn skip(&mut self) -> Result<Read>;
+}
+
+/// What `--input` names, before anything is opened.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InputSpec {
+    /// No `--input`: the default camera, or the test pattern where there is none.
+    Default,
+    Pattern,
+    Camera(i32),
+    /// A URL (`rtsp://…`, `http://…`) or a GStreamer pipeline (holds `!`).
+    Stream(String),
+    Image(std::path::PathBuf),
+    Video(std::path::PathBuf),
+}
+
+/// File extensions opened as still images (looped) rather than as videos.
+pub const IMAGE_EXTENSIONS: &[&str] = &[
+    "jpg", "jpeg", "png", "bmp", "tif", "tiff", "webp", "ppm", "pgm", "pnm", "jp2",
+];
+
+fn extension(path: &std::path::Path) -> Option<String> {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+}
+
+impl InputSpec {
+    /// Classifies `--input`, checking what can be checked without opening it.
+    pub fn parse(input: Option<&str>) -> Result<Self, String> {
+        let Some(s) = input else {
+            return Ok(InputSpec::Default);
+        };
+        let s = s.trim();
+        if s.is_empty() {
+            return Err("--input is empty".into());
+        }
+        if s.eq_ignore_ascii_case("pattern") {
+            return Ok(InputSpec::Pattern);
+        }
+        if let Ok(index) = s.parse::<i32>() {
+            if index < 0 {
+                return Err(format!("camera index {index} is negative"));
+            }
+            return Ok(InputSpec::Camera(index));
+        }
+        if s.contains("://") || s.contains('!') {
+            return Ok(InputSpec::Stream(s.to_string()));
+        }
+        let path = std::path::PathBuf::from(s);
+        let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => format!("input '{s}' does not exist"),
+            _ => format!("input '{s}' cannot be read: {e}"),
+        })?;
+        if meta.is_dir() {
+            return Err(format!(
+                "input '{s}' is a directory, not a video or image file"
+            ));
+        }
+        if meta.len() == 0 {
+            return Err(format!("input '{s}' is an empty file"));
+        }
+        if let Err(e) = std::fs::File::open(&path) {
+            return Err(format!("input '{s}' cannot be read: {e}"));
+        }
+        match extension(&path) {
+            Some(e) if IMAGE_EXTENSIONS.contains(&e.as_str()) => Ok(InputSpec::Image(path)),
+            _ => Ok(InputSpec::Video(path)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_inputs() {
+        assert_eq!(InputSpec::parse(None).unwrap(), InputSpec::Default);
+        assert_eq!(
+            InputSpec::parse(Some("pattern")).unwrap(),
+            InputSpec::Pattern
+        );
+        assert_eq!(InputSpec::parse(Some("2")).unwrap(), InputSpec::Camera(2));
+        assert!(matches!(
+            InputSpec::parse(Some("rtsp://cam/1")).unwrap(),
+            InputSpec::Stream(_)
+        ));
+        assert!(matches!(
+            InputSpec::parse(Some("videotestsrc ! appsink")).unwrap(),
+            InputSpec::Stream(_)
+        ));
+        let dir = std::env::temp_dir();
+        let e = InputSpec::parse(dir.to_str()).unwrap_err();
+        assert!(e.contains("is a directory"), "{e}");
+        let e = InputSpec::parse(Some("/no/such/clip.mp4")).unwrap_err();
+        assert!(e.contains("does not exist"), "{e}");
+        let empty = dir.join(format!("framepipe-empty-{}.mp4", std::process::id()));
+        std::fs::write(&empty, b"").unwrap();
+        let e = InputSpec::parse(empty.to_str()).unwrap_err();
+        assert!(e.contains("empty file"), "{e}");
+        std::fs::remove_file(empty).unwrap();
+        assert!(InputSpec::parse(Some("-1")).is_err());
+    }
+}
