@@ -1,7 +1,7 @@
 // Pointwise filters on packed 8-bit BGR bands. Each kernel reads `src` and writes `dst`
 // (distinct device buffers); `n` is the number of bytes (a multiple of 3).
 // The arithmetic matches src/filter.rs bit for bit:
-//   gray: (B*1868 + G*9617 + R*4899 + 8192) >> 14, OpenCV's fixed-point BGR2GRAY;
+//   gray: (B*3735 + G*19235 + R*9798 + 16384) >> 15, OpenCV's fixed-point BGR2GRAY;
 //   gain: saturate(round_half_even(v*alpha + beta)) with a separate f32 multiply and add.
 
 typedef unsigned char u8;
@@ -65,7 +65,7 @@ extern "C" __global__ void fp_gray(const u8* __restrict__ src, u8* __restrict__ 
         u8* p = (u8*)w;
 #pragma unroll
         for (int k = 0; k < 48; k += 3) {
-            unsigned y = (p[k] * 1868u + p[k + 1] * 9617u + p[k + 2] * 4899u + 8192u) >> 14;
+            unsigned y = (p[k] * 3735u + p[k + 1] * 19235u + p[k + 2] * 9798u + 16384u) >> 15;
             p[k] = p[k + 1] = p[k + 2] = (u8)y;
         }
         *(uint4*)(dst + i) = w[0];
@@ -73,7 +73,7 @@ extern "C" __global__ void fp_gray(const u8* __restrict__ src, u8* __restrict__ 
         *(uint4*)(dst + i + 32) = w[2];
     } else {
         for (; i + 3 <= n; i += 3) {
-            unsigned y = (src[i] * 1868u + src[i + 1] * 9617u + src[i + 2] * 4899u + 8192u) >> 14;
+            unsigned y = (src[i] * 3735u + src[i + 1] * 19235u + src[i + 2] * 9798u + 16384u) >> 15;
             dst[i] = dst[i + 1] = dst[i + 2] = (u8)y;
         }
     }

@@ -25,11 +25,12 @@ pub enum Filter {
 /// The filters, as listed in help texts and error messages.
 pub const FILTER_HELP: &str = "copy, invert, gray, gain:ALPHA,BETA";
 
-/// OpenCV's `cvtColor(BGR2GRAY)` weights for 8-bit images (`yuv_shift` = 14).
-pub const GRAY_B: u32 = 1868;
-pub const GRAY_G: u32 = 9617;
-pub const GRAY_R: u32 = 4899;
-pub const GRAY_SHIFT: u32 = 14;
+/// OpenCV's `cvtColor(BGR2GRAY)` weights for 8-bit images (`BY15`, `GY15`, `RY15`,
+/// `gray_shift` = 15); checked equal to OpenCV 4.6 on all 2^24 colours.
+pub const GRAY_B: u32 = 3735;
+pub const GRAY_G: u32 = 19235;
+pub const GRAY_R: u32 = 9798;
+pub const GRAY_SHIFT: u32 = 15;
 
 impl Filter {
     /// Rows this filter reads above and below each output row (0 for pointwise filters).

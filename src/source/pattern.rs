@@ -51,23 +51,23 @@ impl Pattern {
     }
 }
 
-/// Draws frame `index` of the pattern into `out`.
+/// Draws frame `index` of the pattern into `out`: a horizontal blue ramp and a vertical
+/// green ramp that drift, a red checkerboard with diagonal stripes, and a white bar that
+/// sweeps across. Integer arithmetic only, so every machine draws the same bytes.
 pub fn draw(size: FrameSize, index: u64, out: &mut [u8]) {
     let (w, h) = (size.width, size.height);
     let i = index as usize;
-    let bar = (i * 8) % w.max(1);
+    let bar = (i * 8) % w;
     let bar_w = (w / 40).max(1);
+    let ramp: Vec<u8> = (0..w).map(|x| (x * 255 / w + 2 * i) as u8).collect();
     for (y, row) in out.chunks_exact_mut(size.stride()).enumerate().take(h) {
-        let g = (y * 255 / h.max(1) + i) as u8;
+        let g = (y * 255 / h + i) as u8;
         for (x, px) in row.chunks_exact_mut(3).enumerate() {
-            if x >= bar && x < bar + bar_w {
-                px.copy_from_slice(&[255, 255, 255]);
-                continue;
-            }
-            let b = (x * 255 / w.max(1) + 2 * i) as u8;
             let r = ((((x >> 4) ^ (y >> 4)) & 1) * 160 + ((x + y + i) & 63)) as u8;
-            px.copy_from_slice(&[b, g, r]);
+            px.copy_from_slice(&[ramp[x], g, r]);
         }
+        let end = (bar + bar_w).min(w);
+        row[bar * 3..end * 3].fill(255);
     }
 }
 

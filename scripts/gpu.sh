@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The GPU machine has CUDA but no OpenCV and no Rust, so what runs there is built here
+# without the `opencv` feature and sent over.
+#
+#   scripts/gpu.sh bundle      here: build the binary and the GPU tests into gpu-bundle/
+#   scripts/gpu.sh run         there (device tool, carry gpu-bundle): run them, logs in $OUT
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUNDLE=gpu-bundle
+
+bundle() {
+    local target=target/nocv
+    cargo build --release --no-default-features --target-dir "$target"
+    rm -rf "$BUNDLE" && mkdir -p "$BUNDLE"
+    cp "$target/release/framepipe" "$BUNDLE/"
+    # The test binaries' paths come from cargo's own JSON messages.
+    cargo test --release --no-default-features --target-dir "$target" --no-run --message-format=json 2>/dev/null |
+        python3 -c '
+import json, sys, shutil
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+        shutil.copy(m["executable"], sys.argv[1] + "/test-" + m["target"]["name"])
+' "$BUNDLE"
+    strip "$BUNDLE"/*
+    ls -la "$BUNDLE"
+}
+
+run() {
+    local out=${OUT:-/tmp/framepipe-out}
+    mkdir -p "$out"
+    nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv,noheader | tee "$out/gpu.txt"
+    for t in "$BUNDLE"/test-*; do
+        echo "== $t"
+        "$t" --nocapture --test-threads=1 2>&1 | tee -a "$out/tests.log"
+    done
+    for extra in "" "--pageable"; do
+        for size in 1920x1080 3840x2160; do
+            echo "== framepipe --size $size $extra"
+            "$BUNDLE/framepipe" --input pattern --size "$size" --fps 0 --frames 600 --headless \
+                --backend cuda --filter gray $extra 2>&1 | tee -a "$out/app.log"
+        done
+    done
+    if [ -x "$BUNDLE/framepipe" ] && "$BUNDLE/framepipe" help bench >/dev/null 2>&1; then
+        "$BUNDLE/framepipe" bench "$@" 2>&1 | tee "$out/bench.log"
+    fi
+}
+
+case "${1:-}" in
+    bundle) bundle ;;
+    run) shift; run "$@" ;;
+    *) echo "usage: scripts/gpu.sh bundle|run" >&2; exit 2 ;;
+esac
