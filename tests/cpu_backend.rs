@@ -9,7 +9,11 @@ use framepipe::frame::FrameSize;
 
 #[test]
 fn cpu_matches_reference_bit_for_bit() {
-    for size in [FrameSize::new(33, 17), FrameSize::new(641, 479), FrameSize::new(1280, 720)] {
+    for size in [
+        FrameSize::new(33, 17),
+        FrameSize::new(641, 479),
+        FrameSize::new(1280, 720),
+    ] {
         for chain in CHAINS {
             let case = Case {
                 kind: BackendKind::Cpu,
@@ -22,7 +26,10 @@ fn cpu_matches_reference_bit_for_bit() {
             };
             let (seen, bad, max) = run_case(&case);
             assert_eq!(seen, 4);
-            assert_eq!(bad, 0, "{chain} at {size}: {bad} frames differ, max diff {max}");
+            assert_eq!(
+                bad, 0,
+                "{chain} at {size}: {bad} frames differ, max diff {max}"
+            );
         }
     }
 }

@@ -10,12 +10,14 @@ use opencv::{imgcodecs, videoio};
 use super::{Flow, Sink};
 use crate::frame::{FrameSize, SequencePattern};
 
-/// The codec written for each container: `.mkv` is lossless (FFV1).
-pub fn codec_for(extension: &str) -> [char; 4] {
+/// The OpenCV backend and codec written for each container: `.avi` is OpenCV's own Motion
+/// JPEG writer (keeps odd sizes), `.mkv` is lossless FFV1 and `.mp4` MPEG-4 through FFmpeg
+/// (whose writer needs even sizes).
+pub fn codec_for(extension: &str) -> (i32, [char; 4]) {
     match extension {
-        "avi" => ['M', 'J', 'P', 'G'],
-        "mkv" => ['F', 'F', 'V', '1'],
-        _ => ['m', 'p', '4', 'v'],
+        "avi" => (videoio::CAP_OPENCV_MJPEG, ['M', 'J', 'P', 'G']),
+        "mkv" => (videoio::CAP_FFMPEG, ['F', 'F', 'V', '1']),
+        _ => (videoio::CAP_FFMPEG, ['m', 'p', '4', 'v']),
     }
 }
 
@@ -26,18 +28,18 @@ pub struct VideoFile {
 
 impl VideoFile {
     pub fn open(path: &str, extension: &str, size: FrameSize, fps: f64) -> Result<Self> {
-        let [a, b, c, d] = codec_for(extension);
+        let (api, [a, b, c, d]) = codec_for(extension);
+        if api == videoio::CAP_FFMPEG && (size.width % 2 == 1 || size.height % 2 == 1) {
+            eprintln!(
+                "framepipe: warning: FFmpeg stores even sizes only: {size} frames are written as {}x{} to '{path}' (.avi or an image sequence keep every pixel)",
+                size.width & !1,
+                size.height & !1
+            );
+        }
         let fourcc = videoio::VideoWriter::fourcc(a, b, c, d)?;
         let frame = Size::new(size.width as i32, size.height as i32);
-        let writer = videoio::VideoWriter::new_with_backend(
-            path,
-            videoio::CAP_FFMPEG,
-            fourcc,
-            fps,
-            frame,
-            true,
-        )
-        .with_context(|| format!("opening '{path}' for writing"))?;
+        let writer = videoio::VideoWriter::new_with_backend(path, api, fourcc, fps, frame, true)
+            .with_context(|| format!("opening '{path}' for writing"))?;
         if !writer.is_opened()? {
             bail!(
                 "cannot write video '{path}': OpenCV could not open a {a}{b}{c}{d} writer for it"

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod run;
+
 use framepipe::backend::{self, BackendConfig, BackendKind};
 use framepipe::band::BandPlan;
 use framepipe::filter::Chain;
@@ -45,7 +47,8 @@ impl Sink for CheckSink {
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> anyhow::Result<Flow> {
         assert_eq!(size, self.size);
         pattern::draw(size, self.seen, &mut self.input);
-        self.chain.apply_reference(size, &self.input, &mut self.want);
+        self.chain
+            .apply_reference(size, &self.input, &mut self.want);
         let diff = frame
             .iter()
             .zip(&self.want)

@@ -1,0 +1,140 @@
+//! Bad input: a clear message naming the problem, a non-zero exit, no panic, no hang.
+
+mod common;
+
+use std::time::Duration;
+
+use common::run::{framepipe, stderr, TempDir};
+
+fn expect_error(args: &[&str], says: &str) {
+    let out = framepipe(args, Duration::from_secs(30));
+    let err = stderr(&out);
+    assert!(
+        !out.status.success(),
+        "{args:?} should fail; stderr:\n{err}"
+    );
+    assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    assert!(err.contains(says), "{args:?}: expected {says:?} in:\n{err}");
+}
+
+const PAT: [&str; 6] = [
+    "--input",
+    "pattern",
+    "--size",
+    "320x240",
+    "--headless",
+    "--frames=2",
+];
+
+fn with_pattern<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut v: Vec<&str> = PAT.to_vec();
+    v.extend_from_slice(extra);
+    v
+}
+
+#[test]
+fn bad_inputs() {
+    let dir = TempDir::new("errors");
+    let d = dir.path().display().to_string();
+    let text = dir.join("notes.mp4");
+    std::fs::write(&text, "this is not a video\n".repeat(100)).unwrap();
+    let empty = dir.join("empty.avi");
+    std::fs::write(&empty, b"").unwrap();
+    let bad_png = dir.join("broken.png");
+    std::fs::write(&bad_png, b"\x89PNG but not really").unwrap();
+    let (text, empty, bad_png) = (
+        text.display().to_string(),
+        empty.display().to_string(),
+        bad_png.display().to_string(),
+    );
+
+    expect_error(
+        &["--headless", "-i", "/no/such/clip.mp4"],
+        "input '/no/such/clip.mp4' does not exist",
+    );
+    expect_error(&["--headless", "-i", &d], "is a directory");
+    expect_error(&["--headless", "-i", &empty], "is an empty file");
+    if cfg!(feature = "opencv") {
+        expect_error(
+            &["--headless", "-i", &text],
+            "is not a video OpenCV can decode",
+        );
+        expect_error(
+            &["--headless", "-i", &bad_png],
+            "is not an image OpenCV can decode",
+        );
+        expect_error(&["--headless", "-i", "57"], "could not open camera 57");
+    } else {
+        expect_error(&["--headless", "-i", &text], "this build has no OpenCV");
+    }
+    expect_error(
+        &with_pattern(&["--filter", "sparkle"]),
+        "unknown filter 'sparkle'",
+    );
+    expect_error(
+        &with_pattern(&["--filter", "gain:abc"]),
+        "'abc' is not a number",
+    );
+    expect_error(&with_pattern(&["--filter", "gray,gain:1,2,3"]), "got 3");
+    expect_error(
+        &with_pattern(&["--bands", "0"]),
+        "--bands must be at least 1",
+    );
+    expect_error(
+        &with_pattern(&["--bands", "241"]),
+        "more than the frame's 240 rows",
+    );
+    expect_error(
+        &with_pattern(&["--ring", "1"]),
+        "the ring needs at least 2 slots",
+    );
+    expect_error(
+        &["-i", "pattern", "--size", "0x10", "--headless"],
+        "width and height must be at least 1",
+    );
+    expect_error(
+        &with_pattern(&["-o", "/no/such/dir/out.mp4"]),
+        "folder '/no/such/dir' does not exist",
+    );
+    expect_error(
+        &with_pattern(&["-o", &format!("{d}/out.xyz")]),
+        "cannot write '.xyz' files",
+    );
+    expect_error(
+        &with_pattern(&["-o", &format!("{d}/out.png")]),
+        "needs a frame number",
+    );
+    expect_error(
+        &with_pattern(&["--fps=-3"]),
+        "--fps -3 must be 0 or a positive number",
+    );
+    // No window without a display (Qt would abort the process).
+    #[cfg(feature = "opencv")]
+    expect_error(&["-i", "pattern", "--frames", "1"], "no display");
+    #[cfg(not(feature = "opencv"))]
+    expect_error(&["-i", "pattern", "--frames", "1"], "cannot open a window");
+    expect_error(&["--frobnicate"], "unexpected argument");
+}
+
+#[test]
+fn cuda_without_a_gpu_is_an_error() {
+    if framepipe::backend::cuda::probe().is_ok() {
+        println!("SKIPPED cuda_without_a_gpu_is_an_error: this machine has a GPU");
+        return;
+    }
+    expect_error(&with_pattern(&["--backend", "cuda"]), "--backend cuda:");
+    // auto falls back to the CPU and says so in one line.
+    let out = framepipe(
+        &with_pattern(&["--backend", "auto"]),
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success());
+    let err = stderr(&out);
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.contains("using the CPU backend"))
+            .count(),
+        1,
+        "{err}"
+    );
+}

@@ -1,0 +1,303 @@
+//! Live behaviour with real parts: a real window under Xvfb with real key presses, real
+//! signals, and GStreamer's videotestsrc through OpenCV as a live source.
+#![cfg(feature = "opencv")]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use common::run::{bin, framepipe, stderr, summary_counts, wait_with_deadline, TempDir};
+use opencv::imgcodecs;
+use opencv::prelude::*;
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// A private X server for one test.
+struct Xvfb {
+    child: Child,
+    display: String,
+}
+
+static NEXT_DISPLAY: AtomicU32 = AtomicU32::new(0);
+
+impl Xvfb {
+    fn start() -> Self {
+        assert!(
+            have("Xvfb") && have("xdotool") && have("import"),
+            "scripts/test.sh installs xvfb, xdotool and imagemagick"
+        );
+        loop {
+            let n =
+                300 + (std::process::id() % 200) * 8 + NEXT_DISPLAY.fetch_add(1, Ordering::SeqCst);
+            if Path::new(&format!("/tmp/.X{n}-lock")).exists() {
+                continue;
+            }
+            let child = Command::new("Xvfb")
+                .args([
+                    &format!(":{n}"),
+                    "-screen",
+                    "0",
+                    "800x600x24",
+                    "-nolisten",
+                    "tcp",
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let socket = format!("/tmp/.X11-unix/X{n}");
+            let start = Instant::now();
+            while !Path::new(&socket).exists() && start.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert!(Path::new(&socket).exists(), "Xvfb :{n} did not start");
+            return Self {
+                child,
+                display: format!(":{n}"),
+            };
+        }
+    }
+
+    fn cmd(&self, program: &str, args: &[&str]) -> std::process::Output {
+        Command::new("timeout")
+            .arg("20")
+            .arg(program)
+            .args(args)
+            .env("DISPLAY", &self.display)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn signal(child: &Child, sig: &str) {
+    let ok = Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+}
+
+enum Quit {
+    Key(&'static str),
+    Signal,
+}
+
+fn window_quits(quit: Quit, name: &str) {
+    let x = Xvfb::start();
+    let dir = TempDir::new(name);
+    let child = Command::new(bin())
+        .args([
+            "--input", "pattern", "--size", "320x240", "--filter", "invert",
+        ])
+        .env("DISPLAY", &x.display)
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let found = x.cmd(
+        "xdotool",
+        &["search", "--sync", "--onlyvisible", "--name", "^framepipe$"],
+    );
+    let id = String::from_utf8_lossy(&found.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    assert!(!id.is_empty(), "{name}: no framepipe window appeared");
+    std::thread::sleep(Duration::from_millis(700));
+
+    // The window shows frames: the screenshot of the screen is not blank.
+    let shot = dir.join("screen.png").display().to_string();
+    let grabbed = x.cmd("import", &["-window", "root", &shot]);
+    assert!(
+        grabbed.status.success(),
+        "import failed: {}",
+        String::from_utf8_lossy(&grabbed.stderr)
+    );
+    let img = imgcodecs::imread(&shot, imgcodecs::IMREAD_COLOR).unwrap();
+    let lit = img
+        .data_bytes()
+        .unwrap()
+        .chunks_exact(3)
+        .filter(|p| p.iter().any(|&v| v > 40))
+        .count();
+    assert!(
+        lit > 320 * 240 / 2,
+        "{name}: the window looks blank ({lit} lit pixels)"
+    );
+
+    let asked = Instant::now();
+    match quit {
+        Quit::Key(key) => {
+            x.cmd("xdotool", &["windowfocus", "--sync", &id]);
+            let sent = x.cmd("xdotool", &["key", key]);
+            assert!(sent.status.success());
+        }
+        Quit::Signal => signal(&child, "-INT"),
+    }
+    let out = wait_with_deadline(child, Duration::from_secs(5), name);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{name}: exit {:?}\n{err}", out.status);
+    let [captured, processed, shown, _] = summary_counts(&err).expect("summary printed");
+    assert!(
+        shown > 0 && shown == processed && processed == captured,
+        "{name}: {err}"
+    );
+    println!(
+        "{name}: quit {:?} after asking, {shown} frames shown",
+        asked.elapsed()
+    );
+}
+
+#[test]
+fn window_quits_on_q() {
+    window_quits(Quit::Key("q"), "key-q");
+}
+
+#[test]
+fn window_quits_on_escape() {
+    window_quits(Quit::Key("Escape"), "key-esc");
+}
+
+#[test]
+fn window_quits_on_sigint() {
+    window_quits(Quit::Signal, "sigint-window");
+}
+
+/// SIGINT during a headless file → file run: exit 0, and the output file holds exactly the
+/// frames the summary reports written.
+#[test]
+fn sigint_finalizes_the_output_file() {
+    let dir = TempDir::new("sigint-file");
+    let input = dir.join("in.avi").display().to_string();
+    // A long input: the pattern, written through framepipe itself (OpenCV's MJPEG writer).
+    let made = framepipe(
+        &[
+            "-i",
+            "pattern",
+            "--size",
+            "640x480",
+            "--fps",
+            "0",
+            "--frames",
+            "400",
+            "--headless",
+            "-o",
+            &input,
+            "-q",
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(made.status.success(), "{}", stderr(&made));
+    let output = dir.join("out.mkv").display().to_string();
+    let child = Command::new(bin())
+        .args(["-i", &input, "--headless", "-o", &output, "-f", "gray"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, "-INT");
+    let out = wait_with_deadline(child, Duration::from_secs(10), "sigint file run");
+    let err = stderr(&out);
+    assert!(out.status.success(), "exit {:?}\n{err}", out.status);
+    let [captured, processed, written, dropped] = summary_counts(&err).expect("summary printed");
+    assert_eq!(
+        (captured, processed, dropped),
+        (written, written, 0),
+        "{err}"
+    );
+    assert!(
+        written > 0 && written < 400,
+        "the run was interrupted midway: {err}"
+    );
+    let mut cap =
+        opencv::videoio::VideoCapture::from_file(&output, opencv::videoio::CAP_FFMPEG).unwrap();
+    assert!(cap.is_opened().unwrap(), "the output file is not readable");
+    let mut n = 0;
+    let mut m = opencv::core::Mat::default();
+    while cap.read(&mut m).unwrap() {
+        n += 1;
+    }
+    assert_eq!(n, written, "frames in the file vs frames reported written");
+    println!("interrupted after {written} of 400 frames; file holds {n}");
+}
+
+/// SIGTERM is handled the same way as Ctrl-C.
+#[test]
+fn sigterm_stops_cleanly() {
+    let child = Command::new(bin())
+        .args(["-i", "pattern", "--size", "320x240", "--headless"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    signal(&child, "-TERM");
+    let out = wait_with_deadline(child, Duration::from_secs(5), "sigterm");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(summary_counts(&stderr(&out)).is_some());
+}
+
+const GST: &str = "videotestsrc is-live=true num-buffers=45 ! video/x-raw,width=320,height=240,framerate=30/1 ! videoconvert ! video/x-raw,format=BGR ! appsink";
+
+#[test]
+fn gstreamer_live_source() {
+    let dir = TempDir::new("gst");
+    let pat = dir.join("f%03d.png").display().to_string();
+    let out = framepipe(
+        &["-i", GST, "--headless", "-o", &pat, "-f", "gray"],
+        Duration::from_secs(30),
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("GStreamer pipeline"), "{err}");
+    let [captured, processed, written, dropped] = summary_counts(&err).expect("summary");
+    assert!(captured >= 30 && captured + dropped <= 45, "{err}");
+    assert_eq!((processed, written), (captured, captured));
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count() as u64,
+        written
+    );
+}
+
+/// A live source faster than its sink: frames are dropped (and counted), never queued up.
+#[test]
+fn live_source_drops_when_the_sink_is_slow() {
+    let dir = TempDir::new("gst-drop");
+    let src = "videotestsrc is-live=true num-buffers=240 ! video/x-raw,width=1280,height=720,framerate=240/1 ! videoconvert ! video/x-raw,format=BGR ! appsink";
+    let output = dir.join("slow.mkv").display().to_string();
+    let out = framepipe(
+        &["-i", src, "--headless", "-o", &output, "--ring", "3"],
+        Duration::from_secs(60),
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let [captured, processed, written, dropped] = summary_counts(&err).expect("summary");
+    assert!(
+        dropped > 0,
+        "a slow sink should make a live source drop: {err}"
+    );
+    assert_eq!((processed, written), (captured, captured));
+    println!("live: {captured} kept, {dropped} dropped");
+}
