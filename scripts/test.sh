@@ -5,8 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
-# Window tests: a real X server, key presses and screenshots.
-setup_packages xvfb xauth xdotool imagemagick
+# Window tests: a real X server, key presses, screenshots, and a close request (python3-xlib).
+setup_packages xvfb xauth xdotool imagemagick python3-xlib
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 
 echo "== cargo fmt --check"

@@ -96,6 +96,7 @@ fn signal(child: &Child, sig: &str) {
 enum Quit {
     Key(&'static str),
     Signal,
+    CloseWindow,
 }
 
 fn window_quits(quit: Quit, name: &str) {
@@ -152,6 +153,15 @@ fn window_quits(quit: Quit, name: &str) {
             assert!(sent.status.success());
         }
         Quit::Signal => signal(&child, "-INT"),
+        Quit::CloseWindow => {
+            let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/close_window.py");
+            let sent = x.cmd("/usr/bin/python3", &[script, &id]);
+            assert!(
+                sent.status.success(),
+                "{}",
+                String::from_utf8_lossy(&sent.stderr)
+            );
+        }
     }
     let out = wait_with_deadline(child, Duration::from_secs(5), name);
     let err = stderr(&out);
@@ -175,6 +185,11 @@ fn window_quits_on_q() {
 #[test]
 fn window_quits_on_escape() {
     window_quits(Quit::Key("Escape"), "key-esc");
+}
+
+#[test]
+fn window_quits_when_closed() {
+    window_quits(Quit::CloseWindow, "close-window");
 }
 
 #[test]
