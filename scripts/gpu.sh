@@ -19,7 +19,8 @@ bundle() {
 import json, sys, shutil
 for line in sys.stdin:
     m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["kind"] == ["test"]:
+    if (m.get("reason") == "compiler-artifact" and m.get("executable")
+            and m["target"]["kind"] == ["test"] and m["target"]["name"] in ("gpu", "cpu_backend")):
         shutil.copy(m["executable"], sys.argv[1] + "/test-" + m["target"]["name"])
 ' "$BUNDLE"
     strip "$BUNDLE"/*
@@ -29,21 +30,19 @@ for line in sys.stdin:
 run() {
     local out=${OUT:-/tmp/framepipe-out}
     mkdir -p "$out"
-    nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.max,pcie.link.width.max --format=csv,noheader | tee "$out/gpu.txt"
-    for t in "$BUNDLE"/test-*; do
-        echo "== $t"
-        "$t" --nocapture --test-threads=1 2>&1 | tee -a "$out/tests.log"
-    done
-    for extra in "" "--pageable"; do
-        for size in 1920x1080 3840x2160; do
-            echo "== framepipe --size $size $extra"
-            "$BUNDLE/framepipe" --input pattern --size "$size" --fps 0 --frames 600 --headless \
+    "$BUNDLE/framepipe" doctor 2>&1 | tee "$out/doctor.txt"
+    if [ "${SKIP_TESTS:-0}" != 1 ]; then
+        for t in "$BUNDLE"/test-*; do
+            echo "== $t"
+            "$t" --nocapture --test-threads=1 2>&1 | tee -a "$out/tests.log"
+        done
+        for extra in "" "--pageable"; do
+            echo "== framepipe --size 1920x1080 $extra"
+            "$BUNDLE/framepipe" --input pattern --size 1920x1080 --fps 0 --frames 600 --headless \
                 --backend cuda --filter gray $extra 2>&1 | tee -a "$out/app.log"
         done
-    done
-    if [ -x "$BUNDLE/framepipe" ] && "$BUNDLE/framepipe" help bench >/dev/null 2>&1; then
-        "$BUNDLE/framepipe" bench "$@" 2>&1 | tee "$out/bench.log"
     fi
+    "$BUNDLE/framepipe" bench --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.txt"
 }
 
 case "${1:-}" in

@@ -66,6 +66,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         plan,
         in_flight,
         pageable: args.pageable,
+        issue: Default::default(),
+        streams: args.streams,
     };
     let backend = backend::create(args.backend, &cfg)?;
     info!(

@@ -1,6 +1,6 @@
 //! Command-line interface: `framepipe [OPTIONS]` runs the pipeline.
 
-use clap::{Args, Parser};
+use clap::{Args, Parser, Subcommand};
 
 use crate::backend::BackendKind;
 use crate::filter::Chain;
@@ -14,11 +14,22 @@ use crate::frame::FrameSize;
     long_about = "Live video processing through a banded, overlapped CUDA pipeline.\n\n\
         Frames are captured into a ring of page-locked buffers, cut into horizontal bands \
         that travel on separate CUDA streams (copy in, filter, copy out) with several frames \
-        in flight, and shown in a window (q or Esc quits) or written to a file."
+        in flight, and shown in a window (q or Esc quits) or written to a file.",
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Measure the pipeline against the copy-engine bound on this GPU.
+    Bench(crate::bench::BenchArgs),
+    /// Show the GPU, PCIe link, copy bandwidth, OpenCV, display and cameras.
+    Doctor,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -74,6 +85,11 @@ pub struct RunArgs {
     /// question's mistake; for comparison).
     #[arg(long)]
     pub pageable: bool,
+
+    /// How CUDA streams carry the bands: per-stage (one copy-in, one compute and one
+    /// copy-out stream) or per-band (a stream per band and frame in flight).
+    #[arg(long, value_enum, default_value = "per-stage")]
+    pub streams: crate::backend::StreamLayout,
 
     /// Print only errors and the summary.
     #[arg(short, long)]

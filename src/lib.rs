@@ -7,7 +7,9 @@
 pub mod app;
 pub mod backend;
 pub mod band;
+pub mod bench;
 pub mod cli;
+pub mod doctor;
 pub mod filter;
 pub mod frame;
 pub mod pipeline;

@@ -22,6 +22,8 @@ fn cpu_matches_reference_bit_for_bit() {
                 bands: 1,
                 in_flight: 2,
                 pageable: true,
+                issue: Default::default(),
+                streams: Default::default(),
                 frames: 4,
             };
             let (seen, bad, max) = run_case(&case);

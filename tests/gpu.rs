@@ -6,7 +6,7 @@
 mod common;
 
 use common::{run_case, Case, CHAINS};
-use framepipe::backend::{cuda, BackendKind};
+use framepipe::backend::{cuda, BackendKind, IssueOrder, StreamLayout};
 use framepipe::frame::FrameSize;
 
 fn cuda_or_skip(test: &str) -> bool {
@@ -24,20 +24,24 @@ fn cuda_matches_reference_bit_for_bit() {
     if !cuda_or_skip("cuda_matches_reference_bit_for_bit") {
         return;
     }
-    let sizes = [
-        FrameSize::new(33, 17),
-        FrameSize::new(641, 479),
-        FrameSize::new(1920, 1080),
-        FrameSize::new(3840, 2160),
+    let full: &[&str] = CHAINS;
+    let big: &[&str] = &["copy", "gray,gain:1.3,-7,invert"];
+    let plan: [(FrameSize, &[&str], &[usize]); 4] = [
+        (FrameSize::new(33, 17), full, &[1, 2, 3, 4, 8, 16]),
+        (FrameSize::new(641, 479), full, &[1, 2, 3, 4, 8, 16]),
+        (FrameSize::new(1920, 1080), full, &[1, 3, 4, 8, 16]),
+        (FrameSize::new(3840, 2160), big, &[1, 8, 16]),
     ];
     let mut runs = 0;
-    for size in sizes {
-        for chain in CHAINS {
-            for bands in [1, 2, 3, 4, 8, 16] {
-                if bands > size.height {
-                    continue;
-                }
-                for (in_flight, pageable) in [(1, false), (3, false), (2, true)] {
+    for (size, chains, band_counts) in plan {
+        for chain in chains {
+            for &bands in band_counts {
+                for (in_flight, pageable, issue, streams) in [
+                    (1, false, IssueOrder::Depth, StreamLayout::PerStage),
+                    (3, false, IssueOrder::Breadth, StreamLayout::PerStage),
+                    (2, false, IssueOrder::Depth, StreamLayout::PerBand),
+                    (2, true, IssueOrder::Depth, StreamLayout::PerStage),
+                ] {
                     let case = Case {
                         kind: BackendKind::Cuda,
                         chain,
@@ -45,13 +49,15 @@ fn cuda_matches_reference_bit_for_bit() {
                         bands,
                         in_flight,
                         pageable,
+                        issue,
+                        streams,
                         frames: 6,
                     };
                     let (seen, bad, max) = run_case(&case);
                     assert_eq!(seen, 6);
                     assert_eq!(
                         bad, 0,
-                        "{chain} at {size}, {bands} bands, {in_flight} in flight, pageable={pageable}: {bad} frames differ, max diff {max}"
+                        "{chain} at {size}, {bands} bands, {in_flight} in flight, pageable={pageable}, {issue:?}, {streams}: {bad} frames differ, max diff {max}"
                     );
                     runs += 1;
                 }

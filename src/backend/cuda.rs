@@ -1,10 +1,15 @@
-//! The CUDA backend: each frame is cut into bands, each band on its own stream
-//! (H2D → filter kernels → D2H), several frames in flight.
+//! The CUDA backend: each frame is cut into bands (H2D → filter kernels → D2H), several
+//! frames in flight.
+//!
+//! Two stream layouts (`StreamLayout`): `per-band` gives every (frame in flight, band) pair
+//! its own stream; `per-stage` queues every band's upload on one copy-in stream, kernels on
+//! one compute stream and downloads on one copy-out stream, ordered per band by events, so
+//! that the upload of band k+1 overlaps the kernels and download of band k.
 //!
 //! Invariants:
-//! - every (lane, band) pair owns its stream and its two device buffers, so bands and frames
-//!   never share device memory and cudarc's per-slice event tracking can stay off;
-//! - a submitted slot stays in `pending` until every band's last event has completed, so the
+//! - every (lane, band) pair owns its two device buffers, so bands and frames never share
+//!   device memory and cudarc's per-slice event tracking can stay off;
+//! - a submitted slot stays in `pending` until its frame's downloads have completed, so the
 //!   asynchronous copies never outlive the host memory they read or write;
 //! - frames complete in submission order; lane `k` is reused only after its frame completed;
 //! - ring buffers are page-locked once in `attach` (`cuMemHostRegister`), unlocked on drop.
@@ -17,7 +22,7 @@ use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream};
 
 use super::kernels::Kernels;
-use super::{Backend, BackendConfig};
+use super::{Backend, BackendConfig, IssueOrder, StreamLayout};
 use crate::band::BandPlan;
 use crate::filter::Chain;
 use crate::frame::FrameSize;
@@ -39,6 +44,13 @@ pub fn probe() -> Result<(), String> {
         Ok(_) => Ok(()),
         Err(e) => Err(format!("the CUDA driver did not start: {e}")),
     }
+}
+
+/// "NVIDIA H200 (sm_90)" for device 0.
+pub fn device_name() -> Result<String> {
+    let ctx = CudaContext::new(0).context("opening CUDA device 0")?;
+    let (major, minor) = ctx.compute_capability()?;
+    Ok(format!("{} (sm_{major}{minor})", ctx.name()?))
 }
 
 /// Keeps a host range page-locked; unregisters it when dropped.
@@ -75,11 +87,26 @@ impl Drop for PinnedRange {
     }
 }
 
+/// One step of a band's journey.
+#[derive(Clone, Copy)]
+enum Stage {
+    Upload,
+    Filter,
+    Download,
+}
+
+impl Stage {
+    const ALL: [Stage; 3] = [Stage::Upload, Stage::Filter, Stage::Download];
+}
+
 /// The device resources of one band of one frame in flight.
 struct BandLane {
-    stream: Arc<CudaStream>,
+    /// The band's own stream (`per-band` layout only).
+    stream: Option<Arc<CudaStream>>,
     bufs: [CudaSlice<u8>; 2],
-    /// Before H2D, after H2D, after kernels, after D2H (the completion event).
+    /// Which of `bufs` holds the filtered band.
+    result: usize,
+    /// Before H2D (sampled frames only), after H2D, after kernels, after D2H.
     events: [CudaEvent; 4],
 }
 
@@ -103,6 +130,10 @@ pub struct CudaBackend {
     pending: VecDeque<InFlight>,
     next_lane: usize,
     pageable: bool,
+    issue: IssueOrder,
+    layout: StreamLayout,
+    /// Copy-in, compute and copy-out streams (`per-stage` layout).
+    stage_streams: [Arc<CudaStream>; 3],
     device: String,
     submitted: u64,
 }
@@ -118,20 +149,26 @@ impl CudaBackend {
         let (major, minor) = ctx.compute_capability()?;
         let device = format!("{} (sm_{major}{minor})", ctx.name()?);
         let band_bytes = cfg.plan.max_input_rows() * cfg.size.stride();
+        let stage_streams = [ctx.new_stream()?, ctx.new_stream()?, ctx.new_stream()?];
         let mut lanes = Vec::new();
         for _ in 0..cfg.in_flight.max(1) {
             let mut bands = Vec::new();
             for _ in 0..cfg.plan.len() {
-                let stream = ctx.new_stream()?;
+                let stream = match cfg.streams {
+                    StreamLayout::PerBand => Some(ctx.new_stream()?),
+                    StreamLayout::PerStage => None,
+                };
+                let alloc_on = stream.as_ref().unwrap_or(&stage_streams[0]);
                 let bufs = [
-                    stream.alloc_zeros::<u8>(band_bytes)?,
-                    stream.alloc_zeros::<u8>(band_bytes)?,
+                    alloc_on.alloc_zeros::<u8>(band_bytes)?,
+                    alloc_on.alloc_zeros::<u8>(band_bytes)?,
                 ];
                 let ev = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
                 let events = [ev()?, ev()?, ev()?, ev()?];
                 bands.push(BandLane {
                     stream,
                     bufs,
+                    result: 0,
                     events,
                 });
             }
@@ -148,14 +185,18 @@ impl CudaBackend {
             pending: VecDeque::new(),
             next_lane: 0,
             pageable: cfg.pageable,
+            issue: cfg.issue,
+            layout: cfg.streams,
+            stage_streams,
             device,
             submitted: 0,
         })
     }
 
-    /// Queues one band of `slot` on its lane's stream.
-    fn enqueue_band(
+    /// Queues one stage of one band of `slot` in `lane`.
+    fn enqueue(
         &mut self,
+        stage: Stage,
         lane: usize,
         band: usize,
         slot: &mut Slot,
@@ -164,55 +205,90 @@ impl CudaBackend {
         let geo = &self.plan.bands()[band];
         let stride = self.size.stride();
         let in_bytes = geo.input_rows.len() * stride;
-        let in_start = geo.input_rows.start * stride;
-        let out_start = geo.rows.start * stride;
-        let out_len = geo.rows.len() * stride;
-        let out_off = geo.offset_in_input() * stride;
+        let per_stage = self.layout == StreamLayout::PerStage;
         let bl = &mut self.lanes[lane][band];
-        let s = &bl.stream;
-        if timed {
-            bl.events[0].record(s)?;
+        let s = match &bl.stream {
+            Some(own) => own,
+            None => &self.stage_streams[stage as usize],
+        };
+        // The slot's buffers are not touched again until its frame completes (module
+        // invariant), so these asynchronous copies never outlive the memory they use.
+        match stage {
+            Stage::Upload => {
+                if timed {
+                    bl.events[0].record(s)?;
+                }
+                let from = geo.input_rows.start * stride;
+                s.memcpy_htod(
+                    &slot.input[from..from + in_bytes],
+                    &mut bl.bufs[0].slice_mut(0..in_bytes),
+                )?;
+                if timed || per_stage {
+                    bl.events[1].record(s)?;
+                }
+            }
+            Stage::Filter => {
+                if per_stage {
+                    s.wait(&bl.events[1])?;
+                }
+                bl.result = 0;
+                for filter in self.chain.filters() {
+                    let [a, b] = &mut bl.bufs;
+                    let (src, dst) = if bl.result == 0 { (&*a, b) } else { (&*b, a) };
+                    self.kernels.launch(s, *filter, src, dst, in_bytes)?;
+                    bl.result = 1 - bl.result;
+                }
+                if timed || per_stage {
+                    bl.events[2].record(s)?;
+                }
+            }
+            Stage::Download => {
+                if per_stage {
+                    s.wait(&bl.events[2])?;
+                }
+                let out_start = geo.rows.start * stride;
+                let out_len = geo.rows.len() * stride;
+                let off = geo.offset_in_input() * stride;
+                s.memcpy_dtoh(
+                    &bl.bufs[bl.result].slice(off..off + out_len),
+                    &mut slot.output[out_start..out_start + out_len],
+                )?;
+                bl.events[3].record(s)?;
+            }
         }
-        // The slot's buffers are not touched again until events[3] completes (module invariant),
-        // so these asynchronous copies never outlive the memory they use.
-        s.memcpy_htod(
-            &slot.input[in_start..in_start + in_bytes],
-            &mut bl.bufs[0].slice_mut(0..in_bytes),
-        )?;
-        if timed {
-            bl.events[1].record(s)?;
-        }
-        let mut cur = 0;
-        for filter in self.chain.filters() {
-            let [a, b] = &mut bl.bufs;
-            let (src, dst) = if cur == 0 { (&*a, b) } else { (&*b, a) };
-            self.kernels.launch(s, *filter, src, dst, in_bytes)?;
-            cur = 1 - cur;
-        }
-        if timed {
-            bl.events[2].record(s)?;
-        }
-        let result = &bl.bufs[cur];
-        s.memcpy_dtoh(
-            &result.slice(out_off..out_off + out_len),
-            &mut slot.output[out_start..out_start + out_len],
-        )?;
-        bl.events[3].record(s)?;
         Ok(())
     }
 
+    /// The events whose completion means the frame in `lane` is done: the last band's
+    /// download when downloads share one stream, else every band's.
+    fn done_events(&self, lane: usize) -> &[BandLane] {
+        let bands = &self.lanes[lane];
+        match self.layout {
+            StreamLayout::PerStage => &bands[bands.len() - 1..],
+            StreamLayout::PerBand => bands,
+        }
+    }
+
+    /// Device time of each stage of a completed, sampled frame (each band from its
+    /// upload's start; with shared streams a stage's time includes waiting for its stream).
     fn stage_times(&self, lane: usize) -> Result<StageTimes> {
         let bands = &self.lanes[lane];
+        let ms = |a: &CudaEvent, b: &CudaEvent| -> Result<f64> {
+            // SAFETY: both events were recorded and have completed (the frame is done).
+            Ok(f64::from(unsafe {
+                cudarc::driver::result::event::elapsed(a.cu_event(), b.cu_event())
+            }?))
+        };
         let origin = &bands[0].events[0];
         let mut t = StageTimes::default();
         let (mut first, mut last) = (f64::MAX, f64::MIN);
         for b in bands {
             let e = &b.events;
-            t.h2d_ms += f64::from(e[0].elapsed_ms(&e[1])?);
-            t.kernel_ms += f64::from(e[1].elapsed_ms(&e[2])?);
-            t.d2h_ms += f64::from(e[2].elapsed_ms(&e[3])?);
-            first = first.min(f64::from(origin.elapsed_ms(&e[0])?));
-            last = last.max(f64::from(origin.elapsed_ms(&e[3])?));
+            t.h2d_ms += ms(&e[0], &e[1])?;
+            t.kernel_ms += ms(&e[1], &e[2])?;
+            t.d2h_ms += ms(&e[2], &e[3])?;
+            first = first.min(ms(origin, &e[0])?);
+            last = last.max(ms(origin, &e[3])?);
         }
         t.span_ms = last - first;
         Ok(t)
@@ -222,10 +298,11 @@ impl CudaBackend {
 impl Backend for CudaBackend {
     fn describe(&self) -> String {
         format!(
-            "cuda: {}, {} band(s), {} frame(s) in flight, {}",
+            "cuda: {}, {} band(s), {} frame(s) in flight, {} streams, {}",
             self.device,
             self.plan.len(),
             self.lanes.len(),
+            self.layout,
             if self.pageable {
                 "pageable"
             } else {
@@ -268,8 +345,22 @@ impl Backend for CudaBackend {
         self.next_lane = (lane + 1) % self.lanes.len();
         let timed = self.submitted.is_multiple_of(TIME_EVERY);
         self.submitted += 1;
-        for band in 0..self.plan.len() {
-            self.enqueue_band(lane, band, &mut slot, timed)?;
+        let bands = self.plan.len();
+        match self.issue {
+            IssueOrder::Depth => {
+                for band in 0..bands {
+                    for stage in Stage::ALL {
+                        self.enqueue(stage, lane, band, &mut slot, timed)?;
+                    }
+                }
+            }
+            IssueOrder::Breadth => {
+                for stage in Stage::ALL {
+                    for band in 0..bands {
+                        self.enqueue(stage, lane, band, &mut slot, timed)?;
+                    }
+                }
+            }
         }
         self.pending.push_back(InFlight { lane, slot, timed });
         Ok(())
@@ -279,7 +370,7 @@ impl Backend for CudaBackend {
         let Some(front) = self.pending.front() else {
             return Ok(None);
         };
-        for b in &self.lanes[front.lane] {
+        for b in self.done_events(front.lane) {
             if wait {
                 b.events[3].synchronize().context("waiting for the GPU")?;
             } else if !b.events[3].try_is_complete().context("polling the GPU")? {

@@ -1,13 +1,13 @@
 //! The CUDA kernels: `.cu` sources from `kernels/`, compiled at start with NVRTC for the
 //! device's compute capability, and one launcher per filter.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions};
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use crate::filter::Filter;
 
@@ -25,20 +25,32 @@ pub struct Kernels {
 
 const BLOCK: u32 = 256;
 
+/// The PTX of `SOURCES` for `arch`, compiled by NVRTC on first use (about 50 ms).
+fn compiled(arch: &str) -> Result<Ptx> {
+    static CACHE: Mutex<Option<(String, Ptx)>> = Mutex::new(None);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, ptx)) = cache.as_ref().filter(|(a, _)| a == arch) {
+        return Ok(ptx.clone());
+    }
+    let (name, src) = SOURCES[0];
+    let opts = CompileOptions {
+        options: vec![format!("--gpu-architecture={arch}")],
+        name: Some(name.to_string()),
+        ..Default::default()
+    };
+    let ptx = compile_ptx_with_opts(src, opts)
+        .map_err(|e| anyhow::anyhow!("NVRTC could not compile kernels/{name}: {e:?}"))?;
+    *cache = Some((arch.to_string(), ptx.clone()));
+    Ok(ptx)
+}
+
 impl Kernels {
     /// Compiles and loads every kernel for `ctx`'s device.
     pub fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
         let (major, minor) = ctx
             .compute_capability()
             .context("reading compute capability")?;
-        let (name, src) = SOURCES[0];
-        let opts = CompileOptions {
-            options: vec![format!("--gpu-architecture=compute_{major}{minor}")],
-            name: Some(name.to_string()),
-            ..Default::default()
-        };
-        let ptx = compile_ptx_with_opts(src, opts)
-            .map_err(|e| anyhow::anyhow!("NVRTC could not compile kernels/{name}: {e:?}"))?;
+        let ptx = compiled(&format!("compute_{major}{minor}"))?;
         let module = ctx
             .load_module(ptx)
             .context("loading the compiled kernels")?;

@@ -8,6 +8,7 @@
 pub mod cpu;
 pub mod cuda;
 mod kernels;
+pub mod measure;
 
 use anyhow::{bail, Result};
 
@@ -49,6 +50,41 @@ pub struct BackendConfig {
     pub in_flight: usize,
     /// Leave ring buffers pageable (the original question's mistake, for comparison).
     pub pageable: bool,
+    /// How the CUDA backend orders a frame's band operations across streams.
+    pub issue: IssueOrder,
+    /// How the CUDA backend maps bands to streams.
+    pub streams: StreamLayout,
+}
+
+/// How the CUDA backend maps a frame's bands to streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StreamLayout {
+    /// One copy-in, one compute and one copy-out stream, bands ordered by events.
+    #[default]
+    PerStage,
+    /// One stream per (frame in flight, band).
+    PerBand,
+}
+
+impl std::fmt::Display for StreamLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StreamLayout::PerStage => "per-stage",
+            StreamLayout::PerBand => "per-band",
+        })
+    }
+}
+
+/// The order in which a frame's band operations are queued on their streams.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IssueOrder {
+    /// Band by band: upload, filter, download of band 0, then band 1, …
+    #[default]
+    Depth,
+    /// Stage by stage: every band's upload, then every band's filter, then downloads.
+    Breadth,
 }
 
 /// Builds the backend `kind` asks for; `auto` says in one line why it fell back to the CPU.

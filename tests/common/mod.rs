@@ -75,6 +75,8 @@ pub struct Case<'a> {
     pub bands: usize,
     pub in_flight: usize,
     pub pageable: bool,
+    pub issue: framepipe::backend::IssueOrder,
+    pub streams: framepipe::backend::StreamLayout,
     pub frames: u64,
 }
 
@@ -88,6 +90,8 @@ pub fn run_case(case: &Case) -> (u64, u64, u8) {
         plan,
         in_flight: case.in_flight,
         pageable: case.pageable,
+        issue: case.issue,
+        streams: case.streams,
     };
     let backend = backend::create(case.kind, &cfg).unwrap();
     let mut sink = CheckSink::new(chain, case.size);

@@ -1,0 +1,539 @@
+//! `framepipe bench`: the real pipeline (capture thread, ring, GPU thread, consumer thread)
+//! on synthetic frames, against the bound measured in the same run.
+//!
+//! For each frame size and filter chain: the bound (largest of one frame's upload,
+//! download, kernels, and an upload plus a download together), then throughput (steady-state
+//! frame period) and latency (submit → output in host memory) for page-locked and pageable
+//! buffers, band counts and frames in flight; then a paced "live" run with the defaults.
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use serde::Serialize;
+
+use crate::backend::{self, measure, BackendConfig, BackendKind, IssueOrder, StreamLayout};
+use crate::band::{self, BandPlan};
+use crate::filter::Chain;
+use crate::frame::FrameSize;
+use crate::pipeline::{self, Options};
+use crate::sink::null::Null;
+use crate::source::pattern::Pattern;
+use crate::stop::Stop;
+
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Frame sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1920x1080,3840x2160")]
+    pub size: Vec<FrameSize>,
+    /// Filter chain to measure; repeat for several.
+    #[arg(long, default_values = ["copy", "gray"])]
+    pub filter: Vec<Chain>,
+    /// Band counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,8,16")]
+    pub bands: Vec<usize>,
+    /// Frames in flight, comma-separated (the ring holds two more).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,6")]
+    pub in_flight: Vec<usize>,
+    /// Band counts measured with pageable buffers.
+    #[arg(long, value_delimiter = ',', default_value = "1,3,8")]
+    pub pageable_bands: Vec<usize>,
+    /// Frames in flight measured with pageable buffers.
+    #[arg(long, value_delimiter = ',', default_value = "1,4")]
+    pub pageable_in_flight: Vec<usize>,
+    /// Also measure breadth-first issue order (every band's upload first, …).
+    #[arg(long)]
+    pub compare_issue: bool,
+    /// Also measure the per-band stream layout (a stream per band and frame in flight).
+    #[arg(long)]
+    pub compare_streams: bool,
+    /// Rate of the paced "live" run with the default settings.
+    #[arg(long, default_value_t = 60.0)]
+    pub live_fps: f64,
+    /// Target duration of each measurement in seconds.
+    #[arg(long, default_value_t = 0.3)]
+    pub seconds: f64,
+    /// Also write the results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+}
+
+/// One measured configuration.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Row {
+    pub mode: String,
+    pub streams: StreamLayout,
+    pub issue: IssueOrder,
+    pub bands: usize,
+    pub in_flight: usize,
+    pub frames: u64,
+    /// Frames per second the source was paced at; 0 when unpaced.
+    pub paced_fps: f64,
+    pub ms_per_frame: f64,
+    pub fps: f64,
+    pub pct_of_bound: f64,
+    pub latency_ms: f64,
+    pub latency_p50_ms: f64,
+    pub latency_p99_ms: f64,
+    /// Frame period of the original question's configuration over this row's.
+    pub speedup_vs_original: f64,
+}
+
+/// All rows for one frame size and chain.
+#[derive(Clone, Debug, Serialize)]
+pub struct Section {
+    pub size: String,
+    pub filter: String,
+    pub bound: measure::Bound,
+    pub bound_ms: f64,
+    pub limiter: String,
+    pub default_bands: usize,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub device: String,
+    pub date_unix: u64,
+    pub sections: Vec<Section>,
+}
+
+/// Steady-state frame period from completion times (ms, ascending): the first tenth (at
+/// least 3 frames) is warm-up.
+pub fn steady_period_ms(done_ms: &[f64]) -> Option<f64> {
+    let n = done_ms.len();
+    let warm = (n / 10).max(3);
+    if n < warm + 2 {
+        return None;
+    }
+    Some((done_ms[n - 1] - done_ms[warm]) / (n - 1 - warm) as f64)
+}
+
+/// The `p`-th percentile (0–100) by nearest rank.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// One configuration of the pipeline to measure.
+#[derive(Clone, Copy, Debug)]
+pub struct Setup {
+    pub pageable: bool,
+    pub streams: StreamLayout,
+    pub issue: IssueOrder,
+    pub bands: usize,
+    pub in_flight: usize,
+    /// Source rate; 0 = unpaced.
+    pub paced_fps: f64,
+}
+
+impl Setup {
+    fn new(pageable: bool, bands: usize, in_flight: usize) -> Self {
+        Self {
+            pageable,
+            streams: StreamLayout::default(),
+            issue: IssueOrder::Depth,
+            bands,
+            in_flight,
+            paced_fps: 0.0,
+        }
+    }
+}
+
+/// Builds a row from per-frame (submitted, done) times in ms.
+pub fn make_row(
+    setup: Setup,
+    times: &[(f64, f64)],
+    bound_ms: f64,
+    original_ms: Option<f64>,
+) -> Option<Row> {
+    let Setup {
+        pageable,
+        streams,
+        issue,
+        bands,
+        in_flight,
+        paced_fps,
+    } = setup;
+    let mode = if pageable { "pageable" } else { "page-locked" };
+    let done: Vec<f64> = times.iter().map(|t| t.1).collect();
+    let period = steady_period_ms(&done)?;
+    let warm = (times.len() / 10).max(3);
+    let mut lat: Vec<f64> = times[warm..].iter().map(|(s, d)| d - s).collect();
+    lat.sort_by(f64::total_cmp);
+    let mean = lat.iter().sum::<f64>() / lat.len() as f64;
+    Some(Row {
+        mode: mode.to_string(),
+        streams,
+        issue,
+        bands,
+        in_flight,
+        frames: times.len() as u64,
+        paced_fps,
+        ms_per_frame: period,
+        fps: 1e3 / period,
+        pct_of_bound: 100.0 * bound_ms / period,
+        latency_ms: mean,
+        latency_p50_ms: percentile(&lat, 50.0),
+        latency_p99_ms: percentile(&lat, 99.0),
+        speedup_vs_original: original_ms.map_or(1.0, |o| o / period),
+    })
+}
+
+/// The printed table of one section.
+pub fn render(section: &Section) -> String {
+    let b = &section.bound;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{} {}: bound {:.3} ms/frame ({:.0} fps, {}): H2D {:.3}, D2H {:.3}, kernels {:.3}, H2D+D2H together {:.3} ms",
+        section.size,
+        section.filter,
+        section.bound_ms,
+        1e3 / section.bound_ms,
+        section.limiter,
+        b.h2d_ms,
+        b.d2h_ms,
+        b.kernel_ms,
+        b.both_ms
+    );
+    let _ = writeln!(
+        out,
+        "{:<12} {:<9} {:<7} {:>5} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10} {:>10} {:>8}",
+        "mode",
+        "streams",
+        "issue",
+        "bands",
+        "in-flight",
+        "ms/frame",
+        "fps",
+        "% bound",
+        "latency",
+        "lat p99",
+        "paced",
+        "speedup"
+    );
+    for r in &section.rows {
+        let issue = match r.issue {
+            IssueOrder::Depth => "depth",
+            IssueOrder::Breadth => "breadth",
+        };
+        let paced = if r.paced_fps > 0.0 {
+            format!("{:.0} fps", r.paced_fps)
+        } else {
+            "-".into()
+        };
+        let _ = writeln!(
+            out,
+            "{:<12} {:<9} {:<7} {:>5} {:>9} {:>9.3} {:>9.0} {:>7.1}% {:>7.3} ms {:>7.3} ms {:>10} {:>7.2}x",
+            r.mode, r.streams.to_string(), issue, r.bands, r.in_flight, r.ms_per_frame, r.fps, r.pct_of_bound, r.latency_ms,
+            r.latency_p99_ms, paced, r.speedup_vs_original
+        );
+    }
+    out
+}
+
+/// The best figures of a section, against the project's targets.
+pub fn verdict(section: &Section) -> String {
+    let locked = || {
+        section
+            .rows
+            .iter()
+            .filter(|r| r.mode == "page-locked" && r.paced_fps == 0.0)
+    };
+    let best_tp = locked().max_by(|a, b| a.pct_of_bound.total_cmp(&b.pct_of_bound));
+    let best_lat = locked()
+        .filter(|r| r.in_flight == 1)
+        .min_by(|a, b| a.latency_ms.total_cmp(&b.latency_ms));
+    let mut out = format!("{} {}: ", section.size, section.filter);
+    if let Some(r) = best_tp {
+        let _ = write!(
+            out,
+            "best throughput {:.1}% of bound ({} bands, {} in flight, {} streams)",
+            r.pct_of_bound, r.bands, r.in_flight, r.streams
+        );
+    }
+    if let Some(r) = best_lat {
+        let _ = write!(
+            out,
+            "; best single-frame latency {:.3} ms ({} bands, {} streams)",
+            r.latency_ms, r.bands, r.streams
+        );
+    }
+    if let Some(r) = section.rows.iter().find(|r| r.paced_fps > 0.0) {
+        let _ = write!(
+            out,
+            "; live {:.0} fps with defaults: latency {:.3} ms (p99 {:.3})",
+            r.paced_fps, r.latency_ms, r.latency_p99_ms
+        );
+    }
+    out
+}
+
+fn measure_row(
+    size: FrameSize,
+    chain: &Chain,
+    setup: Setup,
+    frames: u64,
+) -> Result<Vec<(f64, f64)>> {
+    let Setup {
+        pageable,
+        streams,
+        issue,
+        bands,
+        in_flight,
+        paced_fps,
+    } = setup;
+    let plan = BandPlan::new(size.height, bands, chain.radius()).map_err(anyhow::Error::msg)?;
+    let cfg = BackendConfig {
+        size,
+        chain: chain.clone(),
+        plan,
+        in_flight,
+        pageable,
+        issue,
+        streams,
+    };
+    let backend = backend::create(BackendKind::Cuda, &cfg)?;
+    let opts = Options {
+        ring: in_flight + 2,
+        frames: Some(frames),
+        keep_frame_times: true,
+    };
+    let source = Box::new(Pattern::new(size, paced_fps).cheap());
+    let summary = pipeline::run(source, backend, &mut Null, &opts, &Stop::new())?;
+    let t0 = summary
+        .process
+        .frames
+        .first()
+        .map(|f| f.0)
+        .context("no frame was processed")?;
+    let ms = |t: Instant| (t - t0).as_secs_f64() * 1e3;
+    Ok(summary
+        .process
+        .frames
+        .iter()
+        .map(|(s, d)| (ms(*s), ms(*d)))
+        .collect())
+}
+
+pub fn run(args: &BenchArgs) -> Result<()> {
+    if let Err(why) = backend::cuda::probe() {
+        bail!("bench measures the CUDA pipeline and needs a GPU: {why}");
+    }
+    if args.bands.contains(&0) || args.in_flight.contains(&0) {
+        bail!("--bands and --in-flight values must be at least 1");
+    }
+    let device = backend::cuda::device_name()?;
+    println!("framepipe bench on {device}");
+    let mut sections = Vec::new();
+    for &size in &args.size {
+        for chain in &args.filter {
+            let section = run_section(args, size, chain)?;
+            print!("{}", render(&section));
+            sections.push(section);
+        }
+    }
+    println!();
+    for s in &sections {
+        println!("{}", verdict(s));
+    }
+    if let Some(path) = &args.json {
+        let report = Report {
+            device,
+            date_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            sections,
+        };
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, text).with_context(|| format!("writing {path}"))?;
+        println!("wrote {path}");
+    }
+    Ok(())
+}
+
+fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> Result<Section> {
+    let bound = measure::bound(size, chain, 50)?;
+    let bound_ms = bound.bound_ms();
+    let frames_for =
+        |per_frame_ms: f64| ((args.seconds * 1e3 / per_frame_ms) as u64).clamp(60, 4000);
+    let fits = |bands: usize| bands <= size.height;
+    let default_bands = band::default_bands(size.height);
+    let mut rows = Vec::new();
+
+    // The original question's configuration: pageable, 3 bands, one frame at a time.
+    let orig = Setup::new(true, 3.min(size.height), 1);
+    let t = measure_row(size, chain, orig, frames_for(bound_ms * 10.0))?;
+    let original = make_row(orig, &t, bound_ms, None).context("too few frames")?;
+    let original_ms = Some(original.ms_per_frame);
+
+    let mut grid: Vec<Setup> = Vec::new();
+    for &b in args.bands.iter().filter(|b| fits(**b)) {
+        for &f in &args.in_flight {
+            grid.push(Setup::new(false, b, f));
+        }
+    }
+    if args.compare_issue {
+        for &b in args.bands.iter().filter(|b| fits(**b) && **b > 1) {
+            for f in [1, 4] {
+                grid.push(Setup {
+                    issue: IssueOrder::Breadth,
+                    ..Setup::new(false, b, f)
+                });
+            }
+        }
+    }
+    if args.compare_streams {
+        for &b in args.bands.iter().filter(|b| fits(**b)) {
+            for f in [1, 4] {
+                grid.push(Setup {
+                    streams: StreamLayout::PerBand,
+                    ..Setup::new(false, b, f)
+                });
+            }
+        }
+    }
+    for &b in args.pageable_bands.iter().filter(|b| fits(**b)) {
+        for &f in &args.pageable_in_flight {
+            grid.push(Setup::new(true, b, f));
+        }
+    }
+    for setup in grid {
+        let est = if setup.pageable {
+            bound_ms * 10.0
+        } else {
+            bound_ms
+        };
+        let t = measure_row(size, chain, setup, frames_for(est))?;
+        rows.extend(make_row(setup, &t, bound_ms, original_ms));
+    }
+    if args.live_fps > 0.0 {
+        let frames = ((args.live_fps * args.seconds * 2.0) as u64).max(30);
+        let live = Setup {
+            paced_fps: args.live_fps,
+            ..Setup::new(false, default_bands.min(size.height), 4)
+        };
+        let t = measure_row(size, chain, live, frames)?;
+        rows.extend(make_row(live, &t, bound_ms, original_ms));
+    }
+    let mut original = original;
+    original.speedup_vs_original = 1.0;
+    rows.insert(0, original);
+    Ok(Section {
+        size: size.to_string(),
+        filter: chain.to_string(),
+        bound,
+        bound_ms,
+        limiter: bound.limiter().to_string(),
+        default_bands,
+        rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn steady_period_skips_warm_up() {
+        // 3 slow warm-up frames, then one frame per 2 ms.
+        let mut done = vec![0.0, 10.0, 20.0];
+        done.extend((0..20).map(|i| 30.0 + 2.0 * i as f64));
+        assert_eq!(steady_period_ms(&done), Some(2.0));
+        assert_eq!(steady_period_ms(&[1.0, 2.0]), None);
+    }
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        let v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&v, 50.0), 50.0);
+        assert_eq!(percentile(&v, 99.0), 99.0);
+        assert_eq!(percentile(&v, 100.0), 100.0);
+        assert_eq!(percentile(&[], 50.0), 0.0);
+    }
+
+    fn sample_section() -> Section {
+        let times: Vec<(f64, f64)> = (0..40)
+            .map(|i| (i as f64 * 0.5, i as f64 * 0.5 + 0.3))
+            .collect();
+        let row = make_row(Setup::new(false, 4, 1), &times, 0.4, Some(2.0)).unwrap();
+        Section {
+            size: "1920x1080".into(),
+            filter: "copy".into(),
+            bound: measure::Bound {
+                h2d_ms: 0.3,
+                d2h_ms: 0.3,
+                kernel_ms: 0.01,
+                both_ms: 0.4,
+            },
+            bound_ms: 0.4,
+            limiter: "copies both ways".into(),
+            default_bands: 4,
+            rows: vec![row],
+        }
+    }
+
+    #[test]
+    fn rows_compute_ratios() {
+        let r = &sample_section().rows[0];
+        assert!((r.ms_per_frame - 0.5).abs() < 1e-9);
+        assert!((r.pct_of_bound - 80.0).abs() < 1e-9);
+        assert!((r.latency_ms - 0.3).abs() < 1e-9);
+        assert!((r.speedup_vs_original - 4.0).abs() < 1e-9);
+        assert!((r.fps - 2000.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn table_and_verdict_show_the_figures() {
+        let s = sample_section();
+        let t = render(&s);
+        assert!(t.contains("bound 0.400 ms/frame"), "{t}");
+        assert!(t.contains("80.0%"), "{t}");
+        assert!(t.contains("4.00x"), "{t}");
+        let v = verdict(&s);
+        assert!(v.contains("best throughput 80.0% of bound"), "{v}");
+        assert!(v.contains("best single-frame latency 0.300 ms"), "{v}");
+    }
+
+    #[test]
+    fn json_schema() {
+        let report = Report {
+            device: "test".into(),
+            date_unix: 1,
+            sections: vec![sample_section()],
+        };
+        let v: serde_json::Value = serde_json::to_value(&report).unwrap();
+        let s = &v["sections"][0];
+        for key in ["size", "filter", "bound", "bound_ms", "limiter", "rows"] {
+            assert!(!s[key].is_null(), "missing {key}");
+        }
+        for key in ["h2d_ms", "d2h_ms", "kernel_ms", "both_ms"] {
+            assert!(s["bound"][key].is_number(), "missing bound.{key}");
+        }
+        let r = &s["rows"][0];
+        for key in [
+            "mode",
+            "streams",
+            "issue",
+            "bands",
+            "in_flight",
+            "frames",
+            "ms_per_frame",
+            "fps",
+            "pct_of_bound",
+            "latency_ms",
+            "latency_p99_ms",
+            "speedup_vs_original",
+        ] {
+            assert!(!r[key].is_null(), "missing row.{key}");
+        }
+        assert_eq!(r["issue"], "depth");
+        assert_eq!(r["streams"], "per-stage");
+    }
+}

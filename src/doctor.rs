@@ -1,0 +1,165 @@
+//! `framepipe doctor`: what matters for this pipeline on this machine — the GPU and its
+//! copy engines, the PCIe link, measured copy bandwidth (page-locked and pageable, each way
+//! and both at once), NVRTC, OpenCV, the display and the cameras.
+
+use anyhow::Result;
+use cudarc::driver::{sys, CudaContext};
+
+use crate::backend::{cuda, measure};
+use crate::frame::FrameSize;
+
+pub fn run() -> Result<()> {
+    println!("framepipe {} doctor", env!("CARGO_PKG_VERSION"));
+    match cuda::probe() {
+        Ok(()) => gpu()?,
+        Err(why) => println!("GPU:        none ({why}); framepipe uses its CPU backend"),
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!("CPU:        {cores} cores");
+    host_side();
+    Ok(())
+}
+
+fn gpu() -> Result<()> {
+    let ctx = CudaContext::new(0)?;
+    let attr = |a| ctx.attribute(a).unwrap_or(-1);
+    use sys::CUdevice_attribute as A;
+    let (major, minor) = ctx.compute_capability()?;
+    let mut driver = 0;
+    // SAFETY: writes one int.
+    unsafe { sys::cuDriverGetVersion(&mut driver) }.result()?;
+    println!(
+        "GPU:        {} (compute capability {major}.{minor}, {} SMs, {:.1} GiB), {} device(s)",
+        ctx.name()?,
+        attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+        ctx.total_mem()? as f64 / (1u64 << 30) as f64,
+        CudaContext::device_count()?
+    );
+    println!(
+        "driver:     CUDA {}.{} interface",
+        driver / 1000,
+        (driver % 1000) / 10
+    );
+    println!(
+        "copy:       {} copy engine(s) (asyncEngineCount); can map host memory: {}",
+        attr(A::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT),
+        attr(A::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY) == 1
+    );
+    let bus = format!(
+        "{:04x}:{:02x}:{:02x}.0",
+        attr(A::CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+        attr(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+        attr(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)
+    );
+    println!("PCIe:       {}", pcie_link(&bus));
+    let (mut maj, mut min) = (0, 0);
+    // SAFETY: writes two ints.
+    let nvrtc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut maj, &mut min) };
+    println!("NVRTC:      {maj}.{min} ({nvrtc:?})");
+    let size = FrameSize::new(1920, 1080);
+    println!(
+        "bandwidth:  {size} BGR frames ({:.1} MB), 50 copies each:",
+        size.bytes() as f64 / 1e6
+    );
+    println!(
+        "            {:<12} {:>10} {:>10} {:>16}",
+        "", "H2D", "D2H", "both at once"
+    );
+    for (name, pageable) in [("page-locked", false), ("pageable", true)] {
+        let b = measure::bandwidth(size, pageable, 50)?;
+        println!(
+            "            {name:<12} {:>5.1} GB/s {:>5.1} GB/s {:>11.1} GB/s",
+            b.h2d_gbs, b.d2h_gbs, b.both_gbs
+        );
+    }
+    Ok(())
+}
+
+/// "Gen5 x16 (32.0 GT/s)" from sysfs, or why it is unknown.
+fn pcie_link(bus: &str) -> String {
+    let dir = format!("/sys/bus/pci/devices/{bus}");
+    let read =
+        |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).map(|s| s.trim().to_string());
+    match (read("current_link_speed"), read("current_link_width")) {
+        (Ok(speed), Ok(width)) => {
+            let gts: f64 = speed
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0);
+            let generation = match gts as u32 {
+                2 => "1",
+                5 => "2",
+                8 => "3",
+                16 => "4",
+                32 => "5",
+                64 => "6",
+                _ => "?",
+            };
+            let max = read("max_link_speed").unwrap_or_default();
+            format!("Gen{generation} x{width} ({speed}; max {max}) at {bus}")
+        }
+        _ => format!("link speed not readable at {dir}"),
+    }
+}
+
+#[cfg(feature = "opencv")]
+fn host_side() {
+    use opencv::prelude::*;
+    use opencv::videoio;
+    let version = opencv::core::get_version_string().unwrap_or_default();
+    println!("OpenCV:     {version} (this build has the window, capture and writers)");
+    match crate::sink::window::check_display() {
+        Ok(()) => println!(
+            "display:    available ({})",
+            std::env::var("DISPLAY").unwrap_or_default()
+        ),
+        Err(why) => println!("display:    none: {why}"),
+    }
+    let mut devices: Vec<i32> = std::fs::read_dir("/dev")
+        .map(|d| {
+            d.filter_map(|e| {
+                e.ok()?
+                    .file_name()
+                    .to_str()?
+                    .strip_prefix("video")?
+                    .parse()
+                    .ok()
+            })
+            .collect()
+        })
+        .unwrap_or_default();
+    devices.sort();
+    if devices.is_empty() {
+        println!("cameras:    none (/dev/video* not found)");
+    }
+    for i in devices {
+        let opened = videoio::VideoCapture::new(i, videoio::CAP_V4L2)
+            .ok()
+            .filter(|c| c.is_opened().unwrap_or(false));
+        match opened {
+            Some(mut cap) => {
+                let mut m = opencv::core::Mat::default();
+                let ok = cap.read(&mut m).unwrap_or(false) && !m.empty();
+                let fps = cap.get(videoio::CAP_PROP_FPS).unwrap_or(0.0);
+                if ok {
+                    println!(
+                        "cameras:    {i} (/dev/video{i}) opens: {}x{} at {fps:.0} fps",
+                        m.cols(),
+                        m.rows()
+                    );
+                } else {
+                    println!("cameras:    {i} (/dev/video{i}) opens but gives no frame");
+                }
+            }
+            None => println!("cameras:    {i} (/dev/video{i}) does not open"),
+        }
+    }
+}
+
+#[cfg(not(feature = "opencv"))]
+fn host_side() {
+    println!("OpenCV:     not in this build (no window, camera or video files; test pattern and PPM output only)");
+    println!("display:    not used by this build");
+    println!("cameras:    not available in this build");
+}
