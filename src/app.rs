@@ -58,12 +58,22 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .unwrap_or_else(|| band::default_bands(size.height));
     let plan =
         BandPlan::new(size.height, bands, args.filter.radius()).map_err(anyhow::Error::msg)?;
+    if args.busy_bands == 0 {
+        bail!("--busy-bands must be at least 1");
+    }
+    let busy_plan = BandPlan::new(
+        size.height,
+        args.busy_bands.min(size.height),
+        args.filter.radius(),
+    )
+    .map_err(anyhow::Error::msg)?;
     info!(q, "input: {}", source.describe());
 
     let cfg = BackendConfig {
         size,
         chain: args.filter.clone(),
         plan,
+        busy_plan,
         in_flight,
         pageable: args.pageable,
         issue: Default::default(),

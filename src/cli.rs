@@ -73,6 +73,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub bands: Option<usize>,
 
+    /// Bands for a frame submitted while others are still on the GPU (a steady stream, such
+    /// as a file): overlap with its neighbours hides its copies, so fewer bands cost less.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub busy_bands: usize,
+
     /// Frame slots in the ring (at least 2).
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub ring: usize,

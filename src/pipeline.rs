@@ -196,7 +196,7 @@ fn backend_loop(
         }
         // Wait briefly for input while frames are on the GPU, longer when it is idle.
         let wait = if busy > 0 {
-            Duration::from_micros(100)
+            Duration::from_micros(20)
         } else {
             POLL
         };

@@ -20,6 +20,7 @@ fn cpu_matches_reference_bit_for_bit() {
                 chain,
                 size,
                 bands: 1,
+                busy_bands: 1,
                 in_flight: 2,
                 pageable: true,
                 issue: Default::default(),

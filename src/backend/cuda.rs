@@ -87,6 +87,14 @@ impl Drop for PinnedRange {
     }
 }
 
+/// Where a band's work goes: frame slot `lane`, cut by plan `plan`, band `band`.
+#[derive(Clone, Copy)]
+struct Place {
+    lane: usize,
+    plan: usize,
+    band: usize,
+}
+
 /// One step of a band's journey.
 #[derive(Clone, Copy)]
 enum Stage {
@@ -113,6 +121,8 @@ struct BandLane {
 /// A frame on the GPU.
 struct InFlight {
     lane: usize,
+    /// Which of the backend's band plans it was cut with.
+    plan: usize,
     slot: Slot,
     timed: bool,
 }
@@ -125,7 +135,9 @@ pub struct CudaBackend {
     kernels: Kernels,
     size: FrameSize,
     chain: Chain,
-    plan: BandPlan,
+    /// Band plans for a frame that finds the GPU idle (latency) and one submitted behind
+    /// others (throughput).
+    plans: [BandPlan; 2],
     lanes: Vec<Vec<BandLane>>,
     pending: VecDeque<InFlight>,
     next_lane: usize,
@@ -148,20 +160,30 @@ impl CudaBackend {
         let kernels = Kernels::load(&ctx)?;
         let (major, minor) = ctx.compute_capability()?;
         let device = format!("{} (sm_{major}{minor})", ctx.name()?);
-        let band_bytes = cfg.plan.max_input_rows() * cfg.size.stride();
+        let plans = [cfg.plan.clone(), cfg.busy_plan.clone()];
+        let band_count = plans.iter().map(BandPlan::len).max().unwrap_or(1);
+        // Band i's buffers hold the largest band i of either plan.
+        let band_bytes = |i: usize| {
+            let rows = plans
+                .iter()
+                .filter_map(|p| p.bands().get(i))
+                .map(|b| b.input_rows.len())
+                .max();
+            rows.unwrap_or(1) * cfg.size.stride()
+        };
         let stage_streams = [ctx.new_stream()?, ctx.new_stream()?, ctx.new_stream()?];
         let mut lanes = Vec::new();
         for _ in 0..cfg.in_flight.max(1) {
             let mut bands = Vec::new();
-            for _ in 0..cfg.plan.len() {
+            for band in 0..band_count {
                 let stream = match cfg.streams {
                     StreamLayout::PerBand => Some(ctx.new_stream()?),
                     StreamLayout::PerStage => None,
                 };
                 let alloc_on = stream.as_ref().unwrap_or(&stage_streams[0]);
                 let bufs = [
-                    alloc_on.alloc_zeros::<u8>(band_bytes)?,
-                    alloc_on.alloc_zeros::<u8>(band_bytes)?,
+                    alloc_on.alloc_zeros::<u8>(band_bytes(band))?,
+                    alloc_on.alloc_zeros::<u8>(band_bytes(band))?,
                 ];
                 let ev = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
                 let events = [ev()?, ev()?, ev()?, ev()?];
@@ -180,7 +202,7 @@ impl CudaBackend {
             kernels,
             size: cfg.size,
             chain: cfg.chain.clone(),
-            plan: cfg.plan.clone(),
+            plans,
             lanes,
             pending: VecDeque::new(),
             next_lane: 0,
@@ -194,15 +216,9 @@ impl CudaBackend {
     }
 
     /// Queues one stage of one band of `slot` in `lane`.
-    fn enqueue(
-        &mut self,
-        stage: Stage,
-        lane: usize,
-        band: usize,
-        slot: &mut Slot,
-        timed: bool,
-    ) -> Result<()> {
-        let geo = &self.plan.bands()[band];
+    fn enqueue(&mut self, stage: Stage, at: Place, slot: &mut Slot, timed: bool) -> Result<()> {
+        let Place { lane, plan, band } = at;
+        let geo = &self.plans[plan].bands()[band];
         let stride = self.size.stride();
         let in_bytes = geo.input_rows.len() * stride;
         let per_stage = self.layout == StreamLayout::PerStage;
@@ -261,8 +277,8 @@ impl CudaBackend {
 
     /// The events whose completion means the frame in `lane` is done: the last band's
     /// download when downloads share one stream, else every band's.
-    fn done_events(&self, lane: usize) -> &[BandLane] {
-        let bands = &self.lanes[lane];
+    fn done_events(&self, lane: usize, plan: usize) -> &[BandLane] {
+        let bands = &self.lanes[lane][..self.plans[plan].len()];
         match self.layout {
             StreamLayout::PerStage => &bands[bands.len() - 1..],
             StreamLayout::PerBand => bands,
@@ -271,8 +287,8 @@ impl CudaBackend {
 
     /// Device time of each stage of a completed, sampled frame (each band from its
     /// upload's start; with shared streams a stage's time includes waiting for its stream).
-    fn stage_times(&self, lane: usize) -> Result<StageTimes> {
-        let bands = &self.lanes[lane];
+    fn stage_times(&self, lane: usize, plan: usize) -> Result<StageTimes> {
+        let bands = &self.lanes[lane][..self.plans[plan].len()];
         let ms = |a: &CudaEvent, b: &CudaEvent| -> Result<f64> {
             // SAFETY: both events were recorded and have completed (the frame is done).
             Ok(f64::from(unsafe {
@@ -298,9 +314,10 @@ impl CudaBackend {
 impl Backend for CudaBackend {
     fn describe(&self) -> String {
         format!(
-            "cuda: {}, {} band(s), {} frame(s) in flight, {} streams, {}",
+            "cuda: {}, {} band(s) ({} behind other frames), {} frame(s) in flight, {} streams, {}",
             self.device,
-            self.plan.len(),
+            self.plans[0].len(),
+            self.plans[1].len(),
             self.lanes.len(),
             self.layout,
             if self.pageable {
@@ -345,24 +362,34 @@ impl Backend for CudaBackend {
         self.next_lane = (lane + 1) % self.lanes.len();
         let timed = self.submitted.is_multiple_of(TIME_EVERY);
         self.submitted += 1;
-        let bands = self.plan.len();
+        // A frame that finds the GPU idle is cut finely, so that its copies overlap each
+        // other and it is ready soonest; one queued behind others uses the busy plan (fewer
+        // bands, less overhead per frame), since overlap with its neighbours hides its copies.
+        let plan = usize::from(!self.pending.is_empty());
+        let bands = self.plans[plan].len();
+        let at = |band| Place { lane, plan, band };
         match self.issue {
             IssueOrder::Depth => {
                 for band in 0..bands {
                     for stage in Stage::ALL {
-                        self.enqueue(stage, lane, band, &mut slot, timed)?;
+                        self.enqueue(stage, at(band), &mut slot, timed)?;
                     }
                 }
             }
             IssueOrder::Breadth => {
                 for stage in Stage::ALL {
                     for band in 0..bands {
-                        self.enqueue(stage, lane, band, &mut slot, timed)?;
+                        self.enqueue(stage, at(band), &mut slot, timed)?;
                     }
                 }
             }
         }
-        self.pending.push_back(InFlight { lane, slot, timed });
+        self.pending.push_back(InFlight {
+            lane,
+            plan,
+            slot,
+            timed,
+        });
         Ok(())
     }
 
@@ -370,7 +397,7 @@ impl Backend for CudaBackend {
         let Some(front) = self.pending.front() else {
             return Ok(None);
         };
-        for b in self.done_events(front.lane) {
+        for b in self.done_events(front.lane, front.plan) {
             if wait {
                 b.events[3].synchronize().context("waiting for the GPU")?;
             } else if !b.events[3].try_is_complete().context("polling the GPU")? {
@@ -380,12 +407,13 @@ impl Backend for CudaBackend {
         let done = Instant::now();
         let InFlight {
             lane,
+            plan,
             mut slot,
             timed,
         } = self.pending.pop_front().expect("front exists");
         slot.stamps.done = done;
         slot.gpu = if timed {
-            Some(self.stage_times(lane)?)
+            Some(self.stage_times(lane, plan)?)
         } else {
             None
         };

@@ -45,7 +45,10 @@ pub enum BackendKind {
 pub struct BackendConfig {
     pub size: FrameSize,
     pub chain: Chain,
+    /// Bands of a frame that finds the GPU idle (its latency matters).
     pub plan: BandPlan,
+    /// Bands of a frame submitted while others are in flight (throughput matters).
+    pub busy_plan: BandPlan,
     /// Frames in flight at once.
     pub in_flight: usize,
     /// Leave ring buffers pageable (the original question's mistake, for comparison).

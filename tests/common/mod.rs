@@ -73,6 +73,8 @@ pub struct Case<'a> {
     pub chain: &'a str,
     pub size: FrameSize,
     pub bands: usize,
+    /// Bands of frames submitted behind others.
+    pub busy_bands: usize,
     pub in_flight: usize,
     pub pageable: bool,
     pub issue: framepipe::backend::IssueOrder,
@@ -84,10 +86,12 @@ pub struct Case<'a> {
 pub fn run_case(case: &Case) -> (u64, u64, u8) {
     let chain: Chain = case.chain.parse().unwrap();
     let plan = BandPlan::new(case.size.height, case.bands, chain.radius()).unwrap();
+    let busy_plan = BandPlan::new(case.size.height, case.busy_bands, chain.radius()).unwrap();
     let cfg = BackendConfig {
         size: case.size,
         chain: chain.clone(),
         plan,
+        busy_plan,
         in_flight: case.in_flight,
         pageable: case.pageable,
         issue: case.issue,
