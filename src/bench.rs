@@ -54,6 +54,10 @@ pub struct BenchArgs {
     /// Target duration of each measurement in seconds.
     #[arg(long, default_value_t = 0.3)]
     pub seconds: f64,
+    /// Only the bound, the original question's configuration and the app's defaults (no
+    /// grid): a quick comparison of filters.
+    #[arg(long)]
+    pub only_defaults: bool,
     /// Also write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
@@ -394,7 +398,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 }
 
 fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> Result<Section> {
-    let bound = measure::bound(size, chain, 50)?;
+    let bound = measure::bound(size, chain, 30, 5)?;
     let bound_ms = bound.bound_ms();
     let frames_for =
         |per_frame_ms: f64| ((args.seconds * 1e3 / per_frame_ms) as u64).clamp(60, 4000);
@@ -409,12 +413,13 @@ fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> Result<Secti
     let original_ms = Some(original.ms_per_frame);
 
     let mut grid: Vec<Setup> = Vec::new();
-    for &b in args.bands.iter().filter(|b| fits(**b)) {
+    let all = !args.only_defaults;
+    for &b in args.bands.iter().filter(|b| all && fits(**b)) {
         for &f in &args.in_flight {
             grid.push(Setup::new(false, b, f));
         }
     }
-    if args.compare_issue {
+    if all && args.compare_issue {
         for &b in args.bands.iter().filter(|b| fits(**b) && **b > 1) {
             for f in [1, 4] {
                 grid.push(Setup {
@@ -424,7 +429,7 @@ fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> Result<Secti
             }
         }
     }
-    if args.compare_streams {
+    if all && args.compare_streams {
         for &b in args.bands.iter().filter(|b| fits(**b)) {
             for f in [1, 4] {
                 grid.push(Setup {
@@ -434,7 +439,7 @@ fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> Result<Secti
             }
         }
     }
-    for &b in args.pageable_bands.iter().filter(|b| fits(**b)) {
+    for &b in args.pageable_bands.iter().filter(|b| all && fits(**b)) {
         for &f in &args.pageable_in_flight {
             grid.push(Setup::new(true, b, f));
         }

@@ -1,9 +1,10 @@
 //! The CPU backend (OpenCV's functions, or the reference itself without OpenCV) against the
-//! plain-Rust reference, through the real pipeline: bit-exact on every filter.
+//! plain-Rust reference, through the real pipeline: bit-exact wherever the arithmetic is
+//! integer, within ±1 for `gauss` and `sharpen` (see `opencv_tolerance`).
 
 mod common;
 
-use common::{run_case, Case, CHAINS};
+use common::{opencv_tolerance, run_case, Case, CHAINS};
 use framepipe::backend::BackendKind;
 use framepipe::frame::FrameSize;
 
@@ -27,12 +28,18 @@ fn cpu_matches_reference_bit_for_bit() {
                 streams: Default::default(),
                 frames: 4,
             };
-            let (seen, bad, max) = run_case(&case);
+            let (seen, _bad, max) = run_case(&case);
             assert_eq!(seen, 4);
-            assert_eq!(
-                bad, 0,
-                "{chain} at {size}: {bad} frames differ, max diff {max}"
+            let allowed = if cfg!(feature = "opencv") {
+                opencv_tolerance(chain)
+            } else {
+                0
+            };
+            assert!(
+                max <= allowed,
+                "{chain} at {size}: max diff {max}, allowed {allowed}"
             );
+            println!("cpu {chain} at {size}: max diff {max} (allowed {allowed})");
         }
     }
 }

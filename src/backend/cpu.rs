@@ -85,7 +85,7 @@ fn imp_threads() -> i32 {
 #[cfg(feature = "opencv")]
 mod imp {
     use anyhow::{Context, Result};
-    use opencv::core::{self, Mat, ToInputArray, ToOutputArray, Vec3b};
+    use opencv::core::{self, Mat, Point, Rect, Scalar, Size, ToInputArray, ToOutputArray, Vec3b};
     use opencv::imgproc;
     use opencv::prelude::*;
 
@@ -96,7 +96,20 @@ mod imp {
     #[derive(Default)]
     pub struct Scratch {
         bgr: Mat,
+        work: Work,
+    }
+
+    /// Intermediate images of single filters.
+    #[derive(Default)]
+    pub struct Work {
         gray: Mat,
+        dx: Mat,
+        dy: Mat,
+        adx: Mat,
+        ady: Mat,
+        blur: Mat,
+        padded: Mat,
+        median: Mat,
     }
 
     /// Runs `chain` from `input` to `output` with OpenCV; intermediate results ping-pong
@@ -116,13 +129,13 @@ mod imp {
         for (k, filter) in filters.iter().enumerate() {
             let into_output = (n - 1 - k).is_multiple_of(2);
             // Filter k reads what filter k-1 wrote: the input, the output or the scratch image.
-            let Scratch { bgr, gray } = &mut *scratch;
+            let Scratch { bgr, work } = &mut *scratch;
             let f = *filter;
             match (k == 0, into_output) {
-                (true, true) => run(f, &src, &mut dst, gray),
-                (true, false) => run(f, &src, bgr, gray),
-                (false, true) => run(f, &*bgr, &mut dst, gray),
-                (false, false) => run(f, &dst, bgr, gray),
+                (true, true) => run(f, &src, &mut dst, work),
+                (true, false) => run(f, &src, bgr, work),
+                (false, true) => run(f, &*bgr, &mut dst, work),
+                (false, false) => run(f, &dst, bgr, work),
             }
             .with_context(|| format!("OpenCV failed on filter {filter}"))?;
         }
@@ -137,14 +150,40 @@ mod imp {
         filter: Filter,
         from: &impl ToInputArray,
         to: &mut impl ToOutputArray,
-        gray: &mut Mat,
+        w: &mut Work,
     ) -> Result<()> {
+        const BORDER: i32 = core::BORDER_REFLECT_101;
+        let square = |k: u32| Size::new(k as i32, k as i32);
         match filter {
             Filter::Copy => from.input_array()?.copy_to(to)?,
             Filter::Invert => core::bitwise_not(from, to, &core::no_array())?,
             Filter::Gray => {
-                imgproc::cvt_color(from, gray, imgproc::COLOR_BGR2GRAY, 0)?;
-                imgproc::cvt_color(gray, to, imgproc::COLOR_GRAY2BGR, 0)?;
+                imgproc::cvt_color(from, &mut w.gray, imgproc::COLOR_BGR2GRAY, 0)?;
+                imgproc::cvt_color(&w.gray, to, imgproc::COLOR_GRAY2BGR, 0)?;
+            }
+            Filter::Box { k } => imgproc::blur(from, to, square(k), Point::new(-1, -1), BORDER)?,
+            Filter::Gauss { k, sigma } => {
+                let s = f64::from(sigma);
+                imgproc::gaussian_blur(from, to, square(k), s, s, BORDER)?
+            }
+            Filter::Sobel => {
+                imgproc::sobel(from, &mut w.dx, core::CV_16S, 1, 0, 3, 1.0, 0.0, BORDER)?;
+                imgproc::sobel(from, &mut w.dy, core::CV_16S, 0, 1, 3, 1.0, 0.0, BORDER)?;
+                core::convert_scale_abs(&w.dx, &mut w.adx, 1.0, 0.0)?;
+                core::convert_scale_abs(&w.dy, &mut w.ady, 1.0, 0.0)?;
+                core::add_weighted(&w.adx, 0.5, &w.ady, 0.5, 0.0, to, -1)?;
+            }
+            Filter::Sharpen { amount } => {
+                imgproc::gaussian_blur(from, &mut w.blur, square(3), 0.0, 0.0, BORDER)?;
+                let a = f64::from(amount);
+                core::add_weighted(from, 1.0 + a, &w.blur, -a, 0.0, to, -1)?;
+            }
+            Filter::Median3 => {
+                // medianBlur replicates borders; pad with REFLECT_101 first, like every filter.
+                core::copy_make_border(from, &mut w.padded, 1, 1, 1, 1, BORDER, Scalar::default())?;
+                imgproc::median_blur(&w.padded, &mut w.median, 3)?;
+                let (cols, rows) = (w.padded.cols() - 2, w.padded.rows() - 2);
+                Mat::roi(&w.median, Rect::new(1, 1, cols, rows))?.copy_to(to)?;
             }
             Filter::Gain { alpha, beta } => {
                 let values = gain_table(alpha, beta);

@@ -21,10 +21,11 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream};
 
-use super::kernels::Kernels;
+use super::kernels::ChainKernels;
 use super::{Backend, BackendConfig, IssueOrder, StreamLayout};
 use crate::band::BandPlan;
-use crate::filter::Chain;
+use crate::filter::reference::View;
+use crate::filter::Filter;
 use crate::frame::FrameSize;
 use crate::ring::{HostBuffer, Slot};
 use crate::stats::StageTimes;
@@ -112,6 +113,8 @@ struct BandLane {
     /// The band's own stream (`per-band` layout only).
     stream: Option<Arc<CudaStream>>,
     bufs: [CudaSlice<u8>; 2],
+    /// Scratch of the separable filters' row pass.
+    tmp: CudaSlice<u16>,
     /// Which of `bufs` holds the filtered band.
     result: usize,
     /// Before H2D (sampled frames only), after H2D, after kernels, after D2H.
@@ -128,13 +131,12 @@ struct InFlight {
 }
 
 /// Stage timing is sampled on one frame in this many, to keep event traffic low.
-const TIME_EVERY: u64 = 4;
+const TIME_EVERY: u64 = 16;
 
 pub struct CudaBackend {
     ctx: Arc<CudaContext>,
-    kernels: Kernels,
+    kernels: ChainKernels,
     size: FrameSize,
-    chain: Chain,
     /// Band plans for a frame that finds the GPU idle (latency) and one submitted behind
     /// others (throughput).
     plans: [BandPlan; 2],
@@ -157,7 +159,6 @@ impl CudaBackend {
         // SAFETY: every device buffer below is used only on the stream it was allocated
         // for, and the completion events order the host's reuse of it (module invariants).
         unsafe { ctx.disable_event_tracking() };
-        let kernels = Kernels::load(&ctx)?;
         let (major, minor) = ctx.compute_capability()?;
         let device = format!("{} (sm_{major}{minor})", ctx.name()?);
         let plans = [cfg.plan.clone(), cfg.busy_plan.clone()];
@@ -172,6 +173,12 @@ impl CudaBackend {
             rows.unwrap_or(1) * cfg.size.stride()
         };
         let stage_streams = [ctx.new_stream()?, ctx.new_stream()?, ctx.new_stream()?];
+        let kernels = ChainKernels::new(&ctx, &stage_streams[0], &cfg.chain)?;
+        let separable = cfg
+            .chain
+            .filters()
+            .iter()
+            .any(|f| matches!(f, Filter::Box { .. } | Filter::Gauss { .. }));
         let mut lanes = Vec::new();
         for _ in 0..cfg.in_flight.max(1) {
             let mut bands = Vec::new();
@@ -185,11 +192,14 @@ impl CudaBackend {
                     alloc_on.alloc_zeros::<u8>(band_bytes(band))?,
                     alloc_on.alloc_zeros::<u8>(band_bytes(band))?,
                 ];
+                let tmp =
+                    alloc_on.alloc_zeros::<u16>(if separable { band_bytes(band) } else { 1 })?;
                 let ev = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
                 let events = [ev()?, ev()?, ev()?, ev()?];
                 bands.push(BandLane {
                     stream,
                     bufs,
+                    tmp,
                     result: 0,
                     events,
                 });
@@ -201,7 +211,6 @@ impl CudaBackend {
             ctx,
             kernels,
             size: cfg.size,
-            chain: cfg.chain.clone(),
             plans,
             lanes,
             pending: VecDeque::new(),
@@ -247,13 +256,13 @@ impl CudaBackend {
                 if per_stage {
                     s.wait(&bl.events[1])?;
                 }
-                bl.result = 0;
-                for filter in self.chain.filters() {
-                    let [a, b] = &mut bl.bufs;
-                    let (src, dst) = if bl.result == 0 { (&*a, b) } else { (&*b, a) };
-                    self.kernels.launch(s, *filter, src, dst, in_bytes)?;
-                    bl.result = 1 - bl.result;
-                }
+                let view = View {
+                    width: self.size.width,
+                    rows: geo.input_rows.len(),
+                    row0: geo.input_rows.start,
+                    height: self.size.height,
+                };
+                bl.result = self.kernels.enqueue(s, &mut bl.bufs, &mut bl.tmp, view)?;
                 if timed || per_stage {
                     bl.events[2].record(s)?;
                 }

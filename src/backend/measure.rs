@@ -10,7 +10,8 @@ use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream};
 use serde::Serialize;
 
 use super::cuda::PinnedRange;
-use super::kernels::Kernels;
+use super::kernels::ChainKernels;
+use crate::filter::reference::View;
 use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::ring::HostBuffer;
@@ -56,8 +57,8 @@ struct Rig {
     s2: Arc<CudaStream>,
     host_in: HostBuffer,
     host_out: HostBuffer,
-    dev_a: CudaSlice<u8>,
-    dev_b: CudaSlice<u8>,
+    /// Two frame buffers for the filter chain, a third for downloads.
+    dev: [CudaSlice<u8>; 2],
     dev_c: CudaSlice<u8>,
 }
 
@@ -77,8 +78,7 @@ impl Rig {
                 b.set_lock(Some(Box::new(PinnedRange::register(&ctx, ptr, len)?)));
             }
         }
-        let dev_a = s1.alloc_zeros::<u8>(n)?;
-        let dev_b = s1.alloc_zeros::<u8>(n)?;
+        let dev = [s1.alloc_zeros::<u8>(n)?, s1.alloc_zeros::<u8>(n)?];
         let dev_c = s1.alloc_zeros::<u8>(n)?;
         ctx.synchronize()?;
         Ok(Self {
@@ -87,8 +87,7 @@ impl Rig {
             s2,
             host_in,
             host_out,
-            dev_a,
-            dev_b,
+            dev,
             dev_c,
         })
     }
@@ -116,37 +115,52 @@ impl Rig {
     }
 }
 
-/// Times one `size` frame's pieces, `reps` times each, for `chain`.
-pub fn bound(size: FrameSize, chain: &Chain, reps: usize) -> Result<Bound> {
+/// Milliseconds per frame of an upload alone, a download alone, and both at once.
+fn copies(rig: &mut Rig, reps: usize) -> Result<(f64, f64, f64)> {
+    let h2d = rig.time(reps, |r| {
+        Ok(r.s1.memcpy_htod(&r.host_in[..], &mut r.dev[0])?)
+    })?;
+    let d2h = rig.time(reps, |r| {
+        Ok(r.s1.memcpy_dtoh(&r.dev[1], &mut r.host_out[..])?)
+    })?;
+    let both = rig.time(reps, |r| {
+        r.s1.memcpy_htod(&r.host_in[..], &mut r.dev[0])?;
+        r.s2.memcpy_dtoh(&r.dev_c, &mut r.host_out[..])?;
+        Ok(())
+    })?;
+    Ok((h2d, d2h, both))
+}
+
+/// Times one `size` frame's pieces for `chain`: `reps` back-to-back runs each, best of
+/// `trials` (the bound is a floor, so the least disturbed trial is the one to keep).
+pub fn bound(size: FrameSize, chain: &Chain, reps: usize, trials: usize) -> Result<Bound> {
     let mut rig = Rig::new(size, false)?;
-    let kernels = Kernels::load(&rig.ctx)?;
-    let n = size.bytes();
-    Ok(Bound {
-        h2d_ms: rig.time(reps, |r| {
-            Ok(r.s1.memcpy_htod(&r.host_in[..], &mut r.dev_a)?)
-        })?,
-        d2h_ms: rig.time(reps, |r| {
-            Ok(r.s1.memcpy_dtoh(&r.dev_b, &mut r.host_out[..])?)
-        })?,
-        kernel_ms: rig.time(reps, |r| {
-            let mut cur = 0;
-            for f in chain.filters() {
-                let (src, dst) = if cur == 0 {
-                    (&r.dev_a, &mut r.dev_b)
-                } else {
-                    (&r.dev_b, &mut r.dev_a)
-                };
-                kernels.launch(&r.s1, *f, src, dst, n)?;
-                cur = 1 - cur;
-            }
+    let kernels = ChainKernels::new(&rig.ctx, &rig.s1, chain)?;
+    let view = View {
+        width: size.width,
+        rows: size.height,
+        row0: 0,
+        height: size.height,
+    };
+    let mut tmp = rig.s1.alloc_zeros::<u16>(size.bytes())?;
+    let mut best = Bound {
+        h2d_ms: f64::MAX,
+        d2h_ms: f64::MAX,
+        kernel_ms: f64::MAX,
+        both_ms: f64::MAX,
+    };
+    for _ in 0..trials.max(1) {
+        let (h2d, d2h, both) = copies(&mut rig, reps)?;
+        let kernel = rig.time(reps, |r| {
+            kernels.enqueue(&r.s1, &mut r.dev, &mut tmp, view)?;
             Ok(())
-        })?,
-        both_ms: rig.time(reps, |r| {
-            r.s1.memcpy_htod(&r.host_in[..], &mut r.dev_a)?;
-            r.s2.memcpy_dtoh(&r.dev_c, &mut r.host_out[..])?;
-            Ok(())
-        })?,
-    })
+        })?;
+        best.h2d_ms = best.h2d_ms.min(h2d);
+        best.d2h_ms = best.d2h_ms.min(d2h);
+        best.both_ms = best.both_ms.min(both);
+        best.kernel_ms = best.kernel_ms.min(kernel);
+    }
+    Ok(best)
 }
 
 /// Copy bandwidth in GB/s.
@@ -162,17 +176,7 @@ pub struct Bandwidth {
 pub fn bandwidth(size: FrameSize, pageable: bool, reps: usize) -> Result<Bandwidth> {
     let mut rig = Rig::new(size, pageable)?;
     let gb = size.bytes() as f64 / 1e9;
-    let h2d = rig.time(reps, |r| {
-        Ok(r.s1.memcpy_htod(&r.host_in[..], &mut r.dev_a)?)
-    })?;
-    let d2h = rig.time(reps, |r| {
-        Ok(r.s1.memcpy_dtoh(&r.dev_b, &mut r.host_out[..])?)
-    })?;
-    let both = rig.time(reps, |r| {
-        r.s1.memcpy_htod(&r.host_in[..], &mut r.dev_a)?;
-        r.s2.memcpy_dtoh(&r.dev_c, &mut r.host_out[..])?;
-        Ok(())
-    })?;
+    let (h2d, d2h, both) = copies(&mut rig, reps)?;
     Ok(Bandwidth {
         h2d_gbs: gb / (h2d / 1e3),
         d2h_gbs: gb / (d2h / 1e3),

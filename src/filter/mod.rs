@@ -1,8 +1,13 @@
-//! Filter chains: parsing `--filter`, and the plain-Rust reference of every filter.
+//! Filter chains: parsing `--filter`, and (in `reference`) the plain-Rust definition of
+//! every filter.
 //!
-//! The reference is the definition both backends are tested against: the CUDA kernels in
-//! `kernels/` and the OpenCV calls of the CPU backend must reproduce it bit for bit.
-//! Every filter maps a BGR frame to a BGR frame of the same size (`gray` writes B = G = R).
+//! The reference is what both backends are tested against: the CUDA kernels in `kernels/`
+//! reproduce it bit for bit; OpenCV's functions in the CPU backend do too, except `gauss`
+//! and `sharpen` (within ±1, see README). Every filter maps a BGR frame to a BGR frame of the
+//! same size (`gray` writes B = G = R). Neighbourhood filters read `radius()` rows above and
+//! below; borders are OpenCV's default, `BORDER_REFLECT_101`.
+
+pub mod reference;
 
 use std::fmt;
 use std::str::FromStr;
@@ -20,10 +25,29 @@ pub enum Filter {
     Gray,
     /// `saturate(round_half_even(v * alpha + beta))` on every channel, in f32.
     Gain { alpha: f32, beta: f32 },
+    /// K×K box blur (K odd): the rounded mean, in integers.
+    Box { k: u32 },
+    /// K×K Gaussian blur, separable, with 14-bit integer weights.
+    Gauss { k: u32, sigma: f32 },
+    /// Sobel edge magnitude: round_half_even((sat|dx| + sat|dy|) / 2) per channel.
+    Sobel,
+    /// Unsharp mask: src·(1+A) − gauss3x3(src)·A, rounded half to even.
+    Sharpen { amount: f32 },
+    /// 3×3 median per channel.
+    Median3,
+}
+
+/// The largest kernel side accepted by `blur` and `gauss`.
+pub const MAX_KERNEL: u32 = 31;
+
+/// OpenCV's kernel side for a Gaussian of `sigma` on 8-bit images: round(6σ + 1), made odd.
+pub fn gauss_side(sigma: f32) -> u32 {
+    ((f64::from(sigma) * 6.0 + 1.0).round() as u32) | 1
 }
 
 /// The filters, as listed in help texts and error messages.
-pub const FILTER_HELP: &str = "copy, invert, gray, gain:ALPHA,BETA";
+pub const FILTER_HELP: &str =
+    "copy, invert, gray, gain:ALPHA,BETA, blur:K, gauss:SIGMA, gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3";
 
 /// OpenCV's `cvtColor(BGR2GRAY)` weights for 8-bit images (`BY15`, `GY15`, `RY15`,
 /// `gray_shift` = 15); checked equal to OpenCV 4.6 on all 2^24 colours.
@@ -35,7 +59,11 @@ pub const GRAY_SHIFT: u32 = 15;
 impl Filter {
     /// Rows this filter reads above and below each output row (0 for pointwise filters).
     pub fn radius(&self) -> usize {
-        0
+        match self {
+            Filter::Box { k } | Filter::Gauss { k, .. } => (*k as usize) / 2,
+            Filter::Sobel | Filter::Sharpen { .. } | Filter::Median3 => 1,
+            _ => 0,
+        }
     }
 
     fn parse_one(name: &str, args: &[String], whole: &str) -> Result<Filter, String> {
@@ -43,6 +71,9 @@ impl Filter {
             if !want.contains(&args.len()) {
                 let shape = match name {
                     "gain" => "gain:ALPHA,BETA (or gain:ALPHA)",
+                    "blur" => "blur:K (K odd)",
+                    "gauss" => "gauss:SIGMA or gauss:K,SIGMA",
+                    "sharpen" => "sharpen:AMOUNT",
                     other => other,
                 };
                 return Err(format!(
@@ -74,14 +105,60 @@ impl Filter {
                     beta: v.get(1).copied().unwrap_or(0.0),
                 })
             }
+            "blur" => {
+                let k = nums(&[1])?[0];
+                Ok(Filter::Box {
+                    k: kernel_side(name, k)?,
+                })
+            }
+            "gauss" => {
+                let v = nums(&[1, 2])?;
+                let sigma = *v.last().expect("one or two numbers");
+                if !(sigma > 0.0 && sigma <= 10.0) {
+                    return Err(format!(
+                        "filter 'gauss': sigma {sigma} must be above 0 and at most 10"
+                    ));
+                }
+                let k = match v.len() {
+                    2 => kernel_side(name, v[0])?,
+                    _ => gauss_side(sigma).min(MAX_KERNEL),
+                };
+                Ok(Filter::Gauss { k, sigma })
+            }
+            "sobel" => nums(&[0]).map(|_| Filter::Sobel),
+            "sharpen" => {
+                let amount = nums(&[1])?[0];
+                if !(0.0..=20.0).contains(&amount) {
+                    return Err(format!(
+                        "filter 'sharpen': amount {amount} must be between 0 and 20"
+                    ));
+                }
+                Ok(Filter::Sharpen { amount })
+            }
+            "median3" => nums(&[0]).map(|_| Filter::Median3),
             _ => Err(format!("unknown filter '{name}' (known: {FILTER_HELP})")),
         }
     }
 }
 
+/// A kernel side given as a number: odd, 1 to `MAX_KERNEL`.
+fn kernel_side(name: &str, k: f32) -> Result<u32, String> {
+    if k.fract() != 0.0 || k < 1.0 || k > MAX_KERNEL as f32 || (k as u32).is_multiple_of(2) {
+        return Err(format!(
+            "filter '{name}': kernel size {k} must be an odd whole number from 1 to {MAX_KERNEL}"
+        ));
+    }
+    Ok(k as u32)
+}
+
 impl fmt::Display for Filter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Filter::Box { k } => write!(f, "blur:{k}"),
+            Filter::Gauss { k, sigma } => write!(f, "gauss:{k},{sigma}"),
+            Filter::Sobel => write!(f, "sobel"),
+            Filter::Sharpen { amount } => write!(f, "sharpen:{amount}"),
+            Filter::Median3 => write!(f, "median3"),
             Filter::Copy => write!(f, "copy"),
             Filter::Invert => write!(f, "invert"),
             Filter::Gray => write!(f, "gray"),
@@ -106,12 +183,8 @@ impl Chain {
 
     /// Applies the chain to a whole frame with the plain-Rust reference.
     pub fn apply_reference(&self, size: FrameSize, src: &[u8], dst: &mut [u8]) {
-        assert_eq!(src.len(), size.bytes());
-        assert_eq!(dst.len(), size.bytes());
-        dst.copy_from_slice(src);
-        for filter in &self.0 {
-            apply_pointwise_in_place(*filter, dst);
-        }
+        let plan = crate::band::BandPlan::new(size.height, 1, self.radius()).expect("one band");
+        reference::apply_banded(self, size, &plan, src, dst);
     }
 }
 
@@ -192,23 +265,6 @@ pub fn gray_value(b: u8, g: u8, r: u8) -> u8 {
     ((y + (1 << (GRAY_SHIFT - 1))) >> GRAY_SHIFT) as u8
 }
 
-fn apply_pointwise_in_place(filter: Filter, px: &mut [u8]) {
-    match filter {
-        Filter::Copy => {}
-        Filter::Invert => px.iter_mut().for_each(|v| *v = 255 - *v),
-        Filter::Gray => {
-            for p in px.chunks_exact_mut(3) {
-                let y = gray_value(p[0], p[1], p[2]);
-                p.fill(y);
-            }
-        }
-        Filter::Gain { alpha, beta } => {
-            let t = gain_table(alpha, beta);
-            px.iter_mut().for_each(|v| *v = t[usize::from(*v)]);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,6 +295,16 @@ mod tests {
             }]
         );
         assert_eq!(chain("Invert, gray").to_string(), "invert,gray");
+        assert_eq!(
+            chain("gray,gauss:2,sobel").filters(),
+            &[
+                Filter::Gray,
+                Filter::Gauss { k: 13, sigma: 2.0 },
+                Filter::Sobel
+            ]
+        );
+        assert_eq!(chain("gauss:5,1.2,blur:3").radius(), 3);
+        assert_eq!(chain("sharpen:1.5,median3").radius(), 2);
     }
 
     #[test]
@@ -250,6 +316,12 @@ mod tests {
             ("gain:x,1", "'x' is not a number"),
             ("gain:1,2,3", "got 3"),
             ("invert:3", "takes 0 argument(s)"),
+            ("blur:4", "must be an odd whole number"),
+            ("blur:33", "must be an odd whole number"),
+            ("gauss:0", "must be above 0"),
+            ("gauss:2,1.5", "must be an odd whole number"),
+            ("sharpen:-1", "between 0 and 20"),
+            ("median3:3", "takes 0 argument(s)"),
             ("copy,,invert", "empty filter"),
             ("5,copy", "is not a filter"),
             ("copy,5", "is not a filter"),
