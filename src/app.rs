@@ -8,9 +8,11 @@ use crate::backend::{self, BackendConfig};
 use crate::band::{self, BandPlan};
 use crate::cli::RunArgs;
 use crate::pipeline::{self, Options};
+use crate::sink::Knobs;
 use crate::sink::{self, OutputSpec, Sink};
 use crate::source::{pattern::Pattern, InputSpec, Source};
 use crate::stop::Stop;
+use crate::trace::Trace;
 
 macro_rules! info {
     ($quiet:expr, $($t:tt)*) => {
@@ -40,6 +42,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if !args.fps.is_finite() || args.fps < 0.0 {
         bail!("--fps {} must be 0 or a positive number", args.fps);
     }
+    if let Some(p) = &args.trace {
+        check_file_arg("--trace", p, "json")?;
+    }
+    if let Some(p) = &args.timeline {
+        check_file_arg("--timeline", p, "svg")?;
+    }
+    let tracing = args.trace.is_some() || args.timeline.is_some();
+    let trace_frames = if tracing { args.trace_frames.max(1) } else { 0 };
     let output = args
         .output
         .as_deref()
@@ -78,14 +88,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
         pageable: args.pageable,
         issue: Default::default(),
         streams: args.streams,
+        trace_frames,
     };
     let backend = backend::create(args.backend, &cfg)?;
-    info!(
-        q,
-        "backend: {}; filter: {}",
-        backend.describe(),
-        args.filter
-    );
+    info!(q, "backend: {}", backend.describe());
 
     let fps = source
         .fps()
@@ -95,13 +101,25 @@ pub fn run(args: &RunArgs) -> Result<()> {
         sinks.push(sink::open_output(spec, size, fps)?);
     }
     if !args.headless {
-        sinks.insert(0, open_window()?);
+        let knobs = Knobs {
+            pageable: args.pageable,
+            bands,
+            height: size.height,
+        };
+        sinks.insert(0, open_window(knobs)?);
     }
     let mut sink: Box<dyn Sink> = match sinks.len() {
         0 => Box::new(sink::null::Null),
         1 => sinks.pop().expect("one sink"),
         _ => Box::new(sink::Tee(sinks)),
     };
+    if args.headless && !q {
+        let total = match (source.frame_count(), args.frames) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        sink = Box::new(sink::progress::Progress::new(sink, total));
+    }
     info!(q, "output: {}", sink.describe());
 
     let stop = Stop::new();
@@ -111,9 +129,71 @@ pub fn run(args: &RunArgs) -> Result<()> {
         ring: args.ring,
         frames: args.frames,
         keep_frame_times: false,
+        trace_frames,
     };
     let summary = pipeline::run(source, backend, sink.as_mut(), &opts, &stop)?;
     eprintln!("{}", summary.render());
+    if let Some(trace) = &summary.trace {
+        write_trace_files(
+            trace,
+            args.trace.as_deref(),
+            args.timeline.as_deref(),
+            &summary.backend,
+        )?;
+    }
+    Ok(())
+}
+
+/// Frames drawn in a timeline picture.
+pub const TIMELINE_FRAMES: u64 = 6;
+
+/// Writes `--trace` (Chrome JSON) and `--timeline` (SVG) from a run's trace.
+pub fn write_trace_files(
+    trace: &Trace,
+    json: Option<&str>,
+    svg: Option<&str>,
+    title: &str,
+) -> Result<()> {
+    if let Some(o) = trace.overlap() {
+        eprintln!(
+            "framepipe: trace: over {:.3} ms of GPU work, uploads {:.0}% busy, downloads {:.0}%, both at once {:.0}%",
+            o.window_ms,
+            100.0 * o.h2d_busy,
+            100.0 * o.d2h_busy,
+            100.0 * o.both
+        );
+    }
+    if let Some(path) = json {
+        std::fs::write(path, trace.to_chrome_json()).with_context(|| format!("writing {path}"))?;
+        eprintln!(
+            "framepipe: trace of {} spans written to {path}",
+            trace.spans.len()
+        );
+    }
+    if let Some(path) = svg {
+        let picture = crate::trace::timeline_svg(&[(title, trace)], TIMELINE_FRAMES);
+        std::fs::write(path, picture).with_context(|| format!("writing {path}"))?;
+        eprintln!("framepipe: timeline written to {path}");
+    }
+    Ok(())
+}
+
+/// Checks that `path` can be created and ends in `.ext`.
+pub fn check_file_arg(flag: &str, path: &str, ext: &str) -> Result<()> {
+    let p = std::path::Path::new(path);
+    if p.extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+        != Some(ext)
+    {
+        bail!("{flag} '{path}' must end in .{ext}");
+    }
+    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
+        if !dir.is_dir() {
+            bail!("{flag} '{path}': folder '{}' does not exist", dir.display());
+        }
+    }
     Ok(())
 }
 
@@ -153,11 +233,11 @@ fn check_window_possible() -> Result<()> {
 }
 
 #[cfg(feature = "opencv")]
-fn open_window() -> Result<Box<dyn Sink>> {
-    Ok(Box::new(sink::window::Window::open("framepipe")?))
+fn open_window(knobs: Knobs) -> Result<Box<dyn Sink>> {
+    Ok(Box::new(sink::window::Window::open("framepipe", knobs)?))
 }
 
 #[cfg(not(feature = "opencv"))]
-fn open_window() -> Result<Box<dyn Sink>> {
+fn open_window(_knobs: Knobs) -> Result<Box<dyn Sink>> {
     bail!("this build has no OpenCV and cannot open a window")
 }

@@ -58,6 +58,11 @@ pub struct BenchArgs {
     /// grid): a quick comparison of filters.
     #[arg(long)]
     pub only_defaults: bool,
+    /// Draw the first frames of the app's defaults (page-locked) above the original
+    /// question's configuration (pageable, 3 bands, one frame at a time), for the first
+    /// size and filter, as an SVG timeline.
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<String>,
     /// Also write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
@@ -310,12 +315,27 @@ pub fn verdict(section: &Section) -> String {
     out
 }
 
+/// Per-frame (submitted, done) times in ms.
+type FrameTimes = Vec<(f64, f64)>;
+
+/// Per-frame (submitted, done) ms of one configuration.
 fn measure_row(
     size: FrameSize,
     chain: &Chain,
     setup: Setup,
     frames: u64,
 ) -> Result<Vec<(f64, f64)>> {
+    Ok(run_setup(size, chain, setup, frames, 0)?.0)
+}
+
+/// Runs one configuration through the real pipeline; traces its first `trace_frames` frames.
+fn run_setup(
+    size: FrameSize,
+    chain: &Chain,
+    setup: Setup,
+    frames: u64,
+    trace_frames: u64,
+) -> Result<(FrameTimes, Option<crate::trace::Trace>)> {
     let Setup {
         pageable,
         streams,
@@ -336,12 +356,14 @@ fn measure_row(
         pageable,
         issue,
         streams,
+        trace_frames,
     };
     let backend = backend::create(BackendKind::Cuda, &cfg)?;
     let opts = Options {
         ring: in_flight + 4,
         frames: Some(frames),
         keep_frame_times: true,
+        trace_frames,
     };
     let source = Box::new(Pattern::new(size, paced_fps).cheap());
     let summary = pipeline::run(source, backend, &mut Null, &opts, &Stop::new())?;
@@ -352,12 +374,13 @@ fn measure_row(
         .map(|f| f.0)
         .context("no frame was processed")?;
     let ms = |t: Instant| (t - t0).as_secs_f64() * 1e3;
-    Ok(summary
+    let times = summary
         .process
         .frames
         .iter()
         .map(|(s, d)| (ms(*s), ms(*d)))
-        .collect())
+        .collect();
+    Ok((times, summary.trace))
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
@@ -366,6 +389,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     }
     if args.bands.contains(&0) || args.in_flight.contains(&0) {
         bail!("--bands and --in-flight values must be at least 1");
+    }
+    if let Some(p) = &args.timeline {
+        crate::app::check_file_arg("--timeline", p, "svg")?;
     }
     let device = backend::cuda::device_name()?;
     println!("framepipe bench on {device}");
@@ -381,6 +407,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     for s in &sections {
         println!("{}", verdict(s));
     }
+    if let (Some(path), Some(&size), Some(chain)) =
+        (&args.timeline, args.size.first(), args.filter.first())
+    {
+        draw_timeline(path, size, chain)?;
+    }
     if let Some(path) = &args.json {
         let report = Report {
             device,
@@ -394,6 +425,34 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         std::fs::write(path, text).with_context(|| format!("writing {path}"))?;
         println!("wrote {path}");
     }
+    Ok(())
+}
+
+/// The defaults against the original configuration, on one picture.
+fn draw_timeline(path: &str, size: FrameSize, chain: &Chain) -> Result<()> {
+    let frames = crate::app::TIMELINE_FRAMES;
+    let defaults = Setup {
+        busy_bands: 1,
+        ..Setup::new(false, band::default_bands(size.height).min(size.height), 4)
+    };
+    let original = Setup::new(true, 3.min(size.height), 1);
+    let mut panels = Vec::new();
+    for (name, setup) in [
+        ("page-locked, app defaults", defaults),
+        ("pageable, 3 bands, one frame at a time", original),
+    ] {
+        // Skip the first frames (start-up), then trace a steady-state window.
+        let (_, trace) = run_setup(size, chain, setup, 40 + frames, 40 + frames)?;
+        let mut trace = trace.context("no trace recorded")?;
+        trace.spans.retain(|s| s.frame >= 40);
+        trace.spans.iter_mut().for_each(|s| s.frame -= 40);
+        panels.push((format!("{size} {chain}, {name}"), trace));
+    }
+    let refs: Vec<(&str, &crate::trace::Trace)> =
+        panels.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    std::fs::write(path, crate::trace::timeline_svg(&refs, frames))
+        .with_context(|| format!("writing {path}"))?;
+    println!("timeline written to {path}");
     Ok(())
 }
 

@@ -27,7 +27,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Measure the pipeline against the copy-engine bound on this GPU.
-    Bench(crate::bench::BenchArgs),
+    Bench(Box<crate::bench::BenchArgs>),
     /// Show the GPU, PCIe link, copy bandwidth, OpenCV, display and cameras.
     Doctor,
 }
@@ -95,6 +95,19 @@ pub struct RunArgs {
     /// copy-out stream) or per-band (a stream per band and frame in flight).
     #[arg(long, value_enum, default_value = "per-stage")]
     pub streams: crate::backend::StreamLayout,
+
+    /// Write a Chrome trace (Perfetto, chrome://tracing) of the first frames: every band's
+    /// H2D, kernels and D2H on its stream's track, capture and output on theirs.
+    #[arg(long, value_name = "FILE.json")]
+    pub trace: Option<String>,
+
+    /// Draw the first frames of that trace as an SVG timeline, one row per track.
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<String>,
+
+    /// Frames recorded by --trace and --timeline.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub trace_frames: u64,
 
     /// Print only errors and the summary.
     #[arg(short, long)]

@@ -18,3 +18,4 @@ pub mod sink;
 pub mod source;
 pub mod stats;
 pub mod stop;
+pub mod trace;

@@ -3,28 +3,32 @@
 //!
 //! ```text
 //! free ──> capture thread ──filled──> backend thread ──done──> sink (calling thread) ──┐
-//!  ^                                                                                     │
+//!  ^                                        ^ controls (keys)                            │
 //!  └─────────────────────────────── slot returned ──────────────────────────────────────┘
 //! ```
 //!
 //! Invariants: the ring's slots are the only frame buffers (allocated and attached to the
 //! backend before the first frame); frames reach the sink in capture order; a live source
 //! never waits for a slot (it discards the frame and counts it dropped), any other source
-//! does; on any stop the capture thread ends first, then the backend finishes what it holds,
-//! then the sink drains and is finished, and every thread is joined.
+//! does; a control reaches the backend only once it holds no frame; on any stop the capture
+//! thread ends first, then the backend finishes what it holds, then the sink drains and is
+//! finished, and every thread is joined.
 
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use crossbeam_channel::{bounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Control};
 use crate::ring::{self, Slot};
 use crate::sink::{Flow, Sink};
 use crate::source::{Read, Source};
-use crate::stats::{CaptureStats, ProcessStats, SinkStats, Summary};
+use crate::stats::{ms, CaptureStats, Live, ProcessStats, SinkStats, Summary};
 use crate::stop::Stop;
+use crate::trace::{Kind, Span, Trace, TRACK_CAPTURE, TRACK_OUTPUT};
 
 /// How the pipeline runs, apart from its three stages.
 #[derive(Clone, Debug)]
@@ -35,6 +39,20 @@ pub struct Options {
     pub frames: Option<u64>,
     /// Keep every frame's submit/done instants (benchmarks).
     pub keep_frame_times: bool,
+    /// Record the spans of frames `0..trace_frames` (0: no trace); the backend must have
+    /// been made with the same number.
+    pub trace_frames: u64,
+}
+
+/// What the threads share besides the slots.
+struct Shared {
+    stop: Stop,
+    paused: AtomicBool,
+    /// Times the user paused.
+    pauses: AtomicU64,
+    dropped: AtomicU64,
+    /// The backend's description, updated when a control changes it.
+    backend: Mutex<String>,
 }
 
 /// Runs until the input ends, `opts.frames` are captured, or `stop` is requested; the sink
@@ -53,37 +71,59 @@ pub fn run(
             backend.attach(buf)?;
         }
     }
-    let backend_name = backend.describe();
+    let shared = Arc::new(Shared {
+        stop: stop.clone(),
+        paused: AtomicBool::new(false),
+        pauses: AtomicU64::new(0),
+        dropped: AtomicU64::new(0),
+        backend: Mutex::new(backend.describe()),
+    });
+    let backend_tracks = backend.tracks();
     let (free_tx, free_rx) = bounded::<Slot>(opts.ring);
     let (filled_tx, filled_rx) = bounded::<Slot>(opts.ring);
     let (done_tx, done_rx) = bounded::<Slot>(opts.ring);
+    let (control_tx, control_rx) = unbounded::<Control>();
     for slot in slots {
         free_tx.send(slot).expect("free list has room for the ring");
     }
     let started = Instant::now();
 
     let capture = {
-        let stop = stop.clone();
+        let shared = shared.clone();
         let frames = opts.frames;
         thread::Builder::new()
             .name("capture".into())
-            .spawn(move || capture_loop(source.as_mut(), &free_rx, filled_tx, frames, &stop))?
+            .spawn(move || capture_loop(source.as_mut(), &free_rx, filled_tx, frames, &shared))?
     };
     let process = {
-        let stop = stop.clone();
+        let shared = shared.clone();
         let keep = opts.keep_frame_times;
         thread::Builder::new()
             .name("backend".into())
             .spawn(move || {
-                let r = backend_loop(backend.as_mut(), filled_rx, done_tx, keep);
+                let r = backend_loop(
+                    backend.as_mut(),
+                    filled_rx,
+                    done_tx,
+                    control_rx,
+                    keep,
+                    &shared,
+                );
                 if r.is_err() {
-                    stop.request();
+                    shared.stop.request();
                 }
                 r
             })?
     };
 
-    let sink_result = sink_loop(sink, &done_rx, &free_tx, stop);
+    let mut trace = (opts.trace_frames > 0).then(|| Trace::new(started, backend_tracks));
+    let ends = SinkEnds {
+        done: &done_rx,
+        free: &free_tx,
+        controls: control_tx,
+    };
+    let sink_result = sink_loop(sink, &ends, &shared, trace.as_mut(), opts.trace_frames);
+    drop(ends);
     if sink_result.is_err() {
         stop.request();
         // Keep slots moving so that the other threads can finish.
@@ -101,17 +141,21 @@ pub fn run(
         .map_err(|_| anyhow!("the backend thread panicked"))?;
     let elapsed = started.elapsed();
 
-    let capture_stats = capture_result.context("capture")?;
+    let mut capture_stats = capture_result.context("capture")?;
+    capture_stats.dropped = shared.dropped.load(Ordering::SeqCst);
     let process_stats = process_result.context("processing")?;
-    let sink_stats = sink_result?;
+    let mut sink_stats = sink_result?;
+    sink_stats.pauses = shared.pauses.load(Ordering::SeqCst);
     finish_result.context("finishing the output")?;
+    let backend = shared.backend.lock().map(|b| b.clone()).unwrap_or_default();
     Ok(Summary {
-        backend: backend_name,
+        backend,
         sink: sink.verb().to_string(),
         elapsed,
         capture: capture_stats,
         process: process_stats,
         sink_stats,
+        trace,
     })
 }
 
@@ -122,12 +166,22 @@ fn capture_loop(
     free: &Receiver<Slot>,
     filled: Sender<Slot>,
     frames: Option<u64>,
-    stop: &Stop,
+    shared: &Shared,
 ) -> Result<CaptureStats> {
     let mut st = CaptureStats::default();
     let live = source.is_live();
     let result = (|| -> Result<()> {
-        while !stop.is_requested() && frames.is_none_or(|n| st.captured < n) {
+        while !shared.stop.is_requested() && frames.is_none_or(|n| st.captured < n) {
+            if shared.paused.load(Ordering::SeqCst) {
+                // Paused: a live source keeps being drained so that it resumes with fresh frames.
+                if live && source.skip()? == Read::End {
+                    return Ok(());
+                }
+                if !live {
+                    thread::sleep(Duration::from_millis(10));
+                }
+                continue;
+            }
             let mut slot = match free.try_recv() {
                 Ok(slot) => slot,
                 Err(TryRecvError::Disconnected) => return Ok(()),
@@ -136,7 +190,7 @@ fn capture_loop(
                     if source.skip()? == Read::End {
                         return Ok(());
                     }
-                    st.dropped += 1;
+                    shared.dropped.fetch_add(1, Ordering::SeqCst);
                     continue;
                 }
                 Err(TryRecvError::Empty) => match free.recv_timeout(POLL) {
@@ -146,11 +200,12 @@ fn capture_loop(
                 },
             };
             let t = Instant::now();
+            slot.stamps.read_start = t;
             if source.read(&mut slot.input)? == Read::End {
                 return Ok(());
             }
             slot.stamps.captured = Instant::now();
-            slot.stamps.capture_ms = crate::stats::ms(slot.stamps.captured - t);
+            slot.stamps.capture_ms = ms(slot.stamps.captured - t);
             st.read_ms += slot.stamps.capture_ms;
             slot.seq = st.captured;
             st.captured += 1;
@@ -167,7 +222,9 @@ fn backend_loop(
     backend: &mut dyn Backend,
     filled: Receiver<Slot>,
     done: Sender<Slot>,
+    controls: Receiver<Control>,
     keep: bool,
+    shared: &Shared,
 ) -> Result<ProcessStats> {
     let mut st = ProcessStats::default();
     let forward = |slot: Slot, st: &mut ProcessStats| {
@@ -184,6 +241,19 @@ fn backend_loop(
     loop {
         while let Some(slot) = backend.complete(false)? {
             forward(slot, &mut st);
+        }
+        if let Ok(control) = controls.try_recv() {
+            // Finish what is in flight, then change the backend between two frames.
+            while let Some(slot) = backend.complete(true)? {
+                forward(slot, &mut st);
+            }
+            backend
+                .control(&control)
+                .with_context(|| format!("applying {control:?}"))?;
+            st.controls.push(describe_control(&control));
+            if let Ok(mut b) = shared.backend.lock() {
+                *b = backend.describe();
+            }
         }
         let busy = backend.in_flight();
         if !input_open || busy >= backend.capacity() {
@@ -208,29 +278,87 @@ fn backend_loop(
     }
 }
 
+fn describe_control(c: &Control) -> String {
+    match c {
+        Control::Chain(chain) => format!("filter {chain}"),
+        Control::Pageable(true) => "pageable".into(),
+        Control::Pageable(false) => "page-locked".into(),
+        Control::Bands(n) => format!("{n} bands"),
+    }
+}
+
+/// The sink thread's channel ends.
+struct SinkEnds<'a> {
+    done: &'a Receiver<Slot>,
+    free: &'a Sender<Slot>,
+    controls: Sender<Control>,
+}
+
 fn sink_loop(
     sink: &mut dyn Sink,
-    done: &Receiver<Slot>,
-    free: &Sender<Slot>,
-    stop: &Stop,
+    ends: &SinkEnds,
+    shared: &Shared,
+    mut trace: Option<&mut Trace>,
+    trace_frames: u64,
 ) -> Result<SinkStats> {
     let mut st = SinkStats::default();
+    let mut live = Live::default();
+    let act = |flow: Flow| match flow {
+        Flow::Continue => {}
+        Flow::Quit => shared.stop.request(),
+        Flow::TogglePause => {
+            if !shared.paused.fetch_xor(true, Ordering::SeqCst) {
+                shared.pauses.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        Flow::Control(c) => {
+            let _ = ends.controls.send(c);
+        }
+    };
     loop {
-        match done.recv_timeout(POLL) {
-            Ok(slot) => {
+        match ends.done.recv_timeout(POLL) {
+            Ok(mut slot) => {
+                live.dropped = shared.dropped.load(Ordering::SeqCst);
+                live.paused = shared.paused.load(Ordering::SeqCst);
+                if let Ok(b) = shared.backend.lock() {
+                    live.backend.clone_from(&b);
+                }
+                sink.status(&live);
                 let t = Instant::now();
                 let flow = sink.consume(&slot.output, slot.size)?;
-                st.sink_ms += crate::stats::ms(t.elapsed());
+                let end = Instant::now();
+                st.sink_ms += ms(end - t);
                 st.consumed += 1;
-                let _ = free.send(slot);
-                if flow == Flow::Quit {
-                    stop.request();
+                let s = &slot.stamps;
+                live.update(
+                    s.capture_ms,
+                    ms(s.done - s.submitted),
+                    slot.gpu.as_ref(),
+                    ms(end - t),
+                );
+                if let Some(trace) = trace.as_deref_mut().filter(|_| slot.seq < trace_frames) {
+                    let span = |track, kind, start, end| Span {
+                        track,
+                        kind,
+                        frame: slot.seq,
+                        band: None,
+                        start,
+                        end,
+                    };
+                    trace
+                        .spans
+                        .push(span(TRACK_CAPTURE, Kind::Capture, s.read_start, s.captured));
+                    let spans = std::mem::take(&mut slot.spans);
+                    trace.spans.extend(spans);
+                    trace.spans.push(span(TRACK_OUTPUT, Kind::Output, t, end));
                 }
+                let _ = ends.free.send(slot);
+                act(flow);
             }
             Err(RecvTimeoutError::Timeout) => {
-                if sink.idle()? == Flow::Quit {
-                    stop.request();
-                }
+                live.paused = shared.paused.load(Ordering::SeqCst);
+                sink.status(&live);
+                act(sink.idle()?);
             }
             Err(RecvTimeoutError::Disconnected) => return Ok(st),
         }

@@ -84,6 +84,8 @@ impl Drop for HostBuffer {
 /// Host-side times of one frame, filled in as it moves along.
 #[derive(Clone, Copy, Debug)]
 pub struct Stamps {
+    /// When the capture thread started reading the frame.
+    pub read_start: Instant,
     pub captured: Instant,
     pub capture_ms: f64,
     pub submitted: Instant,
@@ -94,6 +96,7 @@ impl Default for Stamps {
     fn default() -> Self {
         let now = Instant::now();
         Self {
+            read_start: now,
             captured: now,
             capture_ms: 0.0,
             submitted: now,
@@ -112,6 +115,8 @@ pub struct Slot {
     pub stamps: Stamps,
     /// Device time of each stage for this frame, when the backend measures it.
     pub gpu: Option<crate::stats::StageTimes>,
+    /// The backend's trace spans of this frame (traced frames only; the vector is reused).
+    pub spans: Vec<crate::trace::Span>,
 }
 
 impl Slot {
@@ -123,6 +128,7 @@ impl Slot {
             output: HostBuffer::new(size.bytes()),
             stamps: Stamps::default(),
             gpu: None,
+            spans: Vec::new(),
         }
     }
 

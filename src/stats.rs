@@ -40,6 +40,8 @@ pub struct ProcessStats {
     pub stage_frames: u64,
     /// Per-frame (submitted, done) instants, kept only when asked (benchmarks).
     pub frames: Vec<(Instant, Instant)>,
+    /// Changes applied while running (keys), in order.
+    pub controls: Vec<String>,
 }
 
 impl ProcessStats {
@@ -67,6 +69,8 @@ impl ProcessStats {
 pub struct SinkStats {
     pub consumed: u64,
     pub sink_ms: f64,
+    /// Times the user paused (space).
+    pub pauses: u64,
 }
 
 /// Everything the exit summary reports.
@@ -78,6 +82,8 @@ pub struct Summary {
     pub capture: CaptureStats,
     pub process: ProcessStats,
     pub sink_stats: SinkStats,
+    /// The first frames' spans, when asked for.
+    pub trace: Option<crate::trace::Trace>,
 }
 
 pub fn ms(d: Duration) -> f64 {
@@ -126,6 +132,12 @@ impl Summary {
             avg(p.latency_ms, p.processed),
             avg(self.sink_stats.sink_ms, self.sink_stats.consumed)
         );
+        if !p.controls.is_empty() {
+            let _ = write!(out, "\nchanges while running: {}", p.controls.join(", "));
+        }
+        if self.sink_stats.pauses > 0 {
+            let _ = write!(out, "\npaused {} time(s)", self.sink_stats.pauses);
+        }
         if p.stage_frames > 0 {
             let n = p.stage_frames;
             let _ = write!(
@@ -138,5 +150,106 @@ impl Summary {
             );
         }
         out
+    }
+}
+
+/// Running figures for the window's overlay, smoothed over the last frames.
+#[derive(Clone, Debug, Default)]
+pub struct Live {
+    pub fps: f64,
+    pub capture_ms: f64,
+    /// Submit → output ready.
+    pub latency_ms: f64,
+    /// Device time per stage (sampled frames).
+    pub gpu: Option<StageTimes>,
+    pub output_ms: f64,
+    pub dropped: u64,
+    pub paused: bool,
+    pub backend: String,
+    last_frame: Option<Instant>,
+}
+
+const SMOOTH: f64 = 0.1;
+
+fn ema(old: &mut f64, new: f64) {
+    *old = if *old == 0.0 {
+        new
+    } else {
+        *old + SMOOTH * (new - *old)
+    };
+}
+
+impl Live {
+    /// Folds in one frame's figures.
+    pub fn update(
+        &mut self,
+        capture_ms: f64,
+        latency_ms: f64,
+        gpu: Option<&StageTimes>,
+        output_ms: f64,
+    ) {
+        let now = Instant::now();
+        if let Some(prev) = self.last_frame.replace(now) {
+            let dt = ms(now - prev);
+            if dt > 0.0 {
+                ema(&mut self.fps, 1e3 / dt);
+            }
+        }
+        ema(&mut self.capture_ms, capture_ms);
+        ema(&mut self.latency_ms, latency_ms);
+        ema(&mut self.output_ms, output_ms);
+        if let Some(g) = gpu {
+            let cur = self.gpu.get_or_insert(*g);
+            ema(&mut cur.h2d_ms, g.h2d_ms);
+            ema(&mut cur.kernel_ms, g.kernel_ms);
+            ema(&mut cur.d2h_ms, g.d2h_ms);
+            ema(&mut cur.span_ms, g.span_ms);
+        }
+    }
+
+    /// Serial sum of the stage times over the frame period: above 1 means stages overlap.
+    pub fn overlap(&self) -> f64 {
+        let work = match &self.gpu {
+            Some(g) => g.h2d_ms + g.kernel_ms + g.d2h_ms,
+            None => self.latency_ms,
+        };
+        let serial = self.capture_ms + work + self.output_ms;
+        if self.fps > 0.0 {
+            serial * self.fps / 1e3
+        } else {
+            0.0
+        }
+    }
+
+    /// The overlay's lines.
+    pub fn lines(&self) -> Vec<String> {
+        let mut v = vec![
+            format!(
+                "{:.1} fps{}",
+                self.fps,
+                if self.paused { "  PAUSED" } else { "" }
+            ),
+            format!(
+                "capture {:.2} ms  output {:.2} ms",
+                self.capture_ms, self.output_ms
+            ),
+        ];
+        match &self.gpu {
+            Some(g) => v.push(format!(
+                "H2D {:.3}  kernels {:.3}  D2H {:.3} ms (per frame, summed over bands)",
+                g.h2d_ms, g.kernel_ms, g.d2h_ms
+            )),
+            None => v.push(format!("process {:.2} ms", self.latency_ms)),
+        }
+        v.push(format!(
+            "overlap {:.2}x  dropped {}",
+            self.overlap(),
+            self.dropped
+        ));
+        v.extend(self.backend.split("; ").map(str::to_string));
+        v.push(
+            "h overlay  1-9 filters  p page-lock  b/B bands  space pause  s save  q quit".into(),
+        );
+        v
     }
 }

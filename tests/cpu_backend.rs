@@ -27,6 +27,7 @@ fn cpu_matches_reference_bit_for_bit() {
                 issue: Default::default(),
                 streams: Default::default(),
                 frames: 4,
+                trace_frames: 0,
             };
             let (seen, _bad, max) = run_case(&case);
             assert_eq!(seen, 4);
@@ -42,4 +43,17 @@ fn cpu_matches_reference_bit_for_bit() {
             println!("cpu {chain} at {size}: max diff {max} (allowed {allowed})");
         }
     }
+}
+
+/// Filter changes while running (the window's keys) take effect between two frames, in order.
+#[test]
+fn cpu_controls_switch_between_frames() {
+    let sink = common::run_with_controls(BackendKind::Cpu);
+    assert_eq!(sink.mismatches, 0);
+    assert_eq!(sink.switched_at.len(), 2, "{:?}", sink.switched_at);
+    assert!(
+        sink.switched_at[0] > 3 && sink.switched_at[1] > 22,
+        "{:?}",
+        sink.switched_at
+    );
 }

@@ -63,6 +63,7 @@ fn cuda_matches_reference_bit_for_bit() {
                         issue,
                         streams,
                         frames: 4,
+                        trace_frames: 0,
                     };
                     let (seen, bad, max) = run_case(&case);
                     assert_eq!(seen, 4);
@@ -76,4 +77,79 @@ fn cuda_matches_reference_bit_for_bit() {
         }
     }
     println!("cuda == reference: {runs} configurations x 4 frames, all bit-identical");
+}
+
+/// A traced CUDA run: every band's H2D, kernels and D2H, one track per stream, spans in
+/// order and never overlapping on one stream.
+#[test]
+fn cuda_trace_has_a_track_per_stream() {
+    if !cuda_or_skip("cuda_trace_has_a_track_per_stream") {
+        return;
+    }
+    for (streams, pageable) in [
+        (StreamLayout::PerStage, false),
+        (StreamLayout::PerStage, true),
+        (StreamLayout::PerBand, false),
+    ] {
+        let case = Case {
+            kind: BackendKind::Cuda,
+            chain: "gray",
+            size: FrameSize::new(1920, 1080),
+            bands: 4,
+            busy_bands: 4,
+            in_flight: 4,
+            pageable,
+            issue: IssueOrder::Depth,
+            streams,
+            frames: 12,
+            trace_frames: 12,
+        };
+        let (_, bad, _, trace) = common::run_case_traced(&case);
+        assert_eq!(bad, 0);
+        let trace = trace.expect("trace");
+        let gpu: Vec<_> = trace.spans.iter().filter(|s| s.band.is_some()).collect();
+        assert_eq!(
+            gpu.len(),
+            12 * 4 * 3,
+            "{streams}: H2D, kernels, D2H per band per frame"
+        );
+        let mut tracks: Vec<u16> = gpu.iter().map(|s| s.track).collect();
+        tracks.sort_unstable();
+        tracks.dedup();
+        for t in &tracks {
+            let mut on: Vec<_> = gpu.iter().filter(|s| s.track == *t).collect();
+            on.sort_by_key(|s| s.start);
+            for w in on.windows(2) {
+                assert!(
+                    w[0].end <= w[1].start + std::time::Duration::from_micros(2),
+                    "{streams}: spans overlap on track {t}"
+                );
+            }
+        }
+        let o = trace.overlap().unwrap();
+        println!(
+            "trace {streams} pageable={pageable}: {} tracks, {:.3} ms for 12 frames, uploads {:.0}% busy, downloads {:.0}%, both at once {:.0}%",
+            tracks.len(),
+            o.window_ms,
+            100.0 * o.h2d_busy,
+            100.0 * o.d2h_busy,
+            100.0 * o.both
+        );
+    }
+}
+
+/// Filter, page-locking and band changes on the running CUDA backend: every frame equals
+/// the reference of the chain in force.
+#[test]
+fn cuda_controls_switch_between_frames() {
+    if !cuda_or_skip("cuda_controls_switch_between_frames") {
+        return;
+    }
+    let sink = common::run_with_controls(BackendKind::Cuda);
+    assert_eq!(sink.mismatches, 0);
+    assert_eq!(sink.switched_at.len(), 2, "{:?}", sink.switched_at);
+    println!(
+        "cuda controls: chain switches at frames {:?}, 40 frames all equal to the reference",
+        sink.switched_at
+    );
 }

@@ -316,3 +316,57 @@ fn live_source_drops_when_the_sink_is_slow() {
     assert_eq!((processed, written), (captured, captured));
     println!("live: {captured} kept, {dropped} dropped");
 }
+
+/// The window's keys: a filter preset, page-locking, bands, the overlay, saving and pausing
+/// each change what the run reports.
+#[test]
+fn window_keys_change_the_run() {
+    let x = Xvfb::start();
+    let dir = TempDir::new("keys");
+    let child = Command::new(bin())
+        .args(["--input", "pattern", "--size", "320x240"])
+        .current_dir(dir.path())
+        .env("DISPLAY", &x.display)
+        .env("XDG_RUNTIME_DIR", dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let found = x.cmd(
+        "xdotool",
+        &["search", "--sync", "--onlyvisible", "--name", "^framepipe$"],
+    );
+    let id = String::from_utf8_lossy(&found.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    assert!(!id.is_empty(), "no framepipe window appeared");
+    std::thread::sleep(Duration::from_millis(500));
+    x.cmd("xdotool", &["windowfocus", "--sync", &id]);
+    for key in ["2", "p", "shift+b", "h", "s", "space", "space", "q"] {
+        assert!(x.cmd("xdotool", &["key", key]).status.success());
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    let out = wait_with_deadline(child, Duration::from_secs(5), "keys");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("changes while running: filter invert, pageable, 2 bands"),
+        "{err}"
+    );
+    assert!(err.contains("paused 1 time(s)"), "{err}");
+    let saved: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("framepipe-") && n.ends_with(".png"))
+        .collect();
+    assert_eq!(saved.len(), 1, "one frame saved with s: {saved:?}\n{err}");
+    let img = imgcodecs::imread(
+        &dir.join(&saved[0]).display().to_string(),
+        imgcodecs::IMREAD_COLOR,
+    )
+    .unwrap();
+    assert_eq!((img.cols(), img.rows()), (320, 240));
+}

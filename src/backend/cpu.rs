@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use super::{Backend, BackendConfig};
+use super::{Backend, BackendConfig, Control};
 use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::ring::{HostBuffer, Slot};
@@ -16,6 +16,7 @@ pub struct CpuBackend {
     size: FrameSize,
     chain: Chain,
     capacity: usize,
+    trace_frames: u64,
     done: VecDeque<Slot>,
     #[cfg(feature = "opencv")]
     scratch: imp::Scratch,
@@ -27,6 +28,7 @@ impl CpuBackend {
             size: cfg.size,
             chain: cfg.chain.clone(),
             capacity: cfg.in_flight.max(1),
+            trace_frames: cfg.trace_frames,
             done: VecDeque::new(),
             #[cfg(feature = "opencv")]
             scratch: imp::Scratch::default(),
@@ -36,11 +38,12 @@ impl CpuBackend {
 
 impl Backend for CpuBackend {
     fn describe(&self) -> String {
-        if cfg!(feature = "opencv") {
+        let what = if cfg!(feature = "opencv") {
             format!("cpu (OpenCV, {} threads)", imp_threads())
         } else {
             "cpu (built-in reference, one thread)".to_string()
-        }
+        };
+        format!("{what}; filter {}", self.chain)
     }
 
     fn attach(&mut self, _buffer: &mut HostBuffer) -> Result<()> {
@@ -49,6 +52,10 @@ impl Backend for CpuBackend {
 
     fn capacity(&self) -> usize {
         self.capacity
+    }
+
+    fn tracks(&self) -> Vec<String> {
+        vec!["cpu backend".to_string()]
     }
 
     fn in_flight(&self) -> usize {
@@ -63,7 +70,26 @@ impl Backend for CpuBackend {
         #[cfg(not(feature = "opencv"))]
         self.chain.apply_reference(self.size, input, output);
         slot.stamps.done = Instant::now();
+        slot.spans.clear();
+        if slot.seq < self.trace_frames {
+            slot.spans.push(crate::trace::Span {
+                track: crate::trace::FIRST_BACKEND_TRACK,
+                kind: crate::trace::Kind::Process,
+                frame: slot.seq,
+                band: None,
+                start: slot.stamps.submitted,
+                end: slot.stamps.done,
+            });
+        }
         self.done.push_back(slot);
+        Ok(())
+    }
+
+    fn control(&mut self, control: &Control) -> Result<()> {
+        if let Control::Chain(chain) = control {
+            self.chain = chain.clone();
+        }
+        // Bands and page-locking mean nothing on the CPU.
         Ok(())
     }
 

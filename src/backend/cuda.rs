@@ -22,7 +22,7 @@ use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream};
 
 use super::kernels::ChainKernels;
-use super::{Backend, BackendConfig, IssueOrder, StreamLayout};
+use super::{Backend, BackendConfig, Control, IssueOrder, StreamLayout};
 use crate::band::BandPlan;
 use crate::filter::reference::View;
 use crate::filter::Filter;
@@ -117,8 +117,9 @@ struct BandLane {
     tmp: CudaSlice<u16>,
     /// Which of `bufs` holds the filtered band.
     result: usize,
-    /// Before H2D (sampled frames only), after H2D, after kernels, after D2H.
-    events: [CudaEvent; 4],
+    /// Before H2D (sampled frames only), after H2D, after kernels, after D2H; then, on
+    /// traced frames only, when the kernels and the D2H could start.
+    events: [CudaEvent; 6],
 }
 
 /// A frame on the GPU.
@@ -126,6 +127,8 @@ struct InFlight {
     lane: usize,
     /// Which of the backend's band plans it was cut with.
     plan: usize,
+    /// Its spans go into the trace.
+    traced: bool,
     slot: Slot,
     timed: bool,
 }
@@ -150,6 +153,12 @@ pub struct CudaBackend {
     stage_streams: [Arc<CudaStream>; 3],
     device: String,
     submitted: u64,
+    /// Frames `0..trace_frames` are traced.
+    trace_frames: u64,
+    /// A completed event and the host instant it was seen complete: GPU time → host time.
+    calibration: (CudaEvent, Instant),
+    /// What it was built from, to rebuild it on a `Control`.
+    cfg: BackendConfig,
 }
 
 impl CudaBackend {
@@ -195,7 +204,7 @@ impl CudaBackend {
                 let tmp =
                     alloc_on.alloc_zeros::<u16>(if separable { band_bytes(band) } else { 1 })?;
                 let ev = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
-                let events = [ev()?, ev()?, ev()?, ev()?];
+                let events = [ev()?, ev()?, ev()?, ev()?, ev()?, ev()?];
                 bands.push(BandLane {
                     stream,
                     bufs,
@@ -207,6 +216,12 @@ impl CudaBackend {
             lanes.push(bands);
         }
         ctx.synchronize().context("allocating device buffers")?;
+        let calibration = {
+            let e = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+            e.record(&stage_streams[0])?;
+            e.synchronize()?;
+            (e, Instant::now())
+        };
         Ok(Self {
             ctx,
             kernels,
@@ -221,6 +236,9 @@ impl CudaBackend {
             stage_streams,
             device,
             submitted: 0,
+            trace_frames: cfg.trace_frames,
+            calibration,
+            cfg: cfg.clone(),
         })
     }
 
@@ -256,6 +274,9 @@ impl CudaBackend {
                 if per_stage {
                     s.wait(&bl.events[1])?;
                 }
+                if timed {
+                    bl.events[4].record(s)?;
+                }
                 let view = View {
                     width: self.size.width,
                     rows: geo.input_rows.len(),
@@ -270,6 +291,9 @@ impl CudaBackend {
             Stage::Download => {
                 if per_stage {
                     s.wait(&bl.events[2])?;
+                }
+                if timed {
+                    bl.events[5].record(s)?;
                 }
                 let out_start = geo.rows.start * stride;
                 let out_len = geo.rows.len() * stride;
@@ -292,6 +316,45 @@ impl CudaBackend {
             StreamLayout::PerStage => &bands[bands.len() - 1..],
             StreamLayout::PerBand => bands,
         }
+    }
+
+    /// The host instant of a completed event.
+    fn host_time(&self, e: &CudaEvent) -> Result<Instant> {
+        let (origin, at) = &self.calibration;
+        // SAFETY: both events were recorded and have completed.
+        let ms =
+            unsafe { cudarc::driver::result::event::elapsed(origin.cu_event(), e.cu_event()) }?;
+        let d = std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3);
+        Ok(*at + d)
+    }
+
+    /// Appends a traced frame's spans: each band's H2D, kernels and D2H on its stream's track.
+    fn trace_spans(&self, lane: usize, plan: usize, slot: &mut Slot) -> Result<()> {
+        use crate::trace::{Kind, Span, FIRST_BACKEND_TRACK};
+        let bands = &self.lanes[lane][..self.plans[plan].len()];
+        let per_band = self.plans.iter().map(BandPlan::len).max().unwrap_or(1);
+        for (i, b) in bands.iter().enumerate() {
+            let e = &b.events;
+            for (kind, from, to, stage) in [
+                (Kind::H2d, 0, 1, 0u16),
+                (Kind::Kernels, 4, 2, 1),
+                (Kind::D2h, 5, 3, 2),
+            ] {
+                let track = match self.layout {
+                    StreamLayout::PerStage => FIRST_BACKEND_TRACK + stage,
+                    StreamLayout::PerBand => FIRST_BACKEND_TRACK + (lane * per_band + i) as u16,
+                };
+                slot.spans.push(Span {
+                    track,
+                    kind,
+                    frame: slot.seq,
+                    band: Some(i as u16),
+                    start: self.host_time(&e[from])?,
+                    end: self.host_time(&e[to])?,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Device time of each stage of a completed, sampled frame (each band from its
@@ -323,8 +386,9 @@ impl CudaBackend {
 impl Backend for CudaBackend {
     fn describe(&self) -> String {
         format!(
-            "cuda: {}, {} band(s) ({} behind other frames), {} frame(s) in flight, {} streams, {}",
+            "cuda: {}; filter {}; {} band(s) ({} behind other frames), {} frame(s) in flight, {} streams, {}",
             self.device,
+            self.cfg.chain,
             self.plans[0].len(),
             self.plans[1].len(),
             self.lanes.len(),
@@ -351,6 +415,26 @@ impl Backend for CudaBackend {
         self.lanes.len()
     }
 
+    fn tracks(&self) -> Vec<String> {
+        match self.layout {
+            StreamLayout::PerStage => [
+                "copy-in stream (H2D)",
+                "compute stream",
+                "copy-out stream (D2H)",
+            ]
+            .map(String::from)
+            .to_vec(),
+            StreamLayout::PerBand => {
+                let per_band = self.plans.iter().map(BandPlan::len).max().unwrap_or(1);
+                (0..self.lanes.len())
+                    .flat_map(|l| {
+                        (0..per_band).map(move |b| format!("stream: frame slot {l}, band {b}"))
+                    })
+                    .collect()
+            }
+        }
+    }
+
     fn in_flight(&self) -> usize {
         self.pending.len()
     }
@@ -367,9 +451,14 @@ impl Backend for CudaBackend {
             slot.size
         );
         slot.stamps.submitted = Instant::now();
+        // Page-lock (or unlock, after `p`) lazily: a no-op unless the mode changed.
+        for buf in slot.buffers_mut() {
+            self.attach(buf)?;
+        }
         let lane = self.next_lane;
         self.next_lane = (lane + 1) % self.lanes.len();
-        let timed = self.submitted.is_multiple_of(TIME_EVERY);
+        let traced = slot.seq < self.trace_frames;
+        let timed = traced || self.submitted.is_multiple_of(TIME_EVERY);
         self.submitted += 1;
         // A frame that finds the GPU idle is cut finely, so that its copies overlap each
         // other and it is ready soonest; one queued behind others uses the busy plan (fewer
@@ -398,8 +487,17 @@ impl Backend for CudaBackend {
             plan,
             slot,
             timed,
+            traced,
         });
         Ok(())
+    }
+
+    fn control(&mut self, control: &Control) -> Result<()> {
+        anyhow::ensure!(
+            self.pending.is_empty(),
+            "internal: control with frames in flight"
+        );
+        self.apply(control)
     }
 
     fn complete(&mut self, wait: bool) -> Result<Option<Slot>> {
@@ -419,14 +517,52 @@ impl Backend for CudaBackend {
             plan,
             mut slot,
             timed,
+            traced,
         } = self.pending.pop_front().expect("front exists");
         slot.stamps.done = done;
+        slot.spans.clear();
+        if traced {
+            self.trace_spans(lane, plan, &mut slot)?;
+        }
         slot.gpu = if timed {
             Some(self.stage_times(lane, plan)?)
         } else {
             None
         };
         Ok(Some(slot))
+    }
+}
+
+impl CudaBackend {
+    /// Applies `control`; with no frame in flight (the caller drains first).
+    fn apply(&mut self, control: &Control) -> Result<()> {
+        let mut cfg = self.cfg.clone();
+        let radius = |c: &BackendConfig| match control {
+            Control::Chain(chain) => chain.radius(),
+            _ => c.chain.radius(),
+        };
+        let height = cfg.size.height;
+        match control {
+            Control::Pageable(p) => {
+                self.pageable = *p;
+                self.cfg.pageable = *p;
+                return Ok(());
+            }
+            Control::Chain(chain) => {
+                let r = radius(&cfg);
+                cfg.plan = BandPlan::new(height, cfg.plan.len(), r).map_err(anyhow::Error::msg)?;
+                cfg.busy_plan =
+                    BandPlan::new(height, cfg.busy_plan.len(), r).map_err(anyhow::Error::msg)?;
+                cfg.chain = chain.clone();
+            }
+            Control::Bands(n) => {
+                cfg.plan = BandPlan::new(height, (*n).clamp(1, height), radius(&cfg))
+                    .map_err(anyhow::Error::msg)?;
+            }
+        }
+        cfg.trace_frames = 0;
+        *self = CudaBackend::new(&cfg)?;
+        Ok(())
     }
 }
 

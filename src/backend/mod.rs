@@ -24,11 +24,27 @@ pub trait Backend: Send {
     fn attach(&mut self, buffer: &mut HostBuffer) -> Result<()>;
     /// The most frames this backend holds at once.
     fn capacity(&self) -> usize;
+    /// Names of the trace tracks its spans use (track numbers from
+    /// `trace::FIRST_BACKEND_TRACK`).
+    fn tracks(&self) -> Vec<String>;
     fn in_flight(&self) -> usize;
     /// Starts processing a frame. Callers keep `in_flight() < capacity()`.
     fn submit(&mut self, slot: Slot) -> Result<()>;
     /// The oldest submitted frame once it is done; with `wait`, blocks until it is.
     fn complete(&mut self, wait: bool) -> Result<Option<Slot>>;
+    /// Applies a change while running; called only with no frame in flight.
+    fn control(&mut self, control: &Control) -> Result<()>;
+}
+
+/// A change to a running backend (from the window's keys).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Control {
+    /// Run this filter chain from the next frame on.
+    Chain(Chain),
+    /// Page-lock (false) or unlock (true) the ring's buffers, each as it next passes.
+    Pageable(bool),
+    /// Cut frames that find the GPU idle into this many bands.
+    Bands(usize),
 }
 
 /// `--backend`.
@@ -57,6 +73,8 @@ pub struct BackendConfig {
     pub issue: IssueOrder,
     /// How the CUDA backend maps bands to streams.
     pub streams: StreamLayout,
+    /// Frames `0..trace_frames` record their spans (`trace`).
+    pub trace_frames: u64,
 }
 
 /// How the CUDA backend maps a frame's bands to streams.

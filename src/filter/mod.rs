@@ -37,6 +37,19 @@ pub enum Filter {
     Median3,
 }
 
+/// The window's keys 1…9.
+pub const PRESETS: [&str; 9] = [
+    "copy",
+    "invert",
+    "gray",
+    "gain:1.5,10",
+    "blur:5",
+    "gauss:2",
+    "sobel",
+    "sharpen:1",
+    "median3",
+];
+
 /// The largest kernel side accepted by `blur` and `gauss`.
 pub const MAX_KERNEL: u32 = 31;
 

@@ -6,6 +6,7 @@
 
 pub mod null;
 pub mod ppm;
+pub mod progress;
 #[cfg(feature = "opencv")]
 pub mod window;
 #[cfg(feature = "opencv")]
@@ -18,11 +19,34 @@ use anyhow::Result;
 use crate::frame::{FrameSize, SequencePattern};
 
 /// What a sink wants after a frame.
-#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+#[derive(Debug, PartialEq, Clone)]
 pub enum Flow {
     Continue,
     /// The user asked to quit (q, Esc, window closed).
     Quit,
+    /// Pause or resume capture (space).
+    TogglePause,
+    /// Change the running backend (filter preset, page-locking, bands).
+    Control(crate::backend::Control),
+}
+
+impl Flow {
+    /// The more important of two answers: quitting wins, then any request over `Continue`.
+    fn merge(self, other: Flow) -> Flow {
+        match (self, other) {
+            (Flow::Quit, _) | (_, Flow::Quit) => Flow::Quit,
+            (Flow::Continue, o) => o,
+            (s, _) => s,
+        }
+    }
+}
+
+/// The settings the window's keys change, as the window last asked for them.
+#[derive(Clone, Debug)]
+pub struct Knobs {
+    pub pageable: bool,
+    pub bands: usize,
+    pub height: usize,
 }
 
 pub trait Sink {
@@ -31,6 +55,8 @@ pub trait Sink {
     /// One line for the log.
     fn describe(&self) -> String;
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow>;
+    /// The live figures, before each frame (the window's overlay shows them).
+    fn status(&mut self, _live: &crate::stats::Live) {}
     /// Called when no frame came for a while (keeps a window responsive).
     fn idle(&mut self) -> Result<Flow> {
         Ok(Flow::Continue)
@@ -53,18 +79,17 @@ impl Sink for Tee {
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
         let mut flow = Flow::Continue;
         for s in &mut self.0 {
-            if s.consume(frame, size)? == Flow::Quit {
-                flow = Flow::Quit;
-            }
+            flow = flow.merge(s.consume(frame, size)?);
         }
         Ok(flow)
+    }
+    fn status(&mut self, live: &crate::stats::Live) {
+        self.0.iter_mut().for_each(|s| s.status(live));
     }
     fn idle(&mut self) -> Result<Flow> {
         let mut flow = Flow::Continue;
         for s in &mut self.0 {
-            if s.idle()? == Flow::Quit {
-                flow = Flow::Quit;
-            }
+            flow = flow.merge(s.idle()?);
         }
         Ok(flow)
     }

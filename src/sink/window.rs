@@ -1,5 +1,9 @@
 //! The display: `imshow` + `waitKey` on the thread that runs the sink (the main thread).
-//! **q**, **Esc** or closing the window ask to quit.
+//!
+//! Keys: **q**/**Esc** (or closing the window) quit; **h** toggles the overlay of live
+//! figures; **1**…**9** pick a filter preset; **p** toggles page-locked/pageable buffers;
+//! **b**/**B** (or **-**/**+**) halve/double the bands; **space** pauses; **s** saves the
+//! shown frame as PNG.
 //!
 //! Qt aborts the whole process when it cannot reach a display, so `check_display` must pass
 //! before the first highgui call.
@@ -7,35 +11,73 @@
 use std::io::ErrorKind;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::unix::net::UnixStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use opencv::core::{Mat, Vec3b};
-use opencv::highgui;
+use opencv::core::{Mat, Point, Scalar, Vec3b, Vector};
+use opencv::prelude::*;
+use opencv::{highgui, imgcodecs, imgproc};
 
-use super::{Flow, Sink};
+use super::{Flow, Knobs, Sink};
+use crate::backend::Control;
+use crate::filter::{Chain, PRESETS};
 use crate::frame::FrameSize;
+use crate::stats::Live;
 
 pub struct Window {
     title: String,
     shown: bool,
+    knobs: Knobs,
+    overlay: bool,
+    /// A copy of the last frame shown (for `s`, and to draw the overlay on).
+    last: Mat,
+    canvas: Mat,
+    lines: Vec<String>,
+    saved: u64,
+    /// When a Shift key was last seen.
+    shift_at: Option<Instant>,
 }
 
 impl Window {
-    pub fn open(title: &str) -> Result<Self> {
+    pub fn open(title: &str, knobs: Knobs) -> Result<Self> {
         highgui::named_window(title, highgui::WINDOW_AUTOSIZE | highgui::WINDOW_GUI_NORMAL)
             .context("opening the window")?;
         Ok(Self {
             title: title.to_string(),
             shown: false,
+            knobs,
+            overlay: false,
+            last: Mat::default(),
+            canvas: Mat::default(),
+            lines: Vec::new(),
+            saved: 0,
+            shift_at: None,
         })
     }
 
     /// Reads keys and the window's state; `delay_ms` keeps the GUI responsive meanwhile.
     fn poll(&mut self, delay_ms: i32) -> Result<Flow> {
         let key = highgui::wait_key(delay_ms)?;
-        if key >= 0 && matches!(key & 0xff, 27 | 0x71 | 0x51) {
-            return Ok(Flow::Quit); // Esc, q, Q
+        if key >= 0 {
+            let mut code = (key & 0xff) as u8;
+            // OpenCV's Qt windows report Shift as a key of its own (0xe1, 0xe2 from the X
+            // keysyms Shift_L/Shift_R) and the letter in lower case: a letter soon after a
+            // Shift is taken as upper case.
+            if matches!(code, 0xe1 | 0xe2) {
+                self.shift_at = Some(Instant::now());
+                return Ok(Flow::Continue);
+            }
+            let shifted = self
+                .shift_at
+                .take()
+                .is_some_and(|t| t.elapsed() < Duration::from_millis(1500));
+            if shifted {
+                code = code.to_ascii_uppercase();
+            }
+            let flow = self.key(code)?;
+            if flow != Flow::Continue {
+                return Ok(flow);
+            }
         }
         if self.shown {
             let visible = highgui::get_window_property(&self.title, highgui::WND_PROP_VISIBLE)?;
@@ -45,6 +87,90 @@ impl Window {
         }
         Ok(Flow::Continue)
     }
+
+    fn key(&mut self, key: u8) -> Result<Flow> {
+        let k = &mut self.knobs;
+        Ok(match key {
+            27 | b'q' | b'Q' => Flow::Quit,
+            b'1'..=b'9' => {
+                let chain: Chain = PRESETS[usize::from(key - b'1')]
+                    .parse()
+                    .map_err(anyhow::Error::msg)?;
+                Flow::Control(Control::Chain(chain))
+            }
+            b'p' | b'P' => {
+                k.pageable = !k.pageable;
+                Flow::Control(Control::Pageable(k.pageable))
+            }
+            b'b' | b'-' => {
+                k.bands = (k.bands / 2).max(1);
+                Flow::Control(Control::Bands(k.bands))
+            }
+            b'B' | b'+' | b'=' => {
+                k.bands = (k.bands * 2).min(64).min(k.height);
+                Flow::Control(Control::Bands(k.bands))
+            }
+            b' ' => Flow::TogglePause,
+            b'h' | b'H' => {
+                self.overlay = !self.overlay;
+                self.redraw()?;
+                Flow::Continue
+            }
+            b's' | b'S' => {
+                self.save()?;
+                Flow::Continue
+            }
+            _ => Flow::Continue,
+        })
+    }
+
+    /// Saves the last frame shown (without the overlay) as framepipe-N.png.
+    fn save(&mut self) -> Result<()> {
+        if self.last.empty() {
+            return Ok(());
+        }
+        let path = format!("framepipe-{}-{}.png", std::process::id(), self.saved);
+        if !imgcodecs::imwrite(&path, &self.last, &Vector::new())? {
+            anyhow::bail!("could not write {path}");
+        }
+        self.saved += 1;
+        eprintln!("framepipe: saved {path}");
+        Ok(())
+    }
+
+    /// Shows the last frame, with the overlay when it is on.
+    fn redraw(&mut self) -> Result<()> {
+        if self.last.empty() {
+            return Ok(());
+        }
+        if !self.overlay {
+            highgui::imshow(&self.title, &self.last).context("showing a frame")?;
+            return Ok(());
+        }
+        self.last.copy_to(&mut self.canvas)?;
+        for (i, line) in self.lines.iter().enumerate() {
+            let at = Point::new(10, 22 + 20 * i as i32);
+            // A dark outline under light text stays readable on any picture.
+            for (colour, thick) in [
+                (Scalar::all(0.0), 3),
+                (Scalar::new(80.0, 255.0, 255.0, 0.0), 1),
+            ] {
+                imgproc::put_text(
+                    &mut self.canvas,
+                    line,
+                    at,
+                    imgproc::FONT_HERSHEY_SIMPLEX,
+                    0.5,
+                    colour,
+                    thick,
+                    imgproc::LINE_AA,
+                    false,
+                )?;
+            }
+        }
+        highgui::imshow(&self.title, &self.canvas).context("showing a frame")?;
+        Ok(())
+    }
 }
 
 impl Sink for Window {
@@ -52,12 +178,21 @@ impl Sink for Window {
         "shown"
     }
     fn describe(&self) -> String {
-        format!("window '{}' (q or Esc quits)", self.title)
+        format!(
+            "window '{}' (q quits, h shows figures and keys)",
+            self.title
+        )
+    }
+    fn status(&mut self, live: &Live) {
+        if self.overlay {
+            self.lines = live.lines();
+        }
     }
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
         let mat =
             Mat::new_rows_cols_with_bytes::<Vec3b>(size.height as i32, size.width as i32, frame)?;
-        highgui::imshow(&self.title, &mat).context("showing a frame")?;
+        mat.copy_to(&mut self.last)?;
+        self.redraw()?;
         self.shown = true;
         self.poll(1)
     }

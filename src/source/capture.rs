@@ -182,6 +182,14 @@ impl Source for Capture {
         Ok(Read::Frame)
     }
 
+    fn frame_count(&self) -> Option<u64> {
+        if self.live {
+            return None;
+        }
+        let n = self.cap.get(videoio::CAP_PROP_FRAME_COUNT).ok()?;
+        (n.is_finite() && n >= 1.0).then_some(n as u64)
+    }
+
     fn skip(&mut self) -> Result<Read> {
         if self.first.take().is_some() {
             return Ok(Read::Frame);

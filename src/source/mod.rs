@@ -32,6 +32,10 @@ pub trait Source: Send {
     fn read(&mut self, frame: &mut [u8]) -> Result<Read>;
     /// Consumes the next frame without keeping it.
     fn skip(&mut self) -> Result<Read>;
+    /// Frames the source holds, when it is a file that says.
+    fn frame_count(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// What `--input` names, before anything is opened.

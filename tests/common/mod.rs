@@ -102,10 +102,18 @@ pub struct Case<'a> {
     pub issue: framepipe::backend::IssueOrder,
     pub streams: framepipe::backend::StreamLayout,
     pub frames: u64,
+    /// Frames whose spans are traced.
+    pub trace_frames: u64,
 }
 
 /// Runs `case`; returns (frames seen, frames that differ, largest difference).
 pub fn run_case(case: &Case) -> (u64, u64, u8) {
+    let (seen, bad, max, _) = run_case_traced(case);
+    (seen, bad, max)
+}
+
+/// `run_case`, also returning the trace when `case.trace_frames > 0`.
+pub fn run_case_traced(case: &Case) -> (u64, u64, u8, Option<framepipe::trace::Trace>) {
     let chain: Chain = case.chain.parse().unwrap();
     let plan = BandPlan::new(case.size.height, case.bands, chain.radius()).unwrap();
     let busy_plan = BandPlan::new(case.size.height, case.busy_bands, chain.radius()).unwrap();
@@ -118,6 +126,7 @@ pub fn run_case(case: &Case) -> (u64, u64, u8) {
         pageable: case.pageable,
         issue: case.issue,
         streams: case.streams,
+        trace_frames: case.trace_frames,
     };
     let backend = backend::create(case.kind, &cfg).unwrap();
     let mut sink = CheckSink::new(chain, case.size);
@@ -125,12 +134,13 @@ pub fn run_case(case: &Case) -> (u64, u64, u8) {
         ring: case.in_flight + 2,
         frames: Some(case.frames),
         keep_frame_times: false,
+        trace_frames: case.trace_frames,
     };
     let source = Box::new(Pattern::new(case.size, 0.0));
     let summary = pipeline::run(source, backend, &mut sink, &opts, &Stop::new()).unwrap();
     assert_eq!(summary.capture.captured, case.frames);
     assert_eq!(summary.process.processed, case.frames);
-    (sink.seen, sink.bad_frames, sink.max_diff)
+    (sink.seen, sink.bad_frames, sink.max_diff, summary.trace)
 }
 
 /// The chains every backend is checked on.
@@ -164,4 +174,105 @@ pub fn opencv_tolerance(chain: &str) -> u8 {
         Some(at) if chain[at..].contains("sobel") => 8,
         Some(_) => 1,
     }
+}
+
+/// A sink that asks for controls at given frames (as the window's keys do) and checks that
+/// every frame equals the reference of the chain in force: the chains follow each other in
+/// the order asked, each from some frame after it was asked for, never mixed.
+pub struct ControlSink {
+    pub size: FrameSize,
+    /// (frame at which to ask, control)
+    pub asks: Vec<(u64, framepipe::backend::Control)>,
+    /// The chains in the order they come into force.
+    pub chains: Vec<Chain>,
+    pub current: usize,
+    pub seen: u64,
+    /// Frame at which each later chain was first seen.
+    pub switched_at: Vec<u64>,
+    pub mismatches: u64,
+}
+
+impl Sink for ControlSink {
+    fn verb(&self) -> &'static str {
+        "checked"
+    }
+    fn describe(&self) -> String {
+        "check while changing the backend".into()
+    }
+    fn consume(&mut self, frame: &[u8], size: FrameSize) -> anyhow::Result<Flow> {
+        let seq = self.seen;
+        self.seen += 1;
+        if frame != reference(&self.chains[self.current], size, seq).as_slice() {
+            match self.chains.get(self.current + 1) {
+                Some(next) if frame == reference(next, size, seq).as_slice() => {
+                    self.current += 1;
+                    self.switched_at.push(seq);
+                }
+                _ => self.mismatches += 1,
+            }
+        }
+        let ask = self.asks.iter().find(|p| p.0 == seq).map(|p| p.1.clone());
+        Ok(ask.map_or(Flow::Continue, Flow::Control))
+    }
+    fn finish(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// Runs the pipeline with `kind`, changing filter, page-locking and bands on the way.
+pub fn run_with_controls(kind: BackendKind) -> ControlSink {
+    use framepipe::backend::Control;
+    let size = FrameSize::new(640, 360);
+    let first: Chain = "invert".parse().unwrap();
+    let sobel: Chain = "gray,sobel".parse().unwrap();
+    let gauss: Chain = "blur:5".parse().unwrap();
+    let cfg = BackendConfig {
+        size,
+        chain: first.clone(),
+        plan: BandPlan::new(size.height, 4, first.radius()).unwrap(),
+        busy_plan: BandPlan::new(size.height, 1, first.radius()).unwrap(),
+        in_flight: 3,
+        pageable: false,
+        issue: Default::default(),
+        streams: Default::default(),
+        trace_frames: 0,
+    };
+    let backend = backend::create(kind, &cfg).unwrap();
+    let mut sink = ControlSink {
+        size,
+        asks: vec![
+            (3, Control::Chain(sobel.clone())),
+            (10, Control::Pageable(true)),
+            (16, Control::Bands(8)),
+            (22, Control::Chain(gauss.clone())),
+            (28, Control::Pageable(false)),
+        ],
+        chains: vec![first.clone(), sobel, gauss],
+        current: 0,
+        seen: 0,
+        switched_at: Vec::new(),
+        mismatches: 0,
+    };
+    let opts = Options {
+        ring: 6,
+        frames: Some(40),
+        keep_frame_times: false,
+        trace_frames: 0,
+    };
+    let summary = pipeline::run(
+        Box::new(Pattern::new(size, 0.0)),
+        backend,
+        &mut sink,
+        &opts,
+        &Stop::new(),
+    )
+    .unwrap();
+    assert_eq!(summary.sink_stats.consumed, 40);
+    assert_eq!(
+        summary.process.controls.len(),
+        5,
+        "{:?}",
+        summary.process.controls
+    );
+    sink
 }

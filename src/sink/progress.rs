@@ -1,0 +1,59 @@
+//! A progress bar for headless runs (frames, fps, time left), drawn on standard error and
+//! only when standard error is a terminal (indicatif hides it otherwise).
+
+use anyhow::Result;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use super::{Flow, Sink};
+use crate::frame::FrameSize;
+use crate::stats::Live;
+
+pub struct Progress {
+    inner: Box<dyn Sink>,
+    bar: ProgressBar,
+}
+
+impl Progress {
+    /// Wraps `inner`; `total` is the number of frames expected, when known.
+    pub fn new(inner: Box<dyn Sink>, total: Option<u64>) -> Self {
+        let bar = match total {
+            Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr())
+                .with_style(
+                    ProgressStyle::with_template(
+                        "{wide_bar} {pos}/{len} frames  {per_sec}  {elapsed} elapsed, {eta} left",
+                    )
+                    .expect("template"),
+                ),
+            None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
+                ProgressStyle::with_template("{spinner} {pos} frames  {per_sec}  {elapsed}")
+                    .expect("template"),
+            ),
+        };
+        Self { inner, bar }
+    }
+}
+
+impl Sink for Progress {
+    fn verb(&self) -> &'static str {
+        self.inner.verb()
+    }
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+    fn status(&mut self, live: &Live) {
+        self.inner.status(live)
+    }
+    fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
+        let flow = self.inner.consume(frame, size)?;
+        self.bar.inc(1);
+        Ok(flow)
+    }
+    fn idle(&mut self) -> Result<Flow> {
+        self.bar.tick();
+        self.inner.idle()
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.bar.finish_and_clear();
+        self.inner.finish()
+    }
+}

@@ -1,0 +1,150 @@
+//! `--trace` and `--timeline` from the real binary (CPU backend here; the GPU test checks
+//! CUDA spans), and the progress bar, shown only on a terminal.
+
+mod common;
+
+use std::collections::HashMap;
+use std::process::Command;
+use std::time::Duration;
+
+use common::run::{bin, framepipe, stderr, TempDir};
+
+#[test]
+fn trace_and_timeline_files() {
+    let dir = TempDir::new("trace");
+    let json = dir.join("t.json").display().to_string();
+    let svg = dir.join("t.svg").display().to_string();
+    let out = framepipe(
+        &[
+            "-i",
+            "pattern",
+            "--size",
+            "320x240",
+            "--fps",
+            "0",
+            "--frames",
+            "30",
+            "--headless",
+            "-f",
+            "gray,blur:3",
+            "--backend",
+            "cpu",
+            "--trace",
+            &json,
+            "--timeline",
+            &svg,
+            "--trace-frames",
+            "20",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().expect("traceEvents");
+    let names: HashMap<u64, String> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| {
+            (
+                e["tid"].as_u64().unwrap(),
+                e["args"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let spans: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    assert_eq!(
+        spans.len(),
+        20 * 3,
+        "capture, process and output for each traced frame"
+    );
+    let mut per_track: HashMap<u64, Vec<(f64, f64)>> = HashMap::new();
+    for e in &spans {
+        for key in ["name", "cat", "ts", "dur", "pid", "tid"] {
+            assert!(!e[key].is_null(), "{key} missing in {e}");
+        }
+        let tid = e["tid"].as_u64().unwrap();
+        assert!(names.contains_key(&tid), "track {tid} has no name");
+        per_track
+            .entry(tid)
+            .or_default()
+            .push((e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap()));
+    }
+    assert_eq!(per_track.len(), 3, "{names:?}");
+    for (tid, spans) in &per_track {
+        for w in spans.windows(2) {
+            assert!(w[0].0 <= w[1].0, "times not monotonic on {}", names[tid]);
+            assert!(
+                w[0].0 + w[0].1 <= w[1].0 + 1.0,
+                "spans overlap on {}",
+                names[tid]
+            );
+        }
+    }
+
+    let text = std::fs::read_to_string(&svg).unwrap();
+    let doc = roxmltree::Document::parse(&text).expect("the SVG is well-formed XML");
+    let rects = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("rect") && n.children().any(|c| c.has_tag_name("title")))
+        .count();
+    assert_eq!(rects, 6 * 3, "a rectangle per span of the first 6 frames");
+}
+
+#[test]
+fn trace_arguments_are_checked() {
+    let out = framepipe(
+        &["-i", "pattern", "--headless", "--trace", "/tmp/x.txt"],
+        Duration::from_secs(20),
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("--trace '/tmp/x.txt' must end in .json"));
+    let out = framepipe(
+        &["-i", "pattern", "--headless", "--timeline", "/no/dir/t.svg"],
+        Duration::from_secs(20),
+    );
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("folder '/no/dir' does not exist"));
+}
+
+#[test]
+fn progress_bar_only_on_a_terminal() {
+    let args = [
+        "-i",
+        "pattern",
+        "--size",
+        "160x120",
+        "--fps",
+        "200",
+        "--frames",
+        "60",
+        "--headless",
+    ];
+    let out = framepipe(&args, Duration::from_secs(30));
+    assert!(out.status.success());
+    let err = stderr(&out);
+    assert!(
+        !err.contains("/60 frames") && !err.contains('\r'),
+        "progress drawn without a terminal:\n{err}"
+    );
+    // Under a pseudo-terminal (script), the bar is drawn.
+    let has_script = Command::new("sh")
+        .args(["-c", "command -v script"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_script {
+        println!("SKIPPED the terminal half: no `script` command");
+        return;
+    }
+    let line = format!("{} {}", bin(), args.join(" "));
+    let out = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .output()
+        .unwrap();
+    let all = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        all.contains("/60 frames"),
+        "no progress bar on a terminal:\n{all}"
+    );
+}
