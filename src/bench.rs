@@ -336,36 +336,26 @@ fn run_setup(
     frames: u64,
     trace_frames: u64,
 ) -> Result<(FrameTimes, Option<crate::trace::Trace>)> {
-    let Setup {
-        pageable,
-        streams,
-        issue,
-        bands,
-        busy_bands,
-        in_flight,
-        paced_fps,
-        ..
-    } = setup;
     let plan = |n| BandPlan::new(size.height, n, chain.radius()).map_err(anyhow::Error::msg);
     let cfg = BackendConfig {
         size,
         chain: chain.clone(),
-        plan: plan(bands)?,
-        busy_plan: plan(busy_bands)?,
-        in_flight,
-        pageable,
-        issue,
-        streams,
+        plan: plan(setup.bands)?,
+        busy_plan: plan(setup.busy_bands)?,
+        in_flight: setup.in_flight,
+        pageable: setup.pageable,
+        issue: setup.issue,
+        streams: setup.streams,
         trace_frames,
     };
     let backend = backend::create(BackendKind::Cuda, &cfg)?;
     let opts = Options {
-        ring: in_flight + 4,
+        ring: setup.in_flight + 4,
         frames: Some(frames),
         keep_frame_times: true,
         trace_frames,
     };
-    let source = Box::new(Pattern::new(size, paced_fps).cheap());
+    let source = Box::new(Pattern::new(size, setup.paced_fps).cheap());
     let summary = pipeline::run(source, backend, &mut Null, &opts, &Stop::new())?;
     let t0 = summary
         .process

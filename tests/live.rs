@@ -93,19 +93,13 @@ fn signal(child: &Child, sig: &str) {
     assert!(ok.success());
 }
 
-enum Quit {
-    Key(&'static str),
-    Signal,
-    CloseWindow,
-}
-
-fn window_quits(quit: Quit, name: &str) {
-    let x = Xvfb::start();
-    let dir = TempDir::new(name);
+/// Starts framepipe on the test pattern in a window on `x`, working in `dir`; returns the
+/// process and the window's id once it is visible.
+fn open_window(x: &Xvfb, dir: &TempDir, extra: &[&str]) -> (Child, String) {
     let child = Command::new(bin())
-        .args([
-            "--input", "pattern", "--size", "320x240", "--filter", "invert",
-        ])
+        .args(["--input", "pattern", "--size", "320x240"])
+        .args(extra)
+        .current_dir(dir.path())
         .env("DISPLAY", &x.display)
         .env("XDG_RUNTIME_DIR", dir.path())
         .stdin(Stdio::null())
@@ -122,7 +116,20 @@ fn window_quits(quit: Quit, name: &str) {
         .next()
         .unwrap_or("")
         .to_string();
-    assert!(!id.is_empty(), "{name}: no framepipe window appeared");
+    assert!(!id.is_empty(), "no framepipe window appeared");
+    (child, id)
+}
+
+enum Quit {
+    Key(&'static str),
+    Signal,
+    CloseWindow,
+}
+
+fn window_quits(quit: Quit, name: &str) {
+    let x = Xvfb::start();
+    let dir = TempDir::new(name);
+    let (child, id) = open_window(&x, &dir, &["--filter", "invert"]);
     std::thread::sleep(Duration::from_millis(700));
 
     // The window shows frames: the screenshot of the screen is not blank.
@@ -323,29 +330,10 @@ fn live_source_drops_when_the_sink_is_slow() {
 fn window_keys_change_the_run() {
     let x = Xvfb::start();
     let dir = TempDir::new("keys");
-    let child = Command::new(bin())
-        .args(["--input", "pattern", "--size", "320x240"])
-        .current_dir(dir.path())
-        .env("DISPLAY", &x.display)
-        .env("XDG_RUNTIME_DIR", dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let found = x.cmd(
-        "xdotool",
-        &["search", "--sync", "--onlyvisible", "--name", "^framepipe$"],
-    );
-    let id = String::from_utf8_lossy(&found.stdout)
-        .lines()
-        .next()
-        .unwrap_or("")
-        .to_string();
-    assert!(!id.is_empty(), "no framepipe window appeared");
+    let (child, id) = open_window(&x, &dir, &[]);
     std::thread::sleep(Duration::from_millis(500));
     x.cmd("xdotool", &["windowfocus", "--sync", &id]);
-    for key in ["2", "p", "shift+b", "h", "s", "space", "space", "q"] {
+    for key in ["2", "p", "equal", "h", "s", "space", "space", "q"] {
         assert!(x.cmd("xdotool", &["key", key]).status.success());
         std::thread::sleep(Duration::from_millis(400));
     }

@@ -2,7 +2,7 @@
 //!
 //! Keys: **q**/**Esc** (or closing the window) quit; **h** toggles the overlay of live
 //! figures; **1**…**9** pick a filter preset; **p** toggles page-locked/pageable buffers;
-//! **b**/**B** (or **-**/**+**) halve/double the bands; **space** pauses; **s** saves the
+//! **b**/**B** (or **-**/**=**) halve/double the bands; **space** pauses; **s** saves the
 //! shown frame as PNG.
 //!
 //! Qt aborts the whole process when it cannot reach a display, so `check_display` must pass
