@@ -138,3 +138,25 @@ fn cuda_without_a_gpu_is_an_error() {
         "{err}"
     );
 }
+
+#[test]
+fn bench_and_doctor_without_a_gpu() {
+    if framepipe::backend::cuda::probe().is_ok() {
+        println!("SKIPPED bench_and_doctor_without_a_gpu: this machine has a GPU");
+        return;
+    }
+    expect_error(
+        &["bench"],
+        "bench measures the CUDA pipeline and needs a GPU",
+    );
+    expect_error(
+        &["bench", "--size", "0x5"],
+        "width and height must be at least 1",
+    );
+    expect_error(&["bench", "--filter", "nope"], "unknown filter 'nope'");
+    let out = framepipe(&["doctor"], Duration::from_secs(30));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("GPU:        none"), "{text}");
+    assert!(text.contains("CPU:"), "{text}");
+}
