@@ -33,7 +33,7 @@ pub struct BenchArgs {
     /// Band counts, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,8,16")]
     pub bands: Vec<usize>,
-    /// Frames in flight, comma-separated (the ring holds two more).
+    /// Frames in flight, comma-separated (the ring holds four more).
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,6")]
     pub in_flight: Vec<usize>,
     /// Band counts measured with pageable buffers.

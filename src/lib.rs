@@ -1,8 +1,10 @@
 //! framepipe: live video through a banded, overlapped CUDA pipeline.
 //!
 //! The data path, one module per stage:
-//! `source` (capture) → `ring` (page-locked slots) → `backend` (CUDA bands or CPU)
-//! → `sink` (window or file), wired together by `pipeline`.
+//! `source` (capture) → `ring` (page-locked slots) → `backend` (CUDA bands, or the CPU)
+//! → `sink` (window or file), wired together by `pipeline`. `filter` defines every filter
+//! (its `reference` is what both backends are tested against), `band` cuts frames, `trace`
+//! records where the time goes; `app`, `bench` and `doctor` are the three commands.
 
 pub mod app;
 pub mod backend;
