@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
@@ -57,6 +57,14 @@ fn compiled(arch: &str) -> Result<Ptx> {
         .map_err(|e| anyhow::anyhow!("NVRTC could not compile kernels/*.cu: {e:?}"))?;
     *cache = Some((arch.to_string(), ptx.clone()));
     Ok(ptx)
+}
+
+/// Launches a kernel whose arguments have been pushed on `b`.
+fn go(b: &mut LaunchArgs<'_>, cfg: LaunchConfig) -> Result<()> {
+    // SAFETY: every caller (`ChainKernels::launch`) pushes exactly the arguments of the
+    // kernel's signature in kernels/*.cu, and every buffer holds the band's elements.
+    unsafe { b.launch(cfg) }?;
+    Ok(())
 }
 
 /// A filter chain ready to run on one device: its kernels and its Gaussian weights.
@@ -168,8 +176,6 @@ impl ChainKernels {
             v.row0 as i32,
             v.height as i32,
         );
-        // SAFETY (every launch below): the arguments match the kernel's signature in
-        // kernels/*.cu, and every buffer holds at least the band's `n` elements.
         match filter {
             Filter::Copy | Filter::Invert | Filter::Gray => {
                 let (name, per) = match filter {
@@ -179,19 +185,19 @@ impl ChainKernels {
                 };
                 let mut b = s.launch_builder(self.func(name));
                 b.arg(src).arg(dst).arg(&n);
-                unsafe { b.launch(linear(per)) }?;
+                go(&mut b, linear(per))?;
             }
             Filter::Gain { alpha, beta } => {
                 let mut b = s.launch_builder(self.func("fp_gain"));
                 b.arg(src).arg(dst).arg(&n).arg(&alpha).arg(&beta);
-                unsafe { b.launch(linear(16)) }?;
+                go(&mut b, linear(16))?;
             }
             Filter::Box { k } => {
                 let r = (k / 2) as i32;
                 let area = k * k;
                 let mut b = s.launch_builder(self.func("fp_box_h"));
                 b.arg(src).arg(&mut *tmp).arg(&w).arg(&rows).arg(&r);
-                unsafe { b.launch(grid) }?;
+                go(&mut b, grid)?;
                 let mut b = s.launch_builder(self.func("fp_box_v"));
                 b.arg(&*tmp)
                     .arg(dst)
@@ -201,7 +207,7 @@ impl ChainKernels {
                     .arg(&height)
                     .arg(&r)
                     .arg(&area);
-                unsafe { b.launch(grid) }?;
+                go(&mut b, grid)?;
             }
             Filter::Gauss { k, .. } => {
                 let r = (k / 2) as i32;
@@ -213,7 +219,7 @@ impl ChainKernels {
                     .arg(&rows)
                     .arg(&r)
                     .arg(wts);
-                unsafe { b.launch(grid) }?;
+                go(&mut b, grid)?;
                 let mut b = s.launch_builder(self.func("fp_gauss_v"));
                 b.arg(&*tmp)
                     .arg(dst)
@@ -223,7 +229,7 @@ impl ChainKernels {
                     .arg(&height)
                     .arg(&r)
                     .arg(wts);
-                unsafe { b.launch(grid) }?;
+                go(&mut b, grid)?;
             }
             Filter::Sobel | Filter::Median3 => {
                 let name = if filter == Filter::Sobel {
@@ -238,7 +244,7 @@ impl ChainKernels {
                     .arg(&rows)
                     .arg(&row0)
                     .arg(&height);
-                unsafe { b.launch(grid) }?;
+                go(&mut b, grid)?;
             }
             Filter::Sharpen { amount } => {
                 let (keep, take) = (1.0 + amount, -amount);
@@ -251,7 +257,7 @@ impl ChainKernels {
                     .arg(&height)
                     .arg(&keep)
                     .arg(&take);
-                unsafe { b.launch(grid) }?;
+                go(&mut b, grid)?;
             }
         }
         Ok(())
