@@ -24,8 +24,6 @@ pub struct Capture {
     live: bool,
     /// The frame read while opening (to learn the size), handed out first.
     first: Option<Mat>,
-    /// Frames OpenCV delivered in its own buffer and that had to be converted.
-    pub conversions: u64,
 }
 
 /// Opens what `spec` names; `Default` is the default camera and is never called here.
@@ -93,7 +91,6 @@ impl Capture {
             fps,
             live,
             first: Some(first),
-            conversions: 0,
         })
     }
 }
@@ -177,7 +174,6 @@ impl Source for Capture {
         // OpenCV reallocated: keep its frame, then convert it into the ring buffer.
         let got = dst.try_clone()?;
         drop(dst);
-        self.conversions += 1;
         conform(&got, frame, self.size)?;
         Ok(Read::Frame)
     }
