@@ -180,21 +180,10 @@ pub fn write_trace_files(
 
 /// Checks that `path` can be created and ends in `.ext`.
 pub fn check_file_arg(flag: &str, path: &str, ext: &str) -> Result<()> {
-    let p = std::path::Path::new(path);
-    if p.extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .as_deref()
-        != Some(ext)
-    {
+    if crate::paths::extension(std::path::Path::new(path)) != ext {
         bail!("{flag} '{path}' must end in .{ext}");
     }
-    if let Some(dir) = p.parent().filter(|d| !d.as_os_str().is_empty()) {
-        if !dir.is_dir() {
-            bail!("{flag} '{path}': folder '{}' does not exist", dir.display());
-        }
-    }
-    Ok(())
+    crate::paths::check_folder(flag, path).map_err(anyhow::Error::msg)
 }
 
 fn open_source(input: &InputSpec, args: &RunArgs) -> Result<Box<dyn Source>> {

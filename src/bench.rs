@@ -363,7 +363,7 @@ fn run_setup(
         .first()
         .map(|f| f.0)
         .context("no frame was processed")?;
-    let ms = |t: Instant| (t - t0).as_secs_f64() * 1e3;
+    let ms = |t: Instant| crate::stats::ms(t - t0);
     let times = summary
         .process
         .frames

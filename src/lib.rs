@@ -14,6 +14,7 @@ pub mod cli;
 pub mod doctor;
 pub mod filter;
 pub mod frame;
+pub mod paths;
 pub mod pipeline;
 pub mod ring;
 pub mod sink;

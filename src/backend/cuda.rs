@@ -25,8 +25,7 @@ use super::kernels::ChainKernels;
 use super::{Backend, BackendConfig, Control, IssueOrder, StreamLayout};
 use crate::band::BandPlan;
 use crate::filter::reference::View;
-use crate::filter::Filter;
-use crate::frame::FrameSize;
+use crate::filter::{Chain, Filter};
 use crate::ring::{HostBuffer, Slot};
 use crate::stats::StageTimes;
 
@@ -54,6 +53,14 @@ pub fn device_name() -> Result<String> {
     Ok(format!("{} (sm_{major}{minor})", ctx.name()?))
 }
 
+/// Milliseconds from `a` to `b`, two recorded events that have completed.
+fn elapsed_ms(a: &CudaEvent, b: &CudaEvent) -> Result<f64> {
+    // SAFETY: both events belong to one context, were recorded, and have completed (callers
+    // only ask about finished frames and the calibration event).
+    let ms = unsafe { cudarc::driver::result::event::elapsed(a.cu_event(), b.cu_event()) }?;
+    Ok(f64::from(ms))
+}
+
 /// Keeps a host range page-locked; unregisters it when dropped.
 pub struct PinnedRange {
     ptr: *mut u8,
@@ -77,6 +84,15 @@ impl PinnedRange {
             ptr,
             ctx: ctx.clone(),
         })
+    }
+}
+
+impl PinnedRange {
+    /// Page-locks a ring buffer for as long as it lives (or until its lock is replaced).
+    pub fn lock(ctx: &Arc<CudaContext>, buffer: &mut HostBuffer) -> Result<()> {
+        let (ptr, len) = buffer.allocation();
+        buffer.set_lock(Some(Box::new(Self::register(ctx, ptr, len)?)));
+        Ok(())
     }
 }
 
@@ -139,25 +155,20 @@ const TIME_EVERY: u64 = 16;
 pub struct CudaBackend {
     ctx: Arc<CudaContext>,
     kernels: ChainKernels,
-    size: FrameSize,
     /// Band plans for a frame that finds the GPU idle (latency) and one submitted behind
     /// others (throughput).
     plans: [BandPlan; 2],
     lanes: Vec<Vec<BandLane>>,
     pending: VecDeque<InFlight>,
     next_lane: usize,
-    pageable: bool,
-    issue: IssueOrder,
-    layout: StreamLayout,
     /// Copy-in, compute and copy-out streams (`per-stage` layout).
     stage_streams: [Arc<CudaStream>; 3],
     device: String,
     submitted: u64,
-    /// Frames `0..trace_frames` are traced.
-    trace_frames: u64,
     /// A completed event and the host instant it was seen complete: GPU time → host time.
     calibration: (CudaEvent, Instant),
-    /// What it was built from, to rebuild it on a `Control`.
+    /// What it was built from (size, chain, layout, issue order, page-locking, tracing);
+    /// rebuilt from on a `Control`.
     cfg: BackendConfig,
 }
 
@@ -225,18 +236,13 @@ impl CudaBackend {
         Ok(Self {
             ctx,
             kernels,
-            size: cfg.size,
             plans,
             lanes,
             pending: VecDeque::new(),
             next_lane: 0,
-            pageable: cfg.pageable,
-            issue: cfg.issue,
-            layout: cfg.streams,
             stage_streams,
             device,
             submitted: 0,
-            trace_frames: cfg.trace_frames,
             calibration,
             cfg: cfg.clone(),
         })
@@ -246,9 +252,9 @@ impl CudaBackend {
     fn enqueue(&mut self, stage: Stage, at: Place, slot: &mut Slot, timed: bool) -> Result<()> {
         let Place { lane, plan, band } = at;
         let geo = &self.plans[plan].bands()[band];
-        let stride = self.size.stride();
+        let stride = self.cfg.size.stride();
         let in_bytes = geo.input_rows.len() * stride;
-        let per_stage = self.layout == StreamLayout::PerStage;
+        let per_stage = self.cfg.streams == StreamLayout::PerStage;
         let bl = &mut self.lanes[lane][band];
         let s = match &bl.stream {
             Some(own) => own,
@@ -278,10 +284,10 @@ impl CudaBackend {
                     bl.events[4].record(s)?;
                 }
                 let view = View {
-                    width: self.size.width,
+                    width: self.cfg.size.width,
                     rows: geo.input_rows.len(),
                     row0: geo.input_rows.start,
-                    height: self.size.height,
+                    height: self.cfg.size.height,
                 };
                 bl.result = self.kernels.enqueue(s, &mut bl.bufs, &mut bl.tmp, view)?;
                 if timed || per_stage {
@@ -312,7 +318,7 @@ impl CudaBackend {
     /// download when downloads share one stream, else every band's.
     fn done_events(&self, lane: usize, plan: usize) -> &[BandLane] {
         let bands = &self.lanes[lane][..self.plans[plan].len()];
-        match self.layout {
+        match self.cfg.streams {
             StreamLayout::PerStage => &bands[bands.len() - 1..],
             StreamLayout::PerBand => bands,
         }
@@ -321,18 +327,15 @@ impl CudaBackend {
     /// The host instant of a completed event.
     fn host_time(&self, e: &CudaEvent) -> Result<Instant> {
         let (origin, at) = &self.calibration;
-        // SAFETY: both events were recorded and have completed.
-        let ms =
-            unsafe { cudarc::driver::result::event::elapsed(origin.cu_event(), e.cu_event()) }?;
-        let d = std::time::Duration::from_secs_f64(f64::from(ms.max(0.0)) / 1e3);
-        Ok(*at + d)
+        let ms = elapsed_ms(origin, e)?;
+        Ok(*at + std::time::Duration::from_secs_f64(ms.max(0.0) / 1e3))
     }
 
     /// Appends a traced frame's spans: each band's H2D, kernels and D2H on its stream's track.
     fn trace_spans(&self, lane: usize, plan: usize, slot: &mut Slot) -> Result<()> {
         use crate::trace::{Kind, Span, FIRST_BACKEND_TRACK};
+        let per_band = self.lanes[lane].len();
         let bands = &self.lanes[lane][..self.plans[plan].len()];
-        let per_band = self.plans.iter().map(BandPlan::len).max().unwrap_or(1);
         for (i, b) in bands.iter().enumerate() {
             let e = &b.events;
             for (kind, from, to, stage) in [
@@ -340,7 +343,7 @@ impl CudaBackend {
                 (Kind::Kernels, 4, 2, 1),
                 (Kind::D2h, 5, 3, 2),
             ] {
-                let track = match self.layout {
+                let track = match self.cfg.streams {
                     StreamLayout::PerStage => FIRST_BACKEND_TRACK + stage,
                     StreamLayout::PerBand => FIRST_BACKEND_TRACK + (lane * per_band + i) as u16,
                 };
@@ -361,22 +364,16 @@ impl CudaBackend {
     /// upload's start; with shared streams a stage's time includes waiting for its stream).
     fn stage_times(&self, lane: usize, plan: usize) -> Result<StageTimes> {
         let bands = &self.lanes[lane][..self.plans[plan].len()];
-        let ms = |a: &CudaEvent, b: &CudaEvent| -> Result<f64> {
-            // SAFETY: both events were recorded and have completed (the frame is done).
-            Ok(f64::from(unsafe {
-                cudarc::driver::result::event::elapsed(a.cu_event(), b.cu_event())
-            }?))
-        };
         let origin = &bands[0].events[0];
         let mut t = StageTimes::default();
         let (mut first, mut last) = (f64::MAX, f64::MIN);
         for b in bands {
             let e = &b.events;
-            t.h2d_ms += ms(&e[0], &e[1])?;
-            t.kernel_ms += ms(&e[1], &e[2])?;
-            t.d2h_ms += ms(&e[2], &e[3])?;
-            first = first.min(ms(origin, &e[0])?);
-            last = last.max(ms(origin, &e[3])?);
+            t.h2d_ms += elapsed_ms(&e[0], &e[1])?;
+            t.kernel_ms += elapsed_ms(&e[1], &e[2])?;
+            t.d2h_ms += elapsed_ms(&e[2], &e[3])?;
+            first = first.min(elapsed_ms(origin, &e[0])?);
+            last = last.max(elapsed_ms(origin, &e[3])?);
         }
         t.span_ms = last - first;
         Ok(t)
@@ -392,8 +389,8 @@ impl Backend for CudaBackend {
             self.plans[0].len(),
             self.plans[1].len(),
             self.lanes.len(),
-            self.layout,
-            if self.pageable {
+            self.cfg.streams,
+            if self.cfg.pageable {
                 "pageable"
             } else {
                 "page-locked"
@@ -402,11 +399,10 @@ impl Backend for CudaBackend {
     }
 
     fn attach(&mut self, buffer: &mut HostBuffer) -> Result<()> {
-        if self.pageable {
+        if self.cfg.pageable {
             buffer.set_lock(None);
         } else if !buffer.is_locked() {
-            let (ptr, len) = buffer.allocation();
-            buffer.set_lock(Some(Box::new(PinnedRange::register(&self.ctx, ptr, len)?)));
+            PinnedRange::lock(&self.ctx, buffer)?;
         }
         Ok(())
     }
@@ -416,7 +412,7 @@ impl Backend for CudaBackend {
     }
 
     fn tracks(&self) -> Vec<String> {
-        match self.layout {
+        match self.cfg.streams {
             StreamLayout::PerStage => [
                 "copy-in stream (H2D)",
                 "compute stream",
@@ -424,14 +420,14 @@ impl Backend for CudaBackend {
             ]
             .map(String::from)
             .to_vec(),
-            StreamLayout::PerBand => {
-                let per_band = self.plans.iter().map(BandPlan::len).max().unwrap_or(1);
-                (0..self.lanes.len())
-                    .flat_map(|l| {
-                        (0..per_band).map(move |b| format!("stream: frame slot {l}, band {b}"))
-                    })
-                    .collect()
-            }
+            StreamLayout::PerBand => self
+                .lanes
+                .iter()
+                .enumerate()
+                .flat_map(|(l, bands)| {
+                    (0..bands.len()).map(move |b| format!("stream: frame slot {l}, band {b}"))
+                })
+                .collect(),
         }
     }
 
@@ -445,9 +441,9 @@ impl Backend for CudaBackend {
             "CUDA backend: too many frames in flight"
         );
         anyhow::ensure!(
-            slot.size == self.size,
+            slot.size == self.cfg.size,
             "frame size changed from {} to {}",
-            self.size,
+            self.cfg.size,
             slot.size
         );
         slot.stamps.submitted = Instant::now();
@@ -457,7 +453,7 @@ impl Backend for CudaBackend {
         }
         let lane = self.next_lane;
         self.next_lane = (lane + 1) % self.lanes.len();
-        let traced = slot.seq < self.trace_frames;
+        let traced = slot.seq < self.cfg.trace_frames;
         let timed = traced || self.submitted.is_multiple_of(TIME_EVERY);
         self.submitted += 1;
         // A frame that finds the GPU idle is cut finely, so that its copies overlap each
@@ -466,7 +462,7 @@ impl Backend for CudaBackend {
         let plan = usize::from(!self.pending.is_empty());
         let bands = self.plans[plan].len();
         let at = |band| Place { lane, plan, band };
-        match self.issue {
+        match self.cfg.issue {
             IssueOrder::Depth => {
                 for band in 0..bands {
                     for stage in Stage::ALL {
@@ -497,7 +493,27 @@ impl Backend for CudaBackend {
             self.pending.is_empty(),
             "internal: control with frames in flight"
         );
-        self.apply(control)
+        let mut cfg = self.cfg.clone();
+        let height = cfg.size.height;
+        let cut = |bands: usize, chain: &Chain| {
+            BandPlan::new(height, bands, chain.radius()).map_err(anyhow::Error::msg)
+        };
+        match control {
+            // Buffers are (un)locked lazily as they next pass `submit`.
+            Control::Pageable(p) => {
+                self.cfg.pageable = *p;
+                return Ok(());
+            }
+            Control::Chain(chain) => {
+                cfg.plan = cut(cfg.plan.len(), chain)?;
+                cfg.busy_plan = cut(cfg.busy_plan.len(), chain)?;
+                cfg.chain = chain.clone();
+            }
+            Control::Bands(n) => cfg.plan = cut((*n).clamp(1, height), &cfg.chain)?,
+        }
+        cfg.trace_frames = 0;
+        *self = CudaBackend::new(&cfg)?;
+        Ok(())
     }
 
     fn complete(&mut self, wait: bool) -> Result<Option<Slot>> {
@@ -530,39 +546,6 @@ impl Backend for CudaBackend {
             None
         };
         Ok(Some(slot))
-    }
-}
-
-impl CudaBackend {
-    /// Applies `control`; with no frame in flight (the caller drains first).
-    fn apply(&mut self, control: &Control) -> Result<()> {
-        let mut cfg = self.cfg.clone();
-        let radius = |c: &BackendConfig| match control {
-            Control::Chain(chain) => chain.radius(),
-            _ => c.chain.radius(),
-        };
-        let height = cfg.size.height;
-        match control {
-            Control::Pageable(p) => {
-                self.pageable = *p;
-                self.cfg.pageable = *p;
-                return Ok(());
-            }
-            Control::Chain(chain) => {
-                let r = radius(&cfg);
-                cfg.plan = BandPlan::new(height, cfg.plan.len(), r).map_err(anyhow::Error::msg)?;
-                cfg.busy_plan =
-                    BandPlan::new(height, cfg.busy_plan.len(), r).map_err(anyhow::Error::msg)?;
-                cfg.chain = chain.clone();
-            }
-            Control::Bands(n) => {
-                cfg.plan = BandPlan::new(height, (*n).clamp(1, height), radius(&cfg))
-                    .map_err(anyhow::Error::msg)?;
-            }
-        }
-        cfg.trace_frames = 0;
-        *self = CudaBackend::new(&cfg)?;
-        Ok(())
     }
 }
 

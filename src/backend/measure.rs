@@ -74,8 +74,7 @@ impl Rig {
         pattern::draw(size, 0, &mut host_in);
         if !pageable {
             for b in [&mut host_in, &mut host_out] {
-                let (ptr, len) = b.allocation();
-                b.set_lock(Some(Box::new(PinnedRange::register(&ctx, ptr, len)?)));
+                PinnedRange::lock(&ctx, b)?;
             }
         }
         let dev = [s1.alloc_zeros::<u8>(n)?, s1.alloc_zeros::<u8>(n)?];

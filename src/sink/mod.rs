@@ -132,25 +132,16 @@ impl OutputSpec {
             .file_name()
             .and_then(|n| n.to_str())
             .ok_or_else(|| format!("--output '{s}' does not name a file"))?;
-        let extension = Path::new(name)
-            .extension()
-            .and_then(|e| e.to_str())
-            .map(str::to_ascii_lowercase)
-            .unwrap_or_default();
-        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
-        if let Some(dir) = parent {
-            if dir.to_string_lossy().contains('%') {
-                return Err(format!(
-                    "--output '{s}': the number pattern must be in the file name"
-                ));
-            }
-            if !dir.is_dir() {
-                return Err(format!(
-                    "--output '{s}': folder '{}' does not exist",
-                    dir.display()
-                ));
-            }
+        let extension = crate::paths::extension(Path::new(name));
+        if path
+            .parent()
+            .is_some_and(|dir| dir.to_string_lossy().contains('%'))
+        {
+            return Err(format!(
+                "--output '{s}': the number pattern must be in the file name"
+            ));
         }
+        crate::paths::check_folder("--output", s)?;
         let what = if extension.is_empty() {
             "files without an extension".to_string()
         } else {

@@ -56,12 +56,6 @@ pub const IMAGE_EXTENSIONS: &[&str] = &[
     "jpg", "jpeg", "png", "bmp", "tif", "tiff", "webp", "ppm", "pgm", "pnm", "jp2",
 ];
 
-fn extension(path: &std::path::Path) -> Option<String> {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-}
-
 impl InputSpec {
     /// Classifies `--input`, checking what can be checked without opening it.
     pub fn parse(input: Option<&str>) -> Result<Self, String> {
@@ -100,9 +94,10 @@ impl InputSpec {
         if let Err(e) = std::fs::File::open(&path) {
             return Err(format!("input '{s}' cannot be read: {e}"));
         }
-        match extension(&path) {
-            Some(e) if IMAGE_EXTENSIONS.contains(&e.as_str()) => Ok(InputSpec::Image(path)),
-            _ => Ok(InputSpec::Video(path)),
+        if IMAGE_EXTENSIONS.contains(&crate::paths::extension(&path).as_str()) {
+            Ok(InputSpec::Image(path))
+        } else {
+            Ok(InputSpec::Video(path))
         }
     }
 }
