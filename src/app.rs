@@ -89,6 +89,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
         issue: Default::default(),
         streams: args.streams,
         trace_frames,
+        graphs: args.graphs,
+        priorities: false,
+        sample_every: backend::SAMPLE_EVERY,
     };
     let backend = backend::create(args.backend, &cfg)?;
     info!(q, "backend: {}", backend.describe());

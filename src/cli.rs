@@ -96,6 +96,11 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "per-stage")]
     pub streams: crate::backend::StreamLayout,
 
+    /// Replay a frame that finds the GPU idle as a captured CUDA graph (one launch for all
+    /// its bands) instead of issuing it call by call; measured no faster (BENCHMARKS.md).
+    #[arg(long)]
+    pub graphs: bool,
+
     /// Write a Chrome trace (Perfetto, chrome://tracing) of the first frames: every band's
     /// H2D, kernels and D2H on its stream's track, capture and output on theirs.
     #[arg(long, value_name = "FILE.json")]

@@ -26,6 +26,7 @@ fn cpu_matches_reference_bit_for_bit() {
                 pageable: true,
                 issue: Default::default(),
                 streams: Default::default(),
+                graphs: false,
                 frames: 4,
                 trace_frames: 0,
             };

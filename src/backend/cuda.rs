@@ -12,14 +12,17 @@
 //! - a submitted slot stays in `pending` until its frame's downloads have completed, so the
 //!   asynchronous copies never outlive the host memory they read or write;
 //! - frames complete in submission order; lane `k` is reused only after its frame completed;
-//! - ring buffers are page-locked once in `attach` (`cuMemHostRegister`), unlocked on drop.
+//! - ring buffers are page-locked once in `attach` (`cuMemHostRegister`), unlocked on drop;
+//! - a frame that finds the GPU idle (none pending, so every stream is idle) may replay a
+//!   CUDA graph captured from the same calls, launched on the first stage stream; graphs are
+//!   keyed by (lane, slot, timed) and dropped when page-locking changes.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaGraph, CudaSlice, CudaStream};
 
 use super::kernels::ChainKernels;
 use super::{Backend, BackendConfig, Control, IssueOrder, StreamLayout};
@@ -61,6 +64,19 @@ fn elapsed_ms(a: &CudaEvent, b: &CudaEvent) -> Result<f64> {
     Ok(f64::from(ms))
 }
 
+/// Records a timing event on `s`; inside a capture as an event node, which fires on every
+/// replay of the graph.
+fn mark(e: &CudaEvent, s: &CudaStream, in_capture: bool) -> Result<()> {
+    if in_capture {
+        let external = sys::CUevent_record_flags_enum::CU_EVENT_RECORD_EXTERNAL as u32;
+        // SAFETY: the event and the stream are live and belong to the current context.
+        unsafe { sys::cuEventRecordWithFlags(e.cu_event(), s.cu_stream(), external) }.result()?;
+    } else {
+        e.record(s)?;
+    }
+    Ok(())
+}
+
 /// Keeps a host range page-locked; unregisters it when dropped.
 pub struct PinnedRange {
     ptr: *mut u8,
@@ -77,7 +93,8 @@ impl PinnedRange {
     pub fn register(ctx: &Arc<CudaContext>, ptr: *mut u8, len: usize) -> Result<Self> {
         ctx.bind_to_thread()?;
         // SAFETY: ptr..ptr+len is a live allocation that outlives the returned guard.
-        unsafe { sys::cuMemHostRegister_v2(ptr.cast(), len, sys::CU_MEMHOSTREGISTER_PORTABLE) }
+        let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
+        unsafe { sys::cuMemHostRegister_v2(ptr.cast(), len, flags) }
             .result()
             .with_context(|| format!("page-locking a {len}-byte frame buffer"))?;
         Ok(Self {
@@ -94,6 +111,17 @@ impl PinnedRange {
         buffer.set_lock(Some(Box::new(Self::register(ctx, ptr, len)?)));
         Ok(())
     }
+}
+
+/// The device address of page-locked host memory at `ptr` (registered by `PinnedRange`, so
+/// mapped into the device's address space): kernels read and write it over PCIe.
+pub fn mapped(ptr: *const u8) -> Result<u64> {
+    let mut dptr: sys::CUdeviceptr = 0;
+    // SAFETY: writes one device address; `ptr` lies in a registered range (callers).
+    unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, ptr.cast_mut().cast(), 0) }
+        .result()
+        .context("mapping page-locked host memory into the device's address space")?;
+    Ok(dptr)
 }
 
 impl Drop for PinnedRange {
@@ -133,9 +161,12 @@ struct BandLane {
     tmp: CudaSlice<u16>,
     /// Which of `bufs` holds the filtered band.
     result: usize,
-    /// Before H2D (sampled frames only), after H2D, after kernels, after D2H; then, on
-    /// traced frames only, when the kernels and the D2H could start.
-    events: [CudaEvent; 6],
+    /// Ordering events, without timing (the lightest kind): after H2D, after kernels,
+    /// after D2H (the band is done).
+    sync: [CudaEvent; 3],
+    /// Timing events, recorded on sampled and traced frames only: before H2D, after H2D,
+    /// after kernels, after D2H, when the kernels could start, when the D2H could start.
+    timing: [CudaEvent; 6],
 }
 
 /// A frame on the GPU.
@@ -149,8 +180,12 @@ struct InFlight {
     timed: bool,
 }
 
-/// Stage timing is sampled on one frame in this many, to keep event traffic low.
-const TIME_EVERY: u64 = 16;
+/// A captured frame: the idle plan's bands of one lane, reading and writing one slot.
+struct Graph(CudaGraph);
+
+// SAFETY: a graph is not safe for concurrent use, and it never is: it is used only by the
+// backend that owns it, which one thread at a time holds (`Backend: Send`, not `Sync`).
+unsafe impl Send for Graph {}
 
 pub struct CudaBackend {
     ctx: Arc<CudaContext>,
@@ -161,8 +196,15 @@ pub struct CudaBackend {
     lanes: Vec<Vec<BandLane>>,
     pending: VecDeque<InFlight>,
     next_lane: usize,
-    /// Copy-in, compute and copy-out streams (`per-stage` layout).
+    /// Copy-in, compute and copy-out streams (`per-stage` layout); the first also launches
+    /// graphs.
     stage_streams: [Arc<CudaStream>; 3],
+    /// Captured graphs by (lane, address of the slot's input buffer, timed).
+    graphs: HashMap<(usize, usize, bool), Graph>,
+    /// A capture is being recorded: timing events become graph nodes.
+    capturing: bool,
+    /// Fork and join points of a capture.
+    capture_events: [CudaEvent; 2],
     device: String,
     submitted: u64,
     /// A completed event and the host instant it was seen complete: GPU time → host time.
@@ -192,7 +234,20 @@ impl CudaBackend {
                 .max();
             rows.unwrap_or(1) * cfg.size.stride()
         };
-        let stage_streams = [ctx.new_stream()?, ctx.new_stream()?, ctx.new_stream()?];
+        let stage_streams = if cfg.priorities {
+            // Lower numbers run first: downloads (frames about to finish), then kernels,
+            // then uploads.
+            let (low, high) = cudarc::driver::result::stream::get_priority_range()?;
+            let mid = (low + high) / 2;
+            [
+                ctx.new_stream_with_priority(low)?,
+                ctx.new_stream_with_priority(mid)?,
+                ctx.new_stream_with_priority(high)?,
+            ]
+        } else {
+            [ctx.new_stream()?, ctx.new_stream()?, ctx.new_stream()?]
+        };
+        let sync_event = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING));
         let kernels = ChainKernels::new(&ctx, &stage_streams[0], &cfg.chain)?;
         let separable = cfg
             .chain
@@ -215,13 +270,15 @@ impl CudaBackend {
                 let tmp =
                     alloc_on.alloc_zeros::<u16>(if separable { band_bytes(band) } else { 1 })?;
                 let ev = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
-                let events = [ev()?, ev()?, ev()?, ev()?, ev()?, ev()?];
+                let timing = [ev()?, ev()?, ev()?, ev()?, ev()?, ev()?];
+                let sync = [sync_event()?, sync_event()?, sync_event()?];
                 bands.push(BandLane {
                     stream,
                     bufs,
                     tmp,
                     result: 0,
-                    events,
+                    sync,
+                    timing,
                 });
             }
             lanes.push(bands);
@@ -233,6 +290,7 @@ impl CudaBackend {
             e.synchronize()?;
             (e, Instant::now())
         };
+        let capture_events = [sync_event()?, sync_event()?];
         Ok(Self {
             ctx,
             kernels,
@@ -241,6 +299,9 @@ impl CudaBackend {
             pending: VecDeque::new(),
             next_lane: 0,
             stage_streams,
+            graphs: HashMap::new(),
+            capturing: false,
+            capture_events,
             device,
             submitted: 0,
             calibration,
@@ -255,6 +316,7 @@ impl CudaBackend {
         let stride = self.cfg.size.stride();
         let in_bytes = geo.input_rows.len() * stride;
         let per_stage = self.cfg.streams == StreamLayout::PerStage;
+        let capturing = self.capturing;
         let bl = &mut self.lanes[lane][band];
         let s = match &bl.stream {
             Some(own) => own,
@@ -265,23 +327,26 @@ impl CudaBackend {
         match stage {
             Stage::Upload => {
                 if timed {
-                    bl.events[0].record(s)?;
+                    mark(&bl.timing[0], s, capturing)?;
                 }
                 let from = geo.input_rows.start * stride;
                 s.memcpy_htod(
                     &slot.input[from..from + in_bytes],
                     &mut bl.bufs[0].slice_mut(0..in_bytes),
                 )?;
-                if timed || per_stage {
-                    bl.events[1].record(s)?;
+                if timed {
+                    mark(&bl.timing[1], s, capturing)?;
+                }
+                if per_stage {
+                    bl.sync[0].record(s)?;
                 }
             }
             Stage::Filter => {
                 if per_stage {
-                    s.wait(&bl.events[1])?;
+                    s.wait(&bl.sync[0])?;
                 }
                 if timed {
-                    bl.events[4].record(s)?;
+                    mark(&bl.timing[4], s, capturing)?;
                 }
                 let view = View {
                     width: self.cfg.size.width,
@@ -290,16 +355,19 @@ impl CudaBackend {
                     height: self.cfg.size.height,
                 };
                 bl.result = self.kernels.enqueue(s, &mut bl.bufs, &mut bl.tmp, view)?;
-                if timed || per_stage {
-                    bl.events[2].record(s)?;
+                if timed {
+                    mark(&bl.timing[2], s, capturing)?;
+                }
+                if per_stage {
+                    bl.sync[1].record(s)?;
                 }
             }
             Stage::Download => {
                 if per_stage {
-                    s.wait(&bl.events[2])?;
+                    s.wait(&bl.sync[1])?;
                 }
                 if timed {
-                    bl.events[5].record(s)?;
+                    mark(&bl.timing[5], s, capturing)?;
                 }
                 let out_start = geo.rows.start * stride;
                 let out_len = geo.rows.len() * stride;
@@ -308,8 +376,110 @@ impl CudaBackend {
                     &bl.bufs[bl.result].slice(off..off + out_len),
                     &mut slot.output[out_start..out_start + out_len],
                 )?;
-                bl.events[3].record(s)?;
+                if timed {
+                    mark(&bl.timing[3], s, capturing)?;
+                }
+                bl.sync[2].record(s)?;
             }
+        }
+        Ok(())
+    }
+
+    /// Queues every stage of every band of `slot` in `lane`, cut by `plan`, in the
+    /// configured issue order.
+    fn enqueue_frame(
+        &mut self,
+        lane: usize,
+        plan: usize,
+        slot: &mut Slot,
+        timed: bool,
+    ) -> Result<()> {
+        let bands = self.plans[plan].len();
+        let at = |band| Place { lane, plan, band };
+        match self.cfg.issue {
+            IssueOrder::Depth => {
+                for band in 0..bands {
+                    for stage in Stage::ALL {
+                        self.enqueue(stage, at(band), slot, timed)?;
+                    }
+                }
+            }
+            IssueOrder::Breadth => {
+                for stage in Stage::ALL {
+                    for band in 0..bands {
+                        self.enqueue(stage, at(band), slot, timed)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The streams a frame cut by `plan` in `lane` uses besides the first stage stream.
+    fn other_streams(&self, lane: usize, plan: usize) -> Vec<Arc<CudaStream>> {
+        match self.cfg.streams {
+            StreamLayout::PerStage => self.stage_streams[1..].to_vec(),
+            StreamLayout::PerBand => self.lanes[lane][..self.plans[plan].len()]
+                .iter()
+                .filter_map(|b| b.stream.clone())
+                .collect(),
+        }
+    }
+
+    /// Records the frame's work (idle plan) into a graph instead of running it: the first
+    /// stage stream captures, the other streams fork from it and join back.
+    fn capture(&mut self, lane: usize, slot: &mut Slot, timed: bool) -> Result<Graph> {
+        let origin = self.stage_streams[0].clone();
+        let others = self.other_streams(lane, 0);
+        origin.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        self.capturing = true;
+        let recorded = self.capture_body(lane, slot, timed, &origin, &others);
+        self.capturing = false;
+        // The capture is always ended, so that the stream leaves capture mode.
+        let graph = origin.end_capture(sys::CUgraphInstantiate_flags(0));
+        recorded.context("capturing a frame into a CUDA graph")?;
+        let graph = graph
+            .context("instantiating a CUDA graph")?
+            .context("the captured CUDA graph is empty")?;
+        graph.upload()?;
+        Ok(Graph(graph))
+    }
+
+    fn capture_body(
+        &mut self,
+        lane: usize,
+        slot: &mut Slot,
+        timed: bool,
+        origin: &CudaStream,
+        others: &[Arc<CudaStream>],
+    ) -> Result<()> {
+        let [fork, _] = &self.capture_events;
+        fork.record(origin)?;
+        for s in others {
+            s.wait(fork)?;
+        }
+        self.enqueue_frame(lane, 0, slot, timed)?;
+        let [_, join] = &self.capture_events;
+        for s in others {
+            join.record(s)?;
+            origin.wait(join)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the idle plan's work for `slot` in `lane` as one graph launch, capturing the
+    /// graph on first use.
+    fn launch_graph(&mut self, lane: usize, slot: &mut Slot, timed: bool) -> Result<()> {
+        let key = (lane, slot.input.as_ptr() as usize, timed);
+        if !self.graphs.contains_key(&key) {
+            let graph = self.capture(lane, slot, timed)?;
+            self.graphs.insert(key, graph);
+        }
+        let s = &self.stage_streams[0];
+        self.graphs[&key].0.launch()?;
+        // Events recorded inside a capture do not fire on replay: mark the frame done here.
+        for b in self.done_events(lane, 0) {
+            b.sync[2].record(s)?;
         }
         Ok(())
     }
@@ -337,7 +507,7 @@ impl CudaBackend {
         let per_band = self.lanes[lane].len();
         let bands = &self.lanes[lane][..self.plans[plan].len()];
         for (i, b) in bands.iter().enumerate() {
-            let e = &b.events;
+            let e = &b.timing;
             for (kind, from, to, stage) in [
                 (Kind::H2d, 0, 1, 0u16),
                 (Kind::Kernels, 4, 2, 1),
@@ -364,11 +534,11 @@ impl CudaBackend {
     /// upload's start; with shared streams a stage's time includes waiting for its stream).
     fn stage_times(&self, lane: usize, plan: usize) -> Result<StageTimes> {
         let bands = &self.lanes[lane][..self.plans[plan].len()];
-        let origin = &bands[0].events[0];
+        let origin = &bands[0].timing[0];
         let mut t = StageTimes::default();
         let (mut first, mut last) = (f64::MAX, f64::MIN);
         for b in bands {
-            let e = &b.events;
+            let e = &b.timing;
             t.h2d_ms += elapsed_ms(&e[0], &e[1])?;
             t.kernel_ms += elapsed_ms(&e[1], &e[2])?;
             t.d2h_ms += elapsed_ms(&e[2], &e[3])?;
@@ -390,10 +560,10 @@ impl Backend for CudaBackend {
             self.plans[1].len(),
             self.lanes.len(),
             self.cfg.streams,
-            if self.cfg.pageable {
-                "pageable"
-            } else {
-                "page-locked"
+            match (self.cfg.pageable, self.cfg.graphs) {
+                (true, _) => "pageable",
+                (false, true) => "page-locked, graphs for frames that find the GPU idle",
+                (false, false) => "page-locked",
             }
         )
     }
@@ -454,29 +624,19 @@ impl Backend for CudaBackend {
         let lane = self.next_lane;
         self.next_lane = (lane + 1) % self.lanes.len();
         let traced = slot.seq < self.cfg.trace_frames;
-        let timed = traced || self.submitted.is_multiple_of(TIME_EVERY);
+        let every = self.cfg.sample_every;
+        let timed = traced || (every > 0 && self.submitted.is_multiple_of(every));
         self.submitted += 1;
         // A frame that finds the GPU idle is cut finely, so that its copies overlap each
         // other and it is ready soonest; one queued behind others uses the busy plan (fewer
         // bands, less overhead per frame), since overlap with its neighbours hides its copies.
         let plan = usize::from(!self.pending.is_empty());
-        let bands = self.plans[plan].len();
-        let at = |band| Place { lane, plan, band };
-        match self.cfg.issue {
-            IssueOrder::Depth => {
-                for band in 0..bands {
-                    for stage in Stage::ALL {
-                        self.enqueue(stage, at(band), &mut slot, timed)?;
-                    }
-                }
-            }
-            IssueOrder::Breadth => {
-                for stage in Stage::ALL {
-                    for band in 0..bands {
-                        self.enqueue(stage, at(band), &mut slot, timed)?;
-                    }
-                }
-            }
+        // A frame alone on the GPU is replayed as a graph: one launch instead of a few calls
+        // per band. (Graphs of timed frames hold their timing events as nodes.)
+        if self.cfg.graphs && plan == 0 && !self.cfg.pageable {
+            self.launch_graph(lane, &mut slot, timed)?;
+        } else {
+            self.enqueue_frame(lane, plan, &mut slot, timed)?;
         }
         self.pending.push_back(InFlight {
             lane,
@@ -502,6 +662,8 @@ impl Backend for CudaBackend {
             // Buffers are (un)locked lazily as they next pass `submit`.
             Control::Pageable(p) => {
                 self.cfg.pageable = *p;
+                // Graphs name host buffers whose page-locking is about to change.
+                self.graphs.clear();
                 return Ok(());
             }
             Control::Chain(chain) => {
@@ -522,8 +684,8 @@ impl Backend for CudaBackend {
         };
         for b in self.done_events(front.lane, front.plan) {
             if wait {
-                b.events[3].synchronize().context("waiting for the GPU")?;
-            } else if !b.events[3].try_is_complete().context("polling the GPU")? {
+                b.sync[2].synchronize().context("waiting for the GPU")?;
+            } else if !b.sync[2].try_is_complete().context("polling the GPU")? {
                 return Ok(None);
             }
         }

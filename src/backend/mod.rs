@@ -75,7 +75,16 @@ pub struct BackendConfig {
     pub streams: StreamLayout,
     /// Frames `0..trace_frames` record their spans (`trace`).
     pub trace_frames: u64,
+    /// Replay a captured CUDA graph for a frame that finds the GPU idle (page-locked only).
+    pub graphs: bool,
+    /// Give the per-stage streams priorities: downloads first, then kernels, then uploads.
+    pub priorities: bool,
+    /// Time the stages of one frame in this many (0: never).
+    pub sample_every: u64,
 }
+
+/// Stage timing is sampled on one frame in this many, to keep event traffic low.
+pub const SAMPLE_EVERY: u64 = 16;
 
 /// How the CUDA backend maps a frame's bands to streams.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]

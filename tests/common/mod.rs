@@ -101,6 +101,8 @@ pub struct Case<'a> {
     pub pageable: bool,
     pub issue: framepipe::backend::IssueOrder,
     pub streams: framepipe::backend::StreamLayout,
+    /// Replay frames that find the GPU idle as CUDA graphs.
+    pub graphs: bool,
     pub frames: u64,
     /// Frames whose spans are traced.
     pub trace_frames: u64,
@@ -127,6 +129,9 @@ pub fn run_case_traced(case: &Case) -> (u64, u64, u8, Option<framepipe::trace::T
         issue: case.issue,
         streams: case.streams,
         trace_frames: case.trace_frames,
+        graphs: case.graphs,
+        priorities: false,
+        sample_every: framepipe::backend::SAMPLE_EVERY,
     };
     let backend = backend::create(case.kind, &cfg).unwrap();
     let mut sink = CheckSink::new(chain, case.size);
@@ -236,6 +241,9 @@ pub fn run_with_controls(kind: BackendKind) -> ControlSink {
         issue: Default::default(),
         streams: Default::default(),
         trace_frames: 0,
+        graphs: true,
+        priorities: false,
+        sample_every: framepipe::backend::SAMPLE_EVERY,
     };
     let backend = backend::create(kind, &cfg).unwrap();
     let mut sink = ControlSink {
