@@ -264,13 +264,18 @@ fn backend_loop(
             }
             continue;
         }
-        // Wait briefly for input while frames are on the GPU, longer when it is idle.
-        let wait = if busy > 0 {
-            Duration::from_micros(20)
-        } else {
-            POLL
-        };
-        match filled.recv_timeout(wait) {
+        if busy > 0 {
+            // Frames on the GPU: poll for input and completion without sleeping, so that a
+            // finished frame is handed on at once (a timed sleep costs its timer slack,
+            // tens of microseconds, on every frame of a live source).
+            match filled.try_recv() {
+                Ok(slot) => backend.submit(slot)?,
+                Err(TryRecvError::Empty) => thread::yield_now(),
+                Err(TryRecvError::Disconnected) => input_open = false,
+            }
+            continue;
+        }
+        match filled.recv_timeout(POLL) {
             Ok(slot) => backend.submit(slot)?,
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => input_open = false,
