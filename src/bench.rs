@@ -6,6 +6,7 @@
 //! frame period) and latency (submit → output in host memory) for page-locked and pageable
 //! buffers, band counts and frames in flight; then a paced "live" run with the defaults.
 
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::time::Instant;
 
@@ -13,13 +14,16 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use serde::Serialize;
 
-use crate::backend::{self, measure, BackendConfig, BackendKind, IssueOrder, StreamLayout};
+use crate::backend::{
+    self, measure, Backend, BackendConfig, BackendKind, IssueOrder, StreamLayout,
+};
 use crate::band::{self, BandPlan};
 use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::pipeline::{self, Options};
+use crate::ring::{self, Slot};
 use crate::sink::null::Null;
-use crate::source::pattern::Pattern;
+use crate::source::pattern::{self, Pattern};
 use crate::stop::Stop;
 
 #[derive(Args, Debug, Clone)]
@@ -48,6 +52,18 @@ pub struct BenchArgs {
     /// Also measure the per-band stream layout (a stream per band and frame in flight).
     #[arg(long)]
     pub compare_streams: bool,
+    /// Also measure frames that find the GPU idle replayed as CUDA graphs instead of issued
+    /// call by call (one frame in flight, and the defaults unpaced and live).
+    #[arg(long)]
+    pub compare_graphs: bool,
+    /// Also measure the defaults with stream priorities (downloads, then kernels, then
+    /// uploads).
+    #[arg(long)]
+    pub compare_priorities: bool,
+    /// Also measure the defaults driven from one thread with no capture or consumer
+    /// thread: what the pipeline's threads cost.
+    #[arg(long)]
+    pub compare_threads: bool,
     /// Rate of the paced "live" run with the default settings.
     #[arg(long, default_value_t = 60.0)]
     pub live_fps: f64,
@@ -68,6 +84,9 @@ pub struct BenchArgs {
     pub json: Option<String>,
 }
 
+/// Frames in flight of the app's defaults (ring 8, `in_flight = min(ring - 2, 4)`).
+const DEFAULT_IN_FLIGHT: usize = 4;
+
 /// One measured configuration.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Row {
@@ -77,6 +96,12 @@ pub struct Row {
     pub bands: usize,
     pub busy_bands: usize,
     pub in_flight: usize,
+    /// Frames that found the GPU idle were replayed as CUDA graphs.
+    pub graphs: bool,
+    /// The per-stage streams had priorities.
+    pub priorities: bool,
+    /// Driven by the real threads (false: the backend alone, from one thread).
+    pub threads: bool,
     pub frames: u64,
     /// Frames per second the source was paced at; 0 when unpaced.
     pub paced_fps: f64,
@@ -100,6 +125,9 @@ pub struct Section {
     pub bound: measure::Bound,
     pub bound_ms: f64,
     pub limiter: String,
+    /// An upload and a download together over as many host buffer pairs as the default
+    /// ring has, taken in turn (a diagnostic; the bound uses one pair).
+    pub both_over_ring_ms: f64,
     pub default_bands: usize,
     pub rows: Vec<Row>,
 }
@@ -111,11 +139,16 @@ pub struct Report {
     pub sections: Vec<Section>,
 }
 
-/// Steady-state frame period from completion times (ms, ascending): the first tenth (at
-/// least 3 frames) is warm-up.
+/// Frames left out of a row's figures as warm-up: a tenth, and at least 10 (more than the
+/// ring's first pass, whose frames may capture CUDA graphs).
+fn warm_up(frames: usize) -> usize {
+    (frames / 10).max(10)
+}
+
+/// Steady-state frame period from completion times (ms, ascending), after `warm_up`.
 pub fn steady_period_ms(done_ms: &[f64]) -> Option<f64> {
     let n = done_ms.len();
-    let warm = (n / 10).max(3);
+    let warm = warm_up(n);
     if n < warm + 2 {
         return None;
     }
@@ -141,6 +174,10 @@ pub struct Setup {
     /// Bands of frames submitted behind others.
     pub busy_bands: usize,
     pub in_flight: usize,
+    pub graphs: bool,
+    pub priorities: bool,
+    /// Through the real threads (false: the backend alone, driven from one thread).
+    pub threads: bool,
     /// Source rate; 0 = unpaced.
     pub paced_fps: f64,
     /// The app's default settings.
@@ -156,6 +193,9 @@ impl Setup {
             bands,
             busy_bands: bands,
             in_flight,
+            graphs: false,
+            priorities: false,
+            threads: true,
             paced_fps: 0.0,
             defaults: false,
         }
@@ -176,13 +216,16 @@ pub fn make_row(
         bands,
         busy_bands,
         in_flight,
+        graphs,
+        priorities,
+        threads,
         paced_fps,
         defaults,
     } = setup;
     let mode = if pageable { "pageable" } else { "page-locked" };
     let done: Vec<f64> = times.iter().map(|t| t.1).collect();
     let period = steady_period_ms(&done)?;
-    let warm = (times.len() / 10).max(3);
+    let warm = warm_up(times.len());
     let mut lat: Vec<f64> = times[warm..].iter().map(|(s, d)| d - s).collect();
     lat.sort_by(f64::total_cmp);
     let mean = lat.iter().sum::<f64>() / lat.len() as f64;
@@ -193,6 +236,9 @@ pub fn make_row(
         bands,
         busy_bands,
         in_flight,
+        graphs,
+        priorities,
+        threads,
         frames: times.len() as u64,
         paced_fps,
         ms_per_frame: period,
@@ -225,12 +271,17 @@ pub fn render(section: &Section) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<12} {:<9} {:<7} {:>5} {:>4} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10} {:>10} {:>8}",
+        "(H2D+D2H together over {} host buffer pairs in turn, as the ring's slots: {:.3} ms)",
+        DEFAULT_IN_FLIGHT + 4,
+        section.both_over_ring_ms
+    );
+    let _ = writeln!(
+        out,
+        "{:<12} {:<9} {:<7} {:>5} {:>9} {:>9} {:>9} {:>8} {:>10} {:>10} {:>10} {:>8}  notes",
         "mode",
         "streams",
         "issue",
         "bands",
-        "busy",
         "in-flight",
         "ms/frame",
         "fps",
@@ -238,7 +289,7 @@ pub fn render(section: &Section) -> String {
         "latency",
         "lat p99",
         "paced",
-        "speedup"
+        "speedup",
     );
     for r in &section.rows {
         let issue = match r.issue {
@@ -250,9 +301,10 @@ pub fn render(section: &Section) -> String {
         } else {
             "-".into()
         };
+        let notes = notes(r);
         let _ = writeln!(
             out,
-            "{:<12} {:<9} {:<7} {:>5} {:>9} {:>9.3} {:>9.0} {:>7.1}% {:>7.3} ms {:>7.3} ms {:>10} {:>7.2}x",
+            "{:<12} {:<9} {:<7} {:>5} {:>9} {:>9.3} {:>9.0} {:>7.1}% {:>7.3} ms {:>7.3} ms {:>10} {:>7.2}x  {notes}",
             r.mode, r.streams.to_string(), issue, r.bands, r.in_flight, r.ms_per_frame, r.fps, r.pct_of_bound, r.latency_ms,
             r.latency_p99_ms, paced, r.speedup_vs_original
         );
@@ -267,13 +319,35 @@ pub fn render(section: &Section) -> String {
     out
 }
 
+/// What sets a row apart besides its columns: "defaults*", "no graphs", "priorities",
+/// "no threads", the busy plan's bands.
+fn notes(r: &Row) -> String {
+    let mut n = Vec::new();
+    if r.defaults {
+        n.push("defaults*".to_string());
+    }
+    if r.busy_bands != r.bands {
+        n.push(format!("{} band(s) behind others", r.busy_bands));
+    }
+    if r.graphs && r.mode == "page-locked" {
+        n.push("graphs".into());
+    }
+    if r.priorities {
+        n.push("priorities".into());
+    }
+    if !r.threads {
+        n.push("no threads".into());
+    }
+    n.join(", ")
+}
+
 /// The best figures of a section, against the project's targets.
 pub fn verdict(section: &Section) -> String {
     let locked = || {
         section
             .rows
             .iter()
-            .filter(|r| r.mode == "page-locked" && r.paced_fps == 0.0)
+            .filter(|r| r.mode == "page-locked" && r.paced_fps == 0.0 && r.threads)
     };
     let best_tp = locked().max_by(|a, b| a.pct_of_bound.total_cmp(&b.pct_of_bound));
     let best_lat = locked()
@@ -328,7 +402,8 @@ fn measure_row(
     Ok(run_setup(size, chain, setup, frames, 0)?.0)
 }
 
-/// Runs one configuration through the real pipeline; traces its first `trace_frames` frames.
+/// Runs one configuration through the real pipeline (or the backend alone, for a setup
+/// without threads); traces its first `trace_frames` frames.
 fn run_setup(
     size: FrameSize,
     chain: &Chain,
@@ -347,30 +422,68 @@ fn run_setup(
         issue: setup.issue,
         streams: setup.streams,
         trace_frames,
+        graphs: setup.graphs,
+        priorities: setup.priorities,
+        sample_every: backend::SAMPLE_EVERY,
     };
     let backend = backend::create(BackendKind::Cuda, &cfg)?;
-    let opts = Options {
-        ring: setup.in_flight + 4,
-        frames: Some(frames),
-        keep_frame_times: true,
-        trace_frames,
+    let ring = setup.in_flight + 4;
+    let frames = if setup.threads {
+        let opts = Options {
+            ring,
+            frames: Some(frames),
+            keep_frame_times: true,
+            trace_frames,
+        };
+        let source = Box::new(Pattern::new(size, setup.paced_fps).cheap());
+        let summary = pipeline::run(source, backend, &mut Null, &opts, &Stop::new())?;
+        (summary.process.frames, summary.trace)
+    } else {
+        (run_alone(backend, size, ring, frames)?, None)
     };
-    let source = Box::new(Pattern::new(size, setup.paced_fps).cheap());
-    let summary = pipeline::run(source, backend, &mut Null, &opts, &Stop::new())?;
-    let t0 = summary
-        .process
-        .frames
+    let t0 = frames
+        .0
         .first()
         .map(|f| f.0)
         .context("no frame was processed")?;
     let ms = |t: Instant| crate::stats::ms(t - t0);
-    let times = summary
-        .process
-        .frames
-        .iter()
-        .map(|(s, d)| (ms(*s), ms(*d)))
-        .collect();
-    Ok((times, summary.trace))
+    let times = frames.0.iter().map(|(s, d)| (ms(*s), ms(*d))).collect();
+    Ok((times, frames.1))
+}
+
+/// The backend alone, driven from this thread over a ring of `ring` slots taken in turn:
+/// no capture thread, no consumer, no channels. Per-frame (submitted, done) instants.
+fn run_alone(
+    mut backend: Box<dyn Backend>,
+    size: FrameSize,
+    ring: usize,
+    frames: u64,
+) -> Result<Vec<(Instant, Instant)>> {
+    let mut free: VecDeque<Slot> = ring::allocate(ring, size).into();
+    for slot in &mut free {
+        pattern::draw(size, 0, &mut slot.input);
+        for buf in slot.buffers_mut() {
+            backend.attach(buf)?;
+        }
+    }
+    let mut times = Vec::with_capacity(frames as usize);
+    let mut next = 0;
+    while (times.len() as u64) < frames {
+        while next < frames && backend.in_flight() < backend.capacity() {
+            let Some(mut slot) = free.pop_front() else {
+                break;
+            };
+            slot.seq = next;
+            next += 1;
+            backend.submit(slot)?;
+        }
+        let slot = backend
+            .complete(true)?
+            .context("the backend lost a frame")?;
+        times.push((slot.stamps.submitted, slot.stamps.done));
+        free.push_back(slot);
+    }
+    Ok(times)
 }
 
 pub fn run(args: &BenchArgs) -> Result<()> {
@@ -423,7 +536,11 @@ fn draw_timeline(path: &str, size: FrameSize, chain: &Chain) -> Result<()> {
     let frames = crate::app::TIMELINE_FRAMES;
     let defaults = Setup {
         busy_bands: 1,
-        ..Setup::new(false, band::default_bands(size.height).min(size.height), 4)
+        ..Setup::new(
+            false,
+            band::default_bands(size.height).min(size.height),
+            DEFAULT_IN_FLIGHT,
+        )
     };
     let original = Setup::new(true, 3.min(size.height), 1);
     let mut panels = Vec::new();
@@ -448,6 +565,7 @@ fn draw_timeline(path: &str, size: FrameSize, chain: &Chain) -> Result<()> {
 
 fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> Result<Section> {
     let bound = measure::bound(size, chain, 30, 5)?;
+    let both_over_ring_ms = measure::both_rotating(size, DEFAULT_IN_FLIGHT + 4, 30)?;
     let bound_ms = bound.bound_ms();
     let frames_for =
         |per_frame_ms: f64| ((args.seconds * 1e3 / per_frame_ms) as u64).clamp(60, 4000);
@@ -488,6 +606,14 @@ fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> Result<Secti
             }
         }
     }
+    if all && args.compare_graphs {
+        for &b in args.bands.iter().filter(|b| fits(**b)) {
+            grid.push(Setup {
+                graphs: true,
+                ..Setup::new(false, b, 1)
+            });
+        }
+    }
     for &b in args.pageable_bands.iter().filter(|b| all && fits(**b)) {
         for &f in &args.pageable_in_flight {
             grid.push(Setup::new(true, b, f));
@@ -507,18 +633,69 @@ fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> Result<Secti
     let defaults = Setup {
         busy_bands: 1,
         defaults: true,
-        ..Setup::new(false, default_bands.min(size.height), 4)
+        ..Setup::new(false, default_bands.min(size.height), DEFAULT_IN_FLIGHT)
     };
     let t = measure_row(size, chain, defaults, frames_for(bound_ms))?;
     rows.extend(make_row(defaults, &t, bound_ms, original_ms));
+    // Variants of the defaults, each changing one thing.
+    let variant = Setup {
+        defaults: false,
+        ..defaults
+    };
+    let alone = Setup {
+        in_flight: 1,
+        ..variant
+    };
+    let mut variants = Vec::new();
+    if args.compare_graphs {
+        variants.push(Setup {
+            graphs: true,
+            ..variant
+        });
+    }
+    if args.compare_priorities {
+        variants.push(Setup {
+            priorities: true,
+            ..variant
+        });
+        variants.push(Setup {
+            priorities: true,
+            ..alone
+        });
+    }
+    if args.compare_threads {
+        variants.push(Setup {
+            threads: false,
+            ..variant
+        });
+        variants.push(alone);
+        variants.push(Setup {
+            threads: false,
+            ..alone
+        });
+    }
+    for setup in variants {
+        let t = measure_row(size, chain, setup, frames_for(bound_ms))?;
+        rows.extend(make_row(setup, &t, bound_ms, original_ms));
+    }
     if args.live_fps > 0.0 {
-        let frames = ((args.live_fps * args.seconds * 2.0) as u64).max(30);
+        let frames = ((args.live_fps * args.seconds * 2.0) as u64).max(60);
         let live = Setup {
             paced_fps: args.live_fps,
             ..defaults
         };
-        let t = measure_row(size, chain, live, frames)?;
-        rows.extend(make_row(live, &t, bound_ms, original_ms));
+        let mut lives = vec![live];
+        if args.compare_graphs {
+            lives.push(Setup {
+                graphs: true,
+                defaults: false,
+                ..live
+            });
+        }
+        for setup in lives {
+            let t = measure_row(size, chain, setup, frames)?;
+            rows.extend(make_row(setup, &t, bound_ms, original_ms));
+        }
     }
     let mut original = original;
     original.speedup_vs_original = 1.0;
@@ -529,6 +706,7 @@ fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> Result<Secti
         bound,
         bound_ms,
         limiter: bound.limiter().to_string(),
+        both_over_ring_ms,
         default_bands,
         rows,
     })
@@ -572,6 +750,7 @@ mod tests {
             },
             bound_ms: 0.4,
             limiter: "copies both ways".into(),
+            both_over_ring_ms: 0.41,
             default_bands: 4,
             rows: vec![row],
         }
@@ -597,6 +776,25 @@ mod tests {
         let v = verdict(&s);
         assert!(v.contains("best throughput 80.0% of bound"), "{v}");
         assert!(v.contains("best single-frame latency 0.300 ms"), "{v}");
+    }
+
+    #[test]
+    fn notes_name_what_sets_a_row_apart() {
+        let mut r = sample_section().rows.remove(0);
+        assert_eq!(notes(&r), "");
+        r.defaults = true;
+        r.busy_bands = 1;
+        r.graphs = true;
+        r.priorities = true;
+        r.threads = false;
+        assert_eq!(
+            notes(&r),
+            "defaults*, 1 band(s) behind others, graphs, priorities, no threads"
+        );
+        // Rows driven without the threads are diagnostics, never the verdict's best.
+        let mut s = sample_section();
+        s.rows[0].threads = false;
+        assert!(!verdict(&s).contains("best throughput"), "{}", verdict(&s));
     }
 
     #[test]
@@ -633,5 +831,9 @@ mod tests {
         }
         assert_eq!(r["issue"], "depth");
         assert_eq!(r["streams"], "per-stage");
+        for key in ["graphs", "priorities", "threads"] {
+            assert!(r[key].is_boolean(), "missing row.{key}");
+        }
+        assert!(s["both_over_ring_ms"].is_number());
     }
 }

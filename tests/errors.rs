@@ -154,6 +154,16 @@ fn bench_and_doctor_without_a_gpu() {
         "width and height must be at least 1",
     );
     expect_error(&["bench", "--filter", "nope"], "unknown filter 'nope'");
+    // The comparison flags parse; the missing GPU is what stops the run.
+    expect_error(
+        &[
+            "bench",
+            "--compare-graphs",
+            "--compare-priorities",
+            "--compare-threads",
+        ],
+        "needs a GPU",
+    );
     let out = framepipe(&["doctor"], Duration::from_secs(30));
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);

@@ -114,6 +114,20 @@ impl ChainKernels {
         })
     }
 
+    /// Copies `n` bytes from `src` to `dst` with the copy kernel, given raw device
+    /// addresses (page-locked host memory mapped into the device's address space included).
+    pub fn copy_raw(&self, s: &CudaStream, src: u64, dst: u64, n: u64) -> Result<()> {
+        let mut b = s.launch_builder(self.func("fp_copy"));
+        b.arg(&src).arg(&dst).arg(&n);
+        let blocks = n.div_ceil(16).div_ceil(u64::from(BLOCK)).max(1) as u32;
+        let cfg = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        go(&mut b, cfg)
+    }
+
     fn func(&self, name: &str) -> &CudaFunction {
         let i = NAMES.iter().position(|n| *n == name).expect("kernel name");
         &self.funcs[i]

@@ -6,10 +6,10 @@
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use serde::Serialize;
 
-use super::cuda::PinnedRange;
+use super::cuda::{mapped, PinnedRange};
 use super::kernels::ChainKernels;
 use crate::filter::reference::View;
 use crate::filter::Chain;
@@ -160,6 +160,120 @@ pub fn bound(size: FrameSize, chain: &Chain, reps: usize, trials: usize) -> Resu
         best.kernel_ms = best.kernel_ms.min(kernel);
     }
     Ok(best)
+}
+
+/// Milliseconds per frame of an upload and a download issued together, as `bound` times
+/// them, but over `buffers` page-locked host buffer pairs taken in turn (as the ring's slots
+/// are) instead of one: whether the amount of page-locked memory the copies touch matters.
+pub fn both_rotating(size: FrameSize, buffers: usize, reps: usize) -> Result<f64> {
+    let mut rig = Rig::new(size, false)?;
+    let mut pairs = Vec::new();
+    for _ in 0..buffers.max(1) {
+        let mut pair = [HostBuffer::new(size.bytes()), HostBuffer::new(size.bytes())];
+        for b in &mut pair {
+            PinnedRange::lock(&rig.ctx, b)?;
+        }
+        pairs.push(pair);
+    }
+    let mut next = 0;
+    let mut best = f64::MAX;
+    for _ in 0..5 {
+        let t = rig.time(reps, |r| {
+            let n = pairs.len();
+            let [input, output] = &mut pairs[next % n];
+            next += 1;
+            r.s1.memcpy_htod(&input[..], &mut r.dev[0])?;
+            r.s2.memcpy_dtoh(&r.dev_c, &mut output[..])?;
+            Ok(())
+        })?;
+        best = best.min(t);
+    }
+    Ok(best)
+}
+
+/// Microseconds that each copy costs beyond moving its bytes, upload and download: one frame
+/// copied as `pieces` back-to-back copies on one stream against as one copy (best of 3).
+/// A frame cut into bands pays this once per band and direction.
+pub fn copy_overhead_us(size: FrameSize, pieces: usize, reps: usize) -> Result<(f64, f64)> {
+    let mut rig = Rig::new(size, false)?;
+    let n = size.bytes();
+    let pieces = pieces.clamp(2, n);
+    let cut = |i: usize| (i * n / pieces, (i + 1) * n / pieces);
+    let mut best = |upload: bool, split: bool| -> Result<f64> {
+        let mut t = f64::MAX;
+        for _ in 0..3 {
+            t = t.min(rig.time(reps, |r| {
+                for i in 0..if split { pieces } else { 1 } {
+                    let (a, b) = if split { cut(i) } else { (0, n) };
+                    if upload {
+                        r.s1.memcpy_htod(&r.host_in[a..b], &mut r.dev[0].slice_mut(a..b))?;
+                    } else {
+                        r.s1.memcpy_dtoh(&r.dev[1].slice(a..b), &mut r.host_out[a..b])?;
+                    }
+                }
+                Ok(())
+            })?);
+        }
+        Ok(t)
+    };
+    let per_copy = |whole: f64, split: f64| (split - whole) * 1e3 / (pieces - 1) as f64;
+    let up = per_copy(best(true, false)?, best(true, true)?);
+    let down = per_copy(best(false, false)?, best(false, true)?);
+    Ok((up, down))
+}
+
+/// Bandwidth in GB/s of the GPU's own threads moving a frame over PCIe with no copy engine
+/// ("zero-copy": the copy kernel reading or writing page-locked host memory mapped into the
+/// device's address space).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct ZeroCopy {
+    /// Host → device memory.
+    pub read_gbs: f64,
+    /// Device memory → host.
+    pub write_gbs: f64,
+    /// Host → host: reading and writing at once, both directions added.
+    pub both_gbs: f64,
+    /// A copy-engine upload and a kernel writing to the host at once, both added.
+    pub upload_and_write_gbs: f64,
+}
+
+pub fn zero_copy(size: FrameSize, reps: usize) -> Result<ZeroCopy> {
+    let mut rig = Rig::new(size, false)?;
+    let copy: Chain = "copy".parse().map_err(anyhow::Error::msg)?;
+    let kernels = ChainKernels::new(&rig.ctx, &rig.s1, &copy)?;
+    let (input, output) = (
+        mapped(rig.host_in.as_ptr())?,
+        mapped(rig.host_out.as_ptr())?,
+    );
+    let (d0, d1) = {
+        let (a, _) = rig.dev[0].device_ptr(&rig.s1);
+        let (b, _) = rig.dev[1].device_ptr(&rig.s1);
+        (a, b)
+    };
+    let n = size.bytes() as u64;
+    let gb = size.bytes() as f64 / 1e9;
+    let mut best = |src: u64, dst: u64| -> Result<f64> {
+        let mut t = f64::MAX;
+        for _ in 0..3 {
+            t = t.min(rig.time(reps, |r| kernels.copy_raw(&r.s1, src, dst, n))?);
+        }
+        Ok(gb / (t / 1e3))
+    };
+    let (read_gbs, write_gbs, both_gbs) = (
+        best(input, d0)?,
+        best(d1, output)?,
+        2.0 * best(input, output)?,
+    );
+    let mixed = rig.time(reps, |r| {
+        r.s1.memcpy_htod(&r.host_in[..], &mut r.dev[0])?;
+        kernels.copy_raw(&r.s2, d1, output, n)
+    })?;
+    Ok(ZeroCopy {
+        read_gbs,
+        write_gbs,
+        both_gbs,
+        upload_and_write_gbs: 2.0 * gb / (mixed / 1e3),
+    })
 }
 
 /// Copy bandwidth in GB/s.
