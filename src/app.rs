@@ -89,7 +89,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         issue: Default::default(),
         streams: args.streams,
         trace_frames,
-        graphs: args.graphs,
+        graphs: !args.no_graphs,
         priorities: false,
         sample_every: backend::SAMPLE_EVERY,
     };

@@ -96,10 +96,11 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "per-stage")]
     pub streams: crate::backend::StreamLayout,
 
-    /// Replay a frame that finds the GPU idle as a captured CUDA graph (one launch for all
-    /// its bands) instead of issuing it call by call; measured no faster (BENCHMARKS.md).
+    /// Issue a frame that finds the GPU idle call by call instead of replaying a CUDA graph
+    /// captured from the same calls (one launch for all its bands, which wakes the GPU
+    /// sooner at a live rate: BENCHMARKS.md).
     #[arg(long)]
-    pub graphs: bool,
+    pub no_graphs: bool,
 
     /// Write a Chrome trace (Perfetto, chrome://tracing) of the first frames: every band's
     /// H2D, kernels and D2H on its stream's track, capture and output on theirs.

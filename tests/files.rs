@@ -234,8 +234,8 @@ fn pattern_output_matches_reference() {
             &out_pat,
             "-f",
             "invert",
-            // Accepted on any backend; only CUDA frames that find the GPU idle use it.
-            "--graphs",
+            // Accepted on any backend; only CUDA frames that find the GPU idle use graphs.
+            "--no-graphs",
         ],
         LIMIT,
     );

@@ -13,9 +13,12 @@
 //!   asynchronous copies never outlive the host memory they read or write;
 //! - frames complete in submission order; lane `k` is reused only after its frame completed;
 //! - ring buffers are page-locked once in `attach` (`cuMemHostRegister`), unlocked on drop;
-//! - a frame that finds the GPU idle (none pending, so every stream is idle) may replay a
-//!   CUDA graph captured from the same calls, launched on the first stage stream; graphs are
-//!   keyed by (lane, slot, timed) and dropped when page-locking changes.
+//! - a frame that finds the GPU idle (none pending) for longer than the last frame took is
+//!   cut by the idle plan, any other by the busy plan;
+//! - a frame cut by the idle plan (none pending, so every stream is idle) may replay a
+//!   CUDA graph captured from the same calls, launched on the copy-in stream so that frames
+//!   queued behind it finish after it; graphs are keyed by (lane, slot, timed) and dropped
+//!   when page-locking changes.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
@@ -196,9 +199,12 @@ pub struct CudaBackend {
     lanes: Vec<Vec<BandLane>>,
     pending: VecDeque<InFlight>,
     next_lane: usize,
-    /// Copy-in, compute and copy-out streams (`per-stage` layout); the first also launches
-    /// graphs.
+    /// Copy-in, compute and copy-out streams (`per-stage` layout); the first also captures
+    /// and launches graphs, so that frames queued behind a graph finish after it.
     stage_streams: [Arc<CudaStream>; 3],
+    /// When the last frame was seen done, and its submit → done time: a frame that finds
+    /// the GPU idle for longer than that comes from a source slower than the pipeline.
+    last_done: Option<(Instant, std::time::Duration)>,
     /// Captured graphs by (lane, address of the slot's input buffer, timed).
     graphs: HashMap<(usize, usize, bool), Graph>,
     /// A capture is being recorded: timing events become graph nodes.
@@ -299,6 +305,7 @@ impl CudaBackend {
             pending: VecDeque::new(),
             next_lane: 0,
             stage_streams,
+            last_done: None,
             graphs: HashMap::new(),
             capturing: false,
             capture_events,
@@ -627,10 +634,16 @@ impl Backend for CudaBackend {
         let every = self.cfg.sample_every;
         let timed = traced || (every > 0 && self.submitted.is_multiple_of(every));
         self.submitted += 1;
-        // A frame that finds the GPU idle is cut finely, so that its copies overlap each
-        // other and it is ready soonest; one queued behind others uses the busy plan (fewer
-        // bands, less overhead per frame), since overlap with its neighbours hides its copies.
-        let plan = usize::from(!self.pending.is_empty());
+        // A frame that finds the GPU idle, and idle for longer than a frame takes (a source
+        // slower than the pipeline), is cut finely so that its copies overlap each other and
+        // it is ready soonest. Any other frame uses the busy plan (fewer bands, less overhead
+        // per frame): overlap with its neighbours hides its copies, and a stream that drains
+        // for a moment does not switch to the slower plan.
+        let waited = |(at, took): (Instant, std::time::Duration)| {
+            slot.stamps.submitted.saturating_duration_since(at) > took
+        };
+        let idle = self.pending.is_empty() && self.last_done.is_none_or(waited);
+        let plan = usize::from(!idle);
         // A frame alone on the GPU is replayed as a graph: one launch instead of a few calls
         // per band. (Graphs of timed frames hold their timing events as nodes.)
         if self.cfg.graphs && plan == 0 && !self.cfg.pageable {
@@ -698,6 +711,7 @@ impl Backend for CudaBackend {
             traced,
         } = self.pending.pop_front().expect("front exists");
         slot.stamps.done = done;
+        self.last_done = Some((done, done.saturating_duration_since(slot.stamps.submitted)));
         slot.spans.clear();
         if traced {
             self.trace_spans(lane, plan, &mut slot)?;

@@ -61,9 +61,10 @@ pub enum BackendKind {
 pub struct BackendConfig {
     pub size: FrameSize,
     pub chain: Chain,
-    /// Bands of a frame that finds the GPU idle (its latency matters).
+    /// Bands of a frame that finds the GPU idle, for longer than a frame takes (a source
+    /// slower than the pipeline: its latency matters).
     pub plan: BandPlan,
-    /// Bands of a frame submitted while others are in flight (throughput matters).
+    /// Bands of any other frame (a steady stream: throughput matters).
     pub busy_plan: BandPlan,
     /// Frames in flight at once.
     pub in_flight: usize,
