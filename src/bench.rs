@@ -428,7 +428,7 @@ fn run_setup(
     };
     let backend = backend::create(BackendKind::Cuda, &cfg)?;
     let ring = setup.in_flight + 4;
-    let frames = if setup.threads {
+    let (instants, trace) = if setup.threads {
         let opts = Options {
             ring,
             frames: Some(frames),
@@ -441,14 +441,13 @@ fn run_setup(
     } else {
         (run_alone(backend, size, ring, frames)?, None)
     };
-    let t0 = frames
-        .0
+    let t0 = instants
         .first()
         .map(|f| f.0)
         .context("no frame was processed")?;
     let ms = |t: Instant| crate::stats::ms(t - t0);
-    let times = frames.0.iter().map(|(s, d)| (ms(*s), ms(*d))).collect();
-    Ok((times, frames.1))
+    let times = instants.iter().map(|(s, d)| (ms(*s), ms(*d))).collect();
+    Ok((times, trace))
 }
 
 /// The backend alone, driven from this thread over a ring of `ring` slots taken in turn:

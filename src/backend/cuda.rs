@@ -452,6 +452,8 @@ impl CudaBackend {
         Ok(Graph(graph))
     }
 
+    /// Inside a capture: forks the other streams from `origin`, queues the frame, and joins
+    /// them back (a capture must end on the stream it began on, with every stream joined).
     fn capture_body(
         &mut self,
         lane: usize,

@@ -112,6 +112,20 @@ impl Rig {
         let t = start.elapsed_ms(&end1)?.max(start.elapsed_ms(&end2)?);
         Ok(f64::from(t) / reps as f64)
     }
+
+    /// The least of `trials` timings by `time` (a floor: the least disturbed trial counts).
+    fn best(
+        &mut self,
+        trials: usize,
+        reps: usize,
+        mut work: impl FnMut(&mut Self) -> Result<()>,
+    ) -> Result<f64> {
+        let mut t = f64::MAX;
+        for _ in 0..trials.max(1) {
+            t = t.min(self.time(reps, &mut work)?);
+        }
+        Ok(t)
+    }
 }
 
 /// Milliseconds per frame of an upload alone, a download alone, and both at once.
@@ -176,19 +190,14 @@ pub fn both_rotating(size: FrameSize, buffers: usize, reps: usize) -> Result<f64
         pairs.push(pair);
     }
     let mut next = 0;
-    let mut best = f64::MAX;
-    for _ in 0..5 {
-        let t = rig.time(reps, |r| {
-            let n = pairs.len();
-            let [input, output] = &mut pairs[next % n];
-            next += 1;
-            r.s1.memcpy_htod(&input[..], &mut r.dev[0])?;
-            r.s2.memcpy_dtoh(&r.dev_c, &mut output[..])?;
-            Ok(())
-        })?;
-        best = best.min(t);
-    }
-    Ok(best)
+    rig.best(5, reps, |r| {
+        let n = pairs.len();
+        let [input, output] = &mut pairs[next % n];
+        next += 1;
+        r.s1.memcpy_htod(&input[..], &mut r.dev[0])?;
+        r.s2.memcpy_dtoh(&r.dev_c, &mut output[..])?;
+        Ok(())
+    })
 }
 
 /// Microseconds that each copy costs beyond moving its bytes, upload and download: one frame
@@ -199,22 +208,18 @@ pub fn copy_overhead_us(size: FrameSize, pieces: usize, reps: usize) -> Result<(
     let n = size.bytes();
     let pieces = pieces.clamp(2, n);
     let cut = |i: usize| (i * n / pieces, (i + 1) * n / pieces);
-    let mut best = |upload: bool, split: bool| -> Result<f64> {
-        let mut t = f64::MAX;
-        for _ in 0..3 {
-            t = t.min(rig.time(reps, |r| {
-                for i in 0..if split { pieces } else { 1 } {
-                    let (a, b) = if split { cut(i) } else { (0, n) };
-                    if upload {
-                        r.s1.memcpy_htod(&r.host_in[a..b], &mut r.dev[0].slice_mut(a..b))?;
-                    } else {
-                        r.s1.memcpy_dtoh(&r.dev[1].slice(a..b), &mut r.host_out[a..b])?;
-                    }
+    let mut best = |upload: bool, split: bool| {
+        rig.best(3, reps, |r| {
+            for i in 0..if split { pieces } else { 1 } {
+                let (a, b) = if split { cut(i) } else { (0, n) };
+                if upload {
+                    r.s1.memcpy_htod(&r.host_in[a..b], &mut r.dev[0].slice_mut(a..b))?;
+                } else {
+                    r.s1.memcpy_dtoh(&r.dev[1].slice(a..b), &mut r.host_out[a..b])?;
                 }
-                Ok(())
-            })?);
-        }
-        Ok(t)
+            }
+            Ok(())
+        })
     };
     let per_copy = |whole: f64, split: f64| (split - whole) * 1e3 / (pieces - 1) as f64;
     let up = per_copy(best(true, false)?, best(true, true)?);
@@ -237,6 +242,7 @@ pub struct ZeroCopy {
     pub upload_and_write_gbs: f64,
 }
 
+/// Measures `ZeroCopy` with `size` frames: `reps` back-to-back copies, best of 3.
 pub fn zero_copy(size: FrameSize, reps: usize) -> Result<ZeroCopy> {
     let mut rig = Rig::new(size, false)?;
     let copy: Chain = "copy".parse().map_err(anyhow::Error::msg)?;
@@ -253,10 +259,7 @@ pub fn zero_copy(size: FrameSize, reps: usize) -> Result<ZeroCopy> {
     let n = size.bytes() as u64;
     let gb = size.bytes() as f64 / 1e9;
     let mut best = |src: u64, dst: u64| -> Result<f64> {
-        let mut t = f64::MAX;
-        for _ in 0..3 {
-            t = t.min(rig.time(reps, |r| kernels.copy_raw(&r.s1, src, dst, n))?);
-        }
+        let t = rig.best(3, reps, |r| kernels.copy_raw(&r.s1, src, dst, n))?;
         Ok(gb / (t / 1e3))
     };
     let (read_gbs, write_gbs, both_gbs) = (
