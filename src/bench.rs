@@ -87,24 +87,14 @@ pub struct BenchArgs {
 /// Frames in flight of the app's defaults (ring 8, `in_flight = min(ring - 2, 4)`).
 const DEFAULT_IN_FLIGHT: usize = 4;
 
-/// One measured configuration.
+/// One measured configuration: its setup and what was measured.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct Row {
+    /// "page-locked" or "pageable".
     pub mode: String,
-    pub streams: StreamLayout,
-    pub issue: IssueOrder,
-    pub bands: usize,
-    pub busy_bands: usize,
-    pub in_flight: usize,
-    /// Frames that found the GPU idle were replayed as CUDA graphs.
-    pub graphs: bool,
-    /// The per-stage streams had priorities.
-    pub priorities: bool,
-    /// Driven by the real threads (false: the backend alone, from one thread).
-    pub threads: bool,
+    #[serde(flatten)]
+    pub setup: Setup,
     pub frames: u64,
-    /// Frames per second the source was paced at; 0 when unpaced.
-    pub paced_fps: f64,
     pub ms_per_frame: f64,
     pub fps: f64,
     pub pct_of_bound: f64,
@@ -113,8 +103,6 @@ pub struct Row {
     pub latency_p99_ms: f64,
     /// Frame period of the original question's configuration over this row's.
     pub speedup_vs_original: f64,
-    /// The app's default settings.
-    pub defaults: bool,
 }
 
 /// All rows for one frame size and chain.
@@ -165,7 +153,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// One configuration of the pipeline to measure.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
 pub struct Setup {
     pub pageable: bool,
     pub streams: StreamLayout,
@@ -174,11 +162,13 @@ pub struct Setup {
     /// Bands of frames submitted behind others.
     pub busy_bands: usize,
     pub in_flight: usize,
+    /// Frames that find the GPU idle are replayed as CUDA graphs.
     pub graphs: bool,
+    /// The per-stage streams have priorities.
     pub priorities: bool,
     /// Through the real threads (false: the backend alone, driven from one thread).
     pub threads: bool,
-    /// Source rate; 0 = unpaced.
+    /// Frames per second the source is paced at; 0 = unpaced.
     pub paced_fps: f64,
     /// The app's default settings.
     pub defaults: bool,
@@ -209,20 +199,11 @@ pub fn make_row(
     bound_ms: f64,
     original_ms: Option<f64>,
 ) -> Option<Row> {
-    let Setup {
-        pageable,
-        streams,
-        issue,
-        bands,
-        busy_bands,
-        in_flight,
-        graphs,
-        priorities,
-        threads,
-        paced_fps,
-        defaults,
-    } = setup;
-    let mode = if pageable { "pageable" } else { "page-locked" };
+    let mode = if setup.pageable {
+        "pageable"
+    } else {
+        "page-locked"
+    };
     let done: Vec<f64> = times.iter().map(|t| t.1).collect();
     let period = steady_period_ms(&done)?;
     let warm = warm_up(times.len());
@@ -231,16 +212,8 @@ pub fn make_row(
     let mean = lat.iter().sum::<f64>() / lat.len() as f64;
     Some(Row {
         mode: mode.to_string(),
-        streams,
-        issue,
-        bands,
-        busy_bands,
-        in_flight,
-        graphs,
-        priorities,
-        threads,
+        setup,
         frames: times.len() as u64,
-        paced_fps,
         ms_per_frame: period,
         fps: 1e3 / period,
         pct_of_bound: 100.0 * bound_ms / period,
@@ -248,7 +221,6 @@ pub fn make_row(
         latency_p50_ms: percentile(&lat, 50.0),
         latency_p99_ms: percentile(&lat, 99.0),
         speedup_vs_original: original_ms.map_or(1.0, |o| o / period),
-        defaults,
     })
 }
 
@@ -292,12 +264,12 @@ pub fn render(section: &Section) -> String {
         "speedup",
     );
     for r in &section.rows {
-        let issue = match r.issue {
+        let issue = match r.setup.issue {
             IssueOrder::Depth => "depth",
             IssueOrder::Breadth => "breadth",
         };
-        let paced = if r.paced_fps > 0.0 {
-            format!("{:.0} fps", r.paced_fps)
+        let paced = if r.setup.paced_fps > 0.0 {
+            format!("{:.0} fps", r.setup.paced_fps)
         } else {
             "-".into()
         };
@@ -305,11 +277,11 @@ pub fn render(section: &Section) -> String {
         let _ = writeln!(
             out,
             "{:<12} {:<9} {:<7} {:>5} {:>9} {:>9.3} {:>9.0} {:>7.1}% {:>7.3} ms {:>7.3} ms {:>10} {:>7.2}x  {notes}",
-            r.mode, r.streams.to_string(), issue, r.bands, r.in_flight, r.ms_per_frame, r.fps, r.pct_of_bound, r.latency_ms,
+            r.mode, r.setup.streams.to_string(), issue, r.setup.bands, r.setup.in_flight, r.ms_per_frame, r.fps, r.pct_of_bound, r.latency_ms,
             r.latency_p99_ms, paced, r.speedup_vs_original
         );
     }
-    if section.rows.iter().any(|r| r.defaults) {
+    if section.rows.iter().any(|r| r.setup.defaults) {
         let _ = writeln!(
             out,
             "* the app's defaults: {} bands for a frame that finds the GPU idle, 1 band behind other frames",
@@ -323,19 +295,19 @@ pub fn render(section: &Section) -> String {
 /// "no threads", the busy plan's bands.
 fn notes(r: &Row) -> String {
     let mut n = Vec::new();
-    if r.defaults {
+    if r.setup.defaults {
         n.push("defaults*".to_string());
     }
-    if r.busy_bands != r.bands {
-        n.push(format!("{} band(s) behind others", r.busy_bands));
+    if r.setup.busy_bands != r.setup.bands {
+        n.push(format!("{} band(s) behind others", r.setup.busy_bands));
     }
-    if !r.graphs && r.mode == "page-locked" {
+    if !r.setup.graphs && !r.setup.pageable {
         n.push("no graphs".into());
     }
-    if r.priorities {
+    if r.setup.priorities {
         n.push("priorities".into());
     }
-    if !r.threads {
+    if !r.setup.threads {
         n.push("no threads".into());
     }
     n.join(", ")
@@ -347,43 +319,43 @@ pub fn verdict(section: &Section) -> String {
         section
             .rows
             .iter()
-            .filter(|r| r.mode == "page-locked" && r.paced_fps == 0.0 && r.threads)
+            .filter(|r| !r.setup.pageable && r.setup.paced_fps == 0.0 && r.setup.threads)
     };
     let best_tp = locked().max_by(|a, b| a.pct_of_bound.total_cmp(&b.pct_of_bound));
     let best_lat = locked()
-        .filter(|r| r.in_flight == 1)
+        .filter(|r| r.setup.in_flight == 1)
         .min_by(|a, b| a.latency_ms.total_cmp(&b.latency_ms));
     let mut out = format!("{} {}: ", section.size, section.filter);
     if let Some(r) = best_tp {
         let _ = write!(
             out,
             "best throughput {:.1}% of bound ({} bands, {} in flight, {} streams)",
-            r.pct_of_bound, r.bands, r.in_flight, r.streams
+            r.pct_of_bound, r.setup.bands, r.setup.in_flight, r.setup.streams
         );
     }
     if let Some(r) = best_lat {
         let _ = write!(
             out,
             "; best single-frame latency {:.3} ms ({} bands, {} streams)",
-            r.latency_ms, r.bands, r.streams
+            r.latency_ms, r.setup.bands, r.setup.streams
         );
     }
     if let Some(r) = section
         .rows
         .iter()
-        .find(|r| r.defaults && r.paced_fps == 0.0)
+        .find(|r| r.setup.defaults && r.setup.paced_fps == 0.0)
     {
         let _ = write!(out, "; defaults unpaced {:.1}% of bound", r.pct_of_bound);
     }
     if let Some(r) = section
         .rows
         .iter()
-        .find(|r| r.defaults && r.paced_fps > 0.0)
+        .find(|r| r.setup.defaults && r.setup.paced_fps > 0.0)
     {
         let _ = write!(
             out,
             ", live {:.0} fps latency {:.3} ms (p99 {:.3})",
-            r.paced_fps, r.latency_ms, r.latency_p99_ms
+            r.setup.paced_fps, r.latency_ms, r.latency_p99_ms
         );
     }
     out
@@ -784,18 +756,18 @@ mod tests {
     fn notes_name_what_sets_a_row_apart() {
         let mut r = sample_section().rows.remove(0);
         assert_eq!(notes(&r), "");
-        r.defaults = true;
-        r.busy_bands = 1;
-        r.graphs = false;
-        r.priorities = true;
-        r.threads = false;
+        r.setup.defaults = true;
+        r.setup.busy_bands = 1;
+        r.setup.graphs = false;
+        r.setup.priorities = true;
+        r.setup.threads = false;
         assert_eq!(
             notes(&r),
             "defaults*, 1 band(s) behind others, no graphs, priorities, no threads"
         );
         // Rows driven without the threads are diagnostics, never the verdict's best.
         let mut s = sample_section();
-        s.rows[0].threads = false;
+        s.rows[0].setup.threads = false;
         assert!(!verdict(&s).contains("best throughput"), "{}", verdict(&s));
     }
 
