@@ -80,6 +80,17 @@ fn mark(e: &CudaEvent, s: &CudaStream, in_capture: bool) -> Result<()> {
     Ok(())
 }
 
+/// Whether a frame submitted at `now` gets the idle plan: nothing is pending and the GPU has
+/// been idle for longer than the last frame took (`last_done`: when it was seen done, and its
+/// submit → done time), or no frame came before it.
+fn finds_gpu_idle(
+    pending: usize,
+    last_done: Option<(Instant, std::time::Duration)>,
+    now: Instant,
+) -> bool {
+    pending == 0 && last_done.is_none_or(|(at, took)| now.saturating_duration_since(at) > took)
+}
+
 /// Keeps a host range page-locked; unregisters it when dropped.
 pub struct PinnedRange {
     ptr: *mut u8,
@@ -641,10 +652,7 @@ impl Backend for CudaBackend {
         // it is ready soonest. Any other frame uses the busy plan (fewer bands, less overhead
         // per frame): overlap with its neighbours hides its copies, and a stream that drains
         // for a moment does not switch to the slower plan.
-        let waited = |(at, took): (Instant, std::time::Duration)| {
-            slot.stamps.submitted.saturating_duration_since(at) > took
-        };
-        let idle = self.pending.is_empty() && self.last_done.is_none_or(waited);
+        let idle = finds_gpu_idle(self.pending.len(), self.last_done, slot.stamps.submitted);
         let plan = usize::from(!idle);
         // A frame alone on the GPU is replayed as a graph: one launch instead of a few calls
         // per band. (Graphs of timed frames hold their timing events as nodes.)
@@ -731,5 +739,26 @@ impl Drop for CudaBackend {
     fn drop(&mut self) {
         // Copies in flight must finish before the slots in `pending` free their memory.
         let _ = self.ctx.synchronize();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn idle_plan_only_for_a_source_slower_than_the_pipeline() {
+        let t0 = Instant::now();
+        let took = Duration::from_micros(200);
+        let at = |us| t0 + Duration::from_micros(us);
+        // The first frame, and a frame after a pause longer than a frame takes (a live source).
+        assert!(finds_gpu_idle(0, None, t0));
+        assert!(finds_gpu_idle(0, Some((t0, took)), at(16_000)));
+        // A steady stream that drained for a moment, and a frame behind others.
+        assert!(!finds_gpu_idle(0, Some((t0, took)), at(50)));
+        assert!(!finds_gpu_idle(0, Some((t0, took)), at(200)));
+        assert!(!finds_gpu_idle(2, Some((t0, took)), at(16_000)));
+        assert!(!finds_gpu_idle(1, None, t0));
     }
 }
