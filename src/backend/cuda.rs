@@ -164,6 +164,26 @@ enum Stage {
 
 impl Stage {
     const ALL: [Stage; 3] = [Stage::Upload, Stage::Filter, Stage::Download];
+
+    /// Its timing events (indices into `BandLane::timing`): when it could start (after
+    /// waiting for the stage before it) and when it ended.
+    fn timing(self) -> (usize, usize) {
+        match self {
+            Stage::Upload => (0, 1),
+            Stage::Filter => (4, 2),
+            Stage::Download => (5, 3),
+        }
+    }
+
+    /// Its ordering events (indices into `BandLane::sync`): the one it waits for, and the
+    /// one it records when done.
+    fn sync(self) -> (Option<usize>, usize) {
+        match self {
+            Stage::Upload => (None, 0),
+            Stage::Filter => (Some(0), 1),
+            Stage::Download => (Some(1), 2),
+        }
+    }
 }
 
 /// The device resources of one band of one frame in flight.
@@ -340,32 +360,27 @@ impl CudaBackend {
             Some(own) => own,
             None => &self.stage_streams[stage as usize],
         };
+        let (start, end) = stage.timing();
+        let (wait, done) = stage.sync();
+        // With stage streams a band's stages are ordered by events; on a band's own stream
+        // they are in order already.
+        if let Some(w) = wait.filter(|_| per_stage) {
+            s.wait(&bl.sync[w])?;
+        }
+        if timed {
+            mark(&bl.timing[start], s, capturing)?;
+        }
         // The slot's buffers are not touched again until its frame completes (module
         // invariant), so these asynchronous copies never outlive the memory they use.
         match stage {
             Stage::Upload => {
-                if timed {
-                    mark(&bl.timing[0], s, capturing)?;
-                }
                 let from = geo.input_rows.start * stride;
                 s.memcpy_htod(
                     &slot.input[from..from + in_bytes],
                     &mut bl.bufs[0].slice_mut(0..in_bytes),
                 )?;
-                if timed {
-                    mark(&bl.timing[1], s, capturing)?;
-                }
-                if per_stage {
-                    bl.sync[0].record(s)?;
-                }
             }
             Stage::Filter => {
-                if per_stage {
-                    s.wait(&bl.sync[0])?;
-                }
-                if timed {
-                    mark(&bl.timing[4], s, capturing)?;
-                }
                 let view = View {
                     width: self.cfg.size.width,
                     rows: geo.input_rows.len(),
@@ -373,20 +388,8 @@ impl CudaBackend {
                     height: self.cfg.size.height,
                 };
                 bl.result = self.kernels.enqueue(s, &mut bl.bufs, &mut bl.tmp, view)?;
-                if timed {
-                    mark(&bl.timing[2], s, capturing)?;
-                }
-                if per_stage {
-                    bl.sync[1].record(s)?;
-                }
             }
             Stage::Download => {
-                if per_stage {
-                    s.wait(&bl.sync[1])?;
-                }
-                if timed {
-                    mark(&bl.timing[5], s, capturing)?;
-                }
                 let out_start = geo.rows.start * stride;
                 let out_len = geo.rows.len() * stride;
                 let off = geo.offset_in_input() * stride;
@@ -394,11 +397,14 @@ impl CudaBackend {
                     &bl.bufs[bl.result].slice(off..off + out_len),
                     &mut slot.output[out_start..out_start + out_len],
                 )?;
-                if timed {
-                    mark(&bl.timing[3], s, capturing)?;
-                }
-                bl.sync[2].record(s)?;
             }
+        }
+        if timed {
+            mark(&bl.timing[end], s, capturing)?;
+        }
+        // The download's event marks the band done, whatever the layout.
+        if per_stage || matches!(stage, Stage::Download) {
+            bl.sync[done].record(s)?;
         }
         Ok(())
     }
@@ -528,13 +534,14 @@ impl CudaBackend {
         let bands = &self.lanes[lane][..self.plans[plan].len()];
         for (i, b) in bands.iter().enumerate() {
             let e = &b.timing;
-            for (kind, from, to, stage) in [
-                (Kind::H2d, 0, 1, 0u16),
-                (Kind::Kernels, 4, 2, 1),
-                (Kind::D2h, 5, 3, 2),
+            for (kind, stage) in [
+                (Kind::H2d, Stage::Upload),
+                (Kind::Kernels, Stage::Filter),
+                (Kind::D2h, Stage::Download),
             ] {
+                let (from, to) = stage.timing();
                 let track = match self.cfg.streams {
-                    StreamLayout::PerStage => FIRST_BACKEND_TRACK + stage,
+                    StreamLayout::PerStage => FIRST_BACKEND_TRACK + stage as u16,
                     StreamLayout::PerBand => FIRST_BACKEND_TRACK + (lane * per_band + i) as u16,
                 };
                 slot.spans.push(Span {
