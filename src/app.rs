@@ -1,29 +1,139 @@
 //! `framepipe [OPTIONS]`: turns the command line into a source, a backend and a sink, runs
-//! the pipeline, and prints the summary. Every bad-input error is raised here, before any
-//! thread starts.
+//! the pipeline, and prints the summary.
+//!
+//! Invariants: every bad argument, and every output that can't be written or would write
+//! over the input, is refused before anything is opened for writing and before the capture
+//! thread starts; the ring's memory is checked against the machine's before it is
+//! allocated; a stop asked for while the input is still opening ends the run at once.
 
 use anyhow::{bail, Context, Result};
 
 use crate::backend::{self, BackendConfig};
 use crate::band::{self, BandPlan};
 use crate::cli::RunArgs;
+use crate::info;
+use crate::paths::{self, InputFile};
 use crate::pipeline::{self, Options};
 use crate::sink::Knobs;
 use crate::sink::{self, OutputSpec, Sink};
 use crate::source::{pattern::Pattern, InputSpec, Source};
 use crate::stop::Stop;
-use crate::trace::Trace;
 
-macro_rules! info {
-    ($quiet:expr, $($t:tt)*) => {
-        if !$quiet {
-            eprintln!("framepipe: {}", format!($($t)*));
+/// Runs the pipeline as `args` say; Ok also when the user stopped it.
+pub fn run(args: &RunArgs) -> Result<()> {
+    let stop = Stop::new();
+    stop.install_signal_handler()
+        .context("installing the Ctrl-C handler")?;
+    let checked = check_args(args)?;
+    let input = InputSpec::parse(args.input.as_deref()).map_err(anyhow::Error::msg)?;
+    check_outputs(args, checked.output.as_ref(), &input)?;
+    if !args.headless {
+        check_window_possible()?;
+    }
+
+    let Some(source) = open_interruptibly(&stop, input, args)? else {
+        info!("stopped while the input was opening; nothing was written");
+        return Ok(());
+    };
+    let size = source.size();
+    crate::budget::check_ring(args.ring, size, crate::budget::host_available())
+        .map_err(anyhow::Error::msg)?;
+    let bands = args
+        .bands
+        .unwrap_or_else(|| band::default_bands(size.height));
+    let plan = BandPlan::new(size.height, bands, args.filter.radius())
+        .map_err(|e| anyhow::anyhow!("--bands: {e}"))?;
+    let busy_plan = BandPlan::new(
+        size.height,
+        args.busy_bands.min(size.height),
+        args.filter.radius(),
+    )
+    .map_err(|e| anyhow::anyhow!("--busy-bands: {e}"))?;
+    info!("input: {}", source.describe());
+
+    let cfg = BackendConfig {
+        size,
+        chain: args.filter.clone(),
+        plan,
+        busy_plan,
+        in_flight: checked.in_flight,
+        pageable: args.pageable,
+        issue: Default::default(),
+        streams: args.streams,
+        trace_frames: checked.trace_frames,
+        graphs: !args.no_graphs,
+        priorities: false,
+        sample_every: backend::SAMPLE_EVERY,
+    };
+    let backend = backend::create(args.backend, &cfg)?;
+    info!("backend: {}", backend.describe());
+
+    let fps = source
+        .fps()
+        .unwrap_or(if args.fps > 0.0 { args.fps } else { 30.0 });
+    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+    if let Some(spec) = &checked.output {
+        sink::check_rate(spec, fps).map_err(anyhow::Error::msg)?;
+        sinks.push(sink::open_output(spec, size, fps)?);
+    }
+    if !args.headless {
+        let knobs = Knobs {
+            pageable: args.pageable,
+            bands,
+            height: size.height,
+        };
+        sinks.insert(0, open_window(knobs)?);
+    }
+    let mut sink: Box<dyn Sink> = match sinks.len() {
+        0 => Box::new(sink::null::Null),
+        1 => sinks.pop().expect("one sink"),
+        _ => Box::new(sink::Tee(sinks)),
+    };
+    if args.headless && !args.quiet {
+        let total = match (source.frame_count(), args.frames) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        sink = Box::new(sink::progress::Progress::new(sink, total));
+    }
+    info!("output: {}", sink.describe());
+
+    let opts = Options {
+        ring: args.ring,
+        frames: args.frames,
+        keep_frame_times: false,
+        trace_frames: checked.trace_frames,
+    };
+    let summary = match pipeline::run(source, backend, sink.as_mut(), &opts, &stop) {
+        Ok(summary) => summary,
+        Err(e) => {
+            if let Some(failed) = e.downcast_ref::<pipeline::Failed>() {
+                crate::say!("{}", failed.summary.render());
+            }
+            return Err(e);
         }
     };
+    crate::say!("{}", summary.render());
+    if let Some(trace) = &summary.trace {
+        crate::trace::write_files(
+            trace,
+            args.trace.as_deref(),
+            args.timeline.as_deref(),
+            &summary.backend,
+        )?;
+    }
+    Ok(())
 }
 
-pub fn run(args: &RunArgs) -> Result<()> {
-    let q = args.quiet;
+/// What `check_args` derived from the arguments.
+struct Checked {
+    output: Option<OutputSpec>,
+    in_flight: usize,
+    trace_frames: u64,
+}
+
+/// Checks every argument that can be checked without opening anything.
+fn check_args(args: &RunArgs) -> Result<Checked> {
     if args.ring < 2 {
         bail!(
             "--ring {} is too small: the ring needs at least 2 slots",
@@ -42,155 +152,106 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if !args.fps.is_finite() || args.fps < 0.0 {
         bail!("--fps {} must be 0 or a positive number", args.fps);
     }
-    if let Some(p) = &args.trace {
-        check_file_arg("--trace", p, "json")?;
+    if args.busy_bands == 0 {
+        bail!("--busy-bands must be at least 1");
     }
-    if let Some(p) = &args.timeline {
-        check_file_arg("--timeline", p, "svg")?;
+    if args.trace_frames > crate::trace::MAX_TRACE_FRAMES {
+        bail!(
+            "--trace-frames {} is more than the {} a trace may hold",
+            args.trace_frames,
+            crate::trace::MAX_TRACE_FRAMES
+        );
+    }
+    for (flag, path, ext) in [
+        ("--trace", &args.trace, "json"),
+        ("--timeline", &args.timeline, "svg"),
+    ] {
+        if let Some(p) = path {
+            paths::check_file_arg(flag, p, ext).map_err(anyhow::Error::msg)?;
+        }
     }
     let tracing = args.trace.is_some() || args.timeline.is_some();
-    let trace_frames = if tracing { args.trace_frames.max(1) } else { 0 };
     let output = args
         .output
         .as_deref()
         .map(OutputSpec::parse)
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    let input = InputSpec::parse(args.input.as_deref()).map_err(anyhow::Error::msg)?;
-    if !args.headless {
-        check_window_possible()?;
-    }
-
-    let source = open_source(&input, args)?;
-    let size = source.size();
-    let bands = args
-        .bands
-        .unwrap_or_else(|| band::default_bands(size.height));
-    let plan =
-        BandPlan::new(size.height, bands, args.filter.radius()).map_err(anyhow::Error::msg)?;
-    if args.busy_bands == 0 {
-        bail!("--busy-bands must be at least 1");
-    }
-    let busy_plan = BandPlan::new(
-        size.height,
-        args.busy_bands.min(size.height),
-        args.filter.radius(),
-    )
-    .map_err(anyhow::Error::msg)?;
-    info!(q, "input: {}", source.describe());
-
-    let cfg = BackendConfig {
-        size,
-        chain: args.filter.clone(),
-        plan,
-        busy_plan,
+    Ok(Checked {
+        output,
         in_flight,
-        pageable: args.pageable,
-        issue: Default::default(),
-        streams: args.streams,
-        trace_frames,
-        graphs: !args.no_graphs,
-        priorities: false,
-        sample_every: backend::SAMPLE_EVERY,
-    };
-    let backend = backend::create(args.backend, &cfg)?;
-    info!(q, "backend: {}", backend.describe());
+        trace_frames: if tracing { args.trace_frames.max(1) } else { 0 },
+    })
+}
 
-    let fps = source
-        .fps()
-        .unwrap_or(if args.fps > 0.0 { args.fps } else { 30.0 });
-    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
-    if let Some(spec) = &output {
-        sinks.push(sink::open_output(spec, size, fps)?);
-    }
-    if !args.headless {
-        let knobs = Knobs {
-            pageable: args.pageable,
-            bands,
-            height: size.height,
-        };
-        sinks.insert(0, open_window(knobs)?);
-    }
-    let mut sink: Box<dyn Sink> = match sinks.len() {
-        0 => Box::new(sink::null::Null),
-        1 => sinks.pop().expect("one sink"),
-        _ => Box::new(sink::Tee(sinks)),
+/// Refuses any file the run would write that can't be written (with the OS's reason) or is
+/// the input file (by identity), before anything is opened.
+fn check_outputs(args: &RunArgs, output: Option<&OutputSpec>, input: &InputSpec) -> Result<()> {
+    let input_file = match input {
+        InputSpec::Video(p) | InputSpec::Image(p) => paths::file_id(p).map(|id| InputFile {
+            name: args.input.as_deref().unwrap_or_default(),
+            id,
+        }),
+        _ => None,
     };
-    if args.headless && !q {
-        let total = match (source.frame_count(), args.frames) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        sink = Box::new(sink::progress::Progress::new(sink, total));
+    let mut files: Vec<(&str, String)> = Vec::new();
+    match output {
+        Some(OutputSpec::Video { path, .. }) => files.push(("--output", path.clone())),
+        Some(OutputSpec::Sequence { pattern, .. }) => {
+            if let Some(input) = &input_file {
+                paths::refuse_input_in_sequence("--output", pattern, input)
+                    .map_err(anyhow::Error::msg)?;
+            }
+            files.push(("--output", pattern.path(0)));
+        }
+        None => {}
     }
-    info!(q, "output: {}", sink.describe());
-
-    let stop = Stop::new();
-    stop.install_signal_handler()
-        .context("installing the Ctrl-C handler")?;
-    let opts = Options {
-        ring: args.ring,
-        frames: args.frames,
-        keep_frame_times: false,
-        trace_frames,
-    };
-    let summary = pipeline::run(source, backend, sink.as_mut(), &opts, &stop)?;
-    eprintln!("{}", summary.render());
-    if let Some(trace) = &summary.trace {
-        write_trace_files(
-            trace,
-            args.trace.as_deref(),
-            args.timeline.as_deref(),
-            &summary.backend,
-        )?;
+    files.extend(args.trace.iter().map(|p| ("--trace", p.clone())));
+    files.extend(args.timeline.iter().map(|p| ("--timeline", p.clone())));
+    for (flag, path) in &files {
+        if let Some(input) = &input_file {
+            paths::refuse_input_file(flag, path, input).map_err(anyhow::Error::msg)?;
+        }
+        paths::check_writable(flag, path).map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }
 
-/// Frames drawn in a timeline picture.
-pub const TIMELINE_FRAMES: u64 = 6;
-
-/// Writes `--trace` (Chrome JSON) and `--timeline` (SVG) from a run's trace.
-pub fn write_trace_files(
-    trace: &Trace,
-    json: Option<&str>,
-    svg: Option<&str>,
-    title: &str,
-) -> Result<()> {
-    if let Some(o) = trace.overlap() {
-        eprintln!(
-            "framepipe: trace: over {:.3} ms of GPU work, uploads {:.0}% busy, downloads {:.0}%, both at once {:.0}%",
-            o.window_ms,
-            100.0 * o.h2d_busy,
-            100.0 * o.d2h_busy,
-            100.0 * o.both
-        );
+/// Opens the input on a helper thread, so that a stop asked for while it opens (a stalled
+/// stream or camera) is answered at once: None then, and the helper is left behind.
+fn open_interruptibly(
+    stop: &Stop,
+    input: InputSpec,
+    args: &RunArgs,
+) -> Result<Option<Box<dyn Source>>> {
+    let (size, fps) = (args.size, args.fps);
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::Builder::new()
+        .name("open input".into())
+        .spawn(move || {
+            let _ = tx.send(open_source(&input, size, fps));
+        })?;
+    loop {
+        match rx.recv_timeout(Stop::TICK) {
+            Ok(result) => return result.map(Some),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) if stop.is_requested() => {
+                pipeline::leave_a_thread_behind();
+                return Ok(None);
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                bail!("opening the input failed without a reason (the opening thread ended)")
+            }
+        }
     }
-    if let Some(path) = json {
-        std::fs::write(path, trace.to_chrome_json()).with_context(|| format!("writing {path}"))?;
-        eprintln!(
-            "framepipe: trace of {} spans written to {path}",
-            trace.spans.len()
-        );
-    }
-    if let Some(path) = svg {
-        let picture = crate::trace::timeline_svg(&[(title, trace)], TIMELINE_FRAMES);
-        std::fs::write(path, picture).with_context(|| format!("writing {path}"))?;
-        eprintln!("framepipe: timeline written to {path}");
-    }
-    Ok(())
 }
 
-/// Checks that `path` can be created and ends in `.ext`.
-pub fn check_file_arg(flag: &str, path: &str, ext: &str) -> Result<()> {
-    if crate::paths::extension(std::path::Path::new(path)) != ext {
-        bail!("{flag} '{path}' must end in .{ext}");
-    }
-    crate::paths::check_folder(flag, path).map_err(anyhow::Error::msg)
-}
-
-fn open_source(input: &InputSpec, args: &RunArgs) -> Result<Box<dyn Source>> {
-    let pattern = || -> Box<dyn Source> { Box::new(Pattern::new(args.size, args.fps)) };
+fn open_source(
+    input: &InputSpec,
+    size: crate::frame::FrameSize,
+    fps: f64,
+) -> Result<Box<dyn Source>> {
+    let pattern = || -> Box<dyn Source> { Box::new(Pattern::new(size, fps)) };
     match input {
         InputSpec::Pattern => Ok(pattern()),
         InputSpec::Default => {
@@ -198,13 +259,13 @@ fn open_source(input: &InputSpec, args: &RunArgs) -> Result<Box<dyn Source>> {
             if crate::source::capture::default_camera_present() {
                 match crate::source::capture::open(&InputSpec::Camera(0)) {
                     Ok(cam) => return Ok(cam),
-                    Err(e) => eprintln!("framepipe: {e:#}; showing the test pattern instead"),
+                    Err(e) => info!("{e:#}; showing the test pattern instead"),
                 }
             } else {
-                eprintln!("framepipe: no camera found; showing the test pattern (--input chooses a source)");
+                info!("no camera found; showing the test pattern (--input chooses a source)");
             }
             #[cfg(not(feature = "opencv"))]
-            eprintln!("framepipe: built without OpenCV; showing the test pattern");
+            info!("built without OpenCV; showing the test pattern");
             Ok(pattern())
         }
         #[cfg(feature = "opencv")]

@@ -465,21 +465,21 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         bail!("--bands and --in-flight values must be at least 1");
     }
     if let Some(p) = &args.timeline {
-        crate::app::check_file_arg("--timeline", p, "svg")?;
+        crate::paths::check_file_arg("--timeline", p, "svg").map_err(anyhow::Error::msg)?;
     }
     let device = backend::cuda::device_name()?;
-    println!("framepipe bench on {device}");
+    crate::out!("framepipe bench on {device}");
     let mut sections = Vec::new();
     for &size in &args.size {
         for chain in &args.filter {
             let section = run_section(args, size, chain)?;
-            print!("{}", render(&section));
+            crate::msg::stdout(format_args!("{}", render(&section)));
             sections.push(section);
         }
     }
-    println!();
+    crate::out!();
     for s in &sections {
-        println!("{}", verdict(s));
+        crate::out!("{}", verdict(s));
     }
     if let (Some(path), Some(&size), Some(chain)) =
         (&args.timeline, args.size.first(), args.filter.first())
@@ -497,14 +497,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         };
         let text = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, text).with_context(|| format!("writing {path}"))?;
-        println!("wrote {path}");
+        crate::out!("wrote {path}");
     }
     Ok(())
 }
 
 /// The defaults against the original configuration, on one picture.
 fn draw_timeline(path: &str, size: FrameSize, chain: &Chain) -> Result<()> {
-    let frames = crate::app::TIMELINE_FRAMES;
+    let frames = crate::trace::TIMELINE_FRAMES;
     let defaults = Setup {
         busy_bands: 1,
         ..Setup::new(
@@ -530,7 +530,7 @@ fn draw_timeline(path: &str, size: FrameSize, chain: &Chain) -> Result<()> {
         panels.iter().map(|(n, t)| (n.as_str(), t)).collect();
     std::fs::write(path, crate::trace::timeline_svg(&refs, frames))
         .with_context(|| format!("writing {path}"))?;
-    println!("timeline written to {path}");
+    crate::out!("timeline written to {path}");
     Ok(())
 }
 

@@ -15,7 +15,11 @@ use crate::frame::FrameSize;
         Frames are captured into a ring of page-locked buffers, cut into horizontal bands \
         that travel on separate CUDA streams (copy in, filter, copy out) with several frames \
         in flight, and shown in a window (q or Esc quits) or written to a file.",
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    after_help = "Window keys: q or Esc quit, h figures, 1-9 filter presets, p page-locking, b/B bands, space pause, s save frame.\n\
+        Exit codes: 0 done (the input ended, --frames reached, or stopped with q, Ctrl-C or a signal: \
+        every frame captured before the stop is written and the output finalized); \
+        1 any error, bad arguments included (one line says what); 130 aborted by a second Ctrl-C."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -48,7 +52,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "FPS", default_value_t = 30.0)]
     pub fps: f64,
 
-    /// Filter chain, e.g. 'gray,gain:1.5,10'. Filters: copy, invert, gray, gain:ALPHA[,BETA].
+    /// Filter chain, e.g. 'gray,gain:1.5,10'. Filters: copy, invert, gray, gain:ALPHA[,BETA],
+    /// blur:K (K odd), gauss:SIGMA or gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3.
     #[arg(short, long, value_name = "CHAIN", default_value = "copy")]
     pub filter: Chain,
 
@@ -68,8 +73,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub frames: Option<u64>,
 
-    /// Horizontal bands per frame, each on its own CUDA stream [default: by frame height:
-    /// 1 up to 360 rows, 4 up to 1200, else 8].
+    /// Horizontal bands of a frame that finds the GPU idle (each band's copies and kernels
+    /// overlap the others'; --streams says which streams carry them) [default: by frame
+    /// height: 1 up to 360 rows, 4 up to 1200, else 8].
     #[arg(long, value_name = "N")]
     pub bands: Option<usize>,
 
@@ -78,7 +84,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub busy_bands: usize,
 
-    /// Frame slots in the ring (at least 2).
+    /// Frame slots in the ring (at least 2; refused when the ring would not fit in the
+    /// machine's available memory).
     #[arg(long, value_name = "N", default_value_t = 8)]
     pub ring: usize,
 
@@ -115,7 +122,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub trace_frames: u64,
 
-    /// Print only errors and the summary.
-    #[arg(short, long)]
+    /// Print only errors, warnings and the summary.
+    #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
+
+    /// Print details too, OpenCV's own log lines among them.
+    #[arg(short, long)]
+    pub verbose: bool,
 }

@@ -9,13 +9,13 @@ use crate::backend::{cuda, measure};
 use crate::frame::FrameSize;
 
 pub fn run() -> Result<()> {
-    println!("framepipe {} doctor", env!("CARGO_PKG_VERSION"));
+    crate::out!("framepipe {} doctor", env!("CARGO_PKG_VERSION"));
     match cuda::probe() {
         Ok(()) => gpu()?,
-        Err(why) => println!("GPU:        none ({why}); framepipe uses its CPU backend"),
+        Err(why) => crate::out!("GPU:        none ({why}); framepipe uses its CPU backend"),
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!("CPU:        {cores} cores");
+    crate::out!("CPU:        {cores} cores");
     host_side();
     Ok(())
 }
@@ -28,19 +28,19 @@ fn gpu() -> Result<()> {
     let mut driver = 0;
     // SAFETY: writes one int.
     unsafe { sys::cuDriverGetVersion(&mut driver) }.result()?;
-    println!(
+    crate::out!(
         "GPU:        {} (compute capability {major}.{minor}, {} SMs, {:.1} GiB), {} device(s)",
         ctx.name()?,
         attr(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
         ctx.total_mem()? as f64 / (1u64 << 30) as f64,
         CudaContext::device_count()?
     );
-    println!(
+    crate::out!(
         "driver:     CUDA {}.{} interface",
         driver / 1000,
         (driver % 1000) / 10
     );
-    println!(
+    crate::out!(
         "copy:       {} copy engine(s) (asyncEngineCount); can map host memory: {}",
         attr(A::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT),
         attr(A::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY) == 1
@@ -51,38 +51,44 @@ fn gpu() -> Result<()> {
         attr(A::CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
         attr(A::CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)
     );
-    println!("PCIe:       {}", pcie_link(&bus));
+    crate::out!("PCIe:       {}", pcie_link(&bus));
     let (mut maj, mut min) = (0, 0);
     // SAFETY: writes two ints.
     let nvrtc = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut maj, &mut min) };
-    println!("NVRTC:      {maj}.{min} ({nvrtc:?})");
+    crate::out!("NVRTC:      {maj}.{min} ({nvrtc:?})");
     let size = FrameSize::new(1920, 1080);
-    println!(
+    crate::out!(
         "bandwidth:  {size} BGR frames ({:.1} MB), 50 copies each:",
         size.bytes() as f64 / 1e6
     );
-    println!(
+    crate::out!(
         "            {:<12} {:>10} {:>10} {:>16}",
-        "", "H2D", "D2H", "both at once"
+        "",
+        "H2D",
+        "D2H",
+        "both at once"
     );
     for (name, pageable) in [("page-locked", false), ("pageable", true)] {
         let b = measure::bandwidth(size, pageable, 50)?;
-        println!(
+        crate::out!(
             "            {name:<12} {:>5.1} GB/s {:>5.1} GB/s {:>11.1} GB/s",
-            b.h2d_gbs, b.d2h_gbs, b.both_gbs
+            b.h2d_gbs,
+            b.d2h_gbs,
+            b.both_gbs
         );
     }
     let z = measure::zero_copy(size, 50)?;
-    println!(
+    crate::out!(
         "            {:<12} {:>5.1} GB/s {:>5.1} GB/s {:>11.1} GB/s   (kernels reading/writing mapped host memory)",
         "zero-copy", z.read_gbs, z.write_gbs, z.both_gbs
     );
-    println!(
+    crate::out!(
         "            {:<12} {:>28.1} GB/s   (copy-engine upload + kernel writing host memory)",
-        "mixed", z.upload_and_write_gbs
+        "mixed",
+        z.upload_and_write_gbs
     );
     let (up, down) = measure::copy_overhead_us(size, 16, 30)?;
-    println!(
+    crate::out!(
         "per copy:   {up:.1} µs (H2D), {down:.1} µs (D2H) beyond its bytes (a frame as 16 back-to-back copies against 1); a band pays it in each direction"
     );
     Ok(())
@@ -121,13 +127,13 @@ fn host_side() {
     use opencv::prelude::*;
     use opencv::videoio;
     let version = opencv::core::get_version_string().unwrap_or_default();
-    println!("OpenCV:     {version} (this build has the window, capture and writers)");
+    crate::out!("OpenCV:     {version} (this build has the window, capture and writers)");
     match crate::sink::window::check_display() {
-        Ok(()) => println!(
+        Ok(()) => crate::out!(
             "display:    available ({})",
             std::env::var("DISPLAY").unwrap_or_default()
         ),
-        Err(why) => println!("display:    none: {why}"),
+        Err(why) => crate::out!("display:    none: {why}"),
     }
     let mut devices: Vec<i32> = std::fs::read_dir("/dev")
         .map(|d| {
@@ -144,7 +150,7 @@ fn host_side() {
         .unwrap_or_default();
     devices.sort();
     if devices.is_empty() {
-        println!("cameras:    none (/dev/video* not found)");
+        crate::out!("cameras:    none (/dev/video* not found)");
     }
     for i in devices {
         let opened = videoio::VideoCapture::new(i, videoio::CAP_V4L2)
@@ -156,23 +162,23 @@ fn host_side() {
                 let ok = cap.read(&mut m).unwrap_or(false) && !m.empty();
                 let fps = cap.get(videoio::CAP_PROP_FPS).unwrap_or(0.0);
                 if ok {
-                    println!(
+                    crate::out!(
                         "cameras:    {i} (/dev/video{i}) opens: {}x{} at {fps:.0} fps",
                         m.cols(),
                         m.rows()
                     );
                 } else {
-                    println!("cameras:    {i} (/dev/video{i}) opens but gives no frame");
+                    crate::out!("cameras:    {i} (/dev/video{i}) opens but gives no frame");
                 }
             }
-            None => println!("cameras:    {i} (/dev/video{i}) does not open"),
+            None => crate::out!("cameras:    {i} (/dev/video{i}) does not open"),
         }
     }
 }
 
 #[cfg(not(feature = "opencv"))]
 fn host_side() {
-    println!("OpenCV:     not in this build (no window, camera or video files; test pattern and PPM output only)");
-    println!("display:    not used by this build");
-    println!("cameras:    not available in this build");
+    crate::out!("OpenCV:     not in this build (no window, camera or video files; test pattern and PPM output only)");
+    crate::out!("display:    not used by this build");
+    crate::out!("cameras:    not available in this build");
 }

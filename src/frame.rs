@@ -123,6 +123,33 @@ impl SequencePattern {
         )
     }
 
+    /// The frame whose file name (without the folder) is `name`, when the pattern makes it.
+    pub fn index_of(&self, name: &str) -> Option<u64> {
+        let (_, stem) = self.split_prefix();
+        let digits = name
+            .strip_prefix(stem)?
+            .strip_suffix(self.suffix.as_str())?;
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let index: u64 = digits.parse().ok()?;
+        (format!("{index:0w$}", w = self.width) == digits).then_some(index)
+    }
+
+    /// The folder the files go to ("." when the pattern names none).
+    pub fn folder(&self) -> &std::path::Path {
+        let (folder, _) = self.split_prefix();
+        std::path::Path::new(if folder.is_empty() { "." } else { folder })
+    }
+
+    /// The prefix cut into its folder (with the last '/') and the file name's start.
+    fn split_prefix(&self) -> (&str, &str) {
+        match self.prefix.rfind('/') {
+            Some(i) => self.prefix.split_at(i + 1),
+            None => ("", self.prefix.as_str()),
+        }
+    }
+
     /// The part after the number, for example `.png`.
     pub fn suffix(&self) -> &str {
         &self.suffix
@@ -155,5 +182,16 @@ mod tests {
         assert!(SequencePattern::parse("plain.mp4").is_none());
         assert!(SequencePattern::parse("a%s.png").unwrap().is_err());
         assert!(SequencePattern::parse("a%d%d.png").unwrap().is_err());
+        let p = SequencePattern::parse("out/f%03d.png").unwrap().unwrap();
+        assert_eq!(p.folder(), std::path::Path::new("out/"));
+        assert_eq!(p.index_of("f007.png"), Some(7));
+        assert_eq!(p.index_of("f1234.png"), Some(1234));
+        assert_eq!(p.index_of("f07.png"), None);
+        assert_eq!(p.index_of("f0007.png"), None);
+        assert_eq!(p.index_of("g007.png"), None);
+        let p = SequencePattern::parse("%d.ppm").unwrap().unwrap();
+        assert_eq!(p.folder(), std::path::Path::new("."));
+        assert_eq!(p.index_of("0.ppm"), Some(0));
+        assert_eq!(p.index_of("00.ppm"), None);
     }
 }

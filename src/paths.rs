@@ -1,6 +1,16 @@
-//! File-name checks shared by `--input`, `--output`, `--trace` and `--timeline`.
+//! File-name checks shared by `--input`, `--output`, `--trace` and `--timeline`, all made
+//! before anything is opened for writing.
+//!
+//! Invariants: an output is compared with the input by device and inode (so a symbolic or a
+//! hard link to the input is caught, whatever its name), and an image sequence by every
+//! existing name it would write; a probe for writability never truncates a file and removes
+//! what it created.
 
+use std::fs::OpenOptions;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+
+use crate::frame::SequencePattern;
 
 /// The extension of `path`, lower-cased; empty when there is none.
 pub fn extension(path: &Path) -> String {
@@ -12,14 +22,191 @@ pub fn extension(path: &Path) -> String {
 
 /// Fails with "`flag` 'path': folder '…' does not exist" when `path`'s folder is missing.
 pub fn check_folder(flag: &str, path: &str) -> Result<(), String> {
-    match Path::new(path)
+    let dir = folder_of(path);
+    if dir.is_dir() {
+        return Ok(());
+    }
+    Err(format!(
+        "{flag} '{path}': folder '{}' does not exist",
+        dir.display()
+    ))
+}
+
+/// Checks that `path` ends in `.ext` and that its folder exists.
+pub fn check_file_arg(flag: &str, path: &str, ext: &str) -> Result<(), String> {
+    if extension(Path::new(path)) != ext {
+        return Err(format!("{flag} '{path}' must end in .{ext}"));
+    }
+    check_folder(flag, path)
+}
+
+/// A file's identity: the same for every name, hard link or symbolic link that reaches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+}
+
+/// The identity of the file `path` reaches (following symbolic links); None when there is
+/// none.
+pub fn file_id(path: &Path) -> Option<FileId> {
+    let m = std::fs::metadata(path).ok()?;
+    Some(FileId {
+        dev: m.dev(),
+        ino: m.ino(),
+    })
+}
+
+/// The input file a run reads, by name and identity.
+#[derive(Clone, Debug)]
+pub struct InputFile<'a> {
+    /// As the user wrote it.
+    pub name: &'a str,
+    /// What it reaches.
+    pub id: FileId,
+}
+
+fn same_file_error(flag: &str, out: &str, input: &InputFile) -> String {
+    format!(
+        "{flag} '{out}' is the input file '{}' (the same file on disk); writing it would destroy the input: choose another output name",
+        input.name
+    )
+}
+
+/// Fails when writing `path` (for `flag`) would write over the input file.
+pub fn refuse_input_file(flag: &str, path: &str, input: &InputFile) -> Result<(), String> {
+    match file_id(Path::new(path)) {
+        Some(id) if id == input.id => Err(same_file_error(flag, path, input)),
+        _ => Ok(()),
+    }
+}
+
+/// Fails when any file the image sequence `pattern` would write is the input file: every
+/// existing name in the sequence's folder that the pattern produces is compared by identity.
+pub fn refuse_input_in_sequence(
+    flag: &str,
+    pattern: &SequencePattern,
+    input: &InputFile,
+) -> Result<(), String> {
+    let Ok(entries) = std::fs::read_dir(pattern.folder()) else {
+        return Ok(()); // a missing folder is reported by the writability check
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(index) = name.to_str().and_then(|n| pattern.index_of(n)) else {
+            continue;
+        };
+        if file_id(&entry.path()) == Some(input.id) {
+            return Err(same_file_error(flag, &pattern.path(index), input));
+        }
+    }
+    Ok(())
+}
+
+/// Fails, with the operating system's reason, when `path` can't be opened for writing. The
+/// file is opened without truncation; one the probe created is removed again.
+pub fn check_writable(flag: &str, path: &str) -> Result<(), String> {
+    let existed = Path::new(path).exists();
+    match OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+    {
+        Ok(_) => {
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(())
+        }
+        Err(e) => Err(format!("{flag} '{path}' can't be written: {e}")),
+    }
+}
+
+/// Bytes an unprivileged writer may still use on the file system holding `path` (a file or
+/// a folder); None where the system does not say.
+pub fn free_space(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is a NUL-terminated path and `st` a writable statvfs; statvfs fills `st`
+    // completely when it returns 0, and only then is `st` read.
+    let st = unsafe {
+        if libc::statvfs(c.as_ptr(), st.as_mut_ptr()) != 0 {
+            return None;
+        }
+        st.assume_init()
+    };
+    (st.f_bavail as u64).checked_mul(st.f_frsize as u64)
+}
+
+/// The folder `path` is written into ("." for a bare file name).
+pub fn folder_of(path: &str) -> &Path {
+    Path::new(path)
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
-    {
-        Some(dir) if !dir.is_dir() => Err(format!(
-            "{flag} '{path}': folder '{}' does not exist",
-            dir.display()
-        )),
-        _ => Ok(()),
+        .unwrap_or(Path::new("."))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("framepipe-paths-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn the_input_is_found_through_links_and_sequences() {
+        let d = dir("links");
+        let input = d.join("clip.avi");
+        std::fs::write(&input, b"frames").unwrap();
+        let name = input.to_str().unwrap();
+        let input_file = InputFile {
+            name,
+            id: file_id(&input).unwrap(),
+        };
+        std::os::unix::fs::symlink(&input, d.join("sym.avi")).unwrap();
+        std::fs::hard_link(&input, d.join("hard.avi")).unwrap();
+        for out in ["clip.avi", "sym.avi", "hard.avi"] {
+            let p = d.join(out);
+            let e = refuse_input_file("--output", p.to_str().unwrap(), &input_file).unwrap_err();
+            assert!(e.contains("would destroy the input"), "{e}");
+        }
+        assert!(
+            refuse_input_file("--output", d.join("new.avi").to_str().unwrap(), &input_file).is_ok()
+        );
+
+        std::fs::hard_link(&input, d.join("00003.png")).unwrap();
+        let seq = |s: &str| {
+            SequencePattern::parse(d.join(s).to_str().unwrap())
+                .unwrap()
+                .unwrap()
+        };
+        let e = refuse_input_in_sequence("--output", &seq("%05d.png"), &input_file).unwrap_err();
+        assert!(e.contains("00003.png"), "{e}");
+        assert!(refuse_input_in_sequence("--output", &seq("%04d.png"), &input_file).is_ok());
+        assert!(refuse_input_in_sequence("--output", &seq("x%05d.png"), &input_file).is_ok());
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn a_writability_probe_leaves_no_trace() {
+        let d = dir("probe");
+        let p = d.join("out.mkv");
+        check_writable("--output", p.to_str().unwrap()).unwrap();
+        assert!(!p.exists());
+        std::fs::write(&p, b"keep").unwrap();
+        check_writable("--output", p.to_str().unwrap()).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"keep");
+        let e = check_writable("--output", d.join("no/such.mkv").to_str().unwrap()).unwrap_err();
+        assert!(e.contains("No such file"), "{e}");
+        assert!(free_space(&d).is_some_and(|b| b > 0));
+        assert_eq!(folder_of("x.mkv"), Path::new("."));
+        assert_eq!(folder_of("a/x.mkv"), Path::new("a"));
+        std::fs::remove_dir_all(d).unwrap();
     }
 }

@@ -12,7 +12,10 @@
 //! never waits for a slot (it discards the frame and counts it dropped), any other source
 //! does; a control reaches the backend only once it holds no frame; on any stop the capture
 //! thread ends first, then the backend finishes what it holds, then the sink drains and is
-//! finished, and every thread is joined.
+//! finished. A stop never waits on the source: frames captured before it are finished and
+//! written, and a capture thread still blocked inside a read (a stalled camera or stream)
+//! after `CAPTURE_GRACE` is left behind, so that the output is finalized within a second of
+//! the stop. Every other thread is joined.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -51,6 +54,10 @@ struct Shared {
     /// Times the user paused.
     pauses: AtomicU64,
     dropped: AtomicU64,
+    /// Frames the capture thread read, and the microseconds its reads took (kept here, so
+    /// that a capture thread left behind still counts).
+    captured: AtomicU64,
+    read_us: AtomicU64,
     /// The backend's description, updated when a control changes it.
     backend: Mutex<String>,
 }
@@ -76,6 +83,8 @@ pub fn run(
         paused: AtomicBool::new(false),
         pauses: AtomicU64::new(0),
         dropped: AtomicU64::new(0),
+        captured: AtomicU64::new(0),
+        read_us: AtomicU64::new(0),
         backend: Mutex::new(backend.describe()),
     });
     let backend_tracks = backend.tracks();
@@ -101,6 +110,7 @@ pub fn run(
         thread::Builder::new()
             .name("backend".into())
             .spawn(move || {
+                let mut st = ProcessStats::default();
                 let r = backend_loop(
                     backend.as_mut(),
                     filled_rx,
@@ -108,11 +118,12 @@ pub fn run(
                     control_rx,
                     keep,
                     &shared,
+                    &mut st,
                 );
                 if r.is_err() {
                     shared.stop.request();
                 }
-                r
+                (st, r)
             })?
     };
 
@@ -122,7 +133,15 @@ pub fn run(
         free: &free_tx,
         controls: control_tx,
     };
-    let sink_result = sink_loop(sink, &ends, &shared, trace.as_mut(), opts.trace_frames);
+    let mut sink_stats = SinkStats::default();
+    let sink_result = sink_loop(
+        sink,
+        &ends,
+        &shared,
+        &mut sink_stats,
+        trace.as_mut(),
+        opts.trace_frames,
+    );
     drop(ends);
     if sink_result.is_err() {
         stop.request();
@@ -131,24 +150,35 @@ pub fn run(
             let _ = free_tx.send(slot);
         }
     }
-    let finish_result = sink.finish();
+    let finish_result = sink.finish().context("finishing the output");
     drop(free_tx);
-    let capture_result = capture
-        .join()
-        .map_err(|_| anyhow!("the capture thread panicked"))?;
-    let process_result = process
+    let capture_result = join_within(capture, CAPTURE_GRACE);
+    let (process_stats, process_result) = process
         .join()
         .map_err(|_| anyhow!("the backend thread panicked"))?;
     let elapsed = started.elapsed();
 
-    let mut capture_stats = capture_result.context("capture")?;
-    capture_stats.dropped = shared.dropped.load(Ordering::SeqCst);
-    let process_stats = process_result.context("processing")?;
-    let mut sink_stats = sink_result?;
+    let capture_stats = CaptureStats {
+        captured: shared.captured.load(Ordering::SeqCst),
+        dropped: shared.dropped.load(Ordering::SeqCst),
+        read_ms: shared.read_us.load(Ordering::SeqCst) as f64 / 1000.0,
+    };
+    let capture_result = match capture_result {
+        Some(Ok(r)) => r.context("capture"),
+        Some(Err(_)) => Err(anyhow!("the capture thread panicked")),
+        None => {
+            leave_a_thread_behind();
+            crate::info!(
+                "the input was still blocked in a read {} ms after the stop; not waiting for it",
+                CAPTURE_GRACE.as_millis()
+            );
+            Ok(())
+        }
+    };
     sink_stats.pauses = shared.pauses.load(Ordering::SeqCst);
-    finish_result.context("finishing the output")?;
+    sink_stats.stored = sink.stored();
     let backend = shared.backend.lock().map(|b| b.clone()).unwrap_or_default();
-    Ok(Summary {
+    let summary = Summary {
         backend,
         sink: sink.verb().to_string(),
         elapsed,
@@ -156,10 +186,69 @@ pub fn run(
         process: process_stats,
         sink_stats,
         trace,
-    })
+    };
+    // The first error in the data path's order; the output's own comes before the finish's.
+    let failure = capture_result
+        .and(process_result.context("processing"))
+        .and(sink_result)
+        .and(finish_result);
+    match failure {
+        Ok(()) => Ok(summary),
+        Err(error) => Err(Failed {
+            summary: Box::new(summary),
+            error,
+        }
+        .into()),
+    }
+}
+
+/// A run that ended with an error, with what it did up to then (the app prints both).
+#[derive(Debug)]
+pub struct Failed {
+    /// The counts and times up to the error.
+    pub summary: Box<Summary>,
+    /// What went wrong.
+    pub error: anyhow::Error,
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:#}", self.error)
+    }
+}
+
+impl std::error::Error for Failed {}
+
+static LEFT_BEHIND: AtomicBool = AtomicBool::new(false);
+
+/// Records that a thread was left blocked inside a source (see `left_a_thread_behind`).
+pub fn leave_a_thread_behind() {
+    LEFT_BEHIND.store(true, Ordering::SeqCst);
+}
+
+/// Whether a run left a capture thread blocked inside its source: the process should then
+/// end without running exit-time destructors under that thread's feet (`libc::_exit`).
+pub fn left_a_thread_behind() -> bool {
+    LEFT_BEHIND.load(Ordering::SeqCst)
 }
 
 const POLL: Duration = Duration::from_millis(20);
+
+/// How long a stop waits for a frame the capture thread is still reading, and then for the
+/// thread itself, before going on without it.
+pub const CAPTURE_GRACE: Duration = Duration::from_millis(500);
+
+/// Joins `thread` if it ends within `limit`; None when it is left running.
+fn join_within<T>(thread: thread::JoinHandle<T>, limit: Duration) -> Option<thread::Result<T>> {
+    let deadline = Instant::now() + limit;
+    while !thread.is_finished() {
+        if Instant::now() >= deadline {
+            return None; // detached: it ends with the process, or on its own
+        }
+        thread::sleep(Duration::from_millis(2));
+    }
+    Some(thread.join())
+}
 
 fn capture_loop(
     source: &mut dyn Source,
@@ -167,55 +256,61 @@ fn capture_loop(
     filled: Sender<Slot>,
     frames: Option<u64>,
     shared: &Shared,
-) -> Result<CaptureStats> {
-    let mut st = CaptureStats::default();
+) -> Result<()> {
     let live = source.is_live();
-    let result = (|| -> Result<()> {
-        while !shared.stop.is_requested() && frames.is_none_or(|n| st.captured < n) {
-            if shared.paused.load(Ordering::SeqCst) {
-                // Paused: a live source keeps being drained so that it resumes with fresh frames.
-                if live && source.skip()? == Read::End {
-                    return Ok(());
-                }
-                if !live {
-                    thread::sleep(Duration::from_millis(10));
-                }
-                continue;
-            }
-            let mut slot = match free.try_recv() {
-                Ok(slot) => slot,
-                Err(TryRecvError::Disconnected) => return Ok(()),
-                Err(TryRecvError::Empty) if live => {
-                    // Ring full: a live source drops this frame so that what is shown stays fresh.
-                    if source.skip()? == Read::End {
-                        return Ok(());
-                    }
-                    shared.dropped.fetch_add(1, Ordering::SeqCst);
-                    continue;
-                }
-                Err(TryRecvError::Empty) => match free.recv_timeout(POLL) {
-                    Ok(slot) => slot,
-                    Err(RecvTimeoutError::Timeout) => continue,
-                    Err(RecvTimeoutError::Disconnected) => return Ok(()),
-                },
-            };
-            let t = Instant::now();
-            slot.stamps.read_start = t;
-            if source.read(&mut slot.input)? == Read::End {
+    let mut captured = 0;
+    while !shared.stop.is_requested() && frames.is_none_or(|n| captured < n) {
+        if shared.paused.load(Ordering::SeqCst) {
+            // Paused: a live source keeps being drained so that it resumes with fresh frames.
+            if live && source.skip()? == Read::End {
                 return Ok(());
             }
-            slot.stamps.captured = Instant::now();
-            slot.stamps.capture_ms = ms(slot.stamps.captured - t);
-            st.read_ms += slot.stamps.capture_ms;
-            slot.seq = st.captured;
-            st.captured += 1;
-            if filled.send(slot).is_err() {
-                return Ok(()); // the backend stopped (its error is reported by it)
+            if !live {
+                thread::sleep(Duration::from_millis(10));
+            }
+            continue;
+        }
+        let mut slot = match free.try_recv() {
+            Ok(slot) => slot,
+            Err(TryRecvError::Disconnected) => return Ok(()),
+            Err(TryRecvError::Empty) if live => {
+                // Ring full: a live source drops this frame so that what is shown stays fresh.
+                if source.skip()? == Read::End {
+                    return Ok(());
+                }
+                shared.dropped.fetch_add(1, Ordering::SeqCst);
+                continue;
+            }
+            Err(TryRecvError::Empty) => match free.recv_timeout(POLL) {
+                Ok(slot) => slot,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            },
+        };
+        if let Some(due) = source.due() {
+            if shared.stop.sleep_until(due) {
+                return Ok(());
             }
         }
-        Ok(())
-    })();
-    result.map(|_| st)
+        let t = Instant::now();
+        slot.stamps.read_start = t;
+        if source.read(&mut slot.input)? == Read::End {
+            return Ok(());
+        }
+        slot.stamps.captured = Instant::now();
+        let took = slot.stamps.captured - t;
+        slot.stamps.capture_ms = ms(took);
+        shared
+            .read_us
+            .fetch_add(took.as_micros() as u64, Ordering::SeqCst);
+        slot.seq = captured;
+        captured += 1;
+        shared.captured.store(captured, Ordering::SeqCst);
+        if filled.send(slot).is_err() {
+            return Ok(()); // the backend stopped (its error is reported by it)
+        }
+    }
+    Ok(())
 }
 
 fn backend_loop(
@@ -225,8 +320,8 @@ fn backend_loop(
     controls: Receiver<Control>,
     keep: bool,
     shared: &Shared,
-) -> Result<ProcessStats> {
-    let mut st = ProcessStats::default();
+    st: &mut ProcessStats,
+) -> Result<()> {
     let forward = |slot: Slot, st: &mut ProcessStats| {
         st.record(
             slot.stamps.submitted,
@@ -238,14 +333,22 @@ fn backend_loop(
         let _ = done.send(slot);
     };
     let mut input_open = true;
+    let mut stop_seen: Option<Instant> = None;
     loop {
+        if input_open && shared.stop.is_requested() {
+            // Take what was captured before the stop; don't wait long for the rest.
+            let since = *stop_seen.get_or_insert_with(Instant::now);
+            if filled.is_empty() && since.elapsed() >= CAPTURE_GRACE {
+                input_open = false;
+            }
+        }
         while let Some(slot) = backend.complete(false)? {
-            forward(slot, &mut st);
+            forward(slot, st);
         }
         if let Ok(control) = controls.try_recv() {
             // Finish what is in flight, then change the backend between two frames.
             while let Some(slot) = backend.complete(true)? {
-                forward(slot, &mut st);
+                forward(slot, st);
             }
             backend
                 .control(&control)
@@ -258,8 +361,8 @@ fn backend_loop(
         let busy = backend.in_flight();
         if !input_open || busy >= backend.capacity() {
             match backend.complete(true)? {
-                Some(slot) => forward(slot, &mut st),
-                None if !input_open => return Ok(st),
+                Some(slot) => forward(slot, st),
+                None if !input_open => return Ok(()),
                 None => {}
             }
             continue;
@@ -303,10 +406,10 @@ fn sink_loop(
     sink: &mut dyn Sink,
     ends: &SinkEnds,
     shared: &Shared,
+    st: &mut SinkStats,
     mut trace: Option<&mut Trace>,
     trace_frames: u64,
-) -> Result<SinkStats> {
-    let mut st = SinkStats::default();
+) -> Result<()> {
     let mut live = Live::default();
     let act = |flow: Flow| match flow {
         Flow::Continue => {}
@@ -365,7 +468,7 @@ fn sink_loop(
                 sink.status(&live);
                 act(sink.idle()?);
             }
-            Err(RecvTimeoutError::Disconnected) => return Ok(st),
+            Err(RecvTimeoutError::Disconnected) => return Ok(()),
         }
     }
 }

@@ -71,6 +71,9 @@ pub struct SinkStats {
     pub sink_ms: f64,
     /// Times the user paused (space).
     pub pauses: u64,
+    /// Frames the output really holds, where the sink checked (a video file after it was
+    /// finalized); None where every consumed frame is stored.
+    pub stored: Option<u64>,
 }
 
 /// Everything the exit summary reports.
@@ -116,7 +119,11 @@ impl Summary {
         let _ = writeln!(
             out,
             "frames: {} captured, {} processed, {} {}, {} dropped",
-            c.captured, p.processed, self.sink_stats.consumed, self.sink, c.dropped
+            c.captured,
+            p.processed,
+            self.sink_stats.stored.unwrap_or(self.sink_stats.consumed),
+            self.sink,
+            c.dropped
         );
         let _ = writeln!(
             out,

@@ -350,6 +350,42 @@ fn xml_escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
+/// Frames drawn in a timeline picture.
+pub const TIMELINE_FRAMES: u64 = 6;
+
+/// The most frames `--trace-frames` records (each holds a few spans per band: a bound on the
+/// trace's memory, whatever the run's length).
+pub const MAX_TRACE_FRAMES: u64 = 100_000;
+
+/// Writes `--trace` (Chrome JSON) and `--timeline` (SVG) from a run's trace.
+pub fn write_files(
+    trace: &Trace,
+    json: Option<&str>,
+    svg: Option<&str>,
+    title: &str,
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    if let Some(o) = trace.overlap() {
+        crate::info!(
+            "trace: over {:.3} ms of GPU work, uploads {:.0}% busy, downloads {:.0}%, both at once {:.0}%",
+            o.window_ms,
+            100.0 * o.h2d_busy,
+            100.0 * o.d2h_busy,
+            100.0 * o.both
+        );
+    }
+    if let Some(path) = json {
+        std::fs::write(path, trace.to_chrome_json()).with_context(|| format!("writing {path}"))?;
+        crate::info!("trace of {} spans written to {path}", trace.spans.len());
+    }
+    if let Some(path) = svg {
+        let picture = timeline_svg(&[(title, trace)], TIMELINE_FRAMES);
+        std::fs::write(path, picture).with_context(|| format!("writing {path}"))?;
+        crate::info!("timeline written to {path}");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

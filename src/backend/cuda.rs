@@ -291,6 +291,22 @@ impl CudaBackend {
             .filters()
             .iter()
             .any(|f| matches!(f, Filter::Box { .. } | Filter::Gauss { .. }));
+        // Refuse before allocating what the device can't hold (an error, not an abort).
+        let lane_bytes: u64 = (0..band_count)
+            .map(|b| {
+                let n = band_bytes(b) as u64;
+                2 * n + 2 * if separable { n } else { 1 }
+            })
+            .sum();
+        let (free, _) = ctx
+            .mem_get_info()
+            .context("reading the device's free memory")?;
+        crate::budget::check_device(
+            lane_bytes.saturating_mul(cfg.in_flight.max(1) as u64),
+            free as u64,
+            &device,
+        )
+        .map_err(anyhow::Error::msg)?;
         let mut lanes = Vec::new();
         for _ in 0..cfg.in_flight.max(1) {
             let mut bands = Vec::new();

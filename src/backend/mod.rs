@@ -129,7 +129,7 @@ pub fn create(kind: BackendKind, cfg: &BackendConfig) -> Result<Box<dyn Backend>
         BackendKind::Auto => match cuda::probe() {
             Ok(()) => Ok(Box::new(cuda::CudaBackend::new(cfg)?)),
             Err(why) => {
-                eprintln!("framepipe: no CUDA ({why}); using the CPU backend");
+                crate::say!("framepipe: no CUDA ({why}); using the CPU backend");
                 Ok(Box::new(cpu::CpuBackend::new(cfg)))
             }
         },

@@ -63,6 +63,11 @@ pub trait Sink {
     }
     /// Flushes and closes; called exactly once, also after errors.
     fn finish(&mut self) -> Result<()>;
+    /// Frames the output really holds, once finished, where the sink checks (a video file
+    /// reopens what it wrote); None where every consumed frame is known to be stored.
+    fn stored(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Several sinks fed the same frames (a window and a file).
@@ -101,6 +106,9 @@ impl Sink for Tee {
             }
         }
         first_err.map_or(Ok(()), Err)
+    }
+    fn stored(&self) -> Option<u64> {
+        self.0.iter().filter_map(|s| s.stored()).min()
     }
 }
 
@@ -193,6 +201,24 @@ impl OutputSpec {
     }
 }
 
+/// Fails when a video output's container can't hold `fps` frames per second (image
+/// sequences hold any rate).
+pub fn check_rate(spec: &OutputSpec, fps: f64) -> Result<(), String> {
+    let OutputSpec::Video { path, extension } = spec else {
+        return Ok(());
+    };
+    #[cfg(feature = "opencv")]
+    let (low, high) = writer::rate_range(extension);
+    #[cfg(not(feature = "opencv"))]
+    let (low, high) = (0.01, 1000.0);
+    if (low..=high).contains(&fps) {
+        return Ok(());
+    }
+    Err(format!(
+        "--output '{path}': a .{extension} file holds {low} to {high} frames per second, not {fps} (the rate comes from the input, or from --fps for the test pattern)"
+    ))
+}
+
 /// Opens the sink for `spec` at `fps` frames per second.
 pub fn open_output(spec: &OutputSpec, size: FrameSize, fps: f64) -> Result<Box<dyn Sink>> {
     match spec {
@@ -201,7 +227,7 @@ pub fn open_output(spec: &OutputSpec, size: FrameSize, fps: f64) -> Result<Box<d
         }
         #[cfg(feature = "opencv")]
         OutputSpec::Sequence { pattern, .. } => {
-            Ok(Box::new(writer::ImageSequence::new(pattern.clone())))
+            Ok(Box::new(writer::ImageSequence::new(pattern.clone(), size)?))
         }
         #[cfg(feature = "opencv")]
         OutputSpec::Video { path, extension } => Ok(Box::new(writer::VideoFile::open(

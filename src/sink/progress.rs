@@ -56,4 +56,7 @@ impl Sink for Progress {
         self.bar.finish_and_clear();
         self.inner.finish()
     }
+    fn stored(&self) -> Option<u64> {
+        self.inner.stored()
+    }
 }

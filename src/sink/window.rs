@@ -124,7 +124,7 @@ impl Window {
         })
     }
 
-    /// Saves the last frame shown (without the overlay) as framepipe-N.png.
+    /// Saves the last frame shown (without the overlay) as framepipe-PID-N.png.
     fn save(&mut self) -> Result<()> {
         if self.last.empty() {
             return Ok(());
@@ -134,7 +134,7 @@ impl Window {
             anyhow::bail!("could not write {path}");
         }
         self.saved += 1;
-        eprintln!("framepipe: saved {path}");
+        crate::info!("saved {path}");
         Ok(())
     }
 

@@ -15,6 +15,70 @@ use opencv::{imgcodecs, imgproc, videoio};
 use super::{InputSpec, Read, Source};
 use crate::frame::FrameSize;
 
+/// FFmpeg's log, watched for the one sign that OpenCV 4.6 returned a stale frame.
+///
+/// OpenCV's FFmpeg reader sets its colour conversion up for the stream's first frame size.
+/// When the decoded size later grows (a transport stream or a concatenation of clips), the
+/// conversion fails with FFmpeg's "Slice parameters … are invalid" and OpenCV hands out
+/// the previous frame again, without a word. The hook counts those messages (and passes
+/// every message on to FFmpeg's own printer).
+mod ffmpeg_log {
+    use std::ffi::{c_char, c_int, c_void, CStr};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+
+    type Callback = unsafe extern "C" fn(*mut c_void, c_int, *const c_char, *mut c_void);
+
+    static SCALER_FAILURES: AtomicU64 = AtomicU64::new(0);
+    static DEFAULT: OnceLock<Option<Callback>> = OnceLock::new();
+
+    /// How many frames FFmpeg's scaler refused so far.
+    pub fn scaler_failures() -> u64 {
+        SCALER_FAILURES.load(Ordering::SeqCst)
+    }
+
+    // `va_list` is passed as a pointer on x86-64 and AArch64 Linux, so the hook forwards it
+    // untouched as one.
+    unsafe extern "C" fn hook(
+        avcl: *mut c_void,
+        level: c_int,
+        fmt: *const c_char,
+        vl: *mut c_void,
+    ) {
+        // SAFETY: FFmpeg passes a NUL-terminated format string, or null.
+        if !fmt.is_null()
+            && unsafe { CStr::from_ptr(fmt) }
+                .to_bytes()
+                .starts_with(b"Slice parameters")
+        {
+            SCALER_FAILURES.fetch_add(1, Ordering::SeqCst);
+        }
+        if let Some(Some(default)) = DEFAULT.get() {
+            // SAFETY: the arguments are FFmpeg's own, passed on to its default printer.
+            unsafe { default(avcl, level, fmt, vl) };
+        }
+    }
+
+    /// Installs the hook once, where the process has FFmpeg's libavutil (OpenCV loads it).
+    pub fn install() {
+        DEFAULT.get_or_init(|| {
+            // SAFETY: dlsym with RTLD_DEFAULT and NUL-terminated names only looks symbols up;
+            // a found symbol has the C type FFmpeg declares for it (avutil/log.h).
+            unsafe {
+                let set = libc::dlsym(libc::RTLD_DEFAULT, c"av_log_set_callback".as_ptr());
+                let default = libc::dlsym(libc::RTLD_DEFAULT, c"av_log_default_callback".as_ptr());
+                if set.is_null() || default.is_null() {
+                    return None;
+                }
+                let set: unsafe extern "C" fn(Callback) = std::mem::transmute(set);
+                let default: Callback = std::mem::transmute(default);
+                set(hook);
+                Some(default)
+            }
+        });
+    }
+}
+
 /// A `VideoCapture` of any kind.
 pub struct Capture {
     cap: videoio::VideoCapture,
@@ -24,6 +88,8 @@ pub struct Capture {
     live: bool,
     /// The frame read while opening (to learn the size), handed out first.
     first: Option<Mat>,
+    /// Frames handed out so far.
+    frames: u64,
 }
 
 /// Opens what `spec` names; `Default` is the default camera and is never called here.
@@ -69,6 +135,7 @@ pub fn default_camera_present() -> bool {
 
 impl Capture {
     fn start(mut cap: videoio::VideoCapture, what: String, live: bool) -> Result<Self> {
+        ffmpeg_log::install();
         if !cap.is_opened()? {
             if live {
                 bail!("could not open {what}");
@@ -91,7 +158,41 @@ impl Capture {
             fps,
             live,
             first: Some(first),
+            frames: 0,
         })
+    }
+
+    /// Reads the next frame into `frame` (see `Source::read`).
+    fn read_frame(&mut self, frame: &mut [u8]) -> Result<Read> {
+        if let Some(first) = self.first.take() {
+            conform(&first, frame, self.size)?;
+            return Ok(Read::Frame);
+        }
+        let ptr = frame.as_ptr();
+        let (rows, cols) = (self.size.height as i32, self.size.width as i32);
+        let mut dst = Mat::new_rows_cols_with_bytes_mut::<Vec3b>(rows, cols, frame)?;
+        if !self
+            .cap
+            .read(&mut dst)
+            .with_context(|| format!("reading from {}", self.what))?
+        {
+            return Ok(Read::End);
+        }
+        if dst.empty() {
+            return Ok(Read::End);
+        }
+        if dst.data() == ptr
+            && dst.rows() == rows
+            && dst.cols() == cols
+            && dst.typ() == core::CV_8UC3
+        {
+            return Ok(Read::Frame); // decoded in place: the common case
+        }
+        // OpenCV reallocated: keep its frame, then convert it into the ring buffer.
+        let got = dst.try_clone()?;
+        drop(dst);
+        conform(&got, frame, self.size)?;
+        Ok(Read::Frame)
     }
 }
 
@@ -147,35 +248,23 @@ impl Source for Capture {
     }
 
     fn read(&mut self, frame: &mut [u8]) -> Result<Read> {
-        if let Some(first) = self.first.take() {
-            conform(&first, frame, self.size)?;
-            return Ok(Read::Frame);
+        let failures = ffmpeg_log::scaler_failures();
+        let read = self.read_frame(frame)?;
+        if read == Read::Frame && ffmpeg_log::scaler_failures() != failures {
+            bail!(
+                "frame {} of {} has another size than the first frames ({}): OpenCV 4.6 hands out the previous frame again for such frames, so framepipe stops here instead of writing stale frames (the {} frames before were processed). Split the input where the size changes, or scale it to one size first (ffmpeg -i IN -vf scale={}:{} OUT)",
+                self.frames,
+                self.what,
+                self.size,
+                self.frames,
+                self.size.width,
+                self.size.height
+            );
         }
-        let ptr = frame.as_ptr();
-        let (rows, cols) = (self.size.height as i32, self.size.width as i32);
-        let mut dst = Mat::new_rows_cols_with_bytes_mut::<Vec3b>(rows, cols, frame)?;
-        if !self
-            .cap
-            .read(&mut dst)
-            .with_context(|| format!("reading from {}", self.what))?
-        {
-            return Ok(Read::End);
+        if read == Read::Frame {
+            self.frames += 1;
         }
-        if dst.empty() {
-            return Ok(Read::End);
-        }
-        if dst.data() == ptr
-            && dst.rows() == rows
-            && dst.cols() == cols
-            && dst.typ() == core::CV_8UC3
-        {
-            return Ok(Read::Frame); // decoded in place: the common case
-        }
-        // OpenCV reallocated: keep its frame, then convert it into the ring buffer.
-        let got = dst.try_clone()?;
-        drop(dst);
-        conform(&got, frame, self.size)?;
-        Ok(Read::Frame)
+        Ok(read)
     }
 
     fn frame_count(&self) -> Option<u64> {

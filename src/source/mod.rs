@@ -13,6 +13,13 @@ use anyhow::Result;
 
 use crate::frame::FrameSize;
 
+/// Silences OpenCV's own log lines below errors (its GStreamer and V4L2 warnings while
+/// probing), where the build has OpenCV.
+pub fn quiet_opencv() {
+    #[cfg(feature = "opencv")]
+    let _ = opencv::core::set_log_level(opencv::core::LogLevel::LOG_LEVEL_ERROR);
+}
+
 /// What `read` found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Read {
@@ -32,6 +39,11 @@ pub trait Source: Send {
     fn read(&mut self, frame: &mut [u8]) -> Result<Read>;
     /// Consumes the next frame without keeping it.
     fn skip(&mut self) -> Result<Read>;
+    /// When the next frame is due, for a source paced to a rate; the capture thread waits
+    /// until then (waking at once on a stop) before `read`.
+    fn due(&mut self) -> Option<std::time::Instant> {
+        None
+    }
     /// Frames the source holds, when it is a file that says.
     fn frame_count(&self) -> Option<u64> {
         None
@@ -88,6 +100,14 @@ impl InputSpec {
                 "input '{s}' is a directory, not a video or image file"
             ));
         }
+        if let Some(kind) = special_file(&meta) {
+            if kind == "character device" && s.starts_with("/dev/video") {
+                return Ok(InputSpec::Stream(s.to_string())); // a V4L2 camera by its path
+            }
+            return Err(format!(
+                "input '{s}' is a {kind}, not a file: framepipe reads video and image files, cameras, URLs and GStreamer pipelines (reading a stream from a pipe or standard input is not supported yet)"
+            ));
+        }
         if meta.len() == 0 {
             return Err(format!("input '{s}' is an empty file"));
         }
@@ -99,6 +119,25 @@ impl InputSpec {
         } else {
             Ok(InputSpec::Video(path))
         }
+    }
+}
+
+/// What a non-regular file is, in words; None for a regular file.
+fn special_file(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_file() {
+        None
+    } else if t.is_fifo() {
+        Some("pipe (FIFO)")
+    } else if t.is_socket() {
+        Some("socket")
+    } else if t.is_char_device() {
+        Some("character device")
+    } else if t.is_block_device() {
+        Some("block device")
+    } else {
+        Some("special file")
     }
 }
 
@@ -132,6 +171,15 @@ mod tests {
         let e = InputSpec::parse(empty.to_str()).unwrap_err();
         assert!(e.contains("empty file"), "{e}");
         std::fs::remove_file(empty).unwrap();
+        let fifo = dir.join(format!("framepipe-fifo-{}", std::process::id()));
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let e = InputSpec::parse(fifo.to_str()).unwrap_err();
+        assert!(e.contains("is a pipe (FIFO), not a file"), "{e}");
+        std::fs::remove_file(fifo).unwrap();
         assert!(InputSpec::parse(Some("-1")).is_err());
     }
 }

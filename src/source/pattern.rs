@@ -37,18 +37,6 @@ impl Pattern {
         self.cheap = true;
         self
     }
-
-    fn pace(&mut self) {
-        if self.fps <= 0.0 {
-            return;
-        }
-        let start = *self.started.get_or_insert_with(Instant::now);
-        let due = start + Duration::from_secs_f64(self.next as f64 / self.fps);
-        let now = Instant::now();
-        if due > now {
-            std::thread::sleep(due - now);
-        }
-    }
 }
 
 /// Draws frame `index` of the pattern into `out`: a horizontal blue ramp and a vertical
@@ -93,8 +81,17 @@ impl Source for Pattern {
         false
     }
 
+    fn due(&mut self) -> Option<Instant> {
+        if self.fps <= 0.0 {
+            return None;
+        }
+        let start = *self.started.get_or_insert_with(Instant::now);
+        // Capped at 30 years, so that no rate (--fps 1e-300) overflows an Instant.
+        let secs = (self.next as f64 / self.fps).min(1e9);
+        Some(start + Duration::from_secs_f64(secs))
+    }
+
     fn read(&mut self, frame: &mut [u8]) -> Result<Read> {
-        self.pace();
         if self.cheap && !self.filled.insert(frame.as_ptr() as usize) {
             let n = frame.len().min(8);
             frame[..n].copy_from_slice(&self.next.to_le_bytes()[..n]);

@@ -1,0 +1,131 @@
+//! Memory a run will take, checked against what the machine has before anything is allocated.
+//!
+//! Invariants: every figure is computed with checked arithmetic (an absurd `--ring` or frame
+//! size is an error, never an overflow or an abort); the ring may take at most
+//! `HOST_SHARE` of the host's available memory, so that the decoder, the encoder and the
+//! CPU backend's scratch images still fit; a refusal names the figure and the option that
+//! lowers it.
+
+use crate::frame::FrameSize;
+
+/// The share of `MemAvailable` the ring's buffers may take.
+pub const HOST_SHARE: f64 = 0.75;
+
+/// Host buffers of one ring slot (an input and an output frame, each page-rounded).
+pub fn slot_bytes(size: FrameSize) -> Option<u64> {
+    let frame = (size.width as u64)
+        .checked_mul(size.height as u64)?
+        .checked_mul(crate::frame::CHANNELS as u64)?;
+    frame.div_ceil(4096).checked_mul(4096)?.checked_mul(2)
+}
+
+/// Host buffers of a ring of `slots` slots.
+pub fn ring_bytes(slots: usize, size: FrameSize) -> Option<u64> {
+    slot_bytes(size)?.checked_mul(slots as u64)
+}
+
+/// `MemAvailable` from /proc/meminfo, in bytes (None where the kernel does not say).
+pub fn host_available() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    parse_meminfo(&text, "MemAvailable:")
+}
+
+fn parse_meminfo(text: &str, key: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with(key))?;
+    let kib: u64 = line[key.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
+/// Bytes as "11.6 GiB".
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+/// Fails, naming the figures and `--ring`, when a ring of `slots` slots of `size` frames
+/// would take more than `HOST_SHARE` of `available` bytes.
+pub fn check_ring(slots: usize, size: FrameSize, available: Option<u64>) -> Result<(), String> {
+    let per_slot = slot_bytes(size)
+        .ok_or_else(|| format!("frames of {size} are too large to hold in memory"))?;
+    let Some(total) = ring_bytes(slots, size) else {
+        return Err(format!(
+            "--ring {slots} at {size} needs more memory than any machine has; lower --ring"
+        ));
+    };
+    let Some(available) = available else {
+        return Ok(()); // no figure to compare with (not Linux): the allocation decides
+    };
+    let allowed = (available as f64 * HOST_SHARE) as u64;
+    if total <= allowed {
+        return Ok(());
+    }
+    let fit = allowed / per_slot;
+    let advice = if fit >= 2 {
+        format!("lower --ring to {fit} or less")
+    } else {
+        "even the smallest ring (--ring 2) does not fit: use a smaller input or --size".into()
+    };
+    Err(format!(
+        "--ring {slots} at {size} needs {} of frame buffers ({slots} slots of {}), more than the {:.0} % of this machine's available {} it may take; {advice}",
+        human(total),
+        human(per_slot),
+        HOST_SHARE * 100.0,
+        human(available),
+    ))
+}
+
+/// Fails when a backend's device buffers (`need` bytes) exceed the device's free memory.
+pub fn check_device(need: u64, free: u64, device: &str) -> Result<(), String> {
+    if need <= free {
+        return Ok(());
+    }
+    Err(format!(
+        "the CUDA backend needs {} of device memory for these frames, bands and --in-flight, but {device} has {} free; lower --in-flight or --bands, or use a smaller input",
+        human(need),
+        human(free)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absurd_rings_and_sizes_are_refused_without_overflow() {
+        let hd = FrameSize::new(1920, 1080);
+        let gib = 1u64 << 30;
+        assert!(check_ring(8, hd, Some(16 * gib)).is_ok());
+        let e = check_ring(1000, hd, Some(8 * gib)).unwrap_err();
+        assert!(e.contains("--ring 1000 at 1920x1080 needs 11.6 GiB"), "{e}");
+        assert!(e.contains("lower --ring to"), "{e}");
+        let e = check_ring(usize::MAX, hd, Some(16 * gib)).unwrap_err();
+        assert!(e.contains("lower --ring"), "{e}");
+        let e = check_ring(8, FrameSize::new(32768, 32768), Some(8 * gib)).unwrap_err();
+        assert!(e.contains("smallest ring"), "{e}");
+        assert!(check_ring(usize::MAX, hd, None).is_err());
+    }
+
+    #[test]
+    fn reads_meminfo() {
+        let text = "MemTotal:       24000000 kB\nMemAvailable:   1000 kB\n";
+        assert_eq!(parse_meminfo(text, "MemAvailable:"), Some(1_024_000));
+        assert_eq!(parse_meminfo("", "MemAvailable:"), None);
+        assert!(host_available().is_some());
+        assert_eq!(human(1536), "1.5 KiB");
+    }
+}

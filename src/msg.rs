@@ -1,0 +1,94 @@
+//! Every line framepipe prints goes through here.
+//!
+//! Invariants: a write to standard error or standard output never panics and never stops the
+//! program (a closed pipe, `| head -1`, a closed terminal: the line is dropped); `-q` silences
+//! `info!` lines only (warnings, errors and the summary still print); `-v` adds `debug!` lines.
+
+use std::fmt;
+use std::io::Write;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// How much framepipe says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Level {
+    /// `-q`: errors, warnings and the summary.
+    Quiet = 0,
+    /// The default: also what was opened and chosen.
+    Normal = 1,
+    /// `-v`: also details (OpenCV's own log lines, probing).
+    Verbose = 2,
+}
+
+static LEVEL: AtomicU8 = AtomicU8::new(Level::Normal as u8);
+
+/// Sets the level for the rest of the process.
+pub fn set_level(level: Level) {
+    LEVEL.store(level as u8, Ordering::Relaxed);
+}
+
+/// Whether lines of `level` are printed.
+pub fn enabled(level: Level) -> bool {
+    LEVEL.load(Ordering::Relaxed) >= level as u8
+}
+
+/// Writes to standard error, best effort: an error (a closed pipe) is ignored.
+pub fn stderr(args: fmt::Arguments) {
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_fmt(args);
+    let _ = e.flush();
+}
+
+/// Writes to standard output, best effort: an error (a closed pipe) is ignored.
+pub fn stdout(args: fmt::Arguments) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_fmt(args);
+    let _ = o.flush();
+}
+
+/// A line on stderr, prefixed "framepipe: ", unless `-q`.
+#[macro_export]
+macro_rules! info {
+    ($($t:tt)*) => {
+        if $crate::msg::enabled($crate::msg::Level::Normal) {
+            $crate::msg::stderr(format_args!("framepipe: {}\n", format_args!($($t)*)))
+        }
+    };
+}
+
+/// A line on stderr, prefixed "framepipe: ", only with `-v`.
+#[macro_export]
+macro_rules! debug {
+    ($($t:tt)*) => {
+        if $crate::msg::enabled($crate::msg::Level::Verbose) {
+            $crate::msg::stderr(format_args!("framepipe: {}\n", format_args!($($t)*)))
+        }
+    };
+}
+
+/// A line on stderr, prefixed "framepipe: warning: ", always.
+#[macro_export]
+macro_rules! warn {
+    ($($t:tt)*) => {
+        $crate::msg::stderr(format_args!("framepipe: warning: {}\n", format_args!($($t)*)))
+    };
+}
+
+/// A line on stderr as it is written (the summary, an error), always.
+#[macro_export]
+macro_rules! say {
+    ($($t:tt)*) => {
+        $crate::msg::stderr(format_args!("{}\n", format_args!($($t)*)))
+    };
+}
+
+/// A line on stdout (the reports of `bench` and `doctor`), always.
+#[macro_export]
+macro_rules! out {
+    () => {
+        $crate::msg::stdout(format_args!("\n"))
+    };
+    ($($t:tt)*) => {
+        $crate::msg::stdout(format_args!("{}\n", format_args!($($t)*)))
+    };
+}
