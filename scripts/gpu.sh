@@ -4,6 +4,7 @@
 #
 #   scripts/gpu.sh bundle      here: build the binary and the GPU tests into gpu-bundle/
 #   scripts/gpu.sh run         there (device tool, carry gpu-bundle): run them, logs in $OUT
+#   scripts/gpu.sh soak [S]    there: the 4K soak (filters cycling, page-locking toggled), S seconds
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUNDLE=gpu-bundle
@@ -34,7 +35,7 @@ run() {
     if [ "${SKIP_TESTS:-0}" != 1 ]; then
         for t in "$BUNDLE"/test-*; do
             echo "== $t"
-            "$t" --nocapture --test-threads=1 2>&1 | tee -a "$out/tests.log"
+            "$t" --include-ignored --skip cuda_soak --nocapture --test-threads=1 2>&1 | tee -a "$out/tests.log"
         done
         for extra in "" "--pageable"; do
             echo "== framepipe --size 1920x1080 $extra"
@@ -45,8 +46,16 @@ run() {
     "$BUNDLE/framepipe" bench --json "$out/bench.json" "$@" 2>&1 | tee "$out/bench.txt"
 }
 
+soak() {
+    local out=${OUT:-/tmp/framepipe-out}
+    mkdir -p "$out"
+    FRAMEPIPE_SOAK_SECS=${1:-540} "$BUNDLE/test-gpu" --ignored --nocapture --test-threads=1 \
+        cuda_soak 2>&1 | tee "$out/soak.log"
+}
+
 case "${1:-}" in
     bundle) bundle ;;
     run) shift; run "$@" ;;
-    *) echo "usage: scripts/gpu.sh bundle|run" >&2; exit 2 ;;
+    soak) shift; soak "$@" ;;
+    *) echo "usage: scripts/gpu.sh bundle|run|soak [SECONDS]" >&2; exit 2 ;;
 esac

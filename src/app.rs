@@ -36,8 +36,26 @@ pub fn run(args: &RunArgs) -> Result<()> {
         return Ok(());
     };
     let size = source.size();
-    crate::budget::check_ring(args.ring, size, crate::budget::host_available())
-        .map_err(anyhow::Error::msg)?;
+    let ring = match args.ring {
+        Some(n) => {
+            crate::budget::check_ring(n, size, crate::budget::host_available())
+                .map_err(anyhow::Error::msg)?;
+            n
+        }
+        None => {
+            let n = crate::budget::default_ring(size);
+            if n < crate::budget::DEFAULT_RING {
+                info!("{size} frames are large: the ring holds {n} of them (--ring sets it)");
+            }
+            crate::budget::check_ring(n, size, crate::budget::host_available())
+                .map_err(anyhow::Error::msg)?;
+            n
+        }
+    };
+    let in_flight = args.in_flight.unwrap_or_else(|| (ring - 2).clamp(1, 4));
+    if in_flight == 0 || in_flight > ring {
+        bail!("--in-flight {in_flight} must be between 1 and the ring's {ring} slots");
+    }
     let bands = args
         .bands
         .unwrap_or_else(|| band::default_bands(size.height));
@@ -56,7 +74,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         chain: args.filter.clone(),
         plan,
         busy_plan,
-        in_flight: checked.in_flight,
+        in_flight,
         pageable: args.pageable,
         issue: Default::default(),
         streams: args.streams,
@@ -99,7 +117,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     info!("output: {}", sink.describe());
 
     let opts = Options {
-        ring: args.ring,
+        ring,
         frames: args.frames,
         keep_frame_times: false,
         trace_frames: checked.trace_frames,
@@ -128,26 +146,16 @@ pub fn run(args: &RunArgs) -> Result<()> {
 /// What `check_args` derived from the arguments.
 struct Checked {
     output: Option<OutputSpec>,
-    in_flight: usize,
     trace_frames: u64,
 }
 
 /// Checks every argument that can be checked without opening anything.
 fn check_args(args: &RunArgs) -> Result<Checked> {
-    if args.ring < 2 {
-        bail!(
-            "--ring {} is too small: the ring needs at least 2 slots",
-            args.ring
-        );
+    if let Some(ring) = args.ring.filter(|&n| n < 2) {
+        bail!("--ring {ring} is too small: the ring needs at least 2 slots");
     }
-    let in_flight = args
-        .in_flight
-        .unwrap_or_else(|| (args.ring - 2).clamp(1, 4));
-    if in_flight == 0 || in_flight > args.ring {
-        bail!(
-            "--in-flight {in_flight} must be between 1 and --ring ({})",
-            args.ring
-        );
+    if args.in_flight == Some(0) {
+        bail!("--in-flight must be at least 1");
     }
     if !args.fps.is_finite() || args.fps < 0.0 {
         bail!("--fps {} must be 0 or a positive number", args.fps);
@@ -179,7 +187,6 @@ fn check_args(args: &RunArgs) -> Result<Checked> {
         .map_err(anyhow::Error::msg)?;
     Ok(Checked {
         output,
-        in_flight,
         trace_frames: if tracing { args.trace_frames.max(1) } else { 0 },
     })
 }

@@ -9,7 +9,23 @@
 use crate::frame::FrameSize;
 
 /// The share of `MemAvailable` the ring's buffers may take.
-pub const HOST_SHARE: f64 = 0.75;
+pub const HOST_SHARE: f64 = 0.5;
+
+/// Slots in the ring when `--ring` is not given.
+pub const DEFAULT_RING: usize = 8;
+/// The most the default ring takes: huge frames (a 16000x16000 image) get fewer slots.
+pub const DEFAULT_RING_BYTES: u64 = 2 << 30;
+
+/// The ring's slot count when `--ring` is not given: `DEFAULT_RING`, or fewer (at least 2)
+/// where that would take more than `DEFAULT_RING_BYTES`.
+pub fn default_ring(size: FrameSize) -> usize {
+    match slot_bytes(size) {
+        Some(per_slot) if per_slot > 0 => {
+            ((DEFAULT_RING_BYTES / per_slot) as usize).clamp(2, DEFAULT_RING)
+        }
+        _ => 2,
+    }
+}
 
 /// Host buffers of one ring slot (an input and an output frame, each page-rounded).
 pub fn slot_bytes(size: FrameSize) -> Option<u64> {
@@ -118,6 +134,13 @@ mod tests {
         let e = check_ring(8, FrameSize::new(32768, 32768), Some(8 * gib)).unwrap_err();
         assert!(e.contains("smallest ring"), "{e}");
         assert!(check_ring(usize::MAX, hd, None).is_err());
+    }
+
+    #[test]
+    fn the_default_ring_shrinks_for_huge_frames() {
+        assert_eq!(default_ring(FrameSize::new(3840, 2160)), DEFAULT_RING);
+        assert_eq!(default_ring(FrameSize::new(8192, 8192)), 5);
+        assert_eq!(default_ring(FrameSize::new(16000, 16000)), 2);
     }
 
     #[test]

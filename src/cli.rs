@@ -85,11 +85,12 @@ pub struct RunArgs {
     pub busy_bands: usize,
 
     /// Frame slots in the ring (at least 2; refused when the ring would not fit in the
-    /// machine's available memory).
-    #[arg(long, value_name = "N", default_value_t = 8)]
-    pub ring: usize,
+    /// machine's available memory) [default: 8, fewer for frames so large that 8 would
+    /// take more than 2 GiB].
+    #[arg(long, value_name = "N")]
+    pub ring: Option<usize>,
 
-    /// Frames on the GPU at once [default: ring - 2, at most 4].
+    /// Frames on the GPU at once [default: ring - 2, at least 1, at most 4].
     #[arg(long, value_name = "N")]
     pub in_flight: Option<usize>,
 

@@ -264,6 +264,47 @@ fn sigint_finalizes_the_output_file() {
     println!("interrupted after {written} of 400 frames; file holds {n}");
 }
 
+/// The X server dies during a window run with --output: the file is still finalized and
+/// playable, holding the frames the exit message reports, and the exit is not a success.
+#[test]
+fn the_output_is_finalized_when_the_display_dies() {
+    let x = Xvfb::start();
+    let dir = TempDir::new("display-dies");
+    let (child, _id) = open_window(&x, &dir, &["--output", "out.mp4"]);
+    std::thread::sleep(Duration::from_secs(2));
+    drop(x); // kills the X server under the window
+    let out = wait_with_deadline(child, Duration::from_secs(10), "display death");
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let said: u64 = err
+        .split("'out.mp4' was finalized with the ")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no finalize message:\n{err}"));
+    let path = dir.join("out.mp4").display().to_string();
+    let mut cap =
+        opencv::videoio::VideoCapture::from_file(&path, opencv::videoio::CAP_FFMPEG).unwrap();
+    assert!(
+        cap.is_opened().unwrap(),
+        "the output is not playable:\n{err}"
+    );
+    let mut n = 0;
+    let mut m = opencv::core::Mat::default();
+    while cap.read(&mut m).unwrap() {
+        n += 1;
+    }
+    assert!(
+        said > 10 && n == said,
+        "message says {said}, file holds {n}:\n{err}"
+    );
+    println!(
+        "display died: exit {:?}, {n} frames finalized",
+        out.status.code()
+    );
+}
+
 /// SIGTERM is handled the same way as Ctrl-C.
 #[test]
 fn sigterm_stops_cleanly() {

@@ -111,6 +111,7 @@ impl PinnedRange {
         unsafe { sys::cuMemHostRegister_v2(ptr.cast(), len, flags) }
             .result()
             .with_context(|| format!("page-locking a {len}-byte frame buffer"))?;
+        REGISTRATIONS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         Ok(Self {
             ptr,
             ctx: ctx.clone(),
@@ -143,7 +144,15 @@ impl Drop for PinnedRange {
         let _ = self.ctx.bind_to_thread();
         // SAFETY: ptr was registered by `register` and is unregistered exactly once.
         let _ = unsafe { sys::cuMemHostUnregister(self.ptr.cast()) };
+        REGISTRATIONS.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
+}
+
+static REGISTRATIONS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+/// Host ranges page-locked by this process right now (soak tests watch it for leaks).
+pub fn live_registrations() -> i64 {
+    REGISTRATIONS.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 /// Where a band's work goes: frame slot `lane`, cut by plan `plan`, band `band`.

@@ -1,0 +1,562 @@
+//! The promises a video tool must keep (README, "What framepipe promises"): the input is
+//! never written over, a frame reported written is in the file, every stop ends the run with
+//! a finalized file, and no argument or input makes it panic or allocate without bound.
+#![cfg(feature = "opencv")]
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::run::{bin, framepipe, stderr, summary_counts, wait_with_deadline, TempDir};
+use opencv::prelude::*;
+use opencv::videoio;
+
+/// Frames OpenCV decodes from `path`, one by one (0 when it does not open).
+fn frames_in(path: &str) -> u64 {
+    let Ok(mut cap) = videoio::VideoCapture::from_file(path, videoio::CAP_FFMPEG) else {
+        return 0;
+    };
+    if !cap.is_opened().unwrap_or(false) {
+        return 0;
+    }
+    let mut m = opencv::core::Mat::default();
+    let mut n = 0;
+    while cap.read(&mut m).unwrap_or(false) && !m.empty() {
+        n += 1;
+    }
+    n
+}
+
+fn make_clip(path: &str, frames: &str) {
+    let out = framepipe(
+        &[
+            "-i",
+            "pattern",
+            "--size",
+            "320x240",
+            "--fps",
+            "0",
+            "--frames",
+            frames,
+            "--headless",
+            "-o",
+            path,
+            "-q",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+fn assert_refused(args: &[&str], says: &str) -> String {
+    let out = framepipe(args, Duration::from_secs(30));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{args:?} should exit 1:\n{err}");
+    assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
+    assert!(err.contains(says), "{args:?}: expected {says:?} in:\n{err}");
+    assert!(summary_counts(&err).is_none(), "{args:?} ran:\n{err}");
+    err
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A tmpfs of `size` mounted on a fresh folder (root only), unmounted when dropped.
+struct Tmpfs(TempDir);
+
+impl Tmpfs {
+    fn mount(name: &str, options: &str) -> Option<Self> {
+        if !is_root() {
+            println!("SKIPPED: {name} needs root to mount a small tmpfs");
+            return None;
+        }
+        let dir = TempDir::new(name);
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            println!("SKIPPED: {name}: mount -t tmpfs failed (no permission in this sandbox)");
+            return None;
+        }
+        Some(Self(dir))
+    }
+    fn file(&self, name: &str) -> String {
+        self.0.join(name).display().to_string()
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn never_writes_over_the_input() {
+    let dir = TempDir::new("same-file");
+    let d = |s: &str| dir.join(s).display().to_string();
+    for ext in ["avi", "mkv", "mp4"] {
+        let clip = d(&format!("clip.{ext}"));
+        make_clip(&clip, "30");
+        let before = std::fs::read(&clip).unwrap();
+        let sym = d(&format!("sym.{ext}"));
+        let hard = d(&format!("hard.{ext}"));
+        std::os::unix::fs::symlink(&clip, &sym).unwrap();
+        std::fs::hard_link(&clip, &hard).unwrap();
+        for (input, output) in [(&clip, &clip), (&clip, &sym), (&sym, &hard), (&hard, &clip)] {
+            assert_refused(
+                &["--input", input, "--headless", "--output", output],
+                "would destroy the input",
+            );
+        }
+        assert_eq!(std::fs::read(&clip).unwrap(), before, "{clip} was changed");
+    }
+    // An image sequence over its own first image, and a trace over the input.
+    std::fs::create_dir(dir.join("pat")).unwrap();
+    let first = d("pat/00000.png");
+    let made = framepipe(
+        &[
+            "-i",
+            "pattern",
+            "--size",
+            "64x48",
+            "--frames",
+            "3",
+            "--headless",
+            "-o",
+            &d("pat/%05d.png"),
+            "-q",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(made.status.success(), "{}", stderr(&made));
+    let before = std::fs::read(&first).unwrap();
+    assert_refused(
+        &[
+            "--input",
+            &first,
+            "--headless",
+            "--frames",
+            "5",
+            "--output",
+            &d("pat/%05d.png"),
+        ],
+        "pat/00000.png' is the input file",
+    );
+    std::fs::hard_link(&first, d("pat/x7.png")).unwrap();
+    assert_refused(
+        &[
+            "--input",
+            &first,
+            "--headless",
+            "--frames",
+            "9",
+            "--output",
+            &d("pat/x%d.png"),
+        ],
+        "would destroy the input",
+    );
+    let json = d("in.json");
+    std::fs::copy(&first, &json).unwrap();
+    assert_refused(
+        &[
+            "--input",
+            &json,
+            "--headless",
+            "--frames",
+            "2",
+            "--trace",
+            &json,
+        ],
+        "would destroy the input",
+    );
+    assert_eq!(std::fs::read(&first).unwrap(), before);
+    println!("refused: same file, symbolic link, hard link, sequence names, trace");
+}
+
+#[test]
+fn a_full_disk_is_an_error_with_the_frames_really_stored() {
+    let Some(fs) = Tmpfs::mount("full-disk", "size=2m") else {
+        return;
+    };
+    for (ext, size) in [("mkv", "320x240"), ("avi", "320x240"), ("mp4", "480x360")] {
+        let path = fs.file(&format!("out.{ext}"));
+        let out = framepipe(
+            &[
+                "-i",
+                "pattern",
+                "--size",
+                size,
+                "--fps",
+                "0",
+                "--frames",
+                "300",
+                "--headless",
+                "-o",
+                &path,
+            ],
+            Duration::from_secs(60),
+        );
+        let err = stderr(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{ext}: a full disk must fail:\n{err}"
+        );
+        assert!(
+            err.contains(&format!("writing '{path}': no space left")),
+            "{ext}:\n{err}"
+        );
+        let [_, _, written, _] = summary_counts(&err).expect("the summary is printed");
+        let held = frames_in(&path);
+        assert!(held > 0, "{ext}: the file must stay playable:\n{err}");
+        assert_eq!(
+            held, written,
+            "{ext}: the summary says {written}, the file holds {held}"
+        );
+        println!("{ext}: stopped on a full disk, file finalized with {held} frames");
+        std::fs::remove_file(&path).unwrap();
+    }
+    // Too little space for even the first frames: refused before capture, no file left.
+    let path = fs.file("big.mkv");
+    assert_refused(
+        &[
+            "-i",
+            "pattern",
+            "--size",
+            "1920x1080",
+            "--headless",
+            "-o",
+            &path,
+        ],
+        "no space left",
+    );
+    assert!(!Path::new(&path).exists());
+}
+
+#[test]
+fn an_unwritable_output_is_refused_before_capture_with_the_reason() {
+    let Some(fs) = Tmpfs::mount("read-only", "ro,size=1m") else {
+        return;
+    };
+    for (flag, name) in [
+        ("--output", "out.mkv"),
+        ("--output", "f%04d.png"),
+        ("--trace", "t.json"),
+        ("--timeline", "t.svg"),
+    ] {
+        let path = fs.file(name);
+        let err = assert_refused(
+            &[
+                "-i",
+                "pattern",
+                "--size",
+                "64x48",
+                "--frames",
+                "2",
+                "--headless",
+                flag,
+                &path,
+            ],
+            "Read-only file system",
+        );
+        assert!(
+            err.contains(&fs.file("")),
+            "the message names the file:\n{err}"
+        );
+    }
+}
+
+#[test]
+fn video_output_rates_are_checked() {
+    let dir = TempDir::new("rates");
+    for (fps, ext) in [("1e12", "mkv"), ("0.0001", "mp4"), ("0.5", "avi")] {
+        let path = dir.join(&format!("o.{ext}")).display().to_string();
+        assert_refused(
+            &[
+                "-i",
+                "pattern",
+                "--fps",
+                fps,
+                "--frames",
+                "2",
+                "--headless",
+                "-o",
+                &path,
+            ],
+            "frames per second",
+        );
+    }
+}
+
+/// Starts framepipe with `args`, standard error read by the test (or closed when `close_err`).
+fn spawn(args: &[&str], close_err: bool) -> Child {
+    Command::new(bin())
+        .args(args)
+        .env_remove("DISPLAY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map(|mut c| {
+            if close_err {
+                drop(c.stderr.take()); // the reading end closes: like `2>&1 | head -1`
+            }
+            c
+        })
+        .unwrap()
+}
+
+fn interrupt(child: &Child) {
+    // SAFETY: kill with a child's pid and SIGINT has no memory preconditions.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+}
+
+#[test]
+fn a_stop_with_standard_error_closed_still_finalizes() {
+    let dir = TempDir::new("stderr-closed");
+    let path = dir.join("out.mkv").display().to_string();
+    let child = spawn(
+        &[
+            "-i",
+            "pattern",
+            "--size",
+            "320x240",
+            "--headless",
+            "-o",
+            &path,
+        ],
+        true,
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(5), "SIGINT with stderr closed");
+    assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
+    assert!(
+        frames_in(&path) > 10,
+        "the file must hold what was captured"
+    );
+
+    // A file input that runs to its end prints the summary into the closed pipe.
+    let clip = dir.join("clip.avi").display().to_string();
+    make_clip(&clip, "20");
+    let child = spawn(&["-i", &clip, "--headless", "-o", &path], true);
+    let out = wait_with_deadline(child, Duration::from_secs(20), "file run, stderr closed");
+    assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
+    assert_eq!(frames_in(&path), 20);
+}
+
+/// A GStreamer `fdsrc` fed by a process that writes `frames` frames and then stalls.
+fn stalled_stream(frames: usize) -> (Child, String) {
+    let feeder = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "head -c {} /dev/urandom; sleep 3600",
+                160 * 120 * 3 * frames
+            ),
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pipeline =
+        "fdsrc fd=0 ! rawvideoparse width=160 height=120 format=bgr framerate=30/1 ! appsink"
+            .to_string();
+    (feeder, pipeline)
+}
+
+#[test]
+fn the_first_stop_ends_a_run_whose_source_stalled() {
+    let dir = TempDir::new("stall");
+    let path = dir.join("out.mkv").display().to_string();
+    let (mut feeder, pipeline) = stalled_stream(25);
+    let child = Command::new(bin())
+        .args(["-i", &pipeline, "--headless", "-o", &path])
+        .stdin(feeder.stdout.take().unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    interrupt(&child);
+    let stopped = Instant::now();
+    let out = wait_with_deadline(child, Duration::from_secs(10), "stalled source");
+    let took = stopped.elapsed();
+    let _ = feeder.kill();
+    let _ = feeder.wait();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        took < Duration::from_millis(2500),
+        "took {took:?} after the stop:\n{err}"
+    );
+    let [captured, _, written, _] = summary_counts(&err).expect("summary");
+    assert_eq!((captured, written), (25, 25), "{err}");
+    assert_eq!(frames_in(&path), 25, "{err}");
+    println!("stalled source: stopped {took:?} after SIGINT, 25 frames finalized");
+
+    // A paced pattern that is never due again: the pacing wait wakes on the stop.
+    let child = spawn(
+        &[
+            "-i",
+            "pattern",
+            "--size",
+            "64x48",
+            "--fps",
+            "0.02",
+            "--headless",
+            "-o",
+            &path,
+        ],
+        false,
+    );
+    std::thread::sleep(Duration::from_millis(1000));
+    interrupt(&child);
+    let stopped = Instant::now();
+    let out = wait_with_deadline(child, Duration::from_secs(10), "--fps 0.02");
+    assert!(stopped.elapsed() < Duration::from_millis(2500));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(frames_in(&path), 1);
+}
+
+#[test]
+fn absurd_rings_and_sizes_are_refused_without_a_panic() {
+    let pat = ["-i", "pattern", "--headless", "--frames", "2"];
+    let with = |extra: &[&'static str]| -> Vec<&'static str> {
+        pat.iter().chain(extra).copied().collect()
+    };
+    for (extra, says) in [
+        (vec!["--ring", "18446744073709551615"], "lower --ring"),
+        (vec!["--ring", "1099511627776"], "lower --ring"),
+        (
+            vec!["--ring", "1000000", "--size", "1920x1080"],
+            "lower --ring",
+        ),
+        (vec!["--ring", "0"], "at least 2 slots"),
+        (vec!["--ring", "-1"], "error"),
+        (vec!["--size", "32768x32768", "--ring", "8"], "available"),
+        (
+            vec![
+                "--trace-frames",
+                "18446744073709551615",
+                "--trace",
+                "/tmp/x.json",
+            ],
+            "a trace may hold",
+        ),
+        (vec!["--in-flight", "0"], "at least 1"),
+    ] {
+        let start = Instant::now();
+        assert_refused(&with(&extra), says);
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{extra:?} took {:?}",
+            start.elapsed()
+        );
+    }
+    // Usage errors exit 1 like every other error; --help exits 0.
+    assert_refused(&["--no-such-flag"], "unexpected argument");
+    let help = framepipe(&["--help"], Duration::from_secs(10));
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("Exit codes"));
+}
+
+#[test]
+fn a_huge_still_image_gets_a_small_ring() {
+    let dir = TempDir::new("huge-image");
+    let path = dir.join("huge.png").display().to_string();
+    let img = opencv::core::Mat::zeros(10000, 10000, opencv::core::CV_8UC3)
+        .unwrap()
+        .to_mat()
+        .unwrap();
+    assert!(opencv::imgcodecs::imwrite(&path, &img, &opencv::core::Vector::new()).unwrap());
+    drop(img);
+    let out = framepipe(
+        &["-i", &path, "--headless", "--frames", "3"],
+        Duration::from_secs(120),
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("the ring holds 3 of them"), "{err}");
+}
+
+#[test]
+fn a_pipe_as_input_is_named_as_such() {
+    let dir = TempDir::new("fifo");
+    let fifo = dir.join("in.fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    assert_refused(
+        &["--input", fifo.to_str().unwrap(), "--headless"],
+        "is a pipe (FIFO), not a file",
+    );
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn a_size_change_mid_stream_is_never_written_as_stale_frames() {
+    if !have("ffmpeg") {
+        println!("SKIPPED: ffmpeg is needed to make a stream whose size changes (scripts/test.sh installs it)");
+        return;
+    }
+    let dir = TempDir::new("size-change");
+    let mut joined = Vec::new();
+    for (i, size) in ["640x480", "1280x720", "640x480"].iter().enumerate() {
+        let part = dir.join(&format!("{i}.ts"));
+        let ok = Command::new("ffmpeg")
+            .args(["-v", "error", "-y", "-f", "lavfi", "-i"])
+            .arg(format!("testsrc2=size={size}:rate=30"))
+            .args(["-frames:v", "30", "-c:v", "mpeg2video", "-f", "mpegts"])
+            .arg(&part)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        joined.extend(std::fs::read(&part).unwrap());
+    }
+    let input = dir.join("changes.ts");
+    std::fs::File::create(&input)
+        .unwrap()
+        .write_all(&joined)
+        .unwrap();
+    let output = dir.join("out.mkv").display().to_string();
+    let out = framepipe(
+        &["-i", input.to_str().unwrap(), "--headless", "-o", &output],
+        Duration::from_secs(60),
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("has another size than the first frames (640x480)"),
+        "{err}"
+    );
+    let [_, _, written, _] = summary_counts(&err).expect("summary");
+    assert!((25..=30).contains(&written), "{err}");
+    assert_eq!(frames_in(&output), written);
+    // None of the written frames repeats its predecessor (the stale-frame symptom).
+    let mut cap = videoio::VideoCapture::from_file(&output, videoio::CAP_FFMPEG).unwrap();
+    let (mut a, mut b) = (opencv::core::Mat::default(), opencv::core::Mat::default());
+    assert!(cap.read(&mut a).unwrap());
+    while cap.read(&mut b).unwrap() && !b.empty() {
+        let diff =
+            opencv::core::norm2(&a, &b, opencv::core::NORM_INF, &opencv::core::no_array()).unwrap();
+        assert!(diff > 0.0, "a stale (repeated) frame was written");
+        std::mem::swap(&mut a, &mut b);
+    }
+}
