@@ -31,7 +31,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Measure the pipeline against the copy-engine bound on this GPU.
-    Bench(Box<crate::bench::BenchArgs>),
+    Bench(Box<BenchArgs>),
     /// Show the GPU, PCIe link, copy bandwidth, OpenCV, display and cameras.
     Doctor,
 }
@@ -130,4 +130,63 @@ pub struct RunArgs {
     /// Print details too, OpenCV's own log lines among them.
     #[arg(short, long)]
     pub verbose: bool,
+}
+
+/// `framepipe bench`: what to measure.
+#[derive(Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Frame sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1920x1080,3840x2160")]
+    pub size: Vec<FrameSize>,
+    /// Filter chain to measure; repeat for several.
+    #[arg(long, default_values = ["copy", "gray"])]
+    pub filter: Vec<Chain>,
+    /// Band counts, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,8,16")]
+    pub bands: Vec<usize>,
+    /// Frames in flight, comma-separated (the ring holds four more).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4,6")]
+    pub in_flight: Vec<usize>,
+    /// Band counts measured with pageable buffers.
+    #[arg(long, value_delimiter = ',', default_value = "1,3,8")]
+    pub pageable_bands: Vec<usize>,
+    /// Frames in flight measured with pageable buffers.
+    #[arg(long, value_delimiter = ',', default_value = "1,4")]
+    pub pageable_in_flight: Vec<usize>,
+    /// Also measure breadth-first issue order (every band's upload first, …).
+    #[arg(long)]
+    pub compare_issue: bool,
+    /// Also measure the per-band stream layout (a stream per band and frame in flight).
+    #[arg(long)]
+    pub compare_streams: bool,
+    /// Also measure frames that find the GPU idle issued call by call instead of replayed
+    /// as CUDA graphs (one frame in flight, and the defaults unpaced and live).
+    #[arg(long)]
+    pub compare_graphs: bool,
+    /// Also measure the defaults with stream priorities (downloads, then kernels, then
+    /// uploads).
+    #[arg(long)]
+    pub compare_priorities: bool,
+    /// Also measure the defaults driven from one thread with no capture or consumer
+    /// thread: what the pipeline's threads cost.
+    #[arg(long)]
+    pub compare_threads: bool,
+    /// Rate of the paced "live" run with the default settings.
+    #[arg(long, default_value_t = 60.0)]
+    pub live_fps: f64,
+    /// Target duration of each measurement in seconds.
+    #[arg(long, default_value_t = 0.3)]
+    pub seconds: f64,
+    /// Only the bound, the original question's configuration and the app's defaults (no
+    /// grid): a quick comparison of filters.
+    #[arg(long)]
+    pub only_defaults: bool,
+    /// Draw the first frames of the app's defaults (page-locked) above the original
+    /// question's configuration (pageable, 3 bands, one frame at a time), for the first
+    /// size and filter, as an SVG timeline.
+    #[arg(long, value_name = "FILE.svg")]
+    pub timeline: Option<String>,
+    /// Also write the results as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
 }

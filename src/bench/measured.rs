@@ -1,0 +1,154 @@
+//! One measured configuration: the real pipeline (capture thread, ring, GPU thread, consumer)
+//! on the cheap pattern, or the backend alone driven from one thread.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+use crate::backend::{self, Backend, BackendConfig, BackendKind, IssueOrder, StreamLayout};
+use crate::band::BandPlan;
+use crate::filter::Chain;
+use crate::frame::FrameSize;
+use crate::pipeline::{self, Options};
+use crate::ring::{self, Slot};
+use crate::sink::null::Null;
+use crate::source::pattern::{self, Pattern};
+use crate::stop::Stop;
+
+/// One configuration of the pipeline to measure.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq)]
+pub struct Setup {
+    pub pageable: bool,
+    pub streams: StreamLayout,
+    pub issue: IssueOrder,
+    pub bands: usize,
+    /// Bands of frames submitted behind others.
+    pub busy_bands: usize,
+    pub in_flight: usize,
+    /// Frames that find the GPU idle are replayed as CUDA graphs.
+    pub graphs: bool,
+    /// The per-stage streams have priorities.
+    pub priorities: bool,
+    /// Through the real threads (false: the backend alone, driven from one thread).
+    pub threads: bool,
+    /// Frames per second the source is paced at; 0 = unpaced.
+    pub paced_fps: f64,
+    /// The app's default settings.
+    pub defaults: bool,
+}
+
+impl Setup {
+    pub(crate) fn new(pageable: bool, bands: usize, in_flight: usize) -> Self {
+        Self {
+            pageable,
+            streams: StreamLayout::default(),
+            issue: IssueOrder::Depth,
+            bands,
+            busy_bands: bands,
+            in_flight,
+            graphs: true,
+            priorities: false,
+            threads: true,
+            paced_fps: 0.0,
+            defaults: false,
+        }
+    }
+}
+
+/// Per-frame (submitted, done) times in ms.
+pub(crate) type FrameTimes = Vec<(f64, f64)>;
+
+/// Per-frame (submitted, done) ms of one configuration.
+pub(crate) fn measure_row(
+    size: FrameSize,
+    chain: &Chain,
+    setup: Setup,
+    frames: u64,
+) -> Result<Vec<(f64, f64)>> {
+    Ok(run_setup(size, chain, setup, frames, 0)?.0)
+}
+
+/// Runs one configuration through the real pipeline (or the backend alone, for a setup
+/// without threads); traces its first `trace_frames` frames.
+pub(crate) fn run_setup(
+    size: FrameSize,
+    chain: &Chain,
+    setup: Setup,
+    frames: u64,
+    trace_frames: u64,
+) -> Result<(FrameTimes, Option<crate::trace::Trace>)> {
+    let plan = |n| BandPlan::new(size.height, n, chain.radius()).map_err(anyhow::Error::msg);
+    let cfg = BackendConfig {
+        size,
+        chain: chain.clone(),
+        plan: plan(setup.bands)?,
+        busy_plan: plan(setup.busy_bands)?,
+        in_flight: setup.in_flight,
+        pageable: setup.pageable,
+        issue: setup.issue,
+        streams: setup.streams,
+        trace_frames,
+        graphs: setup.graphs,
+        priorities: setup.priorities,
+        sample_every: backend::SAMPLE_EVERY,
+    };
+    let backend = backend::create(BackendKind::Cuda, &cfg)?;
+    let ring = setup.in_flight + 4;
+    let (instants, trace) = if setup.threads {
+        let opts = Options {
+            ring,
+            frames: Some(frames),
+            keep_frame_times: true,
+            trace_frames,
+        };
+        let source = Box::new(Pattern::new(size, setup.paced_fps).cheap());
+        let summary = pipeline::run(source, backend, &mut Null, &opts, &Stop::new())?;
+        (summary.process.frames, summary.trace)
+    } else {
+        (run_alone(backend, size, ring, frames)?, None)
+    };
+    let t0 = instants
+        .first()
+        .map(|f| f.0)
+        .context("no frame was processed")?;
+    let ms = |t: Instant| crate::stats::ms(t - t0);
+    let times = instants.iter().map(|(s, d)| (ms(*s), ms(*d))).collect();
+    Ok((times, trace))
+}
+
+/// The backend alone, driven from this thread over a ring of `ring` slots taken in turn:
+/// no capture thread, no consumer, no channels. Per-frame (submitted, done) instants.
+pub(crate) fn run_alone(
+    mut backend: Box<dyn Backend>,
+    size: FrameSize,
+    ring: usize,
+    frames: u64,
+) -> Result<Vec<(Instant, Instant)>> {
+    let mut free: VecDeque<Slot> = ring::allocate(ring, size).into();
+    for slot in &mut free {
+        pattern::draw(size, 0, &mut slot.input);
+        for buf in slot.buffers_mut() {
+            backend.attach(buf)?;
+        }
+    }
+    let mut times = Vec::with_capacity(frames as usize);
+    let mut next = 0;
+    while (times.len() as u64) < frames {
+        while next < frames && backend.in_flight() < backend.capacity() {
+            let Some(mut slot) = free.pop_front() else {
+                break;
+            };
+            slot.seq = next;
+            next += 1;
+            backend.submit(slot)?;
+        }
+        let slot = backend
+            .complete(true)?
+            .context("the backend lost a frame")?;
+        times.push((slot.stamps.submitted, slot.stamps.done));
+        free.push_back(slot);
+    }
+    Ok(times)
+}
