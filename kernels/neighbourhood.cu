@@ -81,8 +81,9 @@ extern "C" __global__ void fp_gauss_v(const u16* __restrict__ tmp, u8* __restric
     dst[at] = (u8)((s0 + half) >> 22); dst[at + 1] = (u8)((s1 + half) >> 22); dst[at + 2] = (u8)((s2 + half) >> 22);
 }
 
-// The 3x3 neighbourhood of (x, y), channel c.
-#define FP_3X3(P, c)                                                              \
+// The rows (ys) and columns (xs) of the 3x3 neighbourhood of (x, y), with the border rule
+// applied: declares `ys` and `xs` in the calling kernel.
+#define FP_3X3                                                              \
     int ys[3] = {fp_row(y, -1, rows, row0, height), y, fp_row(y, 1, rows, row0, height)}; \
     int xs[3] = {fp_reflect(x - 1, width), x, fp_reflect(x + 1, width)};
 
@@ -94,7 +95,7 @@ __device__ __forceinline__ int fp_px(const u8* src, int width, int y, int x, int
 extern "C" __global__ void fp_sobel(const u8* __restrict__ src, u8* __restrict__ dst,
                                     int width, int rows, int row0, int height) {
     FP_XY
-    FP_3X3(src, 0)
+    FP_3X3
     for (int c = 0; c < 3; ++c) {
         int p[3][3];
         for (int i = 0; i < 3; ++i)
@@ -112,7 +113,7 @@ extern "C" __global__ void fp_sharpen(const u8* __restrict__ src, u8* __restrict
                                       int width, int rows, int row0, int height,
                                       float keep, float take) {
     FP_XY
-    FP_3X3(src, 0)
+    FP_3X3
     for (int c = 0; c < 3; ++c) {
         u32 s = 0;
         const u32 k[3] = {1, 2, 1};
@@ -131,7 +132,7 @@ extern "C" __global__ void fp_sharpen(const u8* __restrict__ src, u8* __restrict
 extern "C" __global__ void fp_median3(const u8* __restrict__ src, u8* __restrict__ dst,
                                       int width, int rows, int row0, int height) {
     FP_XY
-    FP_3X3(src, 0)
+    FP_3X3
     for (int c = 0; c < 3; ++c) {
         int p0 = fp_px(src, width, ys[0], xs[0], c), p1 = fp_px(src, width, ys[0], xs[1], c),
             p2 = fp_px(src, width, ys[0], xs[2], c), p3 = fp_px(src, width, ys[1], xs[0], c),

@@ -1,6 +1,6 @@
 // Pointwise filters on packed 8-bit BGR bands. Each kernel reads `src` and writes `dst`
 // (distinct device buffers); `n` is the number of bytes (a multiple of 3).
-// The arithmetic matches src/filter.rs bit for bit:
+// The arithmetic matches src/filter/reference.rs bit for bit:
 //   gray: (B*3735 + G*19235 + R*9798 + 16384) >> 15, OpenCV's fixed-point BGR2GRAY;
 //   gain: saturate(round_half_even(v*alpha + beta)) with a separate f32 multiply and add.
 

@@ -60,13 +60,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .bands
         .unwrap_or_else(|| band::default_bands(size.height));
     let plan = BandPlan::new(size.height, bands, args.filter.radius())
-        .map_err(|e| anyhow::anyhow!("--bands: {e}"))?;
+        .map_err(|e| anyhow::anyhow!("--bands {bands}: {e}"))?;
     let busy_plan = BandPlan::new(
         size.height,
         args.busy_bands.min(size.height),
         args.filter.radius(),
     )
-    .map_err(|e| anyhow::anyhow!("--busy-bands: {e}"))?;
+    .map_err(|e| anyhow::anyhow!("--busy-bands {}: {e}", args.busy_bands))?;
     info!("input: {}", source.describe());
 
     let cfg = BackendConfig {

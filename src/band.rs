@@ -9,7 +9,9 @@ use std::ops::Range;
 /// One band: the rows it writes and the rows it must read to write them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Band {
+    /// Rows this band writes.
     pub rows: Range<usize>,
+    /// Rows this band reads: its own plus the chain's radius on each side, within the frame.
     pub input_rows: Range<usize>,
 }
 
@@ -28,14 +30,13 @@ pub struct BandPlan {
 
 impl BandPlan {
     /// Cuts `height` rows into `count` bands, each reading `radius` extra rows on both sides.
+    /// The error says what is wrong with `count`; the caller names the option it came from.
     pub fn new(height: usize, count: usize, radius: usize) -> Result<Self, String> {
         if count == 0 {
-            return Err("--bands must be at least 1".into());
+            return Err("must be at least 1".into());
         }
         if count > height {
-            return Err(format!(
-                "--bands {count} is more than the frame's {height} rows"
-            ));
+            return Err(format!("{count} is more than the frame's {height} rows"));
         }
         let base = height / count;
         let extra = height % count;
@@ -51,14 +52,17 @@ impl BandPlan {
         Ok(Self { bands })
     }
 
+    /// The bands, top to bottom.
     pub fn bands(&self) -> &[Band] {
         &self.bands
     }
 
+    /// Number of bands.
     pub fn len(&self) -> usize {
         self.bands.len()
     }
 
+    /// Whether the plan has no band (never, for a plan `new` made).
     pub fn is_empty(&self) -> bool {
         self.bands.is_empty()
     }

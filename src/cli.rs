@@ -21,13 +21,17 @@ use crate::frame::FrameSize;
         every frame captured before the stop is written and the output finalized); \
         1 any error, bad arguments included (one line says what); 130 aborted by a second Ctrl-C."
 )]
+/// The command line.
 pub struct Cli {
+    /// `bench` or `doctor`; none runs the pipeline.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// The pipeline's options.
     #[command(flatten)]
     pub run: RunArgs,
 }
 
+/// Commands besides running the pipeline.
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Measure the pipeline against the copy-engine bound on this GPU.
@@ -36,6 +40,7 @@ pub enum Command {
     Doctor,
 }
 
+/// Options of a pipeline run (`framepipe [OPTIONS]`).
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
     /// Camera index, video file, URL, GStreamer pipeline (holds '!'), still image, or

@@ -8,6 +8,7 @@ use cudarc::driver::{sys, CudaContext};
 use crate::backend::{cuda, measure};
 use crate::frame::FrameSize;
 
+/// Runs `framepipe doctor`: prints what this machine offers framepipe.
 pub fn run() -> Result<()> {
     crate::out!("framepipe {} doctor", env!("CARGO_PKG_VERSION"));
     match cuda::probe() {

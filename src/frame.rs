@@ -12,11 +12,14 @@ pub const CHANNELS: usize = 3;
 /// Width and height of a frame in pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FrameSize {
+    /// Pixels per row.
     pub width: usize,
+    /// Rows.
     pub height: usize,
 }
 
 impl FrameSize {
+    /// A size of `width` by `height` pixels.
     pub const fn new(width: usize, height: usize) -> Self {
         Self { width, height }
     }
@@ -31,6 +34,7 @@ impl FrameSize {
         self.stride() * self.height
     }
 
+    /// Pixels in one frame.
     pub const fn pixels(&self) -> usize {
         self.width * self.height
     }

@@ -1,3 +1,4 @@
+#![deny(missing_docs)]
 //! framepipe: live video through a banded, overlapped CUDA pipeline.
 //!
 //! The data path, one module per stage:

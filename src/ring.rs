@@ -28,6 +28,7 @@ pub struct HostBuffer {
 unsafe impl Send for HostBuffer {}
 
 impl HostBuffer {
+    /// A zeroed buffer of `len` bytes, page-aligned and page-rounded.
     pub fn new(len: usize) -> Self {
         let size = len.max(1).div_ceil(PAGE) * PAGE;
         let layout = Layout::from_size_align(size, PAGE).expect("frame buffer layout");
@@ -53,6 +54,7 @@ impl HostBuffer {
         self.lock = lock;
     }
 
+    /// Whether a page-lock token is attached.
     pub fn is_locked(&self) -> bool {
         self.lock.is_some()
     }
@@ -86,9 +88,13 @@ impl Drop for HostBuffer {
 pub struct Stamps {
     /// When the capture thread started reading the frame.
     pub read_start: Instant,
+    /// When the frame was in its ring buffer.
     pub captured: Instant,
+    /// How long the read took, ms.
     pub capture_ms: f64,
+    /// When the backend took it.
     pub submitted: Instant,
+    /// When its output was ready in host memory.
     pub done: Instant,
 }
 
@@ -109,9 +115,13 @@ impl Default for Stamps {
 pub struct Slot {
     /// Position of the frame in the output stream (0, 1, 2, …).
     pub seq: u64,
+    /// The frame's size.
     pub size: FrameSize,
+    /// The captured frame (BGR).
     pub input: HostBuffer,
+    /// The processed frame (BGR).
     pub output: HostBuffer,
+    /// Host times of the frame's way.
     pub stamps: Stamps,
     /// Device time of each stage for this frame, when the backend measures it.
     pub gpu: Option<crate::stats::StageTimes>,
@@ -132,6 +142,7 @@ impl Slot {
         }
     }
 
+    /// The input and output buffers (for `Backend::attach`).
     pub fn buffers_mut(&mut self) -> [&mut HostBuffer; 2] {
         [&mut self.input, &mut self.output]
     }

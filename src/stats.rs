@@ -6,8 +6,11 @@ use std::time::{Duration, Instant};
 /// Device time one frame spent in each stage, summed over its bands.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct StageTimes {
+    /// Uploads, ms.
     pub h2d_ms: f64,
+    /// Kernels, ms.
     pub kernel_ms: f64,
+    /// Downloads, ms.
     pub d2h_ms: f64,
     /// First band's first copy start to last band's last copy end.
     pub span_ms: f64,
@@ -25,18 +28,24 @@ impl StageTimes {
 /// What the capture thread counted.
 #[derive(Clone, Debug, Default)]
 pub struct CaptureStats {
+    /// Frames read into the ring.
     pub captured: u64,
+    /// Frames a live source discarded because the ring was full.
     pub dropped: u64,
+    /// Time spent reading, ms.
     pub read_ms: f64,
 }
 
 /// What the processing thread counted.
 #[derive(Clone, Debug, Default)]
 pub struct ProcessStats {
+    /// Frames the backend finished.
     pub processed: u64,
     /// Submit → output ready in host memory, summed.
     pub latency_ms: f64,
+    /// Stage times summed over the sampled frames.
     pub stages: StageTimes,
+    /// Frames whose stages were timed.
     pub stage_frames: u64,
     /// Per-frame (submitted, done) instants, kept only when asked (benchmarks).
     pub frames: Vec<(Instant, Instant)>,
@@ -45,6 +54,7 @@ pub struct ProcessStats {
 }
 
 impl ProcessStats {
+    /// Counts one finished frame (and keeps its instants when `keep`).
     pub fn record(
         &mut self,
         submitted: Instant,
@@ -67,7 +77,9 @@ impl ProcessStats {
 /// What the sink thread counted.
 #[derive(Clone, Debug, Default)]
 pub struct SinkStats {
+    /// Frames the sink took.
     pub consumed: u64,
+    /// Time the sink spent, ms.
     pub sink_ms: f64,
     /// Times the user paused (space).
     pub pauses: u64,
@@ -79,16 +91,23 @@ pub struct SinkStats {
 /// Everything the exit summary reports.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
+    /// The backend's description at the end.
     pub backend: String,
+    /// The sink's verb ("written", "shown").
     pub sink: String,
+    /// Wall time of the run.
     pub elapsed: Duration,
+    /// What the capture thread counted.
     pub capture: CaptureStats,
+    /// What the backend thread counted.
     pub process: ProcessStats,
+    /// What the sink counted.
     pub sink_stats: SinkStats,
     /// The first frames' spans, when asked for.
     pub trace: Option<crate::trace::Trace>,
 }
 
+/// A duration in milliseconds.
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -102,6 +121,7 @@ fn avg(total: f64, n: u64) -> f64 {
 }
 
 impl Summary {
+    /// Frames processed per second of the run.
     pub fn fps(&self) -> f64 {
         let s = self.elapsed.as_secs_f64();
         if s > 0.0 {
@@ -163,15 +183,21 @@ impl Summary {
 /// Running figures for the window's overlay, smoothed over the last frames.
 #[derive(Clone, Debug, Default)]
 pub struct Live {
+    /// Frames per second, recent.
     pub fps: f64,
+    /// Capture time per frame, ms.
     pub capture_ms: f64,
     /// Submit → output ready.
     pub latency_ms: f64,
     /// Device time per stage (sampled frames).
     pub gpu: Option<StageTimes>,
+    /// Sink time per frame, ms.
     pub output_ms: f64,
+    /// Frames dropped so far.
     pub dropped: u64,
+    /// Whether capture is paused.
     pub paused: bool,
+    /// The backend's description.
     pub backend: String,
     last_frame: Option<Instant>,
 }

@@ -15,16 +15,22 @@ use serde::Serialize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
+    /// Reading a frame into the ring.
     Capture,
+    /// A band's upload.
     H2d,
+    /// A band's kernels.
     Kernels,
+    /// A band's download.
     D2h,
     /// The CPU backend's processing of a whole frame.
     Process,
+    /// The sink's work on a frame.
     Output,
 }
 
 impl Kind {
+    /// The label drawn for this kind.
     pub fn label(self) -> &'static str {
         match self {
             Kind::Capture => "capture",
@@ -53,23 +59,33 @@ impl Kind {
 pub struct Span {
     /// Index into the trace's track names.
     pub track: u16,
+    /// What the span measures.
     pub kind: Kind,
+    /// The frame it belongs to.
     pub frame: u64,
+    /// The band, for per-band spans.
     pub band: Option<u16>,
+    /// Start, host clock.
     pub start: Instant,
+    /// End, host clock.
     pub end: Instant,
 }
 
 /// Tracks every run has; a backend's own tracks follow.
 pub const TRACK_CAPTURE: u16 = 0;
+/// The sink thread's track.
 pub const TRACK_OUTPUT: u16 = 1;
+/// The first track number a backend's tracks use.
 pub const FIRST_BACKEND_TRACK: u16 = 2;
 
 /// The spans of a run's first frames.
 #[derive(Clone, Debug)]
 pub struct Trace {
+    /// Time zero of the trace.
     pub origin: Instant,
+    /// Track names, by number.
     pub tracks: Vec<String>,
+    /// Every span recorded.
     pub spans: Vec<Span>,
 }
 
@@ -87,6 +103,7 @@ struct Event<'a> {
 }
 
 impl Trace {
+    /// An empty trace starting at `origin`, with the backend's track names after the fixed ones.
     pub fn new(origin: Instant, backend_tracks: Vec<String>) -> Self {
         let mut tracks = vec!["capture thread".to_string(), "output thread".to_string()];
         tracks.extend(backend_tracks);
@@ -152,9 +169,11 @@ impl Trace {
 /// How much the copies overlapped, over the window covered by the backend's spans.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Overlap {
+    /// The GPU work's extent, ms.
     pub window_ms: f64,
     /// Fraction of the window with an upload in progress.
     pub h2d_busy: f64,
+    /// Share of it with a download running.
     pub d2h_busy: f64,
     /// Fraction of the window with an upload and a download in progress at once.
     pub both: f64,

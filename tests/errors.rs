@@ -78,7 +78,7 @@ fn bad_inputs() {
     expect_error(&with_pattern(&["--filter", "gray,gain:1,2,3"]), "got 3");
     expect_error(
         &with_pattern(&["--bands", "0"]),
-        "--bands must be at least 1",
+        "--bands 0: must be at least 1",
     );
     expect_error(
         &with_pattern(&["--bands", "241"]),

@@ -1,5 +1,5 @@
 //! The CPU backend: OpenCV's own functions when built with OpenCV, else the plain-Rust
-//! reference of `filter.rs`. Frames are processed whole (OpenCV spreads them over cores)
+//! reference of `filter/reference.rs`. Frames are processed whole (OpenCV spreads them over cores)
 //! and synchronously in `submit`; `complete` hands them back in order.
 
 use std::collections::VecDeque;
@@ -12,6 +12,7 @@ use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::ring::{HostBuffer, Slot};
 
+/// The CPU backend: whole frames, synchronously, in submission order.
 pub struct CpuBackend {
     size: FrameSize,
     chain: Chain,
@@ -23,6 +24,7 @@ pub struct CpuBackend {
 }
 
 impl CpuBackend {
+    /// A backend for `cfg`'s size and chain (its CUDA-only settings are not used).
     pub fn new(cfg: &BackendConfig) -> Self {
         Self {
             size: cfg.size,

@@ -102,12 +102,18 @@ pub struct PinnedRange {
 unsafe impl Send for PinnedRange {}
 
 impl PinnedRange {
-    /// Page-locks `len` bytes at `ptr` (page-aligned, owned by the caller for as long as the
-    /// returned value lives).
-    pub fn register(ctx: &Arc<CudaContext>, ptr: *mut u8, len: usize) -> Result<Self> {
+    /// Page-locks `len` bytes at `ptr` until the returned value is dropped.
+    ///
+    /// # Safety
+    ///
+    /// - `ptr..ptr + len` is one live, page-aligned allocation of the caller's;
+    /// - it stays allocated until the returned `PinnedRange` is dropped (dropping unregisters
+    ///   the pages; unregistering freed memory is undefined behaviour in the driver);
+    /// - no other registration covers any of its pages.
+    pub unsafe fn register(ctx: &Arc<CudaContext>, ptr: *mut u8, len: usize) -> Result<Self> {
         ctx.bind_to_thread()?;
-        // SAFETY: ptr..ptr+len is a live allocation that outlives the returned guard.
         let flags = sys::CU_MEMHOSTREGISTER_PORTABLE | sys::CU_MEMHOSTREGISTER_DEVICEMAP;
+        // SAFETY: the caller guarantees the range is live, page-aligned and not registered.
         unsafe { sys::cuMemHostRegister_v2(ptr.cast(), len, flags) }
             .result()
             .with_context(|| format!("page-locking a {len}-byte frame buffer"))?;
@@ -123,7 +129,12 @@ impl PinnedRange {
     /// Page-locks a ring buffer for as long as it lives (or until its lock is replaced).
     pub fn lock(ctx: &Arc<CudaContext>, buffer: &mut HostBuffer) -> Result<()> {
         let (ptr, len) = buffer.allocation();
-        buffer.set_lock(Some(Box::new(Self::register(ctx, ptr, len)?)));
+        buffer.set_lock(None); // a previous registration of these pages goes first
+                               // SAFETY: `allocation` is the buffer's whole page-aligned allocation; the lock is
+                               // stored in the buffer, which drops it before freeing the memory (`HostBuffer::drop`),
+                               // and the line above released any earlier registration of it.
+        let range = unsafe { Self::register(ctx, ptr, len)? };
+        buffer.set_lock(Some(Box::new(range)));
         Ok(())
     }
 }
@@ -230,6 +241,7 @@ struct Graph(CudaGraph);
 // backend that owns it, which one thread at a time holds (`Backend: Send`, not `Sync`).
 unsafe impl Send for Graph {}
 
+/// The CUDA backend: banded frames on streams, several frames in flight (module doc).
 pub struct CudaBackend {
     ctx: Arc<CudaContext>,
     kernels: ChainKernels,
@@ -264,8 +276,13 @@ impl CudaBackend {
     /// Opens device 0, compiles the kernels and allocates every device buffer.
     pub fn new(cfg: &BackendConfig) -> Result<Self> {
         let ctx = CudaContext::new(0).context("opening CUDA device 0")?;
-        // SAFETY: every device buffer below is used only on the stream it was allocated
-        // for, and the completion events order the host's reuse of it (module invariants).
+        // SAFETY: with tracking off, cudarc no longer orders a buffer's uses across streams,
+        // so this backend does: every device buffer is allocated before any work and the
+        // context is synchronized once after the allocations; a band's buffers move from the
+        // copy-in to the compute to the copy-out stream only behind the events each stage
+        // records (the per-band stream layout keeps a band on one stream); and a lane is
+        // reused, or dropped with the backend, only after its frame's last event completed
+        // (`Drop` synchronizes the context).
         unsafe { ctx.disable_event_tracking() };
         let (major, minor) = ctx.compute_capability()?;
         let device = format!("{} (sm_{major}{minor})", ctx.name()?);
@@ -711,7 +728,8 @@ impl Backend for CudaBackend {
         let mut cfg = self.cfg.clone();
         let height = cfg.size.height;
         let cut = |bands: usize, chain: &Chain| {
-            BandPlan::new(height, bands, chain.radius()).map_err(anyhow::Error::msg)
+            BandPlan::new(height, bands, chain.radius())
+                .map_err(|e| anyhow::anyhow!("{bands} bands: {e}"))
         };
         match control {
             // Buffers are (un)locked lazily as they next pass `submit`.

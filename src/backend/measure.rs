@@ -20,8 +20,11 @@ use crate::source::pattern;
 /// Milliseconds per frame for each piece.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Bound {
+    /// One frame's upload, ms.
     pub h2d_ms: f64,
+    /// One frame's download, ms.
     pub d2h_ms: f64,
+    /// The chain's kernels on one frame, ms.
     pub kernel_ms: f64,
     /// One upload and one download issued together on two streams.
     pub both_ms: f64,
@@ -282,7 +285,9 @@ pub fn zero_copy(size: FrameSize, reps: usize) -> Result<ZeroCopy> {
 /// Copy bandwidth in GB/s.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Bandwidth {
+    /// Upload bandwidth, GB/s.
     pub h2d_gbs: f64,
+    /// Download bandwidth, GB/s.
     pub d2h_gbs: f64,
     /// Upload and download at once, both directions added.
     pub both_gbs: f64,

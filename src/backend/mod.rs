@@ -17,6 +17,7 @@ use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::ring::{HostBuffer, Slot};
 
+/// Runs a filter chain on frames: takes slots, fills their output buffers, hands them back in order.
 pub trait Backend: Send {
     /// One line for the log, e.g. "cuda: NVIDIA H200 (sm_90), 4 bands, page-locked".
     fn describe(&self) -> String;
@@ -27,6 +28,7 @@ pub trait Backend: Send {
     /// Names of the trace tracks its spans use (track numbers from
     /// `trace::FIRST_BACKEND_TRACK`).
     fn tracks(&self) -> Vec<String>;
+    /// Frames submitted and not yet handed back.
     fn in_flight(&self) -> usize;
     /// Starts processing a frame. Callers keep `in_flight() < capacity()`.
     fn submit(&mut self, slot: Slot) -> Result<()>;
@@ -52,14 +54,18 @@ pub enum Control {
 pub enum BackendKind {
     /// CUDA when a driver and a GPU are present, else the CPU.
     Auto,
+    /// CUDA, or an error where it is missing.
     Cuda,
+    /// The CPU backend (OpenCV, or the plain-Rust reference).
     Cpu,
 }
 
 /// What a backend is built from.
 #[derive(Clone, Debug)]
 pub struct BackendConfig {
+    /// Frame size of every frame.
     pub size: FrameSize,
+    /// The filter chain to run.
     pub chain: Chain,
     /// Bands of a frame that finds the GPU idle, for longer than a frame takes (a source
     /// slower than the pipeline: its latency matters).

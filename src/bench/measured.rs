@@ -20,12 +20,17 @@ use crate::stop::Stop;
 /// One configuration of the pipeline to measure.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]
 pub struct Setup {
+    /// Ring buffers left pageable.
     pub pageable: bool,
+    /// How bands map to streams.
     pub streams: StreamLayout,
+    /// The order of a frame's band operations.
     pub issue: IssueOrder,
+    /// Bands of a frame that finds the GPU idle.
     pub bands: usize,
     /// Bands of frames submitted behind others.
     pub busy_bands: usize,
+    /// Frames in flight.
     pub in_flight: usize,
     /// Frames that find the GPU idle are replayed as CUDA graphs.
     pub graphs: bool,
@@ -79,7 +84,9 @@ pub(crate) fn run_setup(
     frames: u64,
     trace_frames: u64,
 ) -> Result<(FrameTimes, Option<crate::trace::Trace>)> {
-    let plan = |n| BandPlan::new(size.height, n, chain.radius()).map_err(anyhow::Error::msg);
+    let plan = |n| {
+        BandPlan::new(size.height, n, chain.radius()).map_err(|e| anyhow::anyhow!("{n} bands: {e}"))
+    };
     let cfg = BackendConfig {
         size,
         chain: chain.clone(),

@@ -80,8 +80,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::table::notes;
-    use crate::backend::measure;
     use super::*;
+    use crate::backend::measure;
 
     #[test]
     fn steady_period_skips_warm_up() {

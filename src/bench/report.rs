@@ -10,14 +10,22 @@ use crate::backend::measure;
 pub struct Row {
     /// "page-locked" or "pageable".
     pub mode: String,
+    /// The configuration measured.
     #[serde(flatten)]
     pub setup: Setup,
+    /// Frames measured (warm-up excluded from the figures).
     pub frames: u64,
+    /// Steady-state frame period, ms.
     pub ms_per_frame: f64,
+    /// Frames per second at that period.
     pub fps: f64,
+    /// The bound over the frame period, in percent.
     pub pct_of_bound: f64,
+    /// Mean latency (submit to output in host memory), ms.
     pub latency_ms: f64,
+    /// Median latency, ms.
     pub latency_p50_ms: f64,
+    /// 99th-percentile latency, ms.
     pub latency_p99_ms: f64,
     /// Frame period of the original question's configuration over this row's.
     pub speedup_vs_original: f64,
@@ -26,22 +34,33 @@ pub struct Row {
 /// All rows for one frame size and chain.
 #[derive(Clone, Debug, Serialize)]
 pub struct Section {
+    /// Frame size, WxH.
     pub size: String,
+    /// The filter chain.
     pub filter: String,
+    /// The four figures the bound is the largest of.
     pub bound: measure::Bound,
+    /// The bound, ms per frame.
     pub bound_ms: f64,
+    /// Which figure sets the bound.
     pub limiter: String,
     /// An upload and a download together over as many host buffer pairs as the default
     /// ring has, taken in turn (a diagnostic; the bound uses one pair).
     pub both_over_ring_ms: f64,
+    /// Bands the app uses for this height by default.
     pub default_bands: usize,
+    /// One row per configuration measured.
     pub rows: Vec<Row>,
 }
 
+/// Everything `bench --json` writes.
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
+    /// The GPU's name.
     pub device: String,
+    /// When it was measured (seconds since 1970).
     pub date_unix: u64,
+    /// One section per size and chain.
     pub sections: Vec<Section>,
 }
 

@@ -24,15 +24,31 @@ pub enum Filter {
     /// BT.601 luma with OpenCV's fixed-point weights, written to all three channels.
     Gray,
     /// `saturate(round_half_even(v * alpha + beta))` on every channel, in f32.
-    Gain { alpha: f32, beta: f32 },
+    Gain {
+        /// Multiplier.
+        alpha: f32,
+        /// Offset.
+        beta: f32,
+    },
     /// K×K box blur (K odd): the rounded mean, in integers.
-    Box { k: u32 },
+    Box {
+        /// Side of the square, odd.
+        k: u32,
+    },
     /// K×K Gaussian blur, separable, with 14-bit integer weights.
-    Gauss { k: u32, sigma: f32 },
+    Gauss {
+        /// Side of the kernel, odd.
+        k: u32,
+        /// Standard deviation, pixels.
+        sigma: f32,
+    },
     /// Sobel edge magnitude: round_half_even((sat|dx| + sat|dy|) / 2) per channel.
     Sobel,
     /// Unsharp mask: src·(1+A) − gauss3x3(src)·A, rounded half to even.
-    Sharpen { amount: f32 },
+    Sharpen {
+        /// How much of the detail is added.
+        amount: f32,
+    },
     /// 3×3 median per channel.
     Median3,
 }
@@ -65,8 +81,11 @@ pub const FILTER_HELP: &str =
 /// OpenCV's `cvtColor(BGR2GRAY)` weights for 8-bit images (`BY15`, `GY15`, `RY15`,
 /// `gray_shift` = 15); checked equal to OpenCV 4.6 on all 2^24 colours.
 pub const GRAY_B: u32 = 3735;
+/// Green's weight in `gray` (OpenCV 4.6's 15-bit fixed point).
 pub const GRAY_G: u32 = 19235;
+/// Red's weight in `gray`.
 pub const GRAY_R: u32 = 9798;
+/// The fixed-point shift of the gray weights.
 pub const GRAY_SHIFT: u32 = 15;
 
 impl Filter {
@@ -185,6 +204,7 @@ impl fmt::Display for Filter {
 pub struct Chain(Vec<Filter>);
 
 impl Chain {
+    /// The filters, in the order they run.
     pub fn filters(&self) -> &[Filter] {
         &self.0
     }

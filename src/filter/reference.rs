@@ -14,6 +14,7 @@ use crate::frame::{FrameSize, CHANNELS};
 /// A band buffer's place in its frame.
 #[derive(Clone, Copy, Debug)]
 pub struct View {
+    /// Width in pixels.
     pub width: usize,
     /// Rows in the buffer.
     pub rows: usize,
@@ -71,6 +72,7 @@ pub fn gauss_weights(k: u32, sigma: f32) -> Vec<u32> {
 
 /// Gaussian fixed point: row pass keeps 8 fractional bits, column pass rounds half up.
 pub const GAUSS_ROW_SHIFT: u32 = 6;
+/// Fixed-point shift of the Gaussian's vertical pass.
 pub const GAUSS_COL_SHIFT: u32 = 22;
 
 /// Runs `filter` on a band buffer from `src` to `dst`; `tmp` is scratch of the same length.

@@ -21,6 +21,7 @@ use crate::frame::{FrameSize, SequencePattern};
 /// What a sink wants after a frame.
 #[derive(Debug, PartialEq, Clone)]
 pub enum Flow {
+    /// Go on.
     Continue,
     /// The user asked to quit (q, Esc, window closed).
     Quit,
@@ -44,16 +45,21 @@ impl Flow {
 /// The settings the window's keys change, as the window last asked for them.
 #[derive(Clone, Debug)]
 pub struct Knobs {
+    /// Ring buffers left pageable.
     pub pageable: bool,
+    /// Bands of a frame that finds the GPU idle.
     pub bands: usize,
+    /// Frame height (the most bands there can be).
     pub height: usize,
 }
 
+/// Where processed frames go (a window, a file, nowhere), on the pipeline's calling thread.
 pub trait Sink {
     /// One word for the summary: "shown", "written".
     fn verb(&self) -> &'static str;
     /// One line for the log.
     fn describe(&self) -> String;
+    /// Takes one processed frame (`size`, packed BGR) and says what the user wants next.
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow>;
     /// The live figures, before each frame (the window's overlay shows them).
     fn status(&mut self, _live: &crate::stats::Live) {}
@@ -120,17 +126,24 @@ pub const SEQUENCE_EXTENSIONS: &[&str] = &["png", "ppm", "bmp", "tif", "tiff", "
 /// What `--output` names, checked before anything runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum OutputSpec {
+    /// A video file.
     Video {
+        /// Its path.
         path: String,
+        /// Its extension, lower-cased (picks the codec).
         extension: String,
     },
+    /// Numbered images.
     Sequence {
+        /// The file names.
         pattern: SequencePattern,
+        /// The image format's extension, lower-cased.
         extension: String,
     },
 }
 
 impl OutputSpec {
+    /// Checks `--output` without opening anything.
     pub fn parse(s: &str) -> Result<Self, String> {
         let path = Path::new(s);
         if s.ends_with('/') || path.is_dir() {

@@ -5,6 +5,7 @@ use anyhow::Result;
 use super::{Flow, Sink};
 use crate::frame::FrameSize;
 
+/// Discards every frame.
 pub struct Null;
 
 impl Sink for Null {

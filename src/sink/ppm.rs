@@ -9,12 +9,14 @@ use anyhow::{Context, Result};
 use super::{Flow, Sink};
 use crate::frame::{FrameSize, SequencePattern};
 
+/// A numbered PPM sequence.
 pub struct PpmSequence {
     pattern: SequencePattern,
     next: u64,
 }
 
 impl PpmSequence {
+    /// A sequence named by `pattern`, numbered from 0.
     pub fn new(pattern: SequencePattern) -> Self {
         Self { pattern, next: 0 }
     }

@@ -8,6 +8,7 @@ use super::{Flow, Sink};
 use crate::frame::FrameSize;
 use crate::stats::Live;
 
+/// Wraps a sink with a progress bar on a terminal.
 pub struct Progress {
     inner: Box<dyn Sink>,
     bar: ProgressBar,

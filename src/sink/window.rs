@@ -24,6 +24,7 @@ use crate::filter::{Chain, PRESETS};
 use crate::frame::FrameSize;
 use crate::stats::Live;
 
+/// The display window, with its keys and overlay.
 pub struct Window {
     title: String,
     shown: bool,
@@ -39,6 +40,7 @@ pub struct Window {
 }
 
 impl Window {
+    /// Opens the window `title` (after `check_display` passed).
     pub fn open(title: &str, knobs: Knobs) -> Result<Self> {
         highgui::named_window(title, highgui::WINDOW_AUTOSIZE | highgui::WINDOW_GUI_NORMAL)
             .context("opening the window")?;

@@ -23,13 +23,17 @@ pub fn quiet_opencv() {
 /// What `read` found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Read {
+    /// A frame was read.
     Frame,
+    /// The input has no more frames.
     End,
 }
 
+/// Where frames come from: fills ring buffers with packed BGR frames of one size.
 pub trait Source: Send {
     /// One line for the log, e.g. "file clip.mp4 (641x479, 25 fps)".
     fn describe(&self) -> String;
+    /// The size of every frame it gives.
     fn size(&self) -> FrameSize;
     /// Frames per second the source runs at, when known.
     fn fps(&self) -> Option<f64>;
@@ -55,11 +59,15 @@ pub trait Source: Send {
 pub enum InputSpec {
     /// No `--input`: the default camera, or the test pattern where there is none.
     Default,
+    /// The built-in test pattern.
     Pattern,
+    /// A camera by index.
     Camera(i32),
     /// A URL (`rtsp://…`, `http://…`) or a GStreamer pipeline (holds `!`).
     Stream(String),
+    /// A still image, processed in a loop.
     Image(std::path::PathBuf),
+    /// A video file.
     Video(std::path::PathBuf),
 }
 

@@ -9,6 +9,7 @@ use anyhow::Result;
 use super::{Read, Source};
 use crate::frame::FrameSize;
 
+/// The built-in test pattern as a source.
 pub struct Pattern {
     size: FrameSize,
     fps: f64,
