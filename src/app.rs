@@ -17,6 +17,7 @@ use crate::pipeline::{self, Options};
 use crate::sink::Knobs;
 use crate::sink::{self, OutputSpec, Sink};
 use crate::source::{pattern::Pattern, InputSpec, Source};
+use crate::stats::Summary;
 use crate::stop::Stop;
 
 /// Runs the pipeline as `args` say; Ok also when the user stopped it.
@@ -127,11 +128,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
         Err(e) => {
             if let Some(failed) = e.downcast_ref::<pipeline::Failed>() {
                 crate::say!("{}", failed.summary.render());
+                write_summary_json(args, &failed.summary, Some(&format!("{e:#}")))?;
             }
             return Err(e);
         }
     };
     crate::say!("{}", summary.render());
+    write_summary_json(args, &summary, None)?;
     if let Some(trace) = &summary.trace {
         crate::trace::write_files(
             trace,
@@ -141,6 +144,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// Writes `--summary-json`, where asked for.
+fn write_summary_json(args: &RunArgs, summary: &Summary, error: Option<&str>) -> Result<()> {
+    let Some(path) = &args.summary_json else {
+        return Ok(());
+    };
+    let text = serde_json::to_string_pretty(&summary.to_json(error))?;
+    std::fs::write(path, text + "\n").with_context(|| format!("writing {path}"))
 }
 
 /// What `check_args` derived from the arguments.
@@ -173,6 +185,7 @@ fn check_args(args: &RunArgs) -> Result<Checked> {
     for (flag, path, ext) in [
         ("--trace", &args.trace, "json"),
         ("--timeline", &args.timeline, "svg"),
+        ("--summary-json", &args.summary_json, "json"),
     ] {
         if let Some(p) = path {
             paths::check_file_arg(flag, p, ext).map_err(anyhow::Error::msg)?;
@@ -215,6 +228,11 @@ fn check_outputs(args: &RunArgs, output: Option<&OutputSpec>, input: &InputSpec)
     }
     files.extend(args.trace.iter().map(|p| ("--trace", p.clone())));
     files.extend(args.timeline.iter().map(|p| ("--timeline", p.clone())));
+    files.extend(
+        args.summary_json
+            .iter()
+            .map(|p| ("--summary-json", p.clone())),
+    );
     for (flag, path) in &files {
         if let Some(input) = &input_file {
             paths::refuse_input_file(flag, path, input).map_err(anyhow::Error::msg)?;

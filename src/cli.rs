@@ -128,6 +128,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub trace_frames: u64,
 
+    /// Also write the exit summary as JSON to this file (counts, times, changes, overlap,
+    /// and the error when the run failed), for scripts and tests.
+    #[arg(long, value_name = "FILE.json")]
+    pub summary_json: Option<String>,
+
     /// Print only errors, warnings and the summary.
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,

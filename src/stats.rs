@@ -131,6 +131,55 @@ impl Summary {
         }
     }
 
+    /// Frames the output holds: what the sink checked, else what it took.
+    pub fn written(&self) -> u64 {
+        self.sink_stats.stored.unwrap_or(self.sink_stats.consumed)
+    }
+
+    /// The summary for machines (`--summary-json`): the counts, times and changes of
+    /// `render`, and `error` when the run failed.
+    pub fn to_json(&self, error: Option<&str>) -> serde_json::Value {
+        let (c, p) = (&self.capture, &self.process);
+        let per = |total: f64, n: u64| if n == 0 { 0.0 } else { total / n as f64 };
+        let overlap = self.trace.as_ref().and_then(|t| t.overlap()).map(|o| {
+            serde_json::json!({
+                "window_ms": o.window_ms,
+                "h2d_busy": o.h2d_busy,
+                "d2h_busy": o.d2h_busy,
+                "both": o.both,
+            })
+        });
+        serde_json::json!({
+            "ok": error.is_none(),
+            "error": error,
+            "frames": {
+                "captured": c.captured,
+                "processed": p.processed,
+                "consumed": self.sink_stats.consumed,
+                "written": self.written(),
+                "dropped": c.dropped,
+            },
+            "sink": self.sink,
+            "backend": self.backend,
+            "elapsed_s": self.elapsed.as_secs_f64(),
+            "fps": self.fps(),
+            "per_frame_ms": {
+                "capture": per(c.read_ms, c.captured),
+                "process": per(p.latency_ms, p.processed),
+                "output": per(self.sink_stats.sink_ms, self.sink_stats.consumed),
+            },
+            "gpu_per_frame_ms": (p.stage_frames > 0).then(|| serde_json::json!({
+                "h2d": p.stages.h2d_ms / p.stage_frames as f64,
+                "kernels": p.stages.kernel_ms / p.stage_frames as f64,
+                "d2h": p.stages.d2h_ms / p.stage_frames as f64,
+                "span": p.stages.span_ms / p.stage_frames as f64,
+            })),
+            "changes": p.controls,
+            "pauses": self.sink_stats.pauses,
+            "overlap": overlap,
+        })
+    }
+
     /// The multi-line text printed at exit.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -141,7 +190,7 @@ impl Summary {
             "frames: {} captured, {} processed, {} {}, {} dropped",
             c.captured,
             p.processed,
-            self.sink_stats.stored.unwrap_or(self.sink_stats.consumed),
+            self.written(),
             self.sink,
             c.dropped
         );

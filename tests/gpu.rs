@@ -321,3 +321,53 @@ fn cuda_soak_holds_memory_and_registrations_flat() {
         "ranges left locked after the run"
     );
 }
+
+/// The project's headline claim: with the ring page-locked, an upload and a download are on
+/// the copy engines at the same time; with it pageable (the original question's mistake),
+/// they are not. Read from the trace of a real pipeline run (CUDA events).
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn page_locked_copies_overlap_and_pageable_ones_do_not() {
+    use common::run_case_traced;
+    if !cuda_or_skip("page_locked_copies_overlap_and_pageable_ones_do_not") {
+        return;
+    }
+    let both = |pageable: bool| {
+        let case = Case {
+            kind: BackendKind::Cuda,
+            chain: "gray",
+            size: FrameSize::new(1920, 1080),
+            bands: 4,
+            busy_bands: 1,
+            in_flight: 4,
+            pageable,
+            issue: IssueOrder::Depth,
+            streams: StreamLayout::PerStage,
+            graphs: true,
+            frames: 60,
+            trace_frames: 60,
+        };
+        let (_, bad, _, trace) = run_case_traced(&case);
+        assert_eq!(bad, 0);
+        let o = trace.expect("traced").overlap().expect("GPU spans");
+        println!(
+            "{}: over {:.2} ms, uploads {:.0}% busy, downloads {:.0}%, both at once {:.1}%",
+            if pageable { "pageable" } else { "page-locked" },
+            o.window_ms,
+            100.0 * o.h2d_busy,
+            100.0 * o.d2h_busy,
+            100.0 * o.both
+        );
+        o.both
+    };
+    let locked = both(false);
+    let pageable = both(true);
+    assert!(
+        locked > 0.25,
+        "page-locked uploads and downloads barely overlap: {locked}"
+    );
+    assert!(
+        pageable < 0.02,
+        "pageable copies overlap ({pageable}): is the ring pinned?"
+    );
+}

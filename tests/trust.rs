@@ -323,6 +323,7 @@ fn interrupt(child: &Child) {
 fn a_stop_with_standard_error_closed_still_finalizes() {
     let dir = TempDir::new("stderr-closed");
     let path = dir.join("out.mkv").display().to_string();
+    let json = dir.join("summary.json").display().to_string();
     let child = spawn(
         &[
             "-i",
@@ -332,6 +333,8 @@ fn a_stop_with_standard_error_closed_still_finalizes() {
             "--headless",
             "-o",
             &path,
+            "--summary-json",
+            &json,
         ],
         true,
     );
@@ -339,9 +342,16 @@ fn a_stop_with_standard_error_closed_still_finalizes() {
     interrupt(&child);
     let out = wait_with_deadline(child, Duration::from_secs(5), "SIGINT with stderr closed");
     assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
-    assert!(
-        frames_in(&path) > 10,
-        "the file must hold what was captured"
+    // Standard error is gone: the machine-readable summary says what was written.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let written = summary["frames"]["written"].as_u64().unwrap();
+    assert_eq!(summary["ok"], true);
+    assert!(written > 10, "{summary}");
+    assert_eq!(
+        frames_in(&path),
+        written,
+        "the file holds what the summary says"
     );
 
     // A file input that runs to its end prints the summary into the closed pipe.
