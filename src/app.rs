@@ -9,7 +9,7 @@
 use anyhow::{bail, Context, Result};
 
 use crate::backend::{self, BackendConfig};
-use crate::band::{self, BandPlan};
+use crate::band;
 use crate::cli::RunArgs;
 use crate::info;
 use crate::paths::{self, InputFile};
@@ -60,30 +60,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let bands = args
         .bands
         .unwrap_or_else(|| band::default_bands(size.height));
-    let plan = BandPlan::new(size.height, bands, args.filter.radius())
-        .map_err(|e| anyhow::anyhow!("--bands {bands}: {e}"))?;
-    let busy_plan = BandPlan::new(
-        size.height,
-        args.busy_bands.min(size.height),
-        args.filter.radius(),
-    )
-    .map_err(|e| anyhow::anyhow!("--busy-bands {}: {e}", args.busy_bands))?;
+    let mut cfg = BackendConfig::new(size, args.filter.clone(), bands, in_flight)
+        .map_err(|e| anyhow::anyhow!("--bands {bands}: {e}"))?
+        .with_busy_bands(args.busy_bands.min(size.height))
+        .map_err(|e| anyhow::anyhow!("--busy-bands {}: {e}", args.busy_bands))?;
+    cfg.pageable = args.pageable;
+    cfg.trace_frames = checked.trace_frames;
+    cfg.cuda.streams = args.streams;
+    cfg.cuda.graphs = !args.no_graphs;
     info!("input: {}", source.describe());
-
-    let cfg = BackendConfig {
-        size,
-        chain: args.filter.clone(),
-        plan,
-        busy_plan,
-        in_flight,
-        pageable: args.pageable,
-        issue: Default::default(),
-        streams: args.streams,
-        trace_frames: checked.trace_frames,
-        graphs: !args.no_graphs,
-        priorities: false,
-        sample_every: backend::SAMPLE_EVERY,
-    };
     let backend = backend::create(args.backend, &cfg)?;
     info!("backend: {}", backend.describe());
 

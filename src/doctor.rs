@@ -22,7 +22,7 @@ pub fn run() -> Result<()> {
 }
 
 fn gpu() -> Result<()> {
-    let ctx = CudaContext::new(0)?;
+    let ctx = crate::backend::cuda::open_device(crate::backend::cuda::DEFAULT_DEVICE)?;
     let attr = |a| ctx.attribute(a).unwrap_or(-1);
     use sys::CUdevice_attribute as A;
     let (major, minor) = ctx.compute_capability()?;

@@ -180,7 +180,6 @@ fn rss_mib() -> u64 {
 #[ignore = "a soak of minutes: scripts/gpu.sh soak"]
 fn cuda_soak_holds_memory_and_registrations_flat() {
     use framepipe::backend::{BackendConfig, Control};
-    use framepipe::band::BandPlan;
     use framepipe::filter::{Chain, PRESETS};
     use framepipe::pipeline::{self, Options};
     use framepipe::sink::{Flow, Sink};
@@ -226,25 +225,8 @@ fn cuda_soak_holds_memory_and_registrations_flat() {
     }
     let size = FrameSize::new(3840, 2160);
     let first: Chain = "copy".parse().unwrap();
-    let radius = PRESETS
-        .iter()
-        .map(|p| p.parse::<Chain>().unwrap().radius())
-        .max()
-        .unwrap();
-    let cfg = BackendConfig {
-        size,
-        chain: first,
-        plan: BandPlan::new(size.height, 8, radius).unwrap(),
-        busy_plan: BandPlan::new(size.height, 1, radius).unwrap(),
-        in_flight: 4,
-        pageable: false,
-        issue: Default::default(),
-        streams: Default::default(),
-        trace_frames: 0,
-        graphs: true,
-        priorities: false,
-        sample_every: framepipe::backend::SAMPLE_EVERY,
-    };
+    // A chain change rebuilds the plans for the new chain's radius (as the window's keys do).
+    let cfg = BackendConfig::new(size, first, 8, 4).unwrap();
     let backend = framepipe::backend::create(BackendKind::Cuda, &cfg).unwrap();
     let stop = Stop::new();
     let sampler = {

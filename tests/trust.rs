@@ -368,12 +368,15 @@ fn stalled_stream(frames: usize) -> (Child, String) {
     let feeder = Command::new("sh")
         .args([
             "-c",
+            // exec: killing the feeder kills the sleep, which holds no pipe of the test's.
             &format!(
-                "head -c {} /dev/urandom; sleep 3600",
+                "head -c {} /dev/urandom; exec sleep 3600",
                 160 * 120 * 3 * frames
             ),
         ])
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let pipeline =

@@ -52,9 +52,17 @@ pub fn probe() -> Result<(), String> {
     }
 }
 
-/// "NVIDIA H200 (sm_90)" for device 0.
-pub fn device_name() -> Result<String> {
-    let ctx = CudaContext::new(0).context("opening CUDA device 0")?;
+/// The device the bench, doctor and the bound measurement use.
+pub const DEFAULT_DEVICE: usize = 0;
+
+/// Opens CUDA device `device` (its primary context), after `probe` passed.
+pub fn open_device(device: usize) -> Result<Arc<CudaContext>> {
+    CudaContext::new(device).with_context(|| format!("opening CUDA device {device}"))
+}
+
+/// "NVIDIA H200 (sm_90)" for device `device`.
+pub fn device_name(device: usize) -> Result<String> {
+    let ctx = open_device(device)?;
     let (major, minor) = ctx.compute_capability()?;
     Ok(format!("{} (sm_{major}{minor})", ctx.name()?))
 }
@@ -273,9 +281,9 @@ pub struct CudaBackend {
 }
 
 impl CudaBackend {
-    /// Opens device 0, compiles the kernels and allocates every device buffer.
+    /// Opens `cfg.cuda.device`, compiles the kernels and allocates every device buffer.
     pub fn new(cfg: &BackendConfig) -> Result<Self> {
-        let ctx = CudaContext::new(0).context("opening CUDA device 0")?;
+        let ctx = open_device(cfg.cuda.device)?;
         // SAFETY: with tracking off, cudarc no longer orders a buffer's uses across streams,
         // so this backend does: every device buffer is allocated before any work and the
         // context is synchronized once after the allocations; a band's buffers move from the
@@ -297,7 +305,7 @@ impl CudaBackend {
                 .max();
             rows.unwrap_or(1) * cfg.size.stride()
         };
-        let stage_streams = if cfg.priorities {
+        let stage_streams = if cfg.cuda.priorities {
             // Lower numbers run first: downloads (frames about to finish), then kernels,
             // then uploads.
             let (low, high) = cudarc::driver::result::stream::get_priority_range()?;
@@ -337,7 +345,7 @@ impl CudaBackend {
         for _ in 0..cfg.in_flight.max(1) {
             let mut bands = Vec::new();
             for band in 0..band_count {
-                let stream = match cfg.streams {
+                let stream = match cfg.cuda.streams {
                     StreamLayout::PerBand => Some(ctx.new_stream()?),
                     StreamLayout::PerStage => None,
                 };
@@ -395,7 +403,7 @@ impl CudaBackend {
         let geo = &self.plans[plan].bands()[band];
         let stride = self.cfg.size.stride();
         let in_bytes = geo.input_rows.len() * stride;
-        let per_stage = self.cfg.streams == StreamLayout::PerStage;
+        let per_stage = self.cfg.cuda.streams == StreamLayout::PerStage;
         let capturing = self.capturing;
         let bl = &mut self.lanes[lane][band];
         let s = match &bl.stream {
@@ -462,7 +470,7 @@ impl CudaBackend {
     ) -> Result<()> {
         let bands = self.plans[plan].len();
         let at = |band| Place { lane, plan, band };
-        match self.cfg.issue {
+        match self.cfg.cuda.issue {
             IssueOrder::Depth => {
                 for band in 0..bands {
                     for stage in Stage::ALL {
@@ -483,7 +491,7 @@ impl CudaBackend {
 
     /// The streams a frame cut by `plan` in `lane` uses besides the first stage stream.
     fn other_streams(&self, lane: usize, plan: usize) -> Vec<Arc<CudaStream>> {
-        match self.cfg.streams {
+        match self.cfg.cuda.streams {
             StreamLayout::PerStage => self.stage_streams[1..].to_vec(),
             StreamLayout::PerBand => self.lanes[lane][..self.plans[plan].len()]
                 .iter()
@@ -556,7 +564,7 @@ impl CudaBackend {
     /// download when downloads share one stream, else every band's.
     fn done_events(&self, lane: usize, plan: usize) -> &[BandLane] {
         let bands = &self.lanes[lane][..self.plans[plan].len()];
-        match self.cfg.streams {
+        match self.cfg.cuda.streams {
             StreamLayout::PerStage => &bands[bands.len() - 1..],
             StreamLayout::PerBand => bands,
         }
@@ -582,7 +590,7 @@ impl CudaBackend {
                 (Kind::D2h, Stage::Download),
             ] {
                 let (from, to) = stage.timing();
-                let track = match self.cfg.streams {
+                let track = match self.cfg.cuda.streams {
                     StreamLayout::PerStage => FIRST_BACKEND_TRACK + stage as u16,
                     StreamLayout::PerBand => FIRST_BACKEND_TRACK + (lane * per_band + i) as u16,
                 };
@@ -628,8 +636,8 @@ impl Backend for CudaBackend {
             self.plans[0].len(),
             self.plans[1].len(),
             self.lanes.len(),
-            self.cfg.streams,
-            match (self.cfg.pageable, self.cfg.graphs) {
+            self.cfg.cuda.streams,
+            match (self.cfg.pageable, self.cfg.cuda.graphs) {
                 (true, _) => "pageable",
                 (false, true) => "page-locked, graphs for frames that find the GPU idle",
                 (false, false) => "page-locked",
@@ -651,7 +659,7 @@ impl Backend for CudaBackend {
     }
 
     fn tracks(&self) -> Vec<String> {
-        match self.cfg.streams {
+        match self.cfg.cuda.streams {
             StreamLayout::PerStage => [
                 "copy-in stream (H2D)",
                 "compute stream",
@@ -705,7 +713,7 @@ impl Backend for CudaBackend {
         let plan = usize::from(!idle);
         // A frame alone on the GPU is replayed as a graph: one launch instead of a few calls
         // per band. (Graphs of timed frames hold their timing events as nodes.)
-        if self.cfg.graphs && plan == 0 && !self.cfg.pageable {
+        if self.cfg.cuda.graphs && plan == 0 && !self.cfg.pageable {
             self.launch_graph(lane, &mut slot, timed)?;
         } else {
             self.enqueue_frame(lane, plan, &mut slot, timed)?;

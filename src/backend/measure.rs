@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr};
 use serde::Serialize;
 
@@ -67,7 +67,7 @@ struct Rig {
 
 impl Rig {
     fn new(size: FrameSize, pageable: bool) -> Result<Self> {
-        let ctx = CudaContext::new(0).context("opening CUDA device 0")?;
+        let ctx = super::cuda::open_device(super::cuda::DEFAULT_DEVICE)?;
         // SAFETY: every buffer below is used on one stream at a time, ordered by events.
         unsafe { ctx.disable_event_tracking() };
         let (s1, s2) = (ctx.new_stream()?, ctx.new_stream()?);

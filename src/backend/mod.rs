@@ -60,7 +60,9 @@ pub enum BackendKind {
     Cpu,
 }
 
-/// What a backend is built from.
+/// What a backend is built from. Made with `BackendConfig::new` (the app's defaults) and
+/// changed field by field where a caller differs; the CUDA backend's own settings are in
+/// `cuda`, which the CPU backend ignores.
 #[derive(Clone, Debug)]
 pub struct BackendConfig {
     /// Frame size of every frame.
@@ -76,18 +78,72 @@ pub struct BackendConfig {
     pub in_flight: usize,
     /// Leave ring buffers pageable (the original question's mistake, for comparison).
     pub pageable: bool,
+    /// Frames `0..trace_frames` record their spans (`trace`).
+    pub trace_frames: u64,
+    /// Time the stages of one frame in this many (0: never).
+    pub sample_every: u64,
+    /// Settings only the CUDA backend reads.
+    pub cuda: CudaSettings,
+}
+
+/// The CUDA backend's own settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CudaSettings {
+    /// The CUDA device's index.
+    pub device: usize,
     /// How the CUDA backend orders a frame's band operations across streams.
     pub issue: IssueOrder,
     /// How the CUDA backend maps bands to streams.
     pub streams: StreamLayout,
-    /// Frames `0..trace_frames` record their spans (`trace`).
-    pub trace_frames: u64,
     /// Replay a captured CUDA graph for a frame that finds the GPU idle (page-locked only).
     pub graphs: bool,
     /// Give the per-stage streams priorities: downloads first, then kernels, then uploads.
     pub priorities: bool,
-    /// Time the stages of one frame in this many (0: never).
-    pub sample_every: u64,
+}
+
+impl Default for CudaSettings {
+    fn default() -> Self {
+        Self {
+            device: 0,
+            issue: IssueOrder::Depth,
+            streams: StreamLayout::PerStage,
+            graphs: true,
+            priorities: false,
+        }
+    }
+}
+
+impl BackendConfig {
+    /// The app's defaults for `size` frames through `chain`: `bands` bands for a frame that
+    /// finds the GPU idle, one band behind other frames, `in_flight` frames on the GPU,
+    /// page-locked, untraced, CUDA's default settings. The error says what is wrong with
+    /// `bands`.
+    pub fn new(
+        size: FrameSize,
+        chain: Chain,
+        bands: usize,
+        in_flight: usize,
+    ) -> Result<Self, String> {
+        let plan = BandPlan::new(size.height, bands, chain.radius())?;
+        let busy_plan = BandPlan::new(size.height, 1, chain.radius())?;
+        Ok(Self {
+            size,
+            chain,
+            plan,
+            busy_plan,
+            in_flight,
+            pageable: false,
+            trace_frames: 0,
+            sample_every: SAMPLE_EVERY,
+            cuda: CudaSettings::default(),
+        })
+    }
+
+    /// Cuts frames submitted behind others into `bands` bands instead of one.
+    pub fn with_busy_bands(mut self, bands: usize) -> Result<Self, String> {
+        self.busy_plan = BandPlan::new(self.size.height, bands, self.chain.radius())?;
+        Ok(self)
+    }
 }
 
 /// Stage timing is sampled on one frame in this many, to keep event traffic low.

@@ -7,8 +7,9 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::backend::{self, Backend, BackendConfig, BackendKind, IssueOrder, StreamLayout};
-use crate::band::BandPlan;
+use crate::backend::{
+    self, Backend, BackendConfig, BackendKind, CudaSettings, IssueOrder, StreamLayout,
+};
 use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::pipeline::{self, Options};
@@ -84,22 +85,17 @@ pub(crate) fn run_setup(
     frames: u64,
     trace_frames: u64,
 ) -> Result<(FrameTimes, Option<crate::trace::Trace>)> {
-    let plan = |n| {
-        BandPlan::new(size.height, n, chain.radius()).map_err(|e| anyhow::anyhow!("{n} bands: {e}"))
-    };
-    let cfg = BackendConfig {
-        size,
-        chain: chain.clone(),
-        plan: plan(setup.bands)?,
-        busy_plan: plan(setup.busy_bands)?,
-        in_flight: setup.in_flight,
-        pageable: setup.pageable,
+    let mut cfg = BackendConfig::new(size, chain.clone(), setup.bands, setup.in_flight)
+        .and_then(|c| c.with_busy_bands(setup.busy_bands))
+        .map_err(|e| anyhow::anyhow!("bands: {e}"))?;
+    cfg.pageable = setup.pageable;
+    cfg.trace_frames = trace_frames;
+    cfg.cuda = CudaSettings {
         issue: setup.issue,
         streams: setup.streams,
-        trace_frames,
         graphs: setup.graphs,
         priorities: setup.priorities,
-        sample_every: backend::SAMPLE_EVERY,
+        ..CudaSettings::default()
     };
     let backend = backend::create(BackendKind::Cuda, &cfg)?;
     let ring = setup.in_flight + 4;

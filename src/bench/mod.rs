@@ -42,7 +42,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     if let Some(p) = &args.timeline {
         crate::paths::check_file_arg("--timeline", p, "svg").map_err(anyhow::Error::msg)?;
     }
-    let device = backend::cuda::device_name()?;
+    let device = backend::cuda::device_name(backend::cuda::DEFAULT_DEVICE)?;
     crate::out!("framepipe bench on {device}");
     let mut sections = Vec::new();
     for &size in &args.size {

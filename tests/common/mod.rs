@@ -4,7 +4,6 @@
 pub mod run;
 
 use framepipe::backend::{self, BackendConfig, BackendKind};
-use framepipe::band::BandPlan;
 use framepipe::filter::Chain;
 use framepipe::frame::FrameSize;
 use framepipe::pipeline::{self, Options};
@@ -117,22 +116,14 @@ pub fn run_case(case: &Case) -> (u64, u64, u8) {
 /// `run_case`, also returning the trace when `case.trace_frames > 0`.
 pub fn run_case_traced(case: &Case) -> (u64, u64, u8, Option<framepipe::trace::Trace>) {
     let chain: Chain = case.chain.parse().unwrap();
-    let plan = BandPlan::new(case.size.height, case.bands, chain.radius()).unwrap();
-    let busy_plan = BandPlan::new(case.size.height, case.busy_bands, chain.radius()).unwrap();
-    let cfg = BackendConfig {
-        size: case.size,
-        chain: chain.clone(),
-        plan,
-        busy_plan,
-        in_flight: case.in_flight,
-        pageable: case.pageable,
-        issue: case.issue,
-        streams: case.streams,
-        trace_frames: case.trace_frames,
-        graphs: case.graphs,
-        priorities: false,
-        sample_every: framepipe::backend::SAMPLE_EVERY,
-    };
+    let mut cfg = BackendConfig::new(case.size, chain.clone(), case.bands, case.in_flight)
+        .and_then(|c| c.with_busy_bands(case.busy_bands))
+        .unwrap();
+    cfg.pageable = case.pageable;
+    cfg.trace_frames = case.trace_frames;
+    cfg.cuda.issue = case.issue;
+    cfg.cuda.streams = case.streams;
+    cfg.cuda.graphs = case.graphs;
     let backend = backend::create(case.kind, &cfg).unwrap();
     let mut sink = CheckSink::new(chain, case.size);
     let opts = Options {
@@ -231,20 +222,7 @@ pub fn run_with_controls(kind: BackendKind) -> ControlSink {
     let first: Chain = "invert".parse().unwrap();
     let sobel: Chain = "gray,sobel".parse().unwrap();
     let gauss: Chain = "blur:5".parse().unwrap();
-    let cfg = BackendConfig {
-        size,
-        chain: first.clone(),
-        plan: BandPlan::new(size.height, 4, first.radius()).unwrap(),
-        busy_plan: BandPlan::new(size.height, 1, first.radius()).unwrap(),
-        in_flight: 3,
-        pageable: false,
-        issue: Default::default(),
-        streams: Default::default(),
-        trace_frames: 0,
-        graphs: true,
-        priorities: false,
-        sample_every: framepipe::backend::SAMPLE_EVERY,
-    };
+    let cfg = BackendConfig::new(size, first.clone(), 4, 3).unwrap();
     let backend = backend::create(kind, &cfg).unwrap();
     let mut sink = ControlSink {
         size,
