@@ -52,7 +52,12 @@ extern "C" __global__ void fp_box_v(const u16* __restrict__ tmp, u8* __restrict_
     dst[at] = (u8)((s0 + h) / area); dst[at + 1] = (u8)((s1 + h) / area); dst[at + 2] = (u8)((s2 + h) / area);
 }
 
-// Gaussian, row pass: 14-bit weights, keep 8 fractional bits: (sum + 32) >> 6.
+#if !defined(FP_GAUSS_ROW_SHIFT) || !defined(FP_GAUSS_COL_SHIFT)
+#error "FP_GAUSS_*_SHIFT must be passed as -D options (backend/kernels.rs)"
+#endif
+
+// Gaussian, row pass: 14-bit weights, keep 8 fractional bits:
+// (sum + half) >> FP_GAUSS_ROW_SHIFT (6).
 extern "C" __global__ void fp_gauss_h(const u8* __restrict__ src, u16* __restrict__ tmp,
                                       int width, int rows, int r, const u32* __restrict__ w) {
     FP_XY
@@ -63,10 +68,11 @@ extern "C" __global__ void fp_gauss_h(const u8* __restrict__ src, u16* __restric
         u32 k = w[d + r];
         s0 += k * p[0]; s1 += k * p[1]; s2 += k * p[2];
     }
-    tmp[at] = (u16)((s0 + 32) >> 6); tmp[at + 1] = (u16)((s1 + 32) >> 6); tmp[at + 2] = (u16)((s2 + 32) >> 6);
+    const u32 rhalf = 1u << (FP_GAUSS_ROW_SHIFT - 1);
+    tmp[at] = (u16)((s0 + rhalf) >> FP_GAUSS_ROW_SHIFT); tmp[at + 1] = (u16)((s1 + rhalf) >> FP_GAUSS_ROW_SHIFT); tmp[at + 2] = (u16)((s2 + rhalf) >> FP_GAUSS_ROW_SHIFT);
 }
 
-// Gaussian, column pass: (sum + 2^21) >> 22.
+// Gaussian, column pass: (sum + half) >> FP_GAUSS_COL_SHIFT (22).
 extern "C" __global__ void fp_gauss_v(const u16* __restrict__ tmp, u8* __restrict__ dst,
                                       int width, int rows, int row0, int height, int r,
                                       const u32* __restrict__ w) {
@@ -77,8 +83,8 @@ extern "C" __global__ void fp_gauss_v(const u16* __restrict__ tmp, u8* __restric
         u32 k = w[d + r];
         s0 += k * p[0]; s1 += k * p[1]; s2 += k * p[2];
     }
-    const u32 half = 1u << 21;
-    dst[at] = (u8)((s0 + half) >> 22); dst[at + 1] = (u8)((s1 + half) >> 22); dst[at + 2] = (u8)((s2 + half) >> 22);
+    const u32 half = 1u << (FP_GAUSS_COL_SHIFT - 1);
+    dst[at] = (u8)((s0 + half) >> FP_GAUSS_COL_SHIFT); dst[at + 1] = (u8)((s1 + half) >> FP_GAUSS_COL_SHIFT); dst[at + 2] = (u8)((s2 + half) >> FP_GAUSS_COL_SHIFT);
 }
 
 // The rows (ys) and columns (xs) of the 3x3 neighbourhood of (x, y), with the border rule

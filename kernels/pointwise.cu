@@ -1,13 +1,21 @@
 // Pointwise filters on packed 8-bit BGR bands. Each kernel reads `src` and writes `dst`
 // (distinct device buffers); `n` is the number of bytes (a multiple of 3).
 // The arithmetic matches src/filter/reference.rs bit for bit:
-//   gray: (B*3735 + G*19235 + R*9798 + 16384) >> 15, OpenCV's fixed-point BGR2GRAY;
+//   gray: (B*FP_GRAY_B + G*FP_GRAY_G + R*FP_GRAY_R + half) >> FP_GRAY_SHIFT, OpenCV's
+//         fixed-point BGR2GRAY (the constants come from src/filter/mod.rs, as -D options);
 //   gain: saturate(round_half_even(v*alpha + beta)) with a separate f32 multiply and add.
 
 typedef unsigned char u8;
 typedef unsigned long long u64;
 
 #define FP_VEC 16
+
+// Defined by the Rust side (backend/kernels.rs, `shared_constants`) from the reference's
+// own constants: a build that does not pass them fails here instead of drifting.
+#if !defined(FP_GRAY_B) || !defined(FP_GRAY_G) || !defined(FP_GRAY_R) || !defined(FP_GRAY_SHIFT)
+#error "FP_GRAY_* must be passed as -D options (backend/kernels.rs)"
+#endif
+#define FP_GRAY_HALF (1u << (FP_GRAY_SHIFT - 1))
 
 __device__ __forceinline__ u64 fp_thread() {
     return (u64)blockIdx.x * blockDim.x + threadIdx.x;
@@ -65,7 +73,7 @@ extern "C" __global__ void fp_gray(const u8* __restrict__ src, u8* __restrict__ 
         u8* p = (u8*)w;
 #pragma unroll
         for (int k = 0; k < 48; k += 3) {
-            unsigned y = (p[k] * 3735u + p[k + 1] * 19235u + p[k + 2] * 9798u + 16384u) >> 15;
+            unsigned y = (p[k] * FP_GRAY_B + p[k + 1] * FP_GRAY_G + p[k + 2] * FP_GRAY_R + FP_GRAY_HALF) >> FP_GRAY_SHIFT;
             p[k] = p[k + 1] = p[k + 2] = (u8)y;
         }
         *(uint4*)(dst + i) = w[0];
@@ -73,7 +81,7 @@ extern "C" __global__ void fp_gray(const u8* __restrict__ src, u8* __restrict__ 
         *(uint4*)(dst + i + 32) = w[2];
     } else {
         for (; i + 3 <= n; i += 3) {
-            unsigned y = (src[i] * 3735u + src[i + 1] * 19235u + src[i + 2] * 9798u + 16384u) >> 15;
+            unsigned y = (src[i] * FP_GRAY_B + src[i + 1] * FP_GRAY_G + src[i + 2] * FP_GRAY_R + FP_GRAY_HALF) >> FP_GRAY_SHIFT;
             dst[i] = dst[i + 1] = dst[i + 2] = (u8)y;
         }
     }

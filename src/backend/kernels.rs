@@ -22,19 +22,79 @@ pub const SOURCES: &[(&str, &str)] = &[
     ),
 ];
 
-const NAMES: &[&str] = &[
-    "fp_copy",
-    "fp_invert",
-    "fp_gray",
-    "fp_gain",
-    "fp_box_h",
-    "fp_box_v",
-    "fp_gauss_h",
-    "fp_gauss_v",
-    "fp_sobel",
-    "fp_sharpen",
-    "fp_median3",
-];
+/// Every kernel in `kernels/*.cu`, by its role; `name` is its `__global__` function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kernel {
+    Copy,
+    Invert,
+    Gray,
+    Gain,
+    BoxRows,
+    BoxColumns,
+    GaussRows,
+    GaussColumns,
+    Sobel,
+    Sharpen,
+    Median3,
+}
+
+impl Kernel {
+    const ALL: [Kernel; 11] = [
+        Kernel::Copy,
+        Kernel::Invert,
+        Kernel::Gray,
+        Kernel::Gain,
+        Kernel::BoxRows,
+        Kernel::BoxColumns,
+        Kernel::GaussRows,
+        Kernel::GaussColumns,
+        Kernel::Sobel,
+        Kernel::Sharpen,
+        Kernel::Median3,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Kernel::Copy => "fp_copy",
+            Kernel::Invert => "fp_invert",
+            Kernel::Gray => "fp_gray",
+            Kernel::Gain => "fp_gain",
+            Kernel::BoxRows => "fp_box_h",
+            Kernel::BoxColumns => "fp_box_v",
+            Kernel::GaussRows => "fp_gauss_h",
+            Kernel::GaussColumns => "fp_gauss_v",
+            Kernel::Sobel => "fp_sobel",
+            Kernel::Sharpen => "fp_sharpen",
+            Kernel::Median3 => "fp_median3",
+        }
+    }
+}
+
+/// The last argument of a separable filter's passes.
+enum PassArg<'w> {
+    /// The box's area (k²), divided by in its column pass.
+    Area(u32),
+    /// The Gaussian's weights, read by both passes.
+    Weights(&'w CudaSlice<u32>),
+}
+
+/// The constants the kernels share with `filter::reference`, passed to NVRTC as `-D`
+/// definitions: the `.cu` sources hold no value of their own, so the two can't drift.
+fn shared_constants() -> Vec<String> {
+    use crate::filter::reference::{GAUSS_COL_SHIFT, GAUSS_ROW_SHIFT};
+    use crate::filter::{GRAY_B, GRAY_G, GRAY_R, GRAY_SHIFT};
+    [
+        ("FP_GRAY_B", GRAY_B),
+        ("FP_GRAY_G", GRAY_G),
+        ("FP_GRAY_R", GRAY_R),
+        ("FP_GRAY_SHIFT", GRAY_SHIFT),
+        ("FP_GAUSS_ROW_SHIFT", GAUSS_ROW_SHIFT),
+        ("FP_GAUSS_COL_SHIFT", GAUSS_COL_SHIFT),
+    ]
+    .iter()
+    .map(|(name, value)| format!("-D{name}={value}u"))
+    .collect()
+}
 
 /// The PTX of `SOURCES` for `arch`, compiled by NVRTC on first use (about 50 ms).
 fn compiled(arch: &str) -> Result<Ptx> {
@@ -48,8 +108,10 @@ fn compiled(arch: &str) -> Result<Ptx> {
         .map(|(_, s)| *s)
         .collect::<Vec<_>>()
         .join("\n");
+    let mut options = vec![format!("--gpu-architecture={arch}")];
+    options.extend(shared_constants());
     let opts = CompileOptions {
-        options: vec![format!("--gpu-architecture={arch}")],
+        options,
         name: Some("framepipe.cu".to_string()),
         ..Default::default()
     };
@@ -78,6 +140,19 @@ pub struct ChainKernels {
 const BLOCK: u32 = 256;
 const BLOCK_2D: (u32, u32) = (32, 8);
 
+/// One thread per pixel of band `v`, in 32×8 blocks.
+fn grid_2d(v: View) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (
+            (v.width as u32).div_ceil(BLOCK_2D.0),
+            (v.rows as u32).div_ceil(BLOCK_2D.1),
+            1,
+        ),
+        block_dim: (BLOCK_2D.0, BLOCK_2D.1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 impl ChainKernels {
     /// Compiles (once per process and architecture) and loads every kernel, and uploads the
     /// chain's weights on `stream`.
@@ -89,12 +164,12 @@ impl ChainKernels {
         let module = ctx
             .load_module(ptx)
             .context("loading the compiled kernels")?;
-        let funcs = NAMES
+        let funcs = Kernel::ALL
             .iter()
-            .map(|n| {
+            .map(|k| {
                 module
-                    .load_function(n)
-                    .with_context(|| format!("kernel {n} missing"))
+                    .load_function(k.name())
+                    .with_context(|| format!("kernel {} missing", k.name()))
             })
             .collect::<Result<Vec<_>>>()?;
         let weights = chain
@@ -117,7 +192,7 @@ impl ChainKernels {
     /// Copies `n` bytes from `src` to `dst` with the copy kernel, given raw device
     /// addresses (page-locked host memory mapped into the device's address space included).
     pub fn copy_raw(&self, s: &CudaStream, src: u64, dst: u64, n: u64) -> Result<()> {
-        let mut b = s.launch_builder(self.func("fp_copy"));
+        let mut b = s.launch_builder(self.func(Kernel::Copy));
         b.arg(&src).arg(&dst).arg(&n);
         let blocks = n.div_ceil(16).div_ceil(u64::from(BLOCK)).max(1) as u32;
         let cfg = LaunchConfig {
@@ -128,9 +203,8 @@ impl ChainKernels {
         go(&mut b, cfg)
     }
 
-    fn func(&self, name: &str) -> &CudaFunction {
-        let i = NAMES.iter().position(|n| *n == name).expect("kernel name");
-        &self.funcs[i]
+    fn func(&self, kernel: Kernel) -> &CudaFunction {
+        &self.funcs[kernel as usize] // loaded in `Kernel::ALL`'s order, which is declaration order
     }
 
     /// Queues the chain on `stream` over the band in `bufs[0]` (its place given by `v`),
@@ -175,15 +249,7 @@ impl ChainKernels {
             block_dim: (BLOCK, 1, 1),
             shared_mem_bytes: 0,
         };
-        let grid = LaunchConfig {
-            grid_dim: (
-                (v.width as u32).div_ceil(BLOCK_2D.0),
-                (v.rows as u32).div_ceil(BLOCK_2D.1),
-                1,
-            ),
-            block_dim: (BLOCK_2D.0, BLOCK_2D.1, 1),
-            shared_mem_bytes: 0,
-        };
+        let grid = grid_2d(v);
         let (w, rows, row0, height) = (
             v.width as i32,
             v.rows as i32,
@@ -191,89 +257,131 @@ impl ChainKernels {
             v.height as i32,
         );
         match filter {
-            Filter::Copy | Filter::Invert | Filter::Gray => {
-                let (name, per) = match filter {
-                    Filter::Copy => ("fp_copy", 16),
-                    Filter::Invert => ("fp_invert", 16),
-                    _ => ("fp_gray", 48),
+            Filter::Copy | Filter::Invert | Filter::Gray | Filter::Gain { .. } => {
+                // Bytes per thread: 16 (one uint4), 48 for gray (16 whole pixels).
+                let (kernel, per) = match filter {
+                    Filter::Copy => (Kernel::Copy, 16),
+                    Filter::Invert => (Kernel::Invert, 16),
+                    Filter::Gray => (Kernel::Gray, 48),
+                    _ => (Kernel::Gain, 16),
                 };
-                let mut b = s.launch_builder(self.func(name));
+                let mut b = s.launch_builder(self.func(kernel));
                 b.arg(src).arg(dst).arg(&n);
+                if let Filter::Gain { alpha, beta } = &filter {
+                    b.arg(alpha).arg(beta);
+                }
                 go(&mut b, linear(per))?;
             }
-            Filter::Gain { alpha, beta } => {
-                let mut b = s.launch_builder(self.func("fp_gain"));
-                b.arg(src).arg(dst).arg(&n).arg(&alpha).arg(&beta);
-                go(&mut b, linear(16))?;
-            }
             Filter::Box { k } => {
-                let r = (k / 2) as i32;
                 let area = k * k;
-                let mut b = s.launch_builder(self.func("fp_box_h"));
-                b.arg(src).arg(&mut *tmp).arg(&w).arg(&rows).arg(&r);
-                go(&mut b, grid)?;
-                let mut b = s.launch_builder(self.func("fp_box_v"));
-                b.arg(&*tmp)
-                    .arg(dst)
-                    .arg(&w)
-                    .arg(&rows)
-                    .arg(&row0)
-                    .arg(&height)
-                    .arg(&r)
-                    .arg(&area);
-                go(&mut b, grid)?;
+                let passes = (Kernel::BoxRows, Kernel::BoxColumns);
+                self.separable(s, passes, src, tmp, dst, v, k, PassArg::Area(area))?;
             }
             Filter::Gauss { k, .. } => {
-                let r = (k / 2) as i32;
                 let wts = weights.context("Gaussian weights missing")?;
-                let mut b = s.launch_builder(self.func("fp_gauss_h"));
-                b.arg(src)
-                    .arg(&mut *tmp)
-                    .arg(&w)
-                    .arg(&rows)
-                    .arg(&r)
-                    .arg(wts);
-                go(&mut b, grid)?;
-                let mut b = s.launch_builder(self.func("fp_gauss_v"));
-                b.arg(&*tmp)
-                    .arg(dst)
-                    .arg(&w)
-                    .arg(&rows)
-                    .arg(&row0)
-                    .arg(&height)
-                    .arg(&r)
-                    .arg(wts);
-                go(&mut b, grid)?;
+                let passes = (Kernel::GaussRows, Kernel::GaussColumns);
+                self.separable(s, passes, src, tmp, dst, v, k, PassArg::Weights(wts))?;
             }
-            Filter::Sobel | Filter::Median3 => {
-                let name = if filter == Filter::Sobel {
-                    "fp_sobel"
-                } else {
-                    "fp_median3"
+            Filter::Sobel | Filter::Median3 | Filter::Sharpen { .. } => {
+                let kernel = match filter {
+                    Filter::Sobel => Kernel::Sobel,
+                    Filter::Median3 => Kernel::Median3,
+                    _ => Kernel::Sharpen,
                 };
-                let mut b = s.launch_builder(self.func(name));
+                let mut b = s.launch_builder(self.func(kernel));
                 b.arg(src)
                     .arg(dst)
                     .arg(&w)
                     .arg(&rows)
                     .arg(&row0)
                     .arg(&height);
-                go(&mut b, grid)?;
-            }
-            Filter::Sharpen { amount } => {
-                let (keep, take) = (1.0 + amount, -amount);
-                let mut b = s.launch_builder(self.func("fp_sharpen"));
-                b.arg(src)
-                    .arg(dst)
-                    .arg(&w)
-                    .arg(&rows)
-                    .arg(&row0)
-                    .arg(&height)
-                    .arg(&keep)
-                    .arg(&take);
+                let (keep, take) = match filter {
+                    Filter::Sharpen { amount } => (1.0 + amount, -amount),
+                    _ => (0.0, 0.0),
+                };
+                if kernel == Kernel::Sharpen {
+                    b.arg(&keep).arg(&take);
+                }
                 go(&mut b, grid)?;
             }
         }
         Ok(())
+    }
+
+    /// A separable filter's two passes over band `v`: `passes.0` along rows from `src` into
+    /// `tmp`, then `passes.1` along columns from `tmp` into `dst`, with radius `k / 2`. The
+    /// box and the Gaussian differ only in their last argument (`last`).
+    #[allow(clippy::too_many_arguments)]
+    fn separable(
+        &self,
+        s: &CudaStream,
+        passes: (Kernel, Kernel),
+        src: &CudaSlice<u8>,
+        tmp: &mut CudaSlice<u16>,
+        dst: &mut CudaSlice<u8>,
+        v: View,
+        k: u32,
+        last: PassArg,
+    ) -> Result<()> {
+        let grid = grid_2d(v);
+        let r = (k / 2) as i32;
+        let (w, rows, row0, height) = (
+            v.width as i32,
+            v.rows as i32,
+            v.row0 as i32,
+            v.height as i32,
+        );
+        let mut b = s.launch_builder(self.func(passes.0));
+        b.arg(src).arg(&mut *tmp).arg(&w).arg(&rows).arg(&r);
+        if let PassArg::Weights(wts) = last {
+            b.arg(wts); // the box's row pass takes no last argument
+        }
+        go(&mut b, grid)?;
+        let mut b = s.launch_builder(self.func(passes.1));
+        b.arg(&*tmp)
+            .arg(dst)
+            .arg(&w)
+            .arg(&rows)
+            .arg(&row0)
+            .arg(&height)
+            .arg(&r);
+        match &last {
+            PassArg::Area(area) => b.arg(area),
+            PassArg::Weights(wts) => b.arg(*wts),
+        };
+        go(&mut b, grid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_constant_the_kernels_require_is_passed() {
+        let defines = shared_constants().join(" ");
+        let sources: String = SOURCES.iter().map(|(_, s)| *s).collect();
+        let required: Vec<&str> = sources
+            .split("defined(")
+            .skip(1)
+            .filter_map(|rest| rest.split(')').next())
+            .collect();
+        assert!(required.len() >= 6, "{required:?}");
+        for name in required {
+            assert!(
+                defines.contains(&format!("-D{name}=")),
+                "{name} is not passed to NVRTC"
+            );
+        }
+        for kernel in Kernel::ALL {
+            assert!(
+                sources.contains(&format!("void {}(", kernel.name())),
+                "{kernel:?}"
+            );
+        }
+        assert!(Kernel::ALL
+            .iter()
+            .enumerate()
+            .all(|(i, k)| *k as usize == i));
     }
 }
