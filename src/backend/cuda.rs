@@ -6,6 +6,12 @@
 //! one compute stream and downloads on one copy-out stream, ordered per band by events, so
 //! that the upload of band k+1 overlaps the kernels and download of band k.
 //!
+//! Words: a **lane** is the device side of one frame in flight (a band's buffers, scratch
+//! and events, for each band), used by one frame at a time, in turn; the ring's `Slot` is
+//! the host side that travels between threads. A **plan** (`Plan::Idle` or `Plan::Busy`)
+//! says how a frame is cut into bands; a **stage** (`Stage`) is one step of a band
+//! (upload, filter, download), and `PerStage` holds one thing per stage by name.
+//!
 //! Invariants:
 //! - every (lane, band) pair owns its two device buffers, so bands and frames never share
 //!   device memory and cudarc's per-slice event tracking can stay off;
@@ -174,11 +180,37 @@ pub fn live_registrations() -> i64 {
     REGISTRATIONS.load(std::sync::atomic::Ordering::SeqCst)
 }
 
-/// Where a band's work goes: frame slot `lane`, cut by plan `plan`, band `band`.
+/// Which of the backend's two band plans cuts a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Plan {
+    /// A frame that found the GPU idle: fine bands, lowest latency (`cfg.plan`).
+    Idle,
+    /// Any other frame: few bands, least overhead (`cfg.busy_plan`).
+    Busy,
+}
+
+/// The backend's band plans, one per `Plan`.
+struct Plans {
+    idle: BandPlan,
+    busy: BandPlan,
+}
+
+impl std::ops::Index<Plan> for Plans {
+    type Output = BandPlan;
+    fn index(&self, plan: Plan) -> &BandPlan {
+        match plan {
+            Plan::Idle => &self.idle,
+            Plan::Busy => &self.busy,
+        }
+    }
+}
+
+/// Where a band's work goes: frame slot `lane` (one frame in flight's device buffers, not
+/// the ring's `Slot`), cut by `plan`, band `band`.
 #[derive(Clone, Copy)]
 struct Place {
     lane: usize,
-    plan: usize,
+    plan: Plan,
     band: usize,
 }
 
@@ -193,25 +225,47 @@ enum Stage {
 impl Stage {
     const ALL: [Stage; 3] = [Stage::Upload, Stage::Filter, Stage::Download];
 
-    /// Its timing events (indices into `BandLane::timing`): when it could start (after
-    /// waiting for the stage before it) and when it ended.
-    fn timing(self) -> (usize, usize) {
+    /// The stage a band must have finished before this one.
+    fn after(self) -> Option<Stage> {
         match self {
-            Stage::Upload => (0, 1),
-            Stage::Filter => (4, 2),
-            Stage::Download => (5, 3),
+            Stage::Upload => None,
+            Stage::Filter => Some(Stage::Upload),
+            Stage::Download => Some(Stage::Filter),
         }
+    }
+}
+
+/// One `T` per stage of a band, named.
+struct PerStage<T> {
+    upload: T,
+    filter: T,
+    download: T,
+}
+
+impl<T> PerStage<T> {
+    /// Makes each stage's `T`.
+    fn new(mut make: impl FnMut() -> Result<T>) -> Result<Self> {
+        Ok(Self {
+            upload: make()?,
+            filter: make()?,
+            download: make()?,
+        })
     }
 
-    /// Its ordering events (indices into `BandLane::sync`): the one it waits for, and the
-    /// one it records when done.
-    fn sync(self) -> (Option<usize>, usize) {
-        match self {
-            Stage::Upload => (None, 0),
-            Stage::Filter => (Some(0), 1),
-            Stage::Download => (Some(1), 2),
+    fn of(&self, stage: Stage) -> &T {
+        match stage {
+            Stage::Upload => &self.upload,
+            Stage::Filter => &self.filter,
+            Stage::Download => &self.download,
         }
     }
+}
+
+/// A stage's timing events: when it could start (after waiting for the stage before it)
+/// and when it ended.
+struct Marks {
+    start: CudaEvent,
+    end: CudaEvent,
 }
 
 /// The device resources of one band of one frame in flight.
@@ -223,19 +277,18 @@ struct BandLane {
     tmp: CudaSlice<u16>,
     /// Which of `bufs` holds the filtered band.
     result: usize,
-    /// Ordering events, without timing (the lightest kind): after H2D, after kernels,
-    /// after D2H (the band is done).
-    sync: [CudaEvent; 3],
-    /// Timing events, recorded on sampled and traced frames only: before H2D, after H2D,
-    /// after kernels, after D2H, when the kernels could start, when the D2H could start.
-    timing: [CudaEvent; 6],
+    /// Ordering events, without timing (the lightest kind), recorded when each stage is
+    /// done; `done.download` means the band is done.
+    done: PerStage<CudaEvent>,
+    /// Timing events, recorded on sampled and traced frames only.
+    timing: PerStage<Marks>,
 }
 
 /// A frame on the GPU.
 struct InFlight {
     lane: usize,
     /// Which of the backend's band plans it was cut with.
-    plan: usize,
+    plan: Plan,
     /// Its spans go into the trace.
     traced: bool,
     slot: Slot,
@@ -255,7 +308,7 @@ pub struct CudaBackend {
     kernels: ChainKernels,
     /// Band plans for a frame that finds the GPU idle (latency) and one submitted behind
     /// others (throughput).
-    plans: [BandPlan; 2],
+    plans: Plans,
     lanes: Vec<Vec<BandLane>>,
     pending: VecDeque<InFlight>,
     next_lane: usize,
@@ -294,12 +347,15 @@ impl CudaBackend {
         unsafe { ctx.disable_event_tracking() };
         let (major, minor) = ctx.compute_capability()?;
         let device = format!("{} (sm_{major}{minor})", ctx.name()?);
-        let plans = [cfg.plan.clone(), cfg.busy_plan.clone()];
-        let band_count = plans.iter().map(BandPlan::len).max().unwrap_or(1);
+        let plans = Plans {
+            idle: cfg.plan.clone(),
+            busy: cfg.busy_plan.clone(),
+        };
+        let band_count = plans.idle.len().max(plans.busy.len());
         // Band i's buffers hold the largest band i of either plan.
         let band_bytes = |i: usize| {
-            let rows = plans
-                .iter()
+            let rows = [&plans.idle, &plans.busy]
+                .into_iter()
                 .filter_map(|p| p.bands().get(i))
                 .map(|b| b.input_rows.len())
                 .max();
@@ -357,14 +413,19 @@ impl CudaBackend {
                 let tmp =
                     alloc_on.alloc_zeros::<u16>(if separable { band_bytes(band) } else { 1 })?;
                 let ev = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
-                let timing = [ev()?, ev()?, ev()?, ev()?, ev()?, ev()?];
-                let sync = [sync_event()?, sync_event()?, sync_event()?];
+                let timing = PerStage::new(|| {
+                    Ok(Marks {
+                        start: ev()?,
+                        end: ev()?,
+                    })
+                })?;
+                let done = PerStage::new(|| Ok(sync_event()?))?;
                 bands.push(BandLane {
                     stream,
                     bufs,
                     tmp,
                     result: 0,
-                    sync,
+                    done,
                     timing,
                 });
             }
@@ -410,15 +471,13 @@ impl CudaBackend {
             Some(own) => own,
             None => &self.stage_streams[stage as usize],
         };
-        let (start, end) = stage.timing();
-        let (wait, done) = stage.sync();
         // With stage streams a band's stages are ordered by events; on a band's own stream
         // they are in order already.
-        if let Some(w) = wait.filter(|_| per_stage) {
-            s.wait(&bl.sync[w])?;
+        if let Some(before) = stage.after().filter(|_| per_stage) {
+            s.wait(bl.done.of(before))?;
         }
         if timed {
-            mark(&bl.timing[start], s, capturing)?;
+            mark(&bl.timing.of(stage).start, s, capturing)?;
         }
         // The slot's buffers are not touched again until its frame completes (module
         // invariant), so these asynchronous copies never outlive the memory they use.
@@ -450,11 +509,11 @@ impl CudaBackend {
             }
         }
         if timed {
-            mark(&bl.timing[end], s, capturing)?;
+            mark(&bl.timing.of(stage).end, s, capturing)?;
         }
         // The download's event marks the band done, whatever the layout.
         if per_stage || matches!(stage, Stage::Download) {
-            bl.sync[done].record(s)?;
+            bl.done.of(stage).record(s)?;
         }
         Ok(())
     }
@@ -464,7 +523,7 @@ impl CudaBackend {
     fn enqueue_frame(
         &mut self,
         lane: usize,
-        plan: usize,
+        plan: Plan,
         slot: &mut Slot,
         timed: bool,
     ) -> Result<()> {
@@ -490,7 +549,7 @@ impl CudaBackend {
     }
 
     /// The streams a frame cut by `plan` in `lane` uses besides the first stage stream.
-    fn other_streams(&self, lane: usize, plan: usize) -> Vec<Arc<CudaStream>> {
+    fn other_streams(&self, lane: usize, plan: Plan) -> Vec<Arc<CudaStream>> {
         match self.cfg.cuda.streams {
             StreamLayout::PerStage => self.stage_streams[1..].to_vec(),
             StreamLayout::PerBand => self.lanes[lane][..self.plans[plan].len()]
@@ -504,7 +563,7 @@ impl CudaBackend {
     /// stage stream captures, the other streams fork from it and join back.
     fn capture(&mut self, lane: usize, slot: &mut Slot, timed: bool) -> Result<Graph> {
         let origin = self.stage_streams[0].clone();
-        let others = self.other_streams(lane, 0);
+        let others = self.other_streams(lane, Plan::Idle);
         origin.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
         self.capturing = true;
         let recorded = self.capture_body(lane, slot, timed, &origin, &others);
@@ -534,7 +593,7 @@ impl CudaBackend {
         for s in others {
             s.wait(fork)?;
         }
-        self.enqueue_frame(lane, 0, slot, timed)?;
+        self.enqueue_frame(lane, Plan::Idle, slot, timed)?;
         let [_, join] = &self.capture_events;
         for s in others {
             join.record(s)?;
@@ -554,15 +613,15 @@ impl CudaBackend {
         let s = &self.stage_streams[0];
         self.graphs[&key].0.launch()?;
         // Events recorded inside a capture do not fire on replay: mark the frame done here.
-        for b in self.done_events(lane, 0) {
-            b.sync[2].record(s)?;
+        for b in self.done_events(lane, Plan::Idle) {
+            b.done.download.record(s)?;
         }
         Ok(())
     }
 
     /// The events whose completion means the frame in `lane` is done: the last band's
     /// download when downloads share one stream, else every band's.
-    fn done_events(&self, lane: usize, plan: usize) -> &[BandLane] {
+    fn done_events(&self, lane: usize, plan: Plan) -> &[BandLane] {
         let bands = &self.lanes[lane][..self.plans[plan].len()];
         match self.cfg.cuda.streams {
             StreamLayout::PerStage => &bands[bands.len() - 1..],
@@ -578,18 +637,17 @@ impl CudaBackend {
     }
 
     /// Appends a traced frame's spans: each band's H2D, kernels and D2H on its stream's track.
-    fn trace_spans(&self, lane: usize, plan: usize, slot: &mut Slot) -> Result<()> {
+    fn trace_spans(&self, lane: usize, plan: Plan, slot: &mut Slot) -> Result<()> {
         use crate::trace::{Kind, Span, FIRST_BACKEND_TRACK};
         let per_band = self.lanes[lane].len();
         let bands = &self.lanes[lane][..self.plans[plan].len()];
         for (i, b) in bands.iter().enumerate() {
-            let e = &b.timing;
             for (kind, stage) in [
                 (Kind::H2d, Stage::Upload),
                 (Kind::Kernels, Stage::Filter),
                 (Kind::D2h, Stage::Download),
             ] {
-                let (from, to) = stage.timing();
+                let marks = b.timing.of(stage);
                 let track = match self.cfg.cuda.streams {
                     StreamLayout::PerStage => FIRST_BACKEND_TRACK + stage as u16,
                     StreamLayout::PerBand => FIRST_BACKEND_TRACK + (lane * per_band + i) as u16,
@@ -599,8 +657,8 @@ impl CudaBackend {
                     kind,
                     frame: slot.seq,
                     band: Some(i as u16),
-                    start: self.host_time(&e[from])?,
-                    end: self.host_time(&e[to])?,
+                    start: self.host_time(&marks.start)?,
+                    end: self.host_time(&marks.end)?,
                 });
             }
         }
@@ -609,18 +667,23 @@ impl CudaBackend {
 
     /// Device time of each stage of a completed, sampled frame (each band from its
     /// upload's start; with shared streams a stage's time includes waiting for its stream).
-    fn stage_times(&self, lane: usize, plan: usize) -> Result<StageTimes> {
+    fn stage_times(&self, lane: usize, plan: Plan) -> Result<StageTimes> {
         let bands = &self.lanes[lane][..self.plans[plan].len()];
-        let origin = &bands[0].timing[0];
+        let origin = &bands[0].timing.upload.start;
         let mut t = StageTimes::default();
         let (mut first, mut last) = (f64::MAX, f64::MIN);
         for b in bands {
-            let e = &b.timing;
-            t.h2d_ms += elapsed_ms(&e[0], &e[1])?;
-            t.kernel_ms += elapsed_ms(&e[1], &e[2])?;
-            t.d2h_ms += elapsed_ms(&e[2], &e[3])?;
-            first = first.min(elapsed_ms(origin, &e[0])?);
-            last = last.max(elapsed_ms(origin, &e[3])?);
+            // Each stage from the end of the one before (so a stage includes its wait).
+            let PerStage {
+                upload,
+                filter,
+                download,
+            } = &b.timing;
+            t.h2d_ms += elapsed_ms(&upload.start, &upload.end)?;
+            t.kernel_ms += elapsed_ms(&upload.end, &filter.end)?;
+            t.d2h_ms += elapsed_ms(&filter.end, &download.end)?;
+            first = first.min(elapsed_ms(origin, &upload.start)?);
+            last = last.max(elapsed_ms(origin, &download.end)?);
         }
         t.span_ms = last - first;
         Ok(t)
@@ -633,8 +696,8 @@ impl Backend for CudaBackend {
             "cuda: {}; filter {}; {} band(s) ({} behind other frames), {} frame(s) in flight, {} streams, {}",
             self.device,
             self.cfg.chain,
-            self.plans[0].len(),
-            self.plans[1].len(),
+            self.plans[Plan::Idle].len(),
+            self.plans[Plan::Busy].len(),
             self.lanes.len(),
             self.cfg.cuda.streams,
             match (self.cfg.pageable, self.cfg.cuda.graphs) {
@@ -710,10 +773,10 @@ impl Backend for CudaBackend {
         // per frame): overlap with its neighbours hides its copies, and a stream that drains
         // for a moment does not switch to the slower plan.
         let idle = finds_gpu_idle(self.pending.len(), self.last_done, slot.stamps.submitted);
-        let plan = usize::from(!idle);
+        let plan = if idle { Plan::Idle } else { Plan::Busy };
         // A frame alone on the GPU is replayed as a graph: one launch instead of a few calls
         // per band. (Graphs of timed frames hold their timing events as nodes.)
-        if self.cfg.cuda.graphs && plan == 0 && !self.cfg.pageable {
+        if self.cfg.cuda.graphs && plan == Plan::Idle && !self.cfg.pageable {
             self.launch_graph(lane, &mut slot, timed)?;
         } else {
             self.enqueue_frame(lane, plan, &mut slot, timed)?;
@@ -765,8 +828,16 @@ impl Backend for CudaBackend {
         };
         for b in self.done_events(front.lane, front.plan) {
             if wait {
-                b.sync[2].synchronize().context("waiting for the GPU")?;
-            } else if !b.sync[2].try_is_complete().context("polling the GPU")? {
+                b.done
+                    .download
+                    .synchronize()
+                    .context("waiting for the GPU")?;
+            } else if !b
+                .done
+                .download
+                .try_is_complete()
+                .context("polling the GPU")?
+            {
                 return Ok(None);
             }
         }
