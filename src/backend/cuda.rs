@@ -205,7 +205,7 @@ impl std::ops::Index<Plan> for Plans {
     }
 }
 
-/// Where a band's work goes: frame slot `lane` (one frame in flight's device buffers, not
+/// Where a band's work goes: `lane` (one frame in flight's device buffers, not
 /// the ring's `Slot`), cut by `plan`, band `band`.
 #[derive(Clone, Copy)]
 struct Place {
@@ -735,7 +735,7 @@ impl Backend for CudaBackend {
                 .iter()
                 .enumerate()
                 .flat_map(|(l, bands)| {
-                    (0..bands.len()).map(move |b| format!("stream: frame slot {l}, band {b}"))
+                    (0..bands.len()).map(move |b| format!("stream: lane {l}, band {b}"))
                 })
                 .collect(),
         }
