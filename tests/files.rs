@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::run::{framepipe, stderr, summary_counts, TempDir};
+use common::run::{framepipe, stderr, TempDir};
 use framepipe::filter::Chain;
 use framepipe::frame::FrameSize;
 use framepipe::source::pattern;
@@ -80,7 +80,7 @@ fn check_file_run(
     );
     let err = stderr(&out);
     assert!(out.status.success(), "{name}: {err}");
-    assert_eq!(summary_counts(&err), Some([24, 24, 24, 0]), "{err}");
+    assert_eq!(out.counts(), Some([24, 24, 24, 0]), "{err}");
     let written = std::fs::read_dir(dir.join("out")).unwrap().count();
     assert_eq!(written, 24, "{name}: every input frame is written once");
     let chain: Chain = chain.parse().unwrap();

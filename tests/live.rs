@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use common::run::{bin, framepipe, stderr, summary_counts, wait_with_deadline, TempDir};
+use common::run::{bin, framepipe, stderr, wait_with_deadline, SummaryFile, TempDir};
 use opencv::imgcodecs;
 use opencv::prelude::*;
 
@@ -93,10 +93,11 @@ fn signal(child: &Child, sig: &str) {
     assert!(ok.success());
 }
 
-/// Starts framepipe on the test pattern in a window on `x`, working in `dir`; returns the
-/// process and the window's id once it is visible.
+/// Starts framepipe on the test pattern in a window on `x`, working in `dir` (its summary
+/// goes to `dir/summary.json`); returns the process and the window's id once it is visible.
 fn open_window(x: &Xvfb, dir: &TempDir, extra: &[&str]) -> (Child, String) {
     let child = Command::new(bin())
+        .args(["--summary-json", "summary.json"])
         .args(["--input", "pattern", "--size", "320x240"])
         .args(extra)
         .current_dir(dir.path())
@@ -173,7 +174,9 @@ fn window_quits(quit: Quit, name: &str) {
     let out = wait_with_deadline(child, Duration::from_secs(5), name);
     let err = stderr(&out);
     assert!(out.status.success(), "{name}: exit {:?}\n{err}", out.status);
-    let [captured, processed, shown, _] = summary_counts(&err).expect("summary printed");
+    let summary = std::fs::read_to_string(dir.join("summary.json")).expect("summary written");
+    let [captured, processed, shown, _] =
+        common::run::counts_of(&serde_json::from_str(&summary).unwrap()).expect("counts");
     assert!(
         shown > 0 && shown == processed && processed == captured,
         "{name}: {err}"
@@ -230,7 +233,9 @@ fn sigint_finalizes_the_output_file() {
     );
     assert!(made.status.success(), "{}", stderr(&made));
     let output = dir.join("out.mkv").display().to_string();
-    let child = Command::new(bin())
+    let summary = SummaryFile::new();
+    let child = summary
+        .add_to(&mut Command::new(bin()))
         .args(["-i", &input, "--headless", "-o", &output, "-f", "gray"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -242,7 +247,7 @@ fn sigint_finalizes_the_output_file() {
     let out = wait_with_deadline(child, Duration::from_secs(10), "sigint file run");
     let err = stderr(&out);
     assert!(out.status.success(), "exit {:?}\n{err}", out.status);
-    let [captured, processed, written, dropped] = summary_counts(&err).expect("summary printed");
+    let [captured, processed, written, dropped] = summary.counts().expect("summary written");
     assert_eq!(
         (captured, processed, dropped),
         (written, written, 0),
@@ -308,7 +313,9 @@ fn the_output_is_finalized_when_the_display_dies() {
 /// SIGTERM is handled the same way as Ctrl-C.
 #[test]
 fn sigterm_stops_cleanly() {
-    let child = Command::new(bin())
+    let summary = SummaryFile::new();
+    let child = summary
+        .add_to(&mut Command::new(bin()))
         .args(["-i", "pattern", "--size", "320x240", "--headless"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -319,7 +326,7 @@ fn sigterm_stops_cleanly() {
     signal(&child, "-TERM");
     let out = wait_with_deadline(child, Duration::from_secs(5), "sigterm");
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(summary_counts(&stderr(&out)).is_some());
+    assert!(summary.counts().is_some(), "{}", stderr(&out));
 }
 
 const GST: &str = "videotestsrc is-live=true num-buffers=45 ! video/x-raw,width=320,height=240,framerate=30/1 ! videoconvert ! video/x-raw,format=BGR ! appsink";
@@ -335,7 +342,7 @@ fn gstreamer_live_source() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("GStreamer pipeline"), "{err}");
-    let [captured, processed, written, dropped] = summary_counts(&err).expect("summary");
+    let [captured, processed, written, dropped] = out.counts().expect("summary");
     assert!(captured >= 30 && captured + dropped <= 45, "{err}");
     assert_eq!((processed, written), (captured, captured));
     assert_eq!(
@@ -356,7 +363,7 @@ fn live_source_drops_when_the_sink_is_slow() {
     );
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
-    let [captured, processed, written, dropped] = summary_counts(&err).expect("summary");
+    let [captured, processed, written, dropped] = out.counts().expect("summary");
     assert!(
         dropped > 0,
         "a slow sink should make a live source drop: {err}"

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::run::{bin, framepipe, stderr, summary_counts, wait_with_deadline, TempDir};
+use common::run::{bin, framepipe, stderr, wait_with_deadline, SummaryFile, TempDir};
 use opencv::prelude::*;
 use opencv::videoio;
 
@@ -57,7 +57,7 @@ fn assert_refused(args: &[&str], says: &str) -> String {
     assert_eq!(out.status.code(), Some(1), "{args:?} should exit 1:\n{err}");
     assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
     assert!(err.contains(says), "{args:?}: expected {says:?} in:\n{err}");
-    assert!(summary_counts(&err).is_none(), "{args:?} ran:\n{err}");
+    assert!(out.summary.is_none(), "{args:?} ran:\n{err}");
     err
 }
 
@@ -214,7 +214,8 @@ fn a_full_disk_is_an_error_with_the_frames_really_stored() {
             err.contains(&format!("writing '{path}': no space left")),
             "{ext}:\n{err}"
         );
-        let [_, _, written, _] = summary_counts(&err).expect("the summary is printed");
+        let [_, _, written, _] = out.counts().expect("the summary is written on failure too");
+        assert_eq!(out.summary.as_ref().unwrap()["ok"], false);
         let held = frames_in(&path);
         assert!(held > 0, "{ext}: the file must stay playable:\n{err}");
         assert_eq!(
@@ -390,7 +391,9 @@ fn the_first_stop_ends_a_run_whose_source_stalled() {
     let dir = TempDir::new("stall");
     let path = dir.join("out.mkv").display().to_string();
     let (mut feeder, pipeline) = stalled_stream(25);
-    let child = Command::new(bin())
+    let summary = SummaryFile::new();
+    let child = summary
+        .add_to(&mut Command::new(bin()))
         .args(["-i", &pipeline, "--headless", "-o", &path])
         .stdin(feeder.stdout.take().unwrap())
         .stdout(Stdio::piped())
@@ -410,7 +413,7 @@ fn the_first_stop_ends_a_run_whose_source_stalled() {
         took < Duration::from_millis(2500),
         "took {took:?} after the stop:\n{err}"
     );
-    let [captured, _, written, _] = summary_counts(&err).expect("summary");
+    let [captured, _, written, _] = summary.counts().expect("summary");
     assert_eq!((captured, written), (25, 25), "{err}");
     assert_eq!(frames_in(&path), 25, "{err}");
     println!("stalled source: stopped {took:?} after SIGINT, 25 frames finalized");
@@ -559,7 +562,7 @@ fn a_size_change_mid_stream_is_never_written_as_stale_frames() {
         err.contains("has another size than the first frames (640x480)"),
         "{err}"
     );
-    let [_, _, written, _] = summary_counts(&err).expect("summary");
+    let [_, _, written, _] = out.counts().expect("summary");
     assert!((25..=30).contains(&written), "{err}");
     assert_eq!(frames_in(&output), written);
     // None of the written frames repeats its predecessor (the stale-frame symptom).

@@ -52,9 +52,89 @@ pub fn wait_with_deadline(mut child: Child, limit: Duration, what: &str) -> Outp
     }
 }
 
-/// Runs framepipe with `args` and no display, at most `limit`.
-pub fn framepipe(args: &[&str], limit: Duration) -> Output {
-    let child = Command::new(bin())
+/// A `--summary-json` file for one run, in the temporary folder, removed when dropped:
+/// tests read what a run did from it, not from the human-readable summary.
+pub struct SummaryFile(PathBuf);
+
+impl SummaryFile {
+    pub fn new() -> Self {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, Ordering::SeqCst);
+        Self(
+            std::env::temp_dir().join(format!("framepipe-summary-{}-{n}.json", std::process::id())),
+        )
+    }
+
+    /// Adds `--summary-json FILE` to `cmd` (before any other argument).
+    pub fn add_to<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
+        cmd.arg("--summary-json").arg(&self.0)
+    }
+
+    /// The summary, once the run wrote it (it does unless it was refused before running).
+    pub fn read(&self) -> Option<serde_json::Value> {
+        serde_json::from_str(&std::fs::read_to_string(&self.0).ok()?).ok()
+    }
+
+    /// (captured, processed, written, dropped); "written" is what the output really holds.
+    pub fn counts(&self) -> Option<[u64; 4]> {
+        counts_of(&self.read()?)
+    }
+}
+
+impl Default for SummaryFile {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for SummaryFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// (captured, processed, written, dropped) of a `--summary-json` document.
+pub fn counts_of(summary: &serde_json::Value) -> Option<[u64; 4]> {
+    let f = &summary["frames"];
+    Some([
+        f["captured"].as_u64()?,
+        f["processed"].as_u64()?,
+        f["written"].as_u64()?,
+        f["dropped"].as_u64()?,
+    ])
+}
+
+/// A finished run of the binary: its output, and its `--summary-json` when it wrote one.
+pub struct Run {
+    pub output: Output,
+    pub summary: Option<serde_json::Value>,
+}
+
+impl std::ops::Deref for Run {
+    type Target = Output;
+    fn deref(&self) -> &Output {
+        &self.output
+    }
+}
+
+impl Run {
+    /// (captured, processed, written, dropped) from the run's summary file.
+    pub fn counts(&self) -> Option<[u64; 4]> {
+        counts_of(self.summary.as_ref()?)
+    }
+}
+
+/// Runs framepipe with `args` and no display, at most `limit`; a pipeline run also writes
+/// its summary as JSON, which `Run::counts` reads.
+pub fn framepipe(args: &[&str], limit: Duration) -> Run {
+    let file = SummaryFile::new();
+    let mut cmd = Command::new(bin());
+    let subcommand = matches!(args.first(), Some(&"bench") | Some(&"doctor"));
+    if !subcommand && !args.contains(&"--summary-json") {
+        file.add_to(&mut cmd);
+    }
+    let child = cmd
         .args(args)
         .env_remove("DISPLAY")
         .env_remove("WAYLAND_DISPLAY")
@@ -63,20 +143,13 @@ pub fn framepipe(args: &[&str], limit: Duration) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_with_deadline(child, limit, &format!("framepipe {args:?}"))
+    let output = wait_with_deadline(child, limit, &format!("framepipe {args:?}"));
+    Run {
+        output,
+        summary: file.read(),
+    }
 }
 
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// The counts of the summary line "frames: A captured, B processed, C <verb>, D dropped".
-pub fn summary_counts(err: &str) -> Option<[u64; 4]> {
-    let line = err.lines().find(|l| l.starts_with("frames: "))?;
-    let nums: Vec<u64> = line
-        .trim_start_matches("frames: ")
-        .split(", ")
-        .filter_map(|part| part.split(' ').next()?.parse().ok())
-        .collect();
-    nums.try_into().ok()
 }
