@@ -11,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use crate::backend::{self, BackendConfig};
 use crate::band;
 use crate::cli::RunArgs;
+use crate::frame::FrameSize;
 use crate::info;
 use crate::paths::{self, InputFile};
 use crate::pipeline::{self, Options};
@@ -72,9 +73,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let backend = backend::create(args.backend, &cfg)?;
     info!("backend: {}", backend.describe());
 
-    let fps = source
-        .fps()
-        .unwrap_or(if args.fps > 0.0 { args.fps } else { 30.0 });
+    let fps = source.fps().unwrap_or(match args.fps {
+        Some(f) if f > 0.0 => f,
+        _ => DEFAULT_FPS,
+    });
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     if let Some(spec) = &checked.output {
         sink::check_rate(spec, fps).map_err(anyhow::Error::msg)?;
@@ -154,8 +156,8 @@ fn check_args(args: &RunArgs) -> Result<Checked> {
     if args.in_flight == Some(0) {
         bail!("--in-flight must be at least 1");
     }
-    if !args.fps.is_finite() || args.fps < 0.0 {
-        bail!("--fps {} must be 0 or a positive number", args.fps);
+    if let Some(fps) = args.fps.filter(|f| !f.is_finite() || *f < 0.0) {
+        bail!("--fps {fps} must be 0 or a positive number");
     }
     if args.busy_bands == 0 {
         bail!("--busy-bands must be at least 1");
@@ -180,9 +182,12 @@ fn check_args(args: &RunArgs) -> Result<Checked> {
     let output = args
         .output
         .as_deref()
-        .map(OutputSpec::parse)
+        .map(|o| OutputSpec::parse(o).and_then(|spec| spec.with_codec(args.codec)))
         .transpose()
         .map_err(anyhow::Error::msg)?;
+    if args.codec.is_some() && output.is_none() {
+        bail!("--codec applies to a video --output, and there is none");
+    }
     Ok(Checked {
         output,
         trace_frames: if tracing { args.trace_frames.max(1) } else { 0 },
@@ -203,6 +208,13 @@ fn check_outputs(args: &RunArgs, output: Option<&OutputSpec>, input: &InputSpec)
     match output {
         Some(OutputSpec::Video { path, .. }) => files.push(("--output", path.clone())),
         Some(OutputSpec::Sequence { pattern, .. }) => {
+            // Like `mkdir -p`: an image sequence's folder is made when missing.
+            std::fs::create_dir_all(pattern.folder()).with_context(|| {
+                format!(
+                    "--output: creating the folder '{}'",
+                    pattern.folder().display()
+                )
+            })?;
             if let Some(input) = &input_file {
                 paths::refuse_input_in_sequence("--output", pattern, input)
                     .map_err(anyhow::Error::msg)?;
@@ -234,12 +246,15 @@ fn open_interruptibly(
     input: InputSpec,
     args: &RunArgs,
 ) -> Result<Option<Box<dyn Source>>> {
-    let (size, fps) = (args.size, args.fps);
+    let asked = Asked {
+        size: args.size,
+        fps: args.fps,
+    };
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
         .name("open input".into())
         .spawn(move || {
-            let _ = tx.send(open_source(&input, size, fps));
+            let _ = tx.send(open_source(&input, asked));
         })?;
     loop {
         match rx.recv_timeout(Stop::TICK) {
@@ -256,18 +271,31 @@ fn open_interruptibly(
     }
 }
 
-fn open_source(
-    input: &InputSpec,
-    size: crate::frame::FrameSize,
-    fps: f64,
-) -> Result<Box<dyn Source>> {
-    let pattern = || -> Box<dyn Source> { Box::new(Pattern::new(size, fps)) };
+/// Rate of the test pattern, and of a video output whose input does not say.
+const DEFAULT_FPS: f64 = 30.0;
+/// Size of the test pattern.
+const DEFAULT_SIZE: FrameSize = FrameSize::new(1280, 720);
+
+/// What `--size` and `--fps` asked for, when given.
+#[derive(Clone, Copy, Debug)]
+struct Asked {
+    size: Option<FrameSize>,
+    fps: Option<f64>,
+}
+
+fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
+    let pattern = || -> Box<dyn Source> {
+        Box::new(Pattern::new(
+            asked.size.unwrap_or(DEFAULT_SIZE),
+            asked.fps.unwrap_or(DEFAULT_FPS),
+        ))
+    };
     match input {
         InputSpec::Pattern => Ok(pattern()),
         InputSpec::Default => {
             #[cfg(feature = "opencv")]
             if crate::source::capture::default_camera_present() {
-                match crate::source::capture::open(&InputSpec::Camera(0)) {
+                match open_capture(&InputSpec::Camera(0), asked) {
                     Ok(cam) => return Ok(cam),
                     Err(e) => info!("{e:#}; showing the test pattern instead"),
                 }
@@ -279,10 +307,39 @@ fn open_source(
             Ok(pattern())
         }
         #[cfg(feature = "opencv")]
-        other => crate::source::capture::open(other),
+        other => open_capture(other, asked),
         #[cfg(not(feature = "opencv"))]
         _ => bail!("this build has no OpenCV: only --input pattern is available"),
     }
+}
+
+/// Opens an OpenCV source; a camera is asked for `--size` and `--fps`, and for any other
+/// source they are said not to apply.
+#[cfg(feature = "opencv")]
+fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
+    use crate::source::capture;
+    let request = capture::Request {
+        size: asked.size,
+        fps: asked.fps.filter(|f| *f > 0.0),
+    };
+    if matches!(input, InputSpec::Camera(_)) {
+        let source = capture::open(input, request)?;
+        if let Some(size) = asked.size.filter(|s| *s != source.size()) {
+            info!(
+                "the camera was asked for {size} and gives {}",
+                source.size()
+            );
+        }
+        return Ok(source);
+    }
+    let source = capture::open(input, capture::Request::default())?;
+    if asked.size.is_some() || asked.fps.is_some() {
+        crate::warn!(
+            "--size and --fps don't apply to {}: it keeps its own size and rate (they set the test pattern, and ask a camera)",
+            source.describe()
+        );
+    }
+    Ok(source)
 }
 
 #[cfg(feature = "opencv")]

@@ -48,14 +48,15 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "SOURCE")]
     pub input: Option<String>,
 
-    /// Size of the test pattern.
-    #[arg(long, value_name = "WxH", default_value = "1280x720")]
-    pub size: FrameSize,
+    /// Size of the test pattern [default: 1280x720]; a camera is asked for it (and says
+    /// what it gave); a file or stream keeps its own size.
+    #[arg(long, value_name = "WxH")]
+    pub size: Option<FrameSize>,
 
-    /// Frame rate of the test pattern (0: as fast as the pipeline goes); also the rate
-    /// written to --output when the input does not say.
-    #[arg(long, value_name = "FPS", default_value_t = 30.0)]
-    pub fps: f64,
+    /// Frame rate of the test pattern (0: as fast as the pipeline goes) [default: 30]; a
+    /// camera is asked for it; also the rate written to --output when the input does not say.
+    #[arg(long, value_name = "FPS")]
+    pub fps: Option<f64>,
 
     /// Filter chain, e.g. 'gray,gain:1.5,10'. Filters: copy, invert, gray, gain:ALPHA[,BETA],
     /// blur:K (K odd), gauss:SIGMA or gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3.
@@ -70,9 +71,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub headless: bool,
 
-    /// Video file (.mp4, .avi, .mkv [lossless]) or image sequence ('frames/%05d.png', .ppm).
+    /// Video file (.mp4, .mov, .mkv [lossless], .avi, .webm) or image sequence
+    /// ('frames/%05d.png', .ppm; its folder is created).
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<String>,
+
+    /// Codec of a video --output [default: h264 in .mp4/.mov, ffv1 (lossless) in .mkv,
+    /// mjpeg in .avi, vp9 in .webm].
+    #[arg(long, value_enum)]
+    pub codec: Option<crate::sink::Codec>,
 
     /// Stop after N frames.
     #[arg(long, value_name = "N")]

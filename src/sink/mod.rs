@@ -119,7 +119,60 @@ impl Sink for Tee {
 }
 
 /// Container formats `--output` writes as video.
-pub const VIDEO_EXTENSIONS: &[&str] = &["mp4", "avi", "mkv"];
+pub const VIDEO_EXTENSIONS: &[&str] = &["mp4", "mov", "mkv", "avi", "webm"];
+
+/// `--codec`: what a video file's frames are compressed with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Codec {
+    /// H.264 (libx264 through FFmpeg): the default of .mp4 and .mov.
+    H264,
+    /// HEVC / H.265 (libx265 through FFmpeg).
+    Hevc,
+    /// MPEG-4 Part 2: where H.264 is missing, the fallback.
+    Mpeg4,
+    /// Motion JPEG: the default of .avi (OpenCV's own writer there, which keeps odd sizes).
+    Mjpeg,
+    /// FFV1, lossless: the default of .mkv (it stores framepipe's BGR, not YUV).
+    Ffv1,
+    /// VP9: the default and only codec of .webm.
+    Vp9,
+}
+
+impl Codec {
+    /// The codec a container gets when `--codec` is not given.
+    pub fn default_for(extension: &str) -> Codec {
+        match extension {
+            "avi" => Codec::Mjpeg,
+            "mkv" => Codec::Ffv1,
+            "webm" => Codec::Vp9,
+            _ => Codec::H264,
+        }
+    }
+
+    /// Whether the container `extension` can hold it.
+    pub fn fits(self, extension: &str) -> bool {
+        match extension {
+            "mkv" => true,
+            "webm" => self == Codec::Vp9,
+            "mp4" => matches!(self, Codec::H264 | Codec::Hevc | Codec::Mpeg4 | Codec::Vp9),
+            "mov" => !matches!(self, Codec::Vp9),
+            "avi" => !matches!(self, Codec::Vp9 | Codec::Hevc),
+            _ => false,
+        }
+    }
+
+    /// Its `--codec` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::H264 => "h264",
+            Codec::Hevc => "hevc",
+            Codec::Mpeg4 => "mpeg4",
+            Codec::Mjpeg => "mjpeg",
+            Codec::Ffv1 => "ffv1",
+            Codec::Vp9 => "vp9",
+        }
+    }
+}
 /// Image formats `--output` writes as numbered sequences.
 pub const SEQUENCE_EXTENSIONS: &[&str] = &["png", "ppm", "bmp", "tif", "tiff", "jpg", "jpeg"];
 
@@ -130,8 +183,10 @@ pub enum OutputSpec {
     Video {
         /// Its path.
         path: String,
-        /// Its extension, lower-cased (picks the codec).
+        /// Its extension, lower-cased (the container).
         extension: String,
+        /// What its frames are compressed with.
+        codec: Codec,
     },
     /// Numbered images.
     Sequence {
@@ -145,6 +200,11 @@ pub enum OutputSpec {
 impl OutputSpec {
     /// Checks `--output` without opening anything.
     pub fn parse(s: &str) -> Result<Self, String> {
+        if s.contains("://") {
+            return Err(format!(
+                "--output '{s}': network outputs (udp://, rtmp://, …) are not supported; write a file"
+            ));
+        }
         let path = Path::new(s);
         if s.ends_with('/') || path.is_dir() {
             return Err(format!("--output '{s}' is a folder; name a file in it"));
@@ -162,7 +222,6 @@ impl OutputSpec {
                 "--output '{s}': the number pattern must be in the file name"
             ));
         }
-        crate::paths::check_folder("--output", s)?;
         let what = if extension.is_empty() {
             "files without an extension".to_string()
         } else {
@@ -205,10 +264,41 @@ impl OutputSpec {
                         "--output '{s}': this build has no OpenCV; write a .ppm sequence such as frames/%05d.ppm"
                     ));
                 }
+                crate::paths::check_folder("--output", s)?;
+                let codec = Codec::default_for(&extension);
                 Ok(OutputSpec::Video {
                     path: s.to_string(),
                     extension,
+                    codec,
                 })
+            }
+        }
+    }
+}
+
+impl OutputSpec {
+    /// Uses `codec` for a video output instead of its container's default; fails where the
+    /// container can't hold it, or for an image sequence.
+    pub fn with_codec(self, codec: Option<Codec>) -> Result<Self, String> {
+        let Some(codec) = codec else { return Ok(self) };
+        match self {
+            OutputSpec::Video {
+                path, extension, ..
+            } => {
+                if !codec.fits(&extension) {
+                    return Err(format!(
+                        "--codec {}: a .{extension} file can't hold it (.mkv holds every codec)",
+                        codec.name()
+                    ));
+                }
+                Ok(OutputSpec::Video {
+                    path,
+                    extension,
+                    codec,
+                })
+            }
+            OutputSpec::Sequence { .. } => {
+                Err("--codec applies to video files, not to image sequences".into())
             }
         }
     }
@@ -217,11 +307,18 @@ impl OutputSpec {
 /// Fails when a video output's container can't hold `fps` frames per second (image
 /// sequences hold any rate).
 pub fn check_rate(spec: &OutputSpec, fps: f64) -> Result<(), String> {
-    let OutputSpec::Video { path, extension } = spec else {
+    let OutputSpec::Video {
+        path,
+        extension,
+        codec,
+    } = spec
+    else {
         return Ok(());
     };
     #[cfg(feature = "opencv")]
-    let (low, high) = writer::rate_range(extension);
+    let (low, high) = writer::rate_range(extension, *codec);
+    #[cfg(not(feature = "opencv"))]
+    let _ = codec;
     #[cfg(not(feature = "opencv"))]
     let (low, high) = (0.01, 1000.0);
     if (low..=high).contains(&fps) {
@@ -243,8 +340,12 @@ pub fn open_output(spec: &OutputSpec, size: FrameSize, fps: f64) -> Result<Box<d
             Ok(Box::new(writer::ImageSequence::new(pattern.clone(), size)?))
         }
         #[cfg(feature = "opencv")]
-        OutputSpec::Video { path, extension } => Ok(Box::new(writer::VideoFile::open(
-            path, extension, size, fps,
+        OutputSpec::Video {
+            path,
+            extension,
+            codec,
+        } => Ok(Box::new(writer::VideoFile::open(
+            path, extension, *codec, size, fps,
         )?)),
         #[cfg(not(feature = "opencv"))]
         other => {
@@ -274,6 +375,7 @@ mod tests {
             (format!("{d}/out%d.mp4"), "cannot write"),
             (format!("{d}/"), "is a folder"),
             (format!("{d}/noext"), "without an extension"),
+            ("udp://10.0.0.1:5000".to_string(), "network outputs"),
         ] {
             let e = OutputSpec::parse(&bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

@@ -18,29 +18,51 @@ use opencv::core::{Mat, Size, Vec3b, Vector};
 use opencv::prelude::*;
 use opencv::{imgcodecs, videoio};
 
+use super::Codec;
 use super::{Flow, Sink};
 use crate::budget::human;
 use crate::frame::{FrameSize, SequencePattern};
 use crate::paths;
 
-/// The OpenCV backend and codec written for each container: `.avi` is OpenCV's own Motion
-/// JPEG writer (keeps odd sizes), `.mkv` is lossless FFV1 and `.mp4` MPEG-4 through FFmpeg
-/// (whose writer needs even sizes).
-pub fn codec_for(extension: &str) -> (i32, [char; 4]) {
-    match extension {
-        "avi" => (videoio::CAP_OPENCV_MJPEG, ['M', 'J', 'P', 'G']),
-        "mkv" => (videoio::CAP_FFMPEG, ['F', 'F', 'V', '1']),
-        _ => (videoio::CAP_FFMPEG, ['m', 'p', '4', 'v']),
+/// The OpenCV backend and FOURCC that write `codec` into a `.extension` file: Motion JPEG
+/// in `.avi` is OpenCV's own writer (it keeps odd sizes); everything else goes through
+/// FFmpeg (whose writer needs even sizes).
+pub fn fourcc_for(extension: &str, codec: Codec) -> (i32, [char; 4]) {
+    let ffmpeg = videoio::CAP_FFMPEG;
+    match codec {
+        Codec::Mjpeg if extension == "avi" => (videoio::CAP_OPENCV_MJPEG, ['M', 'J', 'P', 'G']),
+        Codec::Mjpeg => (ffmpeg, ['M', 'J', 'P', 'G']),
+        Codec::H264 => (ffmpeg, ['a', 'v', 'c', '1']),
+        Codec::Hevc => (ffmpeg, ['h', 'e', 'v', '1']),
+        Codec::Mpeg4 => (ffmpeg, ['m', 'p', '4', 'v']),
+        Codec::Ffv1 => (ffmpeg, ['F', 'F', 'V', '1']),
+        Codec::Vp9 => (ffmpeg, ['v', 'p', '0', '9']),
     }
 }
 
-/// Frame rates each container's writer accepts (OpenCV 4.6: its MJPEG writer asserts
-/// `fps >= 1`; FFmpeg's Matroska muxer keeps milliseconds, and no writer opens below 0.01).
-pub fn rate_range(extension: &str) -> (f64, f64) {
-    match extension {
-        "avi" => (1.0, 1000.0),
+/// Frame rates each writer accepts (OpenCV 4.6: its MJPEG writer asserts `fps >= 1`;
+/// FFmpeg's Matroska muxer keeps milliseconds, and no writer opens below 0.01).
+pub fn rate_range(extension: &str, codec: Codec) -> (f64, f64) {
+    match fourcc_for(extension, codec).0 {
+        videoio::CAP_OPENCV_MJPEG => (1.0, 1000.0),
         _ => (0.01, 1000.0),
     }
+}
+
+/// Opens OpenCV's writer for `codec`, None where it does not open.
+fn open_writer(
+    path: &str,
+    extension: &str,
+    codec: Codec,
+    size: FrameSize,
+    fps: f64,
+) -> Result<Option<videoio::VideoWriter>> {
+    let (api, [a, b, c, d]) = fourcc_for(extension, codec);
+    let fourcc = videoio::VideoWriter::fourcc(a, b, c, d)?;
+    let frame = Size::new(size.width as i32, size.height as i32);
+    let writer = videoio::VideoWriter::new_with_backend(path, api, fourcc, fps, frame, true)
+        .with_context(|| format!("opening '{path}' for writing"))?;
+    Ok(writer.is_opened()?.then_some(writer))
 }
 
 /// Room always kept free beside a file's frames: its index and trailer.
@@ -133,6 +155,8 @@ extern "C" fn finalize_at_exit() {
 /// A video file written through OpenCV's `VideoWriter`.
 pub struct VideoFile {
     open: Arc<Mutex<Open>>,
+    /// The codec written, by name.
+    codec: &'static str,
     path: String,
     watch: SpaceWatch,
     written: u64,
@@ -142,11 +166,17 @@ pub struct VideoFile {
 impl VideoFile {
     /// Opens `path` for `size` frames at `fps`; fails before creating it when its file
     /// system can't hold the first frames.
-    pub fn open(path: &str, extension: &str, size: FrameSize, fps: f64) -> Result<Self> {
-        let (api, [a, b, c, d]) = codec_for(extension);
+    pub fn open(
+        path: &str,
+        extension: &str,
+        codec: Codec,
+        size: FrameSize,
+        fps: f64,
+    ) -> Result<Self> {
+        let api = fourcc_for(extension, codec).0;
         if api == videoio::CAP_FFMPEG && (size.width % 2 == 1 || size.height % 2 == 1) {
             crate::warn!(
-                "FFmpeg stores even sizes only: {size} frames are written as {}x{} to '{path}' (.avi or an image sequence keep every pixel)",
+                "FFmpeg stores even sizes only: {size} frames are written as {}x{} to '{path}' (.avi with mjpeg, or an image sequence, keep every pixel)",
                 size.width & !1,
                 size.height & !1
             );
@@ -165,18 +195,25 @@ impl VideoFile {
                 );
             }
         }
-        let fourcc = videoio::VideoWriter::fourcc(a, b, c, d)?;
-        let frame = Size::new(size.width as i32, size.height as i32);
-        let writer = videoio::VideoWriter::new_with_backend(path, api, fourcc, fps, frame, true)
-            .with_context(|| format!("opening '{path}' for writing"))?;
-        if !writer.is_opened()? {
+        let mut written_codec = codec;
+        let mut writer = open_writer(path, extension, codec, size, fps)?;
+        if writer.is_none() && matches!(codec, Codec::H264 | Codec::Hevc) {
+            written_codec = Codec::Mpeg4;
+            crate::warn!(
+                "this OpenCV build can't write {} into '{path}'; writing MPEG-4 Part 2 instead",
+                codec.name()
+            );
+            writer = open_writer(path, extension, Codec::Mpeg4, size, fps)?;
+        }
+        let Some(writer) = writer else {
             // Say the OS's reason where there is one (the path was probed at start, but
             // things change).
             paths::check_writable("--output", path).map_err(anyhow::Error::msg)?;
             bail!(
-                "cannot write video '{path}': OpenCV could not open a {a}{b}{c}{d} writer for {size} frames at {fps} fps"
+                "cannot write video '{path}': OpenCV could not open a {} writer for {size} frames at {fps} fps",
+                codec.name()
             );
-        }
+        };
         watch.last_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let open = Arc::new(Mutex::new(Open {
             writer: Some(writer),
@@ -195,6 +232,7 @@ impl VideoFile {
         }
         Ok(Self {
             open,
+            codec: written_codec.name(),
             path: path.to_string(),
             watch,
             written: 0,
@@ -236,7 +274,7 @@ impl Sink for VideoFile {
         "written"
     }
     fn describe(&self) -> String {
-        format!("video file {}", self.path)
+        format!("video file {} ({})", self.path, self.codec)
     }
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
         let mat =

@@ -92,12 +92,31 @@ pub struct Capture {
     frames: u64,
 }
 
-/// Opens what `spec` names; `Default` is the default camera and is never called here.
-pub fn open(spec: &InputSpec) -> Result<Box<dyn Source>> {
+/// What a camera is asked for before its first frame (`--size`, `--fps`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Request {
+    /// Frame size.
+    pub size: Option<FrameSize>,
+    /// Frames per second.
+    pub fps: Option<f64>,
+}
+
+/// Opens what `spec` names (a camera asked for `request`); `Default` is the default camera
+/// and is never called here.
+pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
     match spec {
         InputSpec::Camera(i) => {
-            let cap = videoio::VideoCapture::new(*i, videoio::CAP_ANY)
+            let mut cap = videoio::VideoCapture::new(*i, videoio::CAP_ANY)
                 .with_context(|| format!("opening camera {i}"))?;
+            // Asked before the first frame; the camera gives what it can (start reads back
+            // the real size from that frame).
+            if let Some(size) = request.size {
+                let _ = cap.set(videoio::CAP_PROP_FRAME_WIDTH, size.width as f64);
+                let _ = cap.set(videoio::CAP_PROP_FRAME_HEIGHT, size.height as f64);
+            }
+            if let Some(fps) = request.fps {
+                let _ = cap.set(videoio::CAP_PROP_FPS, fps);
+            }
             Capture::start(cap, format!("camera {i}"), true).map(|c| Box::new(c) as _)
         }
         InputSpec::Stream(s) => {

@@ -1,0 +1,100 @@
+//! Video outputs: each container's default codec, `--codec`, combinations refused, image
+//! sequences' folders made, network outputs refused. Codecs are read back with OpenCV
+//! (`CAP_PROP_FOURCC`) and frame counts by decoding.
+#![cfg(feature = "opencv")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::run::{framepipe, stderr, TempDir};
+use opencv::prelude::*;
+use opencv::videoio;
+
+/// The codec tag OpenCV reads back, and the frames it decodes.
+fn probe(path: &str) -> (String, u64) {
+    let mut cap = videoio::VideoCapture::from_file(path, videoio::CAP_FFMPEG).unwrap();
+    assert!(cap.is_opened().unwrap(), "{path} does not open");
+    let tag = cap.get(videoio::CAP_PROP_FOURCC).unwrap() as u32;
+    let tag: String = tag.to_le_bytes().iter().map(|&b| b as char).collect();
+    let mut m = opencv::core::Mat::default();
+    let mut n = 0;
+    while cap.read(&mut m).unwrap() && !m.empty() {
+        n += 1;
+    }
+    (tag.to_ascii_lowercase(), n)
+}
+
+#[test]
+fn containers_get_their_codecs() {
+    let dir = TempDir::new("codecs");
+    for (name, codec, want) in [
+        ("a.mp4", None, ["avc1", "h264"]),
+        ("b.mov", None, ["avc1", "h264"]),
+        ("c.mkv", None, ["ffv1", "ffv1"]),
+        ("d.avi", None, ["mjpg", "mjpg"]),
+        ("e.mp4", Some("hevc"), ["hev1", "hevc"]),
+        ("f.mp4", Some("mpeg4"), ["mp4v", "fmp4"]),
+        ("g.mkv", Some("h264"), ["h264", "avc1"]),
+    ] {
+        let path = dir.join(name).display().to_string();
+        let mut args = vec![
+            "-i", "pattern", "--size", "320x240", "--fps", "0", "--frames", "12",
+        ];
+        args.extend(["--headless", "-o", &path]);
+        if let Some(c) = codec {
+            args.extend(["--codec", c]);
+        }
+        let out = framepipe(&args, Duration::from_secs(60));
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        let (tag, frames) = probe(&path);
+        assert!(
+            want.contains(&tag.as_str()),
+            "{name}: codec tag {tag}, want {want:?}"
+        );
+        assert_eq!(frames, 12, "{name}");
+        assert_eq!(out.counts().map(|c| c[2]), Some(12), "{name}");
+    }
+}
+
+#[test]
+fn impossible_outputs_are_refused_and_sequence_folders_made() {
+    let dir = TempDir::new("outputs");
+    let d = |s: &str| dir.join(s).display().to_string();
+    for (args, says) in [
+        (
+            vec!["-o", "x.webm", "--codec", "h264"],
+            "a .webm file can't hold it",
+        ),
+        (
+            vec!["-o", "x.mp4", "--codec", "ffv1"],
+            "a .mp4 file can't hold it",
+        ),
+        (vec!["--codec", "h264"], "there is none"),
+        (vec!["-o", "udp://239.0.0.1:5000"], "network outputs"),
+    ] {
+        let mut all = vec!["-i", "pattern", "--frames", "2", "--headless"];
+        all.extend(args.iter().copied());
+        let out = framepipe(&all, Duration::from_secs(30));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{all:?}: {err}");
+        assert!(err.contains(says), "{all:?}: {err}");
+    }
+    let seq = d("new/deeper/%03d.png");
+    let out = framepipe(
+        &[
+            "-i",
+            "pattern",
+            "--size",
+            "64x48",
+            "--frames",
+            "3",
+            "--headless",
+            "-o",
+            &seq,
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(dir.join("new/deeper/002.png").exists());
+}

@@ -1,0 +1,151 @@
+//! Every `scripts/run.sh` example in README.md runs as written: each is taken from the
+//! README, run headless (a window example gets `--headless`, an endless one `--frames`) in
+//! a folder holding the media it names (`clip.mp4`, `photo.jpg`, made here), and must exit 0.
+//! Examples that need hardware or a network this machine lacks (a camera index, an rtsp://
+//! URL) are reported as not run.
+#![cfg(feature = "opencv")]
+
+mod common;
+
+use std::time::Duration;
+
+use common::run::{bin, wait_with_deadline, TempDir};
+
+/// The README's `scripts/run.sh` example lines, split into arguments like a shell would
+/// (single quotes only, which is what the README uses), comments dropped.
+fn examples() -> Vec<Vec<String>> {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    readme
+        .lines()
+        .filter(|l| l.starts_with("scripts/run.sh"))
+        .map(|l| {
+            let code = l.split(" # ").next().unwrap_or(l);
+            let mut args = Vec::new();
+            let mut cur = String::new();
+            let (mut quoted, mut any) = (false, false);
+            for c in code.trim_start_matches("scripts/run.sh").chars() {
+                match c {
+                    '\'' => {
+                        quoted = !quoted;
+                        any = true;
+                    }
+                    ' ' if !quoted => {
+                        if any {
+                            args.push(std::mem::take(&mut cur));
+                            any = false;
+                        }
+                    }
+                    c => {
+                        cur.push(c);
+                        any = true;
+                    }
+                }
+            }
+            if any {
+                args.push(cur);
+            }
+            args
+        })
+        .collect()
+}
+
+fn run(dir: &TempDir, args: &[String]) -> std::process::Output {
+    let child = std::process::Command::new(bin())
+        .args(args)
+        .current_dir(dir.path())
+        .env_remove("DISPLAY")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_with_deadline(child, Duration::from_secs(120), &format!("{args:?}"))
+}
+
+#[test]
+fn every_run_example_in_the_readme_runs() {
+    let dir = TempDir::new("readme");
+    let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+    // The media the examples name, made by framepipe itself.
+    for media in [
+        s(&[
+            "-i",
+            "pattern",
+            "--size",
+            "640x360",
+            "--fps",
+            "0",
+            "--frames",
+            "20",
+            "--headless",
+            "-o",
+            "clip.mp4",
+            "-q",
+        ]),
+        s(&[
+            "-i",
+            "pattern",
+            "--size",
+            "320x240",
+            "--frames",
+            "1",
+            "--headless",
+            "-o",
+            "photo%d.png",
+            "-q",
+        ]),
+    ] {
+        let out = run(&dir, &media);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let png = opencv::imgcodecs::imread(
+        dir.join("photo0.png").to_str().unwrap(),
+        opencv::imgcodecs::IMREAD_COLOR,
+    )
+    .unwrap();
+    let jpg = dir.join("photo.jpg").display().to_string();
+    assert!(opencv::imgcodecs::imwrite(&jpg, &png, &opencv::core::Vector::new()).unwrap());
+
+    let examples = examples();
+    assert!(
+        examples.len() >= 8,
+        "README examples not found: {examples:?}"
+    );
+    let (mut ran, mut skipped) = (0, Vec::new());
+    for mut args in examples {
+        let input = args
+            .iter()
+            .position(|a| a == "--input")
+            .and_then(|i| args.get(i + 1))
+            .cloned();
+        if let Some(i) = input.as_deref() {
+            if i.parse::<u32>().is_ok() || i.contains("://") {
+                skipped.push(args.join(" "));
+                continue; // a camera or a network stream: not on this machine
+            }
+        }
+        if !args.iter().any(|a| a == "--headless") {
+            args.push("--headless".into());
+        }
+        if !args.iter().any(|a| a == "--frames") {
+            args.extend(["--frames".into(), "5".into()]);
+        }
+        let out = run(&dir, &args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "README example {args:?} failed:\n{err}"
+        );
+        ran += 1;
+    }
+    println!("README: {ran} examples ran; not run here (camera or network): {skipped:?}");
+    assert!(
+        dir.join("frames/00000.png").exists(),
+        "the frames/ example wrote nothing"
+    );
+}
