@@ -9,7 +9,7 @@ use std::time::Duration;
 use clap::Parser;
 use proptest::prelude::*;
 
-use common::run::{bin, wait_with_deadline, TempDir};
+use common::run::{framepipe_in, TempDir};
 use framepipe::cli::Cli;
 use framepipe::filter::Chain;
 use framepipe::frame::{FrameSize, SequencePattern};
@@ -123,16 +123,7 @@ proptest! {
         let mut all = vec!["--input", "pattern", "--size", "32x24", "--fps", "0", "--headless", "--frames", "2", "-q"];
         all.extend(args.iter().map(String::as_str));
         let dir = TempDir::new("fuzz"); // whatever a random option writes lands here
-        let child = std::process::Command::new(bin())
-            .args(&all)
-            .current_dir(dir.path())
-            .env_remove("DISPLAY")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let out = wait_with_deadline(child, Duration::from_secs(60), "fuzzed options");
+        let out = framepipe_in(dir.path(), &all, Duration::from_secs(60));
         let err = String::from_utf8_lossy(&out.stderr).into_owned();
         prop_assert!(!err.contains("panicked"), "{:?} panicked:\n{}", all, err);
         prop_assert!(matches!(out.status.code(), Some(0) | Some(1)), "{:?}: {:?}\n{}", all, out.status, err);

@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::run::{bin, wait_with_deadline, TempDir};
+use common::run::{framepipe_in, TempDir};
 
 /// The README's `scripts/run.sh` example lines, split into arguments like a shell would
 /// (single quotes only, which is what the README uses), comments dropped.
@@ -50,17 +50,9 @@ fn examples() -> Vec<Vec<String>> {
         .collect()
 }
 
-fn run(dir: &TempDir, args: &[String]) -> std::process::Output {
-    let child = std::process::Command::new(bin())
-        .args(args)
-        .current_dir(dir.path())
-        .env_remove("DISPLAY")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_with_deadline(child, Duration::from_secs(120), &format!("{args:?}"))
+fn run(dir: &TempDir, args: &[String]) -> common::run::Run {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    framepipe_in(dir.path(), &args, Duration::from_secs(120))
 }
 
 #[test]

@@ -128,11 +128,23 @@ impl Run {
 /// Runs framepipe with `args` and no display, at most `limit`; a pipeline run also writes
 /// its summary as JSON, which `Run::counts` reads.
 pub fn framepipe(args: &[&str], limit: Duration) -> Run {
+    run_in(None, args, limit)
+}
+
+/// `framepipe`, working in `dir` (where relative paths the arguments name land).
+pub fn framepipe_in(dir: &Path, args: &[&str], limit: Duration) -> Run {
+    run_in(Some(dir), args, limit)
+}
+
+fn run_in(dir: Option<&Path>, args: &[&str], limit: Duration) -> Run {
     let file = SummaryFile::new();
     let mut cmd = Command::new(bin());
     let subcommand = matches!(args.first(), Some(&"bench") | Some(&"doctor"));
     if !subcommand && !args.contains(&"--summary-json") {
         file.add_to(&mut cmd);
+    }
+    if let Some(dir) = dir {
+        cmd.current_dir(dir);
     }
     let child = cmd
         .args(args)
