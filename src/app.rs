@@ -38,22 +38,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
         return Ok(());
     };
     let size = source.size();
-    let ring = match args.ring {
-        Some(n) => {
-            crate::budget::check_ring(n, size, crate::budget::host_available())
-                .map_err(anyhow::Error::msg)?;
-            n
+    let ring = args.ring.unwrap_or_else(|| {
+        let n = crate::budget::default_ring(size);
+        if n < crate::budget::DEFAULT_RING {
+            info!("{size} frames are large: the ring holds {n} of them (--ring sets it)");
         }
-        None => {
-            let n = crate::budget::default_ring(size);
-            if n < crate::budget::DEFAULT_RING {
-                info!("{size} frames are large: the ring holds {n} of them (--ring sets it)");
-            }
-            crate::budget::check_ring(n, size, crate::budget::host_available())
-                .map_err(anyhow::Error::msg)?;
-            n
-        }
-    };
+        n
+    });
+    crate::budget::check_ring(ring, size, crate::budget::host_available())
+        .map_err(anyhow::Error::msg)?;
     let in_flight = args.in_flight.unwrap_or_else(|| (ring - 2).clamp(1, 4));
     if in_flight == 0 || in_flight > ring {
         bail!("--in-flight {in_flight} must be between 1 and the ring's {ring} slots");
