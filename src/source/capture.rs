@@ -28,13 +28,32 @@ mod ffmpeg_log {
     use std::sync::OnceLock;
 
     type Callback = unsafe extern "C" fn(*mut c_void, c_int, *const c_char, *mut c_void);
+    type FormatLine = unsafe extern "C" fn(
+        *mut c_void,
+        c_int,
+        *const c_char,
+        *mut c_void,
+        *mut c_char,
+        c_int,
+        *mut c_int,
+    );
 
     static SCALER_FAILURES: AtomicU64 = AtomicU64::new(0);
-    static DEFAULT: OnceLock<Option<Callback>> = OnceLock::new();
+    /// The size an H.264 decoder last re-initialized to, as `width << 32 | height`.
+    static REINIT_SIZE: AtomicU64 = AtomicU64::new(0);
+    static DEFAULT: OnceLock<Option<(Callback, FormatLine)>> = OnceLock::new();
 
     /// How many frames FFmpeg's scaler refused so far.
     pub fn scaler_failures() -> u64 {
         SCALER_FAILURES.load(Ordering::SeqCst)
+    }
+
+    /// The size an H.264 decoder last re-initialized to (its "Reinit context to WxH"
+    /// message, at debug level: a size change, also a shrinking one, which OpenCV 4.6
+    /// answers with frames of the old size holding the wrong pixels); None before any.
+    pub fn reinit_size() -> Option<(usize, usize)> {
+        let v = REINIT_SIZE.load(Ordering::SeqCst);
+        (v != 0).then_some(((v >> 32) as usize, (v & 0xffff_ffff) as usize))
     }
 
     // `va_list` is passed as a pointer on x86-64 and AArch64 Linux, so the hook forwards it
@@ -53,10 +72,40 @@ mod ffmpeg_log {
         {
             SCALER_FAILURES.fetch_add(1, Ordering::SeqCst);
         }
-        if let Some(Some(default)) = DEFAULT.get() {
-            // SAFETY: the arguments are FFmpeg's own, passed on to its default printer.
-            unsafe { default(avcl, level, fmt, vl) };
+        let Some(Some((default, format_line))) = DEFAULT.get() else {
+            return;
+        };
+        // SAFETY: as above.
+        if !fmt.is_null()
+            && unsafe { CStr::from_ptr(fmt) }
+                .to_bytes()
+                .starts_with(b"Reinit context to ")
+        {
+            // A debug-level line the default printer would not print at OpenCV's level: it
+            // is formatted here (which consumes `vl`) and not passed on.
+            let mut line = [0 as c_char; 256];
+            let mut prefix: c_int = 0;
+            // SAFETY: FFmpeg's own arguments; `line` is writable for its length, which
+            // av_log_format_line NUL-terminates within.
+            unsafe {
+                format_line(avcl, level, fmt, vl, line.as_mut_ptr(), 256, &mut prefix);
+                let text = CStr::from_ptr(line.as_ptr()).to_string_lossy();
+                if let Some((w, h)) = parse_reinit(&text) {
+                    REINIT_SIZE.store((w as u64) << 32 | h as u64, Ordering::SeqCst);
+                }
+            }
+            return;
         }
+        // SAFETY: the arguments are FFmpeg's own, passed on to its default printer.
+        unsafe { default(avcl, level, fmt, vl) };
+    }
+
+    /// "… Reinit context to 1280x720, pix_fmt: yuv420p" → (1280, 720).
+    fn parse_reinit(line: &str) -> Option<(usize, usize)> {
+        let rest = line.split("Reinit context to ").nth(1)?;
+        let size = rest.split([',', ' ', '\n']).next()?;
+        let (w, h) = size.split_once('x')?;
+        Some((w.parse().ok()?, h.parse().ok()?))
     }
 
     /// Installs the hook once, where the process has FFmpeg's libavutil (OpenCV loads it).
@@ -67,13 +116,15 @@ mod ffmpeg_log {
             unsafe {
                 let set = libc::dlsym(libc::RTLD_DEFAULT, c"av_log_set_callback".as_ptr());
                 let default = libc::dlsym(libc::RTLD_DEFAULT, c"av_log_default_callback".as_ptr());
-                if set.is_null() || default.is_null() {
+                let format = libc::dlsym(libc::RTLD_DEFAULT, c"av_log_format_line".as_ptr());
+                if set.is_null() || default.is_null() || format.is_null() {
                     return None;
                 }
                 let set: unsafe extern "C" fn(Callback) = std::mem::transmute(set);
                 let default: Callback = std::mem::transmute(default);
+                let format: FormatLine = std::mem::transmute(format);
                 set(hook);
-                Some(default)
+                Some((default, format))
             }
         });
     }
@@ -269,9 +320,13 @@ impl Source for Capture {
     fn read(&mut self, frame: &mut [u8]) -> Result<Read> {
         let failures = ffmpeg_log::scaler_failures();
         let read = self.read_frame(frame)?;
-        if read == Read::Frame && ffmpeg_log::scaler_failures() != failures {
+        // A decoder that re-initialized to another size (beyond its 16-pixel alignment).
+        let resized = ffmpeg_log::reinit_size().filter(|&(w, h)| {
+            w.abs_diff(self.size.width) >= 16 || h.abs_diff(self.size.height) >= 16
+        });
+        if read == Read::Frame && (ffmpeg_log::scaler_failures() != failures || resized.is_some()) {
             bail!(
-                "frame {} of {} has another size than the first frames ({}): OpenCV 4.6 hands out the previous frame again for such frames, so framepipe stops here instead of writing stale frames (the {} frames before were processed). Split the input where the size changes, or scale it to one size first (ffmpeg -i IN -vf scale={}:{} OUT)",
+                "frame {} of {} has another size than the first frames ({}): OpenCV 4.6 does not follow such a change (it hands out the previous frame again, or the new one laid out at the old size), so framepipe stops here instead of writing wrong frames (the {} frames before were processed). Split the input where the size changes, or scale it to one size first (ffmpeg -i IN -vf scale={}:{} OUT)",
                 self.frames,
                 self.what,
                 self.size,
