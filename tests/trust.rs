@@ -594,7 +594,7 @@ fn a_size_change_mid_stream_is_never_written_as_stale_frames() {
 
 /// None of the file's frames repeats its predecessor (the stale-frame symptom).
 fn no_frame_repeats(output: &str) {
-    let mut cap = videoio::VideoCapture::from_file(&output, videoio::CAP_FFMPEG).unwrap();
+    let mut cap = videoio::VideoCapture::from_file(output, videoio::CAP_FFMPEG).unwrap();
     let (mut a, mut b) = (opencv::core::Mat::default(), opencv::core::Mat::default());
     assert!(cap.read(&mut a).unwrap());
     while cap.read(&mut b).unwrap() && !b.empty() {

@@ -259,12 +259,12 @@ impl OutputSpec {
                 if !VIDEO_EXTENSIONS.contains(&extension.as_str()) {
                     return Err(supported());
                 }
+                crate::paths::check_folder("--output", s)?;
                 if !cfg!(feature = "opencv") {
                     return Err(format!(
                         "--output '{s}': this build has no OpenCV; write a .ppm sequence such as frames/%05d.ppm"
                     ));
                 }
-                crate::paths::check_folder("--output", s)?;
                 let codec = Codec::default_for(&extension);
                 Ok(OutputSpec::Video {
                     path: s.to_string(),
