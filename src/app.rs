@@ -81,7 +81,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
             bands,
             height: size.height,
         };
-        sinks.insert(0, open_window(knobs)?);
+        // At the end of a file the last frame stays up until q (or a stop).
+        let hold = (!args.exit_at_end).then(|| stop.clone());
+        sinks.insert(0, open_window(knobs, hold)?);
     }
     let mut sink: Box<dyn Sink> = match sinks.len() {
         0 => Box::new(sink::null::Null),
@@ -242,6 +244,8 @@ fn open_interruptibly(
     let asked = Asked {
         size: args.size,
         fps: args.fps,
+        window: !args.headless,
+        no_pace: args.no_pace,
     };
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
@@ -269,11 +273,17 @@ const DEFAULT_FPS: f64 = 30.0;
 /// Size of the test pattern.
 const DEFAULT_SIZE: FrameSize = FrameSize::new(1280, 720);
 
-/// What `--size` and `--fps` asked for, when given.
+/// What `--size` and `--fps` asked for, when given, and how a file is played.
 #[derive(Clone, Copy, Debug)]
 struct Asked {
     size: Option<FrameSize>,
     fps: Option<f64>,
+    /// The run shows a window (a file then plays at its rate). Files need OpenCV.
+    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+    window: bool,
+    /// `--no-pace`.
+    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+    no_pace: bool,
 }
 
 fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
@@ -314,6 +324,7 @@ fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
     let request = capture::Request {
         size: asked.size,
         fps: asked.fps.filter(|f| *f > 0.0),
+        pace: false,
     };
     if matches!(input, InputSpec::Camera(_)) {
         let source = capture::open(input, request)?;
@@ -325,8 +336,14 @@ fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
         }
         return Ok(source);
     }
-    let source = capture::open(input, capture::Request::default())?;
-    if asked.size.is_some() || asked.fps.is_some() {
+    // In a window a file plays at its own rate, unless --no-pace or --fps 0.
+    let pace = asked.window && !asked.no_pace && asked.fps != Some(0.0);
+    let request = capture::Request {
+        pace,
+        ..capture::Request::default()
+    };
+    let source = capture::open(input, request)?;
+    if asked.size.is_some() || asked.fps.is_some_and(|f| f != 0.0) {
         crate::warn!(
             "--size and --fps don't apply to {}: it keeps its own size and rate (they set the test pattern, and ask a camera)",
             source.describe()
@@ -346,11 +363,15 @@ fn check_window_possible() -> Result<()> {
 }
 
 #[cfg(feature = "opencv")]
-fn open_window(knobs: Knobs) -> Result<Box<dyn Sink>> {
-    Ok(Box::new(sink::window::Window::open("framepipe", knobs)?))
+fn open_window(knobs: Knobs, hold: Option<Stop>) -> Result<Box<dyn Sink>> {
+    Ok(Box::new(sink::window::Window::open(
+        "framepipe",
+        knobs,
+        hold,
+    )?))
 }
 
 #[cfg(not(feature = "opencv"))]
-fn open_window(_knobs: Knobs) -> Result<Box<dyn Sink>> {
+fn open_window(_knobs: Knobs, _hold: Option<Stop>) -> Result<Box<dyn Sink>> {
     bail!("this build has no OpenCV and cannot open a window")
 }

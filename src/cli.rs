@@ -71,6 +71,16 @@ pub struct RunArgs {
     #[arg(long)]
     pub headless: bool,
 
+    /// In the window, show a file as fast as it decodes instead of at its own rate (so does
+    /// --fps 0). Headless runs are never paced.
+    #[arg(long)]
+    pub no_pace: bool,
+
+    /// In the window, close at the end of a file instead of keeping its last frame up
+    /// until q.
+    #[arg(long)]
+    pub exit_at_end: bool,
+
     /// Video file (.mp4, .mov, .mkv [lossless], .avi, .webm) or image sequence
     /// ('frames/%05d.png', .ppm; its folder is created).
     #[arg(short, long, value_name = "PATH")]

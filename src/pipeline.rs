@@ -150,13 +150,14 @@ pub fn run(
             let _ = free_tx.send(slot);
         }
     }
+    // The run's time ends here: a window may keep its last frame up in `finish`.
+    let elapsed = started.elapsed();
     let finish_result = sink.finish().context("finishing the output");
     drop(free_tx);
     let capture_result = join_within(capture, CAPTURE_GRACE);
     let (process_stats, process_result) = process
         .join()
         .map_err(|_| anyhow!("the backend thread panicked"))?;
-    let elapsed = started.elapsed();
 
     let capture_stats = CaptureStats {
         captured: shared.captured.load(Ordering::SeqCst),
@@ -259,7 +260,11 @@ fn capture_loop(
 ) -> Result<()> {
     let live = source.is_live();
     let mut captured = 0;
-    while !shared.stop.is_requested() && frames.is_none_or(|n| captured < n) {
+    while !shared.stop.is_requested() {
+        if frames.is_some_and(|n| captured >= n) {
+            shared.stop.request(); // --frames reached: a stop, not the end of the input
+            return Ok(());
+        }
         if shared.paused.load(Ordering::SeqCst) {
             // Paused: a live source keeps being drained so that it resumes with fresh frames.
             if live && source.skip()? == Read::End {

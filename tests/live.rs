@@ -96,10 +96,16 @@ fn signal(child: &Child, sig: &str) {
 /// Starts framepipe on the test pattern in a window on `x`, working in `dir` (its summary
 /// goes to `dir/summary.json`); returns the process and the window's id once it is visible.
 fn open_window(x: &Xvfb, dir: &TempDir, extra: &[&str]) -> (Child, String) {
+    let mut args = vec!["--input", "pattern", "--size", "320x240"];
+    args.extend(extra);
+    open_window_with(x, dir, &args)
+}
+
+/// `open_window` with every argument given (another input).
+fn open_window_with(x: &Xvfb, dir: &TempDir, args: &[&str]) -> (Child, String) {
     let child = Command::new(bin())
         .args(["--summary-json", "summary.json"])
-        .args(["--input", "pattern", "--size", "320x240"])
-        .args(extra)
+        .args(args)
         .current_dir(dir.path())
         .env("DISPLAY", &x.display)
         .env("XDG_RUNTIME_DIR", dir.path())
@@ -308,6 +314,74 @@ fn the_output_is_finalized_when_the_display_dies() {
         "display died: exit {:?}, {n} frames finalized",
         out.status.code()
     );
+}
+
+/// A clip of `frames` frames at 30 fps in `dir`, made by framepipe from the pattern.
+fn make_clip(dir: &TempDir, name: &str, frames: &str) -> String {
+    let path = dir.join(name).display().to_string();
+    let made = framepipe(
+        &[
+            "-i",
+            "pattern",
+            "--size",
+            "320x240",
+            "--fps",
+            "0",
+            "--frames",
+            frames,
+            "--headless",
+            "-o",
+            &path,
+            "-q",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(made.status.success(), "{}", stderr(&made));
+    path
+}
+
+fn summary_in(dir: &TempDir) -> [u64; 4] {
+    let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary written");
+    common::run::counts_of(&serde_json::from_str(&text).unwrap()).expect("counts")
+}
+
+/// A 2 s file in the window plays at its own rate (at least 1.9 s), like a player.
+#[test]
+fn a_file_in_the_window_plays_at_its_speed() {
+    let x = Xvfb::start();
+    let dir = TempDir::new("paced");
+    let clip = make_clip(&dir, "clip.avi", "60");
+    let start = Instant::now();
+    let (child, _id) = open_window_with(&x, &dir, &["--input", &clip, "--exit-at-end"]);
+    let out = wait_with_deadline(child, Duration::from_secs(20), "paced file");
+    let took = start.elapsed();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        took >= Duration::from_millis(1900),
+        "60 frames at 30 fps took {took:?}"
+    );
+    assert_eq!(summary_in(&dir)[2], 60);
+    println!("a 2 s file took {took:?} in the window");
+}
+
+/// At the end of a file the last frame stays up until q.
+#[test]
+fn the_last_frame_stays_up_until_q() {
+    let x = Xvfb::start();
+    let dir = TempDir::new("hold");
+    let clip = make_clip(&dir, "clip.avi", "9");
+    let (mut child, id) = open_window_with(&x, &dir, &["--input", &clip]);
+    std::thread::sleep(Duration::from_millis(1500)); // the clip lasts 0.3 s
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the window closed at the end of the file"
+    );
+    let sent = x.cmd("xdotool", &["key", "--window", &id, "q"]);
+    assert!(sent.status.success());
+    let out = wait_with_deadline(child, Duration::from_secs(5), "q after the end");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("the last frame stays up"));
+    assert_eq!(summary_in(&dir)[2], 9);
 }
 
 /// SIGTERM is handled the same way as Ctrl-C.

@@ -105,8 +105,10 @@ impl Sink for Tee {
         Ok(flow)
     }
     fn finish(&mut self) -> Result<()> {
+        // Files first: a window may keep its last frame up until q (sinks are added window
+        // first).
         let mut first_err = None;
-        for s in &mut self.0 {
+        for s in self.0.iter_mut().rev() {
             if let Err(e) = s.finish() {
                 first_err.get_or_insert(e);
             }

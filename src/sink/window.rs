@@ -23,6 +23,7 @@ use crate::backend::Control;
 use crate::filter::{Chain, PRESETS};
 use crate::frame::FrameSize;
 use crate::stats::Live;
+use crate::stop::Stop;
 
 /// The display window, with its keys and overlay.
 pub struct Window {
@@ -37,11 +38,13 @@ pub struct Window {
     saved: u64,
     /// When a Shift key was last seen.
     shift_at: Option<Instant>,
+    /// Keep the last frame up at the end of the input until q, unless this stop is asked.
+    hold: Option<Stop>,
 }
 
 impl Window {
     /// Opens the window `title` (after `check_display` passed).
-    pub fn open(title: &str, knobs: Knobs) -> Result<Self> {
+    pub fn open(title: &str, knobs: Knobs, hold: Option<Stop>) -> Result<Self> {
         highgui::named_window(title, highgui::WINDOW_AUTOSIZE | highgui::WINDOW_GUI_NORMAL)
             .context("opening the window")?;
         Ok(Self {
@@ -54,6 +57,7 @@ impl Window {
             lines: Vec::new(),
             saved: 0,
             shift_at: None,
+            hold,
         })
     }
 
@@ -202,6 +206,17 @@ impl Sink for Window {
         self.poll(5)
     }
     fn finish(&mut self) -> Result<()> {
+        // The input ended (nobody asked to stop): keep the last frame up, like a player.
+        if let Some(stop) = self.hold.take().filter(|s| self.shown && !s.is_requested()) {
+            crate::info!(
+                "end of the input: the last frame stays up (q closes, --exit-at-end skips this)"
+            );
+            while !stop.is_requested() {
+                if self.poll(30)? == Flow::Quit {
+                    break;
+                }
+            }
+        }
         highgui::destroy_all_windows()?;
         let _ = highgui::wait_key(1);
         Ok(())

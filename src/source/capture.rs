@@ -6,6 +6,7 @@
 //! another size or format); if it did, the frame is converted into the ring buffer instead.
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use opencv::core::{self, Mat, Size, Vec3b};
@@ -141,6 +142,8 @@ pub struct Capture {
     first: Option<Mat>,
     /// Frames handed out so far.
     frames: u64,
+    /// Playing at the file's rate: that rate, and when frame `frames_at_start` was due.
+    pace: Option<(f64, Option<(Instant, u64)>)>,
 }
 
 /// What a camera is asked for before its first frame (`--size`, `--fps`).
@@ -150,6 +153,8 @@ pub struct Request {
     pub size: Option<FrameSize>,
     /// Frames per second.
     pub fps: Option<f64>,
+    /// Hand a file's frames out at its own rate, like a player (window runs).
+    pub pace: bool,
 }
 
 /// Opens what `spec` names (a camera asked for `request`); `Default` is the default camera
@@ -168,7 +173,7 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
             if let Some(fps) = request.fps {
                 let _ = cap.set(videoio::CAP_PROP_FPS, fps);
             }
-            Capture::start(cap, format!("camera {i}"), true).map(|c| Box::new(c) as _)
+            Capture::start(cap, format!("camera {i}"), true, false).map(|c| Box::new(c) as _)
         }
         InputSpec::Stream(s) => {
             let api = if s.contains('!') {
@@ -183,13 +188,14 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
             };
             let cap = videoio::VideoCapture::from_file(s, api)
                 .with_context(|| format!("opening {kind} '{s}'"))?;
-            Capture::start(cap, format!("{kind} '{s}'"), true).map(|c| Box::new(c) as _)
+            Capture::start(cap, format!("{kind} '{s}'"), true, false).map(|c| Box::new(c) as _)
         }
         InputSpec::Video(path) => {
             let p = path.display().to_string();
             let cap = videoio::VideoCapture::from_file(&p, videoio::CAP_FFMPEG)
                 .with_context(|| format!("opening video file '{p}'"))?;
-            Capture::start(cap, format!("file '{p}'"), false).map(|c| Box::new(c) as _)
+            Capture::start(cap, format!("file '{p}'"), false, request.pace)
+                .map(|c| Box::new(c) as _)
         }
         InputSpec::Image(path) => StillImage::open(path).map(|s| Box::new(s) as _),
         InputSpec::Default | InputSpec::Pattern => {
@@ -204,7 +210,7 @@ pub fn default_camera_present() -> bool {
 }
 
 impl Capture {
-    fn start(mut cap: videoio::VideoCapture, what: String, live: bool) -> Result<Self> {
+    fn start(mut cap: videoio::VideoCapture, what: String, live: bool, pace: bool) -> Result<Self> {
         ffmpeg_log::install();
         if !cap.is_opened()? {
             if live {
@@ -229,6 +235,7 @@ impl Capture {
             live,
             first: Some(first),
             frames: 0,
+            pace: fps.filter(|_| pace).map(|f| (f, None)),
         })
     }
 
@@ -339,6 +346,19 @@ impl Source for Capture {
             self.frames += 1;
         }
         Ok(read)
+    }
+
+    fn due(&mut self) -> Option<Instant> {
+        let (fps, clock) = self.pace.as_mut()?;
+        let now = Instant::now();
+        let (start, first) = *clock.get_or_insert((now, self.frames));
+        let due = start + Duration::from_secs_f64((self.frames - first) as f64 / *fps);
+        if now > due + Duration::from_millis(500) {
+            // Behind (a pause, a slow decode): play on from here instead of rushing.
+            *clock = Some((now, self.frames));
+            return Some(now);
+        }
+        Some(due)
     }
 
     fn frame_count(&self) -> Option<u64> {
