@@ -16,7 +16,7 @@ use crate::frame::FrameSize;
         that travel on separate CUDA streams (copy in, filter, copy out) with several frames \
         in flight, and shown in a window (q or Esc quits) or written to a file.",
     args_conflicts_with_subcommands = true,
-    after_help = "Window keys: q or Esc quit, h figures, 1-9 filter presets, p page-locking, b/B bands, space pause, s save frame.\n\
+    after_help = "Window keys: q or Esc quit, h figures, 1-9 filter presets, p page-locking, b/B bands, space pause, . step one frame, s save frame.\n\
         Exit codes: 0 done (the input ended, --frames reached, or stopped with q, Ctrl-C or a signal: \
         every frame captured before the stop is written and the output finalized); \
         1 any error, bad arguments included (one line says what); 130 aborted by a second Ctrl-C."

@@ -51,6 +51,8 @@ pub struct Options {
 struct Shared {
     stop: Stop,
     paused: AtomicBool,
+    /// While paused: let one frame through (the `.` key).
+    step: AtomicBool,
     /// Times the user paused.
     pauses: AtomicU64,
     dropped: AtomicU64,
@@ -81,6 +83,7 @@ pub fn run(
     let shared = Arc::new(Shared {
         stop: stop.clone(),
         paused: AtomicBool::new(false),
+        step: AtomicBool::new(false),
         pauses: AtomicU64::new(0),
         dropped: AtomicU64::new(0),
         captured: AtomicU64::new(0),
@@ -265,7 +268,8 @@ fn capture_loop(
             shared.stop.request(); // --frames reached: a stop, not the end of the input
             return Ok(());
         }
-        if shared.paused.load(Ordering::SeqCst) {
+        // Paused: one frame goes through when a step was asked for.
+        if shared.paused.load(Ordering::SeqCst) && !shared.step.swap(false, Ordering::SeqCst) {
             // Paused: a live source keeps being drained so that it resumes with fresh frames.
             if live && source.skip()? == Read::End {
                 return Ok(());
@@ -419,6 +423,13 @@ fn sink_loop(
     let act = |flow: Flow| match flow {
         Flow::Continue => {}
         Flow::Quit => shared.stop.request(),
+        Flow::Step => {
+            // A step pauses first, so that exactly one frame goes through.
+            if !shared.paused.swap(true, Ordering::SeqCst) {
+                shared.pauses.fetch_add(1, Ordering::SeqCst);
+            }
+            shared.step.store(true, Ordering::SeqCst);
+        }
         Flow::TogglePause => {
             if !shared.paused.fetch_xor(true, Ordering::SeqCst) {
                 shared.pauses.fetch_add(1, Ordering::SeqCst);

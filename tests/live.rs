@@ -384,6 +384,49 @@ fn the_last_frame_stays_up_until_q() {
     assert_eq!(summary_in(&dir)[2], 9);
 }
 
+fn screenshot(x: &Xvfb, dir: &TempDir, name: &str) -> Vec<u8> {
+    let shot = dir.join(name).display().to_string();
+    let grabbed = x.cmd("import", &["-window", "root", &shot]);
+    assert!(grabbed.status.success());
+    let img = imgcodecs::imread(&shot, imgcodecs::IMREAD_COLOR).unwrap();
+    img.data_bytes().unwrap().to_vec()
+}
+
+/// Space pauses a file; `.` shows exactly the next frame and stays paused.
+#[test]
+fn space_pauses_a_file_and_dot_steps_it() {
+    let x = Xvfb::start();
+    let dir = TempDir::new("step");
+    let clip = make_clip(&dir, "clip.avi", "300");
+    let (child, id) = open_window_with(&x, &dir, &["--input", &clip]);
+    let key = |k: &str| {
+        assert!(x
+            .cmd("xdotool", &["key", "--window", &id, k])
+            .status
+            .success())
+    };
+    std::thread::sleep(Duration::from_millis(700));
+    key("space");
+    std::thread::sleep(Duration::from_millis(600));
+    let a = screenshot(&x, &dir, "a.png");
+    std::thread::sleep(Duration::from_millis(500));
+    let b = screenshot(&x, &dir, "b.png");
+    assert!(a == b, "the picture moved while paused");
+    key("period");
+    std::thread::sleep(Duration::from_millis(600));
+    let c = screenshot(&x, &dir, "c.png");
+    assert!(c != b, "'.' did not show the next frame");
+    std::thread::sleep(Duration::from_millis(500));
+    let d = screenshot(&x, &dir, "d.png");
+    assert!(
+        c == d,
+        "the picture moved after a step: it should stay paused"
+    );
+    key("q");
+    let out = wait_with_deadline(child, Duration::from_secs(5), "q after stepping");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 /// SIGTERM is handled the same way as Ctrl-C.
 #[test]
 fn sigterm_stops_cleanly() {

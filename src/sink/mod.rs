@@ -27,6 +27,8 @@ pub enum Flow {
     Quit,
     /// Pause or resume capture (space).
     TogglePause,
+    /// Show the next frame, staying paused (`.`).
+    Step,
     /// Change the running backend (filter preset, page-locking, bands).
     Control(crate::backend::Control),
 }

@@ -2,8 +2,9 @@
 //!
 //! Keys: **q**/**Esc** (or closing the window) quit; **h** toggles the overlay of live
 //! figures; **1**…**9** pick a filter preset; **p** toggles page-locked/pageable buffers;
-//! **b**/**B** (or **-**/**=**) halve/double the bands; **space** pauses; **s** saves the
-//! shown frame as PNG.
+//! **b**/**B** (or **-**/**=**) halve/double the bands; **space** pauses; **.** shows the
+//! next frame and stays paused; **s** saves the shown frame as PNG. A file plays at its own
+//! rate (the capture thread paces it) and its last frame stays up until q.
 //!
 //! Qt aborts the whole process when it cannot reach a display, so `check_display` must pass
 //! before the first highgui call.
@@ -117,6 +118,7 @@ impl Window {
                 Flow::Control(Control::Bands(k.bands))
             }
             b' ' => Flow::TogglePause,
+            b'.' => Flow::Step,
             b'h' | b'H' => {
                 self.overlay = !self.overlay;
                 self.redraw()?;
