@@ -177,11 +177,15 @@ fn check_args(args: &RunArgs) -> Result<Checked> {
     let output = args
         .output
         .as_deref()
-        .map(|o| OutputSpec::parse(o).and_then(|spec| spec.with_codec(args.codec)))
+        .map(|o| {
+            OutputSpec::parse(o)
+                .and_then(|spec| spec.with_codec(args.codec))
+                .and_then(|spec| spec.with_quality(args.quality))
+        })
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    if args.codec.is_some() && output.is_none() {
-        bail!("--codec applies to a video --output, and there is none");
+    if (args.codec.is_some() || args.quality.is_some()) && output.is_none() {
+        bail!("--codec and --quality apply to a video --output, and there is none");
     }
     Ok(Checked {
         output,

@@ -91,6 +91,11 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub codec: Option<crate::sink::Codec>,
 
+    /// JPEG quality, 1-100, of Motion JPEG in .avi (OpenCV's FFmpeg writer has no quality
+    /// setting) [default: OpenCV's, 95].
+    #[arg(long, value_name = "Q", value_parser = clap::value_parser!(u8).range(1..=100))]
+    pub quality: Option<u8>,
+
     /// Stop after N frames.
     #[arg(long, value_name = "N")]
     pub frames: Option<u64>,

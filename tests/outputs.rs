@@ -72,6 +72,11 @@ fn impossible_outputs_are_refused_and_sequence_folders_made() {
         ),
         (vec!["--codec", "h264"], "there is none"),
         (vec!["-o", "udp://239.0.0.1:5000"], "network outputs"),
+        (
+            vec!["-o", "x.mp4", "--quality", "50"],
+            "--quality applies to Motion JPEG",
+        ),
+        (vec!["-o", "x.avi", "--quality", "0"], "--quality"),
     ] {
         let mut all = vec!["-i", "pattern", "--frames", "2", "--headless"];
         all.extend(args.iter().copied());
@@ -97,4 +102,38 @@ fn impossible_outputs_are_refused_and_sequence_folders_made() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(dir.join("new/deeper/002.png").exists());
+}
+
+#[test]
+fn quality_sets_the_motion_jpeg_size() {
+    let dir = TempDir::new("quality");
+    let size_at = |q: &str| {
+        let path = dir.join(&format!("q{q}.avi")).display().to_string();
+        let out = framepipe(
+            &[
+                "-i",
+                "pattern",
+                "--size",
+                "640x480",
+                "--fps",
+                "0",
+                "--frames",
+                "20",
+                "--headless",
+                "-o",
+                &path,
+                "--quality",
+                q,
+            ],
+            Duration::from_secs(60),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(probe(&path).1, 20);
+        std::fs::metadata(&path).unwrap().len()
+    };
+    let (low, high) = (size_at("10"), size_at("95"));
+    assert!(
+        low * 2 < high,
+        "quality 10 gave {low} bytes, 95 gave {high}"
+    );
 }

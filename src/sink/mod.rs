@@ -191,6 +191,8 @@ pub enum OutputSpec {
         extension: String,
         /// What its frames are compressed with.
         codec: Codec,
+        /// JPEG quality (1–100) of OpenCV's Motion JPEG writer, when asked for.
+        quality: Option<u8>,
     },
     /// Numbered images.
     Sequence {
@@ -274,6 +276,7 @@ impl OutputSpec {
                     path: s.to_string(),
                     extension,
                     codec,
+                    quality: None,
                 })
             }
         }
@@ -287,7 +290,10 @@ impl OutputSpec {
         let Some(codec) = codec else { return Ok(self) };
         match self {
             OutputSpec::Video {
-                path, extension, ..
+                path,
+                extension,
+                quality,
+                ..
             } => {
                 if !codec.fits(&extension) {
                     return Err(format!(
@@ -299,11 +305,32 @@ impl OutputSpec {
                     path,
                     extension,
                     codec,
+                    quality,
                 })
             }
             OutputSpec::Sequence { .. } => {
                 Err("--codec applies to video files, not to image sequences".into())
             }
+        }
+    }
+
+    /// Sets the JPEG quality of a Motion JPEG `.avi` (the one writer of OpenCV 4.6 that
+    /// takes `VIDEOWRITER_PROP_QUALITY`); fails for any other output.
+    pub fn with_quality(self, quality: Option<u8>) -> Result<Self, String> {
+        let Some(q) = quality else { return Ok(self) };
+        match self {
+            OutputSpec::Video {
+                path,
+                extension,
+                codec: Codec::Mjpeg,
+                ..
+            } if extension == "avi" => Ok(OutputSpec::Video {
+                path,
+                extension,
+                codec: Codec::Mjpeg,
+                quality: Some(q),
+            }),
+            _ => Err("--quality applies to Motion JPEG in .avi only: OpenCV 4.6's FFmpeg writer takes no quality setting".into()),
         }
     }
 }
@@ -315,6 +342,7 @@ pub fn check_rate(spec: &OutputSpec, fps: f64) -> Result<(), String> {
         path,
         extension,
         codec,
+        ..
     } = spec
     else {
         return Ok(());
@@ -348,8 +376,9 @@ pub fn open_output(spec: &OutputSpec, size: FrameSize, fps: f64) -> Result<Box<d
             path,
             extension,
             codec,
+            quality,
         } => Ok(Box::new(writer::VideoFile::open(
-            path, extension, *codec, size, fps,
+            path, extension, *codec, *quality, size, fps,
         )?)),
         #[cfg(not(feature = "opencv"))]
         other => {

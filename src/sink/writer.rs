@@ -170,6 +170,7 @@ impl VideoFile {
         path: &str,
         extension: &str,
         codec: Codec,
+        quality: Option<u8>,
         size: FrameSize,
         fps: f64,
     ) -> Result<Self> {
@@ -205,7 +206,7 @@ impl VideoFile {
             );
             writer = open_writer(path, extension, Codec::Mpeg4, size, fps)?;
         }
-        let Some(writer) = writer else {
+        let Some(mut writer) = writer else {
             // Say the OS's reason where there is one (the path was probed at start, but
             // things change).
             paths::check_writable("--output", path).map_err(anyhow::Error::msg)?;
@@ -214,6 +215,14 @@ impl VideoFile {
                 codec.name()
             );
         };
+        if let Some(q) = quality {
+            let set = writer.set(videoio::VIDEOWRITER_PROP_QUALITY, f64::from(q))?;
+            anyhow::ensure!(
+                set,
+                "the {} writer of '{path}' took no --quality",
+                codec.name()
+            );
+        }
         watch.last_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         let open = Arc::new(Mutex::new(Open {
             writer: Some(writer),
