@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use common::run::{bin, framepipe, stderr, wait_with_deadline, SummaryFile, TempDir};
+use common::run::{bin, framepipe, make_clip, stderr, wait_with_deadline, SummaryFile, TempDir};
 use opencv::imgcodecs;
 use opencv::prelude::*;
 
@@ -316,30 +316,6 @@ fn the_output_is_finalized_when_the_display_dies() {
     );
 }
 
-/// A clip of `frames` frames at 30 fps in `dir`, made by framepipe from the pattern.
-fn make_clip(dir: &TempDir, name: &str, frames: &str) -> String {
-    let path = dir.join(name).display().to_string();
-    let made = framepipe(
-        &[
-            "-i",
-            "pattern",
-            "--size",
-            "320x240",
-            "--fps",
-            "0",
-            "--frames",
-            frames,
-            "--headless",
-            "-o",
-            &path,
-            "-q",
-        ],
-        Duration::from_secs(60),
-    );
-    assert!(made.status.success(), "{}", stderr(&made));
-    path
-}
-
 fn summary_in(dir: &TempDir) -> [u64; 4] {
     let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary written");
     common::run::counts_of(&serde_json::from_str(&text).unwrap()).expect("counts")
@@ -350,7 +326,7 @@ fn summary_in(dir: &TempDir) -> [u64; 4] {
 fn a_file_in_the_window_plays_at_its_speed() {
     let x = Xvfb::start();
     let dir = TempDir::new("paced");
-    let clip = make_clip(&dir, "clip.avi", "60");
+    let clip = make_clip(&dir.join("clip.avi").display().to_string(), "60");
     let start = Instant::now();
     let (child, _id) = open_window_with(&x, &dir, &["--input", &clip, "--exit-at-end"]);
     let out = wait_with_deadline(child, Duration::from_secs(20), "paced file");
@@ -369,7 +345,7 @@ fn a_file_in_the_window_plays_at_its_speed() {
 fn the_last_frame_stays_up_until_q() {
     let x = Xvfb::start();
     let dir = TempDir::new("hold");
-    let clip = make_clip(&dir, "clip.avi", "9");
+    let clip = make_clip(&dir.join("clip.avi").display().to_string(), "9");
     let (mut child, id) = open_window_with(&x, &dir, &["--input", &clip]);
     std::thread::sleep(Duration::from_millis(1500)); // the clip lasts 0.3 s
     assert!(
@@ -397,7 +373,7 @@ fn screenshot(x: &Xvfb, dir: &TempDir, name: &str) -> Vec<u8> {
 fn space_pauses_a_file_and_dot_steps_it() {
     let x = Xvfb::start();
     let dir = TempDir::new("step");
-    let clip = make_clip(&dir, "clip.avi", "300");
+    let clip = make_clip(&dir.join("clip.avi").display().to_string(), "300");
     let (child, id) = open_window_with(&x, &dir, &["--input", &clip]);
     let key = |k: &str| {
         assert!(x

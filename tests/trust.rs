@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::run::{bin, framepipe, stderr, wait_with_deadline, SummaryFile, TempDir};
+use common::run::{bin, framepipe, make_clip, stderr, wait_with_deadline, SummaryFile, TempDir};
 use opencv::prelude::*;
 use opencv::videoio;
 
@@ -28,27 +28,6 @@ fn frames_in(path: &str) -> u64 {
         n += 1;
     }
     n
-}
-
-fn make_clip(path: &str, frames: &str) {
-    let out = framepipe(
-        &[
-            "-i",
-            "pattern",
-            "--size",
-            "320x240",
-            "--fps",
-            "0",
-            "--frames",
-            frames,
-            "--headless",
-            "-o",
-            path,
-            "-q",
-        ],
-        Duration::from_secs(60),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
 }
 
 fn assert_refused(args: &[&str], says: &str) -> String {

@@ -162,6 +162,30 @@ fn run_in(dir: Option<&Path>, args: &[&str], limit: Duration) -> Run {
     }
 }
 
+/// Writes `frames` frames of the 320x240 test pattern to the video `path` (its container
+/// picks the codec), at the pattern's 30 fps; returns `path`.
+pub fn make_clip(path: &str, frames: &str) -> String {
+    let made = framepipe(
+        &[
+            "-i",
+            "pattern",
+            "--size",
+            "320x240",
+            "--fps",
+            "0",
+            "--frames",
+            frames,
+            "--headless",
+            "-o",
+            path,
+            "-q",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(made.status.success(), "{}", stderr(&made));
+    path.to_string()
+}
+
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
