@@ -403,6 +403,39 @@ fn space_pauses_a_file_and_dot_steps_it() {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
+/// A frame larger than the screen (4K on the 800x600 Xvfb) opens a window scaled to fit,
+/// keeping the aspect, instead of showing its top-left corner.
+#[test]
+fn a_4k_frame_fits_the_screen() {
+    let x = Xvfb::start();
+    let dir = TempDir::new("fit");
+    let (child, id) = open_window_with(
+        &x,
+        &dir,
+        &["--input", "pattern", "--size", "3840x2160", "--fps", "5"],
+    );
+    std::thread::sleep(Duration::from_millis(1500));
+    let geo = x.cmd("xdotool", &["getwindowgeometry", &id]);
+    let text = String::from_utf8_lossy(&geo.stdout).to_string();
+    let size = text
+        .split("Geometry: ")
+        .nth(1)
+        .and_then(|g| g.split_whitespace().next())
+        .and_then(|g| g.split_once('x'))
+        .and_then(|(w, h)| Some((w.parse::<u32>().ok()?, h.parse::<u32>().ok()?)))
+        .unwrap_or_else(|| panic!("no geometry in {text}"));
+    assert!(
+        size.0 <= 800 && size.1 <= 600,
+        "window {size:?} on an 800x600 screen"
+    );
+    let aspect = f64::from(size.0) / f64::from(size.1);
+    assert!((aspect - 16.0 / 9.0).abs() < 0.05, "aspect {aspect}");
+    signal(&child, "-INT");
+    let out = wait_with_deadline(child, Duration::from_secs(5), "4k window");
+    assert!(out.status.success(), "{}", stderr(&out));
+    println!("4K frames in a {}x{} window", size.0, size.1);
+}
+
 /// SIGTERM is handled the same way as Ctrl-C.
 #[test]
 fn sigterm_stops_cleanly() {

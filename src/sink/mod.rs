@@ -11,6 +11,8 @@ pub mod progress;
 pub mod window;
 #[cfg(feature = "opencv")]
 pub mod writer;
+#[cfg(feature = "opencv")]
+mod xscreen;
 
 use std::path::Path;
 

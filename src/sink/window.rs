@@ -41,13 +41,22 @@ pub struct Window {
     shift_at: Option<Instant>,
     /// Keep the last frame up at the end of the input until q, unless this stop is asked.
     hold: Option<Stop>,
+    /// The screen's size, where the X server said.
+    screen: Option<(u32, u32)>,
+    /// The frame size the window was last sized for.
+    sized: Option<FrameSize>,
 }
 
 impl Window {
     /// Opens the window `title` (after `check_display` passed).
     pub fn open(title: &str, knobs: Knobs, hold: Option<Stop>) -> Result<Self> {
-        highgui::named_window(title, highgui::WINDOW_AUTOSIZE | highgui::WINDOW_GUI_NORMAL)
-            .context("opening the window")?;
+        // A resizable window (sized to each frame, or scaled down to fit the screen) keeping
+        // the frame's aspect; the saved frame (`s`) stays full size.
+        let flags = highgui::WINDOW_NORMAL | highgui::WINDOW_KEEPRATIO | highgui::WINDOW_GUI_NORMAL;
+        highgui::named_window(title, flags).context("opening the window")?;
+        let screen = std::env::var("DISPLAY")
+            .ok()
+            .and_then(|d| super::xscreen::screen_size(&d));
         Ok(Self {
             title: title.to_string(),
             shown: false,
@@ -59,6 +68,8 @@ impl Window {
             saved: 0,
             shift_at: None,
             hold,
+            screen,
+            sized: None,
         })
     }
 
@@ -200,6 +211,11 @@ impl Sink for Window {
         let mat =
             Mat::new_rows_cols_with_bytes::<Vec3b>(size.height as i32, size.width as i32, frame)?;
         mat.copy_to(&mut self.last)?;
+        if self.sized != Some(size) {
+            let (w, h) = fit(size, self.screen);
+            highgui::resize_window(&self.title, w as i32, h as i32)?;
+            self.sized = Some(size);
+        }
         self.redraw()?;
         self.shown = true;
         self.poll(1)
@@ -223,6 +239,19 @@ impl Sink for Window {
         let _ = highgui::wait_key(1);
         Ok(())
     }
+}
+
+/// The window size for `size` frames: the frame's own, or scaled down (keeping the aspect)
+/// to 90 % of the screen where it is larger.
+fn fit(size: FrameSize, screen: Option<(u32, u32)>) -> (u32, u32) {
+    let (w, h) = (size.width as f64, size.height as f64);
+    let Some((sw, sh)) = screen else {
+        return (w as u32, h as u32);
+    };
+    let scale = (0.9 * f64::from(sw) / w)
+        .min(0.9 * f64::from(sh) / h)
+        .min(1.0);
+    (((w * scale) as u32).max(1), ((h * scale) as u32).max(1))
 }
 
 /// Checks that a window can be opened here, with a message that says what to do if not.
@@ -284,6 +313,16 @@ fn abstract_socket_exists(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn large_frames_are_scaled_to_fit_the_screen() {
+        assert_eq!(fit(FrameSize::new(640, 480), Some((1280, 800))), (640, 480));
+        assert_eq!(
+            fit(FrameSize::new(3840, 2160), Some((1280, 800))),
+            (1152, 648)
+        );
+        assert_eq!(fit(FrameSize::new(3840, 2160), None), (3840, 2160));
+    }
 
     #[test]
     fn unreachable_displays_are_detected() {
