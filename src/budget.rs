@@ -32,7 +32,8 @@ pub fn slot_bytes(size: FrameSize) -> Option<u64> {
     let frame = (size.width as u64)
         .checked_mul(size.height as u64)?
         .checked_mul(crate::frame::CHANNELS as u64)?;
-    frame.div_ceil(4096).checked_mul(4096)?.checked_mul(2)
+    let buffer = crate::ring::allocated_bytes(usize::try_from(frame).ok()?)?;
+    (buffer as u64).checked_mul(2)
 }
 
 /// Host buffers of a ring of `slots` slots.

@@ -15,6 +15,11 @@ use crate::frame::FrameSize;
 
 const PAGE: usize = 4096;
 
+/// Bytes a buffer of `len` bytes takes: page-rounded, at least one page; None on overflow.
+pub fn allocated_bytes(len: usize) -> Option<usize> {
+    len.max(1).div_ceil(PAGE).checked_mul(PAGE)
+}
+
 /// A page-aligned, zero-initialised host buffer of fixed length.
 pub struct HostBuffer {
     ptr: NonNull<u8>,
@@ -30,7 +35,7 @@ unsafe impl Send for HostBuffer {}
 impl HostBuffer {
     /// A zeroed buffer of `len` bytes, page-aligned and page-rounded.
     pub fn new(len: usize) -> Self {
-        let size = len.max(1).div_ceil(PAGE) * PAGE;
+        let size = allocated_bytes(len).expect("frame buffer size (checked by budget)");
         let layout = Layout::from_size_align(size, PAGE).expect("frame buffer layout");
         // SAFETY: `layout` has a non-zero size.
         let raw = unsafe { alloc::alloc_zeroed(layout) };

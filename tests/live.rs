@@ -9,17 +9,11 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use common::run::{bin, framepipe, make_clip, stderr, wait_with_deadline, SummaryFile, TempDir};
+use common::run::{
+    bin, framepipe, frames_in, have, make_clip, stderr, wait_with_deadline, SummaryFile, TempDir,
+};
 use opencv::imgcodecs;
 use opencv::prelude::*;
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
 
 /// A private X server for one test.
 struct Xvfb {
@@ -220,24 +214,7 @@ fn sigint_finalizes_the_output_file() {
     let dir = TempDir::new("sigint-file");
     let input = dir.join("in.avi").display().to_string();
     // A long input: the pattern, written through framepipe itself (OpenCV's MJPEG writer).
-    let made = framepipe(
-        &[
-            "-i",
-            "pattern",
-            "--size",
-            "640x480",
-            "--fps",
-            "0",
-            "--frames",
-            "400",
-            "--headless",
-            "-o",
-            &input,
-            "-q",
-        ],
-        Duration::from_secs(120),
-    );
-    assert!(made.status.success(), "{}", stderr(&made));
+    make_clip(&input, "640x480", "400");
     let output = dir.join("out.mkv").display().to_string();
     let summary = SummaryFile::new();
     let child = summary
@@ -263,14 +240,7 @@ fn sigint_finalizes_the_output_file() {
         written > 0 && written < 400,
         "the run was interrupted midway: {err}"
     );
-    let mut cap =
-        opencv::videoio::VideoCapture::from_file(&output, opencv::videoio::CAP_FFMPEG).unwrap();
-    assert!(cap.is_opened().unwrap(), "the output file is not readable");
-    let mut n = 0;
-    let mut m = opencv::core::Mat::default();
-    while cap.read(&mut m).unwrap() {
-        n += 1;
-    }
+    let n = frames_in(&output);
     assert_eq!(n, written, "frames in the file vs frames reported written");
     println!("interrupted after {written} of 400 frames; file holds {n}");
 }
@@ -295,17 +265,7 @@ fn the_output_is_finalized_when_the_display_dies() {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no finalize message:\n{err}"));
     let path = dir.join("out.mp4").display().to_string();
-    let mut cap =
-        opencv::videoio::VideoCapture::from_file(&path, opencv::videoio::CAP_FFMPEG).unwrap();
-    assert!(
-        cap.is_opened().unwrap(),
-        "the output is not playable:\n{err}"
-    );
-    let mut n = 0;
-    let mut m = opencv::core::Mat::default();
-    while cap.read(&mut m).unwrap() {
-        n += 1;
-    }
+    let n = frames_in(&path);
     assert!(
         said > 10 && n == said,
         "message says {said}, file holds {n}:\n{err}"
@@ -326,7 +286,7 @@ fn summary_in(dir: &TempDir) -> [u64; 4] {
 fn a_file_in_the_window_plays_at_its_speed() {
     let x = Xvfb::start();
     let dir = TempDir::new("paced");
-    let clip = make_clip(&dir.join("clip.avi").display().to_string(), "60");
+    let clip = make_clip(&dir.join("clip.avi").display().to_string(), "320x240", "60");
     let start = Instant::now();
     let (child, _id) = open_window_with(&x, &dir, &["--input", &clip, "--exit-at-end"]);
     let out = wait_with_deadline(child, Duration::from_secs(20), "paced file");
@@ -345,7 +305,7 @@ fn a_file_in_the_window_plays_at_its_speed() {
 fn the_last_frame_stays_up_until_q() {
     let x = Xvfb::start();
     let dir = TempDir::new("hold");
-    let clip = make_clip(&dir.join("clip.avi").display().to_string(), "9");
+    let clip = make_clip(&dir.join("clip.avi").display().to_string(), "320x240", "9");
     let (mut child, id) = open_window_with(&x, &dir, &["--input", &clip]);
     std::thread::sleep(Duration::from_millis(1500)); // the clip lasts 0.3 s
     assert!(
@@ -373,7 +333,11 @@ fn screenshot(x: &Xvfb, dir: &TempDir, name: &str) -> Vec<u8> {
 fn space_pauses_a_file_and_dot_steps_it() {
     let x = Xvfb::start();
     let dir = TempDir::new("step");
-    let clip = make_clip(&dir.join("clip.avi").display().to_string(), "300");
+    let clip = make_clip(
+        &dir.join("clip.avi").display().to_string(),
+        "320x240",
+        "300",
+    );
     let (child, id) = open_window_with(&x, &dir, &["--input", &clip]);
     let key = |k: &str| {
         assert!(x

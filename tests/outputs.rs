@@ -7,22 +7,17 @@ mod common;
 
 use std::time::Duration;
 
-use common::run::{framepipe, stderr, TempDir};
+use common::run::{framepipe, frames_in, make_clip, stderr, TempDir};
 use opencv::prelude::*;
 use opencv::videoio;
 
 /// The codec tag OpenCV reads back, and the frames it decodes.
 fn probe(path: &str) -> (String, u64) {
-    let mut cap = videoio::VideoCapture::from_file(path, videoio::CAP_FFMPEG).unwrap();
+    let cap = videoio::VideoCapture::from_file(path, videoio::CAP_FFMPEG).unwrap();
     assert!(cap.is_opened().unwrap(), "{path} does not open");
     let tag = cap.get(videoio::CAP_PROP_FOURCC).unwrap() as u32;
     let tag: String = tag.to_le_bytes().iter().map(|&b| b as char).collect();
-    let mut m = opencv::core::Mat::default();
-    let mut n = 0;
-    while cap.read(&mut m).unwrap() && !m.empty() {
-        n += 1;
-    }
-    (tag.to_ascii_lowercase(), n)
+    (tag.to_ascii_lowercase(), frames_in(path))
 }
 
 #[test]
@@ -85,22 +80,7 @@ fn impossible_outputs_are_refused_and_sequence_folders_made() {
         assert_eq!(out.status.code(), Some(1), "{all:?}: {err}");
         assert!(err.contains(says), "{all:?}: {err}");
     }
-    let seq = d("new/deeper/%03d.png");
-    let out = framepipe(
-        &[
-            "-i",
-            "pattern",
-            "--size",
-            "64x48",
-            "--frames",
-            "3",
-            "--headless",
-            "-o",
-            &seq,
-        ],
-        Duration::from_secs(30),
-    );
-    assert!(out.status.success(), "{}", stderr(&out));
+    make_clip(&d("new/deeper/%03d.png"), "64x48", "3");
     assert!(dir.join("new/deeper/002.png").exists());
 }
 

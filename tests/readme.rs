@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::run::{framepipe_in, TempDir};
+use common::run::{framepipe_in, make_clip, TempDir};
 
 /// The README's `scripts/run.sh` example lines, split into arguments like a shell would
 /// (single quotes only, which is what the README uses), comments dropped.
@@ -58,43 +58,9 @@ fn run(dir: &TempDir, args: &[String]) -> common::run::Run {
 #[test]
 fn every_run_example_in_the_readme_runs() {
     let dir = TempDir::new("readme");
-    let s = |v: &[&str]| v.iter().map(|a| a.to_string()).collect::<Vec<_>>();
     // The media the examples name, made by framepipe itself.
-    for media in [
-        s(&[
-            "-i",
-            "pattern",
-            "--size",
-            "640x360",
-            "--fps",
-            "0",
-            "--frames",
-            "20",
-            "--headless",
-            "-o",
-            "clip.mp4",
-            "-q",
-        ]),
-        s(&[
-            "-i",
-            "pattern",
-            "--size",
-            "320x240",
-            "--frames",
-            "1",
-            "--headless",
-            "-o",
-            "photo%d.png",
-            "-q",
-        ]),
-    ] {
-        let out = run(&dir, &media);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    make_clip(dir.join("clip.mp4").to_str().unwrap(), "640x360", "20");
+    make_clip(dir.join("photo%d.png").to_str().unwrap(), "320x240", "1");
     let png = opencv::imgcodecs::imread(
         dir.join("photo0.png").to_str().unwrap(),
         opencv::imgcodecs::IMREAD_COLOR,

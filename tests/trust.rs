@@ -10,25 +10,11 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::run::{bin, framepipe, make_clip, stderr, wait_with_deadline, SummaryFile, TempDir};
+use common::run::{
+    bin, framepipe, frames_in, have, make_clip, stderr, wait_with_deadline, SummaryFile, TempDir,
+};
 use opencv::prelude::*;
 use opencv::videoio;
-
-/// Frames OpenCV decodes from `path`, one by one (0 when it does not open).
-fn frames_in(path: &str) -> u64 {
-    let Ok(mut cap) = videoio::VideoCapture::from_file(path, videoio::CAP_FFMPEG) else {
-        return 0;
-    };
-    if !cap.is_opened().unwrap_or(false) {
-        return 0;
-    }
-    let mut m = opencv::core::Mat::default();
-    let mut n = 0;
-    while cap.read(&mut m).unwrap_or(false) && !m.empty() {
-        n += 1;
-    }
-    n
-}
 
 fn assert_refused(args: &[&str], says: &str) -> String {
     let out = framepipe(args, Duration::from_secs(30));
@@ -83,7 +69,7 @@ fn never_writes_over_the_input() {
     let d = |s: &str| dir.join(s).display().to_string();
     for ext in ["avi", "mkv", "mp4"] {
         let clip = d(&format!("clip.{ext}"));
-        make_clip(&clip, "30");
+        make_clip(&clip, "320x240", "30");
         let before = std::fs::read(&clip).unwrap();
         let sym = d(&format!("sym.{ext}"));
         let hard = d(&format!("hard.{ext}"));
@@ -100,22 +86,7 @@ fn never_writes_over_the_input() {
     // An image sequence over its own first image, and a trace over the input.
     std::fs::create_dir(dir.join("pat")).unwrap();
     let first = d("pat/00000.png");
-    let made = framepipe(
-        &[
-            "-i",
-            "pattern",
-            "--size",
-            "64x48",
-            "--frames",
-            "3",
-            "--headless",
-            "-o",
-            &d("pat/%05d.png"),
-            "-q",
-        ],
-        Duration::from_secs(30),
-    );
-    assert!(made.status.success(), "{}", stderr(&made));
+    make_clip(&d("pat/%05d.png"), "64x48", "3");
     let before = std::fs::read(&first).unwrap();
     assert_refused(
         &[
@@ -343,7 +314,7 @@ fn a_stop_with_standard_error_closed_still_finalizes() {
 
     // A file input that runs to its end prints the summary into the closed pipe.
     let clip = dir.join("clip.avi").display().to_string();
-    make_clip(&clip, "20");
+    make_clip(&clip, "320x240", "20");
     let child = spawn(&["-i", &clip, "--headless", "-o", &path], true);
     let out = wait_with_deadline(child, Duration::from_secs(20), "file run, stderr closed");
     assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
@@ -502,14 +473,6 @@ fn a_pipe_as_input_is_named_as_such() {
         &["--input", fifo.to_str().unwrap(), "--headless"],
         "is a pipe (FIFO), not a file",
     );
-}
-
-fn have(tool: &str) -> bool {
-    Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 #[test]

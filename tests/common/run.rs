@@ -162,15 +162,15 @@ fn run_in(dir: Option<&Path>, args: &[&str], limit: Duration) -> Run {
     }
 }
 
-/// Writes `frames` frames of the 320x240 test pattern to the video `path` (its container
-/// picks the codec), at the pattern's 30 fps; returns `path`.
-pub fn make_clip(path: &str, frames: &str) -> String {
+/// Writes `frames` frames of the test pattern at `size` to `path` (a video, whose container
+/// picks the codec, at the pattern's 30 fps; or an image sequence); returns `path`.
+pub fn make_clip(path: &str, size: &str, frames: &str) -> String {
     let made = framepipe(
         &[
             "-i",
             "pattern",
             "--size",
-            "320x240",
+            size,
             "--fps",
             "0",
             "--frames",
@@ -180,10 +180,38 @@ pub fn make_clip(path: &str, frames: &str) -> String {
             path,
             "-q",
         ],
-        Duration::from_secs(60),
+        Duration::from_secs(120),
     );
     assert!(made.status.success(), "{}", stderr(&made));
     path.to_string()
+}
+
+/// Frames OpenCV decodes from the video `path`, one by one (0 when it does not open).
+#[cfg(feature = "opencv")]
+pub fn frames_in(path: &str) -> u64 {
+    use opencv::prelude::*;
+    use opencv::videoio::{VideoCapture, CAP_FFMPEG};
+    let Ok(mut cap) = VideoCapture::from_file(path, CAP_FFMPEG) else {
+        return 0;
+    };
+    if !cap.is_opened().unwrap_or(false) {
+        return 0;
+    }
+    let mut m = opencv::core::Mat::default();
+    let mut n = 0;
+    while cap.read(&mut m).unwrap_or(false) && !m.empty() {
+        n += 1;
+    }
+    n
+}
+
+/// Whether `tool` is on the PATH.
+pub fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 pub fn stderr(o: &Output) -> String {
