@@ -5,20 +5,11 @@
 // band's own rows; see src/filter/reference.rs, which this file matches bit for bit).
 // One thread per pixel, three channels each; a 2D grid over (x, y).
 
-typedef unsigned char u8;
-typedef unsigned short u16;
-typedef unsigned int u32;
+// The border rule (fp_reflect, fp_row) and the band (fp_band) come from framepipe.cuh, the
+// header user kernels are written against. The separable passes keep their own signatures
+// (they pass 16-bit sums through a scratch buffer); the 3x3 filters take an fp_band.
 
-__device__ __forceinline__ int fp_reflect(int p, int n) {
-    if (n == 1) return 0;
-    while (p < 0 || p >= n) p = p < 0 ? -p : 2 * n - 2 - p;
-    return p;
-}
-
-__device__ __forceinline__ int fp_row(int y, int dy, int rows, int row0, int height) {
-    int r = fp_reflect(row0 + y + dy, height) - row0;
-    return min(max(r, 0), rows - 1);
-}
+#include "framepipe.cuh"
 
 #define FP_XY                                              \
     int x = blockIdx.x * blockDim.x + threadIdx.x;         \
@@ -89,7 +80,12 @@ extern "C" __global__ void fp_gauss_v(const u16* __restrict__ tmp, u8* __restric
 
 // The rows (ys) and columns (xs) of the 3x3 neighbourhood of (x, y), with the border rule
 // applied: declares `ys` and `xs` in the calling kernel.
+// `src`, `dst`, `at` and the buffer's geometry come from the band.
 #define FP_3X3                                                              \
+    const u8* __restrict__ src = band.src;                                  \
+    u8* __restrict__ dst = band.dst;                                        \
+    const int width = band.width, rows = band.rows, row0 = band.row0, height = band.height; \
+    FP_XY                                                                   \
     int ys[3] = {fp_row(y, -1, rows, row0, height), y, fp_row(y, 1, rows, row0, height)}; \
     int xs[3] = {fp_reflect(x - 1, width), x, fp_reflect(x + 1, width)};
 
@@ -98,9 +94,7 @@ __device__ __forceinline__ int fp_px(const u8* src, int width, int y, int x, int
 }
 
 // Sobel magnitude: round_half_even((min(|gx|,255) + min(|gy|,255)) / 2).
-extern "C" __global__ void fp_sobel(const u8* __restrict__ src, u8* __restrict__ dst,
-                                    int width, int rows, int row0, int height) {
-    FP_XY
+FP_KERNEL fp_sobel(fp_band band) {
     FP_3X3
     for (int c = 0; c < 3; ++c) {
         int p[3][3];
@@ -115,10 +109,7 @@ extern "C" __global__ void fp_sobel(const u8* __restrict__ src, u8* __restrict__
 }
 
 // Unsharp mask: saturate(round_half_even(v*keep + blur*take)), blur = 3x3 [1 2 1]^2 / 16.
-extern "C" __global__ void fp_sharpen(const u8* __restrict__ src, u8* __restrict__ dst,
-                                      int width, int rows, int row0, int height,
-                                      float keep, float take) {
-    FP_XY
+FP_KERNEL fp_sharpen(fp_band band, float keep, float take) {
     FP_3X3
     for (int c = 0; c < 3; ++c) {
         u32 s = 0;
@@ -128,16 +119,13 @@ extern "C" __global__ void fp_sharpen(const u8* __restrict__ src, u8* __restrict
         u32 blur = (s + 8) >> 4;
         float v = (float)fp_px(src, width, y, x, c);
         float o = __fadd_rn(__fmul_rn(v, keep), __fmul_rn((float)blur, take));
-        o = rintf(o);  // round half to even
-        dst[at + c] = (u8)fminf(fmaxf(o, 0.0f), 255.0f);
+        dst[at + c] = fp_satf(o);  // round half to even, saturate
     }
 }
 
 // 3x3 median per channel (a sorting network).
 #define FP_SORT(a, b) { int lo = min(a, b); b = max(a, b); a = lo; }
-extern "C" __global__ void fp_median3(const u8* __restrict__ src, u8* __restrict__ dst,
-                                      int width, int rows, int row0, int height) {
-    FP_XY
+FP_KERNEL fp_median3(fp_band band) {
     FP_3X3
     for (int c = 0; c < 3; ++c) {
         int p0 = fp_px(src, width, ys[0], xs[0], c), p1 = fp_px(src, width, ys[0], xs[1], c),

@@ -21,7 +21,7 @@ import json, sys, shutil
 for line in sys.stdin:
     m = json.loads(line)
     if (m.get("reason") == "compiler-artifact" and m.get("executable")
-            and m["target"]["kind"] == ["test"] and m["target"]["name"] in ("gpu", "cpu_backend")):
+            and m["target"]["kind"] == ["test"] and m["target"]["name"] in ("gpu", "gpu_kernels", "cpu_backend")):
         shutil.copy(m["executable"], sys.argv[1] + "/test-" + m["target"]["name"])
 ' "$BUNDLE"
     strip "$BUNDLE"/*
@@ -31,6 +31,8 @@ for line in sys.stdin:
 run() {
     local out=${OUT:-/tmp/framepipe-out}
     mkdir -p "$out"
+    # Tests that run the binary take this one (cargo's path is this machine's).
+    export FRAMEPIPE_BIN="$PWD/$BUNDLE/framepipe"
     "$BUNDLE/framepipe" doctor 2>&1 | tee "$out/doctor.txt"
     if [ "${SKIP_TESTS:-0}" != 1 ]; then
         for t in "$BUNDLE"/test-*; do

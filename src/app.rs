@@ -8,13 +8,16 @@
 
 use anyhow::{bail, Context, Result};
 
-use crate::backend::{self, BackendConfig};
+use std::sync::Arc;
+
+use crate::backend::{self, check, BackendConfig, BackendKind};
 use crate::band;
 use crate::cli::RunArgs;
 use crate::frame::FrameSize;
 use crate::info;
 use crate::paths::{self, InputFile};
 use crate::pipeline::{self, Options};
+use crate::reload::Reloader;
 use crate::sink::Knobs;
 use crate::sink::{self, OutputSpec, Sink};
 use crate::source::{pattern::Pattern, InputSpec, Source};
@@ -66,6 +69,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     info!("input: {}", source.describe());
     let backend = backend::create(args.backend, &cfg)?;
     info!("backend: {}", backend.describe());
+    let reload = user_kernels(args, &cfg)?;
 
     let fps = source.fps().unwrap_or(match args.fps {
         Some(f) if f > 0.0 => f,
@@ -105,6 +109,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         frames: args.frames,
         keep_frame_times: false,
         trace_frames: checked.trace_frames,
+        reload,
     };
     let summary = match pipeline::run(source, backend, sink.as_mut(), &opts, &stop) {
         Ok(summary) => summary,
@@ -127,6 +132,37 @@ pub fn run(args: &RunArgs) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// With user kernels in the chain (the backend is CUDA then): checks them for band
+/// invariance on one frame of the run's size before any frame is read, and makes the
+/// reloader that watches their files (unless `--no-watch`; `r` reloads either way).
+fn user_kernels(args: &RunArgs, cfg: &BackendConfig) -> Result<Option<Arc<Reloader>>> {
+    let files: Vec<String> = args.filter.user_kernels().map(|k| k.file()).collect();
+    if files.is_empty() {
+        return Ok(None);
+    }
+    let (size, device) = (cfg.size, cfg.cuda.device);
+    let runs = [cfg.plan.len(), cfg.busy_plan.len()];
+    let check = move |chain: &crate::filter::Chain| check::before_run(chain, size, &runs, device);
+    check(&args.filter).map_err(anyhow::Error::msg)?;
+    info!(
+        "{}: compiled, and band-invariant on a {size} frame with {} and {} bands",
+        files.join(", "),
+        runs[0],
+        runs[1]
+    );
+    if !args.no_watch {
+        info!(
+            "watching {} (save to reload, or r in the window)",
+            files.join(", ")
+        );
+    }
+    Ok(Some(Arc::new(Reloader::new(
+        args.filter.clone(),
+        Box::new(check),
+        !args.no_watch,
+    ))))
 }
 
 /// Writes `--summary-json`, where asked for.
@@ -157,6 +193,18 @@ fn check_args(args: &RunArgs) -> Result<Checked> {
     }
     if args.busy_bands == 0 {
         bail!("--busy-bands must be at least 1");
+    }
+    if let Some(k) = args.filter.user_kernels().next() {
+        // Before the input is opened: a user kernel runs on CUDA only.
+        if args.backend == BackendKind::Cpu {
+            bail!(
+                "{} (--backend cpu was asked for)",
+                backend::cpu::needs_cuda(k)
+            );
+        }
+        if let Err(why) = backend::cuda::probe() {
+            bail!("{}: no CUDA here ({why})", backend::cpu::needs_cuda(k));
+        }
     }
     if args.trace_frames > crate::trace::MAX_TRACE_FRAMES {
         bail!(

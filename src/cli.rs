@@ -16,7 +16,7 @@ use crate::frame::FrameSize;
         that travel on separate CUDA streams (copy in, filter, copy out) with several frames \
         in flight, and shown in a window (q or Esc quits) or written to a file.",
     args_conflicts_with_subcommands = true,
-    after_help = "Window keys: q or Esc quit, h figures, 1-9 filter presets, p page-locking, b/B bands, space pause, . step one frame, s save frame.\n\
+    after_help = "Window keys: q or Esc quit, h figures, 1-9 filter presets, p page-locking, b/B bands, space pause, . step one frame, r reload kernel files, s save frame.\n\
         Exit codes: 0 done (the input ended, --frames reached, or stopped with q, Ctrl-C or a signal: \
         every frame captured before the stop is written and the output finalized); \
         1 any error, bad arguments included (one line says what); 130 aborted by a second Ctrl-C."
@@ -38,6 +38,42 @@ pub enum Command {
     Bench(Box<BenchArgs>),
     /// Show the GPU, PCIe link, copy bandwidth, OpenCV, display and cameras.
     Doctor,
+    /// Run a kernel file on the GPU with 1 band and with 2-16 bands, over several frame
+    /// sizes, and say whether the outputs are identical (and if not, where and why).
+    CheckKernel(CheckKernelArgs),
+}
+
+/// `framepipe check-kernel FILE [--radius R] [--fn NAME] [NAME=VALUE …]`.
+#[derive(Args, Debug, Clone)]
+pub struct CheckKernelArgs {
+    /// The kernel's `.cu` file.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+    /// Rows the kernel reads above and below its pixel, as `radius=R` in a chain.
+    #[arg(long, default_value_t = 0)]
+    pub radius: usize,
+    /// The `__global__` function, where the file has several.
+    #[arg(long = "fn", value_name = "NAME")]
+    pub function: Option<String>,
+    /// The kernel's parameters.
+    #[arg(value_name = "NAME=VALUE")]
+    pub params: Vec<String>,
+    /// Frame sizes to try, comma-separated [default: 33x17,321x241,640x480,1920x1080].
+    #[arg(long, value_delimiter = ',')]
+    pub size: Vec<FrameSize>,
+}
+
+impl CheckKernelArgs {
+    /// The chain the check runs: this kernel alone.
+    pub fn chain(&self) -> Result<Chain, String> {
+        let mut settings = vec![format!("radius={}", self.radius)];
+        settings.extend(self.function.iter().map(|f| format!("fn={f}")));
+        settings.extend(self.params.iter().cloned());
+        let kernel = crate::filter::user::UserKernel::parse(&self.file, &settings)?;
+        Ok(Chain::from_filters(vec![crate::filter::Filter::Kernel(
+            std::sync::Arc::new(kernel),
+        )]))
+    }
 }
 
 /// Options of a pipeline run (`framepipe [OPTIONS]`).
@@ -59,7 +95,9 @@ pub struct RunArgs {
     pub fps: Option<f64>,
 
     /// Filter chain, e.g. 'gray,gain:1.5,10'. Filters: copy, invert, gray, gain:ALPHA[,BETA],
-    /// blur:K (K odd), gauss:SIGMA or gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3.
+    /// blur:K (K odd), gauss:SIGMA or gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3, and
+    /// your own CUDA kernel: kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…] (CUDA only;
+    /// written against kernels/framepipe.cuh; reloaded when the file is saved).
     #[arg(short, long, value_name = "CHAIN", default_value = "copy")]
     pub filter: Chain,
 
@@ -154,6 +192,10 @@ pub struct RunArgs {
     /// and the error when the run failed), for scripts and tests.
     #[arg(long, value_name = "FILE.json")]
     pub summary_json: Option<String>,
+
+    /// Don't watch the chain's kernel files for changes (r in the window still reloads).
+    #[arg(long)]
+    pub no_watch: bool,
 
     /// Print only errors, warnings and the summary.
     #[arg(short, long, conflicts_with = "verbose")]

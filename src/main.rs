@@ -31,6 +31,7 @@ fn main() {
         None => framepipe::app::run(&cli.run),
         Some(Command::Bench(args)) => framepipe::bench::run(args),
         Some(Command::Doctor) => framepipe::doctor::run(),
+        Some(Command::CheckKernel(args)) => framepipe::backend::check::command(args),
     };
     match result {
         Ok(()) => exit(0),

@@ -26,6 +26,7 @@ use anyhow::{anyhow, Context, Result};
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 use crate::backend::{Backend, Control};
+use crate::reload::{self, Reloader};
 use crate::ring::{self, Slot};
 use crate::sink::{Flow, Sink};
 use crate::source::{Read, Source};
@@ -45,6 +46,8 @@ pub struct Options {
     /// Record the spans of frames `0..trace_frames` (0: no trace); the backend must have
     /// been made with the same number.
     pub trace_frames: u64,
+    /// Watches the chain's kernel files and swaps reloaded kernels in (`reload`).
+    pub reload: Option<Arc<Reloader>>,
 }
 
 /// What the threads share besides the slots.
@@ -99,6 +102,12 @@ pub fn run(
         free_tx.send(slot).expect("free list has room for the ring");
     }
     let started = Instant::now();
+    let reloading = opts
+        .reload
+        .as_ref()
+        .map(|r| r.start(control_tx.clone()))
+        .transpose()
+        .context("starting the kernel file watcher")?;
 
     let capture = {
         let shared = shared.clone();
@@ -135,6 +144,8 @@ pub fn run(
         done: &done_rx,
         free: &free_tx,
         controls: control_tx,
+        reload: reloading.as_ref(),
+        reloader: opts.reload.as_deref(),
     };
     let mut sink_stats = SinkStats::default();
     let sink_result = sink_loop(
@@ -146,6 +157,7 @@ pub fn run(
         opts.trace_frames,
     );
     drop(ends);
+    drop(reloading);
     if sink_result.is_err() {
         stop.request();
         // Keep slots moving so that the other threads can finish.
@@ -190,6 +202,7 @@ pub fn run(
         process: process_stats,
         sink_stats,
         trace,
+        reloads: opts.reload.as_ref().map(|r| r.log()).unwrap_or_default(),
     };
     // The first error in the data path's order; the output's own comes before the finish's.
     let failure = capture_result
@@ -362,7 +375,11 @@ fn backend_loop(
             backend
                 .control(&control)
                 .with_context(|| format!("applying {control:?}"))?;
-            st.controls.push(describe_control(&control));
+            st.controls.push(format!(
+                "{} from frame {}",
+                describe_control(&control),
+                st.processed
+            ));
             if let Ok(mut b) = shared.backend.lock() {
                 *b = backend.describe();
             }
@@ -409,6 +426,10 @@ struct SinkEnds<'a> {
     done: &'a Receiver<Slot>,
     free: &'a Sender<Slot>,
     controls: Sender<Control>,
+    /// The kernel file watcher, for `r`.
+    reload: Option<&'a reload::Running>,
+    /// Its messages, for the overlay.
+    reloader: Option<&'a Reloader>,
 }
 
 fn sink_loop(
@@ -438,6 +459,10 @@ fn sink_loop(
         Flow::Control(c) => {
             let _ = ends.controls.send(c);
         }
+        Flow::Reload => match ends.reload {
+            Some(r) => r.request(reload::Why::Key),
+            None => crate::info!("r: the chain has no kernel file to reload"),
+        },
     };
     loop {
         match ends.done.recv_timeout(POLL) {
@@ -446,6 +471,9 @@ fn sink_loop(
                 live.paused = shared.paused.load(Ordering::SeqCst);
                 if let Ok(b) = shared.backend.lock() {
                     live.backend.clone_from(&b);
+                }
+                if let Some(r) = ends.reloader {
+                    live.note = r.note();
                 }
                 sink.status(&live);
                 let t = Instant::now();

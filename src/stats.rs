@@ -105,6 +105,8 @@ pub struct Summary {
     pub sink_stats: SinkStats,
     /// The first frames' spans, when asked for.
     pub trace: Option<crate::trace::Trace>,
+    /// Kernel reloads while running.
+    pub reloads: Vec<crate::reload::Reload>,
 }
 
 /// A duration in milliseconds.
@@ -177,6 +179,7 @@ impl Summary {
             "changes": p.controls,
             "pauses": self.sink_stats.pauses,
             "overlap": overlap,
+            "reloads": self.reloads,
         })
     }
 
@@ -214,6 +217,22 @@ impl Summary {
         if self.sink_stats.pauses > 0 {
             let _ = write!(out, "\npaused {} time(s)", self.sink_stats.pauses);
         }
+        if !self.reloads.is_empty() {
+            let failed = self.reloads.iter().filter(|r| r.error.is_some()).count();
+            let _ = write!(
+                out,
+                "\nkernel reloads: {} swapped in, {failed} failed",
+                self.reloads.len() - failed
+            );
+            for r in &self.reloads {
+                let what = match (&r.chain, &r.error) {
+                    (Some(chain), _) => format!("now {chain}"),
+                    (None, Some(e)) => format!("failed: {}", e.lines().nth(1).unwrap_or(e)),
+                    (None, None) => String::new(),
+                };
+                let _ = write!(out, "\n  {:.1} s, {}: {what}", r.at_s, r.cause);
+            }
+        }
         if p.stage_frames > 0 {
             let n = p.stage_frames;
             let _ = write!(
@@ -248,6 +267,8 @@ pub struct Live {
     pub paused: bool,
     /// The backend's description.
     pub backend: String,
+    /// A message to show until it is cleared (a failed kernel reload).
+    pub note: Vec<String>,
     last_frame: Option<Instant>,
 }
 
@@ -330,7 +351,7 @@ impl Live {
         ));
         v.extend(self.backend.split("; ").map(str::to_string));
         v.push(
-            "h overlay  1-9 filters  p page-lock  b/B bands  space pause  s save  q quit".into(),
+            "h overlay  1-9 filters  p page-lock  b/B bands  space pause  . step  r reload  s save  q quit".into(),
         );
         v
     }

@@ -260,6 +260,7 @@ fn cuda_soak_holds_memory_and_registrations_flat() {
         frames: None,
         keep_frame_times: false,
         trace_frames: 0,
+        reload: None,
     };
     let mut sink = Cycle {
         n: 0,

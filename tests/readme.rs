@@ -93,15 +93,28 @@ fn every_run_example_in_the_readme_runs() {
         if !args.iter().any(|a| a == "--frames") {
             args.extend(["--frames".into(), "5".into()]);
         }
+        // The examples' kernel files are the repository's.
+        let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/");
+        let user_kernel = args.iter().any(|a| a.contains("kernel:"));
+        for a in &mut args {
+            *a = a.replace("kernel:examples/", &format!("kernel:{examples}"));
+        }
         let out = run(&dir, &args);
         let err = String::from_utf8_lossy(&out.stderr);
+        if user_kernel && framepipe::backend::cuda::probe().is_err() {
+            // Without CUDA a kernel file is refused, as documented, with the reason.
+            assert_eq!(out.status.code(), Some(1), "{args:?}:\n{err}");
+            assert!(err.contains("needs the CUDA backend"), "{args:?}:\n{err}");
+            skipped.push(format!("{} (refused: no CUDA)", args.join(" ")));
+            continue;
+        }
         assert!(
             out.status.success(),
             "README example {args:?} failed:\n{err}"
         );
         ran += 1;
     }
-    println!("README: {ran} examples ran; not run here (camera or network): {skipped:?}");
+    println!("README: {ran} examples ran; not run here (camera, network, or a kernel without CUDA): {skipped:?}");
     assert!(
         dir.join("frames/00000.png").exists(),
         "the frames/ example wrote nothing"

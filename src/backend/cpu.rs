@@ -23,10 +23,27 @@ pub struct CpuBackend {
     scratch: imp::Scratch,
 }
 
+/// Why a user kernel can't run here.
+pub fn needs_cuda(k: &crate::filter::user::UserKernel) -> String {
+    format!(
+        "the filter {k} is a CUDA kernel and needs the CUDA backend; the CPU backend can't run it"
+    )
+}
+
+/// Refuses a chain with a user kernel.
+fn check_chain(chain: &Chain) -> Result<()> {
+    match chain.user_kernels().next() {
+        Some(k) => anyhow::bail!("{}", needs_cuda(k)),
+        None => Ok(()),
+    }
+}
+
 impl CpuBackend {
-    /// A backend for `cfg`'s size and chain (its CUDA-only settings are not used).
-    pub fn new(cfg: &BackendConfig) -> Self {
-        Self {
+    /// A backend for `cfg`'s size and chain (its CUDA-only settings are not used); refuses a
+    /// chain with a user kernel.
+    pub fn new(cfg: &BackendConfig) -> Result<Self> {
+        check_chain(&cfg.chain)?;
+        Ok(Self {
             size: cfg.size,
             chain: cfg.chain.clone(),
             capacity: cfg.in_flight.max(1),
@@ -34,7 +51,7 @@ impl CpuBackend {
             done: VecDeque::new(),
             #[cfg(feature = "opencv")]
             scratch: imp::Scratch::default(),
-        }
+        })
     }
 }
 
@@ -89,6 +106,7 @@ impl Backend for CpuBackend {
 
     fn control(&mut self, control: &Control) -> Result<()> {
         if let Control::Chain(chain) = control {
+            check_chain(chain)?;
             self.chain = chain.clone();
         }
         // Bands and page-locking mean nothing on the CPU.
@@ -158,7 +176,7 @@ mod imp {
             let into_output = (n - 1 - k).is_multiple_of(2);
             // Filter k reads what filter k-1 wrote: the input, the output or the scratch image.
             let Scratch { bgr, work } = &mut *scratch;
-            let f = *filter;
+            let f = filter;
             match (k == 0, into_output) {
                 (true, true) => run(f, &src, &mut dst, work),
                 (true, false) => run(f, &src, bgr, work),
@@ -175,14 +193,14 @@ mod imp {
     }
 
     fn run(
-        filter: Filter,
+        filter: &Filter,
         from: &impl ToInputArray,
         to: &mut impl ToOutputArray,
         w: &mut Work,
     ) -> Result<()> {
         const BORDER: i32 = core::BORDER_REFLECT_101;
         let square = |k: u32| Size::new(k as i32, k as i32);
-        match filter {
+        match *filter {
             Filter::Copy => from.input_array()?.copy_to(to)?,
             Filter::Invert => core::bitwise_not(from, to, &core::no_array())?,
             Filter::Gray => {
@@ -218,6 +236,7 @@ mod imp {
                 let table = Mat::from_slice(&values)?;
                 core::lut(from, &table, to)?;
             }
+            Filter::Kernel(ref k) => anyhow::bail!("{}", super::needs_cuda(k)),
         }
         Ok(())
     }

@@ -745,7 +745,40 @@ impl Backend for CudaBackend {
         self.pending.len()
     }
 
-    fn submit(&mut self, mut slot: Slot) -> Result<()> {
+    fn submit(&mut self, slot: Slot) -> Result<()> {
+        self.submit_frame(slot).map_err(|e| self.blame(e))
+    }
+
+    fn control(&mut self, control: &Control) -> Result<()> {
+        self.apply(control)
+    }
+
+    fn complete(&mut self, wait: bool) -> Result<Option<Slot>> {
+        self.complete_frame(wait).map_err(|e| self.blame(e))
+    }
+}
+
+impl CudaBackend {
+    /// Names the chain's user kernels in a device error: after a fault the device reports
+    /// it on whatever call comes next, and a user kernel is the likely cause.
+    fn blame(&self, e: anyhow::Error) -> anyhow::Error {
+        let users: Vec<String> = self
+            .cfg
+            .chain
+            .user_kernels()
+            .map(|k| format!("'{}' ({})", k.function, k.file()))
+            .collect();
+        if users.is_empty() {
+            e
+        } else {
+            e.context(format!(
+                "the GPU failed while running the user kernel {}",
+                users.join(", ")
+            ))
+        }
+    }
+
+    fn submit_frame(&mut self, mut slot: Slot) -> Result<()> {
         anyhow::ensure!(
             self.pending.len() < self.lanes.len(),
             "CUDA backend: too many frames in flight"
@@ -791,7 +824,7 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
-    fn control(&mut self, control: &Control) -> Result<()> {
+    fn apply(&mut self, control: &Control) -> Result<()> {
         anyhow::ensure!(
             self.pending.is_empty(),
             "internal: control with frames in flight"
@@ -822,7 +855,7 @@ impl Backend for CudaBackend {
         Ok(())
     }
 
-    fn complete(&mut self, wait: bool) -> Result<Option<Slot>> {
+    fn complete_frame(&mut self, wait: bool) -> Result<Option<Slot>> {
         let Some(front) = self.pending.front() else {
             return Ok(None);
         };

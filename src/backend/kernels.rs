@@ -1,16 +1,23 @@
-//! The CUDA kernels: `.cu` sources from `kernels/`, compiled at start with NVRTC for the
-//! device's compute capability, and the launcher that runs a filter chain over a band
-//! buffer exactly as `filter::reference` defines it.
+//! The CUDA kernels: `.cu` sources from `kernels/` (and users' own files), compiled at start
+//! with NVRTC for the device's compute capability, and the launcher that runs a filter chain
+//! over a band buffer exactly as `filter::reference` defines it.
+//!
+//! Every kernel but the separable passes takes an `fp_band` (`kernels/framepipe.cuh`) as
+//! its first argument; `Band` is its Rust twin.
 
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchArgs, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, DeviceRepr,
+    LaunchArgs, LaunchConfig, PushKernelArg,
 };
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
+use cudarc::nvrtc::Ptx;
 
+use super::nvrtc::{self, Program};
 use crate::filter::reference::{gauss_weights, View};
+use crate::filter::user::{UserKernel, Value};
 use crate::filter::{Chain, Filter};
 
 /// Every kernel source, compiled as one program.
@@ -25,6 +32,7 @@ pub const SOURCES: &[(&str, &str)] = &[
 /// Every kernel in `kernels/*.cu`, by its role; `name` is its `__global__` function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kernel {
+    CopyBytes,
     Copy,
     Invert,
     Gray,
@@ -39,7 +47,8 @@ enum Kernel {
 }
 
 impl Kernel {
-    const ALL: [Kernel; 11] = [
+    const ALL: [Kernel; 12] = [
+        Kernel::CopyBytes,
         Kernel::Copy,
         Kernel::Invert,
         Kernel::Gray,
@@ -55,6 +64,7 @@ impl Kernel {
 
     fn name(self) -> &'static str {
         match self {
+            Kernel::CopyBytes => "fp_copy_bytes",
             Kernel::Copy => "fp_copy",
             Kernel::Invert => "fp_invert",
             Kernel::Gray => "fp_gray",
@@ -98,43 +108,115 @@ fn shared_constants() -> Vec<String> {
 
 /// The PTX of `SOURCES` for `arch`, compiled by NVRTC on first use (about 50 ms).
 fn compiled(arch: &str) -> Result<Ptx> {
-    static CACHE: Mutex<Option<(String, Ptx)>> = Mutex::new(None);
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, ptx)) = cache.as_ref().filter(|(a, _)| a == arch) {
-        return Ok(ptx.clone());
-    }
-    let src: String = SOURCES
+    let source: String = SOURCES
         .iter()
         .map(|(_, s)| *s)
         .collect::<Vec<_>>()
         .join("\n");
     let mut options = vec![format!("--gpu-architecture={arch}")];
     options.extend(shared_constants());
-    let opts = CompileOptions {
+    let program = Program {
+        name: "framepipe.cu".to_string(),
+        source,
         options,
-        name: Some("framepipe.cu".to_string()),
-        ..Default::default()
     };
-    let ptx = compile_ptx_with_opts(src, opts)
-        .map_err(|e| anyhow::anyhow!("NVRTC could not compile kernels/*.cu: {e:?}"))?;
-    *cache = Some((arch.to_string(), ptx.clone()));
-    Ok(ptx)
+    nvrtc::compile(&program)
+        .map_err(|log| anyhow::anyhow!("NVRTC could not compile kernels/*.cu:\n{log}"))
+}
+
+/// The device's architecture for NVRTC: `compute_90` on an H200.
+pub fn arch(ctx: &Arc<CudaContext>) -> Result<String> {
+    let (major, minor) = ctx
+        .compute_capability()
+        .context("reading compute capability")?;
+    Ok(format!("compute_{major}{minor}"))
+}
+
+/// The NVRTC program of a user kernel: its file's text, named by its path (the compiler's
+/// messages then give the file's own line numbers), with its folder on the include path.
+fn user_program(kernel: &UserKernel, arch: &str) -> Program {
+    let folder = kernel
+        .spec
+        .path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    Program {
+        name: kernel.file(),
+        source: kernel.source.to_string(),
+        options: vec![
+            format!("--gpu-architecture={arch}"),
+            format!("--include-path={}", folder.display()),
+        ],
+    }
+}
+
+/// Compiles a user kernel for `arch` (cached: compiling ahead makes the later load cheap).
+/// The error is the compiler's log, with the file's line numbers.
+pub fn compile_user(kernel: &UserKernel, arch: &str) -> Result<Ptx, String> {
+    nvrtc::compile(&user_program(kernel, arch))
+        .map_err(|log| format!("NVRTC could not compile {}:\n{log}", kernel.file()))
+}
+
+/// `fp_band` of `kernels/framepipe.cuh`: a band buffer and its place in the frame.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Band {
+    src: u64,
+    dst: u64,
+    width: i32,
+    rows: i32,
+    row0: i32,
+    height: i32,
+}
+
+// SAFETY: `#[repr(C)]` with the field types and order of `struct fp_band` (two 64-bit device
+// addresses, four 32-bit ints): the layout the kernels read.
+unsafe impl DeviceRepr for Band {}
+
+impl Band {
+    fn new(s: &CudaStream, src: &CudaSlice<u8>, dst: &mut CudaSlice<u8>, v: View) -> Self {
+        // Event tracking is off (`CudaBackend::new`), so the guards record nothing.
+        let (src, _) = src.device_ptr(s);
+        let (dst, _) = dst.device_ptr_mut(s);
+        Band {
+            src,
+            dst,
+            width: v.width as i32,
+            rows: v.rows as i32,
+            row0: v.row0 as i32,
+            height: v.height as i32,
+        }
+    }
 }
 
 /// Launches a kernel whose arguments have been pushed on `b`.
 fn go(b: &mut LaunchArgs<'_>, cfg: LaunchConfig) -> Result<()> {
     // SAFETY: every caller (`ChainKernels::launch`) pushes exactly the arguments of the
-    // kernel's signature in kernels/*.cu, and every buffer holds the band's elements.
+    // kernel's signature: in kernels/*.cu, or in a user's file as `filter::user` read it
+    // (an `fp_band`, then each parameter with its declared type); every buffer holds the
+    // band's elements. A user kernel that writes outside its band makes the device report
+    // a fault, which the backend returns as an error.
     unsafe { b.launch(cfg) }?;
     Ok(())
 }
 
-/// A filter chain ready to run on one device: its kernels and its Gaussian weights.
+/// What a filter of the chain needs besides the built-in kernels.
+enum Extra {
+    None,
+    /// A Gaussian's weights on the device.
+    Weights(CudaSlice<u32>),
+    /// A user kernel's function.
+    User(CudaFunction),
+}
+
+/// A filter chain ready to run on one device: its kernels, its Gaussian weights and its
+/// users' kernels.
 pub struct ChainKernels {
     funcs: Vec<CudaFunction>,
     chain: Chain,
-    /// Per filter of the chain: its weights on the device (Gaussians only).
-    weights: Vec<Option<CudaSlice<u32>>>,
+    /// Per filter of the chain.
+    extras: Vec<Extra>,
 }
 
 const BLOCK: u32 = 256;
@@ -157,10 +239,8 @@ impl ChainKernels {
     /// Compiles (once per process and architecture) and loads every kernel, and uploads the
     /// chain's weights on `stream`.
     pub fn new(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, chain: &Chain) -> Result<Self> {
-        let (major, minor) = ctx
-            .compute_capability()
-            .context("reading compute capability")?;
-        let ptx = compiled(&format!("compute_{major}{minor}"))?;
+        let arch = arch(ctx)?;
+        let ptx = compiled(&arch)?;
         let module = ctx
             .load_module(ptx)
             .context("loading the compiled kernels")?;
@@ -172,27 +252,37 @@ impl ChainKernels {
                     .with_context(|| format!("kernel {} missing", k.name()))
             })
             .collect::<Result<Vec<_>>>()?;
-        let weights = chain
+        let extras = chain
             .filters()
             .iter()
             .map(|f| match f {
-                Filter::Gauss { k, sigma } => {
-                    stream.clone_htod(&gauss_weights(*k, *sigma)).map(Some)
+                Filter::Gauss { k, sigma } => Ok(Extra::Weights(
+                    stream.clone_htod(&gauss_weights(*k, *sigma))?,
+                )),
+                Filter::Kernel(user) => {
+                    let ptx = compile_user(user, &arch).map_err(anyhow::Error::msg)?;
+                    let module = ctx
+                        .load_module(ptx)
+                        .with_context(|| format!("loading {}", user.file()))?;
+                    let func = module.load_function(&user.function).with_context(|| {
+                        format!("kernel '{}' missing from {}", user.function, user.file())
+                    })?;
+                    Ok(Extra::User(func))
                 }
-                _ => Ok(None),
+                _ => Ok(Extra::None),
             })
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>>>()?;
         Ok(Self {
             funcs,
             chain: chain.clone(),
-            weights,
+            extras,
         })
     }
 
     /// Copies `n` bytes from `src` to `dst` with the copy kernel, given raw device
     /// addresses (page-locked host memory mapped into the device's address space included).
     pub fn copy_raw(&self, s: &CudaStream, src: u64, dst: u64, n: u64) -> Result<()> {
-        let mut b = s.launch_builder(self.func(Kernel::Copy));
+        let mut b = s.launch_builder(self.func(Kernel::CopyBytes));
         b.arg(&src).arg(&dst).arg(&n);
         let blocks = n.div_ceil(16).div_ceil(u64::from(BLOCK)).max(1) as u32;
         let cfg = LaunchConfig {
@@ -218,10 +308,10 @@ impl ChainKernels {
         v: View,
     ) -> Result<usize> {
         let mut cur = 0;
-        for (filter, weights) in self.chain.filters().iter().zip(&self.weights) {
+        for (filter, extra) in self.chain.filters().iter().zip(&self.extras) {
             let [a, b] = bufs;
             let (src, dst) = if cur == 0 { (&*a, b) } else { (&*b, a) };
-            self.launch(stream, *filter, weights.as_ref(), src, dst, tmp, v)
+            self.launch(stream, filter, extra, src, dst, tmp, v)
                 .with_context(|| format!("launching the {filter} kernels"))?;
             cur = 1 - cur;
         }
@@ -232,8 +322,8 @@ impl ChainKernels {
     fn launch(
         &self,
         s: &CudaStream,
-        filter: Filter,
-        weights: Option<&CudaSlice<u32>>,
+        filter: &Filter,
+        extra: &Extra,
         src: &CudaSlice<u8>,
         dst: &mut CudaSlice<u8>,
         tmp: &mut CudaSlice<u16>,
@@ -250,13 +340,7 @@ impl ChainKernels {
             shared_mem_bytes: 0,
         };
         let grid = grid_2d(v);
-        let (w, rows, row0, height) = (
-            v.width as i32,
-            v.rows as i32,
-            v.row0 as i32,
-            v.height as i32,
-        );
-        match filter {
+        match *filter {
             Filter::Copy | Filter::Invert | Filter::Gray | Filter::Gain { .. } => {
                 // Bytes per thread: 16 (one uint4), 48 for gray (16 whole pixels).
                 let (kernel, per) = match filter {
@@ -265,9 +349,10 @@ impl ChainKernels {
                     Filter::Gray => (Kernel::Gray, 48),
                     _ => (Kernel::Gain, 16),
                 };
+                let band = Band::new(s, src, dst, v);
                 let mut b = s.launch_builder(self.func(kernel));
-                b.arg(src).arg(dst).arg(&n);
-                if let Filter::Gain { alpha, beta } = &filter {
+                b.arg(&band);
+                if let Filter::Gain { alpha, beta } = filter {
                     b.arg(alpha).arg(beta);
                 }
                 go(&mut b, linear(per))?;
@@ -278,7 +363,9 @@ impl ChainKernels {
                 self.separable(s, passes, src, tmp, dst, v, k, PassArg::Area(area))?;
             }
             Filter::Gauss { k, .. } => {
-                let wts = weights.context("Gaussian weights missing")?;
+                let Extra::Weights(wts) = extra else {
+                    anyhow::bail!("Gaussian weights missing");
+                };
                 let passes = (Kernel::GaussRows, Kernel::GaussColumns);
                 self.separable(s, passes, src, tmp, dst, v, k, PassArg::Weights(wts))?;
             }
@@ -288,19 +375,31 @@ impl ChainKernels {
                     Filter::Median3 => Kernel::Median3,
                     _ => Kernel::Sharpen,
                 };
+                let band = Band::new(s, src, dst, v);
                 let mut b = s.launch_builder(self.func(kernel));
-                b.arg(src)
-                    .arg(dst)
-                    .arg(&w)
-                    .arg(&rows)
-                    .arg(&row0)
-                    .arg(&height);
+                b.arg(&band);
                 let (keep, take) = match filter {
                     Filter::Sharpen { amount } => (1.0 + amount, -amount),
                     _ => (0.0, 0.0),
                 };
                 if kernel == Kernel::Sharpen {
                     b.arg(&keep).arg(&take);
+                }
+                go(&mut b, grid)?;
+            }
+            Filter::Kernel(ref user) => {
+                let Extra::User(func) = extra else {
+                    anyhow::bail!("kernel {} was not loaded", user.function);
+                };
+                let band = Band::new(s, src, dst, v);
+                let mut b = s.launch_builder(func);
+                b.arg(&band);
+                for (_, value) in &user.args {
+                    match value {
+                        Value::Float(x) => b.arg(x),
+                        Value::Int(x) => b.arg(x),
+                        Value::Uint(x) => b.arg(x),
+                    };
                 }
                 go(&mut b, grid)?;
             }
@@ -375,7 +474,8 @@ mod tests {
         }
         for kernel in Kernel::ALL {
             assert!(
-                sources.contains(&format!("void {}(", kernel.name())),
+                sources.contains(&format!("void {}(", kernel.name()))
+                    || sources.contains(&format!("FP_KERNEL {}(", kernel.name())),
                 "{kernel:?}"
             );
         }

@@ -5,10 +5,12 @@
 //! `attach` is called once per ring buffer before the first frame (the CUDA backend
 //! page-locks it there).
 
+pub mod check;
 pub mod cpu;
 pub mod cuda;
 mod kernels;
 pub mod measure;
+mod nvrtc;
 
 use anyhow::{bail, Result};
 
@@ -183,7 +185,7 @@ pub enum IssueOrder {
 /// Builds the backend `kind` asks for; `auto` says in one line why it fell back to the CPU.
 pub fn create(kind: BackendKind, cfg: &BackendConfig) -> Result<Box<dyn Backend>> {
     match kind {
-        BackendKind::Cpu => Ok(Box::new(cpu::CpuBackend::new(cfg))),
+        BackendKind::Cpu => Ok(Box::new(cpu::CpuBackend::new(cfg)?)),
         BackendKind::Cuda => match cuda::probe() {
             Ok(()) => Ok(Box::new(cuda::CudaBackend::new(cfg)?)),
             Err(why) => bail!("--backend cuda: {why}"),
@@ -191,8 +193,11 @@ pub fn create(kind: BackendKind, cfg: &BackendConfig) -> Result<Box<dyn Backend>
         BackendKind::Auto => match cuda::probe() {
             Ok(()) => Ok(Box::new(cuda::CudaBackend::new(cfg)?)),
             Err(why) => {
+                if let Some(k) = cfg.chain.user_kernels().next() {
+                    bail!("{}: no CUDA here ({why})", cpu::needs_cuda(k));
+                }
                 crate::say!("framepipe: no CUDA ({why}); using the CPU backend");
-                Ok(Box::new(cpu::CpuBackend::new(cfg)))
+                Ok(Box::new(cpu::CpuBackend::new(cfg)?))
             }
         },
     }

@@ -105,6 +105,7 @@ pub(crate) fn run_setup(
             frames: Some(frames),
             keep_frame_times: true,
             trace_frames,
+            reload: None,
         };
         let source = Box::new(Pattern::new(size, setup.paced_fps).cheap());
         let summary = pipeline::run(source, backend, &mut Null, &opts, &Stop::new())?;

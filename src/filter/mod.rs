@@ -8,14 +8,16 @@
 //! below; borders are OpenCV's default, `BORDER_REFLECT_101`.
 
 pub mod reference;
+pub mod user;
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use crate::frame::FrameSize;
 
 /// One filter of a chain.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Filter {
     /// The original question's per-pixel copy kernel.
     Copy,
@@ -51,6 +53,8 @@ pub enum Filter {
     },
     /// 3×3 median per channel.
     Median3,
+    /// A user's kernel from a `.cu` file (CUDA only; see `user`).
+    Kernel(Arc<user::UserKernel>),
 }
 
 /// The window's keys 1…9.
@@ -76,7 +80,7 @@ pub fn gauss_side(sigma: f32) -> u32 {
 
 /// The filters, as listed in help texts and error messages.
 pub const FILTER_HELP: &str =
-    "copy, invert, gray, gain:ALPHA,BETA, blur:K, gauss:SIGMA, gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3";
+    "copy, invert, gray, gain:ALPHA,BETA, blur:K, gauss:SIGMA, gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3, kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…]";
 
 /// OpenCV's `cvtColor(BGR2GRAY)` weights for 8-bit images (`BY15`, `GY15`, `RY15`,
 /// `gray_shift` = 15); checked equal to OpenCV 4.6 on all 2^24 colours.
@@ -94,6 +98,7 @@ impl Filter {
         match self {
             Filter::Box { k } | Filter::Gauss { k, .. } => (*k as usize) / 2,
             Filter::Sobel | Filter::Sharpen { .. } | Filter::Median3 => 1,
+            Filter::Kernel(k) => k.spec.radius,
             _ => 0,
         }
     }
@@ -168,6 +173,12 @@ impl Filter {
                 Ok(Filter::Sharpen { amount })
             }
             "median3" => nums(&[0]).map(|_| Filter::Median3),
+            "kernel" => {
+                let (file, settings) = args.split_first().ok_or(
+                    "filter 'kernel' needs a file: kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…]",
+                )?;
+                user::UserKernel::parse(file, settings).map(|k| Filter::Kernel(Arc::new(k)))
+            }
             _ => Err(format!("unknown filter '{name}' (known: {FILTER_HELP})")),
         }
     }
@@ -195,6 +206,7 @@ impl fmt::Display for Filter {
             Filter::Invert => write!(f, "invert"),
             Filter::Gray => write!(f, "gray"),
             Filter::Gain { alpha, beta } => write!(f, "gain:{alpha},{beta}"),
+            Filter::Kernel(k) => write!(f, "{k}"),
         }
     }
 }
@@ -204,9 +216,35 @@ impl fmt::Display for Filter {
 pub struct Chain(Vec<Filter>);
 
 impl Chain {
+    /// A chain of `filters` (at least one).
+    pub fn from_filters(filters: Vec<Filter>) -> Chain {
+        assert!(!filters.is_empty(), "a chain holds at least one filter");
+        Chain(filters)
+    }
+
     /// The filters, in the order they run.
     pub fn filters(&self) -> &[Filter] {
         &self.0
+    }
+
+    /// The user kernels of the chain, in order.
+    pub fn user_kernels(&self) -> impl Iterator<Item = &Arc<user::UserKernel>> {
+        self.0.iter().filter_map(|f| match f {
+            Filter::Kernel(k) => Some(k),
+            _ => None,
+        })
+    }
+
+    /// The chain with every user kernel read again from its file (a reload).
+    pub fn reloaded(&self) -> Result<Chain, String> {
+        self.0
+            .iter()
+            .map(|f| match f {
+                Filter::Kernel(k) => k.reload().map(|k| Filter::Kernel(Arc::new(k))),
+                other => Ok(other.clone()),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Chain)
     }
 
     /// Rows the whole chain reads above and below each output row.
@@ -232,7 +270,8 @@ impl FromStr for Chain {
     type Err = String;
 
     /// Parses `gray,gain:1.5,10,invert`: a comma starts a new filter unless the token is a
-    /// further number of the filter before it.
+    /// further number of the filter before it, or a `name=value` setting of the `kernel:`
+    /// before it.
     fn from_str(s: &str) -> Result<Self, String> {
         let mut groups: Vec<(String, Vec<String>)> = Vec::new();
         for token in s.split(',').map(str::trim) {
@@ -243,7 +282,17 @@ impl FromStr for Chain {
                 .chars()
                 .next()
                 .is_some_and(|c| c.is_ascii_alphabetic());
-            if starts_filter {
+            let kernel_setting = token.contains('=')
+                && !token.contains(':')
+                && groups.last().is_some_and(|(name, _)| name == "kernel");
+            if kernel_setting {
+                let (_, args) = groups.last_mut().expect("checked above");
+                args.push(token.to_string());
+            } else if token.contains('=') && !token.contains(':') {
+                return Err(format!(
+                    "'{token}' in '{s}' is a kernel setting, but it does not follow a kernel:FILE"
+                ));
+            } else if starts_filter {
                 let (name, arg) = match token.split_once(':') {
                     Some((n, a)) => (n, Some(a)),
                     None => (token, None),

@@ -76,10 +76,13 @@ pub const GAUSS_ROW_SHIFT: u32 = 6;
 pub const GAUSS_COL_SHIFT: u32 = 22;
 
 /// Runs `filter` on a band buffer from `src` to `dst`; `tmp` is scratch of the same length.
-pub fn apply(filter: Filter, v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u16]) {
+///
+/// A user kernel has no reference: the CPU backends refuse chains that hold one before any
+/// frame is read (`backend::cpu`), so it never reaches here.
+pub fn apply(filter: &Filter, v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u16]) {
     let n = v.width * v.rows * CHANNELS;
     let (src, dst, tmp) = (&src[..n], &mut dst[..n], &mut tmp[..n]);
-    match filter {
+    match *filter {
         Filter::Copy => dst.copy_from_slice(src),
         Filter::Invert => dst.iter_mut().zip(src).for_each(|(d, s)| *d = 255 - s),
         Filter::Gray => {
@@ -155,6 +158,10 @@ pub fn apply(filter: Filter, v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u1
             w.sort_unstable();
             w[4]
         }),
+        Filter::Kernel(ref k) => unreachable!(
+            "{}: user kernels have no CPU reference; the CPU backends refuse them at start",
+            k.function
+        ),
     }
 }
 
@@ -219,7 +226,7 @@ pub fn apply_chain(chain: &Chain, v: &View, bufs: &mut [Vec<u8>; 2], tmp: &mut [
     for filter in chain.filters() {
         let [a, b] = bufs;
         let (src, dst) = if cur == 0 { (&*a, b) } else { (&*b, a) };
-        apply(*filter, v, src, dst, tmp);
+        apply(filter, v, src, dst, tmp);
         cur = 1 - cur;
     }
     cur

@@ -33,6 +33,8 @@ pub enum Flow {
     Step,
     /// Change the running backend (filter preset, page-locking, bands).
     Control(crate::backend::Control),
+    /// Compile the chain's kernel files again and swap them in (`r`).
+    Reload,
 }
 
 impl Flow {

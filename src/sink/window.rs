@@ -3,7 +3,8 @@
 //! Keys: **q**/**Esc** (or closing the window) quit; **h** toggles the overlay of live
 //! figures; **1**…**9** pick a filter preset; **p** toggles page-locked/pageable buffers;
 //! **b**/**B** (or **-**/**=**) halve/double the bands; **space** pauses; **.** shows the
-//! next frame and stays paused; **s** saves the shown frame as PNG. A file plays at its own
+//! next frame and stays paused; **s** saves the shown frame as PNG; **r** reloads the
+//! chain's kernel files (a failed reload's message stays on the picture until one works). A file plays at its own
 //! rate (the capture thread paces it) and its last frame stays up until q.
 //!
 //! Qt aborts the whole process when it cannot reach a display, so `check_display` must pass
@@ -36,6 +37,8 @@ pub struct Window {
     last: Mat,
     canvas: Mat,
     lines: Vec<String>,
+    /// A message shown whatever `overlay` says (a failed kernel reload).
+    note: Vec<String>,
     saved: u64,
     /// When a Shift key was last seen.
     shift_at: Option<Instant>,
@@ -65,6 +68,7 @@ impl Window {
             last: Mat::default(),
             canvas: Mat::default(),
             lines: Vec::new(),
+            note: Vec::new(),
             saved: 0,
             shift_at: None,
             hold,
@@ -130,6 +134,7 @@ impl Window {
             }
             b' ' => Flow::TogglePause,
             b'.' => Flow::Step,
+            b'r' | b'R' => Flow::Reload,
             b'h' | b'H' => {
                 self.overlay = !self.overlay;
                 self.redraw()?;
@@ -162,18 +167,23 @@ impl Window {
         if self.last.empty() {
             return Ok(());
         }
-        if !self.overlay {
+        if !self.overlay && self.note.is_empty() {
             highgui::imshow(&self.title, &self.last).context("showing a frame")?;
             return Ok(());
         }
         self.last.copy_to(&mut self.canvas)?;
-        for (i, line) in self.lines.iter().enumerate() {
+        let yellow = Scalar::new(80.0, 255.0, 255.0, 0.0);
+        let red = Scalar::new(80.0, 80.0, 255.0, 0.0);
+        let overlay = self
+            .lines
+            .iter()
+            .filter(|_| self.overlay)
+            .map(|l| (l, yellow));
+        let lines: Vec<_> = overlay.chain(self.note.iter().map(|l| (l, red))).collect();
+        for (i, (line, ink)) in lines.into_iter().enumerate() {
             let at = Point::new(10, 22 + 20 * i as i32);
             // A dark outline under light text stays readable on any picture.
-            for (colour, thick) in [
-                (Scalar::all(0.0), 3),
-                (Scalar::new(80.0, 255.0, 255.0, 0.0), 1),
-            ] {
+            for (colour, thick) in [(Scalar::all(0.0), 3), (ink, 1)] {
                 imgproc::put_text(
                     &mut self.canvas,
                     line,
@@ -206,6 +216,7 @@ impl Sink for Window {
         if self.overlay {
             self.lines = live.lines();
         }
+        self.note.clone_from(&live.note);
     }
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
         let mat =

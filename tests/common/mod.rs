@@ -115,6 +115,15 @@ pub fn run_case(case: &Case) -> (u64, u64, u8) {
 
 /// `run_case`, also returning the trace when `case.trace_frames > 0`.
 pub fn run_case_traced(case: &Case) -> (u64, u64, u8, Option<framepipe::trace::Trace>) {
+    run_case_against(case, case.chain)
+}
+
+/// `run_case_traced`, checking every frame against the reference of `reference` (a chain
+/// of built-in filters that a chain of user kernels must equal).
+pub fn run_case_against(
+    case: &Case,
+    reference: &str,
+) -> (u64, u64, u8, Option<framepipe::trace::Trace>) {
     let chain: Chain = case.chain.parse().unwrap();
     let mut cfg = BackendConfig::new(case.size, chain.clone(), case.bands, case.in_flight)
         .and_then(|c| c.with_busy_bands(case.busy_bands))
@@ -125,12 +134,13 @@ pub fn run_case_traced(case: &Case) -> (u64, u64, u8, Option<framepipe::trace::T
     cfg.cuda.streams = case.streams;
     cfg.cuda.graphs = case.graphs;
     let backend = backend::create(case.kind, &cfg).unwrap();
-    let mut sink = CheckSink::new(chain, case.size);
+    let mut sink = CheckSink::new(reference.parse().unwrap(), case.size);
     let opts = Options {
         ring: case.in_flight + 2,
         frames: Some(case.frames),
         keep_frame_times: false,
         trace_frames: case.trace_frames,
+        reload: None,
     };
     let source = Box::new(Pattern::new(case.size, 0.0));
     let summary = pipeline::run(source, backend, &mut sink, &opts, &Stop::new()).unwrap();
@@ -244,6 +254,7 @@ pub fn run_with_controls(kind: BackendKind) -> ControlSink {
         frames: Some(40),
         keep_frame_times: false,
         trace_frames: 0,
+        reload: None,
     };
     let summary = pipeline::run(
         Box::new(Pattern::new(size, 0.0)),

@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_framepipe")
+/// The binary under test: cargo's, or `FRAMEPIPE_BIN` where the tests run elsewhere (the
+/// GPU machine runs a bundle built here).
+pub fn bin() -> String {
+    std::env::var("FRAMEPIPE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_framepipe").to_string())
 }
 
 /// A fresh folder removed when dropped.
@@ -139,7 +141,10 @@ pub fn framepipe_in(dir: &Path, args: &[&str], limit: Duration) -> Run {
 fn run_in(dir: Option<&Path>, args: &[&str], limit: Duration) -> Run {
     let file = SummaryFile::new();
     let mut cmd = Command::new(bin());
-    let subcommand = matches!(args.first(), Some(&"bench") | Some(&"doctor"));
+    let subcommand = matches!(
+        args.first(),
+        Some(&"bench") | Some(&"doctor") | Some(&"check-kernel")
+    );
     if !subcommand && !args.contains(&"--summary-json") {
         file.add_to(&mut cmd);
     }

@@ -1,0 +1,100 @@
+//! NVRTC: CUDA C++ source to PTX, with `kernels/framepipe.cuh` handed to the compiler as an
+//! in-memory header (so `#include "framepipe.cuh"` works wherever a kernel file lives), and a
+//! cache keyed by the whole program, so that a kernel compiled ahead (a reload's background
+//! thread) is only loaded when the backend swaps it in.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, CString};
+use std::sync::Mutex;
+
+use cudarc::nvrtc::{result, sys, Ptx};
+
+/// The header every kernel is written against (built-in and user kernels alike).
+pub const HEADER: (&str, &str) = ("framepipe.cuh", include_str!("../../kernels/framepipe.cuh"));
+
+/// What to compile: the program's name (shown in the compiler's messages, with line
+/// numbers of `source`), its text and NVRTC's options.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Program {
+    /// Shown in the compiler's messages: `edges.cu(12): error: …`.
+    pub name: String,
+    /// The CUDA C++ text.
+    pub source: String,
+    /// NVRTC options (`--gpu-architecture=…`, `-D…`, `--include-path=…`).
+    pub options: Vec<String>,
+}
+
+/// Compiles `program` (or takes it from the cache). The error is the compiler's log, or
+/// why NVRTC could not run.
+pub fn compile(program: &Program) -> Result<Ptx, String> {
+    static CACHE: Mutex<Option<HashMap<Program, Ptx>>> = Mutex::new(None);
+    if let Some(ptx) = CACHE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .get(program)
+    {
+        return Ok(ptx.clone());
+    }
+    let ptx = Ptx::from_src(compile_uncached(program)?);
+    CACHE
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(program.clone(), ptx.clone());
+    Ok(ptx)
+}
+
+fn c_string(what: &str, text: &str) -> Result<CString, String> {
+    CString::new(text).map_err(|_| format!("{what} holds a NUL byte"))
+}
+
+fn log_text(raw: &[c_char]) -> String {
+    let bytes: Vec<u8> = raw
+        .iter()
+        .map(|c| *c as u8)
+        .take_while(|b| *b != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).trim_end().to_string()
+}
+
+fn compile_uncached(program: &Program) -> Result<String, String> {
+    let src = c_string(&program.name, &program.source)?;
+    let name = c_string("the program's name", &program.name)?;
+    let header_text = c_string("framepipe.cuh", HEADER.1)?;
+    let header_name = c_string("framepipe.cuh", HEADER.0)?;
+    let headers = [header_text.as_ptr()];
+    let names = [header_name.as_ptr()];
+    let mut prog = std::mem::MaybeUninit::<sys::nvrtcProgram>::uninit();
+    // SAFETY: every pointer is to a NUL-terminated string alive until the program is
+    // destroyed below; `headers` and `names` hold one entry each, as the count says.
+    unsafe {
+        sys::nvrtcCreateProgram(
+            prog.as_mut_ptr(),
+            src.as_ptr(),
+            name.as_ptr(),
+            1,
+            headers.as_ptr(),
+            names.as_ptr(),
+        )
+    }
+    .result()
+    .map_err(|e| format!("NVRTC could not create a program: {e:?}"))?;
+    // SAFETY: nvrtcCreateProgram succeeded, so `prog` is initialised.
+    let prog = unsafe { prog.assume_init() };
+    // SAFETY: `prog` is a live program until `destroy_program` at the end of this block.
+    let outcome = unsafe {
+        let compiled = result::compile_program(prog, &program.options);
+        let out = match compiled {
+            Ok(()) => result::get_ptx(prog)
+                .map(|ptx| log_text(&ptx))
+                .map_err(|e| format!("NVRTC compiled {} but gave no PTX: {e:?}", program.name)),
+            Err(_) => Err(result::get_program_log(prog)
+                .map(|log| log_text(&log))
+                .unwrap_or_else(|e| format!("(NVRTC gave no log: {e:?})"))),
+        };
+        let _ = result::destroy_program(prog);
+        out
+    };
+    outcome
+}
