@@ -5,8 +5,10 @@
 set -euo pipefail
 
 # Building: OpenCV's headers and libraries (Qt5 windows, FFmpeg and GStreamer capture),
-# clang for the opencv crate's binding generator; GStreamer's base plugins for videotestsrc.
-FRAMEPIPE_PACKAGES=(libopencv-dev clang libclang-dev pkg-config gstreamer1.0-plugins-base)
+# clang for the opencv and ffmpeg-next crates' binding generators; FFmpeg's development files
+# (video files are encoded and muxed through them); GStreamer's base plugins for videotestsrc.
+FRAMEPIPE_PACKAGES=(libopencv-dev clang libclang-dev pkg-config gstreamer1.0-plugins-base
+    libavformat-dev libavcodec-dev libavutil-dev libswscale-dev)
 
 setup_packages() {
     local want=("${FRAMEPIPE_PACKAGES[@]}" "$@") missing=() p

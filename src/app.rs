@@ -36,7 +36,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
         check_window_possible()?;
     }
 
-    let Some(source) = open_interruptibly(&stop, input, args)? else {
+    let media = probe_media(&input);
+    let Some(source) = open_interruptibly(&stop, input, args, media.as_ref())? else {
         info!("stopped while the input was opening; nothing was written");
         return Ok(());
     };
@@ -78,7 +79,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     if let Some(spec) = &checked.output {
         sink::check_rate(spec, fps).map_err(anyhow::Error::msg)?;
-        sinks.push(sink::open_output(spec, size, fps)?);
+        let timing = timing(media.as_ref(), fps, args, Some(spec));
+        sinks.push(sink::open_output(spec, size, fps, &timing)?);
     }
     if !args.headless {
         let knobs = Knobs {
@@ -293,12 +295,21 @@ fn open_interruptibly(
     stop: &Stop,
     input: InputSpec,
     args: &RunArgs,
+    media: Option<&Media>,
 ) -> Result<Option<Box<dyn Source>>> {
+    #[cfg(feature = "opencv")]
+    let (rotation, offset) = media.map_or((0, 0.0), |m| (m.rotation, m.video_offset));
+    #[cfg(not(feature = "opencv"))]
+    let _ = media;
     let asked = Asked {
         size: args.size,
         fps: args.fps,
         window: !args.headless,
         no_pace: args.no_pace,
+        #[cfg(feature = "opencv")]
+        rotation,
+        #[cfg(feature = "opencv")]
+        offset,
     };
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
@@ -337,6 +348,59 @@ struct Asked {
     /// `--no-pace`.
     #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
     no_pace: bool,
+    /// A file's rotation and video start (`media::MediaInfo`).
+    #[cfg(feature = "opencv")]
+    rotation: u32,
+    #[cfg(feature = "opencv")]
+    offset: f64,
+}
+
+/// What libavformat reads from a video file's header (rate, rotation, audio); nothing for
+/// other inputs, or without OpenCV (which brings FFmpeg's libraries).
+#[cfg(feature = "opencv")]
+type Media = crate::source::media::MediaInfo;
+#[cfg(not(feature = "opencv"))]
+type Media = ();
+
+fn probe_media(input: &InputSpec) -> Option<Media> {
+    match input {
+        #[cfg(feature = "opencv")]
+        InputSpec::Video(path) => crate::source::media::probe(path),
+        _ => None,
+    }
+}
+
+/// How a video output is timed, and whose audio it copies: a file input's exact rate, time
+/// base and audio streams; else `fps` as a fraction.
+#[cfg(feature = "opencv")]
+fn timing(
+    media: Option<&Media>,
+    fps: f64,
+    args: &RunArgs,
+    output: Option<&OutputSpec>,
+) -> sink::Timing {
+    use crate::sink::av;
+    let audio = media.and_then(av::audio_of);
+    if let (Some((from, streams)), Some(out)) = (&audio, output) {
+        let what = format!("{} audio stream(s) of {}", streams.len(), from.display());
+        match out {
+            _ if args.no_audio => info!("--no-audio: the {what} are left out"),
+            OutputSpec::Sequence { .. } => {
+                info!("an image sequence holds no audio: the {what} are left out")
+            }
+            OutputSpec::Video { .. } => {}
+        }
+    }
+    sink::Timing {
+        rate: media.and_then(|m| m.rate).or(Some(av::ratio_of(fps))),
+        time_base: media.map(|m| m.time_base),
+        audio: audio.filter(|_| !args.no_audio),
+    }
+}
+
+#[cfg(not(feature = "opencv"))]
+fn timing(_: Option<&Media>, _: f64, _: &RunArgs, _: Option<&OutputSpec>) -> sink::Timing {
+    sink::Timing
 }
 
 fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
@@ -377,7 +441,7 @@ fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
     let request = capture::Request {
         size: asked.size,
         fps: asked.fps.filter(|f| *f > 0.0),
-        pace: false,
+        ..capture::Request::default()
     };
     if matches!(input, InputSpec::Camera(_)) {
         let source = capture::open(input, request)?;
@@ -393,6 +457,8 @@ fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
     let pace = asked.window && !asked.no_pace && asked.fps != Some(0.0);
     let request = capture::Request {
         pace,
+        rotation: asked.rotation,
+        offset: asked.offset,
         ..capture::Request::default()
     };
     let source = capture::open(input, request)?;

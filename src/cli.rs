@@ -120,7 +120,8 @@ pub struct RunArgs {
     pub exit_at_end: bool,
 
     /// Video file (.mp4, .mov, .mkv [lossless], .avi, .webm) or image sequence
-    /// ('frames/%05d.png', .ppm; its folder is created).
+    /// ('frames/%05d.png', .ppm; its folder is created). A video keeps a file input's
+    /// frame times and rate, and copies its audio streams (--no-audio leaves them out).
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<String>,
 
@@ -129,8 +130,8 @@ pub struct RunArgs {
     #[arg(long, value_enum)]
     pub codec: Option<crate::sink::Codec>,
 
-    /// JPEG quality, 1-100, of Motion JPEG in .avi (OpenCV's FFmpeg writer has no quality
-    /// setting) [default: OpenCV's, 95].
+    /// Quality, 1-100, of Motion JPEG or MPEG-4 Part 2 (a fixed quantiser, 31 to 1)
+    /// [default: quantiser 3, like ffmpeg -q:v 3].
     #[arg(long, value_name = "Q", value_parser = clap::value_parser!(u8).range(1..=100))]
     pub quality: Option<u8>,
 
@@ -192,6 +193,10 @@ pub struct RunArgs {
     /// and the error when the run failed), for scripts and tests.
     #[arg(long, value_name = "FILE.json")]
     pub summary_json: Option<String>,
+
+    /// Leave the input's audio out of a video --output (by default it is copied as it is).
+    #[arg(long)]
+    pub no_audio: bool,
 
     /// Don't watch the chain's kernel files for changes (r in the window still reloads).
     #[arg(long)]

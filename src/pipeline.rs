@@ -326,6 +326,7 @@ fn capture_loop(
             .read_us
             .fetch_add(took.as_micros() as u64, Ordering::SeqCst);
         slot.seq = captured;
+        slot.pts = source.timestamp();
         captured += 1;
         shared.captured.store(captured, Ordering::SeqCst);
         if filled.send(slot).is_err() {
@@ -477,7 +478,7 @@ fn sink_loop(
                 }
                 sink.status(&live);
                 let t = Instant::now();
-                let flow = sink.consume(&slot.output, slot.size)?;
+                let flow = sink.consume_at(&slot.output, slot.size, slot.pts)?;
                 let end = Instant::now();
                 st.sink_ms += ms(end - t);
                 st.consumed += 1;

@@ -133,6 +133,7 @@ impl Reloader {
             let outcome = current
                 .reloaded()
                 .and_then(|chain| (self.prepare)(&chain).map(|()| chain));
+            let mut swap = None;
             let mut entry = Reload {
                 at_s: started.elapsed().as_secs_f64(),
                 cause: cause.clone(),
@@ -151,7 +152,7 @@ impl Reloader {
                 Ok(chain) => {
                     crate::info!("{cause}: reloaded; {chain} runs from the next frame");
                     entry.chain = Some(chain.to_string());
-                    let _ = controls.send(Control::Chain(chain.clone()));
+                    swap = Some(chain.clone());
                     current = chain;
                     if let Ok(mut n) = self.note.lock() {
                         n.clear();
@@ -167,8 +168,12 @@ impl Reloader {
                     entry.error = Some(e);
                 }
             }
+            // Logged before it is handed over: whoever sees the swap sees it in the log.
             if let Ok(mut log) = self.log.lock() {
                 log.push(entry);
+            }
+            if let Some(chain) = swap {
+                let _ = controls.send(Control::Chain(chain));
             }
         }
     }

@@ -120,6 +120,8 @@ impl Default for Stamps {
 pub struct Slot {
     /// Position of the frame in the output stream (0, 1, 2, …).
     pub seq: u64,
+    /// The frame's presentation time, seconds, where its source has one.
+    pub pts: Option<f64>,
     /// The frame's size.
     pub size: FrameSize,
     /// The captured frame (BGR).
@@ -138,6 +140,7 @@ impl Slot {
     fn new(size: FrameSize) -> Self {
         Self {
             seq: 0,
+            pts: None,
             size,
             input: HostBuffer::new(size.bytes()),
             output: HostBuffer::new(size.bytes()),

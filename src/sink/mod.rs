@@ -4,6 +4,8 @@
 //! frames in order, and are always `finish`ed, also after an error, so that files are
 //! finalized.
 
+#[cfg(feature = "opencv")]
+pub mod av;
 pub mod null;
 pub mod ppm;
 pub mod progress;
@@ -67,6 +69,11 @@ pub trait Sink {
     fn describe(&self) -> String;
     /// Takes one processed frame (`size`, packed BGR) and says what the user wants next.
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow>;
+    /// `consume`, with the frame's presentation time in seconds where the source gave one
+    /// (a file's frames): sinks that keep time (video files) use it.
+    fn consume_at(&mut self, frame: &[u8], size: FrameSize, _at: Option<f64>) -> Result<Flow> {
+        self.consume(frame, size)
+    }
     /// The live figures, before each frame (the window's overlay shows them).
     fn status(&mut self, _live: &crate::stats::Live) {}
     /// Called when no frame came for a while (keeps a window responsive).
@@ -94,9 +101,12 @@ impl Sink for Tee {
         parts.join(" and ")
     }
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
+        self.consume_at(frame, size, None)
+    }
+    fn consume_at(&mut self, frame: &[u8], size: FrameSize, at: Option<f64>) -> Result<Flow> {
         let mut flow = Flow::Continue;
         for s in &mut self.0 {
-            flow = flow.merge(s.consume(frame, size)?);
+            flow = flow.merge(s.consume_at(frame, size, at)?);
         }
         Ok(flow)
     }
@@ -318,23 +328,23 @@ impl OutputSpec {
         }
     }
 
-    /// Sets the JPEG quality of a Motion JPEG `.avi` (the one writer of OpenCV 4.6 that
-    /// takes `VIDEOWRITER_PROP_QUALITY`); fails for any other output.
+    /// Sets the quality (0-100, a fixed quantiser) of a Motion JPEG or MPEG-4 Part 2 video;
+    /// fails for any other output.
     pub fn with_quality(self, quality: Option<u8>) -> Result<Self, String> {
         let Some(q) = quality else { return Ok(self) };
         match self {
             OutputSpec::Video {
                 path,
                 extension,
-                codec: Codec::Mjpeg,
+                codec: codec @ (Codec::Mjpeg | Codec::Mpeg4),
                 ..
-            } if extension == "avi" => Ok(OutputSpec::Video {
+            } => Ok(OutputSpec::Video {
                 path,
                 extension,
-                codec: Codec::Mjpeg,
+                codec,
                 quality: Some(q),
             }),
-            _ => Err("--quality applies to Motion JPEG in .avi only: OpenCV 4.6's FFmpeg writer takes no quality setting".into()),
+            _ => Err("--quality applies to Motion JPEG and MPEG-4 Part 2 (a fixed quantiser); H.264, HEVC and VP9 keep their encoders' defaults, and FFV1 is lossless".into()),
         }
     }
 }
@@ -365,8 +375,21 @@ pub fn check_rate(spec: &OutputSpec, fps: f64) -> Result<(), String> {
     ))
 }
 
-/// Opens the sink for `spec` at `fps` frames per second.
-pub fn open_output(spec: &OutputSpec, size: FrameSize, fps: f64) -> Result<Box<dyn Sink>> {
+/// What a video file needs to keep the input's timing and audio (see `av::Timing`).
+#[cfg(feature = "opencv")]
+pub use av::Timing;
+/// Without OpenCV there are no video files, and nothing to time.
+#[cfg(not(feature = "opencv"))]
+#[derive(Clone, Debug, Default)]
+pub struct Timing;
+
+/// Opens the sink for `spec` at `fps` frames per second (`timing` says more, for video).
+pub fn open_output(
+    spec: &OutputSpec,
+    size: FrameSize,
+    fps: f64,
+    timing: &Timing,
+) -> Result<Box<dyn Sink>> {
     match spec {
         OutputSpec::Sequence { pattern, extension } if extension == "ppm" => {
             Ok(Box::new(ppm::PpmSequence::new(pattern.clone())))
@@ -381,12 +404,15 @@ pub fn open_output(spec: &OutputSpec, size: FrameSize, fps: f64) -> Result<Box<d
             extension,
             codec,
             quality,
-        } => Ok(Box::new(writer::VideoFile::open(
-            path, extension, *codec, *quality, size, fps,
-        )?)),
+        } => {
+            let _ = (extension, fps);
+            Ok(Box::new(writer::VideoFile::open(
+                path, *codec, *quality, size, timing,
+            )?))
+        }
         #[cfg(not(feature = "opencv"))]
         other => {
-            let _ = (size, fps);
+            let _ = (size, fps, timing);
             anyhow::bail!("this build cannot write {other:?}")
         }
     }

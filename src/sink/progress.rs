@@ -45,7 +45,10 @@ impl Sink for Progress {
         self.inner.status(live)
     }
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
-        let flow = self.inner.consume(frame, size)?;
+        self.consume_at(frame, size, None)
+    }
+    fn consume_at(&mut self, frame: &[u8], size: FrameSize, at: Option<f64>) -> Result<Flow> {
+        let flow = self.inner.consume_at(frame, size, at)?;
         self.bar.inc(1);
         Ok(flow)
     }

@@ -1,7 +1,8 @@
-//! Files written with OpenCV: videos through `VideoWriter`, and image sequences (PNG and
-//! friends, numbered from 0) through `imwrite`.
+//! Files written to disk: videos through FFmpeg's libraries (`av`: the codec, every frame's
+//! time, the input's audio), and image sequences (PNG and friends, numbered from 0) through
+//! OpenCV's `imwrite`.
 //!
-//! `VideoWriter::write` reports nothing, so a video file is watched instead:
+//! A video file is watched as it grows:
 //! - before it is opened, its file system must hold the first frames and the file's index;
 //! - after every frame, the free space must still hold the next frames (by the largest growth
 //!   of the file seen so far) and the index; when it does not, the run stops with "no space
@@ -14,55 +15,24 @@
 use std::sync::{Arc, Mutex, Once, Weak};
 
 use anyhow::{bail, Context, Result};
-use opencv::core::{Mat, Size, Vec3b, Vector};
+use opencv::core::{Mat, Vec3b, Vector};
 use opencv::prelude::*;
 use opencv::{imgcodecs, videoio};
 
+use super::av::{self, AvFile, Timing};
 use super::Codec;
 use super::{Flow, Sink};
 use crate::budget::human;
 use crate::frame::{FrameSize, SequencePattern};
 use crate::paths;
 
-/// The OpenCV backend and FOURCC that write `codec` into a `.extension` file: Motion JPEG
-/// in `.avi` is OpenCV's own writer (it keeps odd sizes); everything else goes through
-/// FFmpeg (whose writer needs even sizes).
-pub fn fourcc_for(extension: &str, codec: Codec) -> (i32, [char; 4]) {
-    let ffmpeg = videoio::CAP_FFMPEG;
-    match codec {
-        Codec::Mjpeg if extension == "avi" => (videoio::CAP_OPENCV_MJPEG, ['M', 'J', 'P', 'G']),
-        Codec::Mjpeg => (ffmpeg, ['M', 'J', 'P', 'G']),
-        Codec::H264 => (ffmpeg, ['a', 'v', 'c', '1']),
-        Codec::Hevc => (ffmpeg, ['h', 'e', 'v', '1']),
-        Codec::Mpeg4 => (ffmpeg, ['m', 'p', '4', 'v']),
-        Codec::Ffv1 => (ffmpeg, ['F', 'F', 'V', '1']),
-        Codec::Vp9 => (ffmpeg, ['v', 'p', '0', '9']),
-    }
-}
-
-/// Frame rates each writer accepts (OpenCV 4.6: its MJPEG writer asserts `fps >= 1`;
-/// FFmpeg's Matroska muxer keeps milliseconds, and no writer opens below 0.01).
-pub fn rate_range(extension: &str, codec: Codec) -> (f64, f64) {
-    match fourcc_for(extension, codec).0 {
-        videoio::CAP_OPENCV_MJPEG => (1.0, 1000.0),
+/// Frame rates each container accepts here: AVI counts whole frames per second of its
+/// clock (from 1 fps); FFmpeg's Matroska muxer keeps milliseconds; no file below 0.01.
+pub fn rate_range(extension: &str, _codec: Codec) -> (f64, f64) {
+    match extension {
+        "avi" => (1.0, 1000.0),
         _ => (0.01, 1000.0),
     }
-}
-
-/// Opens OpenCV's writer for `codec`, None where it does not open.
-fn open_writer(
-    path: &str,
-    extension: &str,
-    codec: Codec,
-    size: FrameSize,
-    fps: f64,
-) -> Result<Option<videoio::VideoWriter>> {
-    let (api, [a, b, c, d]) = fourcc_for(extension, codec);
-    let fourcc = videoio::VideoWriter::fourcc(a, b, c, d)?;
-    let frame = Size::new(size.width as i32, size.height as i32);
-    let writer = videoio::VideoWriter::new_with_backend(path, api, fourcc, fps, frame, true)
-        .with_context(|| format!("opening '{path}' for writing"))?;
-    Ok(writer.is_opened()?.then_some(writer))
 }
 
 /// Room always kept free beside a file's frames: its index and trailer.
@@ -110,9 +80,9 @@ impl SpaceWatch {
     }
 }
 
-/// What a video file's exit handler needs: the writer until it is released.
+/// What a video file's exit handler needs: the writer until it is finalized.
 struct Open {
-    writer: Option<videoio::VideoWriter>,
+    writer: Option<AvFile>,
     path: String,
     written: u64,
 }
@@ -132,7 +102,7 @@ extern "C" fn finalize_at_exit() {
             continue;
         }; // never wait inside exit
         if let Some(mut w) = open.writer.take() {
-            let ok = w.release().is_ok();
+            let ok = w.finish().is_ok();
             let why = if crate::stop::aborting() {
                 "aborted by a second Ctrl-C"
             } else {
@@ -152,7 +122,7 @@ extern "C" fn finalize_at_exit() {
     }
 }
 
-/// A video file written through OpenCV's `VideoWriter`.
+/// A video file written through FFmpeg's libraries (`av::AvFile`).
 pub struct VideoFile {
     open: Arc<Mutex<Open>>,
     /// The codec written, by name.
@@ -164,20 +134,19 @@ pub struct VideoFile {
 }
 
 impl VideoFile {
-    /// Opens `path` for `size` frames at `fps`; fails before creating it when its file
-    /// system can't hold the first frames.
+    /// Opens `path` for `size` frames timed by `timing`; fails before creating it when its
+    /// file system can't hold the first frames.
     pub fn open(
         path: &str,
-        extension: &str,
         codec: Codec,
         quality: Option<u8>,
         size: FrameSize,
-        fps: f64,
+        timing: &Timing,
     ) -> Result<Self> {
-        let api = fourcc_for(extension, codec).0;
-        if api == videoio::CAP_FFMPEG && (size.width % 2 == 1 || size.height % 2 == 1) {
+        if av::needs_even_size(codec) && (size.width % 2 == 1 || size.height % 2 == 1) {
             crate::warn!(
-                "FFmpeg stores even sizes only: {size} frames are written as {}x{} to '{path}' (.avi with mjpeg, or an image sequence, keep every pixel)",
+                "{} stores even sizes only: {size} frames are written as {}x{} to '{path}' (mjpeg or ffv1, or an image sequence, keep every pixel)",
+                codec.name(),
                 size.width & !1,
                 size.height & !1
             );
@@ -197,30 +166,29 @@ impl VideoFile {
             }
         }
         let mut written_codec = codec;
-        let mut writer = open_writer(path, extension, codec, size, fps)?;
-        if writer.is_none() && matches!(codec, Codec::H264 | Codec::Hevc) {
+        if !av::available(codec) && matches!(codec, Codec::H264 | Codec::Hevc) {
             written_codec = Codec::Mpeg4;
             crate::warn!(
-                "this OpenCV build can't write {} into '{path}'; writing MPEG-4 Part 2 instead",
+                "this FFmpeg build has no {} encoder; writing MPEG-4 Part 2 into '{path}' instead",
                 codec.name()
             );
-            writer = open_writer(path, extension, Codec::Mpeg4, size, fps)?;
         }
-        let Some(mut writer) = writer else {
-            // Say the OS's reason where there is one (the path was probed at start, but
-            // things change).
-            paths::check_writable("--output", path).map_err(anyhow::Error::msg)?;
-            bail!(
-                "cannot write video '{path}': OpenCV could not open a {} writer for {size} frames at {fps} fps",
-                codec.name()
-            );
+        let writer = match AvFile::open(path, written_codec, quality, size, timing) {
+            Ok(w) => w,
+            Err(e) => {
+                // Say the OS's reason where there is one (the path was probed at start, but
+                // things change).
+                paths::check_writable("--output", path).map_err(anyhow::Error::msg)?;
+                return Err(e.context(format!(
+                    "cannot write video '{path}' ({} for {size} frames)",
+                    written_codec.name()
+                )));
+            }
         };
-        if let Some(q) = quality {
-            let set = writer.set(videoio::VIDEOWRITER_PROP_QUALITY, f64::from(q))?;
-            anyhow::ensure!(
-                set,
-                "the {} writer of '{path}' took no --quality",
-                codec.name()
+        if writer.audio_kept > 0 {
+            crate::info!(
+                "'{path}': the input's {} audio stream(s) are copied as they are",
+                writer.audio_kept
             );
         }
         watch.last_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
@@ -286,8 +254,9 @@ impl Sink for VideoFile {
         format!("video file {} ({})", self.path, self.codec)
     }
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
-        let mat =
-            Mat::new_rows_cols_with_bytes::<Vec3b>(size.height as i32, size.width as i32, frame)?;
+        self.consume_at(frame, size, None)
+    }
+    fn consume_at(&mut self, frame: &[u8], size: FrameSize, at: Option<f64>) -> Result<Flow> {
         {
             let mut open = self
                 .open
@@ -298,7 +267,7 @@ impl Sink for VideoFile {
                 .as_mut()
                 .context("video writer already closed")?;
             writer
-                .write(&mat)
+                .write(frame, size, at)
                 .with_context(|| format!("writing a frame to {}", self.path))?;
             open.written += 1;
         }
@@ -311,7 +280,7 @@ impl Sink for VideoFile {
     fn finish(&mut self) -> Result<()> {
         let writer = self.open.lock().ok().and_then(|mut o| o.writer.take());
         if let Some(mut w) = writer {
-            w.release()
+            w.finish()
                 .with_context(|| format!("finalizing {}", self.path))?;
         }
         let held = self.frames_in_file();

@@ -142,8 +142,22 @@ pub struct Capture {
     first: Option<Mat>,
     /// Frames handed out so far.
     frames: u64,
-    /// Playing at the file's rate: that rate, and when frame `frames_at_start` was due.
-    pace: Option<(f64, Option<(Instant, u64)>)>,
+    /// Quarter turns clockwise that make a frame upright (a file's display matrix), and the
+    /// decoder's own frame size; OpenCV's auto-rotation is off (4.6 turns the wrong way).
+    turn: Option<(i32, FrameSize)>,
+    /// A decoded frame before it is turned.
+    raw: Mat,
+    /// Seconds added to OpenCV's stream time to put a frame on the file's timeline (where
+    /// its audio is), for files.
+    offset: Option<f64>,
+    /// The last frame's presentation time.
+    pts: Option<f64>,
+    /// Playing at the file's own times: its rate (for frames without a time), and when the
+    /// clock started with the file at which position (seconds).
+    pace: Option<(f64, Option<(Instant, f64)>)>,
+    /// The frame before the last one's presentation time (the gap to the next is taken to
+    /// be the last gap: a variable-rate file keeps its rhythm).
+    prev_pts: Option<f64>,
 }
 
 /// What a camera is asked for before its first frame (`--size`, `--fps`).
@@ -155,6 +169,10 @@ pub struct Request {
     pub fps: Option<f64>,
     /// Hand a file's frames out at its own rate, like a player (window runs).
     pub pace: bool,
+    /// A file's display-matrix rotation, clockwise degrees (`media::MediaInfo`).
+    pub rotation: u32,
+    /// A file's video start on its timeline, seconds (`media::MediaInfo::video_offset`).
+    pub offset: f64,
 }
 
 /// Opens what `spec` names (a camera asked for `request`); `Default` is the default camera
@@ -192,10 +210,18 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
         }
         InputSpec::Video(path) => {
             let p = path.display().to_string();
-            let cap = videoio::VideoCapture::from_file(&p, videoio::CAP_FFMPEG)
+            let mut cap = videoio::VideoCapture::from_file(&p, videoio::CAP_FFMPEG)
                 .with_context(|| format!("opening video file '{p}'"))?;
-            Capture::start(cap, format!("file '{p}'"), false, request.pace)
-                .map(|c| Box::new(c) as _)
+            // Frames are turned upright here, the way ffmpeg does (OpenCV 4.6 turns a
+            // 90-degree matrix the other way).
+            let _ = cap.set(videoio::CAP_PROP_ORIENTATION_AUTO, 0.0);
+            let mut c = Capture::start(cap, format!("file '{p}'"), false, request.pace)?;
+            c.offset = Some(request.offset);
+            c.pts = c.stream_time();
+            if request.rotation != 0 {
+                c.turn_by(request.rotation)?;
+            }
+            Ok(Box::new(c))
         }
         InputSpec::Image(path) => StillImage::open(path).map(|s| Box::new(s) as _),
         InputSpec::Default | InputSpec::Pattern => {
@@ -235,14 +261,71 @@ impl Capture {
             live,
             first: Some(first),
             frames: 0,
+            turn: None,
+            raw: Mat::default(),
+            offset: None,
+            pts: None,
+            prev_pts: None,
             pace: fps.filter(|_| pace).map(|f| (f, None)),
         })
+    }
+
+    /// The current frame's time in its stream, on the file's timeline (files only).
+    fn stream_time(&self) -> Option<f64> {
+        let offset = self.offset?;
+        let ms = self.cap.get(videoio::CAP_PROP_POS_MSEC).ok()?;
+        ms.is_finite().then_some(ms / 1000.0 + offset)
+    }
+
+    /// Hands frames out turned `degrees` clockwise (90, 180, 270).
+    fn turn_by(&mut self, degrees: u32) -> Result<()> {
+        let code = match degrees {
+            90 => core::ROTATE_90_CLOCKWISE,
+            180 => core::ROTATE_180,
+            270 => core::ROTATE_90_COUNTERCLOCKWISE,
+            _ => return Ok(()),
+        };
+        let coded = self.size;
+        if degrees != 180 {
+            self.size = FrameSize::new(coded.height, coded.width);
+        }
+        if let Some(first) = self.first.take() {
+            let mut turned = Mat::default();
+            core::rotate(&first, &mut turned, code)?;
+            self.first = Some(turned);
+        }
+        self.what = format!(
+            "{}, turned {degrees} degrees as its display matrix says",
+            self.what
+        );
+        self.turn = Some((code, coded));
+        Ok(())
     }
 
     /// Reads the next frame into `frame` (see `Source::read`).
     fn read_frame(&mut self, frame: &mut [u8]) -> Result<Read> {
         if let Some(first) = self.first.take() {
             conform(&first, frame, self.size)?;
+            return Ok(Read::Frame);
+        }
+        if let Some((code, _)) = self.turn {
+            if !self
+                .cap
+                .read(&mut self.raw)
+                .with_context(|| format!("reading from {}", self.what))?
+                || self.raw.empty()
+            {
+                return Ok(Read::End);
+            }
+            let (rows, cols) = (self.size.height as i32, self.size.width as i32);
+            let mut dst = Mat::new_rows_cols_with_bytes_mut::<Vec3b>(rows, cols, frame)?;
+            let ptr = dst.data();
+            core::rotate(&self.raw, &mut dst, code)?;
+            if dst.data() != ptr || dst.rows() != rows || dst.cols() != cols {
+                let got = dst.try_clone()?;
+                drop(dst);
+                conform(&got, frame, self.size)?;
+            }
             return Ok(Read::Frame);
         }
         let ptr = frame.as_ptr();
@@ -328,9 +411,9 @@ impl Source for Capture {
         let failures = ffmpeg_log::scaler_failures();
         let read = self.read_frame(frame)?;
         // A decoder that re-initialized to another size (beyond its 16-pixel alignment).
-        let resized = ffmpeg_log::reinit_size().filter(|&(w, h)| {
-            w.abs_diff(self.size.width) >= 16 || h.abs_diff(self.size.height) >= 16
-        });
+        let coded = self.turn.map_or(self.size, |(_, coded)| coded);
+        let resized = ffmpeg_log::reinit_size()
+            .filter(|&(w, h)| w.abs_diff(coded.width) >= 16 || h.abs_diff(coded.height) >= 16);
         if read == Read::Frame && (ffmpeg_log::scaler_failures() != failures || resized.is_some()) {
             bail!(
                 "frame {} of {} has another size than the first frames ({}): OpenCV 4.6 does not follow such a change (it hands out the previous frame again, or the new one laid out at the old size), so framepipe stops here instead of writing wrong frames (the {} frames before were processed). Split the input where the size changes, or scale it to one size first (ffmpeg -i IN -vf scale={}:{} OUT)",
@@ -343,19 +426,43 @@ impl Source for Capture {
             );
         }
         if read == Read::Frame {
+            if self.frames > 0 {
+                // OpenCV repeats the last time for the frames a decoder hands out at the
+                // end of the file: those follow at the last gap.
+                let gap = match (self.pts, self.prev_pts) {
+                    (Some(p), Some(q)) if p > q => p - q,
+                    _ => 1.0 / self.fps.unwrap_or(30.0),
+                };
+                let t = match (self.stream_time(), self.pts) {
+                    (Some(t), Some(p)) if t <= p => Some(p + gap),
+                    (t, _) => t,
+                };
+                self.prev_pts = self.pts;
+                self.pts = t;
+            }
             self.frames += 1;
         }
         Ok(read)
     }
 
+    fn timestamp(&self) -> Option<f64> {
+        self.pts
+    }
+
     fn due(&mut self) -> Option<Instant> {
         let (fps, clock) = self.pace.as_mut()?;
+        // The next frame's place on the file's timeline.
+        let next = match (self.pts, self.prev_pts) {
+            (Some(p), Some(q)) if p > q && self.frames > 0 => p + (p - q),
+            (Some(p), _) if self.frames > 0 => p + 1.0 / *fps,
+            _ => self.frames as f64 / *fps,
+        };
         let now = Instant::now();
-        let (start, first) = *clock.get_or_insert((now, self.frames));
-        let due = start + Duration::from_secs_f64((self.frames - first) as f64 / *fps);
+        let (start, first) = *clock.get_or_insert((now, next));
+        let due = start + Duration::from_secs_f64((next - first).max(0.0));
         if now > due + Duration::from_millis(500) {
             // Behind (a pause, a slow decode): play on from here instead of rushing.
-            *clock = Some((now, self.frames));
+            *clock = Some((now, next));
             return Some(now);
         }
         Some(due)

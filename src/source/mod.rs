@@ -8,6 +8,8 @@ pub mod pattern;
 
 #[cfg(feature = "opencv")]
 pub mod capture;
+#[cfg(feature = "opencv")]
+pub mod media;
 
 use anyhow::Result;
 
@@ -50,6 +52,11 @@ pub trait Source: Send {
     }
     /// Frames the source holds, when it is a file that says.
     fn frame_count(&self) -> Option<u64> {
+        None
+    }
+    /// The last frame's presentation time, seconds on the output's timeline, where the
+    /// source has one (a file's frames); video outputs keep it.
+    fn timestamp(&self) -> Option<f64> {
         None
     }
 }

@@ -1,0 +1,557 @@
+//! A video file encoded and muxed by FFmpeg's own libraries (libavcodec, libavformat,
+//! libswscale, through `ffmpeg-next`), so that it keeps what `ffmpeg -i IN -vf … OUT` keeps:
+//! the codec asked for, each frame at its own presentation time on the input's time base
+//! (30000/1001 stays 30000/1001; a variable rate stays variable), and the input's audio
+//! streams copied packet for packet, interleaved with the video.
+//!
+//! Invariants: a frame's timestamp never goes back (one that rounds onto its predecessor's is
+//! moved one tick on); audio is cut at the end of the last frame written; the trailer is
+//! written once, by `finish` (or by the exit handler in `writer`).
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use ffmpeg_next as ff;
+
+use super::Codec;
+use crate::frame::FrameSize;
+use crate::source::media::{self, Ratio};
+
+/// Where a file's frames and audio come from, for the writer's timing.
+#[derive(Clone, Debug, Default)]
+pub struct Timing {
+    /// Frames per second as a fraction (the input's own, else `--fps`).
+    pub rate: Option<Ratio>,
+    /// The input video's time base; frames carry timestamps on the output's timeline.
+    pub time_base: Option<Ratio>,
+    /// The file whose audio streams are copied, and those streams' indices.
+    pub audio: Option<(PathBuf, Vec<usize>)>,
+}
+
+/// An `f64` rate as a fraction (30 → 30/1, 29.97 → 2997/100, as exact as it was given).
+pub fn ratio_of(fps: f64) -> Ratio {
+    let r = ff::Rational::from(fps);
+    if r.numerator() > 0 && r.denominator() > 0 {
+        (r.numerator(), r.denominator())
+    } else {
+        (30, 1)
+    }
+}
+
+fn rational((n, d): Ratio) -> ff::Rational {
+    ff::Rational::new(n, d)
+}
+
+fn seconds(ts: i64, tb: ff::Rational) -> f64 {
+    ts as f64 * f64::from(tb.numerator()) / f64::from(tb.denominator())
+}
+
+/// The encoder's name, pixel format and options for `codec`.
+fn encoder_for(
+    codec: Codec,
+    quality: Option<u8>,
+) -> (&'static str, ff::format::Pixel, Vec<(&'static str, String)>) {
+    use ff::format::Pixel;
+    let _ = quality; // a quantiser, for the codecs that take one: `qscale`
+    match codec {
+        Codec::H264 => ("libx264", Pixel::YUV420P, vec![]),
+        Codec::Hevc => (
+            "libx265",
+            Pixel::YUV420P,
+            vec![("x265-params", "log-level=error".into())],
+        ),
+        Codec::Mpeg4 => ("mpeg4", Pixel::YUV420P, vec![]),
+        Codec::Mjpeg => ("mjpeg", Pixel::YUVJ420P, vec![]),
+        // BGR stays BGR: lossless for what framepipe produced. Slices let it use every core.
+        Codec::Ffv1 => (
+            "ffv1",
+            Pixel::BGRZ,
+            vec![
+                ("level", "3".into()),
+                ("slices", "16".into()),
+                ("slicecrc", "1".into()),
+            ],
+        ),
+        Codec::Vp9 => (
+            "libvpx-vp9",
+            Pixel::YUV420P,
+            vec![
+                ("deadline", "realtime".into()),
+                ("cpu-used", "8".into()),
+                ("row-mt", "1".into()),
+            ],
+        ),
+    }
+}
+
+/// The fixed quantiser of the codecs that take one (MPEG-4 Part 2, Motion JPEG): `--quality`
+/// 0..100 as 31..1 (lower is finer), else 3 (what `ffmpeg -q:v 3` gives: close to the
+/// source, where FFmpeg's own default is a 200 kbit/s rate).
+fn qscale(codec: Codec, quality: Option<u8>) -> Option<i32> {
+    matches!(codec, Codec::Mpeg4 | Codec::Mjpeg)
+        .then(|| quality.map_or(3, |q| 31 - i32::from(q) * 30 / 100))
+}
+
+/// Whether `codec` needs even frame sizes (4:2:0 chroma).
+pub fn needs_even_size(codec: Codec) -> bool {
+    !matches!(codec, Codec::Ffv1 | Codec::Mjpeg)
+}
+
+/// Whether an encoder for `codec` exists in this FFmpeg.
+pub fn available(codec: Codec) -> bool {
+    media::init();
+    ff::encoder::find_by_name(encoder_for(codec, None).0).is_some()
+}
+
+/// libswscale's colour conversion of one frame size, with its slice threads on (FFmpeg 5's
+/// `threads` option, which `sws_getContext` leaves at one): the conversion is the writer's
+/// largest cost after the encoder.
+struct Scaler(*mut ff::ffi::SwsContext);
+
+// SAFETY: the scaler is owned by one `AvFile`, which is only ever used behind a `Mutex`
+// (`writer::Open`), so no two threads touch it at once.
+unsafe impl Send for Scaler {}
+
+impl Scaler {
+    fn new(w: u32, h: u32, from: ff::format::Pixel, to: ff::format::Pixel) -> Result<Self> {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as i64;
+        let (from, to): (ff::ffi::AVPixelFormat, ff::ffi::AVPixelFormat) = (from.into(), to.into());
+        // SAFETY: a freshly allocated context gets its options by name, as libswscale
+        // documents, then is initialised once; it is freed in `Drop` (or here on failure).
+        unsafe {
+            let ctx = ff::ffi::sws_alloc_context();
+            anyhow::ensure!(!ctx.is_null(), "allocating a colour converter");
+            let obj = ctx.cast::<std::ffi::c_void>();
+            let set =
+                |name: &std::ffi::CStr, v: i64| ff::ffi::av_opt_set_int(obj, name.as_ptr(), v, 0);
+            let ok = [
+                set(c"srcw", i64::from(w)),
+                set(c"srch", i64::from(h)),
+                set(c"src_format", from as i64),
+                set(c"dstw", i64::from(w)),
+                set(c"dsth", i64::from(h)),
+                set(c"dst_format", to as i64),
+                set(c"sws_flags", ff::ffi::SWS_BILINEAR as i64),
+                set(c"threads", threads),
+            ]
+            .iter()
+            .all(|r| *r >= 0);
+            if !ok || ff::ffi::sws_init_context(ctx, std::ptr::null_mut(), std::ptr::null_mut()) < 0
+            {
+                ff::ffi::sws_freeContext(ctx);
+                bail!("setting up the colour conversion for {w}x{h} frames");
+            }
+            Ok(Self(ctx))
+        }
+    }
+
+    fn run(&mut self, from: &ff::frame::Video, to: &mut ff::frame::Video) -> Result<()> {
+        // SAFETY: both frames are allocated with the size and formats this context was made
+        // for; `sws_scale_frame` writes into `to`'s existing buffers.
+        let r = unsafe { ff::ffi::sws_scale_frame(self.0, to.as_mut_ptr(), from.as_ptr()) };
+        anyhow::ensure!(r >= 0, "converting a frame ({})", ff::Error::from(r));
+        Ok(())
+    }
+}
+
+impl Drop for Scaler {
+    fn drop(&mut self) {
+        // SAFETY: made by `sws_alloc_context` and initialised; freed once.
+        unsafe { ff::ffi::sws_freeContext(self.0) }
+    }
+}
+
+/// The input's audio, copied packet for packet.
+struct AudioCopy {
+    input: ff::format::context::Input,
+    /// Per input stream: the output stream and the input's time base.
+    map: Vec<Option<(usize, ff::Rational)>>,
+    /// The input file's start, seconds (its timeline's zero).
+    start: f64,
+    /// A packet read but later than what was written so far.
+    pending: Option<ff::Packet>,
+    done: bool,
+}
+
+impl AudioCopy {
+    /// Writes every audio packet that starts before `until` seconds (output timeline).
+    fn pump(&mut self, out: &mut ff::format::context::Output, until: f64) -> Result<()> {
+        loop {
+            let packet = match self.pending.take() {
+                Some(p) => p,
+                None if self.done => return Ok(()),
+                None => {
+                    let mut p = ff::Packet::empty();
+                    match p.read(&mut self.input) {
+                        Ok(()) => p,
+                        Err(ff::Error::Eof) => {
+                            self.done = true;
+                            return Ok(());
+                        }
+                        Err(e) => {
+                            crate::warn!(
+                                "reading the input's audio: {e}; the rest of the audio is left out"
+                            );
+                            self.done = true;
+                            return Ok(());
+                        }
+                    }
+                }
+            };
+            let Some(Some((to, tb))) = self.map.get(packet.stream()).copied() else {
+                continue;
+            };
+            let Some(ts) = packet.pts().or(packet.dts()) else {
+                continue;
+            };
+            let t = seconds(ts, tb) - self.start;
+            if t >= until {
+                self.pending = Some(packet);
+                return Ok(());
+            }
+            let shift = (self.start * f64::from(tb.denominator()) / f64::from(tb.numerator()))
+                .round() as i64;
+            let mut packet = packet;
+            packet.set_pts(packet.pts().map(|v| v - shift));
+            packet.set_dts(packet.dts().map(|v| v - shift));
+            let out_tb = out.stream(to).context("audio stream")?.time_base();
+            packet.rescale_ts(tb, out_tb);
+            packet.set_stream(to);
+            packet.set_position(-1);
+            packet
+                .write_interleaved(out)
+                .context("writing an audio packet")?;
+        }
+    }
+}
+
+/// A video file being written.
+pub struct AvFile {
+    out: ff::format::context::Output,
+    encoder: ff::encoder::Video,
+    /// The encoder's time base: frames' timestamps count in it.
+    tb: ff::Rational,
+    stream: usize,
+    scaler: Scaler,
+    bgr: ff::frame::Video,
+    converted: ff::frame::Video,
+    /// Motion JPEG: the frame in video-range YUV, before its range is widened to JPEG's.
+    video_range: Option<ff::frame::Video>,
+    size: FrameSize,
+    frame_s: f64,
+    last_pts: Option<i64>,
+    index: i64,
+    /// End of the last frame written, seconds.
+    end: f64,
+    audio: Option<AudioCopy>,
+    /// Each frame's quality (a fixed quantiser, in lambda units), where the codec takes one.
+    quality: Option<i32>,
+    /// Audio streams kept (for the log).
+    pub audio_kept: usize,
+    /// The codec written.
+    pub codec: Codec,
+    trailer_written: bool,
+    /// Seconds spent converting and encoding (and muxing), for `-v`.
+    spent: [f64; 2],
+}
+
+impl AvFile {
+    /// Opens `path` (its container from its extension) for `size` frames.
+    pub fn open(
+        path: &str,
+        codec: Codec,
+        quality: Option<u8>,
+        size: FrameSize,
+        timing: &Timing,
+    ) -> Result<Self> {
+        media::init();
+        let (name, pixel, options) = encoder_for(codec, quality);
+        let found = ff::encoder::find_by_name(name)
+            .with_context(|| format!("this FFmpeg has no {name} encoder for {}", codec.name()))?;
+        let mut out =
+            ff::format::output(&path).with_context(|| format!("opening '{path}' for writing"))?;
+        let extension = path
+            .rsplit('.')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
+        let rate = rational(timing.rate.unwrap_or((30, 1)));
+        // The timestamps' unit: the input's own time base, unless the codec or container
+        // can't count in it (MPEG-4 Part 2 allows at most 65535 ticks a second; AVI counts
+        // frames).
+        let per_frame = rate.invert();
+        let tb = match timing.time_base.map(rational) {
+            Some(tb)
+                if extension != "avi" && !(codec == Codec::Mpeg4 && tb.denominator() > 65_535) =>
+            {
+                tb
+            }
+            _ => per_frame,
+        };
+        let global_header = out
+            .format()
+            .flags()
+            .contains(ff::format::Flags::GLOBAL_HEADER);
+        let (w, h) = if needs_even_size(codec) {
+            (size.width & !1, size.height & !1)
+        } else {
+            (size.width, size.height)
+        };
+        let mut ctx = ff::codec::context::Context::new_with_codec(found)
+            .encoder()
+            .video()?;
+        ctx.set_width(w as u32);
+        ctx.set_height(h as u32);
+        ctx.set_format(pixel);
+        ctx.set_time_base(tb);
+        ctx.set_frame_rate(Some(rate));
+        if codec == Codec::Mjpeg {
+            ctx.set_color_range(ff::color::Range::JPEG);
+        }
+        let mut flags = ff::codec::Flags::empty();
+        if global_header {
+            flags |= ff::codec::Flags::GLOBAL_HEADER;
+        }
+        let fixed = qscale(codec, quality).map(|q| q * ff::ffi::FF_QP2LAMBDA);
+        if let Some(q) = qscale(codec, quality) {
+            flags |= ff::codec::Flags::QSCALE;
+            ctx.set_global_quality(q * ff::ffi::FF_QP2LAMBDA);
+        }
+        ctx.set_flags(flags);
+        let mut dict = ff::Dictionary::new();
+        // Every core, frame or slice threads, whichever the encoder has (as ffmpeg does).
+        dict.set("threads", "auto");
+        for (k, v) in &options {
+            dict.set(k, v);
+        }
+        let encoder = ctx
+            .open_as_with(found, dict)
+            .with_context(|| format!("opening the {name} encoder for {w}x{h} frames"))?;
+        let stream = {
+            let mut st = out.add_stream(found)?;
+            st.set_parameters(&encoder);
+            st.set_time_base(tb);
+            st.set_avg_frame_rate(rate);
+            st.index()
+        };
+        let mut audio = None;
+        let mut audio_kept = 0;
+        if let Some((from, streams)) = &timing.audio {
+            let input = ff::format::input(from)
+                .with_context(|| format!("reading the audio of {}", from.display()))?;
+            // SAFETY: `input` is an open input context; start_time is a plain field.
+            let start_ts = unsafe { (*input.as_ptr()).start_time };
+            let start = if start_ts == ff::ffi::AV_NOPTS_VALUE {
+                0.0
+            } else {
+                start_ts as f64 / f64::from(ff::ffi::AV_TIME_BASE)
+            };
+            let mut map = vec![None; input.nb_streams() as usize];
+            for ist in input.streams().filter(|s| streams.contains(&s.index())) {
+                let params = ist.parameters();
+                let id = params.id();
+                // SAFETY: `out` is an open output context, so its oformat is valid.
+                let holds = unsafe {
+                    ff::ffi::avformat_query_codec(
+                        (*out.as_ptr()).oformat,
+                        id.into(),
+                        ff::ffi::FF_COMPLIANCE_NORMAL,
+                    )
+                };
+                let aac_in_avi = extension == "avi" && id == ff::codec::Id::AAC;
+                if holds != 1 || aac_in_avi {
+                    crate::warn!(
+                        "a .{extension} file can't hold the input's {} audio (stream {}): it is left out of '{path}' (.mkv holds any audio; --no-audio says you meant it)",
+                        id.name(),
+                        ist.index()
+                    );
+                    continue;
+                }
+                let mut ost = out.add_stream(ff::encoder::find(ff::codec::Id::None))?;
+                ost.set_parameters(params);
+                ost.set_time_base(ist.time_base());
+                // SAFETY: the stream's parameters were just set; a zero tag lets the muxer
+                // choose its own for the codec.
+                unsafe { (*ost.parameters().as_mut_ptr()).codec_tag = 0 };
+                map[ist.index()] = Some((ost.index(), ist.time_base()));
+                audio_kept += 1;
+            }
+            if audio_kept > 0 {
+                audio = Some(AudioCopy {
+                    input,
+                    map,
+                    start,
+                    pending: None,
+                    done: false,
+                });
+            }
+        }
+        out.write_header()
+            .with_context(|| format!("writing the header of '{path}'"))?;
+        // JPEG's full-range YUV has no fast conversion from BGR in libswscale (9 ms a 1080p
+        // frame, against 1.8 for video range): Motion JPEG goes through video range and a
+        // table, the way ffmpeg itself gets there from a decoder's YUV.
+        let via = if pixel == ff::format::Pixel::YUVJ420P {
+            ff::format::Pixel::YUV420P
+        } else {
+            pixel
+        };
+        let scaler = Scaler::new(w as u32, h as u32, ff::format::Pixel::BGR24, via)?;
+        Ok(Self {
+            out,
+            encoder,
+            tb,
+            stream,
+            scaler,
+            bgr: ff::frame::Video::new(ff::format::Pixel::BGR24, w as u32, h as u32),
+            converted: ff::frame::Video::new(pixel, w as u32, h as u32),
+            video_range: (via != pixel).then(|| ff::frame::Video::new(via, w as u32, h as u32)),
+            size: FrameSize::new(w, h),
+            frame_s: f64::from(per_frame.numerator()) / f64::from(per_frame.denominator()),
+            last_pts: None,
+            index: 0,
+            end: 0.0,
+            audio,
+            quality: fixed,
+            audio_kept,
+            codec,
+            trailer_written: false,
+            spent: [0.0; 2],
+        })
+    }
+
+    /// Encodes one packed BGR frame of `size` (cropped to even where the codec needs it),
+    /// shown at `at` seconds on the output's timeline (None: the next frame at the rate).
+    pub fn write(&mut self, frame: &[u8], size: FrameSize, at: Option<f64>) -> Result<()> {
+        let stride = size.stride();
+        let row = self.size.stride();
+        let dst_stride = self.bgr.stride(0);
+        let data = self.bgr.data_mut(0);
+        for y in 0..self.size.height {
+            data[y * dst_stride..y * dst_stride + row]
+                .copy_from_slice(&frame[y * stride..y * stride + row]);
+        }
+        let t0 = std::time::Instant::now();
+        match &mut self.video_range {
+            Some(mid) => {
+                self.scaler.run(&self.bgr, mid)?;
+                widen_range(mid, &mut self.converted);
+            }
+            None => self.scaler.run(&self.bgr, &mut self.converted)?,
+        }
+        self.spent[0] += t0.elapsed().as_secs_f64();
+        let t = at.unwrap_or(self.index as f64 * self.frame_s);
+        let tick = f64::from(self.tb.numerator()) / f64::from(self.tb.denominator());
+        let mut pts = (t / tick).round() as i64;
+        if let Some(last) = self.last_pts.filter(|l| pts <= *l) {
+            pts = last + 1;
+        }
+        self.last_pts = Some(pts);
+        self.index += 1;
+        self.end = pts as f64 * tick + self.frame_s;
+        self.converted.set_pts(Some(pts));
+        if let Some(q) = self.quality {
+            // SAFETY: `converted` is an allocated frame; `quality` is a plain field that the
+            // MPEG-family encoders read as the frame's quantiser (as `ffmpeg -q:v` sets it).
+            unsafe { (*self.converted.as_mut_ptr()).quality = q };
+        }
+        let t1 = std::time::Instant::now();
+        self.encoder
+            .send_frame(&self.converted)
+            .context("encoding a frame")?;
+        self.drain()?;
+        self.spent[1] += t1.elapsed().as_secs_f64();
+        if let Some(a) = &mut self.audio {
+            a.pump(&mut self.out, t)?;
+        }
+        Ok(())
+    }
+
+    fn drain(&mut self) -> Result<()> {
+        let mut packet = ff::Packet::empty();
+        let out_tb = self
+            .out
+            .stream(self.stream)
+            .context("video stream")?
+            .time_base();
+        while self.encoder.receive_packet(&mut packet).is_ok() {
+            packet.set_stream(self.stream);
+            packet.rescale_ts(self.tb, out_tb);
+            packet
+                .write_interleaved(&mut self.out)
+                .context("writing a video packet")?;
+        }
+        Ok(())
+    }
+
+    /// Flushes the encoder, writes the audio up to the last frame's end, and the trailer.
+    pub fn finish(&mut self) -> Result<()> {
+        if self.trailer_written {
+            return Ok(());
+        }
+        self.trailer_written = true;
+        self.encoder.send_eof().context("flushing the encoder")?;
+        self.drain()?;
+        if let Some(a) = &mut self.audio {
+            a.pump(&mut self.out, self.end)?;
+        }
+        let per = |s: f64| 1e3 * s / self.index.max(1) as f64;
+        crate::debug!(
+            "writer: per frame {:.2} ms converting BGR to {:?}, {:.2} ms encoding and muxing",
+            per(self.spent[0]),
+            self.converted.format(),
+            per(self.spent[1])
+        );
+        self.out
+            .write_trailer()
+            .context("writing the file's index")?;
+        Ok(())
+    }
+}
+
+/// Widens a 4:2:0 frame from video range (Y 16-235, chroma 16-240) to JPEG's full range,
+/// plane by plane through a table (what libswscale does for ffmpeg's own Motion JPEG).
+fn widen_range(from: &ff::frame::Video, to: &mut ff::frame::Video) {
+    fn table(lo: f64, span: f64, mid: Option<f64>) -> [u8; 256] {
+        let mut t = [0u8; 256];
+        for (v, out) in t.iter_mut().enumerate() {
+            let x = match mid {
+                Some(m) => (v as f64 - m) * 255.0 / span + m,
+                None => (v as f64 - lo) * 255.0 / span,
+            };
+            *out = x.round().clamp(0.0, 255.0) as u8;
+        }
+        t
+    }
+    let luma = table(16.0, 219.0, None);
+    let chroma = table(16.0, 224.0, Some(128.0));
+    for plane in 0..3 {
+        let t = if plane == 0 { &luma } else { &chroma };
+        let (w, h) = (
+            from.plane_width(plane) as usize,
+            from.plane_height(plane) as usize,
+        );
+        let (si, di) = (from.stride(plane), to.stride(plane));
+        let src = from.data(plane);
+        let dst = to.data_mut(plane);
+        for y in 0..h {
+            let (s, d) = (&src[y * si..y * si + w], &mut dst[y * di..y * di + w]);
+            d.iter_mut()
+                .zip(s)
+                .for_each(|(d, s)| *d = t[usize::from(*s)]);
+        }
+    }
+}
+
+/// Where the input's audio streams are copied from: `input`'s, unless there are none.
+pub fn audio_of(info: &media::MediaInfo) -> Option<(PathBuf, Vec<usize>)> {
+    (!info.audio.is_empty()).then(|| (info.path.clone(), info.audio.iter().map(|a| a.0).collect()))
+}
+
+/// Fails where `codec` can't be written at all (no encoder).
+pub fn check_encoder(codec: Codec) -> Result<()> {
+    if !available(codec) {
+        bail!("this FFmpeg build has no encoder for {}", codec.name());
+    }
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! What a video file says about itself beyond its pictures, read with FFmpeg's libavformat
+//! (OpenCV 4.6 does not say it, or says it wrongly): the exact frame rate (30000/1001), the
+//! time base, the display matrix's rotation, where the video starts on the file's timeline,
+//! and its audio streams.
+//!
+//! Invariant: every figure here is what `ffmpeg -i` reads, so that a file framepipe writes
+//! keeps what ffmpeg would keep.
+
+use std::path::{Path, PathBuf};
+
+use ffmpeg_next as ff;
+
+/// A rate or time base as a fraction.
+pub type Ratio = (i32, i32);
+
+/// A video file's timing, orientation and audio.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MediaInfo {
+    /// The file.
+    pub path: PathBuf,
+    /// The video stream's average frame rate (`avg_frame_rate`, else `r_frame_rate`).
+    pub rate: Option<Ratio>,
+    /// The video stream's time base.
+    pub time_base: Ratio,
+    /// Degrees to turn each frame clockwise to show it upright (0, 90, 180, 270), as ffmpeg
+    /// does on decoding.
+    pub rotation: u32,
+    /// Seconds from the file's start (its earliest stream) to the video's first frame: a
+    /// frame's output time is its time in the video stream plus this.
+    pub video_offset: f64,
+    /// The audio streams: (index, codec name).
+    pub audio: Vec<(usize, String)>,
+}
+
+/// Initialises libav* once (registering nothing; it only sets the log level).
+pub fn init() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = ff::init();
+        ff::util::log::set_level(ff::util::log::Level::Error);
+    });
+}
+
+fn ratio(r: ff::Rational) -> Option<Ratio> {
+    (r.numerator() > 0 && r.denominator() > 0).then(|| (r.numerator(), r.denominator()))
+}
+
+/// ffmpeg's `get_rotation`: the display matrix's angle turned into clockwise degrees, to the
+/// nearest quarter turn.
+fn rotation_of(stream: &ff::format::stream::Stream) -> u32 {
+    for side in stream.side_data() {
+        if side.kind() == ff::codec::packet::side_data::Type::DisplayMatrix
+            && side.data().len() >= 36
+        {
+            let m: Vec<i32> = side
+                .data()
+                .chunks_exact(4)
+                .take(9)
+                .map(|b| i32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            // av_display_rotation_get gives -atan2(m1, m0) (counter-clockwise degrees);
+            // ffmpeg turns the picture by its negation, clockwise.
+            let fixed = |v: i32| f64::from(v) / 65536.0;
+            let (a, b, c, d) = (fixed(m[0]), fixed(m[1]), fixed(m[3]), fixed(m[4]));
+            let scale = ((a * a + c * c).sqrt(), (b * b + d * d).sqrt());
+            if scale.0 == 0.0 || scale.1 == 0.0 {
+                return 0;
+            }
+            let cw = (b / scale.1)
+                .atan2(a / scale.0)
+                .to_degrees()
+                .rem_euclid(360.0);
+            return ((cw / 90.0).round() as u32 % 4) * 90;
+        }
+    }
+    0
+}
+
+/// Reads `path`'s header; None where libavformat can't open it (OpenCV then says why).
+pub fn probe(path: &Path) -> Option<MediaInfo> {
+    init();
+    let ctx = ff::format::input(&path).ok()?;
+    let video = ctx.streams().best(ff::media::Type::Video)?;
+    let rate = ratio(video.avg_frame_rate()).or_else(|| ratio(video.rate()));
+    let tb = video.time_base();
+    // SAFETY: `ctx` is an open input context; start_time is a plain field.
+    let file_start = unsafe { (*ctx.as_ptr()).start_time };
+    let seconds = |ts: i64, base: ff::Rational| {
+        ts as f64 * f64::from(base.numerator()) / f64::from(base.denominator())
+    };
+    let video_start = if video.start_time() == ff::ffi::AV_NOPTS_VALUE {
+        0.0
+    } else {
+        seconds(video.start_time(), tb)
+    };
+    let file_start = if file_start == ff::ffi::AV_NOPTS_VALUE {
+        video_start
+    } else {
+        file_start as f64 / f64::from(ff::ffi::AV_TIME_BASE)
+    };
+    let audio = ctx
+        .streams()
+        .filter(|s| s.parameters().medium() == ff::media::Type::Audio)
+        .map(|s| (s.index(), s.parameters().id().name().to_string()))
+        .collect();
+    Some(MediaInfo {
+        path: path.to_path_buf(),
+        rate,
+        time_base: ratio(tb).unwrap_or((1, 90_000)),
+        rotation: rotation_of(&video),
+        video_offset: (video_start - file_start).max(0.0),
+        audio,
+    })
+}

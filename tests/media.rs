@@ -1,0 +1,388 @@
+//! What a video output keeps of its input, checked with ffprobe on clips made by ffmpeg:
+//! the audio streams (copied, in sync, cut with the video), the exact rate (30000/1001),
+//! every frame's presentation time (a variable-rate clip), and the orientation (a display
+//! matrix of 90, 180 or 270 degrees comes out upright, as ffmpeg shows it).
+#![cfg(feature = "opencv")]
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::run::{framepipe, have, stderr, TempDir};
+
+fn ffmpeg_or_skip(test: &str) -> bool {
+    let ok = have("ffmpeg") && have("ffprobe");
+    if !ok {
+        println!("SKIPPED {test}: ffmpeg/ffprobe not installed (scripts/test.sh installs them)");
+    }
+    ok
+}
+
+fn ffmpeg(args: &[&str]) {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-y"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ffmpeg {args:?}: {}", stderr(&out));
+}
+
+/// ffprobe's JSON for `entries` of `path`.
+fn probe(path: &Path, args: &[&str]) -> serde_json::Value {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-of", "json"])
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ffprobe {path:?}: {}", stderr(&out));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// (codec_type, codec_name, r_frame_rate) of every stream.
+fn streams(path: &Path) -> Vec<(String, String, String)> {
+    let v = probe(
+        path,
+        &["-show_entries", "stream=codec_type,codec_name,r_frame_rate"],
+    );
+    v["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let f = |k: &str| s[k].as_str().unwrap_or_default().to_string();
+            (f("codec_type"), f("codec_name"), f("r_frame_rate"))
+        })
+        .collect()
+}
+
+/// The presentation times of the video frames (or the audio packets), seconds.
+fn times(path: &Path, stream: &str) -> Vec<f64> {
+    let (kind, what) = if stream == "a" {
+        ("-show_entries", "packet=pts_time")
+    } else {
+        ("-show_entries", "frame=pts_time")
+    };
+    let mut args = vec!["-select_streams", stream, kind, what];
+    if stream == "a" {
+        args.insert(0, "-show_packets");
+    }
+    let v = probe(path, &args);
+    let list = if stream == "a" {
+        &v["packets"]
+    } else {
+        &v["frames"]
+    };
+    let mut t: Vec<f64> = list
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f["pts_time"].as_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    t.sort_by(f64::total_cmp);
+    t
+}
+
+fn run_ok(args: &[&str]) -> String {
+    let out = framepipe(args, Duration::from_secs(120));
+    let err = stderr(&out);
+    assert!(out.status.success(), "framepipe {args:?}:\n{err}");
+    err
+}
+
+/// Every time of `got` within `tolerance` of the same frame's in `want`.
+fn same_times(want: &[f64], got: &[f64], tolerance: f64, what: &str) {
+    assert_eq!(want.len(), got.len(), "{what}: frame counts differ");
+    for (i, (a, b)) in want.iter().zip(got).enumerate() {
+        assert!(
+            (a - b).abs() <= tolerance,
+            "{what}: frame {i} at {b} s, the input's at {a} s"
+        );
+    }
+}
+
+#[test]
+fn audio_rate_and_frame_times_are_kept() {
+    if !ffmpeg_or_skip("audio_rate_and_frame_times_are_kept") {
+        return;
+    }
+    let dir = TempDir::new("media-av");
+    let input = dir.join("in.mp4");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=s=640x360:r=30000/1001:d=4",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=f=440:d=4",
+        "-c:v",
+        "libx264",
+        "-c:a",
+        "aac",
+        "-shortest",
+        input.to_str().unwrap(),
+    ]);
+    let frame = 1001.0 / 30000.0;
+    let video_in = times(&input, "v");
+    let audio_in = times(&input, "a");
+    for (name, codec) in [
+        ("out.mp4", "h264"),
+        ("out.mkv", "ffv1"),
+        ("out.mov", "h264"),
+    ] {
+        let out = dir.join(name);
+        run_ok(&[
+            "-i",
+            input.to_str().unwrap(),
+            "--headless",
+            "--filter",
+            "invert",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let s = streams(&out);
+        assert_eq!(
+            s[0],
+            ("video".into(), codec.into(), "30000/1001".into()),
+            "{name}: {s:?}"
+        );
+        assert_eq!(
+            (s[1].0.as_str(), s[1].1.as_str()),
+            ("audio", "aac"),
+            "{name}: {s:?}"
+        );
+        // A container that can't start below 0 (Matroska) shifts every stream by the AAC
+        // priming delay, as ffmpeg's muxer does: times are compared after that shift.
+        let video_out = times(&out, "v");
+        let shift = video_out[0] - video_in[0];
+        assert!(
+            (0.0..=frame).contains(&shift),
+            "{name}: shifted by {shift} s"
+        );
+        let unshift = |t: Vec<f64>| t.iter().map(|t| t - shift).collect::<Vec<_>>();
+        same_times(&video_in, &unshift(video_out), frame / 2.0, name);
+        // The audio packets are the input's, at the input's times: in sync within one frame.
+        let audio_out = unshift(times(&out, "a"));
+        same_times(&audio_in, &audio_out, frame, &format!("{name} audio"));
+    }
+    // --no-audio, and a stop after 30 frames: the audio ends with the video.
+    let out = dir.join("silent.mp4");
+    run_ok(&[
+        "-i",
+        input.to_str().unwrap(),
+        "--headless",
+        "--no-audio",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(streams(&out).len(), 1);
+    let out = dir.join("short.mp4");
+    run_ok(&[
+        "-i",
+        input.to_str().unwrap(),
+        "--headless",
+        "--frames",
+        "30",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    let audio = times(&out, "a");
+    let end = 30.0 * frame;
+    assert!(
+        audio.last().is_some_and(|t| *t < end && *t > end - 0.1),
+        "audio of a 30-frame output ends at {:?}, the video at {end}",
+        audio.last()
+    );
+    // .avi can't hold AAC: said, and the video is written.
+    let out = dir.join("out.avi");
+    let err = run_ok(&[
+        "-i",
+        input.to_str().unwrap(),
+        "--headless",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(err.contains("can't hold the input's aac audio"), "{err}");
+    assert_eq!(streams(&out).len(), 1);
+    println!("audio and times kept in mp4, mkv, mov; --no-audio; cut at --frames; avi refused with a warning");
+}
+
+#[test]
+fn a_variable_frame_rate_keeps_every_frame_time() {
+    if !ffmpeg_or_skip("a_variable_frame_rate_keeps_every_frame_time") {
+        return;
+    }
+    let dir = TempDir::new("media-vfr");
+    let input = dir.join("vfr.mp4");
+    // 150 frames at 30 fps, then 50 at 10 fps.
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=s=320x240:r=30:d=5",
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=s=320x240:r=10:d=5",
+        "-filter_complex",
+        "[0][1]concat=n=2:v=1:a=0[v]",
+        "-map",
+        "[v]",
+        "-fps_mode",
+        "vfr",
+        "-c:v",
+        "libx264",
+        input.to_str().unwrap(),
+    ]);
+    let want = times(&input, "v");
+    assert!(want.len() >= 199, "{}", want.len());
+    for name in ["out.mp4", "out.mkv", "out.mov"] {
+        let out = dir.join(name);
+        run_ok(&[
+            "-i",
+            input.to_str().unwrap(),
+            "--headless",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let got = times(&out, "v");
+        // Half of the shorter frame duration (1/30 s).
+        same_times(&want, &got, 1.0 / 60.0, name);
+        assert!(
+            (got[150] - 5.0).abs() < 0.02,
+            "{name}: frame 150 at {} s",
+            got[150]
+        );
+    }
+}
+
+/// Gives an MP4's video track a display matrix turning it `degrees` clockwise (as a phone
+/// writes it), where this ffmpeg has no `-display_rotation` (FFmpeg 5).
+fn set_rotation(path: &Path, degrees: u32) {
+    let mut data = std::fs::read(path).unwrap();
+    let at = data
+        .windows(4)
+        .position(|w| w == b"tkhd")
+        .expect("an mp4 track header");
+    let version = data[at + 4];
+    let times = if version == 1 {
+        8 + 8 + 4 + 4 + 8
+    } else {
+        4 + 4 + 4 + 4 + 4
+    };
+    let matrix = at + 4 + 4 + times + 8 + 2 + 2 + 2 + 2;
+    let (one, minus) = (0x10000u32, 0xFFFF_0000u32);
+    let m: [u32; 6] = match degrees {
+        90 => [0, one, 0, minus, 0, 0],
+        180 => [minus, 0, 0, 0, minus, 0],
+        270 => [0, minus, 0, one, 0, 0],
+        _ => [one, 0, 0, 0, one, 0],
+    };
+    for (i, v) in m.iter().chain(&[0, 0, 0x4000_0000]).enumerate() {
+        data[matrix + 4 * i..matrix + 4 * i + 4].copy_from_slice(&v.to_be_bytes());
+    }
+    std::fs::write(path, data).unwrap();
+}
+
+#[test]
+fn rotated_clips_come_out_the_right_way_up() {
+    if !ffmpeg_or_skip("rotated_clips_come_out_the_right_way_up") {
+        return;
+    }
+    let dir = TempDir::new("media-rot");
+    let plain = dir.join("plain.mp4");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=s=320x240:r=30:d=1",
+        "-c:v",
+        "libx264",
+        "-pix_fmt",
+        "yuv420p",
+        plain.to_str().unwrap(),
+    ]);
+    for degrees in [90, 180, 270] {
+        let clip = dir.join(&format!("r{degrees}.mp4"));
+        std::fs::copy(&plain, &clip).unwrap();
+        set_rotation(&clip, degrees);
+        // What ffmpeg shows: its first frame, turned by ffmpeg.
+        let want = dir.join(&format!("ffmpeg{degrees}.png"));
+        ffmpeg(&[
+            "-i",
+            clip.to_str().unwrap(),
+            "-frames:v",
+            "1",
+            want.to_str().unwrap(),
+        ]);
+        let seq = dir.join(&format!("fp{degrees}/%02d.png"));
+        run_ok(&[
+            "-i",
+            clip.to_str().unwrap(),
+            "--headless",
+            "--frames",
+            "1",
+            "-o",
+            seq.to_str().unwrap(),
+        ]);
+        let read = |p: &Path| {
+            opencv::imgcodecs::imread(p.to_str().unwrap(), opencv::imgcodecs::IMREAD_COLOR).unwrap()
+        };
+        let (a, b) = (read(&want), read(&dir.join(&format!("fp{degrees}/00.png"))));
+        use opencv::prelude::*;
+        assert_eq!(
+            (a.cols(), a.rows()),
+            (b.cols(), b.rows()),
+            "{degrees}: sizes"
+        );
+        let mut diff = opencv::core::Mat::default();
+        opencv::core::absdiff(&a, &b, &mut diff).unwrap();
+        let mut max = 0.0;
+        opencv::core::min_max_loc(
+            &diff.reshape(1, 0).unwrap(),
+            None,
+            Some(&mut max),
+            None,
+            None,
+            &opencv::core::no_array(),
+        )
+        .unwrap();
+        assert!(
+            max <= 2.0,
+            "{degrees}: framepipe's frame differs from ffmpeg's by up to {max}"
+        );
+        // A video output is upright too, with no matrix left to turn it again.
+        let out = dir.join(&format!("out{degrees}.mp4"));
+        run_ok(&[
+            "-i",
+            clip.to_str().unwrap(),
+            "--headless",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let v = probe(
+            &out,
+            &["-show_entries", "stream=width,height:stream_side_data"],
+        );
+        let s = &v["streams"][0];
+        let turned = degrees != 180;
+        assert_eq!(
+            (s["width"].as_u64(), s["height"].as_u64()),
+            if turned {
+                (Some(240), Some(320))
+            } else {
+                (Some(320), Some(240))
+            },
+            "{degrees}: {v}"
+        );
+        assert!(s.get("side_data_list").is_none(), "{degrees}: {v}");
+    }
+    println!("90, 180 and 270 degree display matrices: framepipe's frames equal ffmpeg's");
+}
