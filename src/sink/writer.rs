@@ -173,7 +173,22 @@ impl VideoFile {
                 codec.name()
             );
         }
-        let writer = match AvFile::open(path, written_codec, quality, size, timing) {
+        let opened = AvFile::open(path, written_codec, quality, size, timing).or_else(|e| {
+            // A muxer may still refuse an audio codec it said it holds (Vorbis in MP4 is
+            // "experimental"): the video alone, with a warning, rather than nothing.
+            if timing.audio.is_none() {
+                return Err(e);
+            }
+            crate::warn!(
+                "'{path}' could not take the input's audio ({e:#}); writing the video without it"
+            );
+            let silent = Timing {
+                audio: None,
+                ..timing.clone()
+            };
+            AvFile::open(path, written_codec, quality, size, &silent)
+        });
+        let writer = match opened {
             Ok(w) => w,
             Err(e) => {
                 // Say the OS's reason where there is one (the path was probed at start, but

@@ -152,6 +152,9 @@ pub struct Capture {
     offset: Option<f64>,
     /// The last frame's presentation time.
     pts: Option<f64>,
+    /// A live source's clock: when its first frame was handed out (its frames are timed
+    /// by when they arrived, so that a dropped frame leaves a gap in a file, as in ffmpeg).
+    live_start: Option<Instant>,
     /// Playing at the file's own times: its rate (for frames without a time), and when the
     /// clock started with the file at which position (seconds).
     pace: Option<(f64, Option<(Instant, f64)>)>,
@@ -266,6 +269,7 @@ impl Capture {
             offset: None,
             pts: None,
             prev_pts: None,
+            live_start: None,
             pace: fps.filter(|_| pace).map(|f| (f, None)),
         })
     }
@@ -425,7 +429,11 @@ impl Source for Capture {
                 self.size.height
             );
         }
-        if read == Read::Frame {
+        if read == Read::Frame && self.live {
+            let start = *self.live_start.get_or_insert_with(Instant::now);
+            self.pts = Some(start.elapsed().as_secs_f64());
+            self.frames += 1;
+        } else if read == Read::Frame {
             if self.frames > 0 {
                 // OpenCV repeats the last time for the frames a decoder hands out at the
                 // end of the file: those follow at the last gap.
