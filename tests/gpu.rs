@@ -6,19 +6,9 @@
 
 mod common;
 
-use common::{run_case, Case, CHAINS};
+use common::{cuda_or_skip, run_case, Case, CHAINS};
 use framepipe::backend::{cuda, BackendKind, IssueOrder, StreamLayout};
 use framepipe::frame::FrameSize;
-
-fn cuda_or_skip(test: &str) -> bool {
-    match cuda::probe() {
-        Ok(()) => true,
-        Err(why) => {
-            println!("SKIPPED {test}: no CUDA here ({why})");
-            false
-        }
-    }
-}
 
 #[test]
 #[ignore = "needs CUDA: scripts/gpu.sh run"]

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::run::{framepipe, stderr, TempDir};
-use common::{reference, run_case_against, Case};
-use framepipe::backend::{check, cuda, BackendConfig, BackendKind, IssueOrder, StreamLayout};
+use common::{cuda_or_skip, reference, run_case_against, Case};
+use framepipe::backend::{check, BackendConfig, BackendKind, IssueOrder, StreamLayout};
 use framepipe::filter::Chain;
 use framepipe::frame::FrameSize;
 use framepipe::pipeline::{self, Options};
@@ -20,16 +20,6 @@ use framepipe::reload::Reloader;
 use framepipe::sink::{Flow, Sink};
 use framepipe::source::pattern::Pattern;
 use framepipe::stop::Stop;
-
-fn cuda_or_skip(test: &str) -> bool {
-    match cuda::probe() {
-        Ok(()) => true,
-        Err(why) => {
-            println!("SKIPPED {test}: no CUDA here ({why})");
-            false
-        }
-    }
-}
 
 #[test]
 #[ignore = "needs CUDA: scripts/gpu.sh run"]

@@ -11,6 +11,17 @@ use framepipe::sink::{Flow, Sink};
 use framepipe::source::pattern::{self, Pattern};
 use framepipe::stop::Stop;
 
+/// Whether CUDA is here; where it is not, says the test is skipped and why.
+pub fn cuda_or_skip(test: &str) -> bool {
+    match backend::cuda::probe() {
+        Ok(()) => true,
+        Err(why) => {
+            println!("SKIPPED {test}: no CUDA here ({why})");
+            false
+        }
+    }
+}
+
 /// A sink that checks every frame against the reference chain applied to the pattern.
 pub struct CheckSink {
     pub chain: Chain,
