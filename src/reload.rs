@@ -18,6 +18,7 @@ use notify::{EventKind, RecursiveMode, Watcher};
 
 use crate::backend::Control;
 use crate::filter::Chain;
+pub use crate::stats::Reload;
 
 /// Saves closer together than this are one reload (editors write a file in several steps).
 const SETTLE: Duration = Duration::from_millis(150);
@@ -34,19 +35,6 @@ pub enum Why {
 /// Compiles and checks a chain before it is swapped in (the CUDA backend's
 /// `cuda::prepare_reload`); the error is what to show the user.
 pub type Prepare = Box<dyn Fn(&Chain) -> Result<(), String> + Send + Sync>;
-
-/// One reload, as the summary lists it.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct Reload {
-    /// Seconds since the reloader started.
-    pub at_s: f64,
-    /// What asked for it: the file saved, or the key.
-    pub cause: String,
-    /// The chain swapped in, or None where the reload failed.
-    pub chain: Option<String>,
-    /// Why it failed (the compiler's or the check's message).
-    pub error: Option<String>,
-}
 
 /// Watches the chain's kernel files and prepares reloads.
 pub struct Reloader {

@@ -106,7 +106,7 @@ pub struct Summary {
     /// The first frames' spans, when asked for.
     pub trace: Option<crate::trace::Trace>,
     /// Kernel reloads while running.
-    pub reloads: Vec<crate::reload::Reload>,
+    pub reloads: Vec<Reload>,
 }
 
 /// A duration in milliseconds.
@@ -355,4 +355,17 @@ impl Live {
         );
         v
     }
+}
+
+/// One reload, as the summary lists it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Reload {
+    /// Seconds since the reloader started.
+    pub at_s: f64,
+    /// What asked for it: the file saved, or the key.
+    pub cause: String,
+    /// The chain swapped in, or None where the reload failed.
+    pub chain: Option<String>,
+    /// Why it failed (the compiler's or the check's message).
+    pub error: Option<String>,
 }
