@@ -257,6 +257,7 @@ fn check_outputs(args: &RunArgs, output: Option<&OutputSpec>, input: &InputSpec)
     let mut files: Vec<(&str, String)> = Vec::new();
     match output {
         Some(OutputSpec::Video { path, .. }) => files.push(("--output", path.clone())),
+        Some(OutputSpec::Stdout) => {}
         Some(OutputSpec::Sequence { pattern, .. }) => {
             // Like `mkdir -p`: an image sequence's folder is made when missing.
             std::fs::create_dir_all(pattern.folder()).with_context(|| {
@@ -302,6 +303,7 @@ fn open_interruptibly(
     #[cfg(not(feature = "opencv"))]
     let _ = media;
     let asked = Asked {
+        input_format: args.input_format,
         size: args.size,
         fps: args.fps,
         window: !args.headless,
@@ -340,6 +342,8 @@ const DEFAULT_SIZE: FrameSize = FrameSize::new(1280, 720);
 /// What `--size` and `--fps` asked for, when given, and how a file is played.
 #[derive(Clone, Copy, Debug)]
 struct Asked {
+    /// What standard input carries (`--input -`).
+    input_format: crate::source::stdin::InputFormat,
     size: Option<FrameSize>,
     fps: Option<f64>,
     /// The run shows a window (a file then plays at its rate). Files need OpenCV.
@@ -385,7 +389,7 @@ fn timing(
         let what = format!("{} audio stream(s) of {}", streams.len(), from.display());
         match out {
             _ if args.no_audio => info!("--no-audio: the {what} are left out"),
-            OutputSpec::Sequence { .. } => {
+            OutputSpec::Sequence { .. } | OutputSpec::Stdout => {
                 info!("an image sequence holds no audio: the {what} are left out")
             }
             OutputSpec::Video { .. } => {}
@@ -412,6 +416,11 @@ fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
     };
     match input {
         InputSpec::Pattern => Ok(pattern()),
+        InputSpec::Stdin => Ok(Box::new(crate::source::stdin::Stdin::open(
+            asked.input_format,
+            asked.size,
+            asked.fps,
+        )?)),
         InputSpec::Default => {
             #[cfg(feature = "opencv")]
             if crate::source::capture::default_camera_present() {

@@ -84,6 +84,11 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "SOURCE")]
     pub input: Option<String>,
 
+    /// What `--input -` reads from standard input: a YUV4MPEG2 stream (ffmpeg -f
+    /// yuv4mpegpipe -), or raw frames of this format (with --size, and --fps).
+    #[arg(long, value_enum, default_value = "y4m")]
+    pub input_format: crate::source::stdin::InputFormat,
+
     /// Size of the test pattern [default: 1280x720]; a camera is asked for it (and says
     /// what it gave); a file or stream keeps its own size.
     #[arg(long, value_name = "WxH")]

@@ -199,3 +199,46 @@ mod tests {
         assert_eq!(p.index_of("00.ppm"), None);
     }
 }
+
+/// A rate as the simplest fraction within a billionth of it (30 → 30/1, 29.97 → 2997/100,
+/// 30000/1001 as a float → 30000/1001), by continued fractions; 30/1 for what is not a rate.
+pub fn ratio_of(fps: f64) -> (i32, i32) {
+    if !(fps.is_finite() && fps > 0.0 && fps < 1e6) {
+        return (30, 1);
+    }
+    let (mut h0, mut h1, mut k0, mut k1) = (0i64, 1i64, 1i64, 0i64);
+    let mut x = fps;
+    for _ in 0..32 {
+        let a = x.floor() as i64;
+        let (h2, k2) = (a * h1 + h0, a * k1 + k0);
+        if h2 > i64::from(i32::MAX) || k2 > 1_000_000 {
+            break;
+        }
+        (h0, h1, k0, k1) = (h1, h2, k1, k2);
+        if (h1 as f64 / k1 as f64 - fps).abs() <= 1e-9 * fps {
+            break;
+        }
+        let frac = x - a as f64;
+        if frac < 1e-12 {
+            break;
+        }
+        x = 1.0 / frac;
+    }
+    (h1.max(1) as i32, k1.max(1) as i32)
+}
+
+#[cfg(test)]
+mod ratio_tests {
+    use super::ratio_of;
+
+    #[test]
+    fn rates_come_back_as_their_fractions() {
+        assert_eq!(ratio_of(30.0), (30, 1));
+        assert_eq!(ratio_of(30000.0 / 1001.0), (30000, 1001));
+        assert_eq!(ratio_of(24000.0 / 1001.0), (24000, 1001));
+        assert_eq!(ratio_of(29.97), (2997, 100));
+        assert_eq!(ratio_of(12.5), (25, 2));
+        assert_eq!(ratio_of(0.0), (30, 1));
+        assert_eq!(ratio_of(f64::NAN), (30, 1));
+    }
+}

@@ -19,6 +19,7 @@ pub mod frame;
 pub mod msg;
 pub mod paths;
 pub mod pipeline;
+pub mod pixel;
 pub mod reload;
 pub mod ring;
 pub mod sink;

@@ -340,3 +340,70 @@ mod tests {
         }
     }
 }
+
+/// YUV ⇄ BGR, exactly as OpenCV 4.6's `cvtColor` does it for 4:2:0 (`COLOR_YUV2BGR_I420`,
+/// `_NV12`, `COLOR_YUV2BGR_YUY2`, `COLOR_BGR2YUV_I420`): BT.601, video range, 20-bit fixed
+/// point; each chroma sample serves the pixels it covers (no interpolation), and a 2×2
+/// block's chroma is computed from its top-left pixel. `tests/yuv.rs` checks every (Y, U, V)
+/// triple against OpenCV.
+pub mod yuv {
+    /// Fixed-point shift of every coefficient below.
+    pub const SHIFT: u32 = 20;
+    /// 1.164 · 2^20: luma's scale.
+    pub const CY: i32 = 1_220_542;
+    /// 2.018 · 2^20: U into blue.
+    pub const CUB: i32 = 2_116_026;
+    /// −0.391 · 2^20: U into green.
+    pub const CUG: i32 = -409_993;
+    /// −0.813 · 2^20: V into green.
+    pub const CVG: i32 = -852_492;
+    /// 1.596 · 2^20: V into red.
+    pub const CVR: i32 = 1_673_527;
+    /// BGR to Y: red, green, blue weights.
+    pub const CRY: i32 = 269_484;
+    /// Green's weight in Y.
+    pub const CGY: i32 = 528_482;
+    /// Blue's weight in Y.
+    pub const CBY: i32 = 102_760;
+    /// BGR to U: red's weight.
+    pub const CRU: i32 = -155_188;
+    /// Green's weight in U.
+    pub const CGU: i32 = -305_135;
+    /// Blue's weight in U (and red's in V).
+    pub const CBU: i32 = 460_324;
+    /// Green's weight in V.
+    pub const CGV: i32 = -385_875;
+    /// Blue's weight in V.
+    pub const CBV: i32 = -74_448;
+
+    fn sat(v: i32) -> u8 {
+        v.clamp(0, 255) as u8
+    }
+
+    /// One pixel: (Y, U, V) to [B, G, R].
+    pub fn to_bgr(y: u8, u: u8, v: u8) -> [u8; 3] {
+        let half = 1 << (SHIFT - 1);
+        let (uu, vv) = (i32::from(u) - 128, i32::from(v) - 128);
+        let yy = (i32::from(y) - 16).max(0) * CY;
+        [
+            sat((yy + half + CUB * uu) >> SHIFT),
+            sat((yy + half + CVG * vv + CUG * uu) >> SHIFT),
+            sat((yy + half + CVR * vv) >> SHIFT),
+        ]
+    }
+
+    /// One pixel's Y.
+    pub fn luma(b: u8, g: u8, r: u8) -> u8 {
+        let yy = CRY * i32::from(r) + CGY * i32::from(g) + CBY * i32::from(b);
+        sat((yy + (1 << (SHIFT - 1)) + (16 << SHIFT)) >> SHIFT)
+    }
+
+    /// One pixel's (U, V).
+    pub fn chroma(b: u8, g: u8, r: u8) -> (u8, u8) {
+        let (r, g, b) = (i32::from(r), i32::from(g), i32::from(b));
+        let add = (1 << (SHIFT - 1)) + (128 << SHIFT);
+        let u = CRU * r + CGU * g + CBU * b + add;
+        let v = CBU * r + CGV * g + CBV * b + add;
+        (sat(u >> SHIFT), sat(v >> SHIFT))
+    }
+}

@@ -28,15 +28,7 @@ pub struct Timing {
     pub audio: Option<(PathBuf, Vec<usize>)>,
 }
 
-/// An `f64` rate as a fraction (30 → 30/1, 29.97 → 2997/100, as exact as it was given).
-pub fn ratio_of(fps: f64) -> Ratio {
-    let r = ff::Rational::from(fps);
-    if r.numerator() > 0 && r.denominator() > 0 {
-        (r.numerator(), r.denominator())
-    } else {
-        (30, 1)
-    }
-}
+pub use crate::frame::ratio_of;
 
 fn rational((n, d): Ratio) -> ff::Rational {
     ff::Rational::new(n, d)

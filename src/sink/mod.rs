@@ -15,6 +15,7 @@ pub mod window;
 pub mod writer;
 #[cfg(feature = "opencv")]
 mod xscreen;
+pub mod y4m;
 
 use std::path::Path;
 
@@ -208,6 +209,8 @@ pub enum OutputSpec {
         /// JPEG quality (1–100) of OpenCV's Motion JPEG writer, when asked for.
         quality: Option<u8>,
     },
+    /// A YUV4MPEG2 stream on standard output (`-`).
+    Stdout,
     /// Numbered images.
     Sequence {
         /// The file names.
@@ -220,6 +223,9 @@ pub enum OutputSpec {
 impl OutputSpec {
     /// Checks `--output` without opening anything.
     pub fn parse(s: &str) -> Result<Self, String> {
+        if s == "-" {
+            return Ok(OutputSpec::Stdout);
+        }
         if s.contains("://") {
             return Err(format!(
                 "--output '{s}': network outputs (udp://, rtmp://, …) are not supported; write a file"
@@ -322,9 +328,9 @@ impl OutputSpec {
                     quality,
                 })
             }
-            OutputSpec::Sequence { .. } => {
-                Err("--codec applies to video files, not to image sequences".into())
-            }
+            OutputSpec::Sequence { .. } | OutputSpec::Stdout => Err(
+                "--codec applies to video files, not to image sequences or standard output".into(),
+            ),
         }
     }
 
@@ -391,6 +397,10 @@ pub fn open_output(
     timing: &Timing,
 ) -> Result<Box<dyn Sink>> {
     match spec {
+        OutputSpec::Stdout => Ok(Box::new(y4m::Y4mOut::new(
+            size,
+            crate::frame::ratio_of(fps),
+        )?)),
         OutputSpec::Sequence { pattern, extension } if extension == "ppm" => {
             Ok(Box::new(ppm::PpmSequence::new(pattern.clone())))
         }

@@ -227,7 +227,7 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
             Ok(Box::new(c))
         }
         InputSpec::Image(path) => StillImage::open(path).map(|s| Box::new(s) as _),
-        InputSpec::Default | InputSpec::Pattern => {
+        InputSpec::Default | InputSpec::Pattern | InputSpec::Stdin => {
             bail!("internal: {spec:?} is not an OpenCV source")
         }
     }

@@ -5,6 +5,7 @@
 //! sources do when the ring is full so that what is shown stays fresh.
 
 pub mod pattern;
+pub mod stdin;
 
 #[cfg(feature = "opencv")]
 pub mod capture;
@@ -54,6 +55,10 @@ pub trait Source: Send {
     fn frame_count(&self) -> Option<u64> {
         None
     }
+    /// Frames per second as an exact fraction, where the source says one (a Y4M header).
+    fn rate(&self) -> Option<(i32, i32)> {
+        None
+    }
     /// The last frame's presentation time, seconds on the output's timeline, where the
     /// source has one (a file's frames); video outputs keep it.
     fn timestamp(&self) -> Option<f64> {
@@ -76,6 +81,8 @@ pub enum InputSpec {
     Image(std::path::PathBuf),
     /// A video file.
     Video(std::path::PathBuf),
+    /// Standard input (`-`): a YUV4MPEG2 stream, or raw frames (`--input-format`).
+    Stdin,
 }
 
 /// File extensions opened as still images (looped) rather than as videos.
@@ -92,6 +99,9 @@ impl InputSpec {
         let s = s.trim();
         if s.is_empty() {
             return Err("--input is empty".into());
+        }
+        if s == "-" {
+            return Ok(InputSpec::Stdin);
         }
         if s.eq_ignore_ascii_case("pattern") {
             return Ok(InputSpec::Pattern);
@@ -120,7 +130,7 @@ impl InputSpec {
                 return Ok(InputSpec::Stream(s.to_string())); // a V4L2 camera by its path
             }
             return Err(format!(
-                "input '{s}' is a {kind}, not a file: framepipe reads video and image files, cameras, URLs and GStreamer pipelines (reading a stream from a pipe or standard input is not supported yet)"
+                "input '{s}' is a {kind}, not a file: framepipe reads video and image files, cameras, URLs and GStreamer pipelines; a stream from a pipe comes through standard input (--input -, YUV4MPEG2 or raw frames)"
             ));
         }
         if meta.len() == 0 {

@@ -1,0 +1,309 @@
+//! Frames from standard input: a YUV4MPEG2 stream (what `ffmpeg -i ANY -f yuv4mpegpipe -`
+//! writes, so that framepipe reads every codec and container ffmpeg reads), or headerless
+//! frames of a format and size given with `--input-format` and `--size`.
+//!
+//! Invariants: the header is read and checked before the pipeline starts (a bad one is an
+//! error naming what is wrong); frames are converted to BGR exactly as OpenCV's `cvtColor`
+//! does (`pixel`); a stream that ends inside a frame is an error naming the frame, after
+//! the frames before it went through; the end of the stream between frames is the end.
+
+use std::io::{BufRead, BufReader, Read};
+
+use anyhow::{bail, Context, Result};
+
+use super::{Read as Got, Source};
+use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
+
+/// The longest header or frame line accepted.
+const MAX_LINE: usize = 4096;
+
+/// What `--input -` reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum InputFormat {
+    /// A YUV4MPEG2 stream (size, rate and chroma from its header).
+    Y4m,
+    /// Headerless packed BGR frames (`--size` needed).
+    Bgr24,
+    /// Headerless I420 / yuv420p frames.
+    I420,
+    /// Headerless NV12 frames.
+    Nv12,
+    /// Headerless YUYV / YUY2 frames.
+    Yuyv,
+    /// Headerless 8-bit gray frames.
+    Gray,
+}
+
+/// A Y4M stream's header, as read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Header {
+    /// Frame size.
+    pub size: FrameSize,
+    /// Frames per second as a fraction.
+    pub rate: Option<(i32, i32)>,
+    /// The frames' layout.
+    pub format: PixelFormat,
+    /// What the header says that framepipe reads differently (interlacing, full range,
+    /// chroma siting), for the log.
+    pub notes: Vec<String>,
+}
+
+/// Reads one line (without its newline) of at most `MAX_LINE` bytes; None at the end of
+/// the stream before any byte.
+fn line(r: &mut impl BufRead, what: &str) -> Result<Option<String>> {
+    let mut buf = Vec::new();
+    let n = r
+        .by_ref()
+        .take(MAX_LINE as u64 + 1)
+        .read_until(b'\n', &mut buf)
+        .with_context(|| format!("reading {what} from standard input"))?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if buf.last() != Some(&b'\n') {
+        bail!("standard input: {what} is not a line of at most {MAX_LINE} bytes (is this a YUV4MPEG2 stream?)");
+    }
+    buf.pop();
+    String::from_utf8(buf).map(Some).map_err(|_| {
+        anyhow::anyhow!("standard input: {what} is not text (is this a YUV4MPEG2 stream?)")
+    })
+}
+
+/// Parses a YUV4MPEG2 header line (without its newline).
+pub fn parse_header(text: &str) -> Result<Header, String> {
+    let mut tokens = text.split(' ').filter(|t| !t.is_empty());
+    if tokens.next() != Some("YUV4MPEG2") {
+        return Err("standard input is not a YUV4MPEG2 stream (it does not start with 'YUV4MPEG2'); pipe one with ffmpeg -i IN -f yuv4mpegpipe -, or give --input-format for raw frames".into());
+    }
+    let (mut w, mut h, mut rate, mut format) = (None, None, None, PixelFormat::I420);
+    let mut notes = Vec::new();
+    for t in tokens {
+        let (tag, value) = t.split_at(1);
+        let number = |v: &str| v.parse::<usize>().ok().filter(|n| (1..=16384).contains(n));
+        match tag {
+            "W" => w = Some(number(value).ok_or(format!("Y4M header: bad width '{value}'"))?),
+            "H" => h = Some(number(value).ok_or(format!("Y4M header: bad height '{value}'"))?),
+            "F" => {
+                let (n, d) = value
+                    .split_once(':')
+                    .ok_or(format!("Y4M header: bad rate '{value}'"))?;
+                let (n, d) = (n.parse::<i32>(), d.parse::<i32>());
+                match (n, d) {
+                    (Ok(n), Ok(d)) if n > 0 && d > 0 => rate = Some((n, d)),
+                    (Ok(0), _) => {}
+                    _ => return Err(format!("Y4M header: bad rate '{value}'")),
+                }
+            }
+            "C" => {
+                format = match value {
+                    "420jpeg" | "420" | "420mpeg2" | "420paldv" => PixelFormat::I420,
+                    "422" => PixelFormat::Yuv422p,
+                    "444" => PixelFormat::Yuv444p,
+                    "mono" => PixelFormat::Gray,
+                    other => {
+                        return Err(format!(
+                            "Y4M colour space '{other}' is not supported (8-bit 420jpeg, 420mpeg2, 420paldv, 422, 444 and mono are): convert with ffmpeg -pix_fmt yuv420p"
+                        ))
+                    }
+                };
+                if matches!(value, "420mpeg2" | "420paldv") {
+                    notes.push(format!(
+                        "chroma sited as {value}, read as centred (as OpenCV does)"
+                    ));
+                }
+            }
+            "I" if !matches!(value, "p" | "?") => notes.push(format!(
+                "interlaced ({}): fields are processed as one frame",
+                match value {
+                    "t" => "top field first",
+                    "b" => "bottom field first",
+                    _ => "mixed",
+                }
+            )),
+            "X" if value.eq_ignore_ascii_case("COLORRANGE=FULL") => {
+                notes.push("full range, read as video range".into())
+            }
+            _ => {} // aspect (A), comments (X) and the rest change nothing here
+        }
+    }
+    let (Some(w), Some(h)) = (w, h) else {
+        return Err("Y4M header: no width (W) or height (H)".into());
+    };
+    let size = FrameSize::new(w, h);
+    format.check(size)?;
+    Ok(Header {
+        size,
+        rate,
+        format,
+        notes,
+    })
+}
+
+/// Frames from standard input.
+pub struct Stdin {
+    reader: BufReader<std::io::Stdin>,
+    y4m: bool,
+    format: PixelFormat,
+    size: FrameSize,
+    rate: Option<(i32, i32)>,
+    raw: Vec<u8>,
+    frames: u64,
+    what: String,
+}
+
+impl Stdin {
+    /// Opens standard input as `format` (Y4M reads its header now; raw formats need `size`).
+    pub fn open(format: InputFormat, size: Option<FrameSize>, fps: Option<f64>) -> Result<Self> {
+        use std::io::IsTerminal;
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            bail!("--input -: standard input is a terminal; pipe frames into it (ffmpeg -i IN -f yuv4mpegpipe - | framepipe --input -)");
+        }
+        // A larger pipe lets the writer run ahead by a few frames (ignored where refused).
+        // SAFETY: fcntl on fd 0 with F_SETPIPE_SZ only resizes the pipe's buffer.
+        unsafe { libc::fcntl(0, libc::F_SETPIPE_SZ, 1 << 20) };
+        let mut reader = BufReader::with_capacity(1 << 20, stdin);
+        let (pixel, size, rate, y4m, notes) = match format {
+            InputFormat::Y4m => {
+                let text = line(&mut reader, "the YUV4MPEG2 header")?
+                    .context("standard input is empty: no YUV4MPEG2 header came")?;
+                let h = parse_header(&text).map_err(anyhow::Error::msg)?;
+                (h.format, h.size, h.rate, true, h.notes)
+            }
+            raw => {
+                let pixel = match raw {
+                    InputFormat::Bgr24 => PixelFormat::Bgr24,
+                    InputFormat::I420 => PixelFormat::I420,
+                    InputFormat::Nv12 => PixelFormat::Nv12,
+                    InputFormat::Yuyv => PixelFormat::Yuyv,
+                    _ => PixelFormat::Gray,
+                };
+                let size = size.context("--input-format for raw frames needs --size WxH")?;
+                pixel.check(size).map_err(anyhow::Error::msg)?;
+                let rate = fps.filter(|f| *f > 0.0).map(crate::frame::ratio_of);
+                (pixel, size, rate, false, Vec::new())
+            }
+        };
+        for note in &notes {
+            crate::info!("standard input: {note}");
+        }
+        Ok(Self {
+            reader,
+            y4m,
+            format: pixel,
+            size,
+            rate,
+            raw: vec![0; pixel.bytes(size)],
+            frames: 0,
+            what: format!(
+                "standard input ({}, {pixel})",
+                if y4m { "YUV4MPEG2" } else { "raw" }
+            ),
+        })
+    }
+
+    /// Reads the next frame's bytes into `raw`; false at the end between frames.
+    fn next_raw(&mut self) -> Result<bool> {
+        if self.y4m {
+            let Some(tag) = line(&mut self.reader, "a FRAME line")? else {
+                return Ok(false);
+            };
+            if !tag.starts_with("FRAME") {
+                bail!(
+                    "standard input: frame {} does not start with 'FRAME' (the stream is damaged, or its frames are not the header's size)",
+                    self.frames
+                );
+            }
+        }
+        let mut got = 0;
+        while got < self.raw.len() {
+            match self.reader.read(&mut self.raw[got..]) {
+                Ok(0) if got == 0 && !self.y4m => return Ok(false),
+                Ok(0) => bail!(
+                    "standard input ended inside frame {}: {got} of its {} bytes came (the {} frames before it were processed)",
+                    self.frames,
+                    self.raw.len(),
+                    self.frames
+                ),
+                Ok(n) => got += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e).context("reading standard input"),
+            }
+        }
+        Ok(true)
+    }
+}
+
+impl Source for Stdin {
+    fn describe(&self) -> String {
+        let rate = self
+            .rate
+            .map(|(n, d)| format!(", {n}/{d} fps"))
+            .unwrap_or_default();
+        format!("{} ({}{rate})", self.what, self.size)
+    }
+    fn size(&self) -> FrameSize {
+        self.size
+    }
+    fn fps(&self) -> Option<f64> {
+        self.rate.map(|(n, d)| f64::from(n) / f64::from(d))
+    }
+    fn rate(&self) -> Option<(i32, i32)> {
+        self.rate
+    }
+    fn is_live(&self) -> bool {
+        false
+    }
+    fn read(&mut self, frame: &mut [u8]) -> Result<Got> {
+        if !self.next_raw()? {
+            return Ok(Got::End);
+        }
+        crate::pixel::to_bgr(self.format, self.size, &self.raw, frame);
+        self.frames += 1;
+        Ok(Got::Frame)
+    }
+    fn skip(&mut self) -> Result<Got> {
+        Ok(if self.next_raw()? {
+            Got::Frame
+        } else {
+            Got::End
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_headers_as_ffmpeg_writes_them() {
+        let h = parse_header("YUV4MPEG2 W1920 H1080 F30000:1001 Ip A1:1 C420jpeg XYSCSS=420JPEG")
+            .unwrap();
+        assert_eq!(h.size, FrameSize::new(1920, 1080));
+        assert_eq!(h.rate, Some((30000, 1001)));
+        assert_eq!(h.format, PixelFormat::I420);
+        assert!(h.notes.is_empty());
+        let h = parse_header("YUV4MPEG2 W64 H48 F25:1 It A0:0 C422 XCOLORRANGE=FULL").unwrap();
+        assert_eq!(h.format, PixelFormat::Yuv422p);
+        assert_eq!(h.notes.len(), 2, "{:?}", h.notes);
+        assert_eq!(
+            parse_header("YUV4MPEG2 W7 H8 Cmono").unwrap().format,
+            PixelFormat::Gray
+        );
+        for (bad, says) in [
+            ("P6 640 480", "not a YUV4MPEG2 stream"),
+            ("YUV4MPEG2 W640", "no width (W) or height (H)"),
+            ("YUV4MPEG2 W0 H480", "bad width"),
+            ("YUV4MPEG2 W640 H480 Fx", "bad rate"),
+            ("YUV4MPEG2 W640 H480 C420p10", "'420p10' is not supported"),
+            (
+                "YUV4MPEG2 W641 H480 C420jpeg",
+                "need an even width and height",
+            ),
+        ] {
+            let err = parse_header(bad).unwrap_err();
+            assert!(err.contains(says), "{bad}: {err}");
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! Standard input and output: YUV4MPEG2 in (`--input -`) and out (`--output -`), raw frames
+//! in (`--input-format`), checked exactly against the reference conversion and chain; a
+//! truncated stream, a bad header and odd sizes refused with a clear message; a reader that
+//! goes away ends the run cleanly; and the ffmpeg pipeline of the README.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::run::{bin, have, stderr, wait_with_deadline};
+use framepipe::filter::Chain;
+use framepipe::frame::FrameSize;
+use framepipe::pixel::PixelFormat;
+use framepipe::source::pattern;
+
+/// A Y4M stream of `frames` pattern frames at `size`, I420, and the BGR each decodes to.
+fn y4m_stream(size: FrameSize, frames: u64) -> (Vec<u8>, Vec<Vec<u8>>) {
+    let mut out = format!(
+        "YUV4MPEG2 W{} H{} F30000:1001 Ip A1:1 C420jpeg\n",
+        size.width, size.height
+    )
+    .into_bytes();
+    let mut decoded = Vec::new();
+    for seq in 0..frames {
+        let mut bgr = vec![0; size.bytes()];
+        pattern::draw(size, seq, &mut bgr);
+        let mut yuv = vec![0; PixelFormat::I420.bytes(size)];
+        PixelFormat::I420.from_bgr(size, &bgr, &mut yuv);
+        out.extend_from_slice(b"FRAME\n");
+        out.extend_from_slice(&yuv);
+        let mut back = vec![0; size.bytes()];
+        PixelFormat::I420.to_bgr(size, &yuv, &mut back);
+        decoded.push(back);
+    }
+    (out, decoded)
+}
+
+/// Runs framepipe with `args`, `input` on its standard input; (exit code, stdout, stderr).
+fn pipe(args: &[&str], input: Vec<u8>) -> (Option<i32>, Vec<u8>, String) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .env_remove("DISPLAY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = stdout.read_to_end(&mut v);
+        v
+    });
+    let out = wait_with_deadline(child, Duration::from_secs(60), &format!("{args:?}"));
+    let _ = feeder.join();
+    (out.status.code(), reader.join().unwrap(), stderr(&out))
+}
+
+/// The frames of a Y4M stream, as I420 bytes, and its header line.
+fn parse_y4m(data: &[u8]) -> (String, Vec<Vec<u8>>) {
+    let end = data.iter().position(|b| *b == b'\n').expect("a header");
+    let header = String::from_utf8(data[..end].to_vec()).unwrap();
+    let field = |tag: char| -> usize {
+        header
+            .split(' ')
+            .find_map(|t| t.strip_prefix(tag)?.parse().ok())
+            .unwrap()
+    };
+    let size = FrameSize::new(field('W'), field('H'));
+    let n = PixelFormat::I420.bytes(size);
+    let mut frames = Vec::new();
+    let mut at = end + 1;
+    while at < data.len() {
+        assert_eq!(&data[at..at + 6], b"FRAME\n");
+        frames.push(data[at + 6..at + 6 + n].to_vec());
+        at += 6 + n;
+    }
+    (header, frames)
+}
+
+#[test]
+fn y4m_in_and_out_equal_the_reference() {
+    let size = FrameSize::new(320, 240);
+    let (stream, decoded) = y4m_stream(size, 5);
+    let chain = "gray,blur:3,invert";
+    let (code, out, err) = pipe(
+        &[
+            "--input",
+            "-",
+            "--headless",
+            "--filter",
+            chain,
+            "--output",
+            "-",
+        ],
+        stream,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let (header, frames) = parse_y4m(&out);
+    assert!(
+        header.starts_with("YUV4MPEG2 W320 H240 F30000:1001"),
+        "{header}"
+    );
+    assert_eq!(frames.len(), 5, "{err}");
+    let chain: Chain = chain.parse().unwrap();
+    for (i, (got, input)) in frames.iter().zip(&decoded).enumerate() {
+        let mut bgr = vec![0; size.bytes()];
+        chain.apply_reference(size, input, &mut bgr);
+        let mut want = vec![0; PixelFormat::I420.bytes(size)];
+        PixelFormat::I420.from_bgr(size, &bgr, &mut want);
+        assert!(got == &want, "frame {i} differs from the reference");
+    }
+    assert!(err.contains("standard input (YUV4MPEG2, i420)"), "{err}");
+}
+
+#[test]
+fn raw_frames_in_need_their_size_and_equal_the_reference() {
+    let size = FrameSize::new(64, 48);
+    for format in ["i420", "nv12", "yuyv", "bgr24", "gray"] {
+        let pixel = match format {
+            "i420" => PixelFormat::I420,
+            "nv12" => PixelFormat::Nv12,
+            "yuyv" => PixelFormat::Yuyv,
+            "bgr24" => PixelFormat::Bgr24,
+            _ => PixelFormat::Gray,
+        };
+        let frame: Vec<u8> = (0..pixel.bytes(size))
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        let input = [frame.clone(), frame.clone()].concat();
+        let (code, out, err) = pipe(
+            &[
+                "--input",
+                "-",
+                "--input-format",
+                format,
+                "--size",
+                "64x48",
+                "--headless",
+                "--output",
+                "-",
+            ],
+            input,
+        );
+        assert_eq!(code, Some(0), "{format}: {err}");
+        let (_, frames) = parse_y4m(&out);
+        assert_eq!(frames.len(), 2, "{format}");
+        let mut bgr = vec![0; size.bytes()];
+        pixel.to_bgr(size, &frame, &mut bgr);
+        let mut want = vec![0; PixelFormat::I420.bytes(size)];
+        PixelFormat::I420.from_bgr(size, &bgr, &mut want);
+        assert!(frames[0] == want, "{format}");
+        let (code, _, err) = pipe(
+            &["--input", "-", "--input-format", format, "--headless"],
+            Vec::new(),
+        );
+        assert_eq!(code, Some(1), "{format}");
+        assert!(err.contains("needs --size"), "{format}: {err}");
+    }
+}
+
+#[test]
+fn bad_streams_are_named() {
+    let size = FrameSize::new(64, 48);
+    let (stream, _) = y4m_stream(size, 4);
+    // Cut inside frame 3: frames 0-2 come out, then the error.
+    let cut = stream.len() - 1000;
+    let (code, out, err) = pipe(
+        &["--input", "-", "--headless", "--output", "-"],
+        stream[..cut].to_vec(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("ended inside frame 3"), "{err}");
+    assert_eq!(parse_y4m(&out).1.len(), 3, "{err}");
+    for (input, says) in [
+        (b"P6\n64 48\n255\n".to_vec(), "not a YUV4MPEG2 stream"),
+        (
+            b"YUV4MPEG2 W65 H48 C420jpeg\n".to_vec(),
+            "need an even width and height",
+        ),
+        (
+            b"YUV4MPEG2 W64 H48 C420p10\n".to_vec(),
+            "'420p10' is not supported",
+        ),
+        (Vec::new(), "standard input is empty"),
+        (
+            b"YUV4MPEG2 W64 H48\nFRAMX\n".to_vec(),
+            "does not start with 'FRAME'",
+        ),
+    ] {
+        let (code, _, err) = pipe(&["--input", "-", "--headless"], input);
+        assert_eq!(code, Some(1), "{says}: {err}");
+        assert!(
+            err.contains(says) && !err.contains("panicked"),
+            "{says}: {err}"
+        );
+    }
+    // Odd sizes can't go out as 4:2:0 either.
+    let (code, _, err) = pipe(
+        &[
+            "--input",
+            "pattern",
+            "--size",
+            "33x17",
+            "--frames",
+            "2",
+            "--headless",
+            "--output",
+            "-",
+        ],
+        Vec::new(),
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("need an even width and height"), "{err}");
+}
+
+#[test]
+fn a_reader_that_goes_away_ends_the_run_cleanly() {
+    let mut child = Command::new(bin())
+        .args([
+            "--input",
+            "pattern",
+            "--size",
+            "320x240",
+            "--fps",
+            "0",
+            "--headless",
+            "--output",
+            "-",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut some = vec![0u8; 300_000];
+    stdout.read_exact(&mut some).unwrap();
+    drop(stdout); // like `| head -c 300000`
+    let out = wait_with_deadline(child, Duration::from_secs(10), "closed stdout");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("standard output was closed"), "{err}");
+    assert!(some.starts_with(b"YUV4MPEG2 W320 H240"));
+}
+
+#[test]
+fn ffmpeg_pipes_through_framepipe() {
+    if !(have("ffmpeg") && have("ffprobe")) {
+        println!("SKIPPED ffmpeg_pipes_through_framepipe: no ffmpeg (scripts/test.sh installs it)");
+        return;
+    }
+    let dir = common::run::TempDir::new("stdio-ffmpeg");
+    let out = dir.join("out.mp4");
+    let script = format!(
+        "ffmpeg -v error -f lavfi -i testsrc2=s=320x240:r=25:d=2 -f yuv4mpegpipe - | {} --input - --headless --filter gauss:2 --output - | ffmpeg -v error -y -f yuv4mpegpipe -i - {}",
+        bin(),
+        out.display()
+    );
+    let run = Command::new("bash")
+        .args(["-o", "pipefail", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    let probe = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-count_frames",
+            "-show_entries",
+            "stream=nb_read_frames,r_frame_rate",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&probe.stdout).trim().to_string();
+    assert_eq!(text, "25/1,50", "{}", stderr(&run));
+}
