@@ -311,7 +311,9 @@ mod tests {
             PixelFormat::Gray,
             PixelFormat::Bgr24,
         ] {
-            let src: Vec<u8> = (0..format.bytes(size)).map(|i| (i * 31 % 253) as u8).collect();
+            let src: Vec<u8> = (0..format.bytes(size))
+                .map(|i| (i * 31 % 253) as u8)
+                .collect();
             let (mut a, mut b) = (vec![0; size.bytes()], vec![1; size.bytes()]);
             format.to_bgr(size, &src, &mut a);
             to_bgr_parallel(format, size, &src, &mut b);
