@@ -152,6 +152,9 @@ pub struct Capture {
     offset: Option<f64>,
     /// The last frame's presentation time.
     pts: Option<f64>,
+    /// A GStreamer pipeline whose appsink gets YUV (OpenCV 4.6 hands its planes out as
+    /// they are): the format's name and `cvtColor` code.
+    yuv_caps: Option<(&'static str, i32)>,
     /// A live source's clock: when its first frame was handed out (its frames are timed
     /// by when they arrived, so that a dropped frame leaves a gap in a file, as in ffmpeg).
     live_start: Option<Instant>,
@@ -209,7 +212,13 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
             };
             let cap = videoio::VideoCapture::from_file(s, api)
                 .with_context(|| format!("opening {kind} '{s}'"))?;
-            Capture::start(cap, format!("{kind} '{s}'"), true, false).map(|c| Box::new(c) as _)
+            let mut c = Capture::start(cap, format!("{kind} '{s}'"), true, false)?;
+            if api == videoio::CAP_GSTREAMER {
+                if let Some(raw) = raw_caps(s) {
+                    c.take_raw(raw)?;
+                }
+            }
+            Ok(Box::new(c))
         }
         InputSpec::Video(path) => {
             let p = path.display().to_string();
@@ -231,6 +240,33 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
             bail!("internal: {spec:?} is not an OpenCV source")
         }
     }
+}
+
+/// The YUV layout a GStreamer pipeline's appsink receives, where its last caps before
+/// `appsink` name one (`… ! video/x-raw,format=NV12 ! appsink`): the format and the
+/// `cvtColor` code that turns it into BGR exactly.
+pub fn raw_caps(pipeline: &str) -> Option<(&'static str, i32)> {
+    let parts: Vec<&str> = pipeline.split('!').map(str::trim).collect();
+    let [.., caps, sink] = parts.as_slice() else {
+        return None;
+    };
+    if !sink.starts_with("appsink") || !caps.starts_with("video/x-raw") {
+        return None;
+    }
+    let format = caps
+        .split(',')
+        .find_map(|f| f.trim().strip_prefix("format="))?;
+    let format = format.trim_start_matches("(string)").trim();
+    Some(match format {
+        "NV12" => ("NV12", imgproc::COLOR_YUV2BGR_NV12),
+        "NV21" => ("NV21", imgproc::COLOR_YUV2BGR_NV21),
+        "I420" => ("I420", imgproc::COLOR_YUV2BGR_I420),
+        "YV12" => ("YV12", imgproc::COLOR_YUV2BGR_YV12),
+        "YUY2" => ("YUY2", imgproc::COLOR_YUV2BGR_YUY2),
+        "UYVY" => ("UYVY", imgproc::COLOR_YUV2BGR_UYVY),
+        "YVYU" => ("YVYU", imgproc::COLOR_YUV2BGR_YVYU),
+        _ => return None,
+    })
 }
 
 /// Whether a default camera seems to exist, checked without OpenCV's warnings.
@@ -270,6 +306,7 @@ impl Capture {
             pts: None,
             prev_pts: None,
             live_start: None,
+            yuv_caps: None,
             pace: fps.filter(|_| pace).map(|f| (f, None)),
         })
     }
@@ -306,10 +343,62 @@ impl Capture {
         Ok(())
     }
 
+    /// Takes frames as the YUV layout `raw` (from the pipeline's caps): the size is the
+    /// picture's, and each frame is converted as `cvtColor` does.
+    fn take_raw(&mut self, raw: (&'static str, i32)) -> Result<()> {
+        let first = self.first.as_ref().context("no first frame")?;
+        let (name, _) = raw;
+        let (rows, cols) = (first.rows() as usize, first.cols() as usize);
+        let size = match first.channels() {
+            1 if rows % 3 == 0 => FrameSize::new(cols, rows * 2 / 3),
+            2 => FrameSize::new(cols, rows),
+            n => bail!(
+                "{}: the caps ask for {name}, but OpenCV handed out {cols}x{rows} frames of {n} channel(s)",
+                self.what
+            ),
+        };
+        self.size = size;
+        self.yuv_caps = Some(raw);
+        self.what = format!("{}, {name} taken as it comes", self.what);
+        Ok(())
+    }
+
+    /// Converts a raw YUV frame (`self.yuv_caps`) into the BGR `frame`.
+    fn convert_raw(&self, got: &Mat, frame: &mut [u8]) -> Result<()> {
+        let (_, code) = self.yuv_caps.context("not a raw source")?;
+        let (rows, cols) = (self.size.height as i32, self.size.width as i32);
+        let mut dst = Mat::new_rows_cols_with_bytes_mut::<Vec3b>(rows, cols, frame)?;
+        let ptr = dst.data();
+        imgproc::cvt_color(got, &mut dst, code, 0)?;
+        anyhow::ensure!(
+            dst.data() == ptr,
+            "{}: a frame's size changed (OpenCV reallocated it)",
+            self.what
+        );
+        Ok(())
+    }
+
     /// Reads the next frame into `frame` (see `Source::read`).
     fn read_frame(&mut self, frame: &mut [u8]) -> Result<Read> {
         if let Some(first) = self.first.take() {
-            conform(&first, frame, self.size)?;
+            match self.yuv_caps {
+                Some(_) => self.convert_raw(&first, frame)?,
+                None => conform(&first, frame, self.size)?,
+            }
+            return Ok(Read::Frame);
+        }
+        if self.yuv_caps.is_some() {
+            let mut got = std::mem::take(&mut self.raw);
+            let read = self
+                .cap
+                .read(&mut got)
+                .with_context(|| format!("reading from {}", self.what))?;
+            if !read || got.empty() {
+                return Ok(Read::End);
+            }
+            let converted = self.convert_raw(&got, frame);
+            self.raw = got;
+            converted?;
             return Ok(Read::Frame);
         }
         if let Some((code, _)) = self.turn {
