@@ -117,3 +117,77 @@ fn quality_sets_the_motion_jpeg_size() {
         "quality 10 gave {low} bytes, 95 gave {high}"
     );
 }
+
+/// Every frame of a video output is the frame that was given, in its place: each decoded
+/// frame is nearer the pattern frame of its own index than its neighbours'. (Encoders with
+/// frame threads keep a reference to a frame after taking it; writing the next picture into
+/// the same buffers once gave duplicated frames.)
+#[test]
+fn every_frame_written_is_the_one_given() {
+    use framepipe::frame::FrameSize;
+    use framepipe::source::pattern;
+    let dir = TempDir::new("exact-frames");
+    let size = FrameSize::new(320, 240);
+    let want: Vec<Vec<u8>> = (0..60)
+        .map(|i| {
+            let mut f = vec![0; size.bytes()];
+            pattern::draw(size, i, &mut f);
+            f
+        })
+        .collect();
+    let distance = |a: &[u8], b: &[u8]| -> u64 {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| u64::from(x.abs_diff(*y)))
+            .sum()
+    };
+    for (name, codec) in [
+        ("o.avi", "mjpeg"),
+        ("o.mp4", "h264"),
+        ("m.mp4", "mpeg4"),
+        ("o.mkv", "ffv1"),
+        ("o.webm", "vp9"),
+    ] {
+        let path = dir.join(name).display().to_string();
+        let out = framepipe(
+            &[
+                "-i",
+                "pattern",
+                "--size",
+                "320x240",
+                "--fps",
+                "0",
+                "--frames",
+                "60",
+                "--headless",
+                "--codec",
+                codec,
+                "-o",
+                &path,
+            ],
+            Duration::from_secs(120),
+        );
+        assert!(out.status.success(), "{name}: {}", stderr(&out));
+        let mut cap = videoio::VideoCapture::from_file(&path, videoio::CAP_FFMPEG).unwrap();
+        let mut frame = opencv::core::Mat::default();
+        let mut i = 0usize;
+        while cap.read(&mut frame).unwrap() && !frame.empty() {
+            let got = frame.data_bytes().unwrap();
+            let own = distance(got, &want[i]);
+            for j in [i.wrapping_sub(1), i + 1]
+                .into_iter()
+                .filter(|j| *j < want.len())
+            {
+                assert!(
+                    own < distance(got, &want[j]),
+                    "{name}: frame {i} looks like frame {j}"
+                );
+            }
+            if codec == "ffv1" {
+                assert_eq!(own, 0, "{name}: frame {i} is not exact");
+            }
+            i += 1;
+        }
+        assert_eq!(i, 60, "{name}");
+    }
+}

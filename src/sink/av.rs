@@ -39,12 +39,8 @@ fn seconds(ts: i64, tb: ff::Rational) -> f64 {
 }
 
 /// The encoder's name, pixel format and options for `codec`.
-fn encoder_for(
-    codec: Codec,
-    quality: Option<u8>,
-) -> (&'static str, ff::format::Pixel, Vec<(&'static str, String)>) {
+fn encoder_for(codec: Codec) -> (&'static str, ff::format::Pixel, Vec<(&'static str, String)>) {
     use ff::format::Pixel;
-    let _ = quality; // a quantiser, for the codecs that take one: `qscale`
     match codec {
         Codec::H264 => ("libx264", Pixel::YUV420P, vec![]),
         Codec::Hevc => (
@@ -92,7 +88,7 @@ pub fn needs_even_size(codec: Codec) -> bool {
 /// Whether an encoder for `codec` exists in this FFmpeg.
 pub fn available(codec: Codec) -> bool {
     media::init();
-    ff::encoder::find_by_name(encoder_for(codec, None).0).is_some()
+    ff::encoder::find_by_name(encoder_for(codec).0).is_some()
 }
 
 /// libswscale's colour conversion of one frame size, with its slice threads on (FFmpeg 5's
@@ -257,7 +253,7 @@ impl AvFile {
         timing: &Timing,
     ) -> Result<Self> {
         media::init();
-        let (name, pixel, options) = encoder_for(codec, quality);
+        let (name, pixel, options) = encoder_for(codec);
         let found = ff::encoder::find_by_name(name)
             .with_context(|| format!("this FFmpeg has no {name} encoder for {}", codec.name()))?;
         let mut out =
@@ -424,6 +420,12 @@ impl AvFile {
                 .copy_from_slice(&frame[y * stride..y * stride + row]);
         }
         let t0 = std::time::Instant::now();
+        // The encoder may still hold the last frame (frame threads keep a reference to its
+        // buffers): give it fresh ones rather than write over a frame being encoded.
+        // SAFETY: `converted` is an allocated video frame; make_writable copies its buffers
+        // when another reference to them exists, else leaves them.
+        let writable = unsafe { ff::ffi::av_frame_make_writable(self.converted.as_mut_ptr()) };
+        anyhow::ensure!(writable >= 0, "allocating a frame for the encoder");
         match &mut self.video_range {
             Some(mid) => {
                 self.scaler.run(&self.bgr, mid)?;
