@@ -387,29 +387,22 @@ impl Capture {
             }
             return Ok(Read::Frame);
         }
-        if self.yuv_caps.is_some() {
-            let mut got = std::mem::take(&mut self.raw);
-            let read = self
-                .cap
-                .read(&mut got)
-                .with_context(|| format!("reading from {}", self.what))?;
-            if !read || got.empty() {
-                return Ok(Read::End);
-            }
-            let converted = self.convert_raw(&got, frame);
-            self.raw = got;
-            converted?;
-            return Ok(Read::Frame);
-        }
-        if let Some((code, _)) = self.turn {
-            if !self
+        // Frames that need more than OpenCV's own decode (YUV caps, a turn) go through the
+        // scratch `raw` first.
+        if (self.yuv_caps.is_some() || self.turn.is_some())
+            && (!self
                 .cap
                 .read(&mut self.raw)
                 .with_context(|| format!("reading from {}", self.what))?
-                || self.raw.empty()
-            {
-                return Ok(Read::End);
-            }
+                || self.raw.empty())
+        {
+            return Ok(Read::End);
+        }
+        if self.yuv_caps.is_some() {
+            self.convert_raw(&self.raw, frame)?;
+            return Ok(Read::Frame);
+        }
+        if let Some((code, _)) = self.turn {
             let (rows, cols) = (self.size.height as i32, self.size.width as i32);
             let mut dst = Mat::new_rows_cols_with_bytes_mut::<Vec3b>(rows, cols, frame)?;
             let ptr = dst.data();
