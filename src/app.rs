@@ -51,7 +51,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
     });
     crate::budget::check_ring(ring, size, crate::budget::host_available())
         .map_err(anyhow::Error::msg)?;
-    let in_flight = args.in_flight.unwrap_or_else(|| (ring - 2).clamp(1, 4));
+    let in_flight = args
+        .in_flight
+        .unwrap_or_else(|| (ring - 2).clamp(1, band::default_in_flight(size.height)));
     if in_flight > ring {
         // (0 was refused with the other arguments.)
         bail!("--in-flight {in_flight} must be between 1 and the ring's {ring} slots");

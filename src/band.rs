@@ -87,6 +87,17 @@ pub fn default_bands(height: usize) -> usize {
     wanted.min(height.max(1))
 }
 
+/// The default frames in flight for a frame height: 4, and 6 above 1200 rows, where a 4K
+/// frame's copies need a deeper queue to keep both copy engines busy (BENCHMARKS.md, "4K
+/// defaults").
+pub fn default_in_flight(height: usize) -> usize {
+    if height > 1200 {
+        6
+    } else {
+        4
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -161,7 +161,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub ring: Option<usize>,
 
-    /// Frames on the GPU at once [default: ring - 2, at least 1, at most 4].
+    /// Frames on the GPU at once [default: ring - 2, at least 1, at most 4; 6 above 1200 rows].
     #[arg(long, value_name = "N")]
     pub in_flight: Option<usize>,
 

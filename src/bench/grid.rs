@@ -82,7 +82,11 @@ pub(crate) fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> R
     let defaults = Setup {
         busy_bands: 1,
         defaults: true,
-        ..Setup::new(false, default_bands.min(size.height), DEFAULT_IN_FLIGHT)
+        ..Setup::new(
+            false,
+            default_bands.min(size.height),
+            band::default_in_flight(size.height),
+        )
     };
     let t = measure_row(size, chain, defaults, frames_for(bound_ms))?;
     rows.extend(make_row(defaults, &t, bound_ms, original_ms));

@@ -28,7 +28,8 @@ pub use report::{make_row, percentile, steady_period_ms, Report, Row, Section};
 pub use table::render;
 pub use verdict::verdict;
 
-/// Frames in flight of the app's defaults (ring 8, `in_flight = min(ring - 2, 4)`).
+/// Frames in flight of the app's defaults up to 1080p (ring 8, `in_flight = min(ring - 2,
+/// band::default_in_flight)`): the ring the copy measurements rotate over, and the timeline.
 pub(crate) const DEFAULT_IN_FLIGHT: usize = 4;
 
 /// Runs `framepipe bench`.
