@@ -541,11 +541,3 @@ fn widen_range(from: &ff::frame::Video, to: &mut ff::frame::Video) {
 pub fn audio_of(info: &media::MediaInfo) -> Option<(PathBuf, Vec<usize>)> {
     (!info.audio.is_empty()).then(|| (info.path.clone(), info.audio.iter().map(|a| a.0).collect()))
 }
-
-/// Fails where `codec` can't be written at all (no encoder).
-pub fn check_encoder(codec: Codec) -> Result<()> {
-    if !available(codec) {
-        bail!("this FFmpeg build has no encoder for {}", codec.name());
-    }
-    Ok(())
-}
