@@ -17,6 +17,7 @@ use crate::frame::FrameSize;
 use crate::info;
 use crate::paths::{self, InputFile};
 use crate::pipeline::{self, Options};
+use crate::pixel::{Formats, PixelFormat};
 use crate::reload::Reloader;
 use crate::sink::Knobs;
 use crate::sink::{self, OutputSpec, Sink};
@@ -65,6 +66,20 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("--bands {bands}: {e}"))?
         .with_busy_bands(args.busy_bands.min(size.height))
         .map_err(|e| anyhow::anyhow!("--busy-bands {}: {e}", args.busy_bands))?;
+    // Frames cross the CPU and PCIe in the source's own format; the backend converts them
+    // for the sink: to BGR for a window or a file, to --output-format for standard output
+    // alone.
+    let stdout_alone = args.headless && checked.output == Some(OutputSpec::Stdout);
+    let formats = Formats {
+        input: source.format(),
+        output: match checked.output_format {
+            _ if !stdout_alone => PixelFormat::Bgr24,
+            f => f.unwrap_or(PixelFormat::I420),
+        },
+    };
+    cfg = cfg
+        .with_formats(formats)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", source.describe()))?;
     cfg.pageable = args.pageable;
     cfg.trace_frames = checked.trace_frames;
     cfg.cuda.streams = args.streams;
@@ -82,7 +97,11 @@ pub fn run(args: &RunArgs) -> Result<()> {
     if let Some(spec) = &checked.output {
         sink::check_rate(spec, fps).map_err(anyhow::Error::msg)?;
         let timing = timing(media.as_ref(), fps, args, Some(spec));
-        sinks.push(sink::open_output(spec, size, fps, &timing)?);
+        let stdout = sink::y4m::Layout {
+            write: checked.output_format.unwrap_or(PixelFormat::I420),
+            given: formats.output,
+        };
+        sinks.push(sink::open_output(spec, size, fps, &timing, stdout)?);
     }
     if !args.headless {
         let knobs = Knobs {
@@ -181,6 +200,8 @@ fn write_summary_json(args: &RunArgs, summary: &Summary, error: Option<&str>) ->
 /// What `check_args` derived from the arguments.
 struct Checked {
     output: Option<OutputSpec>,
+    /// `--output-format`, checked (it needs `--output -`).
+    output_format: Option<PixelFormat>,
     trace_frames: u64,
 }
 
@@ -240,7 +261,16 @@ fn check_args(args: &RunArgs) -> Result<Checked> {
     if (args.codec.is_some() || args.quality.is_some()) && output.is_none() {
         bail!("--codec and --quality apply to a video --output, and there is none");
     }
+    if let Some(f) = args.output_format {
+        if output != Some(OutputSpec::Stdout) {
+            bail!("--output-format {f} applies to --output - (standard output), and that is not the output");
+        }
+        if !f.writable() {
+            bail!("--output-format {f}: framepipe writes i420, gray, nv12 or bgr24 frames");
+        }
+    }
     Ok(Checked {
+        output_format: args.output_format,
         output,
         trace_frames: if tracing { args.trace_frames.max(1) } else { 0 },
     })
@@ -410,14 +440,18 @@ fn timing(_: Option<&Media>, _: f64, _: &RunArgs, _: Option<&OutputSpec>) -> sin
 }
 
 fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
-    let pattern = || -> Box<dyn Source> {
-        Box::new(Pattern::new(
-            asked.size.unwrap_or(DEFAULT_SIZE),
-            asked.fps.unwrap_or(DEFAULT_FPS),
+    let pattern = || -> Result<Box<dyn Source>> {
+        let size = asked.size.unwrap_or(DEFAULT_SIZE);
+        let format = asked.input_format.pixel().unwrap_or(PixelFormat::Bgr24);
+        format
+            .check(size)
+            .map_err(|e| anyhow::anyhow!("--input-format {format}: {e}"))?;
+        Ok(Box::new(
+            Pattern::new(size, asked.fps.unwrap_or(DEFAULT_FPS)).in_format(format),
         ))
     };
     match input {
-        InputSpec::Pattern => Ok(pattern()),
+        InputSpec::Pattern => pattern(),
         InputSpec::Stdin => Ok(Box::new(crate::source::stdin::Stdin::open(
             asked.input_format,
             asked.size,
@@ -435,7 +469,7 @@ fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
             }
             #[cfg(not(feature = "opencv"))]
             info!("built without OpenCV; showing the test pattern");
-            Ok(pattern())
+            pattern()
         }
         #[cfg(feature = "opencv")]
         other => open_capture(other, asked),

@@ -32,20 +32,42 @@ impl BandPlan {
     /// Cuts `height` rows into `count` bands, each reading `radius` extra rows on both sides.
     /// The error says what is wrong with `count`; the caller names the option it came from.
     pub fn new(height: usize, count: usize, radius: usize) -> Result<Self, String> {
+        Self::aligned(height, count, radius, 1)
+    }
+
+    /// `new`, with every band's rows and input rows starting and ending on multiples of
+    /// `align` (or at the frame's end): 2 for 4:2:0 frames, whose chroma rows each belong to
+    /// two luma rows.
+    pub fn aligned(
+        height: usize,
+        count: usize,
+        radius: usize,
+        align: usize,
+    ) -> Result<Self, String> {
+        let align = align.max(1);
+        let units = height.div_ceil(align);
         if count == 0 {
             return Err("must be at least 1".into());
         }
-        if count > height {
-            return Err(format!("{count} is more than the frame's {height} rows"));
+        if count > units {
+            return Err(if align == 1 {
+                format!("{count} is more than the frame's {height} rows")
+            } else {
+                format!("{count} is more than the frame's {units} pairs of rows (4:2:0 bands hold whole pairs)")
+            });
         }
-        let base = height / count;
-        let extra = height % count;
+        let base = units / count;
+        let extra = units % count;
         let mut start = 0;
+        let down = |r: usize| r / align * align;
+        let up = |r: usize| r.div_ceil(align) * align;
         let bands = (0..count)
             .map(|i| {
-                let rows = start..start + base + usize::from(i < extra);
+                let end = (start + (base + usize::from(i < extra)) * align).min(height);
+                let rows = start..end;
                 start = rows.end;
-                let input_rows = rows.start.saturating_sub(radius)..(rows.end + radius).min(height);
+                let input_rows =
+                    down(rows.start.saturating_sub(radius))..up(rows.end + radius).min(height);
                 Band { rows, input_rows }
             })
             .collect();
@@ -120,6 +142,32 @@ mod tests {
                 assert!(sizes.iter().max().unwrap() - sizes.iter().min().unwrap() <= 1);
             }
         }
+    }
+
+    #[test]
+    fn aligned_bands_keep_row_pairs_together() {
+        for height in [2, 18, 480, 1080] {
+            for count in 1..=16.min(height / 2) {
+                for radius in [0, 1, 3] {
+                    let plan = BandPlan::aligned(height, count, radius, 2).unwrap();
+                    let mut next = 0;
+                    for b in plan.bands() {
+                        assert_eq!(b.rows.start, next);
+                        for r in [&b.rows, &b.input_rows] {
+                            assert!(r.start % 2 == 0 && r.end % 2 == 0, "{r:?}");
+                        }
+                        assert!(b.input_rows.start + radius >= b.rows.start.min(radius));
+                        assert!(b.input_rows.start <= b.rows.start.saturating_sub(radius));
+                        assert!(b.input_rows.end >= (b.rows.end + radius).min(height));
+                        next = b.rows.end;
+                    }
+                    assert_eq!(next, height);
+                }
+            }
+        }
+        assert!(BandPlan::aligned(10, 6, 0, 2)
+            .unwrap_err()
+            .contains("5 pairs of rows"));
     }
 
     #[test]

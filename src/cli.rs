@@ -85,9 +85,15 @@ pub struct RunArgs {
     pub input: Option<String>,
 
     /// What `--input -` reads from standard input: a YUV4MPEG2 stream (ffmpeg -f
-    /// yuv4mpegpipe -), or raw frames of this format (with --size, and --fps).
+    /// yuv4mpegpipe -), or raw frames of this format (with --size, and --fps). With
+    /// `--input pattern`, the pattern's format (y4m: bgr24).
     #[arg(long, value_enum, default_value = "y4m")]
     pub input_format: crate::source::stdin::InputFormat,
+
+    /// What `--output -` writes: YUV4MPEG2 frames in i420 (C420jpeg) or gray (Cmono), or
+    /// headerless nv12 or bgr24 frames (which Y4M can't hold).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub output_format: Option<crate::pixel::PixelFormat>,
 
     /// Size of the test pattern [default: 1280x720]; a camera is asked for it (and says
     /// what it gave); a file or stream keeps its own size.
@@ -225,6 +231,10 @@ pub struct BenchArgs {
     /// Filter chain to measure; repeat for several.
     #[arg(long, default_values = ["copy", "gray"])]
     pub filter: Vec<Chain>,
+    /// Pixel formats of the frames, comma-separated: `i420` in and out, or `i420:bgr` (in,
+    /// then out; bgr out is the window's path). Each is measured against its own bound.
+    #[arg(long, value_delimiter = ',', default_value = "bgr")]
+    pub format: Vec<crate::pixel::Formats>,
     /// Band counts, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1,2,3,4,8,16")]
     pub bands: Vec<usize>,

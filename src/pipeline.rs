@@ -77,7 +77,7 @@ pub fn run(
     stop: &Stop,
 ) -> Result<Summary> {
     let size = source.size();
-    let mut slots = ring::allocate(opts.ring, size);
+    let mut slots = ring::allocate(opts.ring, size, backend.formats());
     for slot in &mut slots {
         for buf in slot.buffers_mut() {
             backend.attach(buf)?;

@@ -136,8 +136,9 @@ impl PixelFormat {
         }
     }
 
-    /// Converts one packed BGR `size` frame (`src`) into this format (`dst`); I420 and
-    /// BGR only (the formats framepipe writes).
+    /// Converts one packed BGR `size` frame (`src`) into this format (`dst`): I420 as
+    /// OpenCV's `COLOR_BGR2YUV_I420`, NV12 as I420's values interleaved, gray as I420's Y
+    /// plane; 4:2:2 and 4:4:4 with the same arithmetic, chroma from each block's left pixel.
     pub fn from_bgr(self, size: FrameSize, src: &[u8], dst: &mut [u8]) {
         let (w, h) = (size.width, size.height);
         match self {
@@ -146,7 +147,213 @@ impl PixelFormat {
                 let (u, v) = chroma.split_at_mut(w * h / 4);
                 i420_rows(size, src, 0..h, luma, u, v);
             }
-            _ => dst.copy_from_slice(&src[..w * h * 3]),
+            PixelFormat::Nv12 => {
+                let mut planar = vec![0; self.bytes(size)];
+                PixelFormat::I420.from_bgr(size, src, &mut planar);
+                let (luma, chroma) = planar.split_at(w * h);
+                let (u, v) = chroma.split_at(w * h / 4);
+                dst[..w * h].copy_from_slice(luma);
+                for (i, pair) in dst[w * h..].chunks_exact_mut(2).enumerate() {
+                    pair[0] = u[i];
+                    pair[1] = v[i];
+                }
+            }
+            PixelFormat::Gray => {
+                for (y, p) in dst[..w * h].iter_mut().zip(src.chunks_exact(3)) {
+                    *y = yuv::luma(p[0], p[1], p[2]);
+                }
+            }
+            PixelFormat::Yuyv | PixelFormat::Yuv422p | PixelFormat::Yuv444p => {
+                // Chroma of each block's left pixel, as 4:2:0's comes from its top-left one.
+                let step = if self == PixelFormat::Yuv444p { 1 } else { 2 };
+                let (cw, area) = (w / step, w * h);
+                for row in 0..h {
+                    for x in 0..w {
+                        let p = &src[(row * w + x) * 3..][..3];
+                        let y = yuv::luma(p[0], p[1], p[2]);
+                        let left = &src[(row * w + x / step * step) * 3..][..3];
+                        let (u, v) = yuv::chroma(left[0], left[1], left[2]);
+                        let c = row * cw + x / step;
+                        if self == PixelFormat::Yuyv {
+                            let at = (row * w + x) * 2;
+                            dst[at] = y;
+                            dst[at + 1] = if x % 2 == 0 { u } else { v };
+                        } else {
+                            dst[row * w + x] = y;
+                            dst[area + c] = u;
+                            dst[area + cw * h + c] = v;
+                        }
+                    }
+                }
+            }
+            PixelFormat::Bgr24 => dst.copy_from_slice(&src[..w * h * 3]),
+        }
+    }
+
+    /// Whether framepipe writes frames in this format (its GPU and CPU backends both
+    /// convert into it; `from_bgr` also renders the others, for the test pattern).
+    pub fn writable(self) -> bool {
+        matches!(
+            self,
+            PixelFormat::Bgr24 | PixelFormat::I420 | PixelFormat::Nv12 | PixelFormat::Gray
+        )
+    }
+
+    /// Rows a band of this format starts and ends on a multiple of: 2 for 4:2:0, whose
+    /// chroma rows each belong to two luma rows; else 1.
+    pub fn row_align(self) -> usize {
+        match self {
+            PixelFormat::I420 | PixelFormat::Nv12 => 2,
+            _ => 1,
+        }
+    }
+
+    /// The format's number in the GPU's conversion kernels (`kernels/convert.cu`).
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+
+    /// The planes of a `size` frame: where each starts, its bytes per luma row, and how many
+    /// luma rows share one of its rows.
+    fn planes(self, size: FrameSize) -> Vec<Plane> {
+        let (w, h) = (size.width, size.height);
+        let plane = |offset, row_bytes, rows_per| Plane {
+            offset,
+            row_bytes,
+            rows_per,
+        };
+        match self {
+            PixelFormat::Bgr24 => vec![plane(0, w * 3, 1)],
+            PixelFormat::Gray => vec![plane(0, w, 1)],
+            PixelFormat::Yuyv => vec![plane(0, w * 2, 1)],
+            PixelFormat::I420 => vec![
+                plane(0, w, 1),
+                plane(w * h, w / 2, 2),
+                plane(w * h + w * h / 4, w / 2, 2),
+            ],
+            PixelFormat::Nv12 => vec![plane(0, w, 1), plane(w * h, w, 2)],
+            PixelFormat::Yuv422p => vec![
+                plane(0, w, 1),
+                plane(w * h, w / 2, 1),
+                plane(w * h + w * h / 2, w / 2, 1),
+            ],
+            PixelFormat::Yuv444p => {
+                vec![plane(0, w, 1), plane(w * h, w, 1), plane(2 * w * h, w, 1)]
+            }
+        }
+    }
+
+    /// Where rows `rows` of a `size` frame lie: for each plane, its bytes in the frame and
+    /// their place in a band buffer that holds just those rows, laid out as a frame of
+    /// `rows.len()` rows of this format (planes one after another). `rows` starts and ends
+    /// on multiples of `row_align` (or at the frame's end).
+    pub fn band_planes(
+        self,
+        size: FrameSize,
+        rows: Range<usize>,
+    ) -> Vec<(Range<usize>, Range<usize>)> {
+        let band = FrameSize::new(size.width, rows.len());
+        let mut out: Vec<(Range<usize>, Range<usize>)> = Vec::new();
+        for (f, b) in self.planes(size).into_iter().zip(self.planes(band)) {
+            let (first, last) = (rows.start / f.rows_per, rows.end.div_ceil(f.rows_per));
+            let len = (last - first) * f.row_bytes;
+            let at = f.offset + first * f.row_bytes;
+            match out.last_mut() {
+                // Planes that follow each other in both (a band of the whole frame) are one
+                // range: one copy instead of three.
+                Some((fr, br)) if fr.end == at && br.end == b.offset => {
+                    fr.end += len;
+                    br.end += len;
+                }
+                _ => out.push((at..at + len, b.offset..b.offset + len)),
+            }
+        }
+        out
+    }
+}
+
+/// One plane of a frame (`PixelFormat::planes`).
+struct Plane {
+    offset: usize,
+    row_bytes: usize,
+    rows_per: usize,
+}
+
+/// The formats of a backend's frames: what its input buffers hold (the source's) and what
+/// its output buffers must hold (the sink's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Formats {
+    /// The source's frames.
+    pub input: PixelFormat,
+    /// The frames the sink takes.
+    pub output: PixelFormat,
+}
+
+impl Formats {
+    /// Packed BGR in and out (what every filter is defined on).
+    pub const BGR: Formats = Formats {
+        input: PixelFormat::Bgr24,
+        output: PixelFormat::Bgr24,
+    };
+
+    /// The row multiple bands must keep for both formats.
+    pub fn row_align(self) -> usize {
+        self.input.row_align().max(self.output.row_align())
+    }
+
+    /// Whether a frame goes through untouched: a chain that changes nothing between one
+    /// format in and out passes the planes as they are, bit for bit.
+    pub fn passthrough(self, chain: &crate::filter::Chain) -> bool {
+        self.input == self.output && chain.is_identity()
+    }
+
+    /// Fails for formats no backend can carry or a size they can't hold.
+    pub fn check(self, size: FrameSize) -> Result<(), String> {
+        if !self.output.writable() {
+            return Err(format!(
+                "{} can't be written (bgr24, i420, nv12 and gray can)",
+                self.output
+            ));
+        }
+        self.input.check(size)?;
+        self.output.check(size)
+    }
+}
+
+impl std::str::FromStr for Formats {
+    type Err = String;
+
+    /// `i420` (in and out), or `i420:bgr` (in, then out); `bgr` is `bgr24`.
+    fn from_str(s: &str) -> Result<Self, String> {
+        let one = |t: &str| {
+            let t = t.trim().to_ascii_lowercase();
+            let t = if t == "bgr" { "bgr24".to_string() } else { t };
+            <PixelFormat as clap::ValueEnum>::from_str(&t, true).map_err(|_| {
+                format!(
+                    "unknown pixel format '{t}' (bgr, i420, nv12, yuyv, yuv422p, yuv444p, gray)"
+                )
+            })
+        };
+        let (input, output) = match s.split_once(':') {
+            Some((a, b)) => (one(a)?, one(b)?),
+            None => (one(s)?, one(s)?),
+        };
+        let f = Formats { input, output };
+        if !output.writable() {
+            return Err(format!(
+                "{output} can't be written (bgr24, i420, nv12 and gray can)"
+            ));
+        }
+        Ok(f)
+    }
+}
+
+impl fmt::Display for Formats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.input == self.output {
+            write!(f, "{}", self.input)
+        } else {
+            write!(f, "{} in, {} out", self.input, self.output)
         }
     }
 }
@@ -298,6 +505,58 @@ fn opencv_convert(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn band_planes_cover_each_plane_once() {
+        let size = FrameSize::new(8, 6);
+        for format in [PixelFormat::I420, PixelFormat::Nv12, PixelFormat::Yuv422p] {
+            let mut seen = vec![0u8; format.bytes(size)];
+            for rows in [0..2, 2..6] {
+                let mut band_bytes = 0;
+                for (frame, band) in format.band_planes(size, rows.clone()) {
+                    assert_eq!(frame.len(), band.len());
+                    assert_eq!(band.start, band_bytes, "{format} planes follow each other");
+                    band_bytes = band.end;
+                    seen[frame].iter_mut().for_each(|v| *v += 1);
+                }
+                assert_eq!(band_bytes, format.bytes(FrameSize::new(8, rows.len())));
+            }
+            assert!(seen.iter().all(|&v| v == 1), "{format}");
+        }
+        assert_eq!(
+            PixelFormat::I420.band_planes(size, 2..4),
+            vec![(16..32, 0..16), (52..56, 16..20), (64..68, 20..24)]
+        );
+        // A band of the whole frame is one copy.
+        assert_eq!(
+            PixelFormat::I420.band_planes(size, 0..6),
+            vec![(0..72, 0..72)]
+        );
+    }
+
+    #[test]
+    fn formats_parse_as_bench_takes_them() {
+        let f: Formats = "i420:bgr".parse().unwrap();
+        assert_eq!((f.input, f.output), (PixelFormat::I420, PixelFormat::Bgr24));
+        assert_eq!("nv12".parse::<Formats>().unwrap().to_string(), "nv12");
+        assert!("yuyv"
+            .parse::<Formats>()
+            .unwrap_err()
+            .contains("can't be written"));
+        assert!("rgb"
+            .parse::<Formats>()
+            .unwrap_err()
+            .contains("unknown pixel format"));
+    }
+
+    #[test]
+    fn gray_pixels_have_neutral_chroma_exactly() {
+        // `gray` makes B = G = R; their chroma is 128 for every value, so a YUV output of
+        // a gray frame could set its chroma planes to 128 directly.
+        for v in 0..=255u8 {
+            assert_eq!(yuv::chroma(v, v, v), (128, 128), "{v}");
+        }
+    }
 
     #[test]
     fn parallel_conversions_equal_the_serial_ones() {

@@ -12,6 +12,7 @@ use std::ptr::NonNull;
 use std::time::Instant;
 
 use crate::frame::FrameSize;
+use crate::pixel::Formats;
 
 const PAGE: usize = 4096;
 
@@ -124,9 +125,11 @@ pub struct Slot {
     pub pts: Option<f64>,
     /// The frame's size.
     pub size: FrameSize,
-    /// The captured frame (BGR).
+    /// The formats of `input` and `output`.
+    pub formats: Formats,
+    /// The captured frame (in `formats.input`).
     pub input: HostBuffer,
-    /// The processed frame (BGR).
+    /// The processed frame (in `formats.output`).
     pub output: HostBuffer,
     /// Host times of the frame's way.
     pub stamps: Stamps,
@@ -137,13 +140,14 @@ pub struct Slot {
 }
 
 impl Slot {
-    fn new(size: FrameSize) -> Self {
+    fn new(size: FrameSize, formats: Formats) -> Self {
         Self {
             seq: 0,
             pts: None,
             size,
-            input: HostBuffer::new(size.bytes()),
-            output: HostBuffer::new(size.bytes()),
+            formats,
+            input: HostBuffer::new(formats.input.bytes(size)),
+            output: HostBuffer::new(formats.output.bytes(size)),
             stamps: Stamps::default(),
             gpu: None,
             spans: Vec::new(),
@@ -156,9 +160,9 @@ impl Slot {
     }
 }
 
-/// Allocates the ring's slots.
-pub fn allocate(count: usize, size: FrameSize) -> Vec<Slot> {
-    (0..count).map(|_| Slot::new(size)).collect()
+/// Allocates the ring's slots, their buffers sized for `formats`.
+pub fn allocate(count: usize, size: FrameSize, formats: Formats) -> Vec<Slot> {
+    (0..count).map(|_| Slot::new(size, formats)).collect()
 }
 
 #[cfg(test)]

@@ -6,9 +6,10 @@
 
 mod common;
 
-use common::{cuda_or_skip, run_case, Case, CHAINS};
+use common::{cuda_or_skip, run_case, run_case_in, Case, CHAINS};
 use framepipe::backend::{cuda, BackendKind, IssueOrder, StreamLayout};
 use framepipe::frame::FrameSize;
+use framepipe::pixel::{Formats, PixelFormat};
 
 #[test]
 #[ignore = "needs CUDA: scripts/gpu.sh run"]
@@ -72,6 +73,110 @@ fn cuda_matches_reference_bit_for_bit() {
         }
     }
     println!("cuda == reference: {runs} configurations x 4 frames, all bit-identical");
+}
+
+/// Frames carried in their own pixel format: every input format the sources give against
+/// every format framepipe writes, bands 1–16 and 1–3 frames in flight, bit-identical to the
+/// reference (the input converted to BGR as OpenCV 4.6's `cvtColor` does, the chain, the
+/// result converted back); `copy` between one format passes the planes untouched.
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_formats_match_reference_bit_for_bit() {
+    if !cuda_or_skip("cuda_formats_match_reference_bit_for_bit") {
+        return;
+    }
+    use PixelFormat::*;
+    let inputs = [Bgr24, I420, Nv12, Yuyv, Yuv422p, Yuv444p, Gray];
+    let outputs = [Bgr24, I420, Nv12, Gray];
+    let every_pair: Vec<Formats> = inputs
+        .iter()
+        .flat_map(|&input| outputs.iter().map(move |&output| Formats { input, output }))
+        .collect();
+    let some_pairs: Vec<Formats> = ["i420", "nv12:bgr", "yuyv:nv12", "gray:i420"]
+        .iter()
+        .map(|f| f.parse().unwrap())
+        .collect();
+    // Bands 1–16, each with 1, 2 or 3 frames in flight in turn.
+    let every_cut: Vec<(usize, usize)> = (1..=16).map(|b| (b, b % 3 + 1)).collect();
+    // (size, format pairs, chains, (bands, frames in flight))
+    type Sweep<'a> = (FrameSize, &'a [Formats], &'a [&'a str], Vec<(usize, usize)>);
+    let same: Vec<Formats> = outputs
+        .iter()
+        .map(|&f| Formats {
+            input: f,
+            output: f,
+        })
+        .collect();
+    let plan: [Sweep; 5] = [
+        (
+            FrameSize::new(66, 38),
+            &every_pair,
+            &["gray,blur:3,invert"],
+            every_cut.clone(),
+        ),
+        // `copy` between one format: the planes pass untouched.
+        (FrameSize::new(66, 38), &same, &["copy"], every_cut),
+        (
+            FrameSize::new(1920, 1080),
+            &every_pair,
+            &["invert"],
+            vec![(1, 1), (8, 3)],
+        ),
+        (
+            FrameSize::new(1920, 1080),
+            &some_pairs,
+            &["copy", "gauss:2"],
+            vec![(1, 2), (16, 3)],
+        ),
+        (
+            FrameSize::new(3840, 2160),
+            &some_pairs,
+            &["invert"],
+            vec![(8, 2)],
+        ),
+    ];
+    let mut runs = 0;
+    for (size, pairs, chains, cuts) in &plan {
+        let started = std::time::Instant::now();
+        for &formats in *pairs {
+            for chain in *chains {
+                for &(bands, in_flight) in cuts {
+                    let case = Case {
+                        kind: BackendKind::Cuda,
+                        chain,
+                        size: *size,
+                        bands,
+                        busy_bands: [1, bands, 3][in_flight % 3],
+                        in_flight,
+                        pageable: false,
+                        issue: IssueOrder::Depth,
+                        streams: StreamLayout::PerStage,
+                        graphs: true,
+                        frames: 4,
+                        trace_frames: 0,
+                    };
+                    let (seen, bad, max, _) = run_case_in(&case, chain, formats);
+                    assert_eq!(seen, 4);
+                    assert_eq!(
+                        bad, 0,
+                        "{chain}, {formats} at {size}, {bands} bands, {in_flight} in flight: {bad} frames differ, max diff {max}"
+                    );
+                    runs += 1;
+                }
+            }
+        }
+        println!(
+            "{size}: {} format pairs x {chains:?} x {} cuts bit-identical ({:.1} s)",
+            pairs.len(),
+            cuts.len(),
+            started.elapsed().as_secs_f64()
+        );
+    }
+    println!(
+        "cuda formats == reference: {runs} configurations ({} input x {} output formats) x 4 frames, all bit-identical",
+        inputs.len(),
+        outputs.len()
+    );
 }
 
 /// A traced CUDA run: every band's H2D, kernels and D2H, one track per stream, spans in

@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::run::{bin, have, stderr, wait_with_deadline};
 use framepipe::filter::Chain;
 use framepipe::frame::FrameSize;
-use framepipe::pixel::PixelFormat;
+use framepipe::pixel::{Formats, PixelFormat};
 use framepipe::source::pattern;
 
 /// A Y4M stream of `frames` pattern frames at `size`, I420, and the BGR each decodes to.
@@ -151,11 +151,21 @@ fn raw_frames_in_need_their_size_and_equal_the_reference() {
         assert_eq!(code, Some(0), "{format}: {err}");
         let (_, frames) = parse_y4m(&out);
         assert_eq!(frames.len(), 2, "{format}");
-        let mut bgr = vec![0; size.bytes()];
-        pixel.to_bgr(size, &frame, &mut bgr);
+        // `copy` between one format passes the planes untouched; else converted.
+        let formats = Formats {
+            input: pixel,
+            output: PixelFormat::I420,
+        };
         let mut want = vec![0; PixelFormat::I420.bytes(size)];
-        PixelFormat::I420.from_bgr(size, &bgr, &mut want);
+        let copy: Chain = "copy".parse().unwrap();
+        copy.apply_reference_formats(size, formats, &frame, &mut want);
         assert!(frames[0] == want, "{format}");
+        if pixel == PixelFormat::I420 {
+            assert!(
+                frames[0] == frame,
+                "i420 through copy comes out as it went in"
+            );
+        }
         let (code, _, err) = pipe(
             &["--input", "-", "--input-format", format, "--headless"],
             Vec::new(),

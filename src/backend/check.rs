@@ -86,7 +86,9 @@ pub fn run_once(
     cfg.cuda.graphs = false;
     cfg.sample_every = 0;
     let mut backend = CudaBackend::new(&cfg)?;
-    let mut slot = ring::allocate(1, size).pop().context("one slot")?;
+    let mut slot = ring::allocate(1, size, cfg.formats)
+        .pop()
+        .context("one slot")?;
     for buf in slot.buffers_mut() {
         backend.attach(buf)?;
     }

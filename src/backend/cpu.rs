@@ -10,11 +10,17 @@ use anyhow::Result;
 use super::{Backend, BackendConfig, Control};
 use crate::filter::Chain;
 use crate::frame::FrameSize;
+use crate::pixel::{self, Formats, PixelFormat};
 use crate::ring::{HostBuffer, Slot};
 
 /// The CPU backend: whole frames, synchronously, in submission order.
 pub struct CpuBackend {
     size: FrameSize,
+    formats: Formats,
+    /// BGR frames between the input's conversion, the chain and the output's conversion
+    /// (empty where a format is BGR already).
+    bgr_in: Vec<u8>,
+    bgr_out: Vec<u8>,
     chain: Chain,
     capacity: usize,
     trace_frames: u64,
@@ -43,8 +49,18 @@ impl CpuBackend {
     /// chain with a user kernel.
     pub fn new(cfg: &BackendConfig) -> Result<Self> {
         check_chain(&cfg.chain)?;
+        let bgr = |f: PixelFormat| {
+            if f == PixelFormat::Bgr24 {
+                Vec::new()
+            } else {
+                vec![0; cfg.size.bytes()]
+            }
+        };
         Ok(Self {
             size: cfg.size,
+            formats: cfg.formats,
+            bgr_in: bgr(cfg.formats.input),
+            bgr_out: bgr(cfg.formats.output),
             chain: cfg.chain.clone(),
             capacity: cfg.in_flight.max(1),
             trace_frames: cfg.trace_frames,
@@ -55,6 +71,41 @@ impl CpuBackend {
     }
 }
 
+impl CpuBackend {
+    /// One frame: the input converted to BGR, the chain, the result converted to the output
+    /// format (`Chain::apply_reference_formats` defines it); untouched where nothing changes.
+    fn process(&mut self, input: &[u8], output: &mut [u8]) -> Result<()> {
+        let Formats {
+            input: fin,
+            output: fout,
+        } = self.formats;
+        if self.formats.passthrough(&self.chain) {
+            output.copy_from_slice(input);
+            return Ok(());
+        }
+        let size = self.size;
+        let src: &[u8] = if fin == PixelFormat::Bgr24 {
+            input
+        } else {
+            pixel::to_bgr(fin, size, input, &mut self.bgr_in);
+            &self.bgr_in
+        };
+        let dst: &mut [u8] = if fout == PixelFormat::Bgr24 {
+            &mut *output
+        } else {
+            &mut self.bgr_out
+        };
+        #[cfg(feature = "opencv")]
+        imp::apply(&self.chain, size, src, dst, &mut self.scratch)?;
+        #[cfg(not(feature = "opencv"))]
+        self.chain.apply_reference(size, src, dst);
+        if fout != PixelFormat::Bgr24 {
+            pixel::from_bgr(fout, size, &self.bgr_out, output);
+        }
+        Ok(())
+    }
+}
+
 impl Backend for CpuBackend {
     fn describe(&self) -> String {
         let what = if cfg!(feature = "opencv") {
@@ -62,7 +113,11 @@ impl Backend for CpuBackend {
         } else {
             "cpu (built-in reference, one thread)".to_string()
         };
-        format!("{what}; filter {}", self.chain)
+        format!("{what}; filter {}; {}", self.chain, self.formats)
+    }
+
+    fn formats(&self) -> Formats {
+        self.formats
     }
 
     fn attach(&mut self, _buffer: &mut HostBuffer) -> Result<()> {
@@ -84,10 +139,7 @@ impl Backend for CpuBackend {
     fn submit(&mut self, mut slot: Slot) -> Result<()> {
         slot.stamps.submitted = Instant::now();
         let Slot { input, output, .. } = &mut slot;
-        #[cfg(feature = "opencv")]
-        imp::apply(&self.chain, self.size, input, output, &mut self.scratch)?;
-        #[cfg(not(feature = "opencv"))]
-        self.chain.apply_reference(self.size, input, output);
+        self.process(input, output)?;
         slot.stamps.done = Instant::now();
         slot.spans.clear();
         if slot.seq < self.trace_frames {

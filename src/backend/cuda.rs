@@ -31,13 +31,17 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use cudarc::driver::{sys, CudaContext, CudaEvent, CudaGraph, CudaSlice, CudaStream};
+use cudarc::driver::{
+    sys, CudaContext, CudaEvent, CudaGraph, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
+};
 
 use super::kernels::ChainKernels;
 use super::{Backend, BackendConfig, Control, IssueOrder, StreamLayout};
 use crate::band::BandPlan;
 use crate::filter::reference::View;
 use crate::filter::{Chain, Filter};
+use crate::frame::FrameSize;
+use crate::pixel::{Formats, PixelFormat};
 use crate::ring::{HostBuffer, Slot};
 use crate::stats::StageTimes;
 
@@ -273,6 +277,12 @@ struct BandLane {
     /// The band's own stream (`per-band` layout only).
     stream: Option<Arc<CudaStream>>,
     bufs: [CudaSlice<u8>; 2],
+    /// The band's input rows in the input format, where that is not BGR (or the frame
+    /// passes untouched); one byte where unused.
+    raw_in: CudaSlice<u8>,
+    /// The band's own rows in the output format, where that is not BGR; one byte where
+    /// unused.
+    raw_out: CudaSlice<u8>,
     /// Scratch of the separable filters' row pass.
     tmp: CudaSlice<u16>,
     /// Which of `bufs` holds the filtered band.
@@ -328,9 +338,22 @@ pub struct CudaBackend {
     submitted: u64,
     /// A completed event and the host instant it was seen complete: GPU time → host time.
     calibration: (CudaEvent, Instant),
-    /// What it was built from (size, chain, layout, issue order, page-locking, tracing);
-    /// rebuilt from on a `Control`.
+    /// What it was built from (size, formats, chain, layout, issue order, page-locking,
+    /// tracing); rebuilt from on a `Control`.
     cfg: BackendConfig,
+    /// Frames pass untouched (`Formats::passthrough`): bands are copied up and back down.
+    passthrough: bool,
+}
+
+/// Whether bands are uploaded into `raw_in` (a format other than BGR, or a frame passed
+/// through untouched) rather than straight into the first BGR buffer.
+fn raw_input(cfg: &BackendConfig) -> bool {
+    cfg.formats.input != PixelFormat::Bgr24 || cfg.formats.passthrough(&cfg.chain)
+}
+
+/// Whether bands are converted into `raw_out` before their download.
+fn raw_output(cfg: &BackendConfig) -> bool {
+    cfg.formats.output != PixelFormat::Bgr24 && !cfg.formats.passthrough(&cfg.chain)
 }
 
 impl CudaBackend {
@@ -353,13 +376,30 @@ impl CudaBackend {
         };
         let band_count = plans.idle.len().max(plans.busy.len());
         // Band i's buffers hold the largest band i of either plan.
-        let band_bytes = |i: usize| {
+        let most_rows = |i: usize, own: bool| {
             let rows = [&plans.idle, &plans.busy]
                 .into_iter()
                 .filter_map(|p| p.bands().get(i))
-                .map(|b| b.input_rows.len())
+                .map(|b| {
+                    if own {
+                        b.rows.len()
+                    } else {
+                        b.input_rows.len()
+                    }
+                })
                 .max();
-            rows.unwrap_or(1) * cfg.size.stride()
+            rows.unwrap_or(1)
+        };
+        let band_bytes = |i: usize| most_rows(i, false) * cfg.size.stride();
+        let Formats { input, output } = cfg.formats;
+        let width = cfg.size.width;
+        let raw_in_bytes = |i: usize| match raw_input(cfg) {
+            true => input.bytes(FrameSize::new(width, most_rows(i, false))),
+            false => 1,
+        };
+        let raw_out_bytes = |i: usize| match raw_output(cfg) {
+            true => output.bytes(FrameSize::new(width, most_rows(i, true))),
+            false => 1,
         };
         let stage_streams = if cfg.cuda.priorities {
             // Lower numbers run first: downloads (frames about to finish), then kernels,
@@ -385,7 +425,8 @@ impl CudaBackend {
         let lane_bytes: u64 = (0..band_count)
             .map(|b| {
                 let n = band_bytes(b) as u64;
-                2 * n + 2 * if separable { n } else { 1 }
+                let raw = (raw_in_bytes(b) + raw_out_bytes(b)) as u64;
+                2 * n + 2 * if separable { n } else { 1 } + raw
             })
             .sum();
         let (free, _) = ctx
@@ -412,6 +453,8 @@ impl CudaBackend {
                 ];
                 let tmp =
                     alloc_on.alloc_zeros::<u16>(if separable { band_bytes(band) } else { 1 })?;
+                let raw_in = alloc_on.alloc_zeros::<u8>(raw_in_bytes(band))?;
+                let raw_out = alloc_on.alloc_zeros::<u8>(raw_out_bytes(band))?;
                 let ev = || ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT));
                 let timing = PerStage::new(|| {
                     Ok(Marks {
@@ -423,6 +466,8 @@ impl CudaBackend {
                 bands.push(BandLane {
                     stream,
                     bufs,
+                    raw_in,
+                    raw_out,
                     tmp,
                     result: 0,
                     done,
@@ -455,6 +500,7 @@ impl CudaBackend {
             submitted: 0,
             calibration,
             cfg: cfg.clone(),
+            passthrough: cfg.formats.passthrough(&cfg.chain),
         })
     }
 
@@ -481,7 +527,19 @@ impl CudaBackend {
         }
         // The slot's buffers are not touched again until its frame completes (module
         // invariant), so these asynchronous copies never outlive the memory they use.
+        let size = self.cfg.size;
+        let Formats { input, output } = self.cfg.formats;
+        let (raw_in, raw_out, through) = (
+            raw_input(&self.cfg),
+            raw_output(&self.cfg),
+            self.passthrough,
+        );
         match stage {
+            Stage::Upload if raw_in => {
+                for (frame, band) in input.band_planes(size, geo.input_rows.clone()) {
+                    s.memcpy_htod(&slot.input[frame], &mut bl.raw_in.slice_mut(band))?;
+                }
+            }
             Stage::Upload => {
                 let from = geo.input_rows.start * stride;
                 s.memcpy_htod(
@@ -489,14 +547,36 @@ impl CudaBackend {
                     &mut bl.bufs[0].slice_mut(0..in_bytes),
                 )?;
             }
+            Stage::Filter if through => {} // the planes go back as they came
             Stage::Filter => {
+                let (w, rows) = (size.width, geo.input_rows.len());
+                if raw_in {
+                    let (src, _) = bl.raw_in.device_ptr(s);
+                    let (dst, _) = bl.bufs[0].device_ptr_mut(s);
+                    self.kernels.convert_in(s, src, dst, w, rows, input)?;
+                }
                 let view = View {
-                    width: self.cfg.size.width,
-                    rows: geo.input_rows.len(),
+                    width: w,
+                    rows,
                     row0: geo.input_rows.start,
-                    height: self.cfg.size.height,
+                    height: size.height,
                 };
                 bl.result = self.kernels.enqueue(s, &mut bl.bufs, &mut bl.tmp, view)?;
+                if raw_out {
+                    let off = (geo.offset_in_input() * stride) as u64;
+                    let (src, _) = bl.bufs[bl.result].device_ptr(s);
+                    let (dst, _) = bl.raw_out.device_ptr_mut(s);
+                    let own = geo.rows.len();
+                    self.kernels
+                        .convert_out(s, src + off, dst, w, own, output)?;
+                }
+            }
+            Stage::Download if through || raw_out => {
+                // Passing through, a band reads no halo: its input rows are its own.
+                let from = if through { &bl.raw_in } else { &bl.raw_out };
+                for (frame, band) in output.band_planes(size, geo.rows.clone()) {
+                    s.memcpy_dtoh(&from.slice(band), &mut slot.output[frame])?;
+                }
             }
             Stage::Download => {
                 let out_start = geo.rows.start * stride;
@@ -693,9 +773,10 @@ impl CudaBackend {
 impl Backend for CudaBackend {
     fn describe(&self) -> String {
         format!(
-            "cuda: {}; filter {}; {} band(s) ({} behind other frames), {} frame(s) in flight, {} streams, {}",
+            "cuda: {}; filter {}; {}; {} band(s) ({} behind other frames), {} frame(s) in flight, {} streams, {}",
             self.device,
             self.cfg.chain,
+            self.cfg.formats,
             self.plans[Plan::Idle].len(),
             self.plans[Plan::Busy].len(),
             self.lanes.len(),
@@ -706,6 +787,10 @@ impl Backend for CudaBackend {
                 (false, false) => "page-locked",
             }
         )
+    }
+
+    fn formats(&self) -> Formats {
+        self.cfg.formats
     }
 
     fn attach(&mut self, buffer: &mut HostBuffer) -> Result<()> {
@@ -831,8 +916,9 @@ impl CudaBackend {
         );
         let mut cfg = self.cfg.clone();
         let height = cfg.size.height;
+        let base = self.cfg.clone();
         let cut = |bands: usize, chain: &Chain| {
-            BandPlan::new(height, bands, chain.radius())
+            base.cut(bands, chain)
                 .map_err(|e| anyhow::anyhow!("{bands} bands: {e}"))
         };
         match control {

@@ -19,6 +19,7 @@ use super::nvrtc::{self, Program};
 use crate::filter::reference::{gauss_weights, View};
 use crate::filter::user::{UserKernel, Value};
 use crate::filter::{Chain, Filter};
+use crate::pixel::PixelFormat;
 
 /// Every kernel source, compiled as one program.
 pub const SOURCES: &[(&str, &str)] = &[
@@ -27,6 +28,7 @@ pub const SOURCES: &[(&str, &str)] = &[
         "neighbourhood.cu",
         include_str!("../../kernels/neighbourhood.cu"),
     ),
+    ("convert.cu", include_str!("../../kernels/convert.cu")),
 ];
 
 /// Every kernel in `kernels/*.cu`, by its role; `name` is its `__global__` function.
@@ -44,10 +46,12 @@ enum Kernel {
     Sobel,
     Sharpen,
     Median3,
+    ToBgr,
+    FromBgr,
 }
 
 impl Kernel {
-    const ALL: [Kernel; 12] = [
+    const ALL: [Kernel; 14] = [
         Kernel::CopyBytes,
         Kernel::Copy,
         Kernel::Invert,
@@ -60,6 +64,8 @@ impl Kernel {
         Kernel::Sobel,
         Kernel::Sharpen,
         Kernel::Median3,
+        Kernel::ToBgr,
+        Kernel::FromBgr,
     ];
 
     fn name(self) -> &'static str {
@@ -76,6 +82,8 @@ impl Kernel {
             Kernel::Sobel => "fp_sobel",
             Kernel::Sharpen => "fp_sharpen",
             Kernel::Median3 => "fp_median3",
+            Kernel::ToBgr => "fp_to_bgr",
+            Kernel::FromBgr => "fp_from_bgr",
         }
     }
 }
@@ -103,6 +111,31 @@ fn shared_constants() -> Vec<String> {
     ]
     .iter()
     .map(|(name, value)| format!("-D{name}={value}u"))
+    .chain(yuv_constants())
+    .collect()
+}
+
+/// `filter::reference::yuv`'s fixed-point constants (signed) for `kernels/convert.cu`.
+fn yuv_constants() -> Vec<String> {
+    use crate::filter::reference::yuv::*;
+    [
+        ("SHIFT", SHIFT as i32),
+        ("CY", CY),
+        ("CUB", CUB),
+        ("CUG", CUG),
+        ("CVG", CVG),
+        ("CVR", CVR),
+        ("CRY", CRY),
+        ("CGY", CGY),
+        ("CBY", CBY),
+        ("CRU", CRU),
+        ("CGU", CGU),
+        ("CBU", CBU),
+        ("CGV", CGV),
+        ("CBV", CBV),
+    ]
+    .iter()
+    .map(|(name, value)| format!("-DFP_YUV_{name}=({value})"))
     .collect()
 }
 
@@ -291,6 +324,60 @@ impl ChainKernels {
             shared_mem_bytes: 0,
         };
         go(&mut b, cfg)
+    }
+
+    /// Converts `rows` rows of a `width`-wide band from `format` at device address `src`
+    /// into packed BGR at `dst` (`kernels/convert.cu`).
+    pub fn convert_in(
+        &self,
+        s: &CudaStream,
+        src: u64,
+        dst: u64,
+        width: usize,
+        rows: usize,
+        format: PixelFormat,
+    ) -> Result<()> {
+        self.convert(Kernel::ToBgr, s, [src, dst], width, rows, format)
+    }
+
+    /// Converts `rows` packed BGR rows at `src` into `format` (I420, NV12 or gray) at `dst`.
+    pub fn convert_out(
+        &self,
+        s: &CudaStream,
+        src: u64,
+        dst: u64,
+        width: usize,
+        rows: usize,
+        format: PixelFormat,
+    ) -> Result<()> {
+        self.convert(Kernel::FromBgr, s, [src, dst], width, rows, format)
+    }
+
+    fn convert(
+        &self,
+        kernel: Kernel,
+        s: &CudaStream,
+        [src, dst]: [u64; 2],
+        width: usize,
+        rows: usize,
+        format: PixelFormat,
+    ) -> Result<()> {
+        let (w, n, code) = (width as i32, rows as i32, format.code());
+        let mut b = s.launch_builder(self.func(kernel));
+        b.arg(&src).arg(&dst).arg(&w).arg(&n).arg(&code);
+        // fp_from_bgr takes a 2x2 block a thread for 4:2:0, a pixel for the rest.
+        let per = if kernel == Kernel::FromBgr {
+            format.row_align()
+        } else {
+            1
+        };
+        let v = View {
+            width: width.div_ceil(per),
+            rows: rows.div_ceil(per),
+            row0: 0,
+            height: rows,
+        };
+        go(&mut b, grid_2d(v)).with_context(|| format!("launching the {format} conversion"))
     }
 
     fn func(&self, kernel: Kernel) -> &CudaFunction {
@@ -483,5 +570,23 @@ mod tests {
             .iter()
             .enumerate()
             .all(|(i, k)| *k as usize == i));
+    }
+
+    #[test]
+    fn format_numbers_match_the_conversion_kernels() {
+        let source = include_str!("../../kernels/convert.cu");
+        for format in [
+            PixelFormat::Bgr24,
+            PixelFormat::I420,
+            PixelFormat::Nv12,
+            PixelFormat::Yuyv,
+            PixelFormat::Yuv422p,
+            PixelFormat::Yuv444p,
+            PixelFormat::Gray,
+        ] {
+            let name = format.to_string().to_uppercase();
+            let line = format!("#define FP_FMT_{name} {}", format.code());
+            assert!(source.contains(&line), "{line}");
+        }
     }
 }

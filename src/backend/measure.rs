@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use anyhow::Result;
-use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use serde::Serialize;
 
 use super::cuda::{mapped, PinnedRange};
@@ -14,6 +14,7 @@ use super::kernels::ChainKernels;
 use crate::filter::reference::View;
 use crate::filter::Chain;
 use crate::frame::FrameSize;
+use crate::pixel::{Formats, PixelFormat};
 use crate::ring::HostBuffer;
 use crate::source::pattern;
 
@@ -131,26 +132,38 @@ impl Rig {
     }
 }
 
-/// Milliseconds per frame of an upload alone, a download alone, and both at once.
-fn copies(rig: &mut Rig, reps: usize) -> Result<(f64, f64, f64)> {
+/// Milliseconds per frame of an upload alone, a download alone, and both at once, of
+/// `up` and `down` bytes.
+fn copies(rig: &mut Rig, reps: usize, up: usize, down: usize) -> Result<(f64, f64, f64)> {
     let h2d = rig.time(reps, |r| {
-        Ok(r.s1.memcpy_htod(&r.host_in[..], &mut r.dev[0])?)
+        let to = &mut r.dev[0].slice_mut(0..up);
+        Ok(r.s1.memcpy_htod(&r.host_in[..up], to)?)
     })?;
     let d2h = rig.time(reps, |r| {
-        Ok(r.s1.memcpy_dtoh(&r.dev[1], &mut r.host_out[..])?)
+        Ok(r.s1.memcpy_dtoh(&r.dev[1].slice(0..down), &mut r.host_out[..down])?)
     })?;
     let both = rig.time(reps, |r| {
-        r.s1.memcpy_htod(&r.host_in[..], &mut r.dev[0])?;
-        r.s2.memcpy_dtoh(&r.dev_c, &mut r.host_out[..])?;
+        r.s1.memcpy_htod(&r.host_in[..up], &mut r.dev[0].slice_mut(0..up))?;
+        r.s2.memcpy_dtoh(&r.dev_c.slice(0..down), &mut r.host_out[..down])?;
         Ok(())
     })?;
     Ok((h2d, d2h, both))
 }
 
-/// Times one `size` frame's pieces for `chain`: `reps` back-to-back runs each, best of
+/// Times one `size` frame's pieces for `chain` between `formats`: the upload of the input
+/// format's bytes, the download of the output's, and the kernels (the conversions and the
+/// chain; none where the frame passes untouched): `reps` back-to-back runs each, best of
 /// `trials` (the bound is a floor, so the least disturbed trial is the one to keep).
-pub fn bound(size: FrameSize, chain: &Chain, reps: usize, trials: usize) -> Result<Bound> {
+pub fn bound(
+    size: FrameSize,
+    chain: &Chain,
+    formats: Formats,
+    reps: usize,
+    trials: usize,
+) -> Result<Bound> {
     let mut rig = Rig::new(size, false)?;
+    let (up, down) = (formats.input.bytes(size), formats.output.bytes(size));
+    let mut raw = rig.s1.alloc_zeros::<u8>(up.max(down))?;
     let kernels = ChainKernels::new(&rig.ctx, &rig.s1, chain)?;
     let view = View {
         width: size.width,
@@ -165,10 +178,25 @@ pub fn bound(size: FrameSize, chain: &Chain, reps: usize, trials: usize) -> Resu
         kernel_ms: f64::MAX,
         both_ms: f64::MAX,
     };
+    let (w, h) = (size.width, size.height);
+    let Formats { input, output } = formats;
     for _ in 0..trials.max(1) {
-        let (h2d, d2h, both) = copies(&mut rig, reps)?;
+        let (h2d, d2h, both) = copies(&mut rig, reps, up, down)?;
         let kernel = rig.time(reps, |r| {
-            kernels.enqueue(&r.s1, &mut r.dev, &mut tmp, view)?;
+            if formats.passthrough(chain) {
+                return Ok(());
+            }
+            if input != PixelFormat::Bgr24 {
+                let (src, _) = raw.device_ptr(&r.s1);
+                let (dst, _) = r.dev[0].device_ptr(&r.s1);
+                kernels.convert_in(&r.s1, src, dst, w, h, input)?;
+            }
+            let result = kernels.enqueue(&r.s1, &mut r.dev, &mut tmp, view)?;
+            if output != PixelFormat::Bgr24 {
+                let (src, _) = r.dev[result].device_ptr(&r.s1);
+                let (dst, _) = raw.device_ptr_mut(&r.s1);
+                kernels.convert_out(&r.s1, src, dst, w, h, output)?;
+            }
             Ok(())
         })?;
         best.h2d_ms = best.h2d_ms.min(h2d);
@@ -297,7 +325,7 @@ pub struct Bandwidth {
 pub fn bandwidth(size: FrameSize, pageable: bool, reps: usize) -> Result<Bandwidth> {
     let mut rig = Rig::new(size, pageable)?;
     let gb = size.bytes() as f64 / 1e9;
-    let (h2d, d2h, both) = copies(&mut rig, reps)?;
+    let (h2d, d2h, both) = copies(&mut rig, reps, size.bytes(), size.bytes())?;
     Ok(Bandwidth {
         h2d_gbs: gb / (h2d / 1e3),
         d2h_gbs: gb / (d2h / 1e3),

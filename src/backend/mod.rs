@@ -17,12 +17,15 @@ use anyhow::{bail, Result};
 use crate::band::BandPlan;
 use crate::filter::Chain;
 use crate::frame::FrameSize;
+use crate::pixel::Formats;
 use crate::ring::{HostBuffer, Slot};
 
 /// Runs a filter chain on frames: takes slots, fills their output buffers, hands them back in order.
 pub trait Backend: Send {
     /// One line for the log, e.g. "cuda: NVIDIA H200 (sm_90), 4 bands, page-locked".
     fn describe(&self) -> String;
+    /// The formats of the frames it takes and gives (the ring's slots are sized by them).
+    fn formats(&self) -> Formats;
     /// Prepares a ring buffer for this backend (page-locks it for CUDA).
     fn attach(&mut self, buffer: &mut HostBuffer) -> Result<()>;
     /// The most frames this backend holds at once.
@@ -69,6 +72,8 @@ pub enum BackendKind {
 pub struct BackendConfig {
     /// Frame size of every frame.
     pub size: FrameSize,
+    /// The frames' formats in the input and output buffers (set with `with_formats`).
+    pub formats: Formats,
     /// The filter chain to run.
     pub chain: Chain,
     /// Bands of a frame that finds the GPU idle, for longer than a frame takes (a source
@@ -130,6 +135,7 @@ impl BackendConfig {
         let busy_plan = BandPlan::new(size.height, 1, chain.radius())?;
         Ok(Self {
             size,
+            formats: Formats::BGR,
             chain,
             plan,
             busy_plan,
@@ -143,8 +149,26 @@ impl BackendConfig {
 
     /// Cuts frames submitted behind others into `bands` bands instead of one.
     pub fn with_busy_bands(mut self, bands: usize) -> Result<Self, String> {
-        self.busy_plan = BandPlan::new(self.size.height, bands, self.chain.radius())?;
+        self.busy_plan = self.cut(bands, &self.chain)?;
         Ok(self)
+    }
+
+    /// Frames come in and go out in `formats`; bands are cut again to keep 4:2:0 row pairs
+    /// whole. The error says what the formats can't carry.
+    pub fn with_formats(mut self, formats: Formats) -> Result<Self, String> {
+        formats.check(self.size)?;
+        self.formats = formats;
+        self.plan = self.cut(self.plan.len(), &self.chain)?;
+        self.busy_plan = self.cut(self.busy_plan.len(), &self.chain)?;
+        Ok(self)
+    }
+
+    /// `bands` bands of this config's frames for `chain`, row pairs kept whole where a
+    /// format is 4:2:0. Counts above what the frame holds are cut down to it.
+    pub fn cut(&self, bands: usize, chain: &Chain) -> Result<BandPlan, String> {
+        let align = self.formats.row_align();
+        let most = self.size.height.div_ceil(align);
+        BandPlan::aligned(self.size.height, bands.min(most), chain.radius(), align)
     }
 }
 

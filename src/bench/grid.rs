@@ -11,20 +11,26 @@ use crate::band;
 use crate::cli::BenchArgs;
 use crate::filter::Chain;
 use crate::frame::FrameSize;
+use crate::pixel::Formats;
 
-pub(crate) fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> Result<Section> {
-    let bound = measure::bound(size, chain, 30, 5)?;
+pub(crate) fn run_section(
+    args: &BenchArgs,
+    size: FrameSize,
+    chain: &Chain,
+    formats: Formats,
+) -> Result<Section> {
+    let bound = measure::bound(size, chain, formats, 30, 5)?;
     let both_over_ring_ms = measure::both_rotating(size, DEFAULT_IN_FLIGHT + 4, 30)?;
     let bound_ms = bound.bound_ms();
     let frames_for =
         |per_frame_ms: f64| ((args.seconds * 1e3 / per_frame_ms) as u64).clamp(60, 4000);
-    let fits = |bands: usize| bands <= size.height;
+    let fits = |bands: usize| bands <= size.height / formats.row_align();
     let default_bands = band::default_bands(size.height);
     let mut rows = Vec::new();
 
     // The original question's configuration: pageable, 3 bands, one frame at a time.
     let orig = Setup::new(true, 3.min(size.height), 1);
-    let t = measure_row(size, chain, orig, frames_for(bound_ms * 10.0))?;
+    let t = measure_row(size, chain, formats, orig, frames_for(bound_ms * 10.0))?;
     let original = make_row(orig, &t, bound_ms, None).context("too few frames")?;
     let original_ms = Some(original.ms_per_frame);
 
@@ -74,7 +80,7 @@ pub(crate) fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> R
         } else {
             bound_ms
         };
-        let t = measure_row(size, chain, setup, frames_for(est))?;
+        let t = measure_row(size, chain, formats, setup, frames_for(est))?;
         rows.extend(make_row(setup, &t, bound_ms, original_ms));
     }
     // The app's defaults: finely cut frames when the GPU is idle, one band behind others;
@@ -88,7 +94,7 @@ pub(crate) fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> R
             band::default_in_flight(size.height),
         )
     };
-    let t = measure_row(size, chain, defaults, frames_for(bound_ms))?;
+    let t = measure_row(size, chain, formats, defaults, frames_for(bound_ms))?;
     rows.extend(make_row(defaults, &t, bound_ms, original_ms));
     // Variants of the defaults, each changing one thing.
     let variant = Setup {
@@ -131,7 +137,7 @@ pub(crate) fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> R
         });
     }
     for setup in variants {
-        let t = measure_row(size, chain, setup, frames_for(bound_ms))?;
+        let t = measure_row(size, chain, formats, setup, frames_for(bound_ms))?;
         rows.extend(make_row(setup, &t, bound_ms, original_ms));
     }
     if args.live_fps > 0.0 {
@@ -149,7 +155,7 @@ pub(crate) fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> R
             });
         }
         for setup in lives {
-            let t = measure_row(size, chain, setup, frames)?;
+            let t = measure_row(size, chain, formats, setup, frames)?;
             rows.extend(make_row(setup, &t, bound_ms, original_ms));
         }
     }
@@ -159,6 +165,7 @@ pub(crate) fn run_section(args: &BenchArgs, size: FrameSize, chain: &Chain) -> R
     Ok(Section {
         size: size.to_string(),
         filter: chain.to_string(),
+        format: formats.to_string(),
         bound,
         bound_ms,
         limiter: bound.limiter().to_string(),

@@ -13,6 +13,7 @@ use crate::backend::{
 use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::pipeline::{self, Options};
+use crate::pixel::Formats;
 use crate::ring::{self, Slot};
 use crate::sink::null::Null;
 use crate::source::pattern::{self, Pattern};
@@ -70,10 +71,11 @@ pub(crate) type FrameTimes = Vec<(f64, f64)>;
 pub(crate) fn measure_row(
     size: FrameSize,
     chain: &Chain,
+    formats: Formats,
     setup: Setup,
     frames: u64,
 ) -> Result<Vec<(f64, f64)>> {
-    Ok(run_setup(size, chain, setup, frames, 0)?.0)
+    Ok(run_setup(size, chain, formats, setup, frames, 0)?.0)
 }
 
 /// Runs one configuration through the real pipeline (or the backend alone, for a setup
@@ -81,12 +83,14 @@ pub(crate) fn measure_row(
 pub(crate) fn run_setup(
     size: FrameSize,
     chain: &Chain,
+    formats: Formats,
     setup: Setup,
     frames: u64,
     trace_frames: u64,
 ) -> Result<(FrameTimes, Option<crate::trace::Trace>)> {
     let mut cfg = BackendConfig::new(size, chain.clone(), setup.bands, setup.in_flight)
         .and_then(|c| c.with_busy_bands(setup.busy_bands))
+        .and_then(|c| c.with_formats(formats))
         .map_err(|e| anyhow::anyhow!("bands: {e}"))?;
     cfg.pageable = setup.pageable;
     cfg.trace_frames = trace_frames;
@@ -107,7 +111,11 @@ pub(crate) fn run_setup(
             trace_frames,
             reload: None,
         };
-        let source = Box::new(Pattern::new(size, setup.paced_fps).cheap());
+        let source = Box::new(
+            Pattern::new(size, setup.paced_fps)
+                .in_format(formats.input)
+                .cheap(),
+        );
         let summary = pipeline::run(source, backend, &mut Null, &opts, &Stop::new())?;
         (summary.process.frames, summary.trace)
     } else {
@@ -130,9 +138,10 @@ pub(crate) fn run_alone(
     ring: usize,
     frames: u64,
 ) -> Result<Vec<(Instant, Instant)>> {
-    let mut free: VecDeque<Slot> = ring::allocate(ring, size).into();
+    let formats = backend.formats();
+    let mut free: VecDeque<Slot> = ring::allocate(ring, size, formats).into();
     for slot in &mut free {
-        pattern::draw(size, 0, &mut slot.input);
+        pattern::draw_in(formats.input, size, 0, &mut slot.input);
         for buf in slot.buffers_mut() {
             backend.attach(buf)?;
         }

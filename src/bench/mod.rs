@@ -48,9 +48,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let mut sections = Vec::new();
     for &size in &args.size {
         for chain in &args.filter {
-            let section = grid::run_section(args, size, chain)?;
-            crate::msg::stdout(format_args!("{}", render(&section)));
-            sections.push(section);
+            for &formats in &args.format {
+                formats
+                    .check(size)
+                    .map_err(|e| anyhow::anyhow!("--format {formats}: {e}"))?;
+                let section = grid::run_section(args, size, chain, formats)?;
+                crate::msg::stdout(format_args!("{}", render(&section)));
+                sections.push(section);
+            }
         }
     }
     crate::out!();
@@ -110,6 +115,7 @@ mod tests {
         Section {
             size: "1920x1080".into(),
             filter: "copy".into(),
+            format: "bgr24".into(),
             bound: measure::Bound {
                 h2d_ms: 0.3,
                 d2h_ms: 0.3,

@@ -38,6 +38,8 @@ pub struct Section {
     pub size: String,
     /// The filter chain.
     pub filter: String,
+    /// The frames' pixel formats, in and out ("i420", "i420 in, bgr24 out").
+    pub format: String,
     /// The four figures the bound is the largest of.
     pub bound: measure::Bound,
     /// The bound, ms per frame.

@@ -12,9 +12,10 @@ pub fn render(section: &Section) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\n{} {}: bound {:.3} ms/frame ({:.0} fps, {}): H2D {:.3}, D2H {:.3}, kernels {:.3}, H2D+D2H together {:.3} ms",
+        "\n{} {} ({}): bound {:.3} ms/frame ({:.0} fps, {}): H2D {:.3}, D2H {:.3}, kernels {:.3}, H2D+D2H together {:.3} ms",
         section.size,
         section.filter,
+        section.format,
         section.bound_ms,
         1e3 / section.bound_ms,
         section.limiter,

@@ -26,7 +26,14 @@ pub(crate) fn draw_timeline(path: &str, size: FrameSize, chain: &Chain) -> Resul
         ("pageable, 3 bands, one frame at a time", original),
     ] {
         // Skip the first frames (start-up), then trace a steady-state window.
-        let (_, trace) = run_setup(size, chain, setup, 40 + frames, 40 + frames)?;
+        let (_, trace) = run_setup(
+            size,
+            chain,
+            crate::pixel::Formats::BGR,
+            setup,
+            40 + frames,
+            40 + frames,
+        )?;
         let mut trace = trace.context("no trace recorded")?;
         trace.spans.retain(|s| s.frame >= 40);
         trace.spans.iter_mut().for_each(|s| s.frame -= 40);

@@ -389,17 +389,20 @@ pub use av::Timing;
 #[derive(Clone, Debug, Default)]
 pub struct Timing;
 
-/// Opens the sink for `spec` at `fps` frames per second (`timing` says more, for video).
+/// Opens the sink for `spec` at `fps` frames per second (`timing` says more, for video;
+/// `stdout` what standard output writes and what it is given).
 pub fn open_output(
     spec: &OutputSpec,
     size: FrameSize,
     fps: f64,
     timing: &Timing,
+    stdout: y4m::Layout,
 ) -> Result<Box<dyn Sink>> {
     match spec {
         OutputSpec::Stdout => Ok(Box::new(y4m::Y4mOut::new(
             size,
             crate::frame::ratio_of(fps),
+            stdout,
         )?)),
         OutputSpec::Sequence { pattern, extension } if extension == "ppm" => {
             Ok(Box::new(ppm::PpmSequence::new(pattern.clone())))

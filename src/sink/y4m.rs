@@ -1,9 +1,13 @@
-//! `--output -`: a YUV4MPEG2 stream (I420, `C420jpeg`, as ffmpeg's `yuv4mpegpipe` writes it)
-//! on standard output, for `… | ffmpeg -f yuv4mpegpipe -i - …` to encode with any codec.
+//! `--output -`: a YUV4MPEG2 stream (I420 as `C420jpeg`, as ffmpeg's `yuv4mpegpipe` writes
+//! it, or gray as `Cmono`) on standard output, for `… | ffmpeg -f yuv4mpegpipe -i - …` to
+//! encode with any codec; or headerless NV12 or BGR frames, which Y4M can't hold
+//! (`--output-format`).
 //!
 //! Invariants: nothing else is ever written to standard output (messages and the progress
 //! bar go to standard error); a reader that goes away (`| head`) ends the run cleanly, as
-//! a stop; frames are converted exactly as OpenCV's `cvtColor(COLOR_BGR2YUV_I420)` does.
+//! a stop; frames come from the backend in the format written (converted on the GPU), or
+//! in BGR where a window shares them, converted here exactly as OpenCV's `cvtColor`
+//! (`COLOR_BGR2YUV_I420`) does.
 
 use std::fs::File;
 use std::io::{ErrorKind, Write};
@@ -14,23 +18,53 @@ use super::{Flow, Sink};
 use crate::frame::FrameSize;
 use crate::pixel::{self, PixelFormat};
 
-/// A Y4M stream on standard output.
+/// What standard output writes, and the format its frames come in.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    /// The frames written: i420 or gray (Y4M), nv12 or bgr24 (headerless).
+    pub write: PixelFormat,
+    /// The frames the sink is given: `write`, or BGR (converted here).
+    pub given: PixelFormat,
+}
+
+impl Layout {
+    /// The Y4M colour tag of the written frames; None for a headerless stream.
+    fn y4m_tag(self) -> Option<&'static str> {
+        match self.write {
+            PixelFormat::I420 => Some("C420jpeg XYSCSS=420JPEG"),
+            PixelFormat::Gray => Some("Cmono"),
+            _ => None,
+        }
+    }
+}
+
+/// A Y4M (or headerless) stream on standard output.
 pub struct Y4mOut {
     out: std::io::BufWriter<File>,
     size: FrameSize,
     rate: (i32, i32),
-    yuv: Vec<u8>,
+    layout: Layout,
+    /// A frame converted from BGR, where frames come as BGR.
+    converted: Vec<u8>,
     started: bool,
     closed: bool,
     written: u64,
 }
 
 impl Y4mOut {
-    /// Standard output, for `size` frames at `rate` frames per second.
-    pub fn new(size: FrameSize, rate: (i32, i32)) -> Result<Self> {
-        PixelFormat::I420
+    /// Standard output, for `size` frames at `rate` frames per second, laid out as `layout`.
+    pub fn new(size: FrameSize, rate: (i32, i32), layout: Layout) -> Result<Self> {
+        layout
+            .write
             .check(size)
             .map_err(|e| anyhow::anyhow!("--output -: {e}"))?;
+        anyhow::ensure!(
+            (layout.write.writable() && layout.given == PixelFormat::Bgr24)
+                || layout.given == layout.write,
+            "--output -: can't write {} frames given {} ones",
+            layout.write,
+            layout.given
+        );
         use std::os::fd::AsFd;
         // Our own handle on fd 1, unbuffered by Rust's line buffering (frames are binary).
         let fd = std::io::stdout()
@@ -41,7 +75,12 @@ impl Y4mOut {
             out: std::io::BufWriter::with_capacity(1 << 20, File::from(fd)),
             size,
             rate,
-            yuv: vec![0; PixelFormat::I420.bytes(size)],
+            layout,
+            converted: if layout.given == layout.write {
+                Vec::new()
+            } else {
+                vec![0; layout.write.bytes(size)]
+            },
             started: false,
             closed: false,
             written: 0,
@@ -49,18 +88,28 @@ impl Y4mOut {
     }
 
     fn put(&mut self, frame: &[u8]) -> std::io::Result<()> {
+        let tag = self.layout.y4m_tag();
         if !self.started {
             let (n, d) = self.rate;
-            writeln!(
-                self.out,
-                "YUV4MPEG2 W{} H{} F{n}:{d} Ip A1:1 C420jpeg XYSCSS=420JPEG",
-                self.size.width, self.size.height
-            )?;
+            if let Some(tag) = tag {
+                writeln!(
+                    self.out,
+                    "YUV4MPEG2 W{} H{} F{n}:{d} Ip A1:1 {tag}",
+                    self.size.width, self.size.height
+                )?;
+            }
             self.started = true;
         }
-        pixel::from_bgr(PixelFormat::I420, self.size, frame, &mut self.yuv);
-        self.out.write_all(b"FRAME\n")?;
-        self.out.write_all(&self.yuv)
+        let frame = if self.converted.is_empty() {
+            frame
+        } else {
+            pixel::from_bgr(self.layout.write, self.size, frame, &mut self.converted);
+            &self.converted
+        };
+        if tag.is_some() {
+            self.out.write_all(b"FRAME\n")?;
+        }
+        self.out.write_all(frame)
     }
 }
 
@@ -69,7 +118,19 @@ impl Sink for Y4mOut {
         "written"
     }
     fn describe(&self) -> String {
-        format!("standard output (YUV4MPEG2, I420, {})", self.size)
+        let what = match self.layout.y4m_tag() {
+            Some(_) => "YUV4MPEG2",
+            None => "headerless",
+        };
+        let converted = if self.converted.is_empty() {
+            ""
+        } else {
+            ", converted from BGR on the CPU"
+        };
+        format!(
+            "standard output ({what}, {}, {}{converted})",
+            self.layout.write, self.size
+        )
     }
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
         if self.closed {

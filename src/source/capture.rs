@@ -15,6 +15,7 @@ use opencv::{imgcodecs, imgproc, videoio};
 
 use super::{InputSpec, Read, Source};
 use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
 
 /// FFmpeg's log, watched for the one sign that OpenCV 4.6 returned a stale frame.
 ///
@@ -153,8 +154,10 @@ pub struct Capture {
     /// The last frame's presentation time.
     pts: Option<f64>,
     /// A GStreamer pipeline whose appsink gets YUV (OpenCV 4.6 hands its planes out as
-    /// they are): the format's name and `cvtColor` code.
-    yuv_caps: Option<(&'static str, i32)>,
+    /// they are): the format's name, `cvtColor` code and pixel format (`raw_caps`).
+    yuv_caps: Option<RawCaps>,
+    /// The layout of the frames `read` gives: BGR, or the appsink's own YUV.
+    format: PixelFormat,
     /// A live source's clock: when its first frame was handed out (its frames are timed
     /// by when they arrived, so that a dropped frame leaves a gap in a file, as in ffmpeg).
     live_start: Option<Instant>,
@@ -243,9 +246,10 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
 }
 
 /// The YUV layout a GStreamer pipeline's appsink receives, where its last caps before
-/// `appsink` name one (`… ! video/x-raw,format=NV12 ! appsink`): the format and the
-/// `cvtColor` code that turns it into BGR exactly.
-pub fn raw_caps(pipeline: &str) -> Option<(&'static str, i32)> {
+/// `appsink` name one (`… ! video/x-raw,format=NV12 ! appsink`): the format's name, the
+/// `cvtColor` code that turns it into BGR exactly, and the pixel format the backends take
+/// it in as it comes (NV12, I420, YUY2), if any.
+pub fn raw_caps(pipeline: &str) -> Option<RawCaps> {
     let parts: Vec<&str> = pipeline.split('!').map(str::trim).collect();
     let [.., caps, sink] = parts.as_slice() else {
         return None;
@@ -257,17 +261,22 @@ pub fn raw_caps(pipeline: &str) -> Option<(&'static str, i32)> {
         .split(',')
         .find_map(|f| f.trim().strip_prefix("format="))?;
     let format = format.trim_start_matches("(string)").trim();
+    use PixelFormat::{Nv12, Yuyv, I420};
     Some(match format {
-        "NV12" => ("NV12", imgproc::COLOR_YUV2BGR_NV12),
-        "NV21" => ("NV21", imgproc::COLOR_YUV2BGR_NV21),
-        "I420" => ("I420", imgproc::COLOR_YUV2BGR_I420),
-        "YV12" => ("YV12", imgproc::COLOR_YUV2BGR_YV12),
-        "YUY2" => ("YUY2", imgproc::COLOR_YUV2BGR_YUY2),
-        "UYVY" => ("UYVY", imgproc::COLOR_YUV2BGR_UYVY),
-        "YVYU" => ("YVYU", imgproc::COLOR_YUV2BGR_YVYU),
+        "NV12" => ("NV12", imgproc::COLOR_YUV2BGR_NV12, Some(Nv12)),
+        "NV21" => ("NV21", imgproc::COLOR_YUV2BGR_NV21, None),
+        "I420" => ("I420", imgproc::COLOR_YUV2BGR_I420, Some(I420)),
+        "YV12" => ("YV12", imgproc::COLOR_YUV2BGR_YV12, None),
+        "YUY2" => ("YUY2", imgproc::COLOR_YUV2BGR_YUY2, Some(Yuyv)),
+        "UYVY" => ("UYVY", imgproc::COLOR_YUV2BGR_UYVY, None),
+        "YVYU" => ("YVYU", imgproc::COLOR_YUV2BGR_YVYU, None),
         _ => return None,
     })
 }
+
+/// A raw YUV appsink's layout (`raw_caps`): its name, the `cvtColor` code to BGR, and the
+/// pixel format it is carried in untouched, where the backends take it.
+pub type RawCaps = (&'static str, i32, Option<PixelFormat>);
 
 /// Whether a default camera seems to exist, checked without OpenCV's warnings.
 pub fn default_camera_present() -> bool {
@@ -307,6 +316,7 @@ impl Capture {
             prev_pts: None,
             live_start: None,
             yuv_caps: None,
+            format: PixelFormat::Bgr24,
             pace: fps.filter(|_| pace).map(|f| (f, None)),
         })
     }
@@ -345,9 +355,9 @@ impl Capture {
 
     /// Takes frames as the YUV layout `raw` (from the pipeline's caps): the size is the
     /// picture's, and each frame is converted as `cvtColor` does.
-    fn take_raw(&mut self, raw: (&'static str, i32)) -> Result<()> {
+    fn take_raw(&mut self, raw: RawCaps) -> Result<()> {
         let first = self.first.as_ref().context("no first frame")?;
-        let (name, _) = raw;
+        let (name, _, native) = raw;
         let (rows, cols) = (first.rows() as usize, first.cols() as usize);
         let size = match first.channels() {
             1 if rows % 3 == 0 => FrameSize::new(cols, rows * 2 / 3),
@@ -359,13 +369,35 @@ impl Capture {
         };
         self.size = size;
         self.yuv_caps = Some(raw);
-        self.what = format!("{}, {name} taken as it comes", self.what);
+        // Carried as it comes where the backends take the layout (and the size suits it);
+        // else converted to BGR here.
+        let bytes = first.total() * first.elem_size()?;
+        self.format = native
+            .filter(|f| f.check(size).is_ok() && f.bytes(size) == bytes)
+            .unwrap_or(PixelFormat::Bgr24);
+        self.what = match self.format {
+            PixelFormat::Bgr24 => format!("{}, {name} converted to BGR as it comes", self.what),
+            f => format!("{}, {name} carried as {f}", self.what),
+        };
         Ok(())
     }
 
-    /// Converts a raw YUV frame (`self.yuv_caps`) into the BGR `frame`.
+    /// A raw YUV frame (`self.yuv_caps`) into `frame`: its bytes as they are where the
+    /// source's format is the YUV layout, else converted to BGR.
     fn convert_raw(&self, got: &Mat, frame: &mut [u8]) -> Result<()> {
-        let (_, code) = self.yuv_caps.context("not a raw source")?;
+        let (_, code, _) = self.yuv_caps.context("not a raw source")?;
+        if self.format != PixelFormat::Bgr24 {
+            let bytes = got.data_bytes()?;
+            anyhow::ensure!(
+                bytes.len() == frame.len(),
+                "{}: a frame's size changed ({} bytes, not {})",
+                self.what,
+                bytes.len(),
+                frame.len()
+            );
+            frame.copy_from_slice(bytes);
+            return Ok(());
+        }
         let (rows, cols) = (self.size.height as i32, self.size.width as i32);
         let mut dst = Mat::new_rows_cols_with_bytes_mut::<Vec3b>(rows, cols, frame)?;
         let ptr = dst.data();
@@ -485,6 +517,9 @@ impl Source for Capture {
     }
     fn size(&self) -> FrameSize {
         self.size
+    }
+    fn format(&self) -> PixelFormat {
+        self.format
     }
     fn fps(&self) -> Option<f64> {
         self.fps

@@ -1,8 +1,10 @@
 //! Where frames come from: the built-in test pattern, or anything OpenCV can open.
 //!
-//! A source has a fixed frame size, known once it is open. `read` fills a ring buffer with
-//! the next frame (BGR, packed); `skip` consumes one frame without keeping it, which live
-//! sources do when the ring is full so that what is shown stays fresh.
+//! A source has a fixed frame size and pixel format, known once it is open. `read` fills a
+//! ring buffer with the next frame: packed BGR, or the source's own YUV layout, which the
+//! backend converts (so that a frame crosses the CPU and PCIe as it came). `skip` consumes
+//! one frame without keeping it, which live sources do when the ring is full so that what
+//! is shown stays fresh.
 
 pub mod pattern;
 pub mod stdin;
@@ -15,6 +17,7 @@ pub mod media;
 use anyhow::Result;
 
 use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
 
 /// Silences OpenCV's own log lines below errors (its GStreamer and V4L2 warnings while
 /// probing), where the build has OpenCV.
@@ -32,17 +35,21 @@ pub enum Read {
     End,
 }
 
-/// Where frames come from: fills ring buffers with packed BGR frames of one size.
+/// Where frames come from: fills ring buffers with frames of one size and format.
 pub trait Source: Send {
     /// One line for the log, e.g. "file clip.mp4 (641x479, 25 fps)".
     fn describe(&self) -> String;
     /// The size of every frame it gives.
     fn size(&self) -> FrameSize;
+    /// The layout of the frames `read` writes (packed BGR unless the source says).
+    fn format(&self) -> PixelFormat {
+        PixelFormat::Bgr24
+    }
     /// Frames per second the source runs at, when known.
     fn fps(&self) -> Option<f64>;
     /// Live sources drop frames when the ring is full; others wait for a free slot.
     fn is_live(&self) -> bool;
-    /// Writes the next frame into `frame` (`size().bytes()` long).
+    /// Writes the next frame into `frame` (`format().bytes(size())` long).
     fn read(&mut self, frame: &mut [u8]) -> Result<Read>;
     /// Consumes the next frame without keeping it.
     fn skip(&mut self) -> Result<Read>;

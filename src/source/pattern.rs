@@ -8,10 +8,24 @@ use anyhow::Result;
 
 use super::{Read, Source};
 use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
 
-/// The built-in test pattern as a source.
+/// Bytes of pre-rendered frames a pattern keeps at most (at least `MIN_CYCLE` frames).
+const CYCLE_BYTES: usize = 128 << 20;
+/// Frames in the pattern's cycle: at most this many …
+const MAX_CYCLE: usize = 60;
+/// … and at least this many.
+const MIN_CYCLE: usize = 4;
+
+/// The built-in test pattern as a source: the first cycle's frames are drawn (in BGR, then
+/// converted to the pattern's format with the reference arithmetic) and kept; later frames
+/// are copies of them, so that the pattern never limits a GPU measurement.
 pub struct Pattern {
     size: FrameSize,
+    format: PixelFormat,
+    /// The frames drawn so far, in `format`, up to a cycle's length.
+    cycle: Vec<Vec<u8>>,
+    cycle_len: usize,
     fps: f64,
     next: u64,
     started: Option<Instant>,
@@ -25,6 +39,9 @@ impl Pattern {
     pub fn new(size: FrameSize, fps: f64) -> Self {
         Self {
             size,
+            format: PixelFormat::Bgr24,
+            cycle: Vec::new(),
+            cycle_len: cycle_len(PixelFormat::Bgr24.bytes(size)),
             fps,
             next: 0,
             started: None,
@@ -33,11 +50,34 @@ impl Pattern {
         }
     }
 
+    /// Frames in `format` instead of BGR.
+    pub fn in_format(mut self, format: PixelFormat) -> Self {
+        self.format = format;
+        self.cycle.clear();
+        self.cycle_len = cycle_len(format.bytes(self.size));
+        self
+    }
+
     /// Benchmark mode: each buffer is drawn once; later frames only change its first bytes.
     pub fn cheap(mut self) -> Self {
         self.cheap = true;
         self
     }
+}
+
+/// Frames in a cycle of `frame`-byte frames.
+fn cycle_len(frame: usize) -> usize {
+    (CYCLE_BYTES / frame.max(1)).clamp(MIN_CYCLE, MAX_CYCLE)
+}
+
+/// Frame `index` of the pattern in `format` into `out` (`format.bytes(size)` long).
+pub fn draw_in(format: PixelFormat, size: FrameSize, index: u64, out: &mut [u8]) {
+    if format == PixelFormat::Bgr24 {
+        return draw(size, index, out);
+    }
+    let mut bgr = vec![0; size.bytes()];
+    draw(size, index, &mut bgr);
+    crate::pixel::from_bgr(format, size, &bgr, out);
 }
 
 /// Draws frame `index` of the pattern into `out`: a horizontal blue ramp and a vertical
@@ -92,7 +132,15 @@ impl Source for Pattern {
         } else {
             "unpaced".to_string()
         };
-        format!("test pattern ({}, {rate})", self.size)
+        let format = match self.format {
+            PixelFormat::Bgr24 => String::new(),
+            f => format!(", {f}"),
+        };
+        format!("test pattern ({}{format}, {rate})", self.size)
+    }
+
+    fn format(&self) -> PixelFormat {
+        self.format
     }
 
     fn size(&self) -> FrameSize {
@@ -122,7 +170,13 @@ impl Source for Pattern {
             let n = frame.len().min(8);
             frame[..n].copy_from_slice(&self.next.to_le_bytes()[..n]);
         } else {
-            draw(self.size, self.next, frame);
+            let k = (self.next % self.cycle_len as u64) as usize;
+            if k == self.cycle.len() {
+                let mut f = vec![0; self.format.bytes(self.size)];
+                draw_in(self.format, self.size, self.next, &mut f);
+                self.cycle.push(f);
+            }
+            frame.copy_from_slice(&self.cycle[k]);
         }
         self.next += 1;
         Ok(Read::Frame)
@@ -148,6 +202,29 @@ mod tests {
         assert_eq!(a, b);
         draw(size, 6, &mut b);
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn later_cycles_repeat_the_first() {
+        let size = FrameSize::new(64, 48);
+        for format in [PixelFormat::Bgr24, PixelFormat::I420, PixelFormat::Yuyv] {
+            let mut p = Pattern::new(size, 0.0).in_format(format);
+            let n = p.cycle_len;
+            assert_eq!(n, MAX_CYCLE);
+            let mut frames = Vec::new();
+            for _ in 0..n + 2 {
+                let mut f = vec![0; format.bytes(size)];
+                p.read(&mut f).unwrap();
+                frames.push(f);
+            }
+            let mut first = vec![0; format.bytes(size)];
+            draw_in(format, size, 1, &mut first);
+            assert!(frames[1] == first, "{format}");
+            assert!(frames[n] == frames[0] && frames[n + 1] == frames[1]);
+            assert!(frames[0] != frames[1]);
+        }
+        assert_eq!(cycle_len(3840 * 2160 * 3), 5);
+        assert_eq!(cycle_len(7680 * 4320 * 3), MIN_CYCLE);
     }
 
     #[test]

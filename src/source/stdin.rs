@@ -3,8 +3,8 @@
 //! frames of a format and size given with `--input-format` and `--size`.
 //!
 //! Invariants: the header is read and checked before the pipeline starts (a bad one is an
-//! error naming what is wrong); frames are converted to BGR exactly as OpenCV's `cvtColor`
-//! does (`pixel`); a stream that ends inside a frame is an error naming the frame, after
+//! error naming what is wrong); frames are read straight into the ring's page-locked
+//! buffers in their own format (the backend converts them); a stream that ends inside a frame is an error naming the frame, after
 //! the frames before it went through; the end of the stream between frames is the end.
 
 use std::io::{BufRead, BufReader, Read};
@@ -33,6 +33,20 @@ pub enum InputFormat {
     Yuyv,
     /// Headerless 8-bit gray frames.
     Gray,
+}
+
+impl InputFormat {
+    /// The pixel format of raw frames; None for Y4M (its header says).
+    pub fn pixel(self) -> Option<PixelFormat> {
+        match self {
+            InputFormat::Y4m => None,
+            InputFormat::Bgr24 => Some(PixelFormat::Bgr24),
+            InputFormat::I420 => Some(PixelFormat::I420),
+            InputFormat::Nv12 => Some(PixelFormat::Nv12),
+            InputFormat::Yuyv => Some(PixelFormat::Yuyv),
+            InputFormat::Gray => Some(PixelFormat::Gray),
+        }
+    }
 }
 
 /// A Y4M stream's header, as read.
@@ -147,7 +161,8 @@ pub struct Stdin {
     format: PixelFormat,
     size: FrameSize,
     rate: Option<(i32, i32)>,
-    raw: Vec<u8>,
+    /// Where a skipped frame goes (allocated on the first skip).
+    skipped: Vec<u8>,
     frames: u64,
     what: String,
 }
@@ -172,13 +187,7 @@ impl Stdin {
                 (h.format, h.size, h.rate, true, h.notes)
             }
             raw => {
-                let pixel = match raw {
-                    InputFormat::Bgr24 => PixelFormat::Bgr24,
-                    InputFormat::I420 => PixelFormat::I420,
-                    InputFormat::Nv12 => PixelFormat::Nv12,
-                    InputFormat::Yuyv => PixelFormat::Yuyv,
-                    _ => PixelFormat::Gray,
-                };
+                let pixel = raw.pixel().unwrap_or(PixelFormat::Bgr24);
                 let size = size.context("--input-format for raw frames needs --size WxH")?;
                 pixel.check(size).map_err(anyhow::Error::msg)?;
                 let rate = fps.filter(|f| *f > 0.0).map(crate::frame::ratio_of);
@@ -194,7 +203,7 @@ impl Stdin {
             format: pixel,
             size,
             rate,
-            raw: vec![0; pixel.bytes(size)],
+            skipped: Vec::new(),
             frames: 0,
             what: format!(
                 "standard input ({}, {pixel})",
@@ -203,8 +212,8 @@ impl Stdin {
         })
     }
 
-    /// Reads the next frame's bytes into `raw`; false at the end between frames.
-    fn next_raw(&mut self) -> Result<bool> {
+    /// Reads the next frame's bytes into `frame`; false at the end between frames.
+    fn next_raw(&mut self, frame: &mut [u8]) -> Result<bool> {
         if self.y4m {
             let Some(tag) = line(&mut self.reader, "a FRAME line")? else {
                 return Ok(false);
@@ -217,13 +226,13 @@ impl Stdin {
             }
         }
         let mut got = 0;
-        while got < self.raw.len() {
-            match self.reader.read(&mut self.raw[got..]) {
+        while got < frame.len() {
+            match self.reader.read(&mut frame[got..]) {
                 Ok(0) if got == 0 && !self.y4m => return Ok(false),
                 Ok(0) => bail!(
                     "standard input ended inside frame {}: {got} of its {} bytes came (the {} frames before it were processed)",
                     self.frames,
-                    self.raw.len(),
+                    frame.len(),
                     self.frames
                 ),
                 Ok(n) => got += n,
@@ -255,20 +264,22 @@ impl Source for Stdin {
     fn is_live(&self) -> bool {
         false
     }
+    fn format(&self) -> PixelFormat {
+        self.format
+    }
     fn read(&mut self, frame: &mut [u8]) -> Result<Got> {
-        if !self.next_raw()? {
+        if !self.next_raw(frame)? {
             return Ok(Got::End);
         }
-        crate::pixel::to_bgr(self.format, self.size, &self.raw, frame);
         self.frames += 1;
         Ok(Got::Frame)
     }
     fn skip(&mut self) -> Result<Got> {
-        Ok(if self.next_raw()? {
-            Got::Frame
-        } else {
-            Got::End
-        })
+        let mut scratch = std::mem::take(&mut self.skipped);
+        scratch.resize(self.format.bytes(self.size), 0);
+        let got = self.next_raw(&mut scratch);
+        self.skipped = scratch;
+        Ok(if got? { Got::Frame } else { Got::End })
     }
 }
 

@@ -7,6 +7,7 @@ use framepipe::backend::{self, BackendConfig, BackendKind};
 use framepipe::filter::Chain;
 use framepipe::frame::FrameSize;
 use framepipe::pipeline::{self, Options};
+use framepipe::pixel::Formats;
 use framepipe::sink::{Flow, Sink};
 use framepipe::source::pattern::{self, Pattern};
 use framepipe::stop::Stop;
@@ -26,6 +27,7 @@ pub fn cuda_or_skip(test: &str) -> bool {
 pub struct CheckSink {
     pub chain: Chain,
     pub size: FrameSize,
+    pub formats: Formats,
     pub seen: u64,
     pub bad_frames: u64,
     pub max_diff: u8,
@@ -33,11 +35,22 @@ pub struct CheckSink {
 
 /// The reference output of pattern frame `seq` through `chain`, computed once per process.
 pub fn reference(chain: &Chain, size: FrameSize, seq: u64) -> std::sync::Arc<Vec<u8>> {
+    reference_in(chain, size, Formats::BGR, seq)
+}
+
+/// `reference` between `formats`: pattern frame `seq` drawn in the input format, through
+/// `chain` as `Chain::apply_reference_formats` defines it.
+pub fn reference_in(
+    chain: &Chain,
+    size: FrameSize,
+    formats: Formats,
+    seq: u64,
+) -> std::sync::Arc<Vec<u8>> {
     use std::collections::HashMap;
     use std::sync::{Arc, Mutex};
-    type Key = (String, FrameSize, u64);
+    type Key = (String, FrameSize, String, u64);
     static CACHE: Mutex<Option<HashMap<Key, Arc<Vec<u8>>>>> = Mutex::new(None);
-    let key = (chain.to_string(), size, seq);
+    let key = (chain.to_string(), size, format!("{formats:?}"), seq);
     if let Some(hit) = CACHE
         .lock()
         .unwrap()
@@ -46,10 +59,10 @@ pub fn reference(chain: &Chain, size: FrameSize, seq: u64) -> std::sync::Arc<Vec
     {
         return hit.clone();
     }
-    let mut input = vec![0; size.bytes()];
-    pattern::draw(size, seq, &mut input);
-    let mut want = vec![0; size.bytes()];
-    chain.apply_reference(size, &input, &mut want);
+    let mut input = vec![0; formats.input.bytes(size)];
+    pattern::draw_in(formats.input, size, seq, &mut input);
+    let mut want = vec![0; formats.output.bytes(size)];
+    chain.apply_reference_formats(size, formats, &input, &mut want);
     let want = Arc::new(want);
     CACHE
         .lock()
@@ -61,9 +74,15 @@ pub fn reference(chain: &Chain, size: FrameSize, seq: u64) -> std::sync::Arc<Vec
 
 impl CheckSink {
     pub fn new(chain: Chain, size: FrameSize) -> Self {
+        Self::in_formats(chain, size, Formats::BGR)
+    }
+
+    /// Checks frames that went through the pipeline between `formats`.
+    pub fn in_formats(chain: Chain, size: FrameSize, formats: Formats) -> Self {
         Self {
             chain,
             size,
+            formats,
             seen: 0,
             bad_frames: 0,
             max_diff: 0,
@@ -80,7 +99,8 @@ impl Sink for CheckSink {
     }
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> anyhow::Result<Flow> {
         assert_eq!(size, self.size);
-        let want = reference(&self.chain, size, self.seen);
+        let want = reference_in(&self.chain, size, self.formats, self.seen);
+        assert_eq!(frame.len(), want.len(), "a frame in {}", self.formats);
         let diff = frame
             .iter()
             .zip(want.iter())
@@ -135,9 +155,20 @@ pub fn run_case_against(
     case: &Case,
     reference: &str,
 ) -> (u64, u64, u8, Option<framepipe::trace::Trace>) {
+    run_case_in(case, reference, Formats::BGR)
+}
+
+/// `run_case_against`, with frames carried between `formats` (the pattern drawn in the
+/// input format, the reference converting as `Chain::apply_reference_formats` does).
+pub fn run_case_in(
+    case: &Case,
+    reference: &str,
+    formats: Formats,
+) -> (u64, u64, u8, Option<framepipe::trace::Trace>) {
     let chain: Chain = case.chain.parse().unwrap();
     let mut cfg = BackendConfig::new(case.size, chain.clone(), case.bands, case.in_flight)
         .and_then(|c| c.with_busy_bands(case.busy_bands))
+        .and_then(|c| c.with_formats(formats))
         .unwrap();
     cfg.pageable = case.pageable;
     cfg.trace_frames = case.trace_frames;
@@ -145,7 +176,7 @@ pub fn run_case_against(
     cfg.cuda.streams = case.streams;
     cfg.cuda.graphs = case.graphs;
     let backend = backend::create(case.kind, &cfg).unwrap();
-    let mut sink = CheckSink::new(reference.parse().unwrap(), case.size);
+    let mut sink = CheckSink::in_formats(reference.parse().unwrap(), case.size, formats);
     let opts = Options {
         ring: case.in_flight + 2,
         frames: Some(case.frames),
@@ -153,7 +184,7 @@ pub fn run_case_against(
         trace_frames: case.trace_frames,
         reload: None,
     };
-    let source = Box::new(Pattern::new(case.size, 0.0));
+    let source = Box::new(Pattern::new(case.size, 0.0).in_format(formats.input));
     let summary = pipeline::run(source, backend, &mut sink, &opts, &Stop::new()).unwrap();
     assert_eq!(summary.capture.captured, case.frames);
     assert_eq!(summary.process.processed, case.frames);
