@@ -61,18 +61,20 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     let bands = args
         .bands
-        .unwrap_or_else(|| band::default_bands(size.height));
+        .unwrap_or_else(|| band::default_bands_in(size.height, source.format()));
     let mut cfg = BackendConfig::new(size, args.filter.clone(), bands, in_flight)
         .map_err(|e| anyhow::anyhow!("--bands {bands}: {e}"))?
         .with_busy_bands(args.busy_bands.min(size.height))
         .map_err(|e| anyhow::anyhow!("--busy-bands {}: {e}", args.busy_bands))?;
     // Frames cross the CPU and PCIe in the source's own format; the backend converts them
     // for the sink: to BGR for a window or a file, to --output-format for standard output
-    // alone.
+    // alone. Headless without an output, they stay in the source's format: nothing looks.
     let stdout_alone = args.headless && checked.output == Some(OutputSpec::Stdout);
+    let nowhere = args.headless && checked.output.is_none();
     let formats = Formats {
         input: source.format(),
         output: match checked.output_format {
+            _ if nowhere && source.format().writable() => source.format(),
             _ if !stdout_alone => PixelFormat::Bgr24,
             f => f.unwrap_or(PixelFormat::I420),
         },

@@ -109,6 +109,19 @@ pub fn default_bands(height: usize) -> usize {
     wanted.min(height.max(1))
 }
 
+/// The default band count for frames that cross PCIe in `format`: `default_bands`, halved
+/// for 4:2:0 frames, whose bands each take two or three copies a way (one a plane): a
+/// single I420 frame is ready soonest with 2 bands at 1080p (0.122 ms against 0.130 with
+/// 4) and 4 at 4K (0.361 ms against 0.382 with 8) (BENCHMARKS.md, "Pixel formats").
+pub fn default_bands_in(height: usize, format: crate::pixel::PixelFormat) -> usize {
+    let bands = default_bands(height);
+    if format.row_align() == 2 {
+        (bands / 2).max(1)
+    } else {
+        bands
+    }
+}
+
 /// The default frames in flight for a frame height: 4, and 6 above 1200 rows, where a 4K
 /// frame's copies need a deeper queue to keep both copy engines busy (BENCHMARKS.md, "4K
 /// defaults").

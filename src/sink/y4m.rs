@@ -65,7 +65,11 @@ impl Y4mOut {
             layout.write,
             layout.given
         );
-        use std::os::fd::AsFd;
+        use std::os::fd::{AsFd, AsRawFd};
+        // A larger pipe lets a frame go out in one write and the reader run behind by one
+        // (ignored where refused, or where standard output is not a pipe).
+        // SAFETY: fcntl on fd 1 with F_SETPIPE_SZ only resizes the pipe's buffer.
+        unsafe { libc::fcntl(std::io::stdout().as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
         // Our own handle on fd 1, unbuffered by Rust's line buffering (frames are binary).
         let fd = std::io::stdout()
             .as_fd()

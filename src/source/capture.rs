@@ -200,7 +200,12 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
             if let Some(fps) = request.fps {
                 let _ = cap.set(videoio::CAP_PROP_FPS, fps);
             }
-            Capture::start(cap, format!("camera {i}"), true, false).map(|c| Box::new(c) as _)
+            let raw = ask_raw_yuyv(&mut cap);
+            let mut c = Capture::start(cap, format!("camera {i}"), true, false)?;
+            if raw {
+                c.take_camera_yuyv()?;
+            }
+            Ok(Box::new(c))
         }
         InputSpec::Stream(s) => {
             let api = if s.contains('!') {
@@ -278,6 +283,17 @@ pub fn raw_caps(pipeline: &str) -> Option<RawCaps> {
 /// pixel format it is carried in untouched, where the backends take it.
 pub type RawCaps = (&'static str, i32, Option<PixelFormat>);
 
+/// Asks a V4L2 camera that sends YUYV for its frames unconverted (`CAP_PROP_CONVERT_RGB`
+/// off), so that they cross PCIe at 2 bytes a pixel and the GPU converts them; true where
+/// the camera took the request. (Not tested here: CI has no camera. `take_camera_yuyv`
+/// checks the first frame's bytes and falls back to OpenCV's conversion.)
+fn ask_raw_yuyv(cap: &mut videoio::VideoCapture) -> bool {
+    let yuyv = f64::from(i32::from_le_bytes(*b"YUYV"));
+    cap.get_backend_name().is_ok_and(|b| b == "V4L2")
+        && cap.get(videoio::CAP_PROP_FOURCC).is_ok_and(|f| f == yuyv)
+        && cap.set(videoio::CAP_PROP_CONVERT_RGB, 0.0).unwrap_or(false)
+}
+
 /// Whether a default camera seems to exist, checked without OpenCV's warnings.
 pub fn default_camera_present() -> bool {
     Path::new("/dev/video0").exists()
@@ -350,6 +366,37 @@ impl Capture {
             self.what
         );
         self.turn = Some((code, coded));
+        Ok(())
+    }
+
+    /// After `ask_raw_yuyv`: carries the camera's frames as YUYV where the first one holds
+    /// exactly a YUYV frame's bytes at the size the camera reports; else turns OpenCV's
+    /// conversion back on and starts again from a converted frame.
+    fn take_camera_yuyv(&mut self) -> Result<()> {
+        let first = self.first.as_ref().context("no first frame")?;
+        let dim = |p| self.cap.get(p).map(|v| v as usize).unwrap_or(0);
+        let size = FrameSize::new(
+            dim(videoio::CAP_PROP_FRAME_WIDTH),
+            dim(videoio::CAP_PROP_FRAME_HEIGHT),
+        );
+        let bytes = first.total() * first.elem_size()?;
+        if PixelFormat::Yuyv.check(size).is_ok() && bytes == PixelFormat::Yuyv.bytes(size) {
+            self.size = size;
+            self.yuv_caps = Some(("YUYV", imgproc::COLOR_YUV2BGR_YUY2, Some(PixelFormat::Yuyv)));
+            self.format = PixelFormat::Yuyv;
+            self.what = format!("{}, YUYV carried as it comes", self.what);
+            return Ok(());
+        }
+        let _ = self.cap.set(videoio::CAP_PROP_CONVERT_RGB, 1.0);
+        let mut again = Mat::default();
+        if !self.cap.read(&mut again)? || again.empty() || again.channels() != 3 {
+            bail!(
+                "{}: gave no usable frame after asking for raw YUYV",
+                self.what
+            );
+        }
+        self.size = FrameSize::new(again.cols() as usize, again.rows() as usize);
+        self.first = Some(again);
         Ok(())
     }
 
