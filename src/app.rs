@@ -37,6 +37,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
         check_window_possible()?;
     }
 
+    // CUDA starts (context, kernels) while the input opens.
+    let warming = (args.backend != BackendKind::Cpu)
+        .then(|| backend::cuda::warm_up(backend::cuda::DEFAULT_DEVICE));
     let media = probe_media(&input);
     let Some(source) = open_interruptibly(&stop, input, args, media.as_ref())? else {
         info!("stopped while the input was opening; nothing was written");
@@ -87,6 +90,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
     cfg.cuda.streams = args.streams;
     cfg.cuda.graphs = !args.no_graphs;
     info!("input: {}", source.describe());
+    // Held until the backend exists, so that the warmed context is the one it opens.
+    let _warm = warming.and_then(|w| w.join().ok().flatten());
     let backend = backend::create(args.backend, &cfg)?;
     info!("backend: {}", backend.describe());
     let reload = user_kernels(args, &cfg)?;

@@ -77,6 +77,20 @@ pub fn device_name(device: usize) -> Result<String> {
     Ok(format!("{} (sm_{major}{minor})", ctx.name()?))
 }
 
+/// Starts CUDA on a helper thread, so that it overlaps the input's opening (a camera or a
+/// pipe's first frame): device `device`'s context and the built-in kernels' compilation
+/// (NVRTC's cache keeps them). The context it returns is to be held until the backend
+/// exists, so that the primary context stays alive. None where CUDA is missing.
+pub fn warm_up(device: usize) -> std::thread::JoinHandle<Option<Arc<CudaContext>>> {
+    std::thread::spawn(move || {
+        probe().ok()?;
+        let ctx = open_device(device).ok()?;
+        let arch = super::kernels::arch(&ctx).ok()?;
+        super::kernels::compiled(&arch).ok()?;
+        Some(ctx)
+    })
+}
+
 /// Milliseconds from `a` to `b`, two recorded events that have completed.
 fn elapsed_ms(a: &CudaEvent, b: &CudaEvent) -> Result<f64> {
     // SAFETY: both events belong to one context, were recorded, and have completed (callers

@@ -139,8 +139,9 @@ fn yuv_constants() -> Vec<String> {
     .collect()
 }
 
-/// The PTX of `SOURCES` for `arch`, compiled by NVRTC on first use (about 50 ms).
-fn compiled(arch: &str) -> Result<Ptx> {
+/// The compiled `SOURCES` for `arch` (a cubin, or PTX), compiled by NVRTC on first use
+/// (about 50 ms; `cuda::warm_up` does it ahead, while the input opens).
+pub(super) fn compiled(arch: &str) -> Result<Ptx> {
     let source: String = SOURCES
         .iter()
         .map(|(_, s)| *s)
@@ -157,12 +158,12 @@ fn compiled(arch: &str) -> Result<Ptx> {
         .map_err(|log| anyhow::anyhow!("NVRTC could not compile kernels/*.cu:\n{log}"))
 }
 
-/// The device's architecture for NVRTC: `compute_90` on an H200.
+/// The device's architecture for NVRTC: `sm_90` on an H200 (`nvrtc::arch_for`).
 pub fn arch(ctx: &Arc<CudaContext>) -> Result<String> {
     let (major, minor) = ctx
         .compute_capability()
         .context("reading compute capability")?;
-    Ok(format!("compute_{major}{minor}"))
+    Ok(nvrtc::arch_for(major, minor))
 }
 
 /// The NVRTC program of a user kernel: its file's text, named by its path (the compiler's

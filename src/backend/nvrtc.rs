@@ -1,4 +1,5 @@
-//! NVRTC: CUDA C++ source to PTX, with `kernels/framepipe.cuh` handed to the compiler as an
+//! NVRTC: CUDA C++ source to a cubin for the device (PTX where this NVRTC does not know the
+//! device's architecture), with `kernels/framepipe.cuh` handed to the compiler as an
 //! in-memory header (so `#include "framepipe.cuh"` works wherever a kernel file lives), and a
 //! cache keyed by the whole program, so that a kernel compiled ahead (a reload's background
 //! thread) is only loaded when the backend swaps it in.
@@ -36,7 +37,7 @@ pub fn compile(program: &Program) -> Result<Ptx, String> {
     {
         return Ok(ptx.clone());
     }
-    let ptx = Ptx::from_src(compile_uncached(program)?);
+    let ptx = compile_uncached(program)?;
     CACHE
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -58,7 +59,65 @@ fn log_text(raw: &[c_char]) -> String {
     String::from_utf8_lossy(&bytes).trim_end().to_string()
 }
 
-fn compile_uncached(program: &Program) -> Result<String, String> {
+/// NVRTC's `--gpu-architecture` for compute capability `major.minor`: `sm_XY`, a cubin the
+/// driver loads as it is, where this NVRTC supports it; else `compute_XY`, PTX that the
+/// driver compiles when the module loads (on a machine without the driver's cache, most
+/// of a second of start-up for framepipe's kernels).
+pub fn arch_for(major: i32, minor: i32) -> String {
+    let wanted = major * 10 + minor;
+    if supported_archs().contains(&wanted) {
+        format!("sm_{major}{minor}")
+    } else {
+        format!("compute_{major}{minor}")
+    }
+}
+
+/// The real architectures this NVRTC compiles cubins for (empty where it can't say).
+fn supported_archs() -> Vec<i32> {
+    let mut n = 0;
+    // SAFETY: writes one int.
+    if unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) }
+        .result()
+        .is_err()
+        || n <= 0
+    {
+        return Vec::new();
+    }
+    let mut archs = vec![0; n as usize];
+    // SAFETY: `archs` holds the `n` ints NVRTC writes.
+    match unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }.result() {
+        Ok(()) => archs,
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The compiled program's cubin, where it was compiled for a real architecture (`sm_XY`).
+///
+/// # Safety
+///
+/// `prog` is a live program that compiled.
+unsafe fn cubin(prog: sys::nvrtcProgram) -> Option<Vec<u8>> {
+    let mut size = 0usize;
+    // SAFETY: `prog` compiled (caller); writes one size.
+    unsafe { sys::nvrtcGetCUBINSize(prog, &mut size) }
+        .result()
+        .ok()?;
+    if size == 0 {
+        return None;
+    }
+    let mut bin = vec![0u8; size];
+    // SAFETY: `bin` holds the `size` bytes NVRTC writes.
+    unsafe { sys::nvrtcGetCUBIN(prog, bin.as_mut_ptr().cast()) }
+        .result()
+        .ok()?;
+    Some(bin)
+}
+
+fn compile_uncached(program: &Program) -> Result<Ptx, String> {
+    let real = program
+        .options
+        .iter()
+        .any(|o| o.starts_with("--gpu-architecture=sm_"));
     let src = c_string(&program.name, &program.source)?;
     let name = c_string("the program's name", &program.name)?;
     let header_text = c_string("framepipe.cuh", HEADER.1)?;
@@ -86,8 +145,11 @@ fn compile_uncached(program: &Program) -> Result<String, String> {
     let outcome = unsafe {
         let compiled = result::compile_program(prog, &program.options);
         let out = match compiled {
+            Ok(()) if real => cubin(prog)
+                .map(Ptx::from_binary)
+                .ok_or_else(|| format!("NVRTC compiled {} but gave no cubin", program.name)),
             Ok(()) => result::get_ptx(prog)
-                .map(|ptx| log_text(&ptx))
+                .map(|ptx| Ptx::from_src(log_text(&ptx)))
                 .map_err(|e| format!("NVRTC compiled {} but gave no PTX: {e:?}", program.name)),
             Err(_) => Err(result::get_program_log(prog)
                 .map(|log| log_text(&log))
