@@ -58,3 +58,36 @@ fn cpu_controls_switch_between_frames() {
         sink.switched_at
     );
 }
+
+/// The test pattern is periodic (`pattern::period`, 5 frames at 4K) and the source hands
+/// out copies of its first period: past the period every frame is still the one the
+/// reference draws for its index, in every input format. (The GPU tests count on it: their
+/// 60-frame 1080p runs wrap at frame 21.)
+#[test]
+fn pattern_frames_past_its_period_equal_the_reference() {
+    use framepipe::pixel::Formats;
+    use framepipe::source::pattern;
+    let size = FrameSize::new(3840, 2160);
+    let frames = pattern::period(size) * 2 + 1;
+    assert!(frames < 20, "4K's period is short: {frames}");
+    for formats in ["bgr", "i420:bgr", "nv12:i420"] {
+        let formats: Formats = formats.parse().unwrap();
+        let case = Case {
+            kind: BackendKind::Cpu,
+            chain: "invert",
+            size,
+            bands: 1,
+            busy_bands: 1,
+            in_flight: 2,
+            pageable: true,
+            issue: Default::default(),
+            streams: Default::default(),
+            graphs: false,
+            frames,
+            trace_frames: 0,
+        };
+        let (seen, bad, max, _) = common::run_case_in(&case, "invert", formats);
+        assert_eq!(seen, frames);
+        assert_eq!(bad, 0, "{formats}: {bad} frames differ (max {max})");
+    }
+}

@@ -10,16 +10,17 @@ use super::{Read, Source};
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 
-/// Bytes of pre-rendered frames a pattern keeps at most (at least `MIN_CYCLE` frames).
+/// Bytes of BGR frames a pattern's period holds at most (at least `MIN_CYCLE` frames).
 const CYCLE_BYTES: usize = 128 << 20;
-/// Frames in the pattern's cycle: at most this many …
-const MAX_CYCLE: usize = 60;
+/// Frames in the pattern's period: at most this many …
+const MAX_CYCLE: usize = 1024;
 /// … and at least this many.
 const MIN_CYCLE: usize = 4;
 
-/// The built-in test pattern as a source: the first cycle's frames are drawn (in BGR, then
-/// converted to the pattern's format with the reference arithmetic) and kept; later frames
-/// are copies of them, so that the pattern never limits a GPU measurement.
+/// The built-in test pattern as a source. The pattern is periodic (`period`): the first
+/// period's frames are drawn (in BGR, then converted to the pattern's format with the
+/// reference arithmetic) and kept, and later frames are copies of them, so that the
+/// pattern never limits a GPU measurement.
 pub struct Pattern {
     size: FrameSize,
     format: PixelFormat,
@@ -41,7 +42,7 @@ impl Pattern {
             size,
             format: PixelFormat::Bgr24,
             cycle: Vec::new(),
-            cycle_len: cycle_len(PixelFormat::Bgr24.bytes(size)),
+            cycle_len: period(size) as usize,
             fps,
             next: 0,
             started: None,
@@ -54,7 +55,6 @@ impl Pattern {
     pub fn in_format(mut self, format: PixelFormat) -> Self {
         self.format = format;
         self.cycle.clear();
-        self.cycle_len = cycle_len(format.bytes(self.size));
         self
     }
 
@@ -65,9 +65,10 @@ impl Pattern {
     }
 }
 
-/// Frames in a cycle of `frame`-byte frames.
-fn cycle_len(frame: usize) -> usize {
-    (CYCLE_BYTES / frame.max(1)).clamp(MIN_CYCLE, MAX_CYCLE)
+/// The pattern's period at `size`, frames: frame `i` is frame `i % period`. As many BGR
+/// frames as 128 MiB hold, 4 to 1024 (1080p: 21, 4K: 5, 720p: 48, 320x240: 582).
+pub fn period(size: FrameSize) -> u64 {
+    (CYCLE_BYTES / size.bytes().max(1)).clamp(MIN_CYCLE, MAX_CYCLE) as u64
 }
 
 /// Frame `index` of the pattern in `format` into `out` (`format.bytes(size)` long).
@@ -80,12 +81,13 @@ pub fn draw_in(format: PixelFormat, size: FrameSize, index: u64, out: &mut [u8])
     crate::pixel::from_bgr(format, size, &bgr, out);
 }
 
-/// Draws frame `index` of the pattern into `out`: a horizontal blue ramp and a vertical
+/// Draws frame `index` of the pattern (periodic: `period`) into `out`: a horizontal blue ramp and a vertical
 /// green ramp that drift, a red checkerboard with diagonal stripes, and a white bar that
 /// sweeps across. Integer arithmetic only, so every machine draws the same bytes. Large
 /// frames are drawn in row bands on every core (a 4K frame took 13.5 ms on one), so that
 /// the pattern does not limit a GPU measurement.
 pub fn draw(size: FrameSize, index: u64, out: &mut [u8]) {
+    let index = index % period(size);
     let rows = size.height;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let threads = cores.min(rows / 128).clamp(1, 32);
@@ -210,6 +212,7 @@ mod tests {
         for format in [PixelFormat::Bgr24, PixelFormat::I420, PixelFormat::Yuyv] {
             let mut p = Pattern::new(size, 0.0).in_format(format);
             let n = p.cycle_len;
+            assert_eq!(n as u64, period(size));
             assert_eq!(n, MAX_CYCLE);
             let mut frames = Vec::new();
             for _ in 0..n + 2 {
@@ -220,11 +223,15 @@ mod tests {
             let mut first = vec![0; format.bytes(size)];
             draw_in(format, size, 1, &mut first);
             assert!(frames[1] == first, "{format}");
+            // What a source gives is what `draw_in` defines, period included.
+            draw_in(format, size, n as u64 + 1, &mut first);
+            assert!(frames[n + 1] == first, "{format}");
             assert!(frames[n] == frames[0] && frames[n + 1] == frames[1]);
             assert!(frames[0] != frames[1]);
         }
-        assert_eq!(cycle_len(3840 * 2160 * 3), 5);
-        assert_eq!(cycle_len(7680 * 4320 * 3), MIN_CYCLE);
+        assert_eq!(period(FrameSize::new(1920, 1080)), 21);
+        assert_eq!(period(FrameSize::new(3840, 2160)), 5);
+        assert_eq!(period(FrameSize::new(7680, 4320)), MIN_CYCLE as u64);
     }
 
     #[test]
