@@ -107,6 +107,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         let stdout = sink::y4m::Layout {
             write: checked.output_format.unwrap_or(PixelFormat::I420),
             given: formats.output,
+            tags: source.picture_tags().unwrap_or_default(),
         };
         sinks.push(sink::open_output(spec, size, fps, &timing, stdout)?);
     }

@@ -294,3 +294,39 @@ fn ffmpeg_pipes_through_framepipe() {
     let text = String::from_utf8_lossy(&probe.stdout).trim().to_string();
     assert_eq!(text, "25/1,50", "{}", stderr(&run));
 }
+
+/// What a Y4M header says of its pictures beyond size and rate (pixel aspect ratio,
+/// interlacing) is reported and kept in the Y4M output; frames are filtered as stored.
+#[test]
+fn aspect_and_interlacing_are_kept() {
+    let size = FrameSize::new(64, 48);
+    let (stream, _) = y4m_stream(size, 2);
+    let header_end = stream.iter().position(|b| *b == b'\n').unwrap();
+    let anamorphic = [
+        b"YUV4MPEG2 W64 H48 F25:1 It A10:11 C420mpeg2".to_vec(),
+        stream[header_end..].to_vec(),
+    ]
+    .concat();
+    let (code, out, err) = pipe(
+        &[
+            "--input",
+            "-",
+            "--headless",
+            "--filter",
+            "invert",
+            "--output",
+            "-",
+        ],
+        anamorphic,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let (header, frames) = parse_y4m(&out);
+    assert!(header.contains(" It A10:11 "), "{header}");
+    assert!(header.contains("F25:1"), "{header}");
+    assert_eq!(frames.len(), 2);
+    assert!(err.contains("pixels 10:11 wide"), "{err}");
+    assert!(err.contains("top field first"), "{err}");
+    // Nothing said: square and progressive.
+    let (_, out, _) = pipe(&["--input", "-", "--headless", "--output", "-"], stream);
+    assert!(parse_y4m(&out).0.contains(" Ip A1:1 "));
+}

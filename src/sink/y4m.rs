@@ -25,6 +25,8 @@ pub struct Layout {
     pub write: PixelFormat,
     /// The frames the sink is given: `write`, or BGR (converted here).
     pub given: PixelFormat,
+    /// Aspect ratio and interlacing for the header (the input's, where it said).
+    pub tags: crate::source::PictureTags,
 }
 
 impl Layout {
@@ -96,10 +98,11 @@ impl Y4mOut {
         if !self.started {
             let (n, d) = self.rate;
             if let Some(tag) = tag {
+                let t = self.layout.tags;
                 writeln!(
                     self.out,
-                    "YUV4MPEG2 W{} H{} F{n}:{d} Ip A1:1 {tag}",
-                    self.size.width, self.size.height
+                    "YUV4MPEG2 W{} H{} F{n}:{d} I{} A{}:{} {tag}",
+                    self.size.width, self.size.height, t.interlace, t.aspect.0, t.aspect.1
                 )?;
             }
             self.started = true;

@@ -26,6 +26,27 @@ pub fn quiet_opencv() {
     let _ = opencv::core::set_log_level(opencv::core::LogLevel::LOG_LEVEL_ERROR);
 }
 
+/// What a YUV4MPEG2 header says of its pictures beyond their size and rate: the pixel
+/// aspect ratio (`A`, 0:0 unknown) and the interlacing (`I`: p, t, b, m or ?). framepipe
+/// filters frames as stored and keeps both in a Y4M output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PictureTags {
+    /// Pixel aspect ratio, width:height.
+    pub aspect: (u32, u32),
+    /// Interlacing: `p` progressive, `t` top field first, `b` bottom first, `m` mixed.
+    pub interlace: char,
+}
+
+impl Default for PictureTags {
+    /// What framepipe's Y4M output says when its input said nothing: square, progressive.
+    fn default() -> Self {
+        Self {
+            aspect: (1, 1),
+            interlace: 'p',
+        }
+    }
+}
+
 /// What `read` found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Read {
@@ -44,6 +65,10 @@ pub trait Source: Send {
     /// The layout of the frames `read` writes (packed BGR unless the source says).
     fn format(&self) -> PixelFormat {
         PixelFormat::Bgr24
+    }
+    /// A YUV4MPEG2 input's pixel aspect ratio and interlacing, which a Y4M output keeps.
+    fn picture_tags(&self) -> Option<PictureTags> {
+        None
     }
     /// Frames per second the source runs at, when known.
     fn fps(&self) -> Option<f64>;

@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Read};
 
 use anyhow::{bail, Context, Result};
 
-use super::{Read as Got, Source};
+use super::{PictureTags, Read as Got, Source};
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 
@@ -61,6 +61,8 @@ pub struct Header {
     /// What the header says that framepipe reads differently (interlacing, full range,
     /// chroma siting), for the log.
     pub notes: Vec<String>,
+    /// Pixel aspect ratio and interlacing, which a Y4M output keeps.
+    pub tags: PictureTags,
 }
 
 /// Reads one line (without its newline) of at most `MAX_LINE` bytes; None at the end of
@@ -92,6 +94,7 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
     }
     let (mut w, mut h, mut rate, mut format) = (None, None, None, PixelFormat::I420);
     let mut notes = Vec::new();
+    let mut tags = PictureTags::default();
     for t in tokens {
         let (tag, value) = t.split_at(1);
         let number = |v: &str| v.parse::<usize>().ok().filter(|n| (1..=16384).contains(n));
@@ -127,18 +130,36 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
                     ));
                 }
             }
-            "I" if !matches!(value, "p" | "?") => notes.push(format!(
-                "interlaced ({}): fields are processed as one frame",
-                match value {
-                    "t" => "top field first",
-                    "b" => "bottom field first",
-                    _ => "mixed",
+            "A" => {
+                let aspect = value
+                    .split_once(':')
+                    .and_then(|(n, d)| Some((n.parse::<u32>().ok()?, d.parse::<u32>().ok()?)));
+                tags.aspect = aspect.ok_or(format!("Y4M header: bad aspect ratio '{value}'"))?;
+                if tags.aspect.0 != tags.aspect.1 {
+                    notes.push(format!(
+                        "pixels {}:{} wide: filtered as stored, the ratio kept in a Y4M output",
+                        tags.aspect.0, tags.aspect.1
+                    ));
                 }
-            )),
+            }
+            "I" if matches!(value, "p" | "t" | "b" | "m" | "?") => {
+                tags.interlace = value.chars().next().unwrap_or('p');
+                if !matches!(value, "p" | "?") {
+                    notes.push(format!(
+                        "interlaced ({}): fields are processed as one frame, the tag kept in a Y4M output",
+                        match value {
+                            "t" => "top field first",
+                            "b" => "bottom field first",
+                            _ => "mixed",
+                        }
+                    ));
+                }
+            }
+            "I" => return Err(format!("Y4M header: bad interlacing '{value}'")),
             "X" if value.eq_ignore_ascii_case("COLORRANGE=FULL") => {
                 notes.push("full range, read as video range".into())
             }
-            _ => {} // aspect (A), comments (X) and the rest change nothing here
+            _ => {} // comments (X) and the rest change nothing here
         }
     }
     let (Some(w), Some(h)) = (w, h) else {
@@ -151,6 +172,7 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
         rate,
         format,
         notes,
+        tags,
     })
 }
 
@@ -161,6 +183,8 @@ pub struct Stdin {
     format: PixelFormat,
     size: FrameSize,
     rate: Option<(i32, i32)>,
+    /// A Y4M header's aspect ratio and interlacing.
+    tags: Option<PictureTags>,
     /// Where a skipped frame goes (allocated on the first skip).
     skipped: Vec<u8>,
     frames: u64,
@@ -179,11 +203,13 @@ impl Stdin {
         // SAFETY: fcntl on fd 0 with F_SETPIPE_SZ only resizes the pipe's buffer.
         unsafe { libc::fcntl(0, libc::F_SETPIPE_SZ, 1 << 20) };
         let mut reader = BufReader::with_capacity(1 << 20, stdin);
+        let mut tags = None;
         let (pixel, size, rate, y4m, notes) = match format {
             InputFormat::Y4m => {
                 let text = line(&mut reader, "the YUV4MPEG2 header")?
                     .context("standard input is empty: no YUV4MPEG2 header came")?;
                 let h = parse_header(&text).map_err(anyhow::Error::msg)?;
+                tags = Some(h.tags);
                 (h.format, h.size, h.rate, true, h.notes)
             }
             raw => {
@@ -203,6 +229,7 @@ impl Stdin {
             format: pixel,
             size,
             rate,
+            tags,
             skipped: Vec::new(),
             frames: 0,
             what: format!(
@@ -267,6 +294,9 @@ impl Source for Stdin {
     fn format(&self) -> PixelFormat {
         self.format
     }
+    fn picture_tags(&self) -> Option<PictureTags> {
+        self.tags
+    }
     fn read(&mut self, frame: &mut [u8]) -> Result<Got> {
         if !self.next_raw(frame)? {
             return Ok(Got::End);
@@ -299,6 +329,20 @@ mod tests {
         assert_eq!(h.format, PixelFormat::Yuv422p);
         assert_eq!(h.notes.len(), 2, "{:?}", h.notes);
         assert_eq!(
+            h.tags,
+            PictureTags {
+                aspect: (0, 0),
+                interlace: 't'
+            }
+        );
+        let h = parse_header("YUV4MPEG2 W720 H480 F30000:1001 Ip A10:11 C420mpeg2").unwrap();
+        assert_eq!(h.tags.aspect, (10, 11));
+        assert!(
+            h.notes.iter().any(|n| n.contains("10:11 wide")),
+            "{:?}",
+            h.notes
+        );
+        assert_eq!(
             parse_header("YUV4MPEG2 W7 H8 Cmono").unwrap().format,
             PixelFormat::Gray
         );
@@ -307,6 +351,8 @@ mod tests {
             ("YUV4MPEG2 W640", "no width (W) or height (H)"),
             ("YUV4MPEG2 W0 H480", "bad width"),
             ("YUV4MPEG2 W640 H480 Fx", "bad rate"),
+            ("YUV4MPEG2 W640 H480 A4", "bad aspect ratio"),
+            ("YUV4MPEG2 W640 H480 Iq", "bad interlacing"),
             ("YUV4MPEG2 W640 H480 C420p10", "'420p10' is not supported"),
             (
                 "YUV4MPEG2 W641 H480 C420jpeg",
