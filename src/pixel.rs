@@ -465,6 +465,32 @@ pub fn from_bgr(format: PixelFormat, size: FrameSize, src: &[u8], dst: &mut [u8]
     }
     match format {
         PixelFormat::I420 => i420_parallel(size, src, dst),
+        PixelFormat::Nv12 => {
+            // I420 in place, then its two chroma planes interleaved.
+            from_bgr(PixelFormat::I420, size, src, dst);
+            let area = size.width * size.height;
+            let planar = dst[area..].to_vec();
+            let (u, v) = planar.split_at(area / 4);
+            for ((pair, u), v) in dst[area..].chunks_exact_mut(2).zip(u).zip(v) {
+                pair[0] = *u;
+                pair[1] = *v;
+            }
+        }
+        PixelFormat::Gray => {
+            let rows = size.height.div_ceil(threads_for(size.height));
+            std::thread::scope(|s| {
+                let parts = dst[..size.width * size.height]
+                    .chunks_mut(rows * size.width)
+                    .zip(src.chunks(rows * size.width * 3));
+                for (y, bgr) in parts {
+                    s.spawn(move || {
+                        for (y, p) in y.iter_mut().zip(bgr.chunks_exact(3)) {
+                            *y = yuv::luma(p[0], p[1], p[2]);
+                        }
+                    });
+                }
+            });
+        }
         _ => format.from_bgr(size, src, dst),
     }
 }
@@ -583,5 +609,11 @@ mod tests {
         PixelFormat::I420.from_bgr(size, &bgr, &mut a);
         i420_parallel(size, &bgr, &mut b);
         assert!(a == b);
+        for format in [PixelFormat::I420, PixelFormat::Nv12, PixelFormat::Gray] {
+            let (mut a, mut b) = (vec![0; format.bytes(size)], vec![1; format.bytes(size)]);
+            format.from_bgr(size, &bgr, &mut a);
+            from_bgr(format, size, &bgr, &mut b);
+            assert!(a == b, "{format}");
+        }
     }
 }
