@@ -64,7 +64,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     }
     let bands = args
         .bands
-        .unwrap_or_else(|| band::default_bands_in(size.height, source.format()));
+        .unwrap_or_else(|| band::default_bands_in(size.height, source.format().row_align()));
     let mut cfg = BackendConfig::new(size, args.filter.clone(), bands, in_flight)
         .map_err(|e| anyhow::anyhow!("--bands {bands}: {e}"))?
         .with_busy_bands(args.busy_bands.min(size.height))

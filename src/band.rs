@@ -109,13 +109,14 @@ pub fn default_bands(height: usize) -> usize {
     wanted.min(height.max(1))
 }
 
-/// The default band count for frames that cross PCIe in `format`: `default_bands`, halved
-/// for 4:2:0 frames, whose bands each take two or three copies a way (one a plane): a
+/// The default band count for frames whose bands keep `row_align` rows together
+/// (`PixelFormat::row_align`): `default_bands`, halved for 4:2:0 frames (2), whose bands
+/// each take two or three copies a way (one a plane): a
 /// single I420 frame is ready soonest with 2 bands at 1080p (0.122 ms against 0.130 with
 /// 4) and 4 at 4K (0.361 ms against 0.382 with 8) (BENCHMARKS.md, "Pixel formats").
-pub fn default_bands_in(height: usize, format: crate::pixel::PixelFormat) -> usize {
+pub fn default_bands_in(height: usize, row_align: usize) -> usize {
     let bands = default_bands(height);
-    if format.row_align() == 2 {
+    if row_align == 2 {
         (bands / 2).max(1)
     } else {
         bands

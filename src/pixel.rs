@@ -272,6 +272,31 @@ impl PixelFormat {
     }
 }
 
+/// `chain` between two pixel formats, by definition: the input converted to BGR, the chain,
+/// the result converted to the output format (all with the reference arithmetic of
+/// `filter::reference`); a chain that changes nothing between one format passes it
+/// untouched. Both backends are checked against it.
+pub fn apply_reference(
+    chain: &crate::filter::Chain,
+    size: FrameSize,
+    formats: Formats,
+    src: &[u8],
+    dst: &mut [u8],
+) {
+    use PixelFormat::Bgr24;
+    if formats.passthrough(chain.is_identity()) {
+        return dst.copy_from_slice(src);
+    }
+    let mut bgr_in = vec![0; size.bytes()];
+    formats.input.to_bgr(size, src, &mut bgr_in);
+    if formats.output == Bgr24 {
+        return chain.apply_reference(size, &bgr_in, dst);
+    }
+    let mut bgr_out = vec![0; size.bytes()];
+    chain.apply_reference(size, &bgr_in, &mut bgr_out);
+    formats.output.from_bgr(size, &bgr_out, dst);
+}
+
 /// One plane of a frame (`PixelFormat::planes`).
 struct Plane {
     offset: usize,
@@ -301,10 +326,11 @@ impl Formats {
         self.input.row_align().max(self.output.row_align())
     }
 
-    /// Whether a frame goes through untouched: a chain that changes nothing between one
-    /// format in and out passes the planes as they are, bit for bit.
-    pub fn passthrough(self, chain: &crate::filter::Chain) -> bool {
-        self.input == self.output && chain.is_identity()
+    /// Whether a frame goes through untouched: a chain that changes nothing (`identity`,
+    /// `Chain::is_identity`) between one format in and out passes the planes as they are,
+    /// bit for bit.
+    pub fn passthrough(self, identity: bool) -> bool {
+        self.input == self.output && identity
     }
 
     /// Fails for formats no backend can carry or a size they can't hold.

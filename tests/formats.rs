@@ -1,7 +1,7 @@
 //! Frames that keep their pixel format through the pipeline (CPU backend here; the GPU's
 //! conversion kernels are proven in `tests/gpu.rs`): the test pattern in every input
 //! format, out through standard output in every written format, exact to the reference
-//! (`Chain::apply_reference_formats`: the input to BGR, the chain, BGR to the output, all
+//! (`pixel::apply_reference`: the input to BGR, the chain, BGR to the output, all
 //! with OpenCV 4.6's arithmetic); `copy` passing planes through untouched; `gray` giving
 //! neutral chroma; odd 4:2:0 sizes and impossible format requests refused with a message;
 //! and GStreamer NV12/I420 appsinks carried as they come.
@@ -96,7 +96,7 @@ fn every_format_pair_equals_the_reference() {
                     let mut src = vec![0; formats.input.bytes(size)];
                     pattern::draw_in(formats.input, size, i as u64, &mut src);
                     let mut want = vec![0; formats.output.bytes(size)];
-                    parsed.apply_reference_formats(size, formats, &src, &mut want);
+                    framepipe::pixel::apply_reference(&parsed, size, formats, &src, &mut want);
                     assert!(
                         got == &want,
                         "{chain}: {input} → {output}, frame {i} differs from the reference"
@@ -234,7 +234,7 @@ fn gstreamer_yuv_is_carried_as_it_comes() {
     };
     for (k, got) in filtered.iter().enumerate() {
         let mut want = vec![0; PixelFormat::I420.bytes(size)];
-        chain.apply_reference_formats(size, formats, &nv12[k], &mut want);
+        framepipe::pixel::apply_reference(&chain, size, formats, &nv12[k], &mut want);
         assert!(got == &want, "frame {k} differs from the reference");
     }
 }

@@ -158,7 +158,7 @@ fn raw_frames_in_need_their_size_and_equal_the_reference() {
         };
         let mut want = vec![0; PixelFormat::I420.bytes(size)];
         let copy: Chain = "copy".parse().unwrap();
-        copy.apply_reference_formats(size, formats, &frame, &mut want);
+        framepipe::pixel::apply_reference(&copy, size, formats, &frame, &mut want);
         assert!(frames[0] == want, "{format}");
         if pixel == PixelFormat::I420 {
             assert!(

@@ -73,13 +73,13 @@ impl CpuBackend {
 
 impl CpuBackend {
     /// One frame: the input converted to BGR, the chain, the result converted to the output
-    /// format (`Chain::apply_reference_formats` defines it); untouched where nothing changes.
+    /// format (`pixel::apply_reference` defines it); untouched where nothing changes.
     fn process(&mut self, input: &[u8], output: &mut [u8]) -> Result<()> {
         let Formats {
             input: fin,
             output: fout,
         } = self.formats;
-        if self.formats.passthrough(&self.chain) {
+        if self.formats.passthrough(self.chain.is_identity()) {
             output.copy_from_slice(input);
             return Ok(());
         }

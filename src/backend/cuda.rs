@@ -362,12 +362,12 @@ pub struct CudaBackend {
 /// Whether bands are uploaded into `raw_in` (a format other than BGR, or a frame passed
 /// through untouched) rather than straight into the first BGR buffer.
 fn raw_input(cfg: &BackendConfig) -> bool {
-    cfg.formats.input != PixelFormat::Bgr24 || cfg.formats.passthrough(&cfg.chain)
+    cfg.formats.input != PixelFormat::Bgr24 || cfg.formats.passthrough(cfg.chain.is_identity())
 }
 
 /// Whether bands are converted into `raw_out` before their download.
 fn raw_output(cfg: &BackendConfig) -> bool {
-    cfg.formats.output != PixelFormat::Bgr24 && !cfg.formats.passthrough(&cfg.chain)
+    cfg.formats.output != PixelFormat::Bgr24 && !cfg.formats.passthrough(cfg.chain.is_identity())
 }
 
 impl CudaBackend {
@@ -514,7 +514,7 @@ impl CudaBackend {
             submitted: 0,
             calibration,
             cfg: cfg.clone(),
-            passthrough: cfg.formats.passthrough(&cfg.chain),
+            passthrough: cfg.formats.passthrough(cfg.chain.is_identity()),
         })
     }
 

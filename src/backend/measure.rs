@@ -183,7 +183,7 @@ pub fn bound(
     for _ in 0..trials.max(1) {
         let (h2d, d2h, both) = copies(&mut rig, reps, up, down)?;
         let kernel = rig.time(reps, |r| {
-            if formats.passthrough(chain) {
+            if formats.passthrough(chain.is_identity()) {
                 return Ok(());
             }
             if input != PixelFormat::Bgr24 {

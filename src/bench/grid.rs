@@ -25,7 +25,7 @@ pub(crate) fn run_section(
     let frames_for =
         |per_frame_ms: f64| ((args.seconds * 1e3 / per_frame_ms) as u64).clamp(60, 4000);
     let fits = |bands: usize| bands <= size.height / formats.row_align();
-    let default_bands = band::default_bands_in(size.height, formats.input);
+    let default_bands = band::default_bands_in(size.height, formats.input.row_align());
     let mut rows = Vec::new();
 
     // The original question's configuration: pageable, 3 bands, one frame at a time.

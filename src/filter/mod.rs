@@ -262,30 +262,6 @@ impl Chain {
         let plan = crate::band::BandPlan::new(size.height, 1, self.radius()).expect("one band");
         reference::apply_banded(self, size, &plan, src, dst);
     }
-
-    /// The chain between two pixel formats, by definition: the input converted to BGR, the
-    /// chain, the result converted to the output format (all with the reference
-    /// arithmetic); a chain that changes nothing between one format passes it untouched.
-    pub fn apply_reference_formats(
-        &self,
-        size: FrameSize,
-        formats: crate::pixel::Formats,
-        src: &[u8],
-        dst: &mut [u8],
-    ) {
-        use crate::pixel::PixelFormat::Bgr24;
-        if formats.passthrough(self) {
-            return dst.copy_from_slice(src);
-        }
-        let mut bgr_in = vec![0; size.bytes()];
-        formats.input.to_bgr(size, src, &mut bgr_in);
-        if formats.output == Bgr24 {
-            return self.apply_reference(size, &bgr_in, dst);
-        }
-        let mut bgr_out = vec![0; size.bytes()];
-        self.apply_reference(size, &bgr_in, &mut bgr_out);
-        formats.output.from_bgr(size, &bgr_out, dst);
-    }
 }
 
 impl fmt::Display for Chain {

@@ -39,7 +39,7 @@ pub fn reference(chain: &Chain, size: FrameSize, seq: u64) -> std::sync::Arc<Vec
 }
 
 /// `reference` between `formats`: pattern frame `seq` drawn in the input format, through
-/// `chain` as `Chain::apply_reference_formats` defines it.
+/// `chain` as `pixel::apply_reference` defines it.
 pub fn reference_in(
     chain: &Chain,
     size: FrameSize,
@@ -62,7 +62,7 @@ pub fn reference_in(
     let mut input = vec![0; formats.input.bytes(size)];
     pattern::draw_in(formats.input, size, seq, &mut input);
     let mut want = vec![0; formats.output.bytes(size)];
-    chain.apply_reference_formats(size, formats, &input, &mut want);
+    framepipe::pixel::apply_reference(chain, size, formats, &input, &mut want);
     let want = Arc::new(want);
     CACHE
         .lock()
@@ -159,7 +159,7 @@ pub fn run_case_against(
 }
 
 /// `run_case_against`, with frames carried between `formats` (the pattern drawn in the
-/// input format, the reference converting as `Chain::apply_reference_formats` does).
+/// input format, the reference converting as `pixel::apply_reference` does).
 pub fn run_case_in(
     case: &Case,
     reference: &str,
