@@ -509,3 +509,43 @@ fn window_keys_change_the_run() {
     .unwrap();
     assert_eq!((img.cols(), img.rows()), (320, 240));
 }
+
+/// Frames that cross the pipeline as YUV (the pattern in NV12 and I420) reach the window as
+/// BGR, converted by the backend: the screen shows the same picture as the BGR pattern's,
+/// within what the round trip through 4:2:0 changes.
+#[test]
+fn yuv_frames_are_shown_converted() {
+    let x = Xvfb::start();
+    let shot_of = |format: &str| {
+        let dir = TempDir::new(&format!("yuv-window-{format}"));
+        // One frame every 5 s: the screenshot sees frame 0.
+        let (child, _) = open_window(&x, &dir, &["--input-format", format, "--fps", "0.2"]);
+        std::thread::sleep(Duration::from_millis(1200));
+        let shot = screenshot(&x, &dir, "shot.png");
+        signal(&child, "-INT");
+        let out = wait_with_deadline(child, Duration::from_secs(5), format);
+        assert!(out.status.success(), "{format}: {}", stderr(&out));
+        let err = stderr(&out);
+        let said = format!("320x240, {format}");
+        assert!(format == "bgr24" || err.contains(&said), "{err}");
+        shot
+    };
+    let bgr = shot_of("bgr24");
+    for format in ["nv12", "i420"] {
+        let yuv = shot_of(format);
+        assert_eq!(bgr.len(), yuv.len());
+        let diff: u64 = bgr
+            .iter()
+            .zip(&yuv)
+            .map(|(a, b)| u64::from(a.abs_diff(*b)))
+            .sum();
+        let mean = diff as f64 / bgr.len() as f64;
+        let lit = yuv.iter().filter(|&&v| v > 40).count();
+        assert!(lit > 320 * 240, "{format}: the window looks blank");
+        assert!(
+            mean < 4.0,
+            "{format}: mean difference {mean:.2} from the BGR pattern"
+        );
+        println!("{format} in the window: mean difference {mean:.2} from BGR");
+    }
+}
