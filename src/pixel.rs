@@ -1,9 +1,12 @@
-//! Pixel formats of frames that come in or go out as raw bytes (standard input and output):
-//! their layout, and their conversion to and from the pipeline's packed BGR with the
-//! reference arithmetic (`filter::reference::yuv`, which is OpenCV 4.6's `cvtColor`).
+//! Pixel formats: the layout a frame has in the ring and over PCIe (the source's own: BGR,
+//! I420, NV12, YUYV, …), where a band's planes lie (`band_planes`), and the conversions to
+//! and from the packed BGR every filter is defined on, with the reference arithmetic
+//! (`filter::reference::yuv`, which is OpenCV 4.6's `cvtColor`). `apply_reference` defines
+//! a chain between two formats; both backends are checked against it.
 //!
 //! Invariants: 4:2:0 and 4:2:2 frames have even widths (4:2:0 even heights too), as ffmpeg's
-//! `yuv420p` pipes do; every format's frame is `bytes(size)` long, planes one after another.
+//! `yuv420p` pipes do; every format's frame is `bytes(size)` long, planes one after another;
+//! a band buffer of a format is laid out as a frame of the band's rows.
 
 use std::fmt;
 use std::ops::Range;

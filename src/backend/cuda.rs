@@ -6,6 +6,12 @@
 //! one compute stream and downloads on one copy-out stream, ordered per band by events, so
 //! that the upload of band k+1 overlaps the kernels and download of band k.
 //!
+//! Pixel formats: a band of a YUV frame is uploaded plane by plane into its raw buffer
+//! (laid out as a frame of the band's rows), converted to BGR by `fp_to_bgr`, filtered, and
+//! its own rows converted by `fp_from_bgr` into a second raw buffer that is downloaded plane
+//! by plane (`kernels/convert.cu`); BGR skips either conversion, and a chain that changes
+//! nothing between one format copies the planes up and back down.
+//!
 //! Words: a **lane** is the device side of one frame in flight (a band's buffers, scratch
 //! and events, for each band), used by one frame at a time, in turn; the ring's `Slot` is
 //! the host side that travels between threads. A **plan** (`Plan::Idle` or `Plan::Busy`)
@@ -13,7 +19,7 @@
 //! (upload, filter, download), and `PerStage` holds one thing per stage by name.
 //!
 //! Invariants:
-//! - every (lane, band) pair owns its two device buffers, so bands and frames never share
+//! - every (lane, band) pair owns its device buffers (two BGR, two raw), so bands and frames never share
 //!   device memory and cudarc's per-slice event tracking can stay off;
 //! - a submitted slot stays in `pending` until its frame's downloads have completed, so the
 //!   asynchronous copies never outlive the host memory they read or write;

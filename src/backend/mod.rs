@@ -1,7 +1,9 @@
 //! What runs the filters: CUDA (banded streams, several frames in flight) or the CPU.
 //!
-//! A backend takes slots whose input buffer holds a frame, fills their output buffer, and
-//! hands them back **in submission order**. It never keeps more than `capacity()` frames.
+//! A backend takes slots whose input buffer holds a frame (in `formats().input`), fills
+//! their output buffer (in `formats().output`: the input converted to BGR, the chain, the
+//! result converted, as `pixel::apply_reference` defines it), and hands them back **in
+//! submission order**. It never keeps more than `capacity()` frames.
 //! `attach` is called once per ring buffer before the first frame (the CUDA backend
 //! page-locks it there).
 
