@@ -19,8 +19,8 @@
 //! (upload, filter, download), and `PerStage` holds one thing per stage by name.
 //!
 //! Invariants:
-//! - every (lane, band) pair owns its device buffers (two BGR, two raw), so bands and frames never share
-//!   device memory and cudarc's per-slice event tracking can stay off;
+//! - every (lane, band) pair owns its device buffers (two BGR, two raw), so bands and
+//!   frames never share device memory and cudarc's per-slice event tracking can stay off;
 //! - a submitted slot stays in `pending` until its frame's downloads have completed, so the
 //!   asynchronous copies never outlive the host memory they read or write;
 //! - frames complete in submission order; lane `k` is reused only after its frame completed;
