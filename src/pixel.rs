@@ -18,18 +18,22 @@ use crate::frame::FrameSize;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum PixelFormat {
     /// Packed B, G, R (the pipeline's own).
+    #[value(alias = "bgr")]
     Bgr24,
     /// Planar Y, then U and V at half width and height (`yuv420p`).
+    #[value(alias = "yuv420p", alias = "iyuv")]
     I420,
     /// Planar Y, then U and V interleaved at half width and height.
     Nv12,
     /// Packed Y0 U Y1 V at half horizontal chroma (`yuyv422`, YUY2).
+    #[value(alias = "yuyv422", alias = "yuy2")]
     Yuyv,
     /// Planar Y, U, V with half-width chroma (`yuv422p`).
     Yuv422p,
     /// Planar Y, U, V at full size (`yuv444p`).
     Yuv444p,
     /// Luma only (`gray`; a Y4M `Cmono` stream).
+    #[value(alias = "grey", alias = "mono")]
     Gray,
 }
 
@@ -352,18 +356,21 @@ impl Formats {
 impl std::str::FromStr for Formats {
     type Err = String;
 
-    /// `i420` (in and out), or `i420:bgr` (in, then out); `bgr` is `bgr24`.
+    /// `i420` (in and out), or `i420:bgr` (in, then out; also `i420->bgr`, `i420>bgr`,
+    /// `i420/bgr`); ffmpeg's names work too (`yuv420p`, `bgr`, `yuyv422`, `grey`).
     fn from_str(s: &str) -> Result<Self, String> {
         let one = |t: &str| {
             let t = t.trim().to_ascii_lowercase();
-            let t = if t == "bgr" { "bgr24".to_string() } else { t };
             <PixelFormat as clap::ValueEnum>::from_str(&t, true).map_err(|_| {
                 format!(
                     "unknown pixel format '{t}' (bgr, i420, nv12, yuyv, yuv422p, yuv444p, gray)"
                 )
             })
         };
-        let (input, output) = match s.split_once(':') {
+        let split = ["->", ":", ">", "/"]
+            .iter()
+            .find_map(|sep| s.split_once(sep));
+        let (input, output) = match split {
             Some((a, b)) => (one(a)?, one(b)?),
             None => (one(s)?, one(s)?),
         };
@@ -594,6 +601,8 @@ mod tests {
         let f: Formats = "i420:bgr".parse().unwrap();
         assert_eq!((f.input, f.output), (PixelFormat::I420, PixelFormat::Bgr24));
         assert_eq!("nv12".parse::<Formats>().unwrap().to_string(), "nv12");
+        let f: Formats = "yuv420p->bgr".parse().unwrap();
+        assert_eq!((f.input, f.output), (PixelFormat::I420, PixelFormat::Bgr24));
         assert!("yuyv"
             .parse::<Formats>()
             .unwrap_err()

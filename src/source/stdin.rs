@@ -22,16 +22,21 @@ const MAX_LINE: usize = 4096;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum InputFormat {
     /// A YUV4MPEG2 stream (size, rate and chroma from its header).
+    #[value(alias = "yuv4mpegpipe")]
     Y4m,
     /// Headerless packed BGR frames (`--size` needed).
+    #[value(alias = "bgr")]
     Bgr24,
     /// Headerless I420 / yuv420p frames.
+    #[value(alias = "yuv420p", alias = "iyuv")]
     I420,
     /// Headerless NV12 frames.
     Nv12,
     /// Headerless YUYV / YUY2 frames.
+    #[value(alias = "yuyv422", alias = "yuy2")]
     Yuyv,
     /// Headerless 8-bit gray frames.
+    #[value(alias = "grey", alias = "mono")]
     Gray,
 }
 
