@@ -12,6 +12,8 @@ use crate::pixel::PixelFormat;
 
 /// Bytes of BGR frames a pattern's period holds at most (at least `MIN_CYCLE` frames).
 const CYCLE_BYTES: usize = 128 << 20;
+/// The most memory the kept period may take; past it frames are drawn each time (8K BGR).
+const MAX_CACHE: usize = 256 << 20;
 /// Frames in the pattern's period: at most this many …
 const MAX_CYCLE: usize = 1024;
 /// … and at least this many.
@@ -171,6 +173,9 @@ impl Source for Pattern {
         if self.cheap && !self.filled.insert(frame.as_ptr() as usize) {
             let n = frame.len().min(8);
             frame[..n].copy_from_slice(&self.next.to_le_bytes()[..n]);
+        } else if self.cycle_len * frame.len() > MAX_CACHE {
+            // Too large to keep a period of (a very large frame): drawn each time, the same.
+            draw_in(self.format, self.size, self.next, frame);
         } else {
             let k = (self.next % self.cycle_len as u64) as usize;
             if k == self.cycle.len() {
