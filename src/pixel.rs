@@ -52,6 +52,17 @@ impl fmt::Display for PixelFormat {
 }
 
 impl PixelFormat {
+    /// Every format, in `code` order.
+    pub const ALL: [PixelFormat; 7] = [
+        PixelFormat::Bgr24,
+        PixelFormat::I420,
+        PixelFormat::Nv12,
+        PixelFormat::Yuyv,
+        PixelFormat::Yuv422p,
+        PixelFormat::Yuv444p,
+        PixelFormat::Gray,
+    ];
+
     /// Bytes of one `size` frame.
     pub fn bytes(self, size: FrameSize) -> usize {
         let (w, h) = (size.width, size.height);
@@ -155,15 +166,8 @@ impl PixelFormat {
                 i420_rows(size, src, 0..h, luma, u, v);
             }
             PixelFormat::Nv12 => {
-                let mut planar = vec![0; self.bytes(size)];
-                PixelFormat::I420.from_bgr(size, src, &mut planar);
-                let (luma, chroma) = planar.split_at(w * h);
-                let (u, v) = chroma.split_at(w * h / 4);
-                dst[..w * h].copy_from_slice(luma);
-                for (i, pair) in dst[w * h..].chunks_exact_mut(2).enumerate() {
-                    pair[0] = u[i];
-                    pair[1] = v[i];
-                }
+                PixelFormat::I420.from_bgr(size, src, dst);
+                i420_to_nv12(size, dst);
             }
             PixelFormat::Gray => {
                 for (y, p) in dst[..w * h].iter_mut().zip(src.chunks_exact(3)) {
@@ -215,7 +219,8 @@ impl PixelFormat {
         }
     }
 
-    /// The format's number in the GPU's conversion kernels (`kernels/convert.cu`).
+    /// The format's number in the GPU's conversion kernels (`kernels/convert.cu`): its place
+    /// in `ALL`.
     pub fn code(self) -> i32 {
         self as i32
     }
@@ -394,6 +399,17 @@ impl fmt::Display for Formats {
     }
 }
 
+/// Turns an I420 `size` frame into NV12 in place: its two chroma planes interleaved.
+fn i420_to_nv12(size: FrameSize, frame: &mut [u8]) {
+    let area = size.width * size.height;
+    let planar = frame[area..].to_vec();
+    let (u, v) = planar.split_at(area / 4);
+    for ((pair, u), v) in frame[area..].chunks_exact_mut(2).zip(u).zip(v) {
+        pair[0] = *u;
+        pair[1] = *v;
+    }
+}
+
 /// Rows `rows` (even bounds) of a BGR `size` frame (`src`, whole) into their parts of the
 /// I420 planes (`y`, `u`, `v` hold just those rows).
 fn i420_rows(
@@ -502,15 +518,8 @@ pub fn from_bgr(format: PixelFormat, size: FrameSize, src: &[u8], dst: &mut [u8]
     match format {
         PixelFormat::I420 => i420_parallel(size, src, dst),
         PixelFormat::Nv12 => {
-            // I420 in place, then its two chroma planes interleaved.
             from_bgr(PixelFormat::I420, size, src, dst);
-            let area = size.width * size.height;
-            let planar = dst[area..].to_vec();
-            let (u, v) = planar.split_at(area / 4);
-            for ((pair, u), v) in dst[area..].chunks_exact_mut(2).zip(u).zip(v) {
-                pair[0] = *u;
-                pair[1] = *v;
-            }
+            i420_to_nv12(size, dst);
         }
         PixelFormat::Gray => {
             let rows = size.height.div_ceil(threads_for(size.height));
@@ -597,6 +606,13 @@ mod tests {
     }
 
     #[test]
+    fn codes_are_places_in_all() {
+        for (i, f) in PixelFormat::ALL.iter().enumerate() {
+            assert_eq!(f.code(), i as i32);
+        }
+    }
+
+    #[test]
     fn formats_parse_as_bench_takes_them() {
         let f: Formats = "i420:bgr".parse().unwrap();
         assert_eq!((f.input, f.output), (PixelFormat::I420, PixelFormat::Bgr24));
@@ -625,15 +641,7 @@ mod tests {
     #[test]
     fn parallel_conversions_equal_the_serial_ones() {
         let size = FrameSize::new(64, 1000);
-        for format in [
-            PixelFormat::I420,
-            PixelFormat::Nv12,
-            PixelFormat::Yuyv,
-            PixelFormat::Yuv422p,
-            PixelFormat::Yuv444p,
-            PixelFormat::Gray,
-            PixelFormat::Bgr24,
-        ] {
+        for format in PixelFormat::ALL {
             let src: Vec<u8> = (0..format.bytes(size))
                 .map(|i| (i * 31 % 253) as u8)
                 .collect();

@@ -576,15 +576,7 @@ mod tests {
     #[test]
     fn format_numbers_match_the_conversion_kernels() {
         let source = include_str!("../../kernels/convert.cu");
-        for format in [
-            PixelFormat::Bgr24,
-            PixelFormat::I420,
-            PixelFormat::Nv12,
-            PixelFormat::Yuyv,
-            PixelFormat::Yuv422p,
-            PixelFormat::Yuv444p,
-            PixelFormat::Gray,
-        ] {
+        for format in PixelFormat::ALL {
             let name = format.to_string().to_uppercase();
             let line = format!("#define FP_FMT_{name} {}", format.code());
             assert!(source.contains(&line), "{line}");
