@@ -18,38 +18,50 @@ use crate::pixel::PixelFormat;
 /// The longest header or frame line accepted.
 const MAX_LINE: usize = 4096;
 
-/// What `--input -` reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+/// What `--input -` reads: a Y4M stream, or headerless frames of any pixel format (with the
+/// pixel formats' own names and aliases, so the two lists can't drift).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InputFormat {
     /// A YUV4MPEG2 stream (size, rate and chroma from its header).
-    #[value(alias = "yuv4mpegpipe")]
     Y4m,
-    /// Headerless packed BGR frames (`--size` needed).
-    #[value(alias = "bgr")]
-    Bgr24,
-    /// Headerless I420 / yuv420p frames.
-    #[value(alias = "yuv420p", alias = "iyuv")]
-    I420,
-    /// Headerless NV12 frames.
-    Nv12,
-    /// Headerless YUYV / YUY2 frames.
-    #[value(alias = "yuyv422", alias = "yuy2")]
-    Yuyv,
-    /// Headerless 8-bit gray frames.
-    #[value(alias = "grey", alias = "mono")]
-    Gray,
+    /// Headerless frames of this format (`--size` needed).
+    Raw(PixelFormat),
 }
 
 impl InputFormat {
+    /// Y4M, then every pixel format, in `PixelFormat::ALL`'s order.
+    const ALL: [InputFormat; 8] = {
+        let mut all = [InputFormat::Y4m; 8];
+        let mut i = 0;
+        while i < PixelFormat::ALL.len() {
+            all[i + 1] = InputFormat::Raw(PixelFormat::ALL[i]);
+            i += 1;
+        }
+        all
+    };
+
     /// The pixel format of raw frames; None for Y4M (its header says).
     pub fn pixel(self) -> Option<PixelFormat> {
         match self {
             InputFormat::Y4m => None,
-            InputFormat::Bgr24 => Some(PixelFormat::Bgr24),
-            InputFormat::I420 => Some(PixelFormat::I420),
-            InputFormat::Nv12 => Some(PixelFormat::Nv12),
-            InputFormat::Yuyv => Some(PixelFormat::Yuyv),
-            InputFormat::Gray => Some(PixelFormat::Gray),
+            InputFormat::Raw(f) => Some(f),
+        }
+    }
+}
+
+impl clap::ValueEnum for InputFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        match self {
+            InputFormat::Y4m => Some(
+                clap::builder::PossibleValue::new("y4m")
+                    .alias("yuv4mpegpipe")
+                    .help("A YUV4MPEG2 stream (size, rate and chroma from its header)"),
+            ),
+            InputFormat::Raw(f) => f.to_possible_value(),
         }
     }
 }
