@@ -361,19 +361,31 @@ pub struct CudaBackend {
     /// What it was built from (size, formats, chain, layout, issue order, page-locking,
     /// tracing); rebuilt from on a `Control`.
     cfg: BackendConfig,
+    /// Which buffers a band goes through, from `cfg.formats` and `cfg.chain`.
+    route: Route,
+}
+
+/// Which buffers a band goes through, decided once per configuration.
+#[derive(Clone, Copy)]
+struct Route {
     /// Frames pass untouched (`Formats::passthrough`): bands are copied up and back down.
-    passthrough: bool,
+    through: bool,
+    /// Bands are uploaded into `raw_in` (a format other than BGR, or a frame passed through
+    /// untouched) rather than straight into the first BGR buffer.
+    raw_in: bool,
+    /// Bands are converted into `raw_out` before their download.
+    raw_out: bool,
 }
 
-/// Whether bands are uploaded into `raw_in` (a format other than BGR, or a frame passed
-/// through untouched) rather than straight into the first BGR buffer.
-fn raw_input(cfg: &BackendConfig) -> bool {
-    cfg.formats.input != PixelFormat::Bgr24 || cfg.formats.passthrough(cfg.chain.is_identity())
-}
-
-/// Whether bands are converted into `raw_out` before their download.
-fn raw_output(cfg: &BackendConfig) -> bool {
-    cfg.formats.output != PixelFormat::Bgr24 && !cfg.formats.passthrough(cfg.chain.is_identity())
+impl Route {
+    fn of(cfg: &BackendConfig) -> Self {
+        let through = cfg.formats.passthrough(cfg.chain.is_identity());
+        Self {
+            through,
+            raw_in: cfg.formats.input != PixelFormat::Bgr24 || through,
+            raw_out: cfg.formats.output != PixelFormat::Bgr24 && !through,
+        }
+    }
 }
 
 impl CudaBackend {
@@ -413,11 +425,12 @@ impl CudaBackend {
         let band_bytes = |i: usize| most_rows(i, false) * cfg.size.stride();
         let Formats { input, output } = cfg.formats;
         let width = cfg.size.width;
-        let raw_in_bytes = |i: usize| match raw_input(cfg) {
+        let route = Route::of(cfg);
+        let raw_in_bytes = |i: usize| match route.raw_in {
             true => input.bytes(FrameSize::new(width, most_rows(i, false))),
             false => 1,
         };
-        let raw_out_bytes = |i: usize| match raw_output(cfg) {
+        let raw_out_bytes = |i: usize| match route.raw_out {
             true => output.bytes(FrameSize::new(width, most_rows(i, true))),
             false => 1,
         };
@@ -520,7 +533,7 @@ impl CudaBackend {
             submitted: 0,
             calibration,
             cfg: cfg.clone(),
-            passthrough: cfg.formats.passthrough(cfg.chain.is_identity()),
+            route,
         })
     }
 
@@ -549,11 +562,11 @@ impl CudaBackend {
         // invariant), so these asynchronous copies never outlive the memory they use.
         let size = self.cfg.size;
         let Formats { input, output } = self.cfg.formats;
-        let (raw_in, raw_out, through) = (
-            raw_input(&self.cfg),
-            raw_output(&self.cfg),
-            self.passthrough,
-        );
+        let Route {
+            through,
+            raw_in,
+            raw_out,
+        } = self.route;
         match stage {
             Stage::Upload if raw_in => {
                 for (frame, band) in input.band_planes(size, geo.input_rows.clone()) {
