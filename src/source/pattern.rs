@@ -26,9 +26,8 @@ const MIN_CYCLE: usize = 4;
 pub struct Pattern {
     size: FrameSize,
     format: PixelFormat,
-    /// The frames drawn so far, in `format`, up to a cycle's length.
+    /// The frames drawn so far, in `format`, up to one period (`period`).
     cycle: Vec<Vec<u8>>,
-    cycle_len: usize,
     fps: f64,
     next: u64,
     started: Option<Instant>,
@@ -44,7 +43,6 @@ impl Pattern {
             size,
             format: PixelFormat::Bgr24,
             cycle: Vec::new(),
-            cycle_len: period(size) as usize,
             fps,
             next: 0,
             started: None,
@@ -173,11 +171,11 @@ impl Source for Pattern {
         if self.cheap && !self.filled.insert(frame.as_ptr() as usize) {
             let n = frame.len().min(8);
             frame[..n].copy_from_slice(&self.next.to_le_bytes()[..n]);
-        } else if self.cycle_len * frame.len() > MAX_CACHE {
+        } else if period(self.size) as usize * frame.len() > MAX_CACHE {
             // Too large to keep a period of (a very large frame): drawn each time, the same.
             draw_in(self.format, self.size, self.next, frame);
         } else {
-            let k = (self.next % self.cycle_len as u64) as usize;
+            let k = (self.next % period(self.size)) as usize;
             if k == self.cycle.len() {
                 let mut f = vec![0; self.format.bytes(self.size)];
                 draw_in(self.format, self.size, self.next, &mut f);
@@ -216,7 +214,7 @@ mod tests {
         let size = FrameSize::new(64, 48);
         for format in [PixelFormat::Bgr24, PixelFormat::I420, PixelFormat::Yuyv] {
             let mut p = Pattern::new(size, 0.0).in_format(format);
-            let n = p.cycle_len;
+            let n = period(size) as usize;
             assert_eq!(n as u64, period(size));
             assert_eq!(n, MAX_CYCLE);
             let mut frames = Vec::new();
