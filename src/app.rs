@@ -27,12 +27,11 @@ use crate::stop::Stop;
 
 /// Runs the pipeline as `args` say; Ok also when the user stopped it.
 pub fn run(args: &RunArgs) -> Result<()> {
-    let stop = Stop::new();
-    stop.install_signal_handler()
-        .context("installing the Ctrl-C handler")?;
+    let stop = Stop::process();
+    Stop::install_signal_handler().context("installing the signal handlers")?;
     let checked = check_args(args)?;
     let input = InputSpec::parse(args.input.as_deref()).map_err(anyhow::Error::msg)?;
-    check_outputs(args, checked.output.as_ref(), &input)?;
+    let claimed = check_outputs(args, checked.output.as_ref(), &input)?;
     if !args.headless {
         check_window_possible()?;
     }
@@ -40,8 +39,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
     // CUDA starts (context, kernels) while the input opens.
     let warming = (args.backend != BackendKind::Cpu)
         .then(|| backend::cuda::warm_up(backend::cuda::DEFAULT_DEVICE));
-    let media = probe_media(&input);
-    let Some(source) = open_interruptibly(&stop, input, args, media.as_ref())? else {
+    let Some((source, media)) = open_interruptibly(&stop, input, args)? else {
         info!("stopped while the input was opening; nothing was written");
         return Ok(());
     };
@@ -109,7 +107,12 @@ pub fn run(args: &RunArgs) -> Result<()> {
             given: formats.output,
             tags: source.picture_tags().unwrap_or_default(),
         };
-        sinks.push(sink::open_output(spec, size, fps, &timing, stdout)?);
+        // A source with no known end (a camera, a stream, the pattern, standard input) is
+        // recorded in MP4/MOV fragments, so that a crash keeps all but the last second.
+        let fragmented = args.fragmented || source.is_live() || source.frame_count().is_none();
+        sinks.push(sink::open_output(
+            spec, claimed, size, fps, &timing, stdout, fragmented,
+        )?);
     }
     if !args.headless {
         let knobs = Knobs {
@@ -142,7 +145,10 @@ pub fn run(args: &RunArgs) -> Result<()> {
         trace_frames: checked.trace_frames,
         reload,
     };
-    let summary = match pipeline::run(source, backend, sink.as_mut(), &opts, &stop) {
+    arm_exit_summary(args);
+    let ran = pipeline::run(source, backend, sink.as_mut(), &opts, &stop);
+    disarm_exit_summary();
+    let summary = match ran {
         Ok(summary) => summary,
         Err(e) => {
             if let Some(failed) = e.downcast_ref::<pipeline::Failed>() {
@@ -153,6 +159,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
         }
     };
     crate::say!("{}", summary.render());
+    let (captured, dropped) = (summary.capture.captured, summary.capture.dropped);
+    if dropped * 100 > (captured + dropped) * DROP_WARNING_PERCENT {
+        crate::warn!(
+            "{dropped} of {} frames ({:.0} %) were dropped: the live input came faster than the pipeline took it",
+            captured + dropped,
+            100.0 * dropped as f64 / (captured + dropped) as f64
+        );
+    }
     write_summary_json(args, &summary, None)?;
     if let Some(trace) = &summary.trace {
         crate::trace::write_files(
@@ -196,13 +210,77 @@ fn user_kernels(args: &RunArgs, cfg: &BackendConfig) -> Result<Option<Arc<Reload
     ))))
 }
 
-/// Writes `--summary-json`, where asked for.
+/// Writes `--summary-json`, where asked for (whole, under a temporary name, then renamed).
 fn write_summary_json(args: &RunArgs, summary: &Summary, error: Option<&str>) -> Result<()> {
     let Some(path) = &args.summary_json else {
         return Ok(());
     };
     let text = serde_json::to_string_pretty(&summary.to_json(error))?;
-    std::fs::write(path, text + "\n").with_context(|| format!("writing {path}"))
+    paths::write_atomically(std::path::Path::new(path), (text + "\n").as_bytes())
+        .with_context(|| format!("writing {path}"))
+}
+
+/// `--summary-json` while the pipeline runs, for a run that ends without returning: an abort
+/// (a second stop signal, the stop watchdog) or `exit` from inside a library (Qt, when the
+/// display dies). Taken once the summary is written the usual way.
+static EXIT_SUMMARY: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+/// Whether the pipeline is running (an exit now ends it from outside).
+static RUNNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+fn arm_exit_summary(args: &RunArgs) {
+    if let Ok(mut s) = EXIT_SUMMARY.lock() {
+        s.clone_from(&args.summary_json);
+    }
+    RUNNING.store(true, std::sync::atomic::Ordering::SeqCst);
+    static HANDLER: std::sync::Once = std::sync::Once::new();
+    // SAFETY: `summary_at_exit` is an `extern "C" fn()` that never unwinds (every error is
+    // ignored) and takes its lock without waiting.
+    HANDLER.call_once(|| unsafe {
+        libc::atexit(summary_at_exit);
+    });
+    crate::stop::on_abort(|| summary_at_exit());
+}
+
+fn disarm_exit_summary() {
+    RUNNING.store(false, std::sync::atomic::Ordering::SeqCst);
+    if let Ok(mut s) = EXIT_SUMMARY.lock() {
+        *s = None;
+    }
+}
+
+/// Says why a running pipeline ended from outside, and writes `--summary-json` with the
+/// counts so far.
+extern "C" fn summary_at_exit() {
+    if !RUNNING.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    let [captured, processed, consumed, dropped] = pipeline::progress();
+    let why = match crate::stop::abort_code() {
+        Some(130) => "aborted by a second stop signal".to_string(),
+        Some(code) => format!("the run did not end after the stop (exit {code})"),
+        None => {
+            let why =
+                "the process was ended from inside the window system (its display went away?)";
+            crate::say!("framepipe: error: {why}; {consumed} frames had reached the output");
+            why.to_string()
+        }
+    };
+    let Some(path) = EXIT_SUMMARY.try_lock().ok().and_then(|mut s| s.take()) else {
+        return;
+    };
+    let json = serde_json::json!({
+        "ok": false,
+        "error": why,
+        "frames": {
+            "captured": captured,
+            "processed": processed,
+            "consumed": consumed,
+            "written": consumed,
+            "dropped": dropped,
+        },
+    });
+    let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+    let _ = paths::write_atomically(std::path::Path::new(&path), text.as_bytes());
 }
 
 /// What `check_args` derived from the arguments.
@@ -223,6 +301,17 @@ fn check_args(args: &RunArgs) -> Result<Checked> {
     }
     if let Some(fps) = args.fps.filter(|f| !f.is_finite() || *f < 0.0) {
         bail!("--fps {fps} must be 0 or a positive number");
+    }
+    if let Some(fps) = args
+        .fps
+        .filter(|&f| f != 0.0 && !(MIN_FPS..=MAX_FPS).contains(&f))
+    {
+        bail!("--fps {fps} is out of range: 0 (as fast as the pipeline goes) or {MIN_FPS} to {MAX_FPS} frames per second");
+    }
+    if args.frames == Some(0) {
+        bail!(
+            "--frames 0 would process nothing; give at least 1 (or leave it out to run to the end)"
+        );
     }
     if args.busy_bands == 0 {
         bail!("--busy-bands must be at least 1");
@@ -284,9 +373,16 @@ fn check_args(args: &RunArgs) -> Result<Checked> {
     })
 }
 
-/// Refuses any file the run would write that can't be written (with the OS's reason) or is
-/// the input file (by identity), before anything is opened.
-fn check_outputs(args: &RunArgs, output: Option<&OutputSpec>, input: &InputSpec) -> Result<()> {
+/// Refuses any file the run would write that can't be written (with the OS's reason), is
+/// the input file (by identity), is not a regular file, is named twice, or exists without
+/// `-y`; then claims the output (`sink::claim`), before anything is opened.
+fn check_outputs(
+    args: &RunArgs,
+    output: Option<&OutputSpec>,
+    input: &InputSpec,
+) -> Result<sink::claim::Claimed> {
+    use sink::claim::{self, Claimed, Overwrite, VideoClaim};
+    let overwrite = Overwrite::from_flags(args.overwrite, args.no_overwrite);
     let input_file = match input {
         InputSpec::Video(p) | InputSpec::Image(p) => paths::file_id(p).map(|id| InputFile {
             name: args.input.as_deref().unwrap_or_default(),
@@ -297,7 +393,12 @@ fn check_outputs(args: &RunArgs, output: Option<&OutputSpec>, input: &InputSpec)
     let mut files: Vec<(&str, String)> = Vec::new();
     match output {
         Some(OutputSpec::Video { path, .. }) => files.push(("--output", path.clone())),
-        Some(OutputSpec::Stdout) => {}
+        Some(OutputSpec::Stdout) => {
+            // SAFETY: isatty only inspects file descriptor 1.
+            if unsafe { libc::isatty(1) } == 1 {
+                bail!("--output -: standard output is a terminal; redirect it to a file or a pipe (| ffmpeg -f yuv4mpegpipe -i - …), or name an output file");
+            }
+        }
         Some(OutputSpec::Sequence { pattern, .. }) => {
             // Like `mkdir -p`: an image sequence's folder is made when missing.
             std::fs::create_dir_all(pattern.folder()).with_context(|| {
@@ -310,7 +411,6 @@ fn check_outputs(args: &RunArgs, output: Option<&OutputSpec>, input: &InputSpec)
                 paths::refuse_input_in_sequence("--output", pattern, input)
                     .map_err(anyhow::Error::msg)?;
             }
-            files.push(("--output", pattern.path(0)));
         }
         None => {}
     }
@@ -321,27 +421,54 @@ fn check_outputs(args: &RunArgs, output: Option<&OutputSpec>, input: &InputSpec)
             .iter()
             .map(|p| ("--summary-json", p.clone())),
     );
+    for (k, (flag, path)) in files.iter().enumerate() {
+        if let Some((other, _)) = files[..k].iter().find(|(_, p)| paths::same_file(p, path)) {
+            bail!("{other} and {flag} both name '{path}': one would replace the other; give each its own file");
+        }
+    }
     for (flag, path) in &files {
+        paths::check_name(flag, path).map_err(anyhow::Error::msg)?;
         if let Some(input) = &input_file {
             paths::refuse_input_file(flag, path, input).map_err(anyhow::Error::msg)?;
         }
-        paths::check_writable(flag, path).map_err(anyhow::Error::msg)?;
+        paths::refuse_special(flag, path).map_err(anyhow::Error::msg)?;
+        if *flag != "--output" {
+            paths::check_writable(flag, path).map_err(anyhow::Error::msg)?;
+        }
     }
-    Ok(())
+    Ok(match output {
+        Some(OutputSpec::Video { path, .. }) => Claimed::Video(
+            VideoClaim::new("--output", path, overwrite).map_err(anyhow::Error::msg)?,
+        ),
+        Some(OutputSpec::Sequence { pattern, .. }) => {
+            let lock = claim::FolderLock::new("--output", pattern.folder(), &pattern.path(0))
+                .map_err(anyhow::Error::msg)?;
+            claim::check_sequence("--output", pattern, overwrite).map_err(anyhow::Error::msg)?;
+            let probe = pattern
+                .folder()
+                .join(format!(".framepipe-{}.probe", std::process::id()));
+            paths::check_writable("--output", &probe.to_string_lossy()).map_err(|e| {
+                anyhow::anyhow!(
+                    "--output '{}': its folder '{}' can't be written ({})",
+                    pattern.path(0),
+                    pattern.folder().display(),
+                    e.rsplit(": ").next().unwrap_or_default()
+                )
+            })?;
+            Claimed::Folder(lock)
+        }
+        _ => Claimed::Nothing,
+    })
 }
 
-/// Opens the input on a helper thread, so that a stop asked for while it opens (a stalled
-/// stream or camera) is answered at once: None then, and the helper is left behind.
+/// Reads the input's header (where libavformat reads it) and opens it, on a helper thread,
+/// so that a stop asked for while it opens (a stalled stream or camera) is answered at once:
+/// None then, and the helper is left behind.
 fn open_interruptibly(
     stop: &Stop,
     input: InputSpec,
     args: &RunArgs,
-    media: Option<&Media>,
-) -> Result<Option<Box<dyn Source>>> {
-    #[cfg(feature = "opencv")]
-    let (rotation, offset) = media.map_or((0, 0.0), |m| (m.rotation, m.video_offset));
-    #[cfg(not(feature = "opencv"))]
-    let _ = media;
+) -> Result<Option<(Box<dyn Source>, Option<Media>)>> {
     let asked = Asked {
         input_format: args.input_format,
         size: args.size,
@@ -349,17 +476,31 @@ fn open_interruptibly(
         window: !args.headless,
         no_pace: args.no_pace,
         #[cfg(feature = "opencv")]
-        rotation,
+        rotation: 0,
         #[cfg(feature = "opencv")]
-        offset,
+        offset: 0.0,
+        #[cfg(feature = "opencv")]
+        bounded: false,
     };
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
         .name("open input".into())
         .spawn(move || {
-            let _ = tx.send(open_source(&input, asked));
+            let media = probe_media(&input);
+            #[cfg(feature = "opencv")]
+            let asked = match &media {
+                Some(m) => Asked {
+                    rotation: m.rotation,
+                    offset: m.video_offset,
+                    bounded: m.bounded,
+                    ..asked
+                },
+                None => asked,
+            };
+            let _ = tx.send(open_source(&input, asked).map(|s| (s, media)));
         })?;
     loop {
+        crate::stop::beat();
         match rx.recv_timeout(Stop::TICK) {
             Ok(result) => return result.map(Some),
             Err(crossbeam_channel::RecvTimeoutError::Timeout) if stop.is_requested() => {
@@ -376,6 +517,11 @@ fn open_interruptibly(
 
 /// Rate of the test pattern, and of a video output whose input does not say.
 const DEFAULT_FPS: f64 = 30.0;
+/// Drops above this share of a live input's frames are warned about at the end.
+const DROP_WARNING_PERCENT: u64 = 3;
+/// The rates `--fps` takes besides 0: what every video container here holds.
+const MIN_FPS: f64 = 0.01;
+const MAX_FPS: f64 = 1000.0;
 /// Size of the test pattern.
 const DEFAULT_SIZE: FrameSize = FrameSize::new(1280, 720);
 
@@ -397,6 +543,9 @@ struct Asked {
     rotation: u32,
     #[cfg(feature = "opencv")]
     offset: f64,
+    /// A URL that is a file (`media::MediaInfo::bounded`).
+    #[cfg(feature = "opencv")]
+    bounded: bool,
 }
 
 /// What libavformat reads from a video file's header (rate, rotation, audio); nothing for
@@ -410,6 +559,23 @@ fn probe_media(input: &InputSpec) -> Option<Media> {
     match input {
         #[cfg(feature = "opencv")]
         InputSpec::Video(path) => crate::source::media::probe(path),
+        // A URL may be a file (http://…/clip.mp4): libavformat says whether it has a
+        // duration and seeks. Network protocols of live streams are live.
+        #[cfg(feature = "opencv")]
+        InputSpec::Stream(url)
+            if ["http://", "https://", "ftp://", "file:"]
+                .iter()
+                .any(|p| url.to_ascii_lowercase().starts_with(p)) =>
+        {
+            let media = crate::source::media::probe(std::path::Path::new(url));
+            if let Some(m) = media.as_ref().filter(|m| !m.bounded && !m.audio.is_empty()) {
+                crate::warn!(
+                    "'{url}' is live: its {} audio stream(s) are not kept (audio is copied from files only)",
+                    m.audio.len()
+                );
+            }
+            media.filter(|m| m.bounded)
+        }
         _ => None,
     }
 }
@@ -512,6 +678,7 @@ fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
         pace,
         rotation: asked.rotation,
         offset: asked.offset,
+        bounded: asked.bounded,
         ..capture::Request::default()
     };
     let source = capture::open(input, request)?;

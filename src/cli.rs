@@ -136,6 +136,22 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "PATH")]
     pub output: Option<String>,
 
+    /// Replace an --output that exists (as ffmpeg -y): the new file is written beside it
+    /// and renamed over it once finished with at least one frame. Without -y an existing
+    /// output is refused.
+    #[arg(short = 'y', long = "overwrite")]
+    pub overwrite: bool,
+
+    /// Never replace an existing --output (as ffmpeg -n): refuse it (the default, said
+    /// explicitly).
+    #[arg(short = 'n', long = "no-overwrite", conflicts_with = "overwrite")]
+    pub no_overwrite: bool,
+
+    /// Write an .mp4 or .mov in fragments of at most 1 s, so that a crash or kill -9 keeps
+    /// all but the last second (the default for live sources: cameras, streams, the pattern).
+    #[arg(long)]
+    pub fragmented: bool,
+
     /// Codec of a video --output [default: h264 in .mp4/.mov, ffv1 (lossless) in .mkv,
     /// mjpeg in .avi, vp9 in .webm].
     #[arg(long, value_enum)]

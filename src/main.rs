@@ -1,18 +1,29 @@
 //! The `framepipe` command: parses the command line, runs the command, and turns the outcome
 //! into an exit code (0: done or stopped by the user; 1: any error, bad arguments included;
-//! 130: aborted by a second Ctrl-C).
+//! 130: aborted by a second stop signal; a stop signal at any moment is a clean stop, exit
+//! 0).
 
 use clap::Parser;
 use framepipe::cli::{Cli, Command};
 use framepipe::msg::{self, Level};
 
 fn main() {
+    // First of all: from here on any stop signal is a clean stop, never a kill.
+    if let Err(e) = framepipe::stop::Stop::install_signal_handler() {
+        framepipe::say!("framepipe: error: installing the signal handlers: {e:#}");
+        exit(1);
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
             // --help and --version print to stdout and succeed; every other error exits 1.
-            let _ = e.print();
-            exit(if e.use_stderr() { 1 } else { 0 });
+            if !e.use_stderr() {
+                let _ = e.print();
+                exit(0);
+            }
+            // An error quotes the value it refuses: a huge one (a 13 KB chain) is cut short.
+            framepipe::say!("{}", shorten_lines(e.to_string().trim_end(), 300));
+            exit(1);
         }
     };
     let level = if cli.run.quiet {
@@ -51,4 +62,24 @@ fn exit(code: i32) -> ! {
         unsafe { libc::_exit(code) }
     }
     std::process::exit(code)
+}
+
+/// `text` with every line longer than `max` characters cut in the middle, saying how long it
+/// was.
+fn shorten_lines(text: &str, max: usize) -> String {
+    text.lines()
+        .map(|line| {
+            let n = line.chars().count();
+            if n <= max {
+                return line.to_string();
+            }
+            let head: String = line.chars().take(max / 2).collect();
+            let tail: String = line.chars().skip(n - max / 4).collect();
+            format!(
+                "{head} … ({} characters left out) … {tail}",
+                n - max / 2 - max / 4
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }

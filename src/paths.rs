@@ -4,10 +4,13 @@
 //! Invariants: an output is compared with the input by device and inode (so a symbolic or a
 //! hard link to the input is caught, whatever its name), and an image sequence by every
 //! existing name it would write; a probe for writability never truncates a file and removes
-//! what it created.
+//! what it created; a report is written whole under a temporary name and renamed
+//! (`write_atomically`), never through a link.
 
 use std::fs::OpenOptions;
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use crate::frame::SequencePattern;
@@ -123,6 +126,89 @@ pub fn check_writable(flag: &str, path: &str) -> Result<(), String> {
     }
 }
 
+/// What a non-regular file is, in words; None for a regular file.
+pub fn special_kind(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_file() {
+        None
+    } else if t.is_dir() {
+        Some("folder")
+    } else if t.is_fifo() {
+        Some("pipe (FIFO)")
+    } else if t.is_socket() {
+        Some("socket")
+    } else if t.is_char_device() {
+        Some("character device")
+    } else if t.is_block_device() {
+        Some("block device")
+    } else {
+        Some("special file")
+    }
+}
+
+/// Fails when `path` exists and is not a regular file (after following links): a FIFO
+/// would block the run forever, a device (`/dev/null`) would swallow the output. Standard
+/// output is `-`.
+pub fn refuse_special(flag: &str, path: &str) -> Result<(), String> {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let Some(kind) = special_kind(&meta) else {
+        return Ok(());
+    };
+    let target = std::fs::canonicalize(path)
+        .ok()
+        .filter(|t| t.as_os_str() != path)
+        .map(|t| format!(" (it leads to '{}')", t.display()))
+        .unwrap_or_default();
+    Err(format!(
+        "{flag} '{path}' is a {kind}{target}, not a regular file: framepipe writes files; to write a stream to a pipe use --output - (standard output)"
+    ))
+}
+
+/// Whether two names given for outputs reach the same file: the same name, or the same
+/// existing file by identity.
+pub fn same_file(a: &str, b: &str) -> bool {
+    if Path::new(a) == Path::new(b) {
+        return true;
+    }
+    match (file_id(Path::new(a)), file_id(Path::new(b))) {
+        (Some(x), Some(y)) => x == y,
+        _ => {
+            // Not there yet: compare the folders by identity and the names as written.
+            let (fa, fb) = (folder_of(a), folder_of(b));
+            Path::new(a).file_name() == Path::new(b).file_name()
+                && file_id(fa).is_some()
+                && file_id(fa) == file_id(fb)
+        }
+    }
+}
+
+/// Fails when `path`'s file name is longer than its file system allows (with the limit,
+/// instead of the system's "File name too long" later).
+pub fn check_name(flag: &str, path: &str) -> Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let Some(name) = Path::new(path).file_name() else {
+        return Ok(());
+    };
+    let len = name.as_bytes().len();
+    let folder = folder_of(path);
+    let max = std::ffi::CString::new(folder.as_os_str().as_bytes())
+        .ok()
+        // SAFETY: pathconf reads a NUL-terminated path and returns a number.
+        .map(|c| unsafe { libc::pathconf(c.as_ptr(), libc::_PC_NAME_MAX) })
+        .filter(|&m| m > 0)
+        .map_or(255, |m| m as usize);
+    // The replacement's temporary name adds ".framepipe-PID.part" to it.
+    if len > max {
+        return Err(format!(
+            "{flag}: the file name is {len} bytes long, and its file system allows at most {max}: choose a shorter name"
+        ));
+    }
+    Ok(())
+}
+
 /// Bytes an unprivileged writer may still use on the file system holding `path` (a file or
 /// a folder); None where the system does not say.
 pub fn free_space(path: &Path) -> Option<u64> {
@@ -146,6 +232,30 @@ pub fn folder_of(path: &str) -> &Path {
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."))
+}
+
+/// Writes `bytes` to `path` whole or not at all: into a temporary file beside it, created
+/// exclusively without following links, then renamed over `path` (replacing a link there,
+/// never writing through it).
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.framepipe-{}.tmp", std::process::id()));
+    let _ = std::fs::remove_file(&tmp); // our own leftover, from an earlier frame's failure
+    let result = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o666)
+        .open(&tmp)
+        .and_then(|mut f| f.write_all(bytes))
+        .and_then(|_| std::fs::rename(&tmp, path));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
 
 #[cfg(test)]

@@ -34,6 +34,21 @@ use crate::stats::{ms, CaptureStats, Live, ProcessStats, SinkStats, Summary};
 use crate::stop::Stop;
 use crate::trace::{Kind, Span, Trace, TRACK_CAPTURE, TRACK_OUTPUT};
 
+/// The running pipeline's counts (captured, processed, consumed, dropped), kept where an
+/// abort or an exit handler can read them (`progress`).
+static PROGRESS: [AtomicU64; 4] = [
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+    AtomicU64::new(0),
+];
+
+/// The counts of the pipeline running now, or of the last one: captured, processed (reached
+/// the sink), consumed, dropped.
+pub fn progress() -> [u64; 4] {
+    PROGRESS.each_ref().map(|c| c.load(Ordering::Relaxed))
+}
+
 /// How the pipeline runs, apart from its three stages.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -77,6 +92,7 @@ pub fn run(
     stop: &Stop,
 ) -> Result<Summary> {
     let size = source.size();
+    PROGRESS.iter().for_each(|c| c.store(0, Ordering::Relaxed));
     let mut slots = ring::allocate(opts.ring, size, backend.formats());
     for slot in &mut slots {
         for buf in slot.buffers_mut() {
@@ -466,6 +482,9 @@ fn sink_loop(
         },
     };
     loop {
+        // The watchdog of a signalled stop sees this loop turn (a sink call that blocks
+        // stops it).
+        crate::stop::beat();
         match ends.done.recv_timeout(POLL) {
             Ok(mut slot) => {
                 live.dropped = shared.dropped.load(Ordering::SeqCst);
@@ -478,10 +497,14 @@ fn sink_loop(
                 }
                 sink.status(&live);
                 let t = Instant::now();
+                PROGRESS[0].store(shared.captured.load(Ordering::Relaxed), Ordering::Relaxed);
+                PROGRESS[1].fetch_add(1, Ordering::Relaxed);
+                PROGRESS[3].store(live.dropped, Ordering::Relaxed);
                 let flow = sink.consume_at(&slot.output, slot.size, slot.pts)?;
                 let end = Instant::now();
                 st.sink_ms += ms(end - t);
                 st.consumed += 1;
+                PROGRESS[2].fetch_add(1, Ordering::Relaxed);
                 let s = &slot.stamps;
                 live.update(
                     s.capture_ms,

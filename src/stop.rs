@@ -1,20 +1,106 @@
-//! The one quit signal every thread checks: set by Ctrl-C (SIGINT, SIGTERM, SIGHUP), the q
-//! key, the end of the input, or an error. A second signal aborts at once (exit 130).
+//! The one quit signal every thread checks: set by a stop signal (SIGINT, SIGTERM, SIGHUP,
+//! SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM), the q key, the end of the input, or an error. A
+//! second signal aborts (exit 130) once the outputs are finalized.
 //!
-//! Invariants: the signal handler sets the flag before it does anything else, and its message
-//! is written best effort, so a closed standard error (`| head -1`, a closed terminal) can't
-//! keep a stop from happening; every wait that may be long (pacing) wakes within
-//! `Stop::TICK` of a stop.
+//! Invariants:
+//! - the signal handler sets the flag before it does anything else, and its message is
+//!   written best effort, so a closed standard error can't keep a stop from happening;
+//! - the handler is installed first thing in `main`, so a signal at any moment is a stop,
+//!   never the default action that would kill the process and lose a file;
+//! - every wait that may be long (pacing) wakes within `Stop::TICK` of a stop;
+//! - a signalled stop ends the process within `STOP_GRACE` of the last sign of progress
+//!   (`beat`), whatever blocks it (a frozen display, a reader of standard output that stopped
+//!   reading): the watchdog then runs the abort hooks (which finalize every open file) and
+//!   exits 1 saying so; an output being finalized (`Finishing`) counts as progress;
+//! - an abort (second signal, or the watchdog) waits for an output being finalized and runs
+//!   the abort hooks before the process ends, so a video file is always left playable.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 static ABORTING: AtomicBool = AtomicBool::new(false);
+/// The exit code of an abort under way (0: none).
+static ABORT_CODE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+/// Outputs being finalized right now.
+static FINISHING: AtomicUsize = AtomicUsize::new(0);
+/// Milliseconds since `EPOCH` of the last sign of progress.
+static LAST_BEAT: AtomicU64 = AtomicU64::new(0);
+static EPOCH: OnceLock<Instant> = OnceLock::new();
+/// What an abort runs before the process ends (finalize files, write the summary).
+static ABORT_HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
 
-/// Whether the process is ending because of a second Ctrl-C (exit handlers say so).
+/// How long a signalled stop may go without progress before the watchdog ends the process.
+pub const STOP_GRACE: Duration = Duration::from_millis(1000);
+/// The longest an abort waits for an output being finalized.
+const FINISH_WAIT: Duration = Duration::from_secs(60);
+
+/// Whether the process is ending because of an abort (exit handlers say so).
 pub fn aborting() -> bool {
     ABORTING.load(Ordering::SeqCst)
+}
+
+/// The exit code of the abort under way: 130 for a second stop signal, 1 for the watchdog.
+pub fn abort_code() -> Option<i32> {
+    match ABORT_CODE.load(Ordering::SeqCst) {
+        0 => None,
+        c => Some(c),
+    }
+}
+
+fn now_ms() -> u64 {
+    EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
+}
+
+/// A sign that the run is making progress (a frame went out, a wait ticked).
+pub fn beat() {
+    LAST_BEAT.store(now_ms(), Ordering::Relaxed);
+}
+
+/// Registers `hook` to run when the process aborts (once each; hooks must not block for
+/// long and must tolerate running while other threads still work).
+pub fn on_abort(hook: fn()) {
+    if let Ok(mut hooks) = ABORT_HOOKS.lock() {
+        if !hooks.contains(&hook) {
+            hooks.push(hook);
+        }
+    }
+}
+
+/// Marks an output being finalized while it lives: aborts wait for it, and the watchdog
+/// counts it as progress.
+pub struct Finishing(());
+
+impl Finishing {
+    /// Starts marking.
+    pub fn start() -> Self {
+        FINISHING.fetch_add(1, Ordering::SeqCst);
+        Finishing(())
+    }
+}
+
+impl Drop for Finishing {
+    fn drop(&mut self) {
+        FINISHING.fetch_sub(1, Ordering::SeqCst);
+        beat();
+    }
+}
+
+/// Runs the abort hooks, after any output being finalized is done, and ends the process
+/// with `code` without running exit handlers again (another thread may be running them).
+fn abort_now(code: i32) -> ! {
+    ABORT_CODE.store(code, Ordering::SeqCst);
+    ABORTING.store(true, Ordering::SeqCst);
+    let deadline = Instant::now() + FINISH_WAIT;
+    while FINISHING.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let hooks = ABORT_HOOKS.lock().map(|h| h.clone()).unwrap_or_default();
+    for hook in hooks {
+        hook();
+    }
+    // SAFETY: _exit only ends the process; messages are written unbuffered by `msg`.
+    unsafe { libc::_exit(code) }
 }
 
 /// The shared quit flag.
@@ -28,6 +114,12 @@ impl Stop {
     /// A flag not yet set.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The process's own flag, the one stop signals set.
+    pub fn process() -> Self {
+        static PROCESS: OnceLock<Stop> = OnceLock::new();
+        PROCESS.get_or_init(Stop::new).clone()
     }
 
     /// Asks every thread to stop.
@@ -54,21 +146,70 @@ impl Stop {
         }
     }
 
-    /// Routes Ctrl-C and termination signals to this flag.
-    pub fn install_signal_handler(&self) -> anyhow::Result<()> {
-        let flag = self.clone();
-        let signalled = AtomicBool::new(false);
-        ctrlc::set_handler(move || {
+    /// Routes every stop signal to the process's flag (`Stop::process`); call it first
+    /// thing. A first signal stops and starts the watchdog; a second aborts.
+    pub fn install_signal_handler() -> anyhow::Result<()> {
+        static INSTALLED: OnceLock<()> = OnceLock::new();
+        if INSTALLED.get().is_some() {
+            return Ok(());
+        }
+        let _ = INSTALLED.set(());
+        beat();
+        let signalled = Arc::new(AtomicBool::new(false));
+        let on_signal = move |name: &str| {
             // The flag first, the message after, so the stop never waits on a write.
-            flag.request();
+            Stop::process().request();
             if signalled.swap(true, Ordering::SeqCst) {
-                ABORTING.store(true, Ordering::SeqCst);
-                crate::say!("framepipe: aborted");
-                std::process::exit(130);
+                if FINISHING.load(Ordering::SeqCst) > 0 {
+                    crate::say!("framepipe: aborting once the output is finalized");
+                } else {
+                    crate::say!("framepipe: aborted");
+                }
+                abort_now(130);
             }
-            crate::info!("stopping; finishing the frames in flight (Ctrl-C again aborts)");
-        })?;
+            beat();
+            crate::info!("{name}: stopping; finishing the frames in flight (Ctrl-C again aborts)");
+            std::thread::Builder::new()
+                .name("stop watchdog".into())
+                .spawn(watchdog)
+                .ok();
+        };
+        let first = on_signal.clone();
+        ctrlc::set_handler(move || first("stop signal"))?;
+        use signal_hook::consts::{SIGALRM, SIGQUIT, SIGUSR1, SIGUSR2};
+        let mut others = signal_hook::iterator::Signals::new([SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM])?;
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                for sig in others.forever() {
+                    let name = match sig {
+                        SIGQUIT => "SIGQUIT",
+                        SIGUSR1 => "SIGUSR1",
+                        SIGUSR2 => "SIGUSR2",
+                        _ => "SIGALRM",
+                    };
+                    on_signal(name);
+                }
+            })?;
         Ok(())
+    }
+}
+
+/// After a signalled stop: ends the process when nothing progresses for `STOP_GRACE`.
+fn watchdog() {
+    loop {
+        std::thread::sleep(Stop::TICK);
+        if FINISHING.load(Ordering::SeqCst) > 0 {
+            continue;
+        }
+        let quiet = now_ms().saturating_sub(LAST_BEAT.load(Ordering::Relaxed));
+        if quiet >= STOP_GRACE.as_millis() as u64 {
+            crate::say!(
+                "framepipe: error: the run did not end within {:.1} s of the stop (the window or an output stopped answering); open files are finalized with the frames written so far",
+                STOP_GRACE.as_secs_f64()
+            );
+            abort_now(1);
+        }
     }
 }
 

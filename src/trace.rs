@@ -394,12 +394,17 @@ pub fn write_files(
         );
     }
     if let Some(path) = json {
-        std::fs::write(path, trace.to_chrome_json()).with_context(|| format!("writing {path}"))?;
+        crate::paths::write_atomically(
+            std::path::Path::new(path),
+            trace.to_chrome_json().as_bytes(),
+        )
+        .with_context(|| format!("writing {path}"))?;
         crate::info!("trace of {} spans written to {path}", trace.spans.len());
     }
     if let Some(path) = svg {
         let picture = timeline_svg(&[(title, trace)], TIMELINE_FRAMES);
-        std::fs::write(path, picture).with_context(|| format!("writing {path}"))?;
+        crate::paths::write_atomically(std::path::Path::new(path), picture.as_bytes())
+            .with_context(|| format!("writing {path}"))?;
         crate::info!("timeline written to {path}");
     }
     Ok(())

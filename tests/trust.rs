@@ -315,7 +315,7 @@ fn a_stop_with_standard_error_closed_still_finalizes() {
     // A file input that runs to its end prints the summary into the closed pipe.
     let clip = dir.join("clip.avi").display().to_string();
     make_clip(&clip, "320x240", "20");
-    let child = spawn(&["-i", &clip, "--headless", "-o", &path], true);
+    let child = spawn(&["-i", &clip, "--headless", "-y", "-o", &path], true);
     let out = wait_with_deadline(child, Duration::from_secs(20), "file run, stderr closed");
     assert_eq!(out.status.code(), Some(0), "{:?}", out.status);
     assert_eq!(frames_in(&path), 20);
@@ -385,6 +385,7 @@ fn the_first_stop_ends_a_run_whose_source_stalled() {
             "--fps",
             "0.02",
             "--headless",
+            "-y",
             "-o",
             &path,
         ],

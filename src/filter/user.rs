@@ -247,15 +247,21 @@ impl fmt::Display for UserKernel {
     }
 }
 
+/// The kernels' names for a message: the first `NAMES_SHOWN`, then how many more.
 fn names(kernels: &[Found]) -> String {
+    const NAMES_SHOWN: usize = 10;
     if kernels.is_empty() {
         return "none".into();
     }
-    kernels
+    let shown: Vec<&str> = kernels
         .iter()
+        .take(NAMES_SHOWN)
         .map(|k| k.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+        .collect();
+    match kernels.len().saturating_sub(NAMES_SHOWN) {
+        0 => shown.join(", "),
+        more => format!("{}, and {more} more", shown.join(", ")),
+    }
 }
 
 fn read_source(path: &Path) -> Result<String, String> {
@@ -270,7 +276,19 @@ fn read_source(path: &Path) -> Result<String, String> {
             meta.len()
         ));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("kernel file '{file}': {e}"))?;
+    // Read at most the limit: a file's size may lie (`/proc` files say 0 and never end).
+    let mut bytes = Vec::new();
+    {
+        use std::io::Read;
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_SOURCE + 1).read_to_end(&mut bytes))
+            .map_err(|e| format!("kernel file '{file}': {e}"))?;
+    }
+    if bytes.len() as u64 > MAX_SOURCE {
+        return Err(format!(
+            "kernel file '{file}' is larger than {MAX_SOURCE} bytes, the most a kernel file may be"
+        ));
+    }
     let text =
         String::from_utf8(bytes).map_err(|_| format!("kernel file '{file}' is not UTF-8 text"))?;
     if text.contains('\0') {
@@ -351,9 +369,10 @@ fn scan(src: &str) -> Vec<Found> {
             }
             _ => continue,
         };
-        // Skip `void`, `__launch_bounds__(…)` and the like up to `NAME (`.
+        // Skip `void`, `__launch_bounds__(…)` and the like up to `NAME (`, never past the
+        // end of the declaration (so the scan stays linear on any file).
         let mut j = rest;
-        while j + 1 < words.len() {
+        while j + 1 < words.len() && !ends_declaration(&words[j]) {
             if words[j] == "__launch_bounds__" && words[j + 1] == "(" {
                 j = close(&words, j + 1) + 1;
                 continue;
@@ -363,7 +382,7 @@ fn scan(src: &str) -> Vec<Found> {
             }
             j += 1;
         }
-        if j + 1 >= words.len() {
+        if j + 1 >= words.len() || ends_declaration(&words[j]) {
             continue;
         }
         let name = words[j].clone();
@@ -378,11 +397,18 @@ fn scan(src: &str) -> Vec<Found> {
     found
 }
 
-/// The index of the `)` matching the `(` at `open`.
+/// Whether `w` can't be inside a declaration's head: where a scan for one stops.
+fn ends_declaration(w: &str) -> bool {
+    matches!(w, ";" | "{" | "}" | "__global__" | "FP_KERNEL")
+}
+
+/// The index of the `)` matching the `(` at `open`, or of the word that ends the
+/// declaration first (an unclosed list).
 fn close(words: &[String], open: usize) -> usize {
     let mut depth = 0;
     for (k, w) in words.iter().enumerate().skip(open) {
         match w.as_str() {
+            w if ends_declaration(w) => return k,
             "(" => depth += 1,
             ")" => {
                 depth -= 1;
@@ -589,5 +615,29 @@ extern "C" __global__ void odd_type(fp_band band, double d) { }
             let err = UserKernel::parse("x.cu", &settings).unwrap_err();
             assert!(err.contains(says), "{settings:?}: {err}");
         }
+    }
+
+    #[test]
+    fn hostile_files_are_read_and_scanned_in_bounded_time() {
+        // A file whose size says 0 and that never ends is read only up to the limit.
+        let t = std::time::Instant::now();
+        let err = read_source(Path::new("/proc/self/pagemap")).unwrap_err();
+        assert!(err.contains("larger than"), "{err}");
+        // 90 000 declarations that never name a function: linear, not quadratic.
+        let hostile = "__global__ ".repeat(90_000);
+        assert!(scan(&hostile).is_empty());
+        let unclosed = "__global__ void f(".repeat(50_000);
+        assert_eq!(scan(&unclosed).len(), 50_000);
+        assert!(
+            t.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            t.elapsed()
+        );
+        // Thousands of kernels are named ten at a time.
+        let many: String = (0..5000)
+            .map(|i| format!("FP_KERNEL k{i}(fp_band band) {{}}\n"))
+            .collect();
+        let err = UserKernel::bind(spec(&[], None), many.into()).unwrap_err();
+        assert!(err.contains("and 4990 more") && err.len() < 400, "{err}");
     }
 }

@@ -6,7 +6,8 @@
 //!
 //! Invariants: a frame's timestamp never goes back (one that rounds onto its predecessor's is
 //! moved one tick on); audio is cut at the end of the last frame written; the trailer is
-//! written once, by `finish` (or by the exit handler in `writer`).
+//! written once, by `finish` (or by the exit handler in `writer`); a fragmented MP4/MOV
+//! (`FRAGMENT_SECONDS`) holds every fragment written before a crash.
 
 use std::path::PathBuf;
 
@@ -83,6 +84,68 @@ fn qscale(codec: Codec, quality: Option<u8>) -> Option<i32> {
 /// Whether `codec` needs even frame sizes (4:2:0 chroma).
 pub fn needs_even_size(codec: Codec) -> bool {
     !matches!(codec, Codec::Ffv1 | Codec::Mjpeg)
+}
+
+/// The smallest and largest width and height each encoder opens with (measured with this
+/// FFmpeg's encoders; after an even-size codec drops an odd last row or column).
+fn size_limits(codec: Codec) -> (usize, usize) {
+    match codec {
+        Codec::H264 => (2, 16_384),
+        Codec::Hevc => (16, 8_192),
+        Codec::Mpeg4 => (2, 8_191),
+        Codec::Vp9 => (2, 16_384),
+        Codec::Mjpeg => (1, 65_535),
+        Codec::Ffv1 => (1, 65_535),
+    }
+}
+
+/// Fails, naming the limit, when `codec` can't store frames of `size` (what the encoder
+/// would say as "Generic error in an external library" or "Invalid argument").
+pub fn check_size(codec: Codec, size: FrameSize) -> Result<(), String> {
+    let (w, h) = if needs_even_size(codec) {
+        (size.width & !1, size.height & !1)
+    } else {
+        (size.width, size.height)
+    };
+    let (low, high) = size_limits(codec);
+    if w < low || h < low {
+        return Err(format!(
+            "{} can't store {size} frames: it needs at least {low}x{low} pixels{} (an image sequence, or --codec ffv1 in .mkv, keeps any size)",
+            codec.name(),
+            if needs_even_size(codec) { ", counted after an odd last row or column is dropped" } else { "" }
+        ));
+    }
+    if w > high || h > high {
+        return Err(format!(
+            "{} can't store {size} frames: at most {high} pixels wide and high (an image sequence, or --codec ffv1 in .mkv, keeps any size)",
+            codec.name()
+        ));
+    }
+    Ok(())
+}
+
+/// Seconds of video in each fragment of a fragmented MP4 or MOV: what a crash may lose.
+pub const FRAGMENT_SECONDS: f64 = 0.5;
+
+/// Whether a container can be written in fragments (MP4, MOV); the others keep what they
+/// wrote after a crash as they are.
+pub fn can_fragment(extension: &str) -> bool {
+    matches!(extension, "mp4" | "mov")
+}
+
+/// Video packets in the file at `path` (one per frame), read back with libavformat without
+/// decoding; None when it can't be opened or has no video stream.
+pub fn count_video_packets(path: &str) -> Option<u64> {
+    media::init();
+    let mut input = ff::format::input(&path).ok()?;
+    let video = input.streams().best(ff::media::Type::Video)?.index();
+    let mut n = 0;
+    for (stream, _) in input.packets() {
+        if stream.index() == video {
+            n += 1;
+        }
+    }
+    Some(n)
 }
 
 /// Whether an encoder for `codec` exists in this FFmpeg.
@@ -251,6 +314,7 @@ impl AvFile {
         quality: Option<u8>,
         size: FrameSize,
         timing: &Timing,
+        fragmented: bool,
     ) -> Result<Self> {
         media::init();
         let (name, pixel, options) = encoder_for(codec);
@@ -309,8 +373,22 @@ impl AvFile {
         let mut dict = ff::Dictionary::new();
         // Every core, frame or slice threads, whichever the encoder has (as ffmpeg does).
         dict.set("threads", "auto");
+        // A recording that must survive a crash keeps its encoder's delay short too: the
+        // frames inside the lookahead are lost with the process.
+        let lookahead = (fragmented && can_fragment(&extension)).then(|| {
+            let fps = f64::from(rate.numerator()) / f64::from(rate.denominator());
+            ((fps * FRAGMENT_SECONDS / 2.0).round() as i64).clamp(1, 40)
+        });
         for (k, v) in &options {
-            dict.set(k, v);
+            match (codec, lookahead) {
+                (Codec::Hevc, Some(n)) if *k == "x265-params" => {
+                    dict.set(k, &format!("{v}:rc-lookahead={n}"))
+                }
+                _ => dict.set(k, v),
+            }
+        }
+        if let (Codec::H264, Some(n)) = (codec, lookahead) {
+            dict.set("rc-lookahead", &n.to_string());
         }
         let encoder = ctx
             .open_as_with(found, dict)
@@ -374,7 +452,17 @@ impl AvFile {
                 });
             }
         }
-        out.write_header()
+        let mut muxer = ff::Dictionary::new();
+        if fragmented && can_fragment(&extension) {
+            // Fragments at every keyframe and at least every FRAGMENT_SECONDS, each one
+            // self-contained: a file cut anywhere plays up to its last whole fragment.
+            muxer.set("movflags", "frag_keyframe+empty_moov+default_base_moof");
+            muxer.set(
+                "frag_duration",
+                &format!("{}", (FRAGMENT_SECONDS * 1e6) as i64),
+            );
+        }
+        out.write_header_with(muxer)
             .with_context(|| format!("writing the header of '{path}'"))?;
         // JPEG's full-range YUV has no fast conversion from BGR in libswscale (9 ms a 1080p
         // frame, against 1.8 for video range): Motion JPEG goes through video range and a
@@ -496,9 +584,14 @@ impl AvFile {
             self.converted.format(),
             per(self.spent[1])
         );
-        self.out
-            .write_trailer()
-            .context("writing the file's index")?;
+        // ffmpeg-next calls any non-zero result an error, but a fragmented MP4's trailer
+        // (its `mfra` index) returns the bytes it wrote: only a negative one is an error.
+        // SAFETY: `out` is an open output context whose header was written; the trailer is
+        // written once (`trailer_written`).
+        let r = unsafe { ff::ffi::av_write_trailer(self.out.as_mut_ptr()) };
+        if r < 0 {
+            return Err(anyhow::Error::new(ff::Error::from(r)).context("writing the file's index"));
+        }
         Ok(())
     }
 }

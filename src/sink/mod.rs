@@ -6,6 +6,7 @@
 
 #[cfg(feature = "opencv")]
 pub mod av;
+pub mod claim;
 pub mod null;
 pub mod ppm;
 pub mod progress;
@@ -260,7 +261,14 @@ impl OutputSpec {
                 SEQUENCE_EXTENSIONS.join(", ")
             )
         };
+        // A video file's name is taken as written ('100%.mkv'); a frame number in it means
+        // an image sequence was meant.
+        let video = VIDEO_EXTENSIONS.contains(&extension.as_str());
         match SequencePattern::parse(name) {
+            Some(Ok(_)) if video => Err(format!(
+                "--output '{s}': %d numbers the files of an image sequence, and .{extension} is a video container holding every frame in one file: name one file, or use an image extension (.png, …) for a sequence"
+            )),
+            Some(Err(_)) if video => Self::parse_video(s, extension),
             Some(Err(e)) => Err(format!("--output: {e}")),
             Some(Ok(_)) => {
                 if !SEQUENCE_EXTENSIONS.contains(&extension.as_str()) {
@@ -282,24 +290,29 @@ impl OutputSpec {
                         "--output '{s}': an image output needs a frame number, for example frames/%05d.{extension}"
                     ));
                 }
-                if !VIDEO_EXTENSIONS.contains(&extension.as_str()) {
+                if !video {
                     return Err(supported());
                 }
-                crate::paths::check_folder("--output", s)?;
-                if !cfg!(feature = "opencv") {
-                    return Err(format!(
-                        "--output '{s}': this build has no OpenCV; write a .ppm sequence such as frames/%05d.ppm"
-                    ));
-                }
-                let codec = Codec::default_for(&extension);
-                Ok(OutputSpec::Video {
-                    path: s.to_string(),
-                    extension,
-                    codec,
-                    quality: None,
-                })
+                Self::parse_video(s, extension)
             }
         }
+    }
+
+    /// A video file named `s`, of the container `extension`.
+    fn parse_video(s: &str, extension: String) -> Result<Self, String> {
+        crate::paths::check_folder("--output", s)?;
+        if !cfg!(feature = "opencv") {
+            return Err(format!(
+                "--output '{s}': this build has no OpenCV; write a .ppm sequence such as frames/%05d.ppm"
+            ));
+        }
+        let codec = Codec::default_for(&extension);
+        Ok(OutputSpec::Video {
+            path: s.to_string(),
+            extension,
+            codec,
+            quality: None,
+        })
     }
 }
 
@@ -389,44 +402,43 @@ pub use av::Timing;
 #[derive(Clone, Debug, Default)]
 pub struct Timing;
 
-/// Opens the sink for `spec` at `fps` frames per second (`timing` says more, for video;
-/// `stdout` what standard output writes and what it is given).
+/// Opens the sink for `spec` at `fps` frames per second, on what `claimed` holds for it
+/// (`timing` says more, for video; `stdout` what standard output writes and what it is
+/// given; `fragmented` writes MP4/MOV in fragments).
 pub fn open_output(
     spec: &OutputSpec,
+    claimed: claim::Claimed,
     size: FrameSize,
     fps: f64,
     timing: &Timing,
     stdout: y4m::Layout,
+    fragmented: bool,
 ) -> Result<Box<dyn Sink>> {
-    match spec {
-        OutputSpec::Stdout => Ok(Box::new(y4m::Y4mOut::new(
+    match (spec, claimed) {
+        (OutputSpec::Stdout, _) => Ok(Box::new(y4m::Y4mOut::new(
             size,
             crate::frame::ratio_of(fps),
             stdout,
         )?)),
-        OutputSpec::Sequence { pattern, extension } if extension == "ppm" => {
-            Ok(Box::new(ppm::PpmSequence::new(pattern.clone())))
+        (OutputSpec::Sequence { pattern, extension }, claim::Claimed::Folder(lock))
+            if extension == "ppm" =>
+        {
+            Ok(Box::new(ppm::PpmSequence::new(pattern.clone(), lock)))
         }
         #[cfg(feature = "opencv")]
-        OutputSpec::Sequence { pattern, .. } => {
-            Ok(Box::new(writer::ImageSequence::new(pattern.clone(), size)?))
-        }
+        (OutputSpec::Sequence { pattern, .. }, claim::Claimed::Folder(lock)) => Ok(Box::new(
+            writer::ImageSequence::new(pattern.clone(), size, lock)?,
+        )),
         #[cfg(feature = "opencv")]
-        OutputSpec::Video {
-            path,
-            extension,
-            codec,
-            quality,
-        } => {
-            let _ = (extension, fps);
+        (OutputSpec::Video { codec, quality, .. }, claim::Claimed::Video(claim)) => {
+            let _ = fps;
             Ok(Box::new(writer::VideoFile::open(
-                path, *codec, *quality, size, timing,
+                claim, *codec, *quality, size, timing, fragmented,
             )?))
         }
-        #[cfg(not(feature = "opencv"))]
-        other => {
-            let _ = (size, fps, timing);
-            anyhow::bail!("this build cannot write {other:?}")
+        (other, _) => {
+            let _ = (size, fps, timing, fragmented);
+            anyhow::bail!("internal: {other:?} was not claimed, or this build cannot write it")
         }
     }
 }
@@ -448,7 +460,10 @@ mod tests {
             (format!("{d}/out.xyz"), "cannot write '.xyz'"),
             (format!("{d}/out.png"), "needs a frame number"),
             (format!("{d}/out%s.png"), "expected %d"),
-            (format!("{d}/out%d.mp4"), "cannot write"),
+            (
+                format!("{d}/out%d.mp4"),
+                "numbers the files of an image sequence",
+            ),
             (format!("{d}/"), "is a folder"),
             (format!("{d}/noext"), "without an extension"),
             ("udp://10.0.0.1:5000".to_string(), "network outputs"),

@@ -1,8 +1,11 @@
 //! A lossless PPM (P6) image sequence, written without OpenCV so that builds for the GPU
 //! machine can save exact results. Frames are numbered from 0.
+//!
+//! Invariants: each file is written whole under a temporary name and renamed into place
+//! (`claim::write_atomically`), so a crash never leaves a truncated image and a link in the
+//! folder is replaced, never followed; the folder is locked for the run.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 
 use anyhow::{Context, Result};
 
@@ -13,12 +16,19 @@ use crate::frame::{FrameSize, SequencePattern};
 pub struct PpmSequence {
     pattern: SequencePattern,
     next: u64,
+    _lock: super::claim::FolderLock,
+    bytes: Vec<u8>,
 }
 
 impl PpmSequence {
-    /// A sequence named by `pattern`, numbered from 0.
-    pub fn new(pattern: SequencePattern) -> Self {
-        Self { pattern, next: 0 }
+    /// A sequence named by `pattern`, numbered from 0, in the folder `lock` holds.
+    pub fn new(pattern: SequencePattern, lock: super::claim::FolderLock) -> Self {
+        Self {
+            pattern,
+            next: 0,
+            _lock: lock,
+            bytes: Vec::new(),
+        }
     }
 }
 
@@ -44,10 +54,9 @@ impl Sink for PpmSequence {
     }
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
         let path = self.pattern.path(self.next);
-        let file = File::create(&path).with_context(|| format!("creating {path}"))?;
-        let mut w = BufWriter::new(file);
-        write_ppm(&mut w, frame, size)
-            .and_then(|_| w.flush())
+        self.bytes.clear();
+        write_ppm(&mut self.bytes, frame, size)?;
+        super::claim::write_atomically(std::path::Path::new(&path), &self.bytes)
             .with_context(|| format!("writing {path}"))?;
         self.next += 1;
         Ok(Flow::Continue)

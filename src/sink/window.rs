@@ -265,6 +265,10 @@ fn fit(size: FrameSize, screen: Option<(u32, u32)>) -> (u32, u32) {
     (((w * scale) as u32).max(1), ((h * scale) as u32).max(1))
 }
 
+/// How long an X server may take to answer the connection setup before the display is
+/// called frozen.
+const DISPLAY_ANSWER: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// Checks that a window can be opened here, with a message that says what to do if not.
 pub fn check_display() -> Result<(), String> {
     if let Ok(p) = std::env::var("QT_QPA_PLATFORM") {
@@ -279,12 +283,19 @@ pub fn check_display() -> Result<(), String> {
                 .into(),
         );
     }
-    if x_server_reachable(&display) {
-        Ok(())
-    } else {
-        Err(format!(
+    if !x_server_reachable(&display) {
+        return Err(format!(
             "cannot reach the X display '{display}'; run with --headless, optionally with --output FILE"
-        ))
+        ));
+    }
+    // Qt's XOpenDisplay waits forever on a server that accepts and never answers: ask first.
+    use super::xscreen::{handshake, Setup};
+    match handshake(&display, DISPLAY_ANSWER) {
+        Setup::Silent => Err(format!(
+            "the X display '{display}' accepted a connection but did not answer within {} s (a frozen X server?); run with --headless, optionally with --output FILE",
+            DISPLAY_ANSWER.as_secs()
+        )),
+        _ => Ok(()),
     }
 }
 

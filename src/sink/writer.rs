@@ -1,25 +1,32 @@
 //! Files written to disk: videos through FFmpeg's libraries (`av`: the codec, every frame's
-//! time, the input's audio), and image sequences (PNG and friends, numbered from 0) through
-//! OpenCV's `imwrite`.
+//! time, the input's audio), and image sequences (PNG and friends, numbered from 0) encoded
+//! by OpenCV's `imencode` and written whole under a temporary name, then renamed.
 //!
-//! A video file is watched as it grows:
+//! A video file is claimed before it is opened (`claim`: locked, never replacing an existing
+//! file unless asked, a replacement written beside it and renamed once finished) and
+//! watched as it grows:
 //! - before it is opened, its file system must hold the first frames and the file's index;
 //! - after every frame, the free space must still hold the next frames (by the largest growth
 //!   of the file seen so far) and the index; when it does not, the run stops with "no space
 //!   left" while the file can still be finalized;
-//! - `finish` releases the writer (which finalizes the container) and reopens the file to
-//!   check that it holds every frame written, counting them where it does not;
-//! - a process ended from inside a library (Qt calls `exit` when the X display dies) still
-//!   finalizes every open video file, from an exit handler.
+//! - `finish` finalizes the container and counts the video packets the file holds (reading
+//!   it back with libavformat), reporting any that are missing, then commits the claim;
+//! - finalizing holds the file's lock, so an abort (a second stop signal, the stop watchdog)
+//!   or a process ended from inside a library (Qt calls `exit` when the X display dies) waits
+//!   for it, and otherwise finalizes every open video file itself;
+//! - MP4 and MOV from a live source (or with `--fragmented`) are written as fragments of at
+//!   most `FRAGMENT_SECONDS`, so a crash or `kill -9` loses at most the last fragment and the
+//!   frames still inside the encoder.
 
 use std::sync::{Arc, Mutex, Once, Weak};
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use opencv::core::{Mat, Vec3b, Vector};
-use opencv::prelude::*;
-use opencv::{imgcodecs, videoio};
+use opencv::imgcodecs;
 
 use super::av::{self, AvFile, Timing};
+use super::claim::{self, VideoClaim};
 use super::Codec;
 use super::{Flow, Sink};
 use crate::budget::human;
@@ -80,44 +87,63 @@ impl SpaceWatch {
     }
 }
 
-/// What a video file's exit handler needs: the writer until it is finalized.
+/// What a video file's exit handler needs: the writer until it is finalized, and the claim
+/// to commit then.
 struct Open {
     writer: Option<AvFile>,
-    path: String,
+    claim: VideoClaim,
     written: u64,
 }
 
 /// Video files not yet finalized, for the exit handler.
 static OPEN_FILES: Mutex<Vec<Weak<Mutex<Open>>>> = Mutex::new(Vec::new());
 
-/// Finalizes every video file still open when the process exits before the run finished:
-/// `exit` called from inside a library (Qt, when the X display dies), or the abort of a
-/// second Ctrl-C.
+/// The longest an exit handler waits for a file that another thread is writing or
+/// finalizing.
+const EXIT_WAIT: Duration = Duration::from_secs(60);
+
+/// Finalizes every video file still open when the process ends before the run finished:
+/// an abort (a second stop signal, the stop watchdog), or `exit` called from inside a
+/// library (Qt, when the X display dies). A file another thread is finalizing is waited for.
 extern "C" fn finalize_at_exit() {
-    let Ok(files) = OPEN_FILES.try_lock() else {
-        return;
+    let files: Vec<_> = match OPEN_FILES.try_lock() {
+        Ok(files) => files.iter().filter_map(Weak::upgrade).collect(),
+        Err(_) => return,
     };
-    for file in files.iter().filter_map(Weak::upgrade) {
-        let Ok(mut open) = file.try_lock() else {
-            continue;
-        }; // never wait inside exit
-        if let Some(mut w) = open.writer.take() {
-            let ok = w.finish().is_ok();
-            let why = if crate::stop::aborting() {
-                "aborted by a second Ctrl-C"
-            } else {
-                "error: the process was ended from inside the window system (its display went away?)"
-            };
-            crate::say!(
-                "framepipe: {why}; '{}' {} with the {} frames written so far",
-                open.path,
-                if ok {
-                    "was finalized"
-                } else {
-                    "could not be finalized"
-                },
-                open.written
-            );
+    for file in files {
+        let deadline = Instant::now() + EXIT_WAIT;
+        let mut open = loop {
+            match file.try_lock() {
+                Ok(open) => break open,
+                Err(std::sync::TryLockError::Poisoned(p)) => break p.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(_) => return,
+            }
+        };
+        let Some(mut w) = open.writer.take() else {
+            continue; // finalized by its own thread
+        };
+        let written = open.written;
+        let ok = w.finish().is_ok();
+        drop(w);
+        let committed = if ok {
+            open.claim.commit(written)
+        } else {
+            Err("could not be finalized".into())
+        };
+        let why = if crate::stop::aborting() {
+            "aborted"
+        } else {
+            "error: the process was ended from inside the window system (its display went away?)"
+        };
+        match committed {
+            Ok(()) => crate::say!(
+                "framepipe: {why}; '{}' was finalized with the {written} frames written so far",
+                open.claim.path
+            ),
+            Err(e) => crate::say!("framepipe: {why}; '{}': {e}", open.claim.path),
         }
     }
 }
@@ -128,21 +154,28 @@ pub struct VideoFile {
     /// The codec written, by name.
     codec: &'static str,
     path: String,
+    /// Where the frames go: `path`, or the replacement's temporary name.
+    writing: String,
     watch: SpaceWatch,
     written: u64,
     stored: Option<u64>,
 }
 
 impl VideoFile {
-    /// Opens `path` for `size` frames timed by `timing`; fails before creating it when its
-    /// file system can't hold the first frames.
+    /// Opens the claimed file for `size` frames timed by `timing` (fragmented MP4/MOV where
+    /// `fragmented`); fails before writing it when its file system can't hold the first
+    /// frames.
     pub fn open(
-        path: &str,
+        claim: VideoClaim,
         codec: Codec,
         quality: Option<u8>,
         size: FrameSize,
         timing: &Timing,
+        fragmented: bool,
     ) -> Result<Self> {
+        let path = claim.path.clone();
+        let path = path.as_str();
+        let writing = claim.writing.clone();
         if av::needs_even_size(codec) && (size.width % 2 == 1 || size.height % 2 == 1) {
             crate::warn!(
                 "{} stores even sizes only: {size} frames are written as {}x{} to '{path}' (mjpeg or ffv1, or an image sequence, keep every pixel)",
@@ -151,6 +184,7 @@ impl VideoFile {
                 size.height & !1
             );
         }
+        av::check_size(codec, size).map_err(|e| anyhow::anyhow!("--output '{path}': {e}"))?;
         let mut watch = SpaceWatch {
             max_growth: 0,
             last_len: 0,
@@ -173,7 +207,8 @@ impl VideoFile {
                 codec.name()
             );
         }
-        let opened = AvFile::open(path, written_codec, quality, size, timing).or_else(|e| {
+        let open = |t: &Timing| AvFile::open(&writing, written_codec, quality, size, t, fragmented);
+        let opened = open(timing).or_else(|e| {
             // A muxer may still refuse an audio codec it said it holds (Vorbis in MP4 is
             // "experimental"): the video alone, with a warning, rather than nothing.
             if timing.audio.is_none() {
@@ -182,18 +217,16 @@ impl VideoFile {
             crate::warn!(
                 "'{path}' could not take the input's audio ({e:#}); writing the video without it"
             );
-            let silent = Timing {
+            open(&Timing {
                 audio: None,
                 ..timing.clone()
-            };
-            AvFile::open(path, written_codec, quality, size, &silent)
+            })
         });
         let writer = match opened {
             Ok(w) => w,
             Err(e) => {
-                // Say the OS's reason where there is one (the path was probed at start, but
-                // things change).
-                paths::check_writable("--output", path).map_err(anyhow::Error::msg)?;
+                let mut claim = claim;
+                let _ = claim.commit(0); // removes what was made; an old file stays
                 return Err(e.context(format!(
                     "cannot write video '{path}' ({} for {size} frames)",
                     written_codec.name()
@@ -206,10 +239,21 @@ impl VideoFile {
                 writer.audio_kept
             );
         }
-        watch.last_len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        if fragmented {
+            crate::info!(
+                "'{path}' is written in fragments of at most {} s: a crash keeps all but the last",
+                av::FRAGMENT_SECONDS
+            );
+        }
+        if claim.replacing() {
+            crate::info!(
+                "'{path}' exists: the new video is written to '{writing}' and replaces it once finished"
+            );
+        }
+        watch.last_len = std::fs::metadata(&writing).map(|m| m.len()).unwrap_or(0);
         let open = Arc::new(Mutex::new(Open {
             writer: Some(writer),
-            path: path.to_string(),
+            claim,
             written: 0,
         }));
         static HANDLER: Once = Once::new();
@@ -218,6 +262,7 @@ impl VideoFile {
         HANDLER.call_once(|| unsafe {
             libc::atexit(finalize_at_exit);
         });
+        crate::stop::on_abort(|| finalize_at_exit());
         if let Ok(mut files) = OPEN_FILES.lock() {
             files.retain(|f| f.strong_count() > 0);
             files.push(Arc::downgrade(&open));
@@ -226,38 +271,11 @@ impl VideoFile {
             open,
             codec: written_codec.name(),
             path: path.to_string(),
+            writing,
             watch,
             written: 0,
             stored: None,
         })
-    }
-
-    /// Reopens the finalized file and counts the frames it really holds: the container's
-    /// count when its last frame decodes, else every frame, one by one.
-    fn frames_in_file(&self) -> u64 {
-        let Ok(mut cap) = videoio::VideoCapture::from_file(&self.path, videoio::CAP_FFMPEG) else {
-            return 0;
-        };
-        if !cap.is_opened().unwrap_or(false) {
-            return 0;
-        }
-        let claimed = cap.get(videoio::CAP_PROP_FRAME_COUNT).unwrap_or(0.0);
-        let mut frame = Mat::default();
-        if claimed.is_finite() && claimed >= self.written as f64 && self.written > 0 {
-            let last = (self.written - 1) as f64;
-            if cap.set(videoio::CAP_PROP_POS_FRAMES, last).unwrap_or(false)
-                && cap.read(&mut frame).unwrap_or(false)
-                && !frame.empty()
-            {
-                return self.written;
-            }
-            let _ = cap.set(videoio::CAP_PROP_POS_FRAMES, 0.0);
-        }
-        let mut n = 0;
-        while cap.grab().unwrap_or(false) {
-            n += 1;
-        }
-        n
     }
 }
 
@@ -288,22 +306,30 @@ impl Sink for VideoFile {
         }
         self.written += 1;
         self.watch
-            .check(&self.path, self.written)
+            .check(&self.writing, self.written)
             .map_err(anyhow::Error::msg)?;
         Ok(Flow::Continue)
     }
     fn finish(&mut self) -> Result<()> {
-        let writer = self.open.lock().ok().and_then(|mut o| o.writer.take());
-        if let Some(mut w) = writer {
-            w.finish()
-                .with_context(|| format!("finalizing {}", self.path))?;
-        }
-        let held = self.frames_in_file();
+        let _finishing = crate::stop::Finishing::start();
+        let mut open = match self.open.lock() {
+            Ok(o) => o,
+            Err(p) => p.into_inner(),
+        };
+        let Some(mut w) = open.writer.take() else {
+            return Ok(()); // finalized by the exit handler
+        };
+        let finished = w.finish();
+        drop(w);
+        let held = av::count_video_packets(&self.writing).unwrap_or(0);
         self.stored = Some(held);
+        let committed = open.claim.commit(held.min(self.written));
+        drop(open);
+        finished.with_context(|| format!("finalizing {}", self.path))?;
+        committed.map_err(anyhow::Error::msg)?;
         if held < self.written {
             let why = match std::fs::metadata(&self.path) {
                 Err(e) => format!("it can't be read back: {e}"),
-                Ok(_) if held == 0 => "it holds no playable frame (the disk may be full)".into(),
                 Ok(_) => "some frames were lost (the disk may be full)".into(),
             };
             bail!(
@@ -331,17 +357,26 @@ fn check_sequence_space(path: &str, size: FrameSize) -> Result<()> {
     }
 }
 
-/// An image sequence written with `imwrite`, numbered from 0.
+/// An image sequence encoded with `imencode`, each file written whole and renamed into
+/// place, numbered from 0.
 pub struct ImageSequence {
     pattern: SequencePattern,
+    extension: String,
     next: u64,
+    _lock: claim::FolderLock,
 }
 
 impl ImageSequence {
-    /// A sequence named by `pattern`.
-    pub fn new(pattern: SequencePattern, size: FrameSize) -> Result<Self> {
+    /// A sequence named by `pattern`, in the folder `lock` holds.
+    pub fn new(pattern: SequencePattern, size: FrameSize, lock: claim::FolderLock) -> Result<Self> {
         check_sequence_space(&pattern.path(0), size)?;
-        Ok(Self { pattern, next: 0 })
+        let extension = paths::extension(std::path::Path::new(&pattern.path(0)));
+        Ok(Self {
+            pattern,
+            extension,
+            next: 0,
+            _lock: lock,
+        })
     }
 }
 
@@ -356,16 +391,30 @@ impl Sink for ImageSequence {
         let mat =
             Mat::new_rows_cols_with_bytes::<Vec3b>(size.height as i32, size.width as i32, frame)?;
         let path = self.pattern.path(self.next);
-        let ok = imgcodecs::imwrite(&path, &mat, &Vector::new())
-            .with_context(|| format!("writing {path}"))?;
+        let mut bytes = Vector::<u8>::new();
+        let ok = imgcodecs::imencode(
+            &format!(".{}", self.extension),
+            &mat,
+            &mut bytes,
+            &Vector::new(),
+        )
+        .with_context(|| format!("encoding {path}"))?;
         if !ok {
-            // imwrite says no more than false: the file system says why, where it can.
-            let why = match paths::free_space(paths::folder_of(&path)) {
-                Some(free) if free < size.bytes() as u64 => "no space left on its file system",
-                _ => "OpenCV's image writer failed",
-            };
-            bail!("writing '{path}': {why}");
+            bail!(
+                "writing '{path}': OpenCV could not encode the frame as .{}",
+                self.extension
+            );
         }
+        claim::write_atomically(std::path::Path::new(&path), bytes.as_slice()).map_err(|e| {
+            // The file system says why, where it can.
+            let why = match paths::free_space(paths::folder_of(&path)) {
+                Some(free) if free < bytes.len() as u64 => {
+                    "no space left on its file system".to_string()
+                }
+                _ => e.to_string(),
+            };
+            anyhow::anyhow!("writing '{path}': {why}")
+        })?;
         self.next += 1;
         Ok(Flow::Continue)
     }

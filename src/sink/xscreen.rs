@@ -1,39 +1,88 @@
 //! The size of the X display's first screen, read from the X11 connection setup reply (the
 //! first message any X client receives), so that a frame larger than the screen opens a
-//! window scaled to fit. OpenCV's highgui has no call for it.
+//! window scaled to fit (OpenCV's highgui has no call for it); and, before Qt is given the
+//! display, whether its server answers at all (one that accepts and never answers would hang
+//! `XOpenDisplay` forever).
 //!
 //! Invariants: only the documented setup handshake is spoken (X11 protocol, "Connection
 //! Setup"), with the display's MIT-MAGIC-COOKIE-1 from the Xauthority file where there is
-//! one; any failure is None (the window then shows frames at their own size).
+//! one; every step waits at most the time it is given; any failure is None for the size
+//! (the window then shows frames at their own size).
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-/// Width and height in pixels of the first screen of `display` (`[host]:N[.screen]`).
-pub fn screen_size(display: &str) -> Option<(u32, u32)> {
-    let (host, rest) = display.rsplit_once(':')?;
-    let number: u16 = rest.split('.').next()?.parse().ok()?;
+/// What an X server said to the connection setup.
+#[derive(Debug)]
+pub enum Setup {
+    /// It accepted: the reply's body.
+    Accepted(Vec<u8>),
+    /// It answered, refusing (authentication, a protocol it doesn't speak).
+    Refused,
+    /// It took the connection and said nothing within the time allowed.
+    Silent,
+    /// Nothing listens there, or the name is not a display.
+    Unreachable,
+}
+
+/// Speaks the setup handshake with `display` (`[host]:N[.screen]`), waiting at most
+/// `timeout` for each step.
+pub fn handshake(display: &str, timeout: Duration) -> Setup {
+    let Some((host, rest)) = display.rsplit_once(':') else {
+        return Setup::Unreachable;
+    };
+    let Some(number) = rest.split('.').next().and_then(|n| n.parse::<u16>().ok()) else {
+        return Setup::Unreachable;
+    };
     let cookie = cookie(number);
     let local = host.is_empty() || host == "unix";
-    let mut stream: Box<dyn ReadWrite> = if local {
-        Box::new(UnixStream::connect(format!("/tmp/.X11-unix/X{number}")).ok()?)
+    let stream: Option<Box<dyn ReadWrite>> = if local {
+        UnixStream::connect(format!("/tmp/.X11-unix/X{number}"))
+            .ok()
+            .map(|s| Box::new(s) as _)
     } else {
-        let s = TcpStream::connect((host, 6000u16.checked_add(number)?)).ok()?;
-        Box::new(s)
+        use std::net::ToSocketAddrs;
+        6000u16
+            .checked_add(number)
+            .and_then(|port| (host, port).to_socket_addrs().ok())
+            .and_then(|mut a| a.next())
+            .and_then(|addr| TcpStream::connect_timeout(&addr, timeout).ok())
+            .map(|s| Box::new(s) as _)
     };
-    stream.set_timeout(Duration::from_secs(2));
-    stream.write_all(&setup_request(cookie.as_deref())).ok()?;
+    let Some(mut stream) = stream else {
+        return Setup::Unreachable;
+    };
+    stream.set_timeout(timeout);
+    let silent = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => Setup::Silent,
+        _ => Setup::Unreachable,
+    };
+    if let Err(e) = stream.write_all(&setup_request(cookie.as_deref())) {
+        return silent(e);
+    }
     let mut head = [0u8; 8];
-    stream.read_exact(&mut head).ok()?;
+    if let Err(e) = stream.read_exact(&mut head) {
+        return silent(e);
+    }
     if head[0] != 1 {
-        return None; // refused or authentication required
+        return Setup::Refused;
     }
     let len = usize::from(u16::from_le_bytes([head[6], head[7]])) * 4;
     let mut body = vec![0u8; len];
-    stream.read_exact(&mut body).ok()?;
-    parse_setup(&body)
+    match stream.read_exact(&mut body) {
+        Ok(()) => Setup::Accepted(body),
+        Err(e) => silent(e),
+    }
+}
+
+/// Width and height in pixels of the first screen of `display` (`[host]:N[.screen]`).
+pub fn screen_size(display: &str) -> Option<(u32, u32)> {
+    match handshake(display, Duration::from_secs(2)) {
+        Setup::Accepted(body) => parse_setup(&body),
+        _ => None,
+    }
 }
 
 trait ReadWrite: Read + Write {
@@ -43,12 +92,14 @@ trait ReadWrite: Read + Write {
 impl ReadWrite for UnixStream {
     fn set_timeout(&self, d: Duration) {
         let _ = self.set_read_timeout(Some(d));
+        let _ = self.set_write_timeout(Some(d));
     }
 }
 
 impl ReadWrite for TcpStream {
     fn set_timeout(&self, d: Duration) {
         let _ = self.set_read_timeout(Some(d));
+        let _ = self.set_write_timeout(Some(d));
     }
 }
 

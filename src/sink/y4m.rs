@@ -5,7 +5,8 @@
 //!
 //! Invariants: nothing else is ever written to standard output (messages and the progress
 //! bar go to standard error); a reader that goes away (`| head`) ends the run cleanly, as
-//! a stop; frames come from the backend in the format written (converted on the GPU), or
+//! a stop; a frame counts as written only once standard output accepted all of its bytes;
+//! frames come from the backend in the format written (converted on the GPU), or
 //! in BGR where a window shares them, converted here exactly as OpenCV's `cvtColor`
 //! (`COLOR_BGR2YUV_I420`) does.
 
@@ -40,9 +41,33 @@ impl Layout {
     }
 }
 
+/// Standard output, counting the bytes it accepted.
+struct Counted {
+    file: File,
+    accepted: u64,
+}
+
+impl Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.accepted += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
+}
+
 /// A Y4M (or headerless) stream on standard output.
 pub struct Y4mOut {
-    out: std::io::BufWriter<File>,
+    out: std::io::BufWriter<Counted>,
+    /// Where each frame handed to `out` ends, in bytes from the stream's start: a frame
+    /// counts as written once standard output accepted all of it.
+    ends: std::collections::VecDeque<u64>,
+    /// Bytes handed to `out` so far.
+    queued: u64,
+    /// Frames standard output accepted whole.
+    stored: u64,
     size: FrameSize,
     rate: (i32, i32),
     layout: Layout,
@@ -78,7 +103,16 @@ impl Y4mOut {
             .try_clone_to_owned()
             .context("--output -: standard output")?;
         Ok(Self {
-            out: std::io::BufWriter::with_capacity(1 << 20, File::from(fd)),
+            out: std::io::BufWriter::with_capacity(
+                1 << 20,
+                Counted {
+                    file: File::from(fd),
+                    accepted: 0,
+                },
+            ),
+            ends: std::collections::VecDeque::new(),
+            queued: 0,
+            stored: 0,
             size,
             rate,
             layout,
@@ -99,11 +133,12 @@ impl Y4mOut {
             let (n, d) = self.rate;
             if let Some(tag) = tag {
                 let t = self.layout.tags;
-                writeln!(
-                    self.out,
-                    "YUV4MPEG2 W{} H{} F{n}:{d} I{} A{}:{} {tag}",
+                let header = format!(
+                    "YUV4MPEG2 W{} H{} F{n}:{d} I{} A{}:{} {tag}\n",
                     self.size.width, self.size.height, t.interlace, t.aspect.0, t.aspect.1
-                )?;
+                );
+                self.queued += header.len() as u64;
+                self.out.write_all(header.as_bytes())?;
             }
             self.started = true;
         }
@@ -113,10 +148,23 @@ impl Y4mOut {
             pixel::from_bgr(self.layout.write, self.size, frame, &mut self.converted);
             &self.converted
         };
+        self.queued += frame.len() as u64 + if tag.is_some() { 6 } else { 0 };
+        self.ends.push_back(self.queued);
         if tag.is_some() {
             self.out.write_all(b"FRAME\n")?;
         }
-        self.out.write_all(frame)
+        let result = self.out.write_all(frame);
+        self.count_accepted();
+        result
+    }
+
+    /// Moves the frames standard output has accepted whole from `ends` to `stored`.
+    fn count_accepted(&mut self) {
+        let accepted = self.out.get_ref().accepted;
+        while self.ends.front().is_some_and(|&end| end <= accepted) {
+            self.ends.pop_front();
+            self.stored += 1;
+        }
     }
 }
 
@@ -164,7 +212,9 @@ impl Sink for Y4mOut {
         if self.closed {
             return Ok(());
         }
-        match self.out.flush() {
+        let flushed = self.out.flush();
+        self.count_accepted();
+        match flushed {
             Err(e) if e.kind() != ErrorKind::BrokenPipe => {
                 Err(e).context("writing to standard output")
             }
@@ -172,7 +222,8 @@ impl Sink for Y4mOut {
         }
     }
     fn stored(&self) -> Option<u64> {
-        // A frame counts once it was handed to the pipe (a closed pipe took the rest).
-        Some(self.written)
+        // A frame counts once standard output accepted all of its bytes (a full disk or a
+        // closed pipe took only part of the last ones).
+        Some(self.stored)
     }
 }

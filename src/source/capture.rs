@@ -182,6 +182,9 @@ pub struct Request {
     pub rotation: u32,
     /// A file's video start on its timeline, seconds (`media::MediaInfo::video_offset`).
     pub offset: f64,
+    /// A URL that is a file (it has a duration and seeks: `media::MediaInfo::bounded`): read
+    /// as a file, waited for instead of dropped.
+    pub bounded: bool,
 }
 
 /// Opens what `spec` names (a camera asked for `request`); `Default` is the default camera
@@ -220,7 +223,19 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
             };
             let cap = videoio::VideoCapture::from_file(s, api)
                 .with_context(|| format!("opening {kind} '{s}'"))?;
-            let mut c = Capture::start(cap, format!("{kind} '{s}'"), true, false)?;
+            let live = !request.bounded;
+            let mut c = Capture::start(cap, format!("{kind} '{s}'"), live, request.pace && !live)?;
+            if live {
+                crate::info!(
+                    "{kind} '{s}' is read live: when the pipeline falls behind, frames are dropped (counted at the end) so that what comes out stays current"
+                );
+            } else {
+                crate::info!(
+                    "stream '{s}' has a duration and seeks: it is read as a file, every frame kept"
+                );
+                c.offset = Some(request.offset);
+                c.pts = c.stream_time();
+            }
             if api == videoio::CAP_GSTREAMER {
                 if let Some(raw) = raw_caps(s) {
                     c.take_raw(raw)?;

@@ -30,7 +30,13 @@ pub struct MediaInfo {
     pub video_offset: f64,
     /// The audio streams: (index, codec name).
     pub audio: Vec<(usize, String)>,
+    /// It has a duration and can be seeked: a file, also when it comes over HTTP. Such an
+    /// input is read as a file (waited for, never dropped); anything else at a URL is live.
+    pub bounded: bool,
 }
+
+/// How long a network input may stay silent while its header is read, in microseconds.
+pub const URL_TIMEOUT_US: i64 = 10_000_000;
 
 /// Initialises libav* once (registering nothing; it only sets the log level).
 pub fn init() {
@@ -79,7 +85,12 @@ fn rotation_of(stream: &ff::format::stream::Stream) -> u32 {
 /// Reads `path`'s header; None where libavformat can't open it (OpenCV then says why).
 pub fn probe(path: &Path) -> Option<MediaInfo> {
     init();
-    let ctx = ff::format::input(&path).ok()?;
+    let mut options = ff::Dictionary::new();
+    if path.to_string_lossy().contains("://") {
+        // A network input that never answers must not hold the start forever.
+        options.set("rw_timeout", &URL_TIMEOUT_US.to_string());
+    }
+    let ctx = ff::format::input_with_dictionary(&path, options).ok()?;
     let video = ctx.streams().best(ff::media::Type::Video)?;
     let rate = ratio(video.avg_frame_rate()).or_else(|| ratio(video.rate()));
     let tb = video.time_base();
@@ -103,7 +114,16 @@ pub fn probe(path: &Path) -> Option<MediaInfo> {
         .filter(|s| s.parameters().medium() == ff::media::Type::Audio)
         .map(|s| (s.index(), s.parameters().id().name().to_string()))
         .collect();
+    // SAFETY: `ctx` is an open input context; `duration` and `pb` are plain fields, and `pb`
+    // is read only where it is not null.
+    let (duration, seekable) = unsafe {
+        let c = ctx.as_ptr();
+        let pb = (*c).pb;
+        ((*c).duration, !pb.is_null() && (*pb).seekable != 0)
+    };
+    let bounded = duration != ff::ffi::AV_NOPTS_VALUE && duration > 0 && seekable;
     Some(MediaInfo {
+        bounded,
         path: path.to_path_buf(),
         rate,
         time_base: ratio(tb).unwrap_or((1, 90_000)),

@@ -157,7 +157,7 @@ impl InputSpec {
                 "input '{s}' is a directory, not a video or image file"
             ));
         }
-        if let Some(kind) = special_file(&meta) {
+        if let Some(kind) = crate::paths::special_kind(&meta) {
             if kind == "character device" && s.starts_with("/dev/video") {
                 return Ok(InputSpec::Stream(s.to_string())); // a V4L2 camera by its path
             }
@@ -176,25 +176,6 @@ impl InputSpec {
         } else {
             Ok(InputSpec::Video(path))
         }
-    }
-}
-
-/// What a non-regular file is, in words; None for a regular file.
-fn special_file(meta: &std::fs::Metadata) -> Option<&'static str> {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_file() {
-        None
-    } else if t.is_fifo() {
-        Some("pipe (FIFO)")
-    } else if t.is_socket() {
-        Some("socket")
-    } else if t.is_char_device() {
-        Some("character device")
-    } else if t.is_block_device() {
-        Some("block device")
-    } else {
-        Some("special file")
     }
 }
 

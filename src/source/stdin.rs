@@ -103,6 +103,9 @@ fn line(r: &mut impl BufRead, what: &str) -> Result<Option<String>> {
     })
 }
 
+/// The widest and highest frame a Y4M header may give.
+pub const MAX_Y4M_SIDE: usize = 16384;
+
 /// Parses a YUV4MPEG2 header line (without its newline).
 pub fn parse_header(text: &str) -> Result<Header, String> {
     let mut tokens = text.split(' ').filter(|t| !t.is_empty());
@@ -114,10 +117,22 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
     let mut tags = PictureTags::default();
     for t in tokens {
         let (tag, value) = t.split_at(1);
-        let number = |v: &str| v.parse::<usize>().ok().filter(|n| (1..=16384).contains(n));
+        let number = |v: &str| {
+            v.parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_Y4M_SIDE).contains(n))
+        };
         match tag {
-            "W" => w = Some(number(value).ok_or(format!("Y4M header: bad width '{value}'"))?),
-            "H" => h = Some(number(value).ok_or(format!("Y4M header: bad height '{value}'"))?),
+            "W" => {
+                w = Some(number(value).ok_or(format!(
+                    "Y4M header: bad width '{value}' (framepipe reads 1 to {MAX_Y4M_SIDE} pixels)"
+                ))?)
+            }
+            "H" => {
+                h = Some(number(value).ok_or(format!(
+                    "Y4M header: bad height '{value}' (framepipe reads 1 to {MAX_Y4M_SIDE} pixels)"
+                ))?)
+            }
             "F" => {
                 let (n, d) = value
                     .split_once(':')
@@ -231,6 +246,15 @@ impl Stdin {
             }
             raw => {
                 let pixel = raw.pixel().unwrap_or(PixelFormat::Bgr24);
+                // A Y4M stream read as raw frames would be filtered as noise, its header and
+                // FRAME lines taken for pixels.
+                use std::io::BufRead;
+                if reader
+                    .fill_buf()
+                    .is_ok_and(|b| b.starts_with(b"YUV4MPEG2 "))
+                {
+                    bail!("--input-format {pixel}: standard input is a YUV4MPEG2 stream, not raw frames; leave --input-format out (or give y4m) and its header gives the size, rate and format");
+                }
                 let size = size.context("--input-format for raw frames needs --size WxH")?;
                 pixel.check(size).map_err(anyhow::Error::msg)?;
                 let rate = fps.filter(|f| *f > 0.0).map(crate::frame::ratio_of);

@@ -1,0 +1,371 @@
+//! Claiming an output before writing it: the file (or image sequence) is locked for this run,
+//! an existing one is replaced only when asked (`-y`), and a replacement is written beside it
+//! and renamed over it only once it is finished and holds at least one frame.
+//!
+//! Invariants:
+//! - a run holds an exclusive `flock` on its output (a video file, or an image sequence's
+//!   folder) from before the input opens until the process ends; a second run that asks for
+//!   the same output is refused with the first run's process id (read from `/proc/locks`);
+//! - without `-y` an existing output is never opened for writing (`-n` says so explicitly);
+//! - a new video file is written in place (so that a crash keeps what its container keeps),
+//!   created exclusively; one that ends with no frame is removed again;
+//! - a replaced video file is written to `NAME.framepipe-PID.part.EXT` in the same folder and
+//!   renamed over the old one by `commit`; on any failure the old file is left untouched;
+//! - every file of an image sequence is written to a temporary name created exclusively
+//!   without following links (`O_EXCL|O_NOFOLLOW`) and renamed into place, so a crash never
+//!   leaves a truncated image and a link planted during the run is replaced, not followed;
+//! - reports (`--summary-json`, `--trace`, `--timeline`) are written the same way.
+
+use std::fs::{File, OpenOptions};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// What to do with an output that already exists (`-y`, `-n`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Overwrite {
+    /// Refuse it, saying `-y` replaces it (the default, as ffmpeg's without a terminal).
+    #[default]
+    Refuse,
+    /// `-n`: never replace; refuse it, saying so.
+    Never,
+    /// `-y`: replace it, atomically, once the new one is finished.
+    Replace,
+}
+
+impl Overwrite {
+    /// From the two flags (clap keeps them exclusive).
+    pub fn from_flags(yes: bool, no: bool) -> Self {
+        match (yes, no) {
+            (true, _) => Overwrite::Replace,
+            (_, true) => Overwrite::Never,
+            _ => Overwrite::Refuse,
+        }
+    }
+}
+
+/// Takes an exclusive, non-blocking `flock` on `file`; fails naming the process that holds
+/// it.
+fn lock(file: &File, what: &str) -> Result<(), String> {
+    // SAFETY: flock on a file descriptor we own; it only takes an advisory lock.
+    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
+        return Err(format!("{what}: can't be locked for this run: {err}"));
+    }
+    let holder = file
+        .metadata()
+        .ok()
+        .and_then(|m| lock_holder(m.dev(), m.ino()))
+        .map(|(pid, name)| format!("{name} (pid {pid})"))
+        .unwrap_or_else(|| "another process".into());
+    Err(format!(
+        "{what} is being written by another run: {holder}; wait for it to end, or choose another name"
+    ))
+}
+
+/// The process holding a `flock` on the file `dev`/`ino`, and its name, from `/proc/locks`.
+fn lock_holder(dev: u64, ino: u64) -> Option<(u32, String)> {
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    let (major, minor) = (libc::major(dev) as u64, libc::minor(dev) as u64);
+    locks.lines().find_map(|line| {
+        // "1: FLOCK  ADVISORY  WRITE 12345 fd:01:1234567 0 EOF"
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.get(1) != Some(&"FLOCK") {
+            return None;
+        }
+        let pid: u32 = f.get(4)?.parse().ok()?;
+        let mut id = f.get(5)?.split(':');
+        let ma = u64::from_str_radix(id.next()?, 16).ok()?;
+        let mi = u64::from_str_radix(id.next()?, 16).ok()?;
+        let i: u64 = id.next()?.parse().ok()?;
+        if (ma, mi, i) != (major, minor, ino) || pid == std::process::id() {
+            return None;
+        }
+        let name = std::fs::read_to_string(format!("/proc/{pid}/comm"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "a process".into());
+        Some((pid, name))
+    })
+}
+
+/// Why an existing output is not replaced.
+fn exists_error(flag: &str, path: &str, overwrite: Overwrite) -> String {
+    match overwrite {
+        Overwrite::Never => format!("{flag} '{path}' already exists and -n never replaces a file"),
+        _ => format!(
+            "{flag} '{path}' already exists; -y (--overwrite) replaces it once the new one is finished, or choose another name"
+        ),
+    }
+}
+
+/// The temporary name a replacement of `path` is written under: same folder, same
+/// extension (the container is chosen by it), this process's id.
+fn part_name(path: &Path) -> PathBuf {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name = match path.extension() {
+        Some(ext) => format!(
+            "{stem}.framepipe-{}.part.{}",
+            std::process::id(),
+            ext.to_string_lossy()
+        ),
+        None => format!("{stem}.framepipe-{}.part", std::process::id()),
+    };
+    path.with_file_name(name)
+}
+
+/// A video file claimed for this run.
+#[derive(Debug)]
+pub struct VideoClaim {
+    /// The name the user gave.
+    pub path: String,
+    /// Where the frames are written: `path`, or a temporary name beside it when replacing.
+    pub writing: String,
+    /// Holds the lock for the run.
+    _lock: File,
+    replacing: bool,
+    done: bool,
+}
+
+impl VideoClaim {
+    /// Claims `path`: locks it, refuses it when it exists and `overwrite` does not replace,
+    /// and picks the name to write.
+    pub fn new(flag: &str, path: &str, overwrite: Overwrite) -> Result<Self, String> {
+        let p = Path::new(path);
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o666)
+            .open(p)
+        {
+            Ok(file) => {
+                if let Err(e) = lock(&file, &format!("{flag} '{path}'")) {
+                    // Another run locked the file we just made; it is theirs now.
+                    return Err(e);
+                }
+                Ok(Self {
+                    path: path.into(),
+                    writing: path.into(),
+                    _lock: file,
+                    replacing: false,
+                    done: false,
+                })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let file = File::open(p)
+                    .or_else(|_| OpenOptions::new().write(true).open(p))
+                    .map_err(|e| format!("{flag} '{path}' can't be opened: {e}"))?;
+                lock(&file, &format!("{flag} '{path}'"))?;
+                if overwrite != Overwrite::Replace {
+                    return Err(exists_error(flag, path, overwrite));
+                }
+                let part = part_name(p);
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .custom_flags(libc::O_NOFOLLOW)
+                    .mode(0o666)
+                    .open(&part)
+                    .map_err(|e| {
+                        format!("{flag} '{path}': can't create '{}': {e}", part.display())
+                    })?;
+                Ok(Self {
+                    path: path.into(),
+                    writing: part.to_string_lossy().into_owned(),
+                    _lock: file,
+                    replacing: true,
+                    done: false,
+                })
+            }
+            Err(e) => Err(format!("{flag} '{path}' can't be written: {e}")),
+        }
+    }
+
+    /// Whether an existing file is being replaced.
+    pub fn replacing(&self) -> bool {
+        self.replacing
+    }
+
+    /// Ends the claim once the file is finalized holding `frames` frames: a replacement is
+    /// renamed over the old file when it holds at least one; otherwise what was written is
+    /// removed (the old file, if any, stays as it was). Says what happened, in words.
+    pub fn commit(&mut self, frames: u64) -> Result<(), String> {
+        if self.done {
+            return Ok(());
+        }
+        self.done = true;
+        if frames == 0 {
+            let _ = std::fs::remove_file(&self.writing);
+            return Err(if self.replacing {
+                format!(
+                    "no frame was written, so '{}' was left as it was",
+                    self.path
+                )
+            } else {
+                format!("no frame was written, so '{}' was not kept", self.path)
+            });
+        }
+        if self.replacing {
+            std::fs::rename(&self.writing, &self.path).map_err(|e| {
+                format!(
+                    "the new video is finished in '{}' but could not replace '{}': {e}",
+                    self.writing, self.path
+                )
+            })?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for VideoClaim {
+    /// A claim dropped without `commit` (the writer never opened): a replacement's
+    /// temporary file is removed, and so is a new file that holds nothing.
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if self.replacing {
+            let _ = std::fs::remove_file(&self.writing);
+        } else if std::fs::metadata(&self.writing).is_ok_and(|m| m.len() == 0) {
+            let _ = std::fs::remove_file(&self.writing);
+        }
+    }
+}
+
+/// What a run holds on its output until it ends.
+#[derive(Debug)]
+pub enum Claimed {
+    /// Nothing (standard output, or no output).
+    Nothing,
+    /// A video file.
+    Video(VideoClaim),
+    /// An image sequence's folder.
+    Folder(FolderLock),
+}
+
+/// An image sequence's folder, locked for this run.
+#[derive(Debug)]
+pub struct FolderLock(#[allow(dead_code)] File);
+
+impl FolderLock {
+    /// Locks `folder` for an image sequence written by `flag`.
+    pub fn new(flag: &str, folder: &Path, pattern: &str) -> Result<Self, String> {
+        let dir = File::open(folder)
+            .map_err(|e| format!("{flag} '{pattern}': can't open its folder: {e}"))?;
+        lock(&dir, &format!("{flag} '{pattern}' (its folder)"))?;
+        Ok(Self(dir))
+    }
+}
+
+/// Refuses an image sequence when a file it would write exists, unless `overwrite` replaces.
+pub fn check_sequence(
+    flag: &str,
+    pattern: &crate::frame::SequencePattern,
+    overwrite: Overwrite,
+) -> Result<(), String> {
+    if overwrite == Overwrite::Replace {
+        return Ok(());
+    }
+    let Ok(entries) = std::fs::read_dir(pattern.folder()) else {
+        return Ok(());
+    };
+    let mut found: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .filter(|n| pattern.index_of(n).is_some())
+        .collect();
+    if found.is_empty() {
+        return Ok(());
+    }
+    found.sort();
+    let first = pattern.folder().join(&found[0]);
+    let what = format!(
+        "{} file(s) of that sequence, '{}' the first",
+        found.len(),
+        first.display()
+    );
+    Err(match overwrite {
+        Overwrite::Never => {
+            format!("{flag}: {what}, already exist and -n never replaces a file")
+        }
+        _ => format!(
+            "{flag}: {what}, already exist; -y (--overwrite) replaces them, or choose another name"
+        ),
+    })
+}
+
+pub use crate::paths::write_atomically;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("framepipe-claim-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn an_existing_file_is_refused_or_replaced_only_when_finished() {
+        let d = dir("replace");
+        let p = d.join("precious.mp4");
+        let s = p.to_str().unwrap();
+        std::fs::write(&p, b"precious").unwrap();
+        let e = VideoClaim::new("--output", s, Overwrite::Refuse).unwrap_err();
+        assert!(e.contains("already exists") && e.contains("-y"), "{e}");
+        let e = VideoClaim::new("--output", s, Overwrite::Never).unwrap_err();
+        assert!(e.contains("-n never"), "{e}");
+        // A replacement that ends with no frame leaves the old file.
+        let mut c = VideoClaim::new("--output", s, Overwrite::Replace).unwrap();
+        assert!(c.replacing() && c.writing != s);
+        assert!(c.writing.ends_with(".part.mp4"), "{}", c.writing);
+        std::fs::write(&c.writing, b"half").unwrap();
+        assert!(c.commit(0).is_err());
+        assert_eq!(std::fs::read(&p).unwrap(), b"precious");
+        assert!(!Path::new(&c.writing).exists());
+        drop(c);
+        // One that holds a frame replaces it.
+        let mut c = VideoClaim::new("--output", s, Overwrite::Replace).unwrap();
+        std::fs::write(&c.writing, b"new").unwrap();
+        c.commit(1).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new");
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn a_new_file_with_no_frame_is_not_kept() {
+        let d = dir("new");
+        let p = d.join("out.mkv");
+        let mut c = VideoClaim::new("--output", p.to_str().unwrap(), Overwrite::Refuse).unwrap();
+        assert_eq!(c.writing, p.to_str().unwrap());
+        assert!(p.exists());
+        assert!(c.commit(0).is_err());
+        assert!(!p.exists());
+        std::fs::remove_dir_all(d).unwrap();
+    }
+
+    #[test]
+    fn an_atomic_write_replaces_a_link_instead_of_following_it() {
+        let d = dir("atomic");
+        let target = d.join("input.ts");
+        std::fs::write(&target, b"input").unwrap();
+        let link = d.join("00001.png");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_atomically(&link, b"frame").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"input");
+        assert_eq!(std::fs::read(&link).unwrap(), b"frame");
+        assert!(!std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
