@@ -393,12 +393,10 @@ fn check_outputs(
     let mut files: Vec<(&str, String)> = Vec::new();
     match output {
         Some(OutputSpec::Video { path, .. }) => files.push(("--output", path.clone())),
-        Some(OutputSpec::Stdout) => {
-            // SAFETY: isatty only inspects file descriptor 1.
-            if unsafe { libc::isatty(1) } == 1 {
-                bail!("--output -: standard output is a terminal; redirect it to a file or a pipe (| ffmpeg -f yuv4mpegpipe -i - …), or name an output file");
-            }
+        Some(OutputSpec::Stdout) if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
+            bail!("--output -: standard output is a terminal; redirect it to a file or a pipe (| ffmpeg -f yuv4mpegpipe -i - …), or name an output file");
         }
+        Some(OutputSpec::Stdout) => {}
         Some(OutputSpec::Sequence { pattern, .. }) => {
             // Like `mkdir -p`: an image sequence's folder is made when missing.
             std::fs::create_dir_all(pattern.folder()).with_context(|| {
@@ -461,14 +459,13 @@ fn check_outputs(
     })
 }
 
+/// An opened input and what libavformat read of it.
+type Opened = (Box<dyn Source>, Option<Media>);
+
 /// Reads the input's header (where libavformat reads it) and opens it, on a helper thread,
 /// so that a stop asked for while it opens (a stalled stream or camera) is answered at once:
 /// None then, and the helper is left behind.
-fn open_interruptibly(
-    stop: &Stop,
-    input: InputSpec,
-    args: &RunArgs,
-) -> Result<Option<(Box<dyn Source>, Option<Media>)>> {
+fn open_interruptibly(stop: &Stop, input: InputSpec, args: &RunArgs) -> Result<Option<Opened>> {
     let asked = Asked {
         input_format: args.input_format,
         size: args.size,
@@ -479,8 +476,6 @@ fn open_interruptibly(
         rotation: 0,
         #[cfg(feature = "opencv")]
         offset: 0.0,
-        #[cfg(feature = "opencv")]
-        bounded: false,
     };
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
@@ -492,12 +487,22 @@ fn open_interruptibly(
                 Some(m) => Asked {
                     rotation: m.rotation,
                     offset: m.video_offset,
-                    bounded: m.bounded,
                     ..asked
                 },
                 None => asked,
             };
-            let _ = tx.send(open_source(&input, asked).map(|s| (s, media)));
+            let opened = open_source(&input, asked).map(|source| {
+                // A file at a URL: its rate, time base and audio, as a local file's.
+                let media = match &input {
+                    #[cfg(feature = "opencv")]
+                    InputSpec::Stream(url) if !source.is_live() => {
+                        crate::source::media::probe(std::path::Path::new(url))
+                    }
+                    _ => media,
+                };
+                (source, media)
+            });
+            let _ = tx.send(opened);
         })?;
     loop {
         crate::stop::beat();
@@ -543,9 +548,6 @@ struct Asked {
     rotation: u32,
     #[cfg(feature = "opencv")]
     offset: f64,
-    /// A URL that is a file (`media::MediaInfo::bounded`).
-    #[cfg(feature = "opencv")]
-    bounded: bool,
 }
 
 /// What libavformat reads from a video file's header (rate, rotation, audio); nothing for
@@ -559,23 +561,6 @@ fn probe_media(input: &InputSpec) -> Option<Media> {
     match input {
         #[cfg(feature = "opencv")]
         InputSpec::Video(path) => crate::source::media::probe(path),
-        // A URL may be a file (http://…/clip.mp4): libavformat says whether it has a
-        // duration and seeks. Network protocols of live streams are live.
-        #[cfg(feature = "opencv")]
-        InputSpec::Stream(url)
-            if ["http://", "https://", "ftp://", "file:"]
-                .iter()
-                .any(|p| url.to_ascii_lowercase().starts_with(p)) =>
-        {
-            let media = crate::source::media::probe(std::path::Path::new(url));
-            if let Some(m) = media.as_ref().filter(|m| !m.bounded && !m.audio.is_empty()) {
-                crate::warn!(
-                    "'{url}' is live: its {} audio stream(s) are not kept (audio is copied from files only)",
-                    m.audio.len()
-                );
-            }
-            media.filter(|m| m.bounded)
-        }
         _ => None,
     }
 }
@@ -678,7 +663,6 @@ fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
         pace,
         rotation: asked.rotation,
         offset: asked.offset,
-        bounded: asked.bounded,
         ..capture::Request::default()
     };
     let source = capture::open(input, request)?;

@@ -7,11 +7,35 @@ use clap::Parser;
 use framepipe::cli::{Cli, Command};
 use framepipe::msg::{self, Level};
 
+/// A stop signal that came before `main`, while the shared libraries initialised.
+static EARLY_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn early_signal(sig: libc::c_int) {
+    EARLY_SIGNAL.store(sig, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Runs before the shared libraries' initialisers (OpenCV's, Qt's, GStreamer's take tens of
+/// milliseconds): from then on a stop signal is remembered instead of killing the process.
+extern "C" fn catch_early_signals() {
+    for sig in framepipe::stop::STOP_SIGNALS {
+        // SAFETY: `early_signal` only stores to an atomic, which is async-signal-safe.
+        unsafe { libc::signal(sig, early_signal as *const () as libc::sighandler_t) };
+    }
+}
+
+#[used]
+#[link_section = ".preinit_array"]
+static CATCH_EARLY_SIGNALS: extern "C" fn() = catch_early_signals;
+
 fn main() {
     // First of all: from here on any stop signal is a clean stop, never a kill.
     if let Err(e) = framepipe::stop::Stop::install_signal_handler() {
         framepipe::say!("framepipe: error: installing the signal handlers: {e:#}");
         exit(1);
+    }
+    if EARLY_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+        framepipe::stop::Stop::process().request();
+        framepipe::info!("a stop signal came while framepipe started: stopping");
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

@@ -30,6 +30,17 @@ static EPOCH: OnceLock<Instant> = OnceLock::new();
 /// What an abort runs before the process ends (finalize files, write the summary).
 static ABORT_HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
 
+/// The signals that stop a run.
+pub const STOP_SIGNALS: [i32; 7] = [
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGALRM,
+];
+
 /// How long a signalled stop may go without progress before the watchdog ends the process.
 pub const STOP_GRACE: Duration = Duration::from_millis(1000);
 /// The longest an abort waits for an output being finalized.

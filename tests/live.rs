@@ -4,9 +4,7 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use common::run::{
@@ -15,13 +13,14 @@ use common::run::{
 use opencv::imgcodecs;
 use opencv::prelude::*;
 
-/// A private X server for one test.
+/// A private X server for one test. It picks a free display number itself and says it on
+/// a pipe once it accepts connections (`-displayfd`), so two tests can't collide and a test
+/// never waits on a socket that is not there; the guard exists from the moment of spawn and
+/// ends the server with SIGTERM, so that it removes its lock and socket.
 struct Xvfb {
     child: Child,
     display: String,
 }
-
-static NEXT_DISPLAY: AtomicU32 = AtomicU32::new(0);
 
 impl Xvfb {
     fn start() -> Self {
@@ -29,36 +28,42 @@ impl Xvfb {
             have("Xvfb") && have("xdotool") && have("import"),
             "scripts/test.sh installs xvfb, xdotool and imagemagick"
         );
-        loop {
-            let n =
-                300 + (std::process::id() % 200) * 8 + NEXT_DISPLAY.fetch_add(1, Ordering::SeqCst);
-            if Path::new(&format!("/tmp/.X{n}-lock")).exists() {
-                continue;
-            }
-            let child = Command::new("Xvfb")
-                .args([
-                    &format!(":{n}"),
-                    "-screen",
-                    "0",
-                    "800x600x24",
-                    "-nolisten",
-                    "tcp",
-                ])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let socket = format!("/tmp/.X11-unix/X{n}");
-            let start = Instant::now();
-            while !Path::new(&socket).exists() && start.elapsed() < Duration::from_secs(10) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            assert!(Path::new(&socket).exists(), "Xvfb :{n} did not start");
-            return Self {
-                child,
-                display: format!(":{n}"),
-            };
-        }
+        let child = Command::new("Xvfb")
+            .args([
+                "-displayfd",
+                "1",
+                "-screen",
+                "0",
+                "800x600x24",
+                "-nolisten",
+                "tcp",
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut x = Self {
+            child,
+            display: String::new(),
+        };
+        let stdout = x.child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut line = String::new();
+            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("Xvfb did not say its display within 20 s");
+        let n: u32 = line
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("Xvfb did not start (it said {line:?})"));
+        x.display = format!(":{n}");
+        x
     }
 
     fn cmd(&self, program: &str, args: &[&str]) -> std::process::Output {
@@ -74,6 +79,16 @@ impl Xvfb {
 
 impl Drop for Xvfb {
     fn drop(&mut self) {
+        // SIGTERM: Xvfb removes its lock file and socket; SIGKILL only if it does not end.
+        // SAFETY: kill with our child's pid has no memory preconditions.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(5) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -185,6 +200,37 @@ fn window_quits(quit: Quit, name: &str) {
         "{name}: quit {:?} after asking, {shown} frames shown",
         asked.elapsed()
     );
+}
+
+/// An X server that freezes mid-run (SIGSTOP: it keeps its socket, answers nothing): a
+/// SIGTERM still ends the run within about a second, with the video file finalized first.
+#[test]
+fn a_frozen_display_does_not_hold_the_stop_or_lose_the_file() {
+    let x = Xvfb::start();
+    let dir = TempDir::new("frozen-x");
+    let (child, _id) = open_window(&x, &dir, &["-o", "w.mp4"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill with our children's pids has no memory preconditions.
+    unsafe { libc::kill(x.child.id() as i32, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, "-TERM");
+    let asked = Instant::now();
+    let out = wait_with_deadline(child, Duration::from_secs(10), "frozen display");
+    let took = asked.elapsed();
+    // SAFETY: as above.
+    unsafe { libc::kill(x.child.id() as i32, libc::SIGCONT) };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(took < Duration::from_secs(3), "took {took:?}:\n{err}");
+    let held = frames_in(dir.join("w.mp4").to_str().unwrap());
+    assert!(held > 10, "{held} frames:\n{err}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["frames"]["written"].as_u64(),
+        Some(held),
+        "{summary}"
+    );
+    println!("frozen display: ended {took:?} after SIGTERM, {held} frames finalized");
 }
 
 #[test]

@@ -461,6 +461,9 @@ impl AvFile {
                 "frag_duration",
                 &format!("{}", (FRAGMENT_SECONDS * 1e6) as i64),
             );
+            // Each fragment reaches the file when it is cut, not when libavformat's buffer
+            // fills (a small frame size would keep seconds of fragments in memory).
+            muxer.set("flush_packets", "1");
         }
         out.write_header_with(muxer)
             .with_context(|| format!("writing the header of '{path}'"))?;

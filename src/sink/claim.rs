@@ -145,10 +145,8 @@ impl VideoClaim {
             .open(p)
         {
             Ok(file) => {
-                if let Err(e) = lock(&file, &format!("{flag} '{path}'")) {
-                    // Another run locked the file we just made; it is theirs now.
-                    return Err(e);
-                }
+                // Another run may have locked the file we just made: it is theirs then.
+                lock(&file, &format!("{flag} '{path}'"))?;
                 Ok(Self {
                     path: path.into(),
                     writing: path.into(),
@@ -230,9 +228,8 @@ impl Drop for VideoClaim {
         if self.done {
             return;
         }
-        if self.replacing {
-            let _ = std::fs::remove_file(&self.writing);
-        } else if std::fs::metadata(&self.writing).is_ok_and(|m| m.len() == 0) {
+        let empty = || std::fs::metadata(&self.writing).is_ok_and(|m| m.len() == 0);
+        if self.replacing || empty() {
             let _ = std::fs::remove_file(&self.writing);
         }
     }

@@ -239,7 +239,7 @@ impl VideoFile {
                 writer.audio_kept
             );
         }
-        if fragmented {
+        if fragmented && av::can_fragment(&paths::extension(std::path::Path::new(path))) {
             crate::info!(
                 "'{path}' is written in fragments of at most {} s: a crash keeps all but the last",
                 av::FRAGMENT_SECONDS

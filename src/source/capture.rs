@@ -182,9 +182,19 @@ pub struct Request {
     pub rotation: u32,
     /// A file's video start on its timeline, seconds (`media::MediaInfo::video_offset`).
     pub offset: f64,
-    /// A URL that is a file (it has a duration and seeks: `media::MediaInfo::bounded`): read
-    /// as a file, waited for instead of dropped.
-    pub bounded: bool,
+}
+
+/// Whether a stream OpenCV opened is a file at a URL (`http://…/clip.mp4`): a protocol that
+/// serves files, and a frame count from a duration. Such a stream is read as a file (waited
+/// for, never dropped); anything else at a URL is live. Decided on the one connection
+/// OpenCV opened: a live server may take a single client (`ffmpeg -listen 1`).
+fn is_file_at_url(url: &str, cap: &videoio::VideoCapture) -> bool {
+    let lower = url.to_ascii_lowercase();
+    let serves_files = ["http://", "https://", "ftp://", "file:"]
+        .iter()
+        .any(|p| lower.starts_with(p));
+    let frames = cap.get(videoio::CAP_PROP_FRAME_COUNT).unwrap_or(0.0);
+    serves_files && (1.0..1e9).contains(&frames)
 }
 
 /// Opens what `spec` names (a camera asked for `request`); `Default` is the default camera
@@ -223,17 +233,17 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
             };
             let cap = videoio::VideoCapture::from_file(s, api)
                 .with_context(|| format!("opening {kind} '{s}'"))?;
-            let live = !request.bounded;
+            let live = api == videoio::CAP_GSTREAMER || !is_file_at_url(s, &cap);
             let mut c = Capture::start(cap, format!("{kind} '{s}'"), live, request.pace && !live)?;
             if live {
                 crate::info!(
-                    "{kind} '{s}' is read live: when the pipeline falls behind, frames are dropped (counted at the end) so that what comes out stays current"
+                    "{kind} '{s}' is read live: when the pipeline falls behind, frames are dropped (counted at the end) so that what comes out stays current; its audio, if any, is not recorded"
                 );
             } else {
                 crate::info!(
-                    "stream '{s}' has a duration and seeks: it is read as a file, every frame kept"
+                    "'{s}' is a file (it has a duration): read as one, every frame kept in order"
                 );
-                c.offset = Some(request.offset);
+                c.offset = Some(0.0);
                 c.pts = c.stream_time();
             }
             if api == videoio::CAP_GSTREAMER {

@@ -30,9 +30,6 @@ pub struct MediaInfo {
     pub video_offset: f64,
     /// The audio streams: (index, codec name).
     pub audio: Vec<(usize, String)>,
-    /// It has a duration and can be seeked: a file, also when it comes over HTTP. Such an
-    /// input is read as a file (waited for, never dropped); anything else at a URL is live.
-    pub bounded: bool,
 }
 
 /// How long a network input may stay silent while its header is read, in microseconds.
@@ -114,16 +111,7 @@ pub fn probe(path: &Path) -> Option<MediaInfo> {
         .filter(|s| s.parameters().medium() == ff::media::Type::Audio)
         .map(|s| (s.index(), s.parameters().id().name().to_string()))
         .collect();
-    // SAFETY: `ctx` is an open input context; `duration` and `pb` are plain fields, and `pb`
-    // is read only where it is not null.
-    let (duration, seekable) = unsafe {
-        let c = ctx.as_ptr();
-        let pb = (*c).pb;
-        ((*c).duration, !pb.is_null() && (*pb).seekable != 0)
-    };
-    let bounded = duration != ff::ffi::AV_NOPTS_VALUE && duration > 0 && seekable;
     Some(MediaInfo {
-        bounded,
         path: path.to_path_buf(),
         rate,
         time_base: ratio(tb).unwrap_or((1, 90_000)),
