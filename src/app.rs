@@ -80,6 +80,9 @@ pub fn run(args: &RunArgs) -> Result<()> {
             f => f.unwrap_or(PixelFormat::I420),
         },
     };
+    if let Some(lost) = chroma_lost(formats) {
+        crate::warn!("{lost}");
+    }
     cfg = cfg
         .with_formats(formats)
         .map_err(|e| anyhow::anyhow!("{}: {e}", source.describe()))?;
@@ -177,6 +180,22 @@ pub fn run(args: &RunArgs) -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// What a run loses of its input's chroma, said before it starts: a 4:2:2 or 4:4:4 input
+/// written as 4:2:0 (framepipe writes no 4:2:2 or 4:4:4).
+fn chroma_lost(formats: Formats) -> Option<String> {
+    let from = match formats.input {
+        PixelFormat::Yuyv | PixelFormat::Yuv422p => "4:2:2",
+        PixelFormat::Yuv444p => "4:4:4",
+        _ => return None,
+    };
+    matches!(formats.output, PixelFormat::I420 | PixelFormat::Nv12).then(|| {
+        format!(
+            "the input is {from} ({}) and the output {} is 4:2:0: half of its colour resolution is dropped (--output-format bgr24 keeps every pixel's colour)",
+            formats.input, formats.output
+        )
+    })
 }
 
 /// With user kernels in the chain (the backend is CUDA then): checks them for band

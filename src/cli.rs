@@ -91,8 +91,9 @@ pub struct RunArgs {
     pub input_format: crate::source::stdin::InputFormat,
 
     /// What `--output -` writes: YUV4MPEG2 frames in i420 (C420jpeg) or gray (Cmono), or
-    /// headerless nv12 or bgr24 frames (which Y4M can't hold).
-    #[arg(long, value_enum, value_name = "FORMAT")]
+    /// headerless nv12 or bgr24 frames (which Y4M can't hold) [possible values: i420, gray,
+    /// nv12, bgr24; also ffmpeg's yuv420p, grey, bgr].
+    #[arg(long, value_name = "FORMAT", value_parser = writable_format)]
     pub output_format: Option<crate::pixel::PixelFormat>,
 
     /// Size of the test pattern [default: 1280x720]; a camera is asked for it (and says
@@ -299,4 +300,16 @@ pub struct BenchArgs {
     /// Also write the results as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
+}
+
+/// `--output-format`: a pixel format framepipe writes (the others are read only).
+fn writable_format(s: &str) -> Result<crate::pixel::PixelFormat, String> {
+    let f = <crate::pixel::PixelFormat as clap::ValueEnum>::from_str(s, true)
+        .map_err(|_| format!("unknown pixel format '{s}' (framepipe writes i420, gray, nv12 and bgr24)"))?;
+    if !f.writable() {
+        return Err(format!(
+            "{f} is read, not written: framepipe writes i420, gray, nv12 and bgr24 (a 4:2:2 or 4:4:4 input is written as 4:2:0 i420, or as bgr24 with every pixel's colour)"
+        ));
+    }
+    Ok(f)
 }

@@ -93,6 +93,8 @@ pub fn run(
 ) -> Result<Summary> {
     let size = source.size();
     PROGRESS.iter().for_each(|c| c.store(0, Ordering::Relaxed));
+    // A signalled stop that stops progressing in here is ended by the stop watchdog.
+    let _watched = crate::stop::Watched::start();
     let mut slots = ring::allocate(opts.ring, size, backend.formats());
     for slot in &mut slots {
         for buf in slot.buffers_mut() {

@@ -345,14 +345,17 @@ impl Live {
             None => v.push(format!("process {:.2} ms", self.latency_ms)),
         }
         v.push(format!(
-            "overlap {:.2}x  dropped {}",
+            "overlap {:.2}x (stage times / frame time: above 1, stages run at once)  dropped {}",
             self.overlap(),
             self.dropped
         ));
         v.extend(self.backend.split("; ").map(str::to_string));
-        v.push(
-            "h overlay  1-9 filters  p page-lock  b/B bands  space pause  . step  r reload  s save  q quit".into(),
-        );
+        // Page-locking and bands are the GPU pipeline's: the CPU backend has neither.
+        v.push(if self.backend.starts_with("cpu") {
+            "h overlay  1-9 filters  space pause  . step  s save  q quit".into()
+        } else {
+            "h overlay  1-9 filters  p page-lock  b/B bands  space pause  . step  r reload  s save  q quit".into()
+        });
         v
     }
 }

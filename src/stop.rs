@@ -8,10 +8,11 @@
 //! - the handler is installed first thing in `main`, so a signal at any moment is a stop,
 //!   never the default action that would kill the process and lose a file;
 //! - every wait that may be long (pacing) wakes within `Stop::TICK` of a stop;
-//! - a signalled stop ends the process within `STOP_GRACE` of the last sign of progress
-//!   (`beat`), whatever blocks it (a frozen display, a reader of standard output that stopped
-//!   reading): the watchdog then runs the abort hooks (which finalize every open file) and
-//!   exits 1 saying so; an output being finalized (`Finishing`) counts as progress;
+//! - while a pipeline runs (`Watched`), a signalled stop ends the process within
+//!   `STOP_GRACE` of the last sign of progress (`beat`), whatever blocks it (a frozen
+//!   display, a reader of standard output that stopped reading): the watchdog then runs the
+//!   abort hooks (which finalize every open file) and exits 1 saying so; an output being
+//!   finalized (`Finishing`) counts as progress;
 //! - an abort (second signal, or the watchdog) waits for an output being finalized and runs
 //!   the abort hooks before the process ends, so a video file is always left playable.
 
@@ -27,6 +28,9 @@ static FINISHING: AtomicUsize = AtomicUsize::new(0);
 /// Milliseconds since `EPOCH` of the last sign of progress.
 static LAST_BEAT: AtomicU64 = AtomicU64::new(0);
 static EPOCH: OnceLock<Instant> = OnceLock::new();
+/// Whether a pipeline is running: the watchdog judges progress only then (before, every
+/// phase is bounded or interruptible; after, only outputs are being finished).
+static WATCHING: AtomicBool = AtomicBool::new(false);
 /// What an abort runs before the process ends (finalize files, write the summary).
 static ABORT_HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
 
@@ -66,6 +70,24 @@ fn now_ms() -> u64 {
 /// A sign that the run is making progress (a frame went out, a wait ticked).
 pub fn beat() {
     LAST_BEAT.store(now_ms(), Ordering::Relaxed);
+}
+
+/// Marks a pipeline running while it lives: the stop watchdog judges its progress.
+pub struct Watched(());
+
+impl Watched {
+    /// Starts marking.
+    pub fn start() -> Self {
+        beat();
+        WATCHING.store(true, Ordering::SeqCst);
+        Watched(())
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        WATCHING.store(false, Ordering::SeqCst);
+    }
 }
 
 /// Registers `hook` to run when the process aborts (once each; hooks must not block for
@@ -210,7 +232,8 @@ impl Stop {
 fn watchdog() {
     loop {
         std::thread::sleep(Stop::TICK);
-        if FINISHING.load(Ordering::SeqCst) > 0 {
+        if FINISHING.load(Ordering::SeqCst) > 0 || !WATCHING.load(Ordering::SeqCst) {
+            beat();
             continue;
         }
         let quiet = now_ms().saturating_sub(LAST_BEAT.load(Ordering::Relaxed));

@@ -14,22 +14,25 @@ pub struct Progress {
     bar: ProgressBar,
 }
 
+/// The rate as people read it: "31 fps" (indicatif's `{per_sec}` says "31.0379/s").
+fn fps(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
+    let _ = write!(w, "{:.0} fps", state.per_sec());
+}
+
 impl Progress {
     /// Wraps `inner`; `total` is the number of frames expected, when known.
     pub fn new(inner: Box<dyn Sink>, total: Option<u64>) -> Self {
-        let bar = match total {
-            Some(n) => ProgressBar::with_draw_target(Some(n), ProgressDrawTarget::stderr())
-                .with_style(
-                    ProgressStyle::with_template(
-                        "{wide_bar} {pos}/{len} frames  {per_sec}  {elapsed} elapsed, {eta} left",
-                    )
-                    .expect("template"),
-                ),
-            None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()).with_style(
-                ProgressStyle::with_template("{spinner} {pos} frames  {per_sec}  {elapsed}")
-                    .expect("template"),
+        let (len, template) = match total {
+            Some(n) => (
+                Some(n),
+                "{wide_bar} {pos}/{len} frames  {fps}  {elapsed} elapsed, {eta} left",
             ),
+            None => (None, "{spinner} {pos} frames  {fps}  {elapsed}"),
         };
+        let style = ProgressStyle::with_template(template)
+            .expect("template")
+            .with_key("fps", fps);
+        let bar = ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr()).with_style(style);
         Self { inner, bar }
     }
 }
