@@ -60,7 +60,7 @@ fn main() {
     msg::set_level(level);
     if level < Level::Verbose && std::env::var_os("OPENCV_LOG_LEVEL").is_none() {
         // OpenCV's own warnings (camera probing, GStreamer) only with -v.
-        framepipe::source::quiet_opencv();
+        framepipe::source::quiet_libraries(level == Level::Quiet);
     }
     let result = match &cli.command {
         None => framepipe::app::run(&cli.run),

@@ -787,3 +787,93 @@ fn a_silent_x_server_is_refused_within_seconds() {
         started.elapsed()
     );
 }
+
+#[test]
+fn quiet_runs_print_only_framepipe_s_own_lines() {
+    let dir = TempDir::new("quiet");
+    let notes = dir.join("notes.mp4");
+    std::fs::write(&notes, b"not a video").unwrap();
+    for input in [
+        notes.display().to_string(),
+        "videotestsrc num-buffers=5 ! nonexistentelement ! appsink".to_string(),
+    ] {
+        let o = framepipe(&["-q", "-i", &input, "--headless"], Duration::from_secs(30));
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{input}: {err}");
+        assert!(lines[0].starts_with("framepipe: error:"), "{err}");
+    }
+}
+
+#[test]
+fn newcomers_first_commands_work_from_any_folder() {
+    let dir = TempDir::new("newcomer");
+    make_clip(&dir.join("clip.mkv").display().to_string(), "64x48", "4");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/run.sh");
+    let o = Command::new("bash")
+        .args([
+            script,
+            "--input",
+            "clip.mkv",
+            "--headless",
+            "--output",
+            "out.mkv",
+            "-q",
+        ])
+        .current_dir(dir.path())
+        .env_remove("DISPLAY")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(frames_in(dir.join("out.mkv").to_str().unwrap()), 4);
+    // --help lists only the formats --output-format writes; a read-only one says why.
+    let help = Command::new(bin()).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let line = help
+        .lines()
+        .skip_while(|l| !l.contains("--output-format"))
+        .take(4)
+        .collect::<String>();
+    assert!(!line.contains("yuv422p"), "{line}");
+    let o = framepipe(
+        &[
+            "-i",
+            "pattern",
+            "--headless",
+            "-o",
+            "-",
+            "--output-format",
+            "yuv422p",
+        ],
+        Duration::from_secs(10),
+    );
+    assert!(
+        stderr(&o).contains("is read, not written"),
+        "{}",
+        stderr(&o)
+    );
+    // A 4:2:2 input written as 4:2:0 says so before it starts.
+    let o = Command::new(bin())
+        .args(["-i", "-", "--headless", "-o", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            use std::io::Write;
+            let mut i = c.stdin.take().unwrap();
+            let _ = i.write_all(b"YUV4MPEG2 W64 H48 F30:1 C422\nFRAME\n");
+            let _ = i.write_all(&[128u8; 64 * 48 * 2]);
+            drop(i);
+            c.wait_with_output()
+        })
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("half of its colour resolution is dropped"),
+        "{}",
+        stderr(&o)
+    );
+}

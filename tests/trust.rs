@@ -547,3 +547,31 @@ fn no_frame_repeats(output: &str) {
         std::mem::swap(&mut a, &mut b);
     }
 }
+
+/// `--output -` redirected onto a full disk: "written" is the frames the file holds whole.
+#[test]
+fn standard_output_on_a_full_disk_counts_what_the_file_holds() {
+    let Some(fs) = Tmpfs::mount("stdout-full", "size=1m") else {
+        return;
+    };
+    let path = fs.file("out.y4m");
+    let summary = SummaryFile::new();
+    let out = summary
+        .add_to(&mut Command::new(bin()))
+        .args([
+            "-i", "pattern", "--size", "64x48", "--fps", "0", "--frames", "1000",
+        ])
+        .args(["--headless", "-o", "-"])
+        .stdout(std::fs::File::create(&path).unwrap())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let [_, _, written, _] = summary.counts().expect("summary");
+    let bytes = std::fs::read(&path).unwrap();
+    let header = bytes.iter().position(|&b| b == b'\n').unwrap() + 1;
+    let frame = b"FRAME\n".len() + 64 * 48 * 3 / 2;
+    let whole = ((bytes.len() - header) / frame) as u64;
+    assert_eq!(written, whole, "{} bytes on disk", bytes.len());
+    assert!(written > 100, "{written}");
+}

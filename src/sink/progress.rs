@@ -32,7 +32,8 @@ impl Progress {
         let style = ProgressStyle::with_template(template)
             .expect("template")
             .with_key("fps", fps);
-        let bar = ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr()).with_style(style);
+        let bar =
+            ProgressBar::with_draw_target(len, ProgressDrawTarget::stderr()).with_style(style);
         Self { inner, bar }
     }
 }

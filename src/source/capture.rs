@@ -98,6 +98,11 @@ mod ffmpeg_log {
             }
             return;
         }
+        // -q: framepipe's own lines only (FFmpeg's "Duplicate element" and the like say
+        // nothing a user can act on that framepipe does not say itself).
+        if !crate::msg::enabled(crate::msg::Level::Normal) {
+            return;
+        }
         // SAFETY: the arguments are FFmpeg's own, passed on to its default printer.
         unsafe { default(avcl, level, fmt, vl) };
     }
@@ -131,6 +136,10 @@ mod ffmpeg_log {
         });
     }
 }
+
+/// An open that failed after this long gave up waiting (OpenCV's FFmpeg backend waits 30 s
+/// for a network input's first answer) rather than being refused.
+const OPEN_TIMEOUT_SEEN: Duration = Duration::from_secs(20);
 
 /// A `VideoCapture` of any kind.
 pub struct Capture {
@@ -200,6 +209,8 @@ fn is_file_at_url(url: &str, cap: &videoio::VideoCapture) -> bool {
 /// Opens what `spec` names (a camera asked for `request`); `Default` is the default camera
 /// and is never called here.
 pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
+    // Before OpenCV's first FFmpeg call: its lines go through the hook from the start.
+    ffmpeg_log::install();
     match spec {
         InputSpec::Camera(i) => {
             let mut cap = videoio::VideoCapture::new(*i, videoio::CAP_ANY)
@@ -231,8 +242,15 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
             } else {
                 "stream"
             };
+            let asked = std::time::Instant::now();
             let cap = videoio::VideoCapture::from_file(s, api)
                 .with_context(|| format!("opening {kind} '{s}'"))?;
+            if !cap.is_opened().unwrap_or(false) && asked.elapsed() >= OPEN_TIMEOUT_SEEN {
+                bail!(
+                    "{kind} '{s}' timed out: no answer within {:.0} s (OpenCV's FFmpeg backend gives up after 30 s); is the server up and the address right?",
+                    asked.elapsed().as_secs_f64()
+                );
+            }
             let live = api == videoio::CAP_GSTREAMER || !is_file_at_url(s, &cap);
             let mut c = Capture::start(cap, format!("{kind} '{s}'"), live, request.pace && !live)?;
             if live {

@@ -40,7 +40,11 @@ pub fn init() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = ff::init();
-        ff::util::log::set_level(ff::util::log::Level::Error);
+        ff::util::log::set_level(if crate::msg::enabled(crate::msg::Level::Normal) {
+            ff::util::log::Level::Error
+        } else {
+            ff::util::log::Level::Quiet
+        });
     });
 }
 

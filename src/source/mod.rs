@@ -19,11 +19,51 @@ use anyhow::Result;
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 
-/// Silences OpenCV's own log lines below errors (its GStreamer and V4L2 warnings while
-/// probing), where the build has OpenCV.
-pub fn quiet_opencv() {
+/// Silences the libraries' own log lines: OpenCV's below errors (its GStreamer and V4L2
+/// warnings while probing), where the build has OpenCV; with `silent` (`-q`), every line of
+/// OpenCV's and GLib's (GStreamer's `GStreamer-CRITICAL` lines), so that only framepipe's own
+/// errors, warnings and summary remain. FFmpeg's lines follow the same level (`capture`'s
+/// log hook, `media::init`).
+pub fn quiet_libraries(silent: bool) {
     #[cfg(feature = "opencv")]
-    let _ = opencv::core::set_log_level(opencv::core::LogLevel::LOG_LEVEL_ERROR);
+    let _ = opencv::core::set_log_level(if silent {
+        opencv::core::LogLevel::LOG_LEVEL_SILENT
+    } else {
+        opencv::core::LogLevel::LOG_LEVEL_ERROR
+    });
+    if silent {
+        silence_glib();
+    }
+}
+
+/// Replaces GLib's default log handler with one that prints nothing, where the process has
+/// GLib (OpenCV's GStreamer backend loads it).
+fn silence_glib() {
+    type LogFunc = unsafe extern "C" fn(
+        *const std::ffi::c_char,
+        std::ffi::c_int,
+        *const std::ffi::c_char,
+        *mut std::ffi::c_void,
+    );
+    unsafe extern "C" fn nothing(
+        _: *const std::ffi::c_char,
+        _: std::ffi::c_int,
+        _: *const std::ffi::c_char,
+        _: *mut std::ffi::c_void,
+    ) {
+    }
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only looks the symbol up; a
+    // found `g_log_set_default_handler` has the C type GLib declares (gmessages.h): it takes a
+    // GLogFunc and user data and returns the previous handler.
+    unsafe {
+        let set = libc::dlsym(libc::RTLD_DEFAULT, c"g_log_set_default_handler".as_ptr());
+        if set.is_null() {
+            return;
+        }
+        let set: unsafe extern "C" fn(LogFunc, *mut std::ffi::c_void) -> Option<LogFunc> =
+            std::mem::transmute(set);
+        set(nothing, std::ptr::null_mut());
+    }
 }
 
 /// What a YUV4MPEG2 header says of its pictures beyond their size and rate: the pixel
