@@ -277,17 +277,26 @@ fn read_source(path: &Path) -> Result<String, String> {
         ));
     }
     // Read at most the limit: a file's size may lie (`/proc` files say 0 and never end).
+    // Whole 64 KiB reads (files such as /proc/self/pagemap refuse reads of odd sizes).
     let mut bytes = Vec::new();
     {
         use std::io::Read;
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_SOURCE + 1).read_to_end(&mut bytes))
-            .map_err(|e| format!("kernel file '{file}': {e}"))?;
-    }
-    if bytes.len() as u64 > MAX_SOURCE {
-        return Err(format!(
-            "kernel file '{file}' is larger than {MAX_SOURCE} bytes, the most a kernel file may be"
-        ));
+        let mut f = std::fs::File::open(path).map_err(|e| format!("kernel file '{file}': {e}"))?;
+        let mut chunk = vec![0u8; 1 << 16];
+        loop {
+            let n = match f.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(format!("kernel file '{file}': {e}")),
+            };
+            bytes.extend_from_slice(&chunk[..n]);
+            if bytes.len() as u64 > MAX_SOURCE {
+                return Err(format!(
+                    "kernel file '{file}' is larger than {MAX_SOURCE} bytes, the most a kernel file may be"
+                ));
+            }
+        }
     }
     let text =
         String::from_utf8(bytes).map_err(|_| format!("kernel file '{file}' is not UTF-8 text"))?;
