@@ -88,6 +88,15 @@ pub fn run(args: &RunArgs) -> Result<()> {
         .map_err(|e| anyhow::anyhow!("{}: {e}", source.describe()))?;
     cfg.pageable = args.pageable;
     cfg.trace_frames = checked.trace_frames;
+    // Spans beyond the first frames: every frame for --trace-frames last:N; bursts of a few
+    // frames for the window's timeline strip (t); none otherwise.
+    cfg.rolling = if checked.trace_last > 0 {
+        crate::trace::Rolling::Every
+    } else if !args.headless {
+        crate::trace::Rolling::Bursts
+    } else {
+        crate::trace::Rolling::Off
+    };
     cfg.cuda.streams = args.streams;
     cfg.cuda.graphs = !args.no_graphs;
     info!("input: {}", source.describe());
@@ -146,6 +155,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
         frames: args.frames,
         keep_frame_times: false,
         trace_frames: checked.trace_frames,
+        trace_last: checked.trace_last,
         reload,
     };
     arm_exit_summary(args);
@@ -308,6 +318,8 @@ struct Checked {
     /// `--output-format`, checked (it needs `--output -`).
     output_format: Option<PixelFormat>,
     trace_frames: u64,
+    /// `--trace-frames last:N` with a trace asked for: N.
+    trace_last: u64,
 }
 
 /// Checks every argument that can be checked without opening anything.
@@ -347,7 +359,7 @@ fn check_args(args: &RunArgs) -> Result<Checked> {
             bail!("{}: no CUDA here ({why})", backend::cpu::needs_cuda(k));
         }
     }
-    if args.trace_frames > crate::trace::MAX_TRACE_FRAMES {
+    if args.trace_frames.count() > crate::trace::MAX_TRACE_FRAMES {
         bail!(
             "--trace-frames {} is more than the {} a trace may hold",
             args.trace_frames,
@@ -388,7 +400,14 @@ fn check_args(args: &RunArgs) -> Result<Checked> {
     Ok(Checked {
         output_format: args.output_format,
         output,
-        trace_frames: if tracing { args.trace_frames.max(1) } else { 0 },
+        trace_frames: match args.trace_frames {
+            crate::trace::TraceFrames::First(n) if tracing => n.max(1),
+            _ => 0,
+        },
+        trace_last: match args.trace_frames {
+            crate::trace::TraceFrames::Last(n) if tracing => n.max(1),
+            _ => 0,
+        },
     })
 }
 

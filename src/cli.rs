@@ -213,9 +213,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE.svg")]
     pub timeline: Option<String>,
 
-    /// Frames recorded by --trace and --timeline.
-    #[arg(long, value_name = "N", default_value_t = 100)]
-    pub trace_frames: u64,
+    /// Frames --trace and --timeline record: the first N (first:N, or N) or the last N
+    /// before the run ended (last:N; every frame is then timed, a bounded ring keeping the
+    /// last N).
+    #[arg(long, value_name = "first:N|last:N", default_value = "first:100")]
+    pub trace_frames: crate::trace::TraceFrames,
 
     /// Also write the exit summary as JSON to this file (counts, times, changes, overlap,
     /// and the error when the run failed), for scripts and tests.

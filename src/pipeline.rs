@@ -32,7 +32,7 @@ use crate::sink::{Flow, Sink};
 use crate::source::{Read, Source};
 use crate::stats::{ms, CaptureStats, Live, ProcessStats, SinkStats, Summary};
 use crate::stop::Stop;
-use crate::trace::{Kind, Span, Trace, TRACK_CAPTURE, TRACK_OUTPUT};
+use crate::trace::{Kind, Recent, Span, Trace, Track, STRIP_FRAMES};
 
 /// The running pipeline's counts (captured, processed, consumed, dropped), kept where an
 /// abort or an exit handler can read them (`progress`).
@@ -61,6 +61,9 @@ pub struct Options {
     /// Record the spans of frames `0..trace_frames` (0: no trace); the backend must have
     /// been made with the same number.
     pub trace_frames: u64,
+    /// `--trace-frames last:N`: the summary's trace is the last N traced frames, kept in the
+    /// rolling ring (the backend traces every frame then); 0: the first `trace_frames`.
+    pub trace_last: u64,
     /// Watches the chain's kernel files and swaps reloaded kernels in (`reload`).
     pub reload: Option<Arc<Reloader>>,
 }
@@ -157,6 +160,7 @@ pub fn run(
             })?
     };
 
+    let mut recent = Recent::new(started, backend_tracks.clone(), opts.trace_last as usize);
     let mut trace = (opts.trace_frames > 0).then(|| Trace::new(started, backend_tracks));
     let ends = SinkEnds {
         done: &done_rx,
@@ -171,9 +175,15 @@ pub fn run(
         &ends,
         &shared,
         &mut sink_stats,
-        trace.as_mut(),
-        opts.trace_frames,
+        Traces {
+            first: trace.as_mut(),
+            first_frames: opts.trace_frames,
+            recent: &mut recent,
+        },
     );
+    if opts.trace_last > 0 {
+        trace = Some(recent.last(opts.trace_last));
+    }
     drop(ends);
     drop(reloading);
     if sink_result.is_err() {
@@ -451,13 +461,21 @@ struct SinkEnds<'a> {
     reloader: Option<&'a Reloader>,
 }
 
+/// Where the sink loop files traced frames' spans.
+struct Traces<'a> {
+    /// The first frames' trace, where asked for.
+    first: Option<&'a mut Trace>,
+    first_frames: u64,
+    /// The most recent traced frames.
+    recent: &'a mut Recent,
+}
+
 fn sink_loop(
     sink: &mut dyn Sink,
     ends: &SinkEnds,
     shared: &Shared,
     st: &mut SinkStats,
-    mut trace: Option<&mut Trace>,
-    trace_frames: u64,
+    mut traces: Traces,
 ) -> Result<()> {
     let mut live = Live::default();
     let act = |flow: Flow| match flow {
@@ -514,7 +532,9 @@ fn sink_loop(
                     slot.gpu.as_ref(),
                     ms(end - t),
                 );
-                if let Some(trace) = trace.as_deref_mut().filter(|_| slot.seq < trace_frames) {
+                if !slot.spans.is_empty() {
+                    // A traced frame (its backend spans are there): its capture and output
+                    // spans join them, in the first frames' trace and in the ring.
                     let span = |track, kind, start, end| Span {
                         track,
                         kind,
@@ -523,12 +543,26 @@ fn sink_loop(
                         start,
                         end,
                     };
-                    trace
-                        .spans
-                        .push(span(TRACK_CAPTURE, Kind::Capture, s.read_start, s.captured));
-                    let spans = std::mem::take(&mut slot.spans);
-                    trace.spans.extend(spans);
-                    trace.spans.push(span(TRACK_OUTPUT, Kind::Output, t, end));
+                    let mut spans = std::mem::take(&mut slot.spans);
+                    spans.push(span(
+                        Track::Capture,
+                        Kind::Capture,
+                        s.read_start,
+                        s.captured,
+                    ));
+                    spans.push(span(Track::Output, Kind::Output, t, end));
+                    if let Some(first) = traces
+                        .first
+                        .as_deref_mut()
+                        .filter(|_| slot.seq < traces.first_frames)
+                    {
+                        first.spans.extend(spans.iter().cloned());
+                    }
+                    traces.recent.push(slot.seq, spans);
+                    live.timeline = sink
+                        .wants_timeline()
+                        .then(|| traces.recent.layout(STRIP_FRAMES).map(Arc::new))
+                        .flatten();
                 }
                 let _ = ends.free.send(slot);
                 act(flow);

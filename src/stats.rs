@@ -269,6 +269,9 @@ pub struct Live {
     pub backend: String,
     /// A message to show until it is cleared (a failed kernel reload).
     pub note: Vec<String>,
+    /// The last few traced frames laid out as a timeline, for the window's strip (only
+    /// while a sink asks for it: `Sink::wants_timeline`).
+    pub timeline: Option<std::sync::Arc<crate::trace::Layout>>,
     last_frame: Option<Instant>,
 }
 
@@ -352,9 +355,9 @@ impl Live {
         v.extend(self.backend.split("; ").map(str::to_string));
         // Page-locking and bands are the GPU pipeline's: the CPU backend has neither.
         v.push(if self.backend.starts_with("cpu") {
-            "h overlay  1-9 filters  space pause  . step  s save  q quit".into()
+            "h overlay  1-9 filters  t timeline  space pause  . step  s save  q quit".into()
         } else {
-            "h overlay  1-9 filters  p page-lock  b/B bands  space pause  . step  r reload  s save  q quit".into()
+            "h overlay  1-9 filters  p page-lock  b/B bands  t timeline  space pause  . step  r reload  s save  q quit".into()
         });
         v
     }

@@ -1,10 +1,16 @@
-//! Where the time goes: spans of every stage of the first frames of a run, written as a
-//! Chrome trace (`--trace`, opened by Perfetto and chrome://tracing) and drawn as an SVG
-//! timeline (`--timeline`), one row per track.
+//! Where the time goes: spans of every stage of a run's frames, kept for the first frames
+//! and, in a bounded ring, for the most recent ones (`Recent`), written as a Chrome trace
+//! (`--trace`, opened by Perfetto and chrome://tracing), drawn as an SVG timeline
+//! (`--timeline`) and as the window's strip (`t`), one row per track.
 //!
 //! GPU spans come from CUDA events, converted to the host clock through a calibration event
 //! (`backend::cuda`); capture and output spans are host times. All times are on one clock,
 //! in microseconds from the start of the run.
+//!
+//! Invariants: the SVG and the window's strip are drawn from one `Layout` (rows, bars,
+//! colours, scale), so they can't disagree; a track is named by its owner (`Track`), the
+//! backend numbering its own from 0, so more backends can add tracks without renumbering;
+//! the ring holds a bounded number of frames whatever the run's length.
 
 use std::fmt::Write as _;
 use std::time::Instant;
@@ -42,14 +48,128 @@ impl Kind {
         }
     }
 
-    fn colour(self) -> &'static str {
+    /// The colour this kind is drawn in, red, green, blue (the SVG and the strip).
+    pub fn rgb(self) -> [u8; 3] {
         match self {
-            Kind::Capture => "#8d99ae",
-            Kind::H2d => "#2b6cb0",
-            Kind::Kernels => "#2f855a",
-            Kind::D2h => "#dd6b20",
-            Kind::Process => "#6b46c1",
-            Kind::Output => "#4a5568",
+            Kind::Capture => [0x8d, 0x99, 0xae],
+            Kind::H2d => [0x2b, 0x6c, 0xb0],
+            Kind::Kernels => [0x2f, 0x85, 0x5a],
+            Kind::D2h => [0xdd, 0x6b, 0x20],
+            Kind::Process => [0x6b, 0x46, 0xc1],
+            Kind::Output => [0xa0, 0xae, 0xc0],
+        }
+    }
+
+    fn colour(self) -> String {
+        let [r, g, b] = self.rgb();
+        format!("#{r:02x}{g:02x}{b:02x}")
+    }
+
+    /// Every kind, in the legend's order.
+    pub const ALL: [Kind; 6] = [
+        Kind::Capture,
+        Kind::H2d,
+        Kind::Kernels,
+        Kind::D2h,
+        Kind::Process,
+        Kind::Output,
+    ];
+}
+
+/// Whose timeline a span is on: the capture thread's, the output thread's, or one of the
+/// backend's own, numbered by the backend from 0 (its streams, or its worker).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Track {
+    /// The capture thread.
+    Capture,
+    /// The sink's thread.
+    Output,
+    /// The backend's track `n` (`Backend::trace_tracks()[n]`).
+    Backend(u16),
+}
+
+impl Track {
+    /// The thread id a Chrome trace gives it: capture 0, output 1, the backend's from 2.
+    fn tid(self) -> u16 {
+        match self {
+            Track::Capture => 0,
+            Track::Output => 1,
+            Track::Backend(n) => 2 + n,
+        }
+    }
+}
+
+/// Which frames carry spans beyond the first `trace_frames` (`BackendConfig::rolling`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Rolling {
+    /// None: no timing beyond the first frames (a headless run without `--trace`).
+    #[default]
+    Off,
+    /// `BURST_FRAMES` consecutive frames in every `BURST_PERIOD`: enough for the window's
+    /// strip to show the last few frames as they overlap, at a cost within noise.
+    Bursts,
+    /// Every frame (`--trace-frames last:N`).
+    Every,
+}
+
+/// Consecutive frames a burst traces.
+pub const BURST_FRAMES: u64 = 4;
+/// A burst starts every this many frames.
+pub const BURST_PERIOD: u64 = 32;
+
+impl Rolling {
+    /// Whether frame `seq` carries spans under this policy (besides the first frames).
+    pub fn traces(self, seq: u64) -> bool {
+        match self {
+            Rolling::Off => false,
+            Rolling::Bursts => seq % BURST_PERIOD < BURST_FRAMES,
+            Rolling::Every => true,
+        }
+    }
+}
+
+/// `--trace-frames`: the first N frames (`first:N`, or a bare `N`) or the last N of the run
+/// (`last:N`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceFrames {
+    /// Frames 0..N.
+    First(u64),
+    /// The N frames before the run ended.
+    Last(u64),
+}
+
+impl TraceFrames {
+    /// The number of frames.
+    pub fn count(self) -> u64 {
+        match self {
+            TraceFrames::First(n) | TraceFrames::Last(n) => n,
+        }
+    }
+}
+
+impl std::str::FromStr for TraceFrames {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (which, n) = match s.split_once(':') {
+            Some((w, n)) => (w.trim(), n.trim()),
+            None => ("first", s.trim()),
+        };
+        let n: u64 = n.parse().map_err(|_| {
+            format!("'{s}': expected first:N, last:N or N (a whole number of frames)")
+        })?;
+        match which {
+            "first" => Ok(TraceFrames::First(n)),
+            "last" => Ok(TraceFrames::Last(n)),
+            _ => Err(format!("'{s}': expected first:N or last:N")),
+        }
+    }
+}
+
+impl std::fmt::Display for TraceFrames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TraceFrames::First(n) => write!(f, "first:{n}"),
+            TraceFrames::Last(n) => write!(f, "last:{n}"),
         }
     }
 }
@@ -57,8 +177,8 @@ impl Kind {
 /// One timed piece of work on one track.
 #[derive(Clone, Debug)]
 pub struct Span {
-    /// Index into the trace's track names.
-    pub track: u16,
+    /// Whose timeline it is on.
+    pub track: Track,
     /// What the span measures.
     pub kind: Kind,
     /// The frame it belongs to.
@@ -71,20 +191,13 @@ pub struct Span {
     pub end: Instant,
 }
 
-/// Tracks every run has; a backend's own tracks follow.
-pub const TRACK_CAPTURE: u16 = 0;
-/// The sink thread's track.
-pub const TRACK_OUTPUT: u16 = 1;
-/// The first track number a backend's tracks use.
-pub const FIRST_BACKEND_TRACK: u16 = 2;
-
-/// The spans of a run's first frames.
+/// The spans of some of a run's frames (its first, or its last).
 #[derive(Clone, Debug)]
 pub struct Trace {
     /// Time zero of the trace.
     pub origin: Instant,
-    /// Track names, by number.
-    pub tracks: Vec<String>,
+    /// The backend's track names, by its numbers (`Track::Backend`).
+    pub backend_tracks: Vec<String>,
     /// Every span recorded.
     pub spans: Vec<Span>,
 }
@@ -103,15 +216,34 @@ struct Event<'a> {
 }
 
 impl Trace {
-    /// An empty trace starting at `origin`, with the backend's track names after the fixed ones.
+    /// An empty trace starting at `origin`, with the backend's track names.
     pub fn new(origin: Instant, backend_tracks: Vec<String>) -> Self {
-        let mut tracks = vec!["capture thread".to_string(), "output thread".to_string()];
-        tracks.extend(backend_tracks);
         Self {
             origin,
-            tracks,
+            backend_tracks,
             spans: Vec::new(),
         }
+    }
+
+    /// The name of `track`.
+    pub fn track_name(&self, track: Track) -> String {
+        match track {
+            Track::Capture => "capture thread".into(),
+            Track::Output => "output thread".into(),
+            Track::Backend(n) => self
+                .backend_tracks
+                .get(usize::from(n))
+                .cloned()
+                .unwrap_or_else(|| format!("backend track {n}")),
+        }
+    }
+
+    /// Every track, in the order they are drawn.
+    pub fn tracks(&self) -> Vec<Track> {
+        let mut t = vec![Track::Capture];
+        t.extend((0..self.backend_tracks.len() as u16).map(Track::Backend));
+        t.push(Track::Output);
+        t
     }
 
     fn us(&self, t: Instant) -> f64 {
@@ -121,7 +253,7 @@ impl Trace {
     /// The Chrome trace event format: one thread per track, complete ("X") events.
     pub fn to_chrome_json(&self) -> String {
         let mut events = Vec::new();
-        for (tid, name) in self.tracks.iter().enumerate() {
+        for track in self.tracks() {
             events.push(Event {
                 name: "thread_name",
                 cat: "__metadata",
@@ -129,8 +261,8 @@ impl Trace {
                 ts: 0.0,
                 dur: None,
                 pid: 1,
-                tid: tid as u16,
-                args: serde_json::json!({ "name": name }),
+                tid: track.tid(),
+                args: serde_json::json!({ "name": self.track_name(track) }),
             });
         }
         let mut spans: Vec<&Span> = self.spans.iter().collect();
@@ -143,7 +275,7 @@ impl Trace {
                 ts: self.us(s.start),
                 dur: Some((self.us(s.end) - self.us(s.start)).max(0.0)),
                 pid: 1,
-                tid: s.track,
+                tid: s.track.tid(),
                 args: serde_json::json!({ "frame": s.frame, "band": s.band }),
             });
         }
@@ -151,18 +283,200 @@ impl Trace {
         serde_json::to_string(&doc).expect("trace serializes")
     }
 
-    /// The spans of frames `< frames`, and the time window they cover (µs).
-    fn window(&self, frames: u64) -> (Vec<&Span>, f64, f64) {
-        let spans: Vec<&Span> = self.spans.iter().filter(|s| s.frame < frames).collect();
-        let t0 = spans
+    /// The spans of the trace's first `frames` frames (by frame number).
+    fn first_frames(&self, frames: u64) -> Vec<&Span> {
+        let mut numbers: Vec<u64> = self.spans.iter().map(|s| s.frame).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        let Some(&last) = numbers
+            .get(frames.saturating_sub(1) as usize)
+            .or(numbers.last())
+        else {
+            return Vec::new();
+        };
+        self.spans.iter().filter(|s| s.frame <= last).collect()
+    }
+}
+
+/// One bar of a `Layout`: a span placed on its row, `x0..x1` as fractions of the width.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bar {
+    /// Index into `Layout::rows`.
+    pub row: usize,
+    /// Start and end, 0 (the layout's start) to 1 (its end).
+    pub x0: f64,
+    /// End.
+    pub x1: f64,
+    /// What it measures (its colour).
+    pub kind: Kind,
+    /// Its frame and band.
+    pub frame: u64,
+    /// The band, for per-band spans.
+    pub band: Option<u16>,
+    /// Its length, µs.
+    pub us: f64,
+}
+
+/// Spans laid out as a timeline: one row per track that has spans (in the trace's track
+/// order), bars scaled to the time they cover, ticks at 1-2-5 steps. The SVG timeline and
+/// the window's strip both draw this.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Layout {
+    /// The rows' tracks and names, top to bottom.
+    pub rows: Vec<(Track, String)>,
+    /// Every span, on its row.
+    pub bars: Vec<Bar>,
+    /// The time covered, ms.
+    pub span_ms: f64,
+    /// Tick positions, ms from the start.
+    pub ticks_ms: Vec<f64>,
+    /// The frames shown.
+    pub frames: Vec<u64>,
+    /// How much uploads and downloads overlapped over these spans (GPU spans only).
+    pub overlap: Option<Overlap>,
+}
+
+impl Layout {
+    /// Lays out `spans` of `trace` (its names, its clock).
+    pub fn of(trace: &Trace, spans: &[&Span]) -> Self {
+        let us = |t: Instant| trace.us(t);
+        let t0 = spans.iter().map(|s| us(s.start)).fold(f64::MAX, f64::min);
+        let t1 = spans.iter().map(|s| us(s.end)).fold(f64::MIN, f64::max);
+        let span_us = if spans.is_empty() {
+            1.0
+        } else {
+            (t1 - t0).max(1.0)
+        };
+        let rows: Vec<(Track, String)> = trace
+            .tracks()
+            .into_iter()
+            .filter(|t| spans.iter().any(|s| s.track == *t))
+            .map(|t| (t, trace.track_name(t)))
+            .collect();
+        let bars = spans
             .iter()
-            .map(|s| self.us(s.start))
-            .fold(f64::MAX, f64::min);
-        let t1 = spans
+            .filter_map(|s| {
+                let row = rows.iter().position(|(t, _)| *t == s.track)?;
+                Some(Bar {
+                    row,
+                    x0: (us(s.start) - t0) / span_us,
+                    x1: (us(s.end) - t0) / span_us,
+                    kind: s.kind,
+                    frame: s.frame,
+                    band: s.band,
+                    us: us(s.end) - us(s.start),
+                })
+            })
+            .collect();
+        let step = nice_step(span_us / 1e3 / 8.0);
+        let ticks_ms = (0..)
+            .map(|i| f64::from(i) * step)
+            .take_while(|t| *t <= span_us / 1e3 + 1e-9)
+            .collect();
+        let mut frames: Vec<u64> = spans.iter().map(|s| s.frame).collect();
+        frames.sort_unstable();
+        frames.dedup();
+        let overlap = Trace {
+            origin: trace.origin,
+            backend_tracks: Vec::new(),
+            spans: spans.iter().map(|s| (*s).clone()).collect(),
+        }
+        .overlap();
+        Self {
+            rows,
+            bars,
+            span_ms: span_us / 1e3,
+            ticks_ms,
+            frames,
+            overlap,
+        }
+    }
+
+    /// One line saying what the layout shows, and how the copies overlapped.
+    pub fn caption(&self) -> String {
+        let frames = match (self.frames.first(), self.frames.last()) {
+            (Some(a), Some(b)) if a != b => format!("frames {a}-{b}"),
+            (Some(a), _) => format!("frame {a}"),
+            _ => "no frame".into(),
+        };
+        match self.overlap {
+            Some(o) => format!(
+                "{frames}, {:.3} ms, copies overlapped {:.0}%",
+                self.span_ms,
+                100.0 * o.shared()
+            ),
+            None => format!("{frames}, {:.3} ms", self.span_ms),
+        }
+    }
+}
+
+/// The frames the ring keeps beyond `--trace-frames last:N`: the window's strip shows the
+/// last few of them.
+pub const STRIP_FRAMES: usize = 4;
+
+/// The spans of a run's most recent traced frames, in a ring of a fixed number of frames:
+/// memory stays flat however long the run.
+#[derive(Debug)]
+pub struct Recent {
+    trace: Trace,
+    /// Per frame: its number and its spans, oldest first.
+    frames: std::collections::VecDeque<(u64, Vec<Span>)>,
+    keep: usize,
+}
+
+impl Recent {
+    /// A ring of `keep` frames (at least `STRIP_FRAMES`), on the clock and tracks of a trace.
+    pub fn new(origin: Instant, backend_tracks: Vec<String>, keep: usize) -> Self {
+        Self {
+            trace: Trace::new(origin, backend_tracks),
+            frames: std::collections::VecDeque::new(),
+            keep: keep.max(STRIP_FRAMES),
+        }
+    }
+
+    /// Adds frame `frame`'s spans, dropping the oldest frame when full.
+    pub fn push(&mut self, frame: u64, spans: Vec<Span>) {
+        if self.frames.len() == self.keep {
+            self.frames.pop_front();
+        }
+        self.frames.push_back((frame, spans));
+    }
+
+    /// Frames held now.
+    pub fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Whether no frame was traced yet.
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+
+    /// The layout of the last `n` frames held, for the strip; None before any.
+    pub fn layout(&self, n: usize) -> Option<Layout> {
+        let spans: Vec<&Span> = self
+            .frames
             .iter()
-            .map(|s| self.us(s.end))
-            .fold(f64::MIN, f64::max);
-        (spans, t0, t1)
+            .rev()
+            .take(n)
+            .flat_map(|(_, s)| s.iter())
+            .collect();
+        (!spans.is_empty()).then(|| Layout::of(&self.trace, &spans))
+    }
+
+    /// The last `n` frames held, as a trace (`--trace-frames last:N`).
+    pub fn last(&self, n: u64) -> Trace {
+        let skip = self.frames.len().saturating_sub(n as usize);
+        Trace {
+            origin: self.trace.origin,
+            backend_tracks: self.trace.backend_tracks.clone(),
+            spans: self
+                .frames
+                .iter()
+                .skip(skip)
+                .flat_map(|(_, s)| s.iter().cloned())
+                .collect(),
+        }
     }
 }
 
@@ -177,6 +491,15 @@ pub struct Overlap {
     pub d2h_busy: f64,
     /// Fraction of the window with an upload and a download in progress at once.
     pub both: f64,
+}
+
+impl Overlap {
+    /// The share of the rarer copy direction's busy time during which the other direction
+    /// was busy too: near 0 when copies run one after another (pageable memory), well above
+    /// when they overlap.
+    pub fn shared(&self) -> f64 {
+        self.both / self.h2d_busy.min(self.d2h_busy).max(1e-9)
+    }
 }
 
 /// Sorted, merged intervals.
@@ -237,7 +560,8 @@ impl Trace {
 }
 
 /// A picture of the first `frames` frames of each trace, one panel per trace, one row per
-/// track, coloured by stage, with a time axis: what a profiler's timeline shows.
+/// track, coloured by stage, with a time axis: what a profiler's timeline shows. Drawn from
+/// `Layout`, as the window's strip is.
 pub fn timeline_svg(panels: &[(&str, &Trace)], frames: u64) -> String {
     const W: f64 = 1200.0;
     const LEFT: f64 = 190.0;
@@ -246,30 +570,18 @@ pub fn timeline_svg(panels: &[(&str, &Trace)], frames: u64) -> String {
     let mut body = String::new();
     let mut y = 40.0;
     for (title, trace) in panels {
-        let (spans, t0, t1) = trace.window(frames);
-        let rows: Vec<u16> = {
-            let mut r: Vec<u16> = spans.iter().map(|s| s.track).collect();
-            r.sort_unstable();
-            r.dedup();
-            r
-        };
-        let span_us = (t1 - t0).max(1.0);
-        let x = |t: f64| LEFT + (t - t0) / span_us * plot;
+        let layout = Layout::of(trace, &trace.first_frames(frames));
+        let x = |f: f64| LEFT + f * plot;
         let _ = writeln!(
             body,
-            r#"<text x="10" y="{:.1}" font-size="14" font-weight="bold">{} — first {} frames, {:.3} ms</text>"#,
+            r#"<text x="10" y="{:.1}" font-size="14" font-weight="bold">{} — {}</text>"#,
             y,
             xml_escape(title),
-            frames,
-            span_us / 1e3
+            xml_escape(&layout.caption())
         );
         y += 10.0;
-        for (i, track) in rows.iter().enumerate() {
+        for (i, (_, name)) in layout.rows.iter().enumerate() {
             let ry = y + i as f64 * ROW;
-            let name = trace
-                .tracks
-                .get(usize::from(*track))
-                .map_or("?", String::as_str);
             let _ = writeln!(
                 body,
                 r#"<text x="10" y="{:.1}" font-size="12">{}</text>"#,
@@ -283,54 +595,40 @@ pub fn timeline_svg(panels: &[(&str, &Trace)], frames: u64) -> String {
                 LEFT + plot,
                 ry + ROW
             );
-            for s in spans.iter().filter(|s| s.track == *track) {
-                let (a, b) = (x(trace.us(s.start)), x(trace.us(s.end)));
-                let band = s.band.map(|b| format!(" band {b}")).unwrap_or_default();
-                let _ = writeln!(
-                    body,
-                    r#"<rect x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="{}"><title>{} frame {}{} {:.1} µs</title></rect>"#,
-                    a,
-                    ry + 2.0,
-                    (b - a).max(0.5),
-                    ROW - 4.0,
-                    s.kind.colour(),
-                    s.kind.label(),
-                    s.frame,
-                    band,
-                    trace.us(s.end) - trace.us(s.start)
-                );
-            }
         }
-        y += rows.len() as f64 * ROW + 6.0;
-        // Time axis with 1-2-5 ticks.
-        let step = nice_step(span_us / 1e3 / 8.0);
-        let mut t = 0.0;
-        while t <= span_us / 1e3 + 1e-9 {
-            let tx = x(t0 + t * 1e3);
+        for b in &layout.bars {
+            let ry = y + b.row as f64 * ROW;
+            let band = b.band.map(|n| format!(" band {n}")).unwrap_or_default();
+            let _ = writeln!(
+                body,
+                r#"<rect x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="{}"><title>{} frame {}{} {:.1} µs</title></rect>"#,
+                x(b.x0),
+                ry + 2.0,
+                ((b.x1 - b.x0) * plot).max(0.5),
+                ROW - 4.0,
+                b.kind.colour(),
+                b.kind.label(),
+                b.frame,
+                band,
+                b.us
+            );
+        }
+        y += layout.rows.len() as f64 * ROW + 6.0;
+        for t in &layout.ticks_ms {
+            let tx = x(t / layout.span_ms);
             let _ = writeln!(
                 body,
                 r##"<line x1="{tx:.1}" y1="{:.1}" x2="{tx:.1}" y2="{:.1}" stroke="#718096"/><text x="{tx:.1}" y="{:.1}" font-size="10" text-anchor="middle">{} ms</text>"##,
                 y,
                 y + 4.0,
                 y + 15.0,
-                trim_float(t)
+                trim_float(*t)
             );
-            t += step;
         }
         y += 40.0;
     }
     let mut legend = String::new();
-    for (i, k) in [
-        Kind::Capture,
-        Kind::H2d,
-        Kind::Kernels,
-        Kind::D2h,
-        Kind::Process,
-        Kind::Output,
-    ]
-    .iter()
-    .enumerate()
-    {
+    for (i, k) in Kind::ALL.iter().enumerate() {
         let lx = LEFT + i as f64 * 110.0;
         let _ = write!(
             legend,
@@ -348,7 +646,8 @@ pub fn timeline_svg(panels: &[(&str, &Trace)], frames: u64) -> String {
     )
 }
 
-fn nice_step(raw_ms: f64) -> f64 {
+/// The 1-2-5 step nearest above `raw_ms`.
+pub fn nice_step(raw_ms: f64) -> f64 {
     let p = 10f64.powf(raw_ms.max(1e-6).log10().floor());
     [1.0, 2.0, 5.0, 10.0]
         .iter()
@@ -422,7 +721,7 @@ mod tests {
         for f in 0..3u64 {
             let b = f * 100;
             t.spans.push(Span {
-                track: TRACK_CAPTURE,
+                track: Track::Capture,
                 kind: Kind::Capture,
                 frame: f,
                 band: None,
@@ -430,7 +729,7 @@ mod tests {
                 end: at(b + 20),
             });
             t.spans.push(Span {
-                track: 2,
+                track: Track::Backend(0),
                 kind: Kind::H2d,
                 frame: f,
                 band: Some(0),
@@ -438,7 +737,7 @@ mod tests {
                 end: at(b + 60),
             });
             t.spans.push(Span {
-                track: 3,
+                track: Track::Backend(1),
                 kind: Kind::D2h,
                 frame: f,
                 band: Some(0),
@@ -489,5 +788,57 @@ mod tests {
         assert!(svg.contains("copy-in stream"));
         assert_eq!(nice_step(0.07), 0.1);
         assert_eq!(nice_step(3.0), 5.0);
+    }
+
+    #[test]
+    fn the_recent_ring_keeps_a_fixed_number_of_frames_and_lays_out_the_last() {
+        let t = sample();
+        let mut ring = Recent::new(t.origin, t.backend_tracks.clone(), 2);
+        assert_eq!(ring.keep, STRIP_FRAMES);
+        for f in 0..1000u64 {
+            let spans: Vec<Span> = t
+                .spans
+                .iter()
+                .filter(|s| s.frame == f % 3)
+                .cloned()
+                .collect();
+            ring.push(f, spans);
+            assert!(ring.len() <= STRIP_FRAMES);
+        }
+        let layout = ring.layout(2).unwrap();
+        assert_eq!(layout.rows.len(), 3);
+        assert_eq!(layout.rows[0].0, Track::Capture);
+        assert_eq!(layout.bars.len(), 6);
+        assert!(layout
+            .bars
+            .iter()
+            .all(|b| (0.0..=1.0).contains(&b.x0) && b.x1 <= 1.0 + 1e-9));
+        assert_eq!(ring.last(3).spans.len(), 9);
+        // The SVG draws the same layout: one rect per bar, in the kind's colour.
+        let svg = timeline_svg(&[("t", &t)], 3);
+        for k in [Kind::Capture, Kind::H2d, Kind::D2h] {
+            assert!(svg.contains(&k.colour()), "{k:?}");
+        }
+    }
+
+    #[test]
+    fn trace_frames_and_bursts() {
+        assert_eq!(
+            "100".parse::<TraceFrames>().unwrap(),
+            TraceFrames::First(100)
+        );
+        assert_eq!(
+            "last:50".parse::<TraceFrames>().unwrap(),
+            TraceFrames::Last(50)
+        );
+        assert_eq!(
+            "first:7".parse::<TraceFrames>().unwrap(),
+            TraceFrames::First(7)
+        );
+        assert!("middle:3".parse::<TraceFrames>().is_err());
+        assert!("last:x".parse::<TraceFrames>().is_err());
+        let traced = (0..320).filter(|&f| Rolling::Bursts.traces(f)).count() as u64;
+        assert_eq!(traced, 10 * BURST_FRAMES);
+        assert!(!Rolling::Off.traces(0) && Rolling::Every.traces(12345));
     }
 }

@@ -214,7 +214,7 @@ fn cuda_trace_has_a_track_per_stream() {
             12 * 4 * 3,
             "{streams}: H2D, kernels, D2H per band per frame"
         );
-        let mut tracks: Vec<u16> = gpu.iter().map(|s| s.track).collect();
+        let mut tracks: Vec<framepipe::trace::Track> = gpu.iter().map(|s| s.track).collect();
         tracks.sort_unstable();
         tracks.dedup();
         for t in &tracks {
@@ -223,7 +223,7 @@ fn cuda_trace_has_a_track_per_stream() {
             for w in on.windows(2) {
                 assert!(
                     w[0].end <= w[1].start + std::time::Duration::from_micros(2),
-                    "{streams}: spans overlap on track {t}"
+                    "{streams}: spans overlap on track {t:?}"
                 );
             }
         }
@@ -354,6 +354,7 @@ fn cuda_soak_holds_memory_and_registrations_flat() {
         frames: None,
         keep_frame_times: false,
         trace_frames: 0,
+        trace_last: 0,
         reload: None,
     };
     let mut sink = Cycle {
@@ -427,7 +428,42 @@ fn page_locked_copies_overlap_and_pageable_ones_do_not() {
         };
         let (_, bad, _, trace) = run_case_traced(&case);
         assert_eq!(bad, 0);
-        let o = trace.expect("traced").overlap().expect("GPU spans");
+        let trace = trace.expect("traced");
+        let o = trace.overlap().expect("GPU spans");
+        // The window's strip draws the last few frames of the rolling trace: laid out from
+        // four frames in the middle of the run, it shows the same thing.
+        let mut recent =
+            framepipe::trace::Recent::new(trace.origin, trace.backend_tracks.clone(), 4);
+        for f in 28..32 {
+            recent.push(
+                f,
+                trace
+                    .spans
+                    .iter()
+                    .filter(|s| s.frame == f)
+                    .cloned()
+                    .collect(),
+            );
+        }
+        let layout = recent.layout(4).expect("frames 28-31");
+        let strip_shared = layout.overlap.expect("GPU bars").shared();
+        let name = if pageable { "pageable" } else { "page-locked" };
+        println!("strip ({name}): {}", layout.caption());
+        if let Ok(dir) = std::env::var("FRAMEPIPE_TEST_OUT") {
+            let svg = framepipe::trace::timeline_svg(&[(name, &recent.last(4))], 4);
+            std::fs::write(format!("{dir}/strip-{name}.svg"), svg).unwrap();
+        }
+        if pageable {
+            assert!(
+                strip_shared < 0.02,
+                "the pageable strip shows overlap: {strip_shared}"
+            );
+        } else {
+            assert!(
+                strip_shared > 0.25,
+                "the page-locked strip shows a staircase: {strip_shared}"
+            );
+        }
         // The share of the rarer copy direction's busy time during which the other
         // direction was busy too (the window itself includes idle time between frames).
         let shared = o.both / o.h2d_busy.min(o.d2h_busy).max(1e-9);

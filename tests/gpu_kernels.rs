@@ -227,6 +227,7 @@ fn cuda_a_reload_swaps_kernels_at_a_frame_boundary() {
         frames: Some(300),
         keep_frame_times: false,
         trace_frames: 0,
+        trace_last: 0,
         reload: Some(reloader.clone()),
     };
     let mut sink = ReloadSink {

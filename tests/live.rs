@@ -595,3 +595,108 @@ fn yuv_frames_are_shown_converted() {
         println!("{format} in the window: mean difference {mean:.2} from BGR");
     }
 }
+
+/// The window's geometry on the root window: x, y, width, height.
+fn geometry(x: &Xvfb, id: &str) -> (i32, i32, i32, i32) {
+    let out = x.cmd("xdotool", &["getwindowgeometry", "--shell", id]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let get = |k: &str| -> i32 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{k}=")))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {k} in {text}"))
+    };
+    (get("X"), get("Y"), get("WIDTH"), get("HEIGHT"))
+}
+
+/// Rows (y) of the screenshot (800x600 BGR) inside `area` holding at least `min` pixels
+/// within 12 of `rgb`.
+fn rows_with(shot: &[u8], area: (i32, i32, i32, i32), rgb: [u8; 3], min: usize) -> Vec<i32> {
+    let (ax, ay, aw, ah) = area;
+    (ay.max(0)..(ay + ah).min(600))
+        .filter(|&y| {
+            (ax.max(0)..(ax + aw).min(800))
+                .filter(|&x| {
+                    let i = (y as usize * 800 + x as usize) * 3;
+                    let px = [shot[i + 2], shot[i + 1], shot[i]];
+                    px.iter().zip(rgb).all(|(a, b)| a.abs_diff(b) <= 12)
+                })
+                .count()
+                >= min
+        })
+        .collect()
+}
+
+/// `t` shows the last traced frames under the picture: one row per track the trace has (on
+/// the CPU backend: capture, the backend, output), in the timeline's colours, redrawn as
+/// frames come; `t` again hides it; `s` saves the frame without it.
+#[test]
+fn t_shows_a_timeline_strip_under_the_picture() {
+    use framepipe::trace::Kind;
+    let x = Xvfb::start();
+    let dir = TempDir::new("strip");
+    let (child, id) = open_window(&x, &dir, &["--backend", "cpu"]);
+    std::thread::sleep(Duration::from_millis(500));
+    let (_, _, _, h0) = geometry(&x, &id);
+    x.cmd("xdotool", &["windowfocus", "--sync", &id]);
+    assert!(x.cmd("xdotool", &["key", "t"]).status.success());
+    std::thread::sleep(Duration::from_millis(1500));
+    let (wx, wy, ww, wh) = geometry(&x, &id);
+    assert!(wh > h0 + 40, "the window grew by the strip: {h0} -> {wh}");
+    let strip = (wx, wy + 240, ww, wh - 240);
+    let first = screenshot(&x, &dir, "strip1.png");
+    let mut rows = Vec::new();
+    for kind in [Kind::Capture, Kind::Process, Kind::Output] {
+        let r = rows_with(&first, strip, kind.rgb(), 3);
+        assert!(!r.is_empty(), "no {kind:?} bar in the strip");
+        rows.push((r[0], *r.last().unwrap()));
+    }
+    // One row per track, top to bottom in the trace's order, none sharing a line.
+    for w in rows.windows(2) {
+        assert!(w[0].1 < w[1].0, "rows overlap: {rows:?}");
+    }
+    // It is redrawn as frames come (the caption names the frames, the bars move).
+    std::thread::sleep(Duration::from_millis(1500));
+    let second = screenshot(&x, &dir, "strip2.png");
+    let row_bytes = 800 * 3;
+    let (a, b) = (
+        (strip.1 as usize) * row_bytes,
+        ((strip.1 + strip.3) as usize).min(600) * row_bytes,
+    );
+    assert_ne!(first[a..b], second[a..b], "the strip did not change");
+    // s saves the frame alone.
+    assert!(x.cmd("xdotool", &["key", "s"]).status.success());
+    std::thread::sleep(Duration::from_millis(500));
+    let saved: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("framepipe-")
+        })
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let img = imgcodecs::imread(saved[0].to_str().unwrap(), imgcodecs::IMREAD_COLOR).unwrap();
+    assert_eq!(
+        (img.cols(), img.rows()),
+        (320, 240),
+        "the saved frame holds no strip"
+    );
+    // t again: the strip goes, the window shrinks back.
+    assert!(x.cmd("xdotool", &["key", "t"]).status.success());
+    std::thread::sleep(Duration::from_millis(800));
+    let (_, _, _, h2) = geometry(&x, &id);
+    assert_eq!(h2, h0, "the window is back to the picture's size");
+    let third = screenshot(&x, &dir, "strip3.png");
+    assert!(rows_with(&third, strip, Kind::Process.rgb(), 3).is_empty());
+    signal(&child, "-INT");
+    let out = wait_with_deadline(child, Duration::from_secs(10), "strip window");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

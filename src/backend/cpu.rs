@@ -24,6 +24,7 @@ pub struct CpuBackend {
     chain: Chain,
     capacity: usize,
     trace_frames: u64,
+    rolling: crate::trace::Rolling,
     done: VecDeque<Slot>,
     #[cfg(feature = "opencv")]
     scratch: imp::Scratch,
@@ -64,6 +65,7 @@ impl CpuBackend {
             chain: cfg.chain.clone(),
             capacity: cfg.in_flight.max(1),
             trace_frames: cfg.trace_frames,
+            rolling: cfg.rolling,
             done: VecDeque::new(),
             #[cfg(feature = "opencv")]
             scratch: imp::Scratch::default(),
@@ -142,9 +144,9 @@ impl Backend for CpuBackend {
         self.process(input, output)?;
         slot.stamps.done = Instant::now();
         slot.spans.clear();
-        if slot.seq < self.trace_frames {
+        if slot.seq < self.trace_frames || self.rolling.traces(slot.seq) {
             slot.spans.push(crate::trace::Span {
-                track: crate::trace::FIRST_BACKEND_TRACK,
+                track: crate::trace::Track::Backend(0),
                 kind: crate::trace::Kind::Process,
                 frame: slot.seq,
                 band: None,

@@ -751,7 +751,7 @@ impl CudaBackend {
 
     /// Appends a traced frame's spans: each band's H2D, kernels and D2H on its stream's track.
     fn trace_spans(&self, lane: usize, plan: Plan, slot: &mut Slot) -> Result<()> {
-        use crate::trace::{Kind, Span, FIRST_BACKEND_TRACK};
+        use crate::trace::{Kind, Span, Track};
         let per_band = self.lanes[lane].len();
         let bands = &self.lanes[lane][..self.plans[plan].len()];
         for (i, b) in bands.iter().enumerate() {
@@ -762,8 +762,8 @@ impl CudaBackend {
             ] {
                 let marks = b.timing.of(stage);
                 let track = match self.cfg.cuda.streams {
-                    StreamLayout::PerStage => FIRST_BACKEND_TRACK + stage as u16,
-                    StreamLayout::PerBand => FIRST_BACKEND_TRACK + (lane * per_band + i) as u16,
+                    StreamLayout::PerStage => Track::Backend(stage as u16),
+                    StreamLayout::PerBand => Track::Backend((lane * per_band + i) as u16),
                 };
                 slot.spans.push(Span {
                     track,
@@ -914,7 +914,7 @@ impl CudaBackend {
         }
         let lane = self.next_lane;
         self.next_lane = (lane + 1) % self.lanes.len();
-        let traced = slot.seq < self.cfg.trace_frames;
+        let traced = slot.seq < self.cfg.trace_frames || self.cfg.rolling.traces(slot.seq);
         let every = self.cfg.sample_every;
         let timed = traced || (every > 0 && self.submitted.is_multiple_of(every));
         self.submitted += 1;

@@ -32,8 +32,7 @@ pub trait Backend: Send {
     fn attach(&mut self, buffer: &mut HostBuffer) -> Result<()>;
     /// The most frames this backend holds at once.
     fn capacity(&self) -> usize;
-    /// Names of the trace tracks its spans use (track numbers from
-    /// `trace::FIRST_BACKEND_TRACK`).
+    /// Names of the trace tracks its spans use, by their numbers (`trace::Track::Backend`).
     fn tracks(&self) -> Vec<String>;
     /// Frames submitted and not yet handed back.
     fn in_flight(&self) -> usize;
@@ -89,6 +88,9 @@ pub struct BackendConfig {
     pub pageable: bool,
     /// Frames `0..trace_frames` record their spans (`trace`).
     pub trace_frames: u64,
+    /// Which later frames record their spans too, for the rolling trace (the window's
+    /// strip, `--trace-frames last:N`); kept through controls, unlike `trace_frames`.
+    pub rolling: crate::trace::Rolling,
     /// Time the stages of one frame in this many (0: never).
     pub sample_every: u64,
     /// Settings only the CUDA backend reads.
@@ -144,6 +146,7 @@ impl BackendConfig {
             in_flight,
             pageable: false,
             trace_frames: 0,
+            rolling: crate::trace::Rolling::Off,
             sample_every: SAMPLE_EVERY,
             cuda: CudaSettings::default(),
         })

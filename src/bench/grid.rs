@@ -108,7 +108,12 @@ pub(crate) fn run_section(
         busy_bands: variant.bands,
         ..variant
     };
-    let mut variants = Vec::new();
+    // The rolling trace a window run keeps for its timeline strip: its cost, against the
+    // defaults' row of the same run.
+    let mut variants = vec![Setup {
+        rolling: true,
+        ..variant
+    }];
     if args.compare_graphs {
         variants.push(Setup {
             graphs: false,

@@ -44,6 +44,8 @@ pub struct Setup {
     pub paced_fps: f64,
     /// The app's default settings.
     pub defaults: bool,
+    /// The rolling trace's bursts are timed, as in a window run (`trace::Rolling::Bursts`).
+    pub rolling: bool,
 }
 
 impl Setup {
@@ -60,6 +62,7 @@ impl Setup {
             threads: true,
             paced_fps: 0.0,
             defaults: false,
+            rolling: false,
         }
     }
 }
@@ -94,6 +97,9 @@ pub(crate) fn run_setup(
         .map_err(|e| anyhow::anyhow!("bands: {e}"))?;
     cfg.pageable = setup.pageable;
     cfg.trace_frames = trace_frames;
+    if setup.rolling {
+        cfg.rolling = crate::trace::Rolling::Bursts;
+    }
     cfg.cuda = CudaSettings {
         issue: setup.issue,
         streams: setup.streams,
@@ -109,6 +115,7 @@ pub(crate) fn run_setup(
             frames: Some(frames),
             keep_frame_times: true,
             trace_frames,
+            trace_last: 0,
             reload: None,
         };
         let source = Box::new(

@@ -93,5 +93,8 @@ pub(crate) fn notes(r: &Row) -> String {
     if !r.setup.threads {
         n.push("no threads".into());
     }
+    if r.setup.rolling {
+        n.push("rolling trace (as a window run)".into());
+    }
     n.join(", ")
 }

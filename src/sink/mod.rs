@@ -11,6 +11,8 @@ pub mod null;
 pub mod ppm;
 pub mod progress;
 #[cfg(feature = "opencv")]
+pub mod strip;
+#[cfg(feature = "opencv")]
 pub mod window;
 #[cfg(feature = "opencv")]
 pub mod writer;
@@ -78,6 +80,11 @@ pub trait Sink {
     }
     /// The live figures, before each frame (the window's overlay shows them).
     fn status(&mut self, _live: &crate::stats::Live) {}
+    /// Whether `status` should carry the recent frames' timeline (the window's strip is
+    /// on): laying it out costs a little, so only then.
+    fn wants_timeline(&self) -> bool {
+        false
+    }
     /// Called when no frame came for a while (keeps a window responsive).
     fn idle(&mut self) -> Result<Flow> {
         Ok(Flow::Continue)
@@ -114,6 +121,9 @@ impl Sink for Tee {
     }
     fn status(&mut self, live: &crate::stats::Live) {
         self.0.iter_mut().for_each(|s| s.status(live));
+    }
+    fn wants_timeline(&self) -> bool {
+        self.0.iter().any(|s| s.wants_timeline())
     }
     fn idle(&mut self) -> Result<Flow> {
         let mut flow = Flow::Continue;

@@ -48,6 +48,9 @@ impl Sink for Progress {
     fn status(&mut self, live: &Live) {
         self.inner.status(live)
     }
+    fn wants_timeline(&self) -> bool {
+        self.inner.wants_timeline()
+    }
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
         self.consume_at(frame, size, None)
     }

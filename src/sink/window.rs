@@ -3,9 +3,12 @@
 //! Keys: **q**/**Esc** (or closing the window) quit; **h** toggles the overlay of live
 //! figures; **1**…**9** pick a filter preset; **p** toggles page-locked/pageable buffers;
 //! **b**/**B** (or **-**/**=**) halve/double the bands; **space** pauses; **.** shows the
-//! next frame and stays paused; **s** saves the shown frame as PNG; **r** reloads the
-//! chain's kernel files (a failed reload's message stays on the picture until one works). A file plays at its own
-//! rate (the capture thread paces it) and its last frame stays up until q.
+//! next frame and stays paused; **s** saves the shown frame as PNG (without the overlay or
+//! the strip); **t** shows the last traced frames' timeline under the picture (`strip`);
+//! **r** reloads the chain's kernel files (a failed reload's message stays on the picture
+//! until one works). A file plays at its own rate (the capture thread paces it) and its last
+//! frame stays up until q. Overlay text sits on a darkened backdrop and is sized in screen
+//! pixels, whatever the window's scale.
 //!
 //! Qt aborts the whole process when it cannot reach a display, so `check_display` must pass
 //! before the first highgui call.
@@ -16,11 +19,11 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use opencv::core::{Mat, Point, Scalar, Vec3b, Vector};
+use opencv::core::{Mat, Point, Rect, Scalar, Vec3b, Vector};
 use opencv::prelude::*;
-use opencv::{highgui, imgcodecs, imgproc};
+use opencv::{highgui, imgcodecs};
 
-use super::{Flow, Knobs, Sink};
+use super::{strip, Flow, Knobs, Sink};
 use crate::backend::Control;
 use crate::filter::{Chain, PRESETS};
 use crate::frame::FrameSize;
@@ -48,6 +51,12 @@ pub struct Window {
     screen: Option<(u32, u32)>,
     /// The frame size the window was last sized for.
     sized: Option<FrameSize>,
+    /// The timeline strip is on (`t`).
+    strip: bool,
+    /// The last few traced frames, laid out (while the strip is on).
+    timeline: Option<std::sync::Arc<crate::trace::Layout>>,
+    /// The canvas height the window was last sized for (the picture, plus the strip).
+    canvas_rows: i32,
 }
 
 impl Window {
@@ -74,6 +83,9 @@ impl Window {
             hold,
             screen,
             sized: None,
+            strip: false,
+            timeline: None,
+            canvas_rows: 0,
         })
     }
 
@@ -140,6 +152,11 @@ impl Window {
                 self.redraw()?;
                 Flow::Continue
             }
+            b't' | b'T' => {
+                self.strip = !self.strip;
+                self.redraw()?;
+                Flow::Continue
+            }
             b's' | b'S' => {
                 self.save()?;
                 Flow::Continue
@@ -162,16 +179,67 @@ impl Window {
         Ok(())
     }
 
-    /// Shows the last frame, with the overlay when it is on.
+    /// Window pixels per canvas pixel: the image area's width over the frame's (the window
+    /// may be scaled to fit the screen, or resized by the user).
+    fn scale(&self) -> f64 {
+        let frame_w = f64::from(self.last.cols().max(1));
+        match highgui::get_window_image_rect(&self.title) {
+            Ok(r) if r.width > 0 => f64::from(r.width) / frame_w,
+            _ => self
+                .sized
+                .map_or(1.0, |s| f64::from(fit(s, self.screen).0) / s.width as f64),
+        }
+    }
+
+    /// Shows the last frame, with the overlay, the note and the strip where they are on.
+    /// They are drawn on a copy (`canvas`): the frame `s` saves never holds them.
     fn redraw(&mut self) -> Result<()> {
         if self.last.empty() {
             return Ok(());
         }
-        if !self.overlay && self.note.is_empty() {
+        let scale = self.scale();
+        let ink = strip::Ink::new(scale);
+        let strip_rows = self.timeline.as_ref().map_or(0, |l| l.rows.len()).max(3);
+        let strip_h = if self.strip {
+            strip::height(&ink, strip_rows)
+        } else {
+            0
+        };
+        let rows = self.last.rows() + strip_h;
+        if rows != self.canvas_rows {
+            // The strip goes under the picture: the window grows by its height, at the
+            // window's scale, so the picture keeps its size.
+            if self.canvas_rows != 0 {
+                let w = (f64::from(self.last.cols()) * scale).round() as i32;
+                let h = (f64::from(rows) * scale).round() as i32;
+                highgui::resize_window(&self.title, w.max(1), h.max(1))?;
+            }
+            self.canvas_rows = rows;
+        }
+        if !self.overlay && self.note.is_empty() && !self.strip {
             highgui::imshow(&self.title, &self.last).context("showing a frame")?;
             return Ok(());
         }
-        self.last.copy_to(&mut self.canvas)?;
+        if self.strip {
+            let mut below = Mat::new_rows_cols_with_default(
+                strip_h,
+                self.last.cols(),
+                self.last.typ(),
+                Scalar::new(28.0, 28.0, 28.0, 0.0),
+            )?;
+            let mut both = Vector::<Mat>::new();
+            both.push(self.last.clone());
+            both.push(std::mem::take(&mut below));
+            opencv::core::vconcat(&both, &mut self.canvas)?;
+            strip::draw(
+                &mut self.canvas,
+                self.last.rows(),
+                &ink,
+                self.timeline.as_deref(),
+            )?;
+        } else {
+            self.last.copy_to(&mut self.canvas)?;
+        }
         let yellow = Scalar::new(80.0, 255.0, 255.0, 0.0);
         let red = Scalar::new(80.0, 80.0, 255.0, 0.0);
         let overlay = self
@@ -180,22 +248,20 @@ impl Window {
             .filter(|_| self.overlay)
             .map(|l| (l, yellow));
         let lines: Vec<_> = overlay.chain(self.note.iter().map(|l| (l, red))).collect();
-        for (i, (line, ink)) in lines.into_iter().enumerate() {
-            let at = Point::new(10, 22 + 20 * i as i32);
-            // A dark outline under light text stays readable on any picture.
-            for (colour, thick) in [(Scalar::all(0.0), 3), (ink, 1)] {
-                imgproc::put_text(
-                    &mut self.canvas,
-                    line,
-                    at,
-                    imgproc::FONT_HERSHEY_SIMPLEX,
-                    0.5,
-                    colour,
-                    thick,
-                    imgproc::LINE_AA,
-                    false,
-                )?;
-            }
+        if !lines.is_empty() {
+            let widest = lines
+                .iter()
+                .map(|(l, _)| ink.text_width(l))
+                .collect::<Result<Vec<_>>>()?
+                .into_iter()
+                .max()
+                .unwrap_or(0);
+            let h = ink.line() * lines.len() as i32 + ink.px(10.0);
+            strip::backdrop(&mut self.canvas, Rect::new(0, 0, widest + ink.px(20.0), h))?;
+        }
+        for (i, (line, ink_colour)) in lines.into_iter().enumerate() {
+            let at = Point::new(ink.px(10.0), ink.px(18.0) + ink.line() * i as i32);
+            ink.text(&mut self.canvas, line, at, ink_colour)?;
         }
         highgui::imshow(&self.title, &self.canvas).context("showing a frame")?;
         Ok(())
@@ -217,6 +283,12 @@ impl Sink for Window {
             self.lines = live.lines();
         }
         self.note.clone_from(&live.note);
+        if self.strip && live.timeline.is_some() {
+            self.timeline.clone_from(&live.timeline);
+        }
+    }
+    fn wants_timeline(&self) -> bool {
+        self.strip
     }
     fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
         let mat =

@@ -182,6 +182,7 @@ pub fn run_case_in(
         frames: Some(case.frames),
         keep_frame_times: false,
         trace_frames: case.trace_frames,
+        trace_last: 0,
         reload: None,
     };
     let source = Box::new(Pattern::new(case.size, 0.0).in_format(formats.input));
@@ -296,6 +297,7 @@ pub fn run_with_controls(kind: BackendKind) -> ControlSink {
         frames: Some(40),
         keep_frame_times: false,
         trace_frames: 0,
+        trace_last: 0,
         reload: None,
     };
     let summary = pipeline::run(
