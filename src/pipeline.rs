@@ -15,7 +15,10 @@
 //! finished. A stop never waits on the source: frames captured before it are finished and
 //! written, and a capture thread still blocked inside a read (a stalled camera or stream)
 //! after `CAPTURE_GRACE` is left behind, so that the output is finalized within a second of
-//! the stop. Every other thread is joined.
+//! the stop. The backend thread is joined (the reloader's compile threads are detached: a
+//! late result is dropped). While it runs, the sink loop is the stop watchdog's sign of
+//! progress (`stop::beat`). A traced frame's spans (capture, backend, output) go to the
+//! first frames' trace and to a ring of the latest (`trace::Recent`), whose memory is fixed.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

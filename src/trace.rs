@@ -337,11 +337,56 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Lays out `spans` of `trace` (its names, its clock).
+    /// Lays out `spans` of `trace` (its names, its clock) over the time they cover.
     pub fn of(trace: &Trace, spans: &[&Span]) -> Self {
+        let t0 = spans
+            .iter()
+            .map(|s| trace.us(s.start))
+            .fold(f64::MAX, f64::min);
+        let t1 = spans
+            .iter()
+            .map(|s| trace.us(s.end))
+            .fold(f64::MIN, f64::max);
+        Self::within(trace, spans, (t0, t1))
+    }
+
+    /// Lays out `spans` zoomed on the backend's most recent stretch of GPU work: the last
+    /// frame's copies and kernels, and the frames before it whose GPU work runs into it (a
+    /// steady stream's frames overlap; a live source's are a frame period apart, and then
+    /// the last frame's bands are what shows whether copies overlap). Without GPU spans (the
+    /// CPU backend), the whole of `spans`. Rows stay one per track; bars are clipped.
+    pub fn focused(trace: &Trace, spans: &[&Span]) -> Self {
+        let gpu = |s: &&&Span| matches!(s.kind, Kind::H2d | Kind::Kernels | Kind::D2h);
+        let mut frames: Vec<u64> = spans.iter().filter(gpu).map(|s| s.frame).collect();
+        frames.sort_unstable();
+        frames.dedup();
+        let extent = |f: u64| {
+            spans
+                .iter()
+                .filter(gpu)
+                .filter(|s| s.frame == f)
+                .fold((f64::MAX, f64::MIN), |(a, b), s| {
+                    (a.min(trace.us(s.start)), b.max(trace.us(s.end)))
+                })
+        };
+        let Some(&last) = frames.last() else {
+            return Self::of(trace, spans);
+        };
+        let (mut t0, mut t1) = extent(last);
+        for &f in frames.iter().rev().skip(1) {
+            let (a, b) = extent(f);
+            if b < t0 - (t1 - t0) {
+                break;
+            }
+            (t0, t1) = (t0.min(a), t1.max(b));
+        }
+        let pad = (t1 - t0) * 0.04;
+        Self::within(trace, spans, (t0 - pad, t1 + pad))
+    }
+
+    /// Lays out the parts of `spans` inside `t0..t1` (µs on the trace's clock).
+    fn within(trace: &Trace, spans: &[&Span], (t0, t1): (f64, f64)) -> Self {
         let us = |t: Instant| trace.us(t);
-        let t0 = spans.iter().map(|s| us(s.start)).fold(f64::MAX, f64::min);
-        let t1 = spans.iter().map(|s| us(s.end)).fold(f64::MIN, f64::max);
         let span_us = if spans.is_empty() {
             1.0
         } else {
@@ -353,14 +398,19 @@ impl Layout {
             .filter(|t| spans.iter().any(|s| s.track == *t))
             .map(|t| (t, trace.track_name(t)))
             .collect();
-        let bars = spans
+        let inside: Vec<&Span> = spans
+            .iter()
+            .copied()
+            .filter(|s| us(s.end) >= t0 && us(s.start) <= t0 + span_us)
+            .collect();
+        let bars = inside
             .iter()
             .filter_map(|s| {
                 let row = rows.iter().position(|(t, _)| *t == s.track)?;
                 Some(Bar {
                     row,
-                    x0: (us(s.start) - t0) / span_us,
-                    x1: (us(s.end) - t0) / span_us,
+                    x0: ((us(s.start) - t0) / span_us).max(0.0),
+                    x1: ((us(s.end) - t0) / span_us).min(1.0),
                     kind: s.kind,
                     frame: s.frame,
                     band: s.band,
@@ -373,13 +423,13 @@ impl Layout {
             .map(|i| f64::from(i) * step)
             .take_while(|t| *t <= span_us / 1e3 + 1e-9)
             .collect();
-        let mut frames: Vec<u64> = spans.iter().map(|s| s.frame).collect();
+        let mut frames: Vec<u64> = inside.iter().map(|s| s.frame).collect();
         frames.sort_unstable();
         frames.dedup();
         let overlap = Trace {
             origin: trace.origin,
             backend_tracks: Vec::new(),
-            spans: spans.iter().map(|s| (*s).clone()).collect(),
+            spans: inside.iter().map(|s| (*s).clone()).collect(),
         }
         .overlap();
         Self {
@@ -452,7 +502,8 @@ impl Recent {
         self.frames.is_empty()
     }
 
-    /// The layout of the last `n` frames held, for the strip; None before any.
+    /// The layout of the last `n` frames held, zoomed on their GPU work (`Layout::focused`),
+    /// for the strip; None before any.
     pub fn layout(&self, n: usize) -> Option<Layout> {
         let spans: Vec<&Span> = self
             .frames
@@ -461,7 +512,7 @@ impl Recent {
             .take(n)
             .flat_map(|(_, s)| s.iter())
             .collect();
-        (!spans.is_empty()).then(|| Layout::of(&self.trace, &spans))
+        (!spans.is_empty()).then(|| Layout::focused(&self.trace, &spans))
     }
 
     /// The last `n` frames held, as a trace (`--trace-frames last:N`).
@@ -563,14 +614,23 @@ impl Trace {
 /// track, coloured by stage, with a time axis: what a profiler's timeline shows. Drawn from
 /// `Layout`, as the window's strip is.
 pub fn timeline_svg(panels: &[(&str, &Trace)], frames: u64) -> String {
+    let layouts: Vec<(&str, Layout)> = panels
+        .iter()
+        .map(|(title, trace)| (*title, Layout::of(trace, &trace.first_frames(frames))))
+        .collect();
+    layouts_svg(&layouts)
+}
+
+/// Layouts drawn as an SVG, one panel each: the timeline's picture, and the window's strip
+/// drawn the same way (for the GPU machine, which has no display).
+pub fn layouts_svg(panels: &[(&str, Layout)]) -> String {
     const W: f64 = 1200.0;
     const LEFT: f64 = 190.0;
     const ROW: f64 = 22.0;
     let plot = W - LEFT - 20.0;
     let mut body = String::new();
     let mut y = 40.0;
-    for (title, trace) in panels {
-        let layout = Layout::of(trace, &trace.first_frames(frames));
+    for (title, layout) in panels {
         let x = |f: f64| LEFT + f * plot;
         let _ = writeln!(
             body,
@@ -805,14 +865,21 @@ mod tests {
             ring.push(f, spans);
             assert!(ring.len() <= STRIP_FRAMES);
         }
+        // The strip zooms on the last frame's GPU work (the frames before are a frame period
+        // away): its upload and download, every track keeping its row.
         let layout = ring.layout(2).unwrap();
         assert_eq!(layout.rows.len(), 3);
         assert_eq!(layout.rows[0].0, Track::Capture);
-        assert_eq!(layout.bars.len(), 6);
+        let kinds: Vec<Kind> = layout.bars.iter().map(|b| b.kind).collect();
+        assert_eq!(kinds.len(), 2, "{kinds:?}");
+        assert!(kinds.contains(&Kind::H2d) && kinds.contains(&Kind::D2h));
         assert!(layout
             .bars
             .iter()
-            .all(|b| (0.0..=1.0).contains(&b.x0) && b.x1 <= 1.0 + 1e-9));
+            .all(|b| (0.0..=1.0).contains(&b.x0) && b.x1 <= 1.0));
+        // Unzoomed, the same spans give every bar.
+        let all: Vec<&Span> = t.spans.iter().filter(|s| s.frame < 2).collect();
+        assert_eq!(Layout::of(&t, &all).bars.len(), 6);
         assert_eq!(ring.last(3).spans.len(), 9);
         // The SVG draws the same layout: one rect per bar, in the kind's colour.
         let svg = timeline_svg(&[("t", &t)], 3);

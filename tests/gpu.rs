@@ -450,7 +450,7 @@ fn page_locked_copies_overlap_and_pageable_ones_do_not() {
         let name = if pageable { "pageable" } else { "page-locked" };
         println!("strip ({name}): {}", layout.caption());
         if let Ok(dir) = std::env::var("FRAMEPIPE_TEST_OUT") {
-            let svg = framepipe::trace::timeline_svg(&[(name, &recent.last(4))], 4);
+            let svg = framepipe::trace::layouts_svg(&[(name, layout.clone())]);
             std::fs::write(format!("{dir}/strip-{name}.svg"), svg).unwrap();
         }
         if pageable {
