@@ -66,7 +66,10 @@ fn main() {
         None => framepipe::app::run(&cli.run),
         Some(Command::Bench(args)) => framepipe::bench::run(args),
         Some(Command::Doctor) => framepipe::doctor::run(),
-        Some(Command::CheckKernel(args)) => framepipe::backend::check::command(args),
+        Some(Command::CheckKernel(args)) => args
+            .chain()
+            .map_err(anyhow::Error::msg)
+            .and_then(|chain| framepipe::backend::check::command(&chain, &args.size)),
     };
     match result {
         Ok(()) => exit(0),

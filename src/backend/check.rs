@@ -251,20 +251,19 @@ pub fn before_run(
     }
 }
 
-/// `framepipe check-kernel`: prints the verdict; an error (exit 1) when the kernel is not
-/// band-invariant.
-pub fn command(args: &crate::cli::CheckKernelArgs) -> Result<()> {
-    let chain = args.chain().map_err(anyhow::Error::msg)?;
+/// `framepipe check-kernel`: checks `chain` (the kernel alone) at `sizes` (empty: the
+/// default sizes) and prints the verdict; an error (exit 1) when it is not band-invariant.
+pub fn command(chain: &Chain, sizes: &[FrameSize]) -> Result<()> {
     super::cuda::probe().map_err(|why| {
         anyhow::anyhow!("check-kernel runs the kernel on the GPU: no CUDA here ({why})")
     })?;
-    let sizes: Vec<FrameSize> = if args.size.is_empty() {
+    let sizes: Vec<FrameSize> = if sizes.is_empty() {
         SIZES.to_vec()
     } else {
-        args.size.clone()
+        sizes.to_vec()
     };
     let started = std::time::Instant::now();
-    let verdict = band_invariance(&chain, &sizes, &BANDS, super::cuda::DEFAULT_DEVICE)?;
+    let verdict = band_invariance(chain, &sizes, &BANDS, super::cuda::DEFAULT_DEVICE)?;
     let sizes_text: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
     match verdict {
         None => {
@@ -276,6 +275,6 @@ pub fn command(args: &crate::cli::CheckKernelArgs) -> Result<()> {
             );
             Ok(())
         }
-        Some(m) => anyhow::bail!("{}", explain(&chain, &m)),
+        Some(m) => anyhow::bail!("{}", explain(chain, &m)),
     }
 }
