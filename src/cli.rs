@@ -307,11 +307,11 @@ pub struct BenchArgs {
 /// `--output-format`: a pixel format framepipe writes (the others are read only).
 fn writable_format(s: &str) -> Result<crate::pixel::PixelFormat, String> {
     let f = <crate::pixel::PixelFormat as clap::ValueEnum>::from_str(s, true).map_err(|_| {
-        format!("unknown pixel format '{s}' (framepipe writes i420, gray, nv12 and bgr24)")
+        format!("unknown pixel format '{s}' (framepipe writes i420, gray, nv12 or bgr24 frames)")
     })?;
     if !f.writable() {
         return Err(format!(
-            "{f} is read, not written: framepipe writes i420, gray, nv12 and bgr24 (a 4:2:2 or 4:4:4 input is written as 4:2:0 i420, or as bgr24 with every pixel's colour)"
+            "{f} is read, not written: framepipe writes i420, gray, nv12 or bgr24 frames (a 4:2:2 or 4:4:4 input is written as 4:2:0 i420, or as bgr24 with every pixel's colour)"
         ));
     }
     Ok(f)
