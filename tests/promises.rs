@@ -15,10 +15,19 @@ use std::time::{Duration, Instant};
 
 use common::run::{bin, framepipe, frames_in, make_clip, stderr, wait_with_deadline, TempDir};
 
-/// Starts framepipe with `args` in `dir`, no display, standard error piped.
+/// Starts framepipe with `args` in `dir`, no display, standard error piped. It is killed
+/// when the test's thread ends (a failed assertion never leaves it running).
 fn spawn_in(dir: &Path, args: &[&str]) -> Child {
-    Command::new(bin())
-        .args(args)
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new(bin());
+    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no memory of ours.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    cmd.args(args)
         .current_dir(dir)
         .env_remove("DISPLAY")
         .stdin(Stdio::null())

@@ -194,7 +194,7 @@ fn the_rolling_trace_keeps_the_last_frames_in_flat_memory() {
         if let Some(kib) = rss(child.id()) {
             samples.push(kib);
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(10));
     }
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
