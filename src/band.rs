@@ -1,7 +1,8 @@
 //! How a frame is cut into horizontal bands, computed once per frame size and chain.
 //!
 //! Invariants: bands are contiguous, non-empty, in order and cover every row exactly once;
-//! band sizes differ by at most one row; each band's input rows are its own rows widened by
+//! band sizes differ by at most one alignment unit (one row; two for 4:2:0 frames, whose
+//! bands start and end on even rows: `BandPlan::aligned`); each band's input rows are its own rows widened by
 //! the chain's radius, clamped to the frame.
 
 use std::ops::Range;

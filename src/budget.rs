@@ -27,7 +27,9 @@ pub fn default_ring(size: FrameSize) -> usize {
     }
 }
 
-/// Host buffers of one ring slot (an input and an output frame, each page-rounded).
+/// Host buffers of one ring slot (an input and an output frame, each page-rounded), counted
+/// as BGR: an upper bound, a YUV slot is smaller (the ring is checked before the formats
+/// are settled).
 pub fn slot_bytes(size: FrameSize) -> Option<u64> {
     let frame = (size.width as u64)
         .checked_mul(size.height as u64)?

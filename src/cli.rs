@@ -1,4 +1,5 @@
-//! Command-line interface: `framepipe [OPTIONS]` runs the pipeline.
+//! Command-line interface: `framepipe [OPTIONS]` runs the pipeline; `framepipe bench`,
+//! `framepipe doctor` and `framepipe check-kernel FILE` are the other commands.
 
 use clap::{Args, Parser, Subcommand};
 
@@ -16,10 +17,11 @@ use crate::frame::FrameSize;
         that travel on separate CUDA streams (copy in, filter, copy out) with several frames \
         in flight, and shown in a window (q or Esc quits) or written to a file.",
     args_conflicts_with_subcommands = true,
-    after_help = "Window keys: q or Esc quit, h figures, 1-9 filter presets, p page-locking, b/B bands, space pause, . step one frame, r reload kernel files, s save frame.\n\
-        Exit codes: 0 done (the input ended, --frames reached, or stopped with q, Ctrl-C or a signal: \
+    after_help = "Window keys: q or Esc quit, h figures, 1-9 filter presets, p page-locking, b/B bands, t timeline strip, space pause, . step one frame, r reload kernel files, s save frame.\n\
+        Exit codes: 0 done (the input ended, --frames reached, or stopped with q, Ctrl-C or a stop signal: \
         every frame captured before the stop is written and the output finalized); \
-        1 any error, bad arguments included (one line says what); 130 aborted by a second Ctrl-C."
+        1 any error, bad arguments included (one line says what), or a stop that something blocked for a second; \
+        130 aborted by a second stop signal (the output still finalized)."
 )]
 /// The command line.
 pub struct Cli {
@@ -169,7 +171,8 @@ pub struct RunArgs {
 
     /// Horizontal bands of a frame that finds the GPU idle (each band's copies and kernels
     /// overlap the others'; --streams says which streams carry them) [default: by frame
-    /// height: 1 up to 360 rows, 4 up to 1200, else 8].
+    /// height: 1 up to 360 rows, 4 up to 1200, else 8; half that for 4:2:0 frames, whose
+    /// bands take three copies each way].
     #[arg(long, value_name = "N")]
     pub bands: Option<usize>,
 

@@ -1,12 +1,14 @@
 //! Frame geometry shared by every stage.
 //!
-//! Every frame inside framepipe is 8-bit BGR, rows packed with no padding
-//! (`stride == width * 3`). Sources convert to this layout; sinks read it.
+//! A frame's size is in pixels; its bytes are laid out by its pixel format
+//! (`pixel::PixelFormat`): BGR (what the filters, a window and a video writer take) is 8-bit
+//! B, G, R with rows packed (`stride == width * 3`, `CHANNELS`); the YUV formats a source
+//! may give are planar or semi-planar, also without padding.
 
 use std::fmt;
 use std::str::FromStr;
 
-/// Bytes per pixel of every frame in the pipeline (B, G, R).
+/// Bytes per pixel of a BGR frame (B, G, R).
 pub const CHANNELS: usize = 3;
 
 /// Width and height of a frame in pixels.

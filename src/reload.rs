@@ -32,8 +32,8 @@ pub enum Why {
     Key,
 }
 
-/// Compiles and checks a chain before it is swapped in (the CUDA backend's
-/// `cuda::prepare_reload`); the error is what to show the user.
+/// Compiles and checks a chain before it is swapped in (the app passes
+/// `backend::check::before_run`); the error is what to show the user.
 pub type Prepare = Box<dyn Fn(&Chain) -> Result<(), String> + Send + Sync>;
 
 /// Watches the chain's kernel files and prepares reloads.

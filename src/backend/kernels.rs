@@ -2,8 +2,9 @@
 //! with NVRTC for the device's compute capability, and the launcher that runs a filter chain
 //! over a band buffer exactly as `filter::reference` defines it.
 //!
-//! Every kernel but the separable passes takes an `fp_band` (`kernels/framepipe.cuh`) as
-//! its first argument; `Band` is its Rust twin.
+//! Every filter kernel but the separable passes takes an `fp_band` (`kernels/framepipe.cuh`)
+//! as its first argument (`Band` is its Rust twin); the separable passes and the format
+//! conversions (`kernels/convert.cu`) take plain pointers and sizes.
 
 use std::path::Path;
 use std::sync::Arc;

@@ -160,7 +160,7 @@ pub enum Codec {
     Hevc,
     /// MPEG-4 Part 2: where H.264 is missing, the fallback.
     Mpeg4,
-    /// Motion JPEG: the default of .avi (OpenCV's own writer there, which keeps odd sizes).
+    /// Motion JPEG: the default of .avi (keeps odd sizes).
     Mjpeg,
     /// FFV1, lossless: the default of .mkv (it stores framepipe's BGR, not YUV).
     Ffv1,

@@ -1,4 +1,7 @@
-//! Where frames come from: the built-in test pattern, or anything OpenCV can open.
+//! Where frames come from: the built-in test pattern (`pattern`), standard input
+//! (`stdin`: YUV4MPEG2 or raw frames), or anything OpenCV can open (`capture`: cameras,
+//! files, URLs, GStreamer pipelines, still images), with `media` reading a file's timing,
+//! rotation and audio through libavformat.
 //!
 //! A source has a fixed frame size and pixel format, known once it is open. `read` fills a
 //! ring buffer with the next frame: packed BGR, or the source's own YUV layout, which the
