@@ -299,8 +299,6 @@ pub struct AvFile {
     quality: Option<i32>,
     /// Audio streams kept (for the log).
     pub audio_kept: usize,
-    /// The codec written.
-    pub codec: Codec,
     trailer_written: bool,
     /// Seconds spent converting and encoding (and muxing), for `-v`.
     spent: [f64; 2],
@@ -493,7 +491,6 @@ impl AvFile {
             audio,
             quality: fixed,
             audio_kept,
-            codec,
             trailer_written: false,
             spent: [0.0; 2],
         })

@@ -382,18 +382,13 @@ impl OutputSpec {
 /// sequences hold any rate).
 pub fn check_rate(spec: &OutputSpec, fps: f64) -> Result<(), String> {
     let OutputSpec::Video {
-        path,
-        extension,
-        codec,
-        ..
+        path, extension, ..
     } = spec
     else {
         return Ok(());
     };
     #[cfg(feature = "opencv")]
-    let (low, high) = writer::rate_range(extension, *codec);
-    #[cfg(not(feature = "opencv"))]
-    let _ = codec;
+    let (low, high) = writer::rate_range(extension);
     #[cfg(not(feature = "opencv"))]
     let (low, high) = (0.01, 1000.0);
     if (low..=high).contains(&fps) {

@@ -35,7 +35,7 @@ use crate::paths;
 
 /// Frame rates each container accepts here: AVI counts whole frames per second of its
 /// clock (from 1 fps); FFmpeg's Matroska muxer keeps milliseconds; no file below 0.01.
-pub fn rate_range(extension: &str, _codec: Codec) -> (f64, f64) {
+pub fn rate_range(extension: &str) -> (f64, f64) {
     match extension {
         "avi" => (1.0, 1000.0),
         _ => (0.01, 1000.0),

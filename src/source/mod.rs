@@ -130,10 +130,6 @@ pub trait Source: Send {
     fn frame_count(&self) -> Option<u64> {
         None
     }
-    /// Frames per second as an exact fraction, where the source says one (a Y4M header).
-    fn rate(&self) -> Option<(i32, i32)> {
-        None
-    }
     /// The last frame's presentation time, seconds on the output's timeline, where the
     /// source has one (a file's frames); video outputs keep it.
     fn timestamp(&self) -> Option<f64> {

@@ -326,9 +326,6 @@ impl Source for Stdin {
     fn fps(&self) -> Option<f64> {
         self.rate.map(|(n, d)| f64::from(n) / f64::from(d))
     }
-    fn rate(&self) -> Option<(i32, i32)> {
-        self.rate
-    }
     fn is_live(&self) -> bool {
         false
     }
