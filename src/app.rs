@@ -558,8 +558,7 @@ fn open_interruptibly(stop: &Stop, input: InputSpec, args: &RunArgs) -> Result<O
     }
 }
 
-/// Rate of the test pattern, and of a video output whose input does not say.
-const DEFAULT_FPS: f64 = 30.0;
+use crate::frame::DEFAULT_FPS;
 /// Drops above this share of a live input's frames are warned about at the end.
 const DROP_WARNING_PERCENT: u64 = 3;
 /// The rates `--fps` takes besides 0: what every video container here holds.

@@ -11,6 +11,10 @@ use std::str::FromStr;
 /// Bytes per pixel of a BGR frame (B, G, R).
 pub const CHANNELS: usize = 3;
 
+/// The frame rate assumed where nothing says one: the test pattern's, and a video output's
+/// when its input gives none.
+pub const DEFAULT_FPS: f64 = 30.0;
+
 /// Width and height of a frame in pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FrameSize {
@@ -206,7 +210,7 @@ mod tests {
 /// 30000/1001 as a float → 30000/1001), by continued fractions; 30/1 for what is not a rate.
 pub fn ratio_of(fps: f64) -> (i32, i32) {
     if !(fps.is_finite() && fps > 0.0 && fps < 1e6) {
-        return (30, 1);
+        return (DEFAULT_FPS as i32, 1);
     }
     let (mut h0, mut h1, mut k0, mut k1) = (0i64, 1i64, 1i64, 0i64);
     let mut x = fps;

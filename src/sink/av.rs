@@ -325,7 +325,11 @@ impl AvFile {
             .next()
             .unwrap_or_default()
             .to_ascii_lowercase();
-        let rate = rational(timing.rate.unwrap_or((30, 1)));
+        let rate = rational(
+            timing
+                .rate
+                .unwrap_or_else(|| crate::frame::ratio_of(crate::frame::DEFAULT_FPS)),
+        );
         // The timestamps' unit: the input's own time base, unless the codec or container
         // can't count in it (MPEG-4 Part 2 allows at most 65535 ticks a second; AVI counts
         // frames).

@@ -646,7 +646,7 @@ impl Source for Capture {
                 // end of the file: those follow at the last gap.
                 let gap = match (self.pts, self.prev_pts) {
                     (Some(p), Some(q)) if p > q => p - q,
-                    _ => 1.0 / self.fps.unwrap_or(30.0),
+                    _ => 1.0 / self.fps.unwrap_or(crate::frame::DEFAULT_FPS),
                 };
                 let t = match (self.stream_time(), self.pts) {
                     (Some(t), Some(p)) if t <= p => Some(p + gap),
