@@ -20,7 +20,8 @@ pub(crate) fn run_section(
     formats: Formats,
 ) -> Result<Section> {
     let bound = measure::bound(size, chain, formats, 30, 5)?;
-    let both_over_ring_ms = measure::both_rotating(size, DEFAULT_IN_FLIGHT + 4, 30)?;
+    let both_over_ring_ms =
+        measure::both_rotating(size, DEFAULT_IN_FLIGHT + super::RING_SPARE, 30)?;
     let bound_ms = bound.bound_ms();
     let frames_for =
         |per_frame_ms: f64| ((args.seconds * 1e3 / per_frame_ms) as u64).clamp(60, 4000);

@@ -108,7 +108,7 @@ pub(crate) fn run_setup(
         ..CudaSettings::default()
     };
     let backend = backend::create(BackendKind::Cuda, &cfg)?;
-    let ring = setup.in_flight + 4;
+    let ring = setup.in_flight + super::RING_SPARE;
     let (instants, trace) = if setup.threads {
         let opts = Options {
             ring,

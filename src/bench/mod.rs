@@ -31,6 +31,9 @@ pub use verdict::verdict;
 /// Frames in flight of the app's defaults up to 1080p (ring 8, `in_flight = min(ring - 2,
 /// band::default_in_flight)`): the ring the copy measurements rotate over, and the timeline.
 pub(crate) const DEFAULT_IN_FLIGHT: usize = 4;
+/// Ring slots beyond the frames in flight (being captured, waiting, being consumed): a
+/// measured ring holds `in_flight + RING_SPARE` slots.
+pub(crate) const RING_SPARE: usize = 4;
 
 /// Runs `framepipe bench`.
 pub fn run(args: &BenchArgs) -> Result<()> {

@@ -27,7 +27,7 @@ pub fn render(section: &Section) -> String {
     let _ = writeln!(
         out,
         "(H2D+D2H together over {} host buffer pairs in turn, as the ring's slots: {:.3} ms)",
-        DEFAULT_IN_FLIGHT + 4,
+        DEFAULT_IN_FLIGHT + super::RING_SPARE,
         section.both_over_ring_ms
     );
     let _ = writeln!(

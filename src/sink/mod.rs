@@ -1,4 +1,7 @@
-//! Where processed frames go: a window, a video file, an image sequence, or nowhere.
+//! Where processed frames go: a window, a video file, an image sequence, standard output,
+//! or nowhere. This room holds the `Sink` trait, `Tee` (several sinks fed the same frames)
+//! and the factory (`open_output`); what `--output` names is `spec`, the containers and
+//! codecs are `codec`, and claiming a file before writing it is `claim`.
 //!
 //! Sinks run on one thread (the main thread, so that every highgui call stays there), see
 //! frames in order, and are always `finish`ed, also after an error, so that files are
@@ -7,9 +10,11 @@
 #[cfg(feature = "opencv")]
 pub mod av;
 pub mod claim;
+pub mod codec;
 pub mod null;
 pub mod ppm;
 pub mod progress;
+pub mod spec;
 #[cfg(feature = "opencv")]
 pub mod strip;
 #[cfg(feature = "opencv")]
@@ -20,11 +25,12 @@ pub mod writer;
 mod xscreen;
 pub mod y4m;
 
-use std::path::Path;
-
 use anyhow::Result;
 
-use crate::frame::{FrameSize, SequencePattern};
+pub use codec::{Codec, VIDEO_EXTENSIONS};
+pub use spec::{check_rate, OutputSpec, SEQUENCE_EXTENSIONS};
+
+use crate::frame::FrameSize;
 
 /// What a sink wants after a frame.
 #[derive(Debug, PartialEq, Clone)]
@@ -148,257 +154,6 @@ impl Sink for Tee {
     }
 }
 
-/// Container formats `--output` writes as video.
-pub const VIDEO_EXTENSIONS: &[&str] = &["mp4", "mov", "mkv", "avi", "webm"];
-
-/// `--codec`: what a video file's frames are compressed with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Codec {
-    /// H.264 (libx264 through FFmpeg): the default of .mp4 and .mov.
-    H264,
-    /// HEVC / H.265 (libx265 through FFmpeg).
-    Hevc,
-    /// MPEG-4 Part 2: where H.264 is missing, the fallback.
-    Mpeg4,
-    /// Motion JPEG: the default of .avi (keeps odd sizes).
-    Mjpeg,
-    /// FFV1, lossless: the default of .mkv (it stores framepipe's BGR, not YUV).
-    Ffv1,
-    /// VP9: the default and only codec of .webm.
-    Vp9,
-}
-
-impl Codec {
-    /// The codec a container gets when `--codec` is not given.
-    pub fn default_for(extension: &str) -> Codec {
-        match extension {
-            "avi" => Codec::Mjpeg,
-            "mkv" => Codec::Ffv1,
-            "webm" => Codec::Vp9,
-            _ => Codec::H264,
-        }
-    }
-
-    /// Whether the container `extension` can hold it.
-    pub fn fits(self, extension: &str) -> bool {
-        match extension {
-            "mkv" => true,
-            "webm" => self == Codec::Vp9,
-            "mp4" => matches!(self, Codec::H264 | Codec::Hevc | Codec::Mpeg4 | Codec::Vp9),
-            "mov" => !matches!(self, Codec::Vp9),
-            "avi" => !matches!(self, Codec::Vp9 | Codec::Hevc),
-            _ => false,
-        }
-    }
-
-    /// Its `--codec` name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Codec::H264 => "h264",
-            Codec::Hevc => "hevc",
-            Codec::Mpeg4 => "mpeg4",
-            Codec::Mjpeg => "mjpeg",
-            Codec::Ffv1 => "ffv1",
-            Codec::Vp9 => "vp9",
-        }
-    }
-}
-/// Image formats `--output` writes as numbered sequences.
-pub const SEQUENCE_EXTENSIONS: &[&str] = &["png", "ppm", "bmp", "tif", "tiff", "jpg", "jpeg"];
-
-/// What `--output` names, checked before anything runs.
-#[derive(Clone, Debug, PartialEq)]
-pub enum OutputSpec {
-    /// A video file.
-    Video {
-        /// Its path.
-        path: String,
-        /// Its extension, lower-cased (the container).
-        extension: String,
-        /// What its frames are compressed with.
-        codec: Codec,
-        /// JPEG quality (1–100) of OpenCV's Motion JPEG writer, when asked for.
-        quality: Option<u8>,
-    },
-    /// A YUV4MPEG2 stream on standard output (`-`).
-    Stdout,
-    /// Numbered images.
-    Sequence {
-        /// The file names.
-        pattern: SequencePattern,
-        /// The image format's extension, lower-cased.
-        extension: String,
-    },
-}
-
-impl OutputSpec {
-    /// Checks `--output` without opening anything.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        if s == "-" {
-            return Ok(OutputSpec::Stdout);
-        }
-        if s.contains("://") {
-            return Err(format!(
-                "--output '{s}': network outputs (udp://, rtmp://, …) are not supported; write a file"
-            ));
-        }
-        let path = Path::new(s);
-        if s.ends_with('/') || path.is_dir() {
-            return Err(format!("--output '{s}' is a folder; name a file in it"));
-        }
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .ok_or_else(|| format!("--output '{s}' does not name a file"))?;
-        let extension = crate::paths::extension(Path::new(name));
-        if path
-            .parent()
-            .is_some_and(|dir| dir.to_string_lossy().contains('%'))
-        {
-            return Err(format!(
-                "--output '{s}': the number pattern must be in the file name"
-            ));
-        }
-        let what = if extension.is_empty() {
-            "files without an extension".to_string()
-        } else {
-            format!("'.{extension}' files")
-        };
-        let supported = || {
-            format!(
-                "--output '{s}': cannot write {what}; use a video ({}) or an image sequence such as frames/%05d.png ({})",
-                VIDEO_EXTENSIONS.join(", "),
-                SEQUENCE_EXTENSIONS.join(", ")
-            )
-        };
-        // A video file's name is taken as written ('100%.mkv'); a frame number in it means
-        // an image sequence was meant.
-        let video = VIDEO_EXTENSIONS.contains(&extension.as_str());
-        match SequencePattern::parse(name) {
-            Some(Ok(_)) if video => Err(format!(
-                "--output '{s}': %d numbers the files of an image sequence, and .{extension} is a video container holding every frame in one file: name one file, or use an image extension (.png, …) for a sequence"
-            )),
-            Some(Err(_)) if video => Self::parse_video(s, extension),
-            Some(Err(e)) => Err(format!("--output: {e}")),
-            Some(Ok(_)) => {
-                if !SEQUENCE_EXTENSIONS.contains(&extension.as_str()) {
-                    return Err(supported());
-                }
-                let pattern = SequencePattern::parse(s)
-                    .expect("has %")
-                    .map_err(|e| format!("--output: {e}"))?;
-                if !cfg!(feature = "opencv") && extension != "ppm" {
-                    return Err(format!(
-                        "--output '{s}': this build has no OpenCV and writes only .ppm sequences"
-                    ));
-                }
-                Ok(OutputSpec::Sequence { pattern, extension })
-            }
-            None => {
-                if SEQUENCE_EXTENSIONS.contains(&extension.as_str()) {
-                    return Err(format!(
-                        "--output '{s}': an image output needs a frame number, for example frames/%05d.{extension}"
-                    ));
-                }
-                if !video {
-                    return Err(supported());
-                }
-                Self::parse_video(s, extension)
-            }
-        }
-    }
-
-    /// A video file named `s`, of the container `extension`.
-    fn parse_video(s: &str, extension: String) -> Result<Self, String> {
-        crate::paths::check_folder("--output", s)?;
-        if !cfg!(feature = "opencv") {
-            return Err(format!(
-                "--output '{s}': this build has no OpenCV; write a .ppm sequence such as frames/%05d.ppm"
-            ));
-        }
-        let codec = Codec::default_for(&extension);
-        Ok(OutputSpec::Video {
-            path: s.to_string(),
-            extension,
-            codec,
-            quality: None,
-        })
-    }
-}
-
-impl OutputSpec {
-    /// Uses `codec` for a video output instead of its container's default; fails where the
-    /// container can't hold it, or for an image sequence.
-    pub fn with_codec(self, codec: Option<Codec>) -> Result<Self, String> {
-        let Some(codec) = codec else { return Ok(self) };
-        match self {
-            OutputSpec::Video {
-                path,
-                extension,
-                quality,
-                ..
-            } => {
-                if !codec.fits(&extension) {
-                    return Err(format!(
-                        "--codec {}: a .{extension} file can't hold it (.mkv holds every codec)",
-                        codec.name()
-                    ));
-                }
-                Ok(OutputSpec::Video {
-                    path,
-                    extension,
-                    codec,
-                    quality,
-                })
-            }
-            OutputSpec::Sequence { .. } | OutputSpec::Stdout => Err(
-                "--codec applies to video files, not to image sequences or standard output".into(),
-            ),
-        }
-    }
-
-    /// Sets the quality (0-100, a fixed quantiser) of a Motion JPEG or MPEG-4 Part 2 video;
-    /// fails for any other output.
-    pub fn with_quality(self, quality: Option<u8>) -> Result<Self, String> {
-        let Some(q) = quality else { return Ok(self) };
-        match self {
-            OutputSpec::Video {
-                path,
-                extension,
-                codec: codec @ (Codec::Mjpeg | Codec::Mpeg4),
-                ..
-            } => Ok(OutputSpec::Video {
-                path,
-                extension,
-                codec,
-                quality: Some(q),
-            }),
-            _ => Err("--quality applies to Motion JPEG and MPEG-4 Part 2 (a fixed quantiser); H.264, HEVC and VP9 keep their encoders' defaults, and FFV1 is lossless".into()),
-        }
-    }
-}
-
-/// Fails when a video output's container can't hold `fps` frames per second (image
-/// sequences hold any rate).
-pub fn check_rate(spec: &OutputSpec, fps: f64) -> Result<(), String> {
-    let OutputSpec::Video {
-        path, extension, ..
-    } = spec
-    else {
-        return Ok(());
-    };
-    #[cfg(feature = "opencv")]
-    let (low, high) = writer::rate_range(extension);
-    #[cfg(not(feature = "opencv"))]
-    let (low, high) = (0.01, 1000.0);
-    if (low..=high).contains(&fps) {
-        return Ok(());
-    }
-    Err(format!(
-        "--output '{path}': a .{extension} file holds {low} to {high} frames per second, not {fps} (the rate comes from the input, or from --fps for the test pattern)"
-    ))
-}
-
 /// What a video file needs to keep the input's timing and audio (see `av::Timing`).
 #[cfg(feature = "opencv")]
 pub use av::Timing;
@@ -444,37 +199,6 @@ pub fn open_output(
         (other, _) => {
             let _ = (size, fps, timing, fragmented);
             anyhow::bail!("internal: {other:?} was not claimed, or this build cannot write it")
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn validates_outputs() {
-        let dir = std::env::temp_dir();
-        let d = dir.to_str().unwrap();
-        assert!(matches!(
-            OutputSpec::parse(&format!("{d}/x%04d.ppm")).unwrap(),
-            OutputSpec::Sequence { .. }
-        ));
-        for (bad, says) in [
-            ("/no/such/dir/out.mp4".to_string(), "does not exist"),
-            (format!("{d}/out.xyz"), "cannot write '.xyz'"),
-            (format!("{d}/out.png"), "needs a frame number"),
-            (format!("{d}/out%s.png"), "expected %d"),
-            (
-                format!("{d}/out%d.mp4"),
-                "numbers the files of an image sequence",
-            ),
-            (format!("{d}/"), "is a folder"),
-            (format!("{d}/noext"), "without an extension"),
-            ("udp://10.0.0.1:5000".to_string(), "network outputs"),
-        ] {
-            let e = OutputSpec::parse(&bad).unwrap_err();
-            assert!(e.contains(says), "{bad}: {e}");
         }
     }
 }

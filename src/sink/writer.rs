@@ -33,15 +33,6 @@ use crate::budget::human;
 use crate::frame::{FrameSize, SequencePattern};
 use crate::paths;
 
-/// Frame rates each container accepts here: AVI counts whole frames per second of its
-/// clock (from 1 fps); FFmpeg's Matroska muxer keeps milliseconds; no file below 0.01.
-pub fn rate_range(extension: &str) -> (f64, f64) {
-    match extension {
-        "avi" => (1.0, 1000.0),
-        _ => (0.01, 1000.0),
-    }
-}
-
 /// Room always kept free beside a file's frames: its index and trailer.
 const INDEX_RESERVE: u64 = 256 * 1024;
 /// Bytes of index per frame (MP4's stts/stsz/stco, Matroska's cues, AVI's idx1), generously.

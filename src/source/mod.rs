@@ -15,6 +15,8 @@ pub mod stdin;
 #[cfg(feature = "opencv")]
 pub mod capture;
 #[cfg(feature = "opencv")]
+mod ffmpeg_log;
+#[cfg(feature = "opencv")]
 pub mod media;
 
 use anyhow::Result;

@@ -1,0 +1,234 @@
+//! What `--output` names, checked before anything opens: a video file (its container and
+//! codec), an image sequence, or standard output; and the rates a container holds.
+//!
+//! Invariants: parsing opens nothing and creates nothing; every refusal names the output and
+//! says what would work.
+
+use std::path::Path;
+
+use super::codec::{Codec, VIDEO_EXTENSIONS};
+use crate::frame::SequencePattern;
+
+/// Image formats `--output` writes as numbered sequences.
+pub const SEQUENCE_EXTENSIONS: &[&str] = &["png", "ppm", "bmp", "tif", "tiff", "jpg", "jpeg"];
+
+/// What `--output` names, checked before anything runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OutputSpec {
+    /// A video file.
+    Video {
+        /// Its path.
+        path: String,
+        /// Its extension, lower-cased (the container).
+        extension: String,
+        /// What its frames are compressed with.
+        codec: Codec,
+        /// JPEG quality (1–100) of OpenCV's Motion JPEG writer, when asked for.
+        quality: Option<u8>,
+    },
+    /// A YUV4MPEG2 stream on standard output (`-`).
+    Stdout,
+    /// Numbered images.
+    Sequence {
+        /// The file names.
+        pattern: SequencePattern,
+        /// The image format's extension, lower-cased.
+        extension: String,
+    },
+}
+
+impl OutputSpec {
+    /// Checks `--output` without opening anything.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        if s == "-" {
+            return Ok(OutputSpec::Stdout);
+        }
+        if s.contains("://") {
+            return Err(format!(
+                "--output '{s}': network outputs (udp://, rtmp://, …) are not supported; write a file"
+            ));
+        }
+        let path = Path::new(s);
+        if s.ends_with('/') || path.is_dir() {
+            return Err(format!("--output '{s}' is a folder; name a file in it"));
+        }
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .ok_or_else(|| format!("--output '{s}' does not name a file"))?;
+        let extension = crate::paths::extension(Path::new(name));
+        if path
+            .parent()
+            .is_some_and(|dir| dir.to_string_lossy().contains('%'))
+        {
+            return Err(format!(
+                "--output '{s}': the number pattern must be in the file name"
+            ));
+        }
+        let what = if extension.is_empty() {
+            "files without an extension".to_string()
+        } else {
+            format!("'.{extension}' files")
+        };
+        let supported = || {
+            format!(
+                "--output '{s}': cannot write {what}; use a video ({}) or an image sequence such as frames/%05d.png ({})",
+                VIDEO_EXTENSIONS.join(", "),
+                SEQUENCE_EXTENSIONS.join(", ")
+            )
+        };
+        // A video file's name is taken as written ('100%.mkv'); a frame number in it means
+        // an image sequence was meant.
+        let video = VIDEO_EXTENSIONS.contains(&extension.as_str());
+        match SequencePattern::parse(name) {
+            Some(Ok(_)) if video => Err(format!(
+                "--output '{s}': %d numbers the files of an image sequence, and .{extension} is a video container holding every frame in one file: name one file, or use an image extension (.png, …) for a sequence"
+            )),
+            Some(Err(_)) if video => Self::parse_video(s, extension),
+            Some(Err(e)) => Err(format!("--output: {e}")),
+            Some(Ok(_)) => {
+                if !SEQUENCE_EXTENSIONS.contains(&extension.as_str()) {
+                    return Err(supported());
+                }
+                let pattern = SequencePattern::parse(s)
+                    .expect("has %")
+                    .map_err(|e| format!("--output: {e}"))?;
+                if !cfg!(feature = "opencv") && extension != "ppm" {
+                    return Err(format!(
+                        "--output '{s}': this build has no OpenCV and writes only .ppm sequences"
+                    ));
+                }
+                Ok(OutputSpec::Sequence { pattern, extension })
+            }
+            None => {
+                if SEQUENCE_EXTENSIONS.contains(&extension.as_str()) {
+                    return Err(format!(
+                        "--output '{s}': an image output needs a frame number, for example frames/%05d.{extension}"
+                    ));
+                }
+                if !video {
+                    return Err(supported());
+                }
+                Self::parse_video(s, extension)
+            }
+        }
+    }
+
+    /// A video file named `s`, of the container `extension`.
+    fn parse_video(s: &str, extension: String) -> Result<Self, String> {
+        crate::paths::check_folder("--output", s)?;
+        if !cfg!(feature = "opencv") {
+            return Err(format!(
+                "--output '{s}': this build has no OpenCV; write a .ppm sequence such as frames/%05d.ppm"
+            ));
+        }
+        let codec = Codec::default_for(&extension);
+        Ok(OutputSpec::Video {
+            path: s.to_string(),
+            extension,
+            codec,
+            quality: None,
+        })
+    }
+}
+
+impl OutputSpec {
+    /// Uses `codec` for a video output instead of its container's default; fails where the
+    /// container can't hold it, or for an image sequence.
+    pub fn with_codec(self, codec: Option<Codec>) -> Result<Self, String> {
+        let Some(codec) = codec else { return Ok(self) };
+        match self {
+            OutputSpec::Video {
+                path,
+                extension,
+                quality,
+                ..
+            } => {
+                if !codec.fits(&extension) {
+                    return Err(format!(
+                        "--codec {}: a .{extension} file can't hold it (.mkv holds every codec)",
+                        codec.name()
+                    ));
+                }
+                Ok(OutputSpec::Video {
+                    path,
+                    extension,
+                    codec,
+                    quality,
+                })
+            }
+            OutputSpec::Sequence { .. } | OutputSpec::Stdout => Err(
+                "--codec applies to video files, not to image sequences or standard output".into(),
+            ),
+        }
+    }
+
+    /// Sets the quality (0-100, a fixed quantiser) of a Motion JPEG or MPEG-4 Part 2 video;
+    /// fails for any other output.
+    pub fn with_quality(self, quality: Option<u8>) -> Result<Self, String> {
+        let Some(q) = quality else { return Ok(self) };
+        match self {
+            OutputSpec::Video {
+                path,
+                extension,
+                codec: codec @ (Codec::Mjpeg | Codec::Mpeg4),
+                ..
+            } => Ok(OutputSpec::Video {
+                path,
+                extension,
+                codec,
+                quality: Some(q),
+            }),
+            _ => Err("--quality applies to Motion JPEG and MPEG-4 Part 2 (a fixed quantiser); H.264, HEVC and VP9 keep their encoders' defaults, and FFV1 is lossless".into()),
+        }
+    }
+}
+
+/// Fails when a video output's container can't hold `fps` frames per second (image
+/// sequences hold any rate).
+pub fn check_rate(spec: &OutputSpec, fps: f64) -> Result<(), String> {
+    let OutputSpec::Video {
+        path, extension, ..
+    } = spec
+    else {
+        return Ok(());
+    };
+    let (low, high) = super::codec::rate_range(extension);
+    if (low..=high).contains(&fps) {
+        return Ok(());
+    }
+    Err(format!(
+        "--output '{path}': a .{extension} file holds {low} to {high} frames per second, not {fps} (the rate comes from the input, or from --fps for the test pattern)"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validates_outputs() {
+        let dir = std::env::temp_dir();
+        let d = dir.to_str().unwrap();
+        assert!(matches!(
+            OutputSpec::parse(&format!("{d}/x%04d.ppm")).unwrap(),
+            OutputSpec::Sequence { .. }
+        ));
+        for (bad, says) in [
+            ("/no/such/dir/out.mp4".to_string(), "does not exist"),
+            (format!("{d}/out.xyz"), "cannot write '.xyz'"),
+            (format!("{d}/out.png"), "needs a frame number"),
+            (format!("{d}/out%s.png"), "expected %d"),
+            (
+                format!("{d}/out%d.mp4"),
+                "numbers the files of an image sequence",
+            ),
+            (format!("{d}/"), "is a folder"),
+            (format!("{d}/noext"), "without an extension"),
+            ("udp://10.0.0.1:5000".to_string(), "network outputs"),
+        ] {
+            let e = OutputSpec::parse(&bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
+}

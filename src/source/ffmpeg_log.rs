@@ -1,0 +1,117 @@
+//! FFmpeg's log, watched for the one sign that OpenCV 4.6 returned a stale frame.
+//!
+//! OpenCV's FFmpeg reader sets its colour conversion up for the stream's first frame size.
+//! When the decoded size later grows (a transport stream or a concatenation of clips), the
+//! conversion fails with FFmpeg's "Slice parameters … are invalid" and OpenCV hands out
+//! the previous frame again, without a word. The hook counts those messages, notes the
+//! H.264 decoder's re-initializations (a size change either way), and passes every other
+//! message on to FFmpeg's own printer (none with -q).
+//!
+//! Invariants: installed once, before OpenCV's first open (so no line escapes it); with -q
+//! every line is dropped after it is looked at; a line is formatted only where it is read.
+
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+type Callback = unsafe extern "C" fn(*mut c_void, c_int, *const c_char, *mut c_void);
+type FormatLine = unsafe extern "C" fn(
+    *mut c_void,
+    c_int,
+    *const c_char,
+    *mut c_void,
+    *mut c_char,
+    c_int,
+    *mut c_int,
+);
+
+static SCALER_FAILURES: AtomicU64 = AtomicU64::new(0);
+/// The size an H.264 decoder last re-initialized to, as `width << 32 | height`.
+static REINIT_SIZE: AtomicU64 = AtomicU64::new(0);
+static DEFAULT: OnceLock<Option<(Callback, FormatLine)>> = OnceLock::new();
+
+/// How many frames FFmpeg's scaler refused so far.
+pub fn scaler_failures() -> u64 {
+    SCALER_FAILURES.load(Ordering::SeqCst)
+}
+
+/// The size an H.264 decoder last re-initialized to (its "Reinit context to WxH"
+/// message, at debug level: a size change, also a shrinking one, which OpenCV 4.6
+/// answers with frames of the old size holding the wrong pixels); None before any.
+pub fn reinit_size() -> Option<(usize, usize)> {
+    let v = REINIT_SIZE.load(Ordering::SeqCst);
+    (v != 0).then_some(((v >> 32) as usize, (v & 0xffff_ffff) as usize))
+}
+
+// `va_list` is passed as a pointer on x86-64 and AArch64 Linux, so the hook forwards it
+// untouched as one.
+unsafe extern "C" fn hook(avcl: *mut c_void, level: c_int, fmt: *const c_char, vl: *mut c_void) {
+    // SAFETY: FFmpeg passes a NUL-terminated format string, or null.
+    if !fmt.is_null()
+        && unsafe { CStr::from_ptr(fmt) }
+            .to_bytes()
+            .starts_with(b"Slice parameters")
+    {
+        SCALER_FAILURES.fetch_add(1, Ordering::SeqCst);
+    }
+    let Some(Some((default, format_line))) = DEFAULT.get() else {
+        return;
+    };
+    // SAFETY: as above.
+    if !fmt.is_null()
+        && unsafe { CStr::from_ptr(fmt) }
+            .to_bytes()
+            .starts_with(b"Reinit context to ")
+    {
+        // A debug-level line the default printer would not print at OpenCV's level: it
+        // is formatted here (which consumes `vl`) and not passed on.
+        let mut line = [0 as c_char; 256];
+        let mut prefix: c_int = 0;
+        // SAFETY: FFmpeg's own arguments; `line` is writable for its length, which
+        // av_log_format_line NUL-terminates within.
+        unsafe {
+            format_line(avcl, level, fmt, vl, line.as_mut_ptr(), 256, &mut prefix);
+            let text = CStr::from_ptr(line.as_ptr()).to_string_lossy();
+            if let Some((w, h)) = parse_reinit(&text) {
+                REINIT_SIZE.store((w as u64) << 32 | h as u64, Ordering::SeqCst);
+            }
+        }
+        return;
+    }
+    // -q: framepipe's own lines only (FFmpeg's "Duplicate element" and the like say
+    // nothing a user can act on that framepipe does not say itself).
+    if !crate::msg::enabled(crate::msg::Level::Normal) {
+        return;
+    }
+    // SAFETY: the arguments are FFmpeg's own, passed on to its default printer.
+    unsafe { default(avcl, level, fmt, vl) };
+}
+
+/// "… Reinit context to 1280x720, pix_fmt: yuv420p" → (1280, 720).
+fn parse_reinit(line: &str) -> Option<(usize, usize)> {
+    let rest = line.split("Reinit context to ").nth(1)?;
+    let size = rest.split([',', ' ', '\n']).next()?;
+    let (w, h) = size.split_once('x')?;
+    Some((w.parse().ok()?, h.parse().ok()?))
+}
+
+/// Installs the hook once, where the process has FFmpeg's libavutil (OpenCV loads it).
+pub fn install() {
+    DEFAULT.get_or_init(|| {
+        // SAFETY: dlsym with RTLD_DEFAULT and NUL-terminated names only looks symbols up;
+        // a found symbol has the C type FFmpeg declares for it (avutil/log.h).
+        unsafe {
+            let set = libc::dlsym(libc::RTLD_DEFAULT, c"av_log_set_callback".as_ptr());
+            let default = libc::dlsym(libc::RTLD_DEFAULT, c"av_log_default_callback".as_ptr());
+            let format = libc::dlsym(libc::RTLD_DEFAULT, c"av_log_format_line".as_ptr());
+            if set.is_null() || default.is_null() || format.is_null() {
+                return None;
+            }
+            let set: unsafe extern "C" fn(Callback) = std::mem::transmute(set);
+            let default: Callback = std::mem::transmute(default);
+            let format: FormatLine = std::mem::transmute(format);
+            set(hook);
+            Some((default, format))
+        }
+    });
+}
