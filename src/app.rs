@@ -33,7 +33,13 @@ pub fn run(args: &RunArgs) -> Result<()> {
     let input = InputSpec::parse(args.input.as_deref()).map_err(anyhow::Error::msg)?;
     let claimed = check_outputs(args, checked.output.as_ref(), &input)?;
     if !args.headless {
-        check_window_possible()?;
+        if let Err(e) = check_window_possible() {
+            if stop.is_requested() {
+                info!("stopped before the window opened; nothing was written");
+                return Ok(());
+            }
+            return Err(e);
+        }
     }
 
     // CUDA starts (context, kernels) while the input opens.

@@ -785,8 +785,6 @@ fn a_silent_x_server_is_refused_within_seconds() {
         .spawn()
         .unwrap();
     let o = wait_with_deadline(child, Duration::from_secs(20), "silent X server");
-    send(&x, libc::SIGTERM);
-    let _ = x.wait();
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("did not answer"), "{err}");
@@ -794,6 +792,31 @@ fn a_silent_x_server_is_refused_within_seconds() {
         started.elapsed() < Duration::from_secs(8),
         "{:?}",
         started.elapsed()
+    );
+    // A stop while the display is being asked ends the run at once.
+    let child = Command::new(bin())
+        .args(["-i", "pattern", "--frames", "5"])
+        .env("DISPLAY", format!(":{}", line.trim()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    send(&child, libc::SIGTERM);
+    let stopped = Instant::now();
+    let o = wait_with_deadline(
+        child,
+        Duration::from_secs(10),
+        "stop while asking the display",
+    );
+    send(&x, libc::SIGTERM);
+    let _ = x.wait();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stopped.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        stopped.elapsed()
     );
 }
 

@@ -171,7 +171,7 @@ fn the_rolling_trace_keeps_the_last_frames_in_flat_memory() {
             "--backend",
             "cpu",
             "-f",
-            "gauss:2",
+            "invert",
             "--frames",
             &frames.to_string(),
         ])

@@ -337,6 +337,9 @@ fn fit(size: FrameSize, screen: Option<(u32, u32)>) -> (u32, u32) {
     (((w * scale) as u32).max(1), ((h * scale) as u32).max(1))
 }
 
+/// What `check_display` says when a stop came while the display was being asked.
+pub const STOPPED_WAITING: &str = "stopped while waiting for the X display to answer";
+
 /// How long an X server may take to answer the connection setup before the display is
 /// called frozen.
 const DISPLAY_ANSWER: std::time::Duration = std::time::Duration::from_secs(3);
@@ -360,9 +363,26 @@ pub fn check_display() -> Result<(), String> {
             "cannot reach the X display '{display}'; run with --headless, optionally with --output FILE"
         ));
     }
-    // Qt's XOpenDisplay waits forever on a server that accepts and never answers: ask first.
+    // Qt's XOpenDisplay waits forever on a server that accepts and never answers: ask first,
+    // on a helper thread, so that a stop meanwhile is answered at once.
     use super::xscreen::{handshake, Setup};
-    match handshake(&display, DISPLAY_ANSWER) {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let asked = display.clone();
+    std::thread::Builder::new()
+        .name("display probe".into())
+        .spawn(move || {
+            let _ = tx.send(handshake(&asked, DISPLAY_ANSWER));
+        })
+        .map_err(|e| format!("probing the X display: {e}"))?;
+    let stop = crate::stop::Stop::process();
+    let answer = loop {
+        match rx.recv_timeout(crate::stop::Stop::TICK) {
+            Ok(answer) => break answer,
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) if !stop.is_requested() => {}
+            Err(_) => return Err(STOPPED_WAITING.into()),
+        }
+    };
+    match answer {
         Setup::Silent => Err(format!(
             "the X display '{display}' accepted a connection but did not answer within {} s (a frozen X server?); run with --headless, optionally with --output FILE",
             DISPLAY_ANSWER.as_secs()
