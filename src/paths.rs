@@ -200,7 +200,6 @@ pub fn check_name(flag: &str, path: &str) -> Result<(), String> {
         .map(|c| unsafe { libc::pathconf(c.as_ptr(), libc::_PC_NAME_MAX) })
         .filter(|&m| m > 0)
         .map_or(255, |m| m as usize);
-    // The replacement's temporary name adds ".framepipe-PID.part" to it.
     if len > max {
         return Err(format!(
             "{flag}: the file name is {len} bytes long, and its file system allows at most {max}: choose a shorter name"

@@ -109,14 +109,16 @@ fn part_name(path: &Path) -> PathBuf {
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let name = match path.extension() {
-        Some(ext) => format!(
-            "{stem}.framepipe-{}.part.{}",
-            std::process::id(),
-            ext.to_string_lossy()
-        ),
-        None => format!("{stem}.framepipe-{}.part", std::process::id()),
-    };
+    let ext = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    let pid = std::process::id();
+    let mut name = format!("{stem}.framepipe-{pid}.part{ext}");
+    // A name near the file system's limit leaves no room for the suffix: a short one then.
+    if name.len() > 255 {
+        name = format!(".framepipe-{pid}.part{ext}");
+    }
     path.with_file_name(name)
 }
 
@@ -324,6 +326,9 @@ mod tests {
         let mut c = VideoClaim::new("--output", s, Overwrite::Replace).unwrap();
         assert!(c.replacing() && c.writing != s);
         assert!(c.writing.ends_with(".part.mp4"), "{}", c.writing);
+        assert!(part_name(&d.join(format!("{}.mkv", "n".repeat(250))))
+            .file_name()
+            .is_some_and(|n| n.len() < 40));
         std::fs::write(&c.writing, b"half").unwrap();
         assert!(c.commit(0).is_err());
         assert_eq!(std::fs::read(&p).unwrap(), b"precious");
