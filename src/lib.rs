@@ -5,7 +5,8 @@
 //! `source` (capture) → `ring` (page-locked slots) → `backend` (CUDA bands, or the CPU)
 //! → `sink` (window or file), wired together by `pipeline`. `filter` defines every filter
 //! (its `reference` is what both backends are tested against), `band` cuts frames, `trace`
-//! records where the time goes; `app`, `bench` and `doctor` are the three commands.
+//! records where the time goes, `timebase` is FFmpeg's time arithmetic for the sources and
+//! the writer; `app`, `bench` and `doctor` are the commands (with `check-kernel`).
 
 pub mod app;
 pub mod backend;
@@ -26,4 +27,6 @@ pub mod sink;
 pub mod source;
 pub mod stats;
 pub mod stop;
+#[cfg(feature = "opencv")]
+pub mod timebase;
 pub mod trace;

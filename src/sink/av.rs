@@ -16,7 +16,8 @@ use ffmpeg_next as ff;
 
 use super::Codec;
 use crate::frame::FrameSize;
-use crate::source::media::{self, Ratio};
+use crate::source::media;
+use crate::timebase::Ratio;
 
 /// Where a file's frames and audio come from, for the writer's timing.
 #[derive(Clone, Debug, Default)]
@@ -31,13 +32,7 @@ pub struct Timing {
 
 pub use crate::frame::ratio_of;
 
-fn rational((n, d): Ratio) -> ff::Rational {
-    ff::Rational::new(n, d)
-}
-
-fn seconds(ts: i64, tb: ff::Rational) -> f64 {
-    ts as f64 * f64::from(tb.numerator()) / f64::from(tb.denominator())
-}
+use crate::timebase::{rational, seconds};
 
 /// The encoder's name, pixel format and options for `codec`.
 fn encoder_for(codec: Codec) -> (&'static str, ff::format::Pixel, Vec<(&'static str, String)>) {
@@ -407,13 +402,7 @@ impl AvFile {
         if let Some((from, streams)) = &timing.audio {
             let input = ff::format::input(from)
                 .with_context(|| format!("reading the audio of {}", from.display()))?;
-            // SAFETY: `input` is an open input context; start_time is a plain field.
-            let start_ts = unsafe { (*input.as_ptr()).start_time };
-            let start = if start_ts == ff::ffi::AV_NOPTS_VALUE {
-                0.0
-            } else {
-                start_ts as f64 / f64::from(ff::ffi::AV_TIME_BASE)
-            };
+            let start = crate::timebase::file_start(&input).unwrap_or(0.0);
             let mut map = vec![None; input.nb_streams() as usize];
             for ist in input.streams().filter(|s| streams.contains(&s.index())) {
                 let params = ist.parameters();

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use ffmpeg_next as ff;
 
-/// A rate or time base as a fraction.
-pub type Ratio = (i32, i32);
+pub use crate::timebase::Ratio;
+use crate::timebase::{file_start, ratio, stream_start};
 
 /// A video file's timing, orientation and audio.
 #[derive(Clone, Debug, PartialEq)]
@@ -46,10 +46,6 @@ pub fn init() {
             ff::util::log::Level::Quiet
         });
     });
-}
-
-fn ratio(r: ff::Rational) -> Option<Ratio> {
-    (r.numerator() > 0 && r.denominator() > 0).then(|| (r.numerator(), r.denominator()))
 }
 
 /// ffmpeg's `get_rotation`: the display matrix's angle turned into clockwise degrees, to the
@@ -95,21 +91,8 @@ pub fn probe(path: &Path) -> Option<MediaInfo> {
     let video = ctx.streams().best(ff::media::Type::Video)?;
     let rate = ratio(video.avg_frame_rate()).or_else(|| ratio(video.rate()));
     let tb = video.time_base();
-    // SAFETY: `ctx` is an open input context; start_time is a plain field.
-    let file_start = unsafe { (*ctx.as_ptr()).start_time };
-    let seconds = |ts: i64, base: ff::Rational| {
-        ts as f64 * f64::from(base.numerator()) / f64::from(base.denominator())
-    };
-    let video_start = if video.start_time() == ff::ffi::AV_NOPTS_VALUE {
-        0.0
-    } else {
-        seconds(video.start_time(), tb)
-    };
-    let file_start = if file_start == ff::ffi::AV_NOPTS_VALUE {
-        video_start
-    } else {
-        file_start as f64 / f64::from(ff::ffi::AV_TIME_BASE)
-    };
+    let video_start = stream_start(&video).unwrap_or(0.0);
+    let file_start = file_start(&ctx).unwrap_or(video_start);
     let audio = ctx
         .streams()
         .filter(|s| s.parameters().medium() == ff::media::Type::Audio)
