@@ -299,6 +299,120 @@ pub struct AvFile {
     spent: [f64; 2],
 }
 
+/// The timestamps' unit: the input's own time base, unless the codec or container can't
+/// count in it (MPEG-4 Part 2 allows at most 65535 ticks a second; AVI counts frames), then
+/// one tick a frame at `rate`.
+fn time_base_for(
+    timing: &Timing,
+    rate: ff::Rational,
+    codec: Codec,
+    extension: &str,
+) -> ff::Rational {
+    match timing.time_base.map(rational) {
+        Some(tb) if extension != "avi" && !(codec == Codec::Mpeg4 && tb.denominator() > 65_535) => {
+            tb
+        }
+        _ => rate.invert(),
+    }
+}
+
+/// The encoder's options: `threads=auto` (every core, frame or slice threads, as ffmpeg
+/// does), the codec's own (`encoder_for`), and a lookahead of `lookahead` frames for x264
+/// and x265 where one is asked for.
+fn encoder_options(
+    codec: Codec,
+    options: &[(&'static str, String)],
+    lookahead: Option<i64>,
+) -> ff::Dictionary<'static> {
+    let mut dict = ff::Dictionary::new();
+    dict.set("threads", "auto");
+    for (k, v) in options {
+        match (codec, lookahead) {
+            (Codec::Hevc, Some(n)) if *k == "x265-params" => {
+                dict.set(k, &format!("{v}:rc-lookahead={n}"))
+            }
+            _ => dict.set(k, v),
+        }
+    }
+    if let (Codec::H264, Some(n)) = (codec, lookahead) {
+        dict.set("rc-lookahead", &n.to_string());
+    }
+    dict
+}
+
+/// Adds to `out` a stream for each of `streams` of the file `from` that the container
+/// (`extension`) holds, warning about each it can't; the copier that feeds them, and how many
+/// were kept.
+fn copy_audio(
+    out: &mut ff::format::context::Output,
+    from: &std::path::Path,
+    streams: &[usize],
+    extension: &str,
+    path: &str,
+) -> Result<(Option<AudioCopy>, usize)> {
+    let input = ff::format::input(&from)
+        .with_context(|| format!("reading the audio of {}", from.display()))?;
+    let start = crate::timebase::file_start(&input).unwrap_or(0.0);
+    let mut map = vec![None; input.nb_streams() as usize];
+    let mut kept = 0;
+    for ist in input.streams().filter(|s| streams.contains(&s.index())) {
+        let params = ist.parameters();
+        let id = params.id();
+        // SAFETY: `out` is an open output context, so its oformat is valid.
+        let holds = unsafe {
+            ff::ffi::avformat_query_codec(
+                (*out.as_ptr()).oformat,
+                id.into(),
+                ff::ffi::FF_COMPLIANCE_NORMAL,
+            )
+        };
+        let aac_in_avi = extension == "avi" && id == ff::codec::Id::AAC;
+        if holds != 1 || aac_in_avi {
+            crate::warn!(
+                "a .{extension} file can't hold the input's {} audio (stream {}): it is left out of '{path}' (.mkv holds any audio; --no-audio says you meant it)",
+                id.name(),
+                ist.index()
+            );
+            continue;
+        }
+        let mut ost = out.add_stream(ff::encoder::find(ff::codec::Id::None))?;
+        ost.set_parameters(params);
+        ost.set_time_base(ist.time_base());
+        // SAFETY: the stream's parameters were just set; a zero tag lets the muxer choose
+        // its own for the codec.
+        unsafe { (*ost.parameters().as_mut_ptr()).codec_tag = 0 };
+        map[ist.index()] = Some((ost.index(), ist.time_base()));
+        kept += 1;
+    }
+    let copy = (kept > 0).then(|| AudioCopy {
+        input,
+        map,
+        start,
+        pending: None,
+        done: false,
+    });
+    Ok((copy, kept))
+}
+
+/// The muxer's options: an MP4/MOV in fragments of at most `FRAGMENT_SECONDS` where
+/// `fragmented`, else none.
+fn muxer_options(fragmented: bool) -> ff::Dictionary<'static> {
+    let mut muxer = ff::Dictionary::new();
+    if fragmented {
+        // Fragments at every keyframe and at least every FRAGMENT_SECONDS, each one
+        // self-contained: a file cut anywhere plays up to its last whole fragment.
+        muxer.set("movflags", "frag_keyframe+empty_moov+default_base_moof");
+        muxer.set(
+            "frag_duration",
+            &format!("{}", (FRAGMENT_SECONDS * 1e6) as i64),
+        );
+        // Each fragment reaches the file when it is cut, not when libavformat's buffer
+        // fills (a small frame size would keep seconds of fragments in memory).
+        muxer.set("flush_packets", "1");
+    }
+    muxer
+}
+
 impl AvFile {
     /// Opens `path` (its container from its extension) for `size` frames.
     pub fn open(
@@ -325,18 +439,8 @@ impl AvFile {
                 .rate
                 .unwrap_or_else(|| crate::frame::ratio_of(crate::frame::DEFAULT_FPS)),
         );
-        // The timestamps' unit: the input's own time base, unless the codec or container
-        // can't count in it (MPEG-4 Part 2 allows at most 65535 ticks a second; AVI counts
-        // frames).
         let per_frame = rate.invert();
-        let tb = match timing.time_base.map(rational) {
-            Some(tb)
-                if extension != "avi" && !(codec == Codec::Mpeg4 && tb.denominator() > 65_535) =>
-            {
-                tb
-            }
-            _ => per_frame,
-        };
+        let tb = time_base_for(timing, rate, codec, &extension);
         let global_header = out
             .format()
             .flags()
@@ -367,26 +471,13 @@ impl AvFile {
             ctx.set_global_quality(q * ff::ffi::FF_QP2LAMBDA);
         }
         ctx.set_flags(flags);
-        let mut dict = ff::Dictionary::new();
-        // Every core, frame or slice threads, whichever the encoder has (as ffmpeg does).
-        dict.set("threads", "auto");
         // A recording that must survive a crash keeps its encoder's delay short too: the
         // frames inside the lookahead are lost with the process.
         let lookahead = (fragmented && can_fragment(&extension)).then(|| {
             let fps = f64::from(rate.numerator()) / f64::from(rate.denominator());
             ((fps * FRAGMENT_SECONDS / 2.0).round() as i64).clamp(1, 40)
         });
-        for (k, v) in &options {
-            match (codec, lookahead) {
-                (Codec::Hevc, Some(n)) if *k == "x265-params" => {
-                    dict.set(k, &format!("{v}:rc-lookahead={n}"))
-                }
-                _ => dict.set(k, v),
-            }
-        }
-        if let (Codec::H264, Some(n)) = (codec, lookahead) {
-            dict.set("rc-lookahead", &n.to_string());
-        }
+        let dict = encoder_options(codec, &options, lookahead);
         let encoder = ctx
             .open_as_with(found, dict)
             .with_context(|| format!("opening the {name} encoder for {w}x{h} frames"))?;
@@ -397,65 +488,11 @@ impl AvFile {
             st.set_avg_frame_rate(rate);
             st.index()
         };
-        let mut audio = None;
-        let mut audio_kept = 0;
-        if let Some((from, streams)) = &timing.audio {
-            let input = ff::format::input(from)
-                .with_context(|| format!("reading the audio of {}", from.display()))?;
-            let start = crate::timebase::file_start(&input).unwrap_or(0.0);
-            let mut map = vec![None; input.nb_streams() as usize];
-            for ist in input.streams().filter(|s| streams.contains(&s.index())) {
-                let params = ist.parameters();
-                let id = params.id();
-                // SAFETY: `out` is an open output context, so its oformat is valid.
-                let holds = unsafe {
-                    ff::ffi::avformat_query_codec(
-                        (*out.as_ptr()).oformat,
-                        id.into(),
-                        ff::ffi::FF_COMPLIANCE_NORMAL,
-                    )
-                };
-                let aac_in_avi = extension == "avi" && id == ff::codec::Id::AAC;
-                if holds != 1 || aac_in_avi {
-                    crate::warn!(
-                        "a .{extension} file can't hold the input's {} audio (stream {}): it is left out of '{path}' (.mkv holds any audio; --no-audio says you meant it)",
-                        id.name(),
-                        ist.index()
-                    );
-                    continue;
-                }
-                let mut ost = out.add_stream(ff::encoder::find(ff::codec::Id::None))?;
-                ost.set_parameters(params);
-                ost.set_time_base(ist.time_base());
-                // SAFETY: the stream's parameters were just set; a zero tag lets the muxer
-                // choose its own for the codec.
-                unsafe { (*ost.parameters().as_mut_ptr()).codec_tag = 0 };
-                map[ist.index()] = Some((ost.index(), ist.time_base()));
-                audio_kept += 1;
-            }
-            if audio_kept > 0 {
-                audio = Some(AudioCopy {
-                    input,
-                    map,
-                    start,
-                    pending: None,
-                    done: false,
-                });
-            }
-        }
-        let mut muxer = ff::Dictionary::new();
-        if fragmented && can_fragment(&extension) {
-            // Fragments at every keyframe and at least every FRAGMENT_SECONDS, each one
-            // self-contained: a file cut anywhere plays up to its last whole fragment.
-            muxer.set("movflags", "frag_keyframe+empty_moov+default_base_moof");
-            muxer.set(
-                "frag_duration",
-                &format!("{}", (FRAGMENT_SECONDS * 1e6) as i64),
-            );
-            // Each fragment reaches the file when it is cut, not when libavformat's buffer
-            // fills (a small frame size would keep seconds of fragments in memory).
-            muxer.set("flush_packets", "1");
-        }
+        let (audio, audio_kept) = match &timing.audio {
+            Some((from, streams)) => copy_audio(&mut out, from, streams, &extension, path)?,
+            None => (None, 0),
+        };
+        let muxer = muxer_options(fragmented && can_fragment(&extension));
         out.write_header_with(muxer)
             .with_context(|| format!("writing the header of '{path}'"))?;
         // JPEG's full-range YUV has no fast conversion from BGR in libswscale (9 ms a 1080p
