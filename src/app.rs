@@ -116,44 +116,14 @@ pub fn run(args: &RunArgs) -> Result<()> {
         Some(f) if f > 0.0 => f,
         _ => DEFAULT_FPS,
     });
-    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
-    if let Some(spec) = &checked.output {
-        sink::check_rate(spec, fps).map_err(anyhow::Error::msg)?;
-        let timing = timing(media.as_ref(), fps, args, Some(spec));
-        let stdout = sink::y4m::Layout {
-            write: checked.output_format.unwrap_or(PixelFormat::I420),
-            given: formats.output,
-            tags: source.picture_tags().unwrap_or_default(),
-        };
-        // A source with no known end (a camera, a stream, the pattern, standard input) is
-        // recorded in MP4/MOV fragments, so that a crash keeps all but the last second.
-        let fragmented = args.fragmented || source.is_live() || source.frame_count().is_none();
-        sinks.push(sink::open_output(
-            spec, claimed, size, fps, &timing, stdout, fragmented,
-        )?);
-    }
-    if !args.headless {
-        let knobs = Knobs {
-            pageable: args.pageable,
-            bands,
-            height: size.height,
-        };
-        // At the end of a file the last frame stays up until q (or a stop).
-        let hold = (!args.exit_at_end).then(|| stop.clone());
-        sinks.insert(0, open_window(knobs, hold)?);
-    }
-    let mut sink: Box<dyn Sink> = match sinks.len() {
-        0 => Box::new(sink::null::Null),
-        1 => sinks.pop().expect("one sink"),
-        _ => Box::new(sink::Tee(sinks)),
+    let places = Places {
+        claimed,
+        fps,
+        formats,
+        bands,
+        media: media.as_ref(),
     };
-    if args.headless && !args.quiet {
-        let total = match (source.frame_count(), args.frames) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        sink = Box::new(sink::progress::Progress::new(sink, total));
-    }
+    let mut sink = open_sinks(args, &checked, source.as_ref(), places, &stop)?;
     info!("output: {}", sink.describe());
 
     let opts = Options {
@@ -177,6 +147,79 @@ pub fn run(args: &RunArgs) -> Result<()> {
             return Err(e);
         }
     };
+    report(args, &summary)
+}
+
+/// What the sinks are opened on, decided before: the claimed output, the rate, the formats
+/// the backend hands over, the window's bands, and the input's timing and audio.
+struct Places<'a> {
+    claimed: sink::claim::Claimed,
+    fps: f64,
+    formats: Formats,
+    bands: usize,
+    media: Option<&'a Media>,
+}
+
+/// Opens every sink the run writes or shows to (the output, the window), wrapped in a
+/// progress bar on a terminal.
+fn open_sinks(
+    args: &RunArgs,
+    checked: &Checked,
+    source: &dyn Source,
+    places: Places,
+    stop: &Stop,
+) -> Result<Box<dyn Sink>> {
+    let size = source.size();
+    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+    if let Some(spec) = &checked.output {
+        sink::check_rate(spec, places.fps).map_err(anyhow::Error::msg)?;
+        let timing = timing(places.media, places.fps, args, Some(spec));
+        let stdout = sink::y4m::Layout {
+            write: checked.output_format.unwrap_or(PixelFormat::I420),
+            given: places.formats.output,
+            tags: source.picture_tags().unwrap_or_default(),
+        };
+        // A source with no known end (a camera, a stream, the pattern, standard input) is
+        // recorded in MP4/MOV fragments, so that a crash keeps all but the last second.
+        let fragmented = args.fragmented || source.is_live() || source.frame_count().is_none();
+        sinks.push(sink::open_output(
+            spec,
+            places.claimed,
+            size,
+            places.fps,
+            &timing,
+            stdout,
+            fragmented,
+        )?);
+    }
+    if !args.headless {
+        let knobs = Knobs {
+            pageable: args.pageable,
+            bands: places.bands,
+            height: size.height,
+        };
+        // At the end of a file the last frame stays up until q (or a stop).
+        let hold = (!args.exit_at_end).then(|| stop.clone());
+        sinks.insert(0, open_window(knobs, hold)?);
+    }
+    let mut sink: Box<dyn Sink> = match sinks.len() {
+        0 => Box::new(sink::null::Null),
+        1 => sinks.pop().expect("one sink"),
+        _ => Box::new(sink::Tee(sinks)),
+    };
+    if args.headless && !args.quiet {
+        let total = match (source.frame_count(), args.frames) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        sink = Box::new(sink::progress::Progress::new(sink, total));
+    }
+    Ok(sink)
+}
+
+/// After a run: the summary (and a warning when a live input dropped many frames),
+/// `--summary-json`, `--trace` and `--timeline`.
+fn report(args: &RunArgs, summary: &Summary) -> Result<()> {
     crate::say!("{}", summary.render());
     let (captured, dropped) = (summary.capture.captured, summary.capture.dropped);
     if dropped * 100 > (captured + dropped) * DROP_WARNING_PERCENT {
@@ -186,7 +229,7 @@ pub fn run(args: &RunArgs) -> Result<()> {
             100.0 * dropped as f64 / (captured + dropped) as f64
         );
     }
-    write_summary_json(args, &summary, None)?;
+    write_summary_json(args, summary, None)?;
     if let Some(trace) = &summary.trace {
         crate::trace::write_files(
             trace,
