@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use ffmpeg_next as ff;
 
-use super::Codec;
+use super::codec::{Codec, Container};
 use crate::frame::FrameSize;
 use crate::source::media;
 use crate::timebase::Ratio;
@@ -121,12 +121,6 @@ pub fn check_size(codec: Codec, size: FrameSize) -> Result<(), String> {
 
 /// Seconds of video in each fragment of a fragmented MP4 or MOV: what a crash may lose.
 pub const FRAGMENT_SECONDS: f64 = 0.5;
-
-/// Whether a container can be written in fragments (MP4, MOV); the others keep what they
-/// wrote after a crash as they are.
-pub fn can_fragment(extension: &str) -> bool {
-    matches!(extension, "mp4" | "mov")
-}
 
 /// Video packets in the file at `path` (one per frame), read back with libavformat without
 /// decoding; None when it can't be opened or has no video stream.
@@ -306,12 +300,12 @@ fn time_base_for(
     timing: &Timing,
     rate: ff::Rational,
     codec: Codec,
-    extension: &str,
+    container: Container,
 ) -> ff::Rational {
+    // MPEG-4 Part 2 counts at most 65535 ticks a second.
+    let too_fine = |tb: ff::Rational| codec == Codec::Mpeg4 && tb.denominator() > 65_535;
     match timing.time_base.map(rational) {
-        Some(tb) if extension != "avi" && !(codec == Codec::Mpeg4 && tb.denominator() > 65_535) => {
-            tb
-        }
+        Some(tb) if !container.counts_frames() && !too_fine(tb) => tb,
         _ => rate.invert(),
     }
 }
@@ -347,7 +341,7 @@ fn copy_audio(
     out: &mut ff::format::context::Output,
     from: &std::path::Path,
     streams: &[usize],
-    extension: &str,
+    container: Container,
     path: &str,
 ) -> Result<(Option<AudioCopy>, usize)> {
     let input = ff::format::input(&from)
@@ -366,10 +360,11 @@ fn copy_audio(
                 ff::ffi::FF_COMPLIANCE_NORMAL,
             )
         };
-        let aac_in_avi = extension == "avi" && id == ff::codec::Id::AAC;
+        let aac_in_avi = container == Container::Avi && id == ff::codec::Id::AAC;
         if holds != 1 || aac_in_avi {
             crate::warn!(
-                "a .{extension} file can't hold the input's {} audio (stream {}): it is left out of '{path}' (.mkv holds any audio; --no-audio says you meant it)",
+                "a .{} file can't hold the input's {} audio (stream {}): it is left out of '{path}' (.mkv holds any audio; --no-audio says you meant it)",
+                container.extension(),
                 id.name(),
                 ist.index()
             );
@@ -429,18 +424,15 @@ impl AvFile {
             .with_context(|| format!("this FFmpeg has no {name} encoder for {}", codec.name()))?;
         let mut out =
             ff::format::output(&path).with_context(|| format!("opening '{path}' for writing"))?;
-        let extension = path
-            .rsplit('.')
-            .next()
-            .unwrap_or_default()
-            .to_ascii_lowercase();
+        let container = Container::of_path(path)
+            .with_context(|| format!("'{path}' does not end in a video container's extension"))?;
         let rate = rational(
             timing
                 .rate
                 .unwrap_or_else(|| crate::frame::ratio_of(crate::frame::DEFAULT_FPS)),
         );
         let per_frame = rate.invert();
-        let tb = time_base_for(timing, rate, codec, &extension);
+        let tb = time_base_for(timing, rate, codec, container);
         let global_header = out
             .format()
             .flags()
@@ -473,7 +465,7 @@ impl AvFile {
         ctx.set_flags(flags);
         // A recording that must survive a crash keeps its encoder's delay short too: the
         // frames inside the lookahead are lost with the process.
-        let lookahead = (fragmented && can_fragment(&extension)).then(|| {
+        let lookahead = (fragmented && container.fragments()).then(|| {
             let fps = f64::from(rate.numerator()) / f64::from(rate.denominator());
             ((fps * FRAGMENT_SECONDS / 2.0).round() as i64).clamp(1, 40)
         });
@@ -489,10 +481,10 @@ impl AvFile {
             st.index()
         };
         let (audio, audio_kept) = match &timing.audio {
-            Some((from, streams)) => copy_audio(&mut out, from, streams, &extension, path)?,
+            Some((from, streams)) => copy_audio(&mut out, from, streams, container, path)?,
             None => (None, 0),
         };
-        let muxer = muxer_options(fragmented && can_fragment(&extension));
+        let muxer = muxer_options(fragmented && container.fragments());
         out.write_header_with(muxer)
             .with_context(|| format!("writing the header of '{path}'"))?;
         // JPEG's full-range YUV has no fast conversion from BGR in libswscale (9 ms a 1080p

@@ -2,8 +2,95 @@
 //! gets by default and which it can hold. One table, read by the output's parsing and by
 //! the writer.
 
-/// Container formats `--output` writes as video.
+/// Container formats `--output` writes as video, by extension.
 pub const VIDEO_EXTENSIONS: &[&str] = &["mp4", "mov", "mkv", "avi", "webm"];
+
+/// A video file's container, named by its extension: what it holds and how it keeps time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Container {
+    /// `.mp4` (ISO base media).
+    Mp4,
+    /// `.mov` (QuickTime).
+    Mov,
+    /// `.mkv` (Matroska): holds every codec and any audio.
+    Mkv,
+    /// `.avi`: counts whole frames at one rate.
+    Avi,
+    /// `.webm`: VP9 only.
+    Webm,
+}
+
+impl Container {
+    /// The container an extension (lower-case, no dot) names; None for anything else.
+    pub fn from_extension(extension: &str) -> Option<Self> {
+        Some(match extension {
+            "mp4" => Container::Mp4,
+            "mov" => Container::Mov,
+            "mkv" => Container::Mkv,
+            "avi" => Container::Avi,
+            "webm" => Container::Webm,
+            _ => return None,
+        })
+    }
+
+    /// The container of the file `path`, by its extension.
+    pub fn of_path(path: &str) -> Option<Self> {
+        Self::from_extension(&crate::paths::extension(std::path::Path::new(path)))
+    }
+
+    /// Its extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Container::Mp4 => "mp4",
+            Container::Mov => "mov",
+            Container::Mkv => "mkv",
+            Container::Avi => "avi",
+            Container::Webm => "webm",
+        }
+    }
+
+    /// The codec it gets when `--codec` is not given.
+    pub fn default_codec(self) -> Codec {
+        match self {
+            Container::Avi => Codec::Mjpeg,
+            Container::Mkv => Codec::Ffv1,
+            Container::Webm => Codec::Vp9,
+            Container::Mp4 | Container::Mov => Codec::H264,
+        }
+    }
+
+    /// Whether it can hold `codec`.
+    pub fn holds(self, codec: Codec) -> bool {
+        match self {
+            Container::Mkv => true,
+            Container::Webm => codec == Codec::Vp9,
+            Container::Mp4 => {
+                matches!(codec, Codec::H264 | Codec::Hevc | Codec::Mpeg4 | Codec::Vp9)
+            }
+            Container::Mov => codec != Codec::Vp9,
+            Container::Avi => !matches!(codec, Codec::Vp9 | Codec::Hevc),
+        }
+    }
+
+    /// Frame rates it accepts here: AVI counts whole frames per second of its clock (from 1
+    /// fps); FFmpeg's Matroska muxer keeps milliseconds; no file below 0.01.
+    pub fn rates(self) -> (f64, f64) {
+        match self {
+            Container::Avi => (1.0, 1000.0),
+            _ => (0.01, 1000.0),
+        }
+    }
+
+    /// Whether it can be written in fragments that survive a crash (MP4, MOV).
+    pub fn fragments(self) -> bool {
+        matches!(self, Container::Mp4 | Container::Mov)
+    }
+
+    /// Whether it counts frames at one rate instead of keeping each frame's time (AVI).
+    pub fn counts_frames(self) -> bool {
+        self == Container::Avi
+    }
+}
 
 /// `--codec`: what a video file's frames are compressed with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -23,28 +110,6 @@ pub enum Codec {
 }
 
 impl Codec {
-    /// The codec a container gets when `--codec` is not given.
-    pub fn default_for(extension: &str) -> Codec {
-        match extension {
-            "avi" => Codec::Mjpeg,
-            "mkv" => Codec::Ffv1,
-            "webm" => Codec::Vp9,
-            _ => Codec::H264,
-        }
-    }
-
-    /// Whether the container `extension` can hold it.
-    pub fn fits(self, extension: &str) -> bool {
-        match extension {
-            "mkv" => true,
-            "webm" => self == Codec::Vp9,
-            "mp4" => matches!(self, Codec::H264 | Codec::Hevc | Codec::Mpeg4 | Codec::Vp9),
-            "mov" => !matches!(self, Codec::Vp9),
-            "avi" => !matches!(self, Codec::Vp9 | Codec::Hevc),
-            _ => false,
-        }
-    }
-
     /// Its `--codec` name.
     pub fn name(self) -> &'static str {
         match self {
@@ -58,11 +123,21 @@ impl Codec {
     }
 }
 
-/// Frame rates each container accepts here: AVI counts whole frames per second of its
-/// clock (from 1 fps); FFmpeg's Matroska muxer keeps milliseconds; no file below 0.01.
-pub fn rate_range(extension: &str) -> (f64, f64) {
-    match extension {
-        "avi" => (1.0, 1000.0),
-        _ => (0.01, 1000.0),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_extension_names_its_container_and_a_codec_it_holds() {
+        for ext in VIDEO_EXTENSIONS {
+            let c = Container::from_extension(ext).unwrap();
+            assert_eq!(c.extension(), *ext);
+            assert!(c.holds(c.default_codec()), "{ext}");
+        }
+        assert_eq!(Container::of_path("a/b.part.MP4"), Some(Container::Mp4));
+        assert_eq!(Container::from_extension("png"), None);
+        assert!(Container::Mp4.fragments() && !Container::Mkv.fragments());
+        assert!(!Container::Webm.holds(Codec::H264) && Container::Mkv.holds(Codec::Vp9));
+        assert_eq!(Container::Avi.rates(), (1.0, 1000.0));
     }
 }

@@ -27,7 +27,7 @@ pub mod y4m;
 
 use anyhow::Result;
 
-pub use codec::{Codec, VIDEO_EXTENSIONS};
+pub use codec::{Codec, Container, VIDEO_EXTENSIONS};
 pub use spec::{check_rate, OutputSpec, SEQUENCE_EXTENSIONS};
 
 use crate::frame::FrameSize;

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::codec::{Codec, VIDEO_EXTENSIONS};
+use super::codec::{Codec, Container, VIDEO_EXTENSIONS};
 use crate::frame::SequencePattern;
 
 /// Image formats `--output` writes as numbered sequences.
@@ -19,8 +19,8 @@ pub enum OutputSpec {
     Video {
         /// Its path.
         path: String,
-        /// Its extension, lower-cased (the container).
-        extension: String,
+        /// Its container (from its extension).
+        container: Container,
         /// What its frames are compressed with.
         codec: Codec,
         /// JPEG quality (1–100) of OpenCV's Motion JPEG writer, when asked for.
@@ -114,19 +114,20 @@ impl OutputSpec {
         }
     }
 
-    /// A video file named `s`, of the container `extension`.
+    /// A video file named `s`, of the container its `extension` names.
     fn parse_video(s: &str, extension: String) -> Result<Self, String> {
+        let container = Container::from_extension(&extension)
+            .ok_or_else(|| format!("--output '{s}': '.{extension}' is not a video container"))?;
         crate::paths::check_folder("--output", s)?;
         if !cfg!(feature = "opencv") {
             return Err(format!(
                 "--output '{s}': this build has no OpenCV; write a .ppm sequence such as frames/%05d.ppm"
             ));
         }
-        let codec = Codec::default_for(&extension);
         Ok(OutputSpec::Video {
             path: s.to_string(),
-            extension,
-            codec,
+            container,
+            codec: container.default_codec(),
             quality: None,
         })
     }
@@ -140,19 +141,20 @@ impl OutputSpec {
         match self {
             OutputSpec::Video {
                 path,
-                extension,
+                container,
                 quality,
                 ..
             } => {
-                if !codec.fits(&extension) {
+                if !container.holds(codec) {
                     return Err(format!(
-                        "--codec {}: a .{extension} file can't hold it (.mkv holds every codec)",
-                        codec.name()
+                        "--codec {}: a .{} file can't hold it (.mkv holds every codec)",
+                        codec.name(),
+                        container.extension()
                     ));
                 }
                 Ok(OutputSpec::Video {
                     path,
-                    extension,
+                    container,
                     codec,
                     quality,
                 })
@@ -170,12 +172,12 @@ impl OutputSpec {
         match self {
             OutputSpec::Video {
                 path,
-                extension,
+                container,
                 codec: codec @ (Codec::Mjpeg | Codec::Mpeg4),
                 ..
             } => Ok(OutputSpec::Video {
                 path,
-                extension,
+                container,
                 codec,
                 quality: Some(q),
             }),
@@ -188,17 +190,18 @@ impl OutputSpec {
 /// sequences hold any rate).
 pub fn check_rate(spec: &OutputSpec, fps: f64) -> Result<(), String> {
     let OutputSpec::Video {
-        path, extension, ..
+        path, container, ..
     } = spec
     else {
         return Ok(());
     };
-    let (low, high) = super::codec::rate_range(extension);
+    let (low, high) = container.rates();
     if (low..=high).contains(&fps) {
         return Ok(());
     }
     Err(format!(
-        "--output '{path}': a .{extension} file holds {low} to {high} frames per second, not {fps} (the rate comes from the input, or from --fps for the test pattern)"
+        "--output '{path}': a .{} file holds {low} to {high} frames per second, not {fps} (the rate comes from the input, or from --fps for the test pattern)",
+        container.extension()
     ))
 }
 

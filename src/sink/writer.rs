@@ -27,7 +27,7 @@ use opencv::imgcodecs;
 
 use super::av::{self, AvFile, Timing};
 use super::claim::{self, VideoClaim};
-use super::Codec;
+use super::codec::{Codec, Container};
 use super::{Flow, Sink};
 use crate::budget::human;
 use crate::frame::{FrameSize, SequencePattern};
@@ -230,7 +230,7 @@ impl VideoFile {
                 writer.audio_kept
             );
         }
-        if fragmented && av::can_fragment(&paths::extension(std::path::Path::new(path))) {
+        if fragmented && Container::of_path(path).is_some_and(Container::fragments) {
             crate::info!(
                 "'{path}' is written in fragments of at most {} s: a crash keeps all but the last",
                 av::FRAGMENT_SECONDS
