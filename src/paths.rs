@@ -318,4 +318,21 @@ mod tests {
         assert_eq!(folder_of("a/x.mkv"), Path::new("a"));
         std::fs::remove_dir_all(d).unwrap();
     }
+
+    #[test]
+    fn an_atomic_write_replaces_a_link_instead_of_following_it() {
+        let d = dir("atomic");
+        let target = d.join("input.ts");
+        std::fs::write(&target, b"input").unwrap();
+        let link = d.join("00001.png");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_atomically(&link, b"frame").unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"input");
+        assert_eq!(std::fs::read(&link).unwrap(), b"frame");
+        assert!(!std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        std::fs::remove_dir_all(d).unwrap();
+    }
 }

@@ -183,10 +183,9 @@ impl Stop {
     /// thing. A first signal stops and starts the watchdog; a second aborts.
     pub fn install_signal_handler() -> anyhow::Result<()> {
         static INSTALLED: OnceLock<()> = OnceLock::new();
-        if INSTALLED.get().is_some() {
+        if INSTALLED.set(()).is_err() {
             return Ok(());
         }
-        let _ = INSTALLED.set(());
         beat();
         let signalled = Arc::new(AtomicBool::new(false));
         let on_signal = move |name: &str| {

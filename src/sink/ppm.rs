@@ -2,7 +2,7 @@
 //! machine can save exact results. Frames are numbered from 0.
 //!
 //! Invariants: each file is written whole under a temporary name and renamed into place
-//! (`claim::write_atomically`), so a crash never leaves a truncated image and a link in the
+//! (`paths::write_atomically`), so a crash never leaves a truncated image and a link in the
 //! folder is replaced, never followed; the folder is locked for the run.
 
 use std::io::Write;
@@ -56,7 +56,7 @@ impl Sink for PpmSequence {
         let path = self.pattern.path(self.next);
         self.bytes.clear();
         write_ppm(&mut self.bytes, frame, size)?;
-        super::claim::write_atomically(std::path::Path::new(&path), &self.bytes)
+        crate::paths::write_atomically(std::path::Path::new(&path), &self.bytes)
             .with_context(|| format!("writing {path}"))?;
         self.next += 1;
         Ok(Flow::Continue)

@@ -396,7 +396,7 @@ impl Sink for ImageSequence {
                 self.extension
             );
         }
-        claim::write_atomically(std::path::Path::new(&path), bytes.as_slice()).map_err(|e| {
+        paths::write_atomically(std::path::Path::new(&path), bytes.as_slice()).map_err(|e| {
             // The file system says why, where it can.
             let why = match paths::free_space(paths::folder_of(&path)) {
                 Some(free) if free < bytes.len() as u64 => {

@@ -142,8 +142,7 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
                 crate::info!(
                     "'{s}' is a file (it has a duration): read as one, every frame kept in order"
                 );
-                c.offset = Some(0.0);
-                c.pts = c.stream_time();
+                c.timed_by_stream(0.0);
             }
             if api == videoio::CAP_GSTREAMER {
                 if let Some(raw) = raw_caps(s) {
@@ -160,8 +159,7 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
             // 90-degree matrix the other way).
             let _ = cap.set(videoio::CAP_PROP_ORIENTATION_AUTO, 0.0);
             let mut c = Capture::start(cap, format!("file '{p}'"), false, request.pace)?;
-            c.offset = Some(request.offset);
-            c.pts = c.stream_time();
+            c.timed_by_stream(request.offset);
             if request.rotation != 0 {
                 c.turn_by(request.rotation)?;
             }
@@ -225,7 +223,6 @@ pub fn default_camera_present() -> bool {
 
 impl Capture {
     fn start(mut cap: videoio::VideoCapture, what: String, live: bool, pace: bool) -> Result<Self> {
-        ffmpeg_log::install();
         if !cap.is_opened()? {
             if live {
                 bail!("could not open {what}");
@@ -259,6 +256,13 @@ impl Capture {
             format: PixelFormat::Bgr24,
             pace: fps.filter(|_| pace).map(|f| (f, None)),
         })
+    }
+
+    /// Times frames by the stream's own clock, placed `offset` seconds into the output's
+    /// timeline (a file, also one at a URL).
+    fn timed_by_stream(&mut self, offset: f64) {
+        self.offset = Some(offset);
+        self.pts = self.stream_time();
     }
 
     /// The current frame's time in its stream, on the file's timeline (files only).
