@@ -1,5 +1,6 @@
-//! `framepipe [OPTIONS]`: turns the command line into a source, a backend and a sink, runs
-//! the pipeline, and prints the summary.
+//! `framepipe [OPTIONS]`: checks the command line once (`plan::Request`), claims the
+//! outputs, opens the input, settles the `Plan`, makes the backend and the sinks from it,
+//! runs the pipeline, and prints the summary.
 //!
 //! Invariants: every bad argument, and every output that can't be written or would write
 //! over the input, is refused before anything is opened for writing and before the capture
@@ -11,13 +12,13 @@ use anyhow::{bail, Context, Result};
 use std::sync::Arc;
 
 use crate::backend::{self, check, BackendConfig, BackendKind};
-use crate::band;
 use crate::cli::RunArgs;
 use crate::frame::FrameSize;
 use crate::info;
 use crate::paths::{self, InputFile};
-use crate::pipeline::{self, Options};
+use crate::pipeline;
 use crate::pixel::{Formats, PixelFormat};
+use crate::plan::{Plan, Request};
 use crate::reload::Reloader;
 use crate::sink::Knobs;
 use crate::sink::{self, OutputSpec, Sink};
@@ -25,13 +26,20 @@ use crate::source::{pattern::Pattern, InputSpec, Source};
 use crate::stats::Summary;
 use crate::stop::Stop;
 
-/// Runs the pipeline as `args` say; Ok also when the user stopped it.
+/// Runs the pipeline as `args` say; Ok also when the user stopped it. The flags are checked
+/// once, into a `Request`, and every later step reads that.
 pub fn run(args: &RunArgs) -> Result<()> {
     let stop = Stop::process();
     Stop::install_signal_handler().context("installing the signal handlers")?;
-    let checked = check_args(args)?;
-    let input = InputSpec::parse(args.input.as_deref()).map_err(anyhow::Error::msg)?;
-    let claimed = check_outputs(args, checked.output.as_ref(), &input)?;
+    run_request(&Request::check(args)?, &stop)
+}
+
+/// The run a checked request describes: outputs claimed, the input opened (while CUDA warms
+/// up), the plan settled, backend and sinks made, the pipeline run, the summary reported.
+fn run_request(request: &Request, stop: &Stop) -> Result<()> {
+    let stop = stop.clone();
+    let args = &request.flags;
+    let claimed = check_outputs(request)?;
     if !args.headless {
         if let Err(e) = check_window_possible() {
             if stop.is_requested() {
@@ -44,97 +52,31 @@ pub fn run(args: &RunArgs) -> Result<()> {
 
     // CUDA starts (context, kernels) while the input opens.
     let warming = (args.backend != BackendKind::Cpu)
-        .then(|| backend::cuda::warm_up(backend::cuda::DEFAULT_DEVICE));
-    let Some((source, media)) = open_interruptibly(&stop, input, args)? else {
+        .then(|| backend::device::warm_up(backend::device::DEFAULT_DEVICE));
+    let Some((source, media)) = open_interruptibly(&stop, request)? else {
         info!("stopped while the input was opening; nothing was written");
         return Ok(());
     };
-    let size = source.size();
-    let ring = args.ring.unwrap_or_else(|| {
-        let n = crate::budget::default_ring(size);
-        if n < crate::budget::DEFAULT_RING {
-            info!("{size} frames are large: the ring holds {n} of them (--ring sets it)");
-        }
-        n
-    });
-    crate::budget::check_ring(ring, size, crate::budget::host_available())
-        .map_err(anyhow::Error::msg)?;
-    let in_flight = args
-        .in_flight
-        .unwrap_or_else(|| (ring - 2).clamp(1, band::default_in_flight(size.height)));
-    if in_flight > ring {
-        // (0 was refused with the other arguments.)
-        bail!("--in-flight {in_flight} must be between 1 and the ring's {ring} slots");
-    }
-    let bands = args
-        .bands
-        .unwrap_or_else(|| band::default_bands_in(size.height, source.format().row_align()));
-    let mut cfg = BackendConfig::new(size, args.filter.clone(), bands, in_flight)
-        .map_err(|e| anyhow::anyhow!("--bands {bands}: {e}"))?
-        .with_busy_bands(args.busy_bands.min(size.height))
-        .map_err(|e| anyhow::anyhow!("--busy-bands {}: {e}", args.busy_bands))?;
-    // Frames cross the CPU and PCIe in the source's own format; the backend converts them
-    // for the sink: to BGR for a window or a file, to --output-format for standard output
-    // alone. Headless without an output, they stay in the source's format: nothing looks.
-    let stdout_alone = args.headless && checked.output == Some(OutputSpec::Stdout);
-    let nowhere = args.headless && checked.output.is_none();
-    let formats = Formats {
-        input: source.format(),
-        output: match checked.output_format {
-            _ if nowhere && source.format().writable() => source.format(),
-            _ if !stdout_alone => PixelFormat::Bgr24,
-            f => f.unwrap_or(PixelFormat::I420),
-        },
-    };
-    if let Some(lost) = chroma_lost(formats) {
-        crate::warn!("{lost}");
-    }
-    cfg = cfg
-        .with_formats(formats)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", source.describe()))?;
-    cfg.pageable = args.pageable;
-    cfg.trace_frames = checked.trace_frames;
-    // Spans beyond the first frames: every frame for --trace-frames last:N; bursts of a few
-    // frames for the window's timeline strip (t); none otherwise.
-    cfg.rolling = if checked.trace_last > 0 {
-        crate::trace::Rolling::Every
-    } else if !args.headless {
-        crate::trace::Rolling::Bursts
-    } else {
-        crate::trace::Rolling::Off
-    };
-    cfg.cuda.streams = args.streams;
-    cfg.cuda.graphs = !args.no_graphs;
+    let plan = Plan::settle(request, source.as_ref())?;
     info!("input: {}", source.describe());
     // Held until the backend exists, so that the warmed context is the one it opens.
     let _warm = warming.and_then(|w| w.join().ok().flatten());
-    let backend = backend::create(args.backend, &cfg)?;
+    let backend = plan.make_backend()?;
     info!("backend: {}", backend.describe());
-    let reload = user_kernels(args, &cfg)?;
+    let reload = user_kernels(request, &plan.backend)?;
 
-    let fps = source.fps().unwrap_or(match args.fps {
-        Some(f) if f > 0.0 => f,
-        _ => DEFAULT_FPS,
-    });
     let places = Places {
         claimed,
-        fps,
-        formats,
-        bands,
+        fps: plan.fps,
+        formats: plan.backend.formats,
+        bands: plan.backend.plan.len(),
         media: media.as_ref(),
     };
-    let mut sink = open_sinks(args, &checked, source.as_ref(), places, &stop)?;
+    let mut sink = open_sinks(request, source.as_ref(), places, &stop)?;
     info!("output: {}", sink.describe());
 
-    let opts = Options {
-        ring,
-        frames: args.frames,
-        keep_frame_times: false,
-        trace_frames: checked.trace_frames,
-        trace_last: checked.trace_last,
-        reload,
-    };
-    arm_exit_summary(args);
+    let opts = plan.options(reload);
+    arm_exit_summary(request);
     let ran = pipeline::run(source, backend, sink.as_mut(), &opts, &stop);
     disarm_exit_summary();
     let summary = match ran {
@@ -142,12 +84,12 @@ pub fn run(args: &RunArgs) -> Result<()> {
         Err(e) => {
             if let Some(failed) = e.downcast_ref::<pipeline::Failed>() {
                 crate::say!("{}", failed.summary.render());
-                write_summary_json(args, &failed.summary, Some(&format!("{e:#}")))?;
+                write_summary_json(request, &failed.summary, Some(&format!("{e:#}")))?;
             }
             return Err(e);
         }
     };
-    report(args, &summary)
+    report(request, &summary)
 }
 
 /// What the sinks are opened on, decided before: the claimed output, the rate, the formats
@@ -163,12 +105,12 @@ struct Places<'a> {
 /// Opens every sink the run writes or shows to (the output, the window), wrapped in a
 /// progress bar on a terminal.
 fn open_sinks(
-    args: &RunArgs,
-    checked: &Checked,
+    checked: &Request,
     source: &dyn Source,
     places: Places,
     stop: &Stop,
 ) -> Result<Box<dyn Sink>> {
+    let args = &checked.flags;
     let size = source.size();
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     if let Some(spec) = &checked.output {
@@ -219,7 +161,8 @@ fn open_sinks(
 
 /// After a run: the summary (and a warning when a live input dropped many frames),
 /// `--summary-json`, `--trace` and `--timeline`.
-fn report(args: &RunArgs, summary: &Summary) -> Result<()> {
+fn report(request: &Request, summary: &Summary) -> Result<()> {
+    let args = &request.flags;
     crate::say!("{}", summary.render());
     let (captured, dropped) = (summary.capture.captured, summary.capture.dropped);
     if dropped * 100 > (captured + dropped) * DROP_WARNING_PERCENT {
@@ -229,7 +172,7 @@ fn report(args: &RunArgs, summary: &Summary) -> Result<()> {
             100.0 * dropped as f64 / (captured + dropped) as f64
         );
     }
-    write_summary_json(args, summary, None)?;
+    write_summary_json(request, summary, None)?;
     if let Some(trace) = &summary.trace {
         crate::trace::write_files(
             trace,
@@ -241,26 +184,11 @@ fn report(args: &RunArgs, summary: &Summary) -> Result<()> {
     Ok(())
 }
 
-/// What a run loses of its input's chroma, said before it starts: a 4:2:2 or 4:4:4 input
-/// written as 4:2:0 (framepipe writes no 4:2:2 or 4:4:4).
-fn chroma_lost(formats: Formats) -> Option<String> {
-    let from = match formats.input {
-        PixelFormat::Yuyv | PixelFormat::Yuv422p => "4:2:2",
-        PixelFormat::Yuv444p => "4:4:4",
-        _ => return None,
-    };
-    matches!(formats.output, PixelFormat::I420 | PixelFormat::Nv12).then(|| {
-        format!(
-            "the input is {from} ({}) and the output {} is 4:2:0: half of its colour resolution is dropped (--output-format bgr24 keeps every pixel's colour)",
-            formats.input, formats.output
-        )
-    })
-}
-
 /// With user kernels in the chain (the backend is CUDA then): checks them for band
 /// invariance on one frame of the run's size before any frame is read, and makes the
 /// reloader that watches their files (unless `--no-watch`; `r` reloads either way).
-fn user_kernels(args: &RunArgs, cfg: &BackendConfig) -> Result<Option<Arc<Reloader>>> {
+fn user_kernels(request: &Request, cfg: &BackendConfig) -> Result<Option<Arc<Reloader>>> {
+    let args = &request.flags;
     let files: Vec<String> = args.filter.user_kernels().map(|k| k.file()).collect();
     if files.is_empty() {
         return Ok(None);
@@ -289,7 +217,8 @@ fn user_kernels(args: &RunArgs, cfg: &BackendConfig) -> Result<Option<Arc<Reload
 }
 
 /// Writes `--summary-json`, where asked for (whole, under a temporary name, then renamed).
-fn write_summary_json(args: &RunArgs, summary: &Summary, error: Option<&str>) -> Result<()> {
+fn write_summary_json(request: &Request, summary: &Summary, error: Option<&str>) -> Result<()> {
+    let args = &request.flags;
     let Some(path) = &args.summary_json else {
         return Ok(());
     };
@@ -305,7 +234,8 @@ static EXIT_SUMMARY: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(No
 /// Whether the pipeline is running (an exit now ends it from outside).
 static RUNNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-fn arm_exit_summary(args: &RunArgs) {
+fn arm_exit_summary(request: &Request) {
+    let args = &request.flags;
     if let Ok(mut s) = EXIT_SUMMARY.lock() {
         s.clone_from(&args.summary_json);
     }
@@ -361,113 +291,11 @@ extern "C" fn summary_at_exit() {
     let _ = paths::write_atomically(std::path::Path::new(&path), text.as_bytes());
 }
 
-/// What `check_args` derived from the arguments.
-struct Checked {
-    output: Option<OutputSpec>,
-    /// `--output-format`, checked (it needs `--output -`).
-    output_format: Option<PixelFormat>,
-    trace_frames: u64,
-    /// `--trace-frames last:N` with a trace asked for: N.
-    trace_last: u64,
-}
-
-/// Checks every argument that can be checked without opening anything.
-fn check_args(args: &RunArgs) -> Result<Checked> {
-    if let Some(ring) = args.ring.filter(|&n| n < 2) {
-        bail!("--ring {ring} is too small: the ring needs at least 2 slots");
-    }
-    if args.in_flight == Some(0) {
-        bail!("--in-flight must be at least 1");
-    }
-    if let Some(fps) = args.fps.filter(|f| !f.is_finite() || *f < 0.0) {
-        bail!("--fps {fps} must be 0 or a positive number");
-    }
-    if let Some(fps) = args
-        .fps
-        .filter(|&f| f != 0.0 && !(MIN_FPS..=MAX_FPS).contains(&f))
-    {
-        bail!("--fps {fps} is out of range: 0 (as fast as the pipeline goes) or {MIN_FPS} to {MAX_FPS} frames per second");
-    }
-    if args.frames == Some(0) {
-        bail!(
-            "--frames 0 would process nothing; give at least 1 (or leave it out to run to the end)"
-        );
-    }
-    if args.busy_bands == 0 {
-        bail!("--busy-bands must be at least 1");
-    }
-    if let Some(k) = args.filter.user_kernels().next() {
-        // Before the input is opened: a user kernel runs on CUDA only.
-        if args.backend == BackendKind::Cpu {
-            bail!(
-                "{} (--backend cpu was asked for)",
-                backend::cpu::needs_cuda(k)
-            );
-        }
-        if let Err(why) = backend::cuda::probe() {
-            bail!("{}: no CUDA here ({why})", backend::cpu::needs_cuda(k));
-        }
-    }
-    if args.trace_frames.count() > crate::trace::MAX_TRACE_FRAMES {
-        bail!(
-            "--trace-frames {} is more than the {} a trace may hold",
-            args.trace_frames,
-            crate::trace::MAX_TRACE_FRAMES
-        );
-    }
-    for (flag, path, ext) in [
-        ("--trace", &args.trace, "json"),
-        ("--timeline", &args.timeline, "svg"),
-        ("--summary-json", &args.summary_json, "json"),
-    ] {
-        if let Some(p) = path {
-            paths::check_file_arg(flag, p, ext).map_err(anyhow::Error::msg)?;
-        }
-    }
-    let tracing = args.trace.is_some() || args.timeline.is_some();
-    let output = args
-        .output
-        .as_deref()
-        .map(|o| {
-            OutputSpec::parse(o)
-                .and_then(|spec| spec.with_codec(args.codec))
-                .and_then(|spec| spec.with_quality(args.quality))
-        })
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
-    if (args.codec.is_some() || args.quality.is_some()) && output.is_none() {
-        bail!("--codec and --quality apply to a video --output, and there is none");
-    }
-    if let Some(f) = args.output_format {
-        if output != Some(OutputSpec::Stdout) {
-            bail!("--output-format {f} applies to --output - (standard output), and that is not the output");
-        }
-        if !f.writable() {
-            bail!("--output-format {f}: framepipe writes i420, gray, nv12 or bgr24 frames");
-        }
-    }
-    Ok(Checked {
-        output_format: args.output_format,
-        output,
-        trace_frames: match args.trace_frames {
-            crate::trace::TraceFrames::First(n) if tracing => n.max(1),
-            _ => 0,
-        },
-        trace_last: match args.trace_frames {
-            crate::trace::TraceFrames::Last(n) if tracing => n.max(1),
-            _ => 0,
-        },
-    })
-}
-
 /// Refuses any file the run would write that can't be written (with the OS's reason), is
 /// the input file (by identity), is not a regular file, is named twice, or exists without
 /// `-y`; then claims the output (`sink::claim`), before anything is opened.
-fn check_outputs(
-    args: &RunArgs,
-    output: Option<&OutputSpec>,
-    input: &InputSpec,
-) -> Result<sink::claim::Claimed> {
+fn check_outputs(request: &Request) -> Result<sink::claim::Claimed> {
+    let (args, output, input) = (&request.flags, request.output.as_ref(), &request.input);
     use sink::claim::{self, Claimed, Overwrite, VideoClaim};
     let overwrite = Overwrite::from_flags(args.overwrite, args.no_overwrite);
     let input_file = match input {
@@ -552,7 +380,8 @@ type Opened = (Box<dyn Source>, Option<Media>);
 /// Reads the input's header (where libavformat reads it) and opens it, on a helper thread,
 /// so that a stop asked for while it opens (a stalled stream or camera) is answered at once:
 /// None then, and the helper is left behind.
-fn open_interruptibly(stop: &Stop, input: InputSpec, args: &RunArgs) -> Result<Option<Opened>> {
+fn open_interruptibly(stop: &Stop, request: &Request) -> Result<Option<Opened>> {
+    let (args, input) = (&request.flags, request.input.clone());
     let asked = Asked {
         input_format: args.input_format,
         size: args.size,
@@ -610,9 +439,6 @@ fn open_interruptibly(stop: &Stop, input: InputSpec, args: &RunArgs) -> Result<O
 use crate::frame::DEFAULT_FPS;
 /// Drops above this share of a live input's frames are warned about at the end.
 const DROP_WARNING_PERCENT: u64 = 3;
-/// The rates `--fps` takes besides 0: what every video container here holds.
-const MIN_FPS: f64 = 0.01;
-const MAX_FPS: f64 = 1000.0;
 /// Size of the test pattern.
 const DEFAULT_SIZE: FrameSize = FrameSize::new(1280, 720);
 

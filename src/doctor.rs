@@ -5,13 +5,13 @@
 use anyhow::Result;
 use cudarc::driver::{sys, CudaContext};
 
-use crate::backend::{cuda, measure};
+use crate::backend::{device, measure};
 use crate::frame::FrameSize;
 
 /// Runs `framepipe doctor`: prints what this machine offers framepipe.
 pub fn run() -> Result<()> {
     crate::out!("framepipe {} doctor", env!("CARGO_PKG_VERSION"));
-    match cuda::probe() {
+    match device::probe() {
         Ok(()) => gpu()?,
         Err(why) => crate::out!("GPU:        none ({why}); framepipe uses its CPU backend"),
     }
@@ -22,7 +22,7 @@ pub fn run() -> Result<()> {
 }
 
 fn gpu() -> Result<()> {
-    let ctx = crate::backend::cuda::open_device(crate::backend::cuda::DEFAULT_DEVICE)?;
+    let ctx = crate::backend::device::open_device(crate::backend::device::DEFAULT_DEVICE)?;
     let attr = |a| ctx.attribute(a).unwrap_or(-1);
     use sys::CUdevice_attribute as A;
     let (major, minor) = ctx.compute_capability()?;

@@ -1,9 +1,10 @@
-//! Frame geometry shared by every stage.
+//! Frame geometry shared by every stage: sizes, rates as fractions, image-sequence names.
 //!
 //! A frame's size is in pixels; its bytes are laid out by its pixel format
-//! (`pixel::PixelFormat`): BGR (what the filters, a window and a video writer take) is 8-bit
-//! B, G, R with rows packed (`stride == width * 3`, `CHANNELS`); the YUV formats a source
-//! may give are planar or semi-planar, also without padding.
+//! (`pixel::PixelFormat`) and described, with its time and where it lives, by its
+//! descriptor (`desc::FrameDesc`). BGR (what the filters, a window and a video writer take)
+//! is 8-bit B, G, R with rows packed (`stride == width * 3`, `CHANNELS`); the YUV formats a
+//! source may give are planar or semi-planar.
 
 use std::fmt;
 use std::str::FromStr;
@@ -14,6 +15,9 @@ pub const CHANNELS: usize = 3;
 /// The frame rate assumed where nothing says one: the test pattern's, and a video output's
 /// when its input gives none.
 pub const DEFAULT_FPS: f64 = 30.0;
+
+/// A rate or time base as a fraction, numerator and denominator.
+pub type Ratio = (i32, i32);
 
 /// Width and height of a frame in pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -208,7 +212,7 @@ mod tests {
 
 /// A rate as the simplest fraction within a billionth of it (30 → 30/1, 29.97 → 2997/100,
 /// 30000/1001 as a float → 30000/1001), by continued fractions; 30/1 for what is not a rate.
-pub fn ratio_of(fps: f64) -> (i32, i32) {
+pub fn ratio_of(fps: f64) -> Ratio {
     if !(fps.is_finite() && fps > 0.0 && fps < 1e6) {
         return (DEFAULT_FPS as i32, 1);
     }

@@ -29,6 +29,8 @@ use anyhow::{anyhow, Context, Result};
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 use crate::backend::{Backend, Control};
+use crate::desc::{Frame, Timestamp};
+use crate::frame::FrameSize;
 use crate::reload::{self, Reloader};
 use crate::ring::{self, Slot};
 use crate::sink::{Flow, Sink};
@@ -91,22 +93,16 @@ struct Shared {
 /// Runs until the input ends, `opts.frames` are captured, or `stop` is requested; the sink
 /// runs on the calling thread and is always finished.
 pub fn run(
-    mut source: Box<dyn Source>,
+    source: Box<dyn Source>,
     mut backend: Box<dyn Backend>,
     sink: &mut dyn Sink,
     opts: &Options,
     stop: &Stop,
 ) -> Result<Summary> {
-    let size = source.size();
     PROGRESS.iter().for_each(|c| c.store(0, Ordering::Relaxed));
     // A signalled stop that stops progressing in here is ended by the stop watchdog.
     let _watched = crate::stop::Watched::start();
-    let mut slots = ring::allocate(opts.ring, size, backend.formats());
-    for slot in &mut slots {
-        for buf in slot.buffers_mut() {
-            backend.attach(buf)?;
-        }
-    }
+    let slots = attached_ring(backend.as_mut(), opts.ring, source.size())?;
     let shared = Arc::new(Shared {
         stop: stop.clone(),
         paused: AtomicBool::new(false),
@@ -132,36 +128,8 @@ pub fn run(
         .map(|r| r.start(control_tx.clone()))
         .transpose()
         .context("starting the kernel file watcher")?;
-
-    let capture = {
-        let shared = shared.clone();
-        let frames = opts.frames;
-        thread::Builder::new()
-            .name("capture".into())
-            .spawn(move || capture_loop(source.as_mut(), &free_rx, filled_tx, frames, &shared))?
-    };
-    let process = {
-        let shared = shared.clone();
-        let keep = opts.keep_frame_times;
-        thread::Builder::new()
-            .name("backend".into())
-            .spawn(move || {
-                let mut st = ProcessStats::default();
-                let r = backend_loop(
-                    backend.as_mut(),
-                    filled_rx,
-                    done_tx,
-                    control_rx,
-                    keep,
-                    &shared,
-                    &mut st,
-                );
-                if r.is_err() {
-                    shared.stop.request();
-                }
-                (st, r)
-            })?
-    };
+    let capture = spawn_capture(source, free_rx, filled_tx, opts.frames, &shared)?;
+    let process = spawn_backend(backend, filled_rx, done_tx, control_rx, opts, &shared)?;
 
     let mut recent = Recent::new(started, backend_tracks.clone(), opts.trace_last as usize);
     let mut trace = (opts.trace_frames > 0).then(|| Trace::new(started, backend_tracks));
@@ -200,53 +168,135 @@ pub fn run(
     let elapsed = started.elapsed();
     let finish_result = sink.finish().context("finishing the output");
     drop(free_tx);
-    let capture_result = join_within(capture, CAPTURE_GRACE);
-    let (process_stats, process_result) = process
-        .join()
-        .map_err(|_| anyhow!("the backend thread panicked"))?;
-
-    let capture_stats = CaptureStats {
-        captured: shared.captured.load(Ordering::SeqCst),
-        dropped: shared.dropped.load(Ordering::SeqCst),
-        read_ms: shared.read_us.load(Ordering::SeqCst) as f64 / 1000.0,
-    };
-    let capture_result = match capture_result {
-        Some(Ok(r)) => r.context("capture"),
-        Some(Err(_)) => Err(anyhow!("the capture thread panicked")),
-        None => {
-            leave_a_thread_behind();
-            crate::info!(
-                "the input was still blocked in a read {} ms after the stop; not waiting for it",
-                CAPTURE_GRACE.as_millis()
-            );
-            Ok(())
-        }
+    let ended = Ended {
+        capture: join_within(capture, CAPTURE_GRACE),
+        process: process
+            .join()
+            .map_err(|_| anyhow!("the backend thread panicked"))?,
+        sink: sink_result,
+        finish: finish_result,
     };
     sink_stats.pauses = shared.pauses.load(Ordering::SeqCst);
     sink_stats.stored = sink.stored();
-    let backend = shared.backend.lock().map(|b| b.clone()).unwrap_or_default();
     let summary = Summary {
-        backend,
+        backend: shared.backend.lock().map(|b| b.clone()).unwrap_or_default(),
         sink: sink.verb().to_string(),
         elapsed,
-        capture: capture_stats,
-        process: process_stats,
+        capture: CaptureStats {
+            captured: shared.captured.load(Ordering::SeqCst),
+            dropped: shared.dropped.load(Ordering::SeqCst),
+            read_ms: shared.read_us.load(Ordering::SeqCst) as f64 / 1000.0,
+        },
+        process: ProcessStats::default(),
         sink_stats,
         trace,
         reloads: opts.reload.as_ref().map(|r| r.log()).unwrap_or_default(),
     };
-    // The first error in the data path's order; the output's own comes before the finish's.
-    let failure = capture_result
-        .and(process_result.context("processing"))
-        .and(sink_result)
-        .and(finish_result);
-    match failure {
-        Ok(()) => Ok(summary),
-        Err(error) => Err(Failed {
-            summary: Box::new(summary),
-            error,
+    ended.into_result(summary)
+}
+
+/// The ring's slots for `size` frames in the backend's formats, each buffer attached to
+/// the backend (page-locked for CUDA) before the first frame.
+fn attached_ring(backend: &mut dyn Backend, ring: usize, size: FrameSize) -> Result<Vec<Slot>> {
+    let mut slots = ring::allocate(ring, size, backend.formats());
+    for slot in &mut slots {
+        for buf in slot.buffers_mut() {
+            backend.attach(buf)?;
         }
-        .into()),
+    }
+    Ok(slots)
+}
+
+/// Starts the capture thread: free slots in, filled slots out, until the input ends,
+/// `frames` are read or a stop.
+fn spawn_capture(
+    mut source: Box<dyn Source>,
+    free: Receiver<Slot>,
+    filled: Sender<Slot>,
+    frames: Option<u64>,
+    shared: &Arc<Shared>,
+) -> Result<thread::JoinHandle<Result<()>>> {
+    let shared = shared.clone();
+    Ok(thread::Builder::new()
+        .name("capture".into())
+        .spawn(move || capture_loop(source.as_mut(), &free, filled, frames, &shared))?)
+}
+
+/// Starts the backend thread: filled slots in, processed slots out in order, controls
+/// applied between frames; an error stops the run.
+fn spawn_backend(
+    mut backend: Box<dyn Backend>,
+    filled: Receiver<Slot>,
+    done: Sender<Slot>,
+    controls: Receiver<Control>,
+    opts: &Options,
+    shared: &Arc<Shared>,
+) -> Result<thread::JoinHandle<(ProcessStats, Result<()>)>> {
+    let shared = shared.clone();
+    let keep = opts.keep_frame_times;
+    Ok(thread::Builder::new()
+        .name("backend".into())
+        .spawn(move || {
+            let mut st = ProcessStats::default();
+            let r = backend_loop(
+                backend.as_mut(),
+                filled,
+                done,
+                controls,
+                keep,
+                &shared,
+                &mut st,
+            );
+            if r.is_err() {
+                shared.stop.request();
+            }
+            (st, r)
+        })?)
+}
+
+/// How each part of a run ended, once every thread is joined or left behind.
+struct Ended {
+    /// The capture thread: joined (its result, or its panic), or None when left blocked.
+    capture: Option<thread::Result<Result<()>>>,
+    /// The backend thread's counts and result.
+    process: (ProcessStats, Result<()>),
+    /// The sink loop's result.
+    sink: Result<()>,
+    /// The sink's `finish`.
+    finish: Result<()>,
+}
+
+impl Ended {
+    /// The summary (with the backend's counts), or the first error in the data path's order
+    /// with the summary attached (`Failed`); the output's own error comes before the
+    /// finish's.
+    fn into_result(self, mut summary: Summary) -> Result<Summary> {
+        let capture = match self.capture {
+            Some(Ok(r)) => r.context("capture"),
+            Some(Err(_)) => Err(anyhow!("the capture thread panicked")),
+            None => {
+                leave_a_thread_behind();
+                crate::info!(
+                    "the input was still blocked in a read {} ms after the stop; not waiting for it",
+                    CAPTURE_GRACE.as_millis()
+                );
+                Ok(())
+            }
+        };
+        let (process_stats, process) = self.process;
+        summary.process = process_stats;
+        let failure = capture
+            .and(process.context("processing"))
+            .and(self.sink)
+            .and(self.finish);
+        match failure {
+            Ok(()) => Ok(summary),
+            Err(error) => Err(Failed {
+                summary: Box::new(summary),
+                error,
+            }
+            .into()),
+        }
     }
 }
 
@@ -356,8 +406,8 @@ fn capture_loop(
         shared
             .read_us
             .fetch_add(took.as_micros() as u64, Ordering::SeqCst);
-        slot.seq = captured;
-        slot.pts = source.timestamp();
+        slot.desc.index = captured;
+        slot.desc.pts = source.timestamp().and_then(Timestamp::from_seconds);
         captured += 1;
         shared.captured.store(captured, Ordering::SeqCst);
         if filled.send(slot).is_err() {
@@ -523,7 +573,11 @@ fn sink_loop(
                 PROGRESS[0].store(shared.captured.load(Ordering::Relaxed), Ordering::Relaxed);
                 PROGRESS[1].fetch_add(1, Ordering::Relaxed);
                 PROGRESS[3].store(live.dropped, Ordering::Relaxed);
-                let flow = sink.consume_at(&slot.output, slot.size, slot.pts)?;
+                let desc = slot.output_desc();
+                let flow = sink.consume(&Frame {
+                    desc: &desc,
+                    bytes: &slot.output,
+                })?;
                 let end = Instant::now();
                 st.sink_ms += ms(end - t);
                 st.consumed += 1;
@@ -538,10 +592,11 @@ fn sink_loop(
                 if !slot.spans.is_empty() {
                     // A traced frame (its backend spans are there): its capture and output
                     // spans join them, in the first frames' trace and in the ring.
+                    let seq = slot.seq();
                     let span = |track, kind, start, end| Span {
                         track,
                         kind,
-                        frame: slot.seq,
+                        frame: seq,
                         band: None,
                         start,
                         end,
@@ -557,11 +612,11 @@ fn sink_loop(
                     if let Some(first) = traces
                         .first
                         .as_deref_mut()
-                        .filter(|_| slot.seq < traces.first_frames)
+                        .filter(|_| slot.seq() < traces.first_frames)
                     {
                         first.spans.extend(spans.iter().cloned());
                     }
-                    traces.recent.push(slot.seq, spans);
+                    traces.recent.push(slot.seq(), spans);
                     live.timeline = sink
                         .wants_timeline()
                         .then(|| traces.recent.layout(STRIP_FRAMES).map(Arc::new))

@@ -225,13 +225,13 @@ impl PixelFormat {
         self as i32
     }
 
-    /// The planes of a `size` frame: where each starts, its bytes per luma row, and how many
-    /// luma rows share one of its rows.
-    fn planes(self, size: FrameSize) -> Vec<Plane> {
+    /// The planes of a packed `size` frame: where each starts, its bytes per row, and how many
+    /// of the frame's rows share one of its rows.
+    pub fn plane_layout(self, size: FrameSize) -> Vec<Plane> {
         let (w, h) = (size.width, size.height);
-        let plane = |offset, row_bytes, rows_per| Plane {
+        let plane = |offset, pitch, rows_per| Plane {
             offset,
-            row_bytes,
+            pitch,
             rows_per,
         };
         match self {
@@ -266,10 +266,14 @@ impl PixelFormat {
     ) -> Vec<(Range<usize>, Range<usize>)> {
         let band = FrameSize::new(size.width, rows.len());
         let mut out: Vec<(Range<usize>, Range<usize>)> = Vec::new();
-        for (f, b) in self.planes(size).into_iter().zip(self.planes(band)) {
+        for (f, b) in self
+            .plane_layout(size)
+            .into_iter()
+            .zip(self.plane_layout(band))
+        {
             let (first, last) = (rows.start / f.rows_per, rows.end.div_ceil(f.rows_per));
-            let len = (last - first) * f.row_bytes;
-            let at = f.offset + first * f.row_bytes;
+            let len = (last - first) * f.pitch;
+            let at = f.offset + first * f.pitch;
             match out.last_mut() {
                 // Planes that follow each other in both (a band of the whole frame) are one
                 // range: one copy instead of three.
@@ -309,11 +313,17 @@ pub fn apply_reference(
     formats.output.from_bgr(size, &bgr_out, dst);
 }
 
-/// One plane of a frame (`PixelFormat::planes`).
-struct Plane {
-    offset: usize,
-    row_bytes: usize,
-    rows_per: usize,
+/// One plane of a frame: where it starts in the frame's bytes, the bytes from one of its
+/// rows to the next (`pitch`: a packed plane's row bytes, more where a decoder pads rows),
+/// and how many of the frame's rows share one of its rows (2 for 4:2:0 chroma).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Plane {
+    /// Bytes from the frame's start.
+    pub offset: usize,
+    /// Bytes from one row of the plane to the next.
+    pub pitch: usize,
+    /// Frame rows per row of this plane.
+    pub rows_per: usize,
 }
 
 /// The formats of a backend's frames: what its input buffers hold (the source's) and what

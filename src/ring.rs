@@ -11,8 +11,9 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::time::Instant;
 
+use crate::desc::FrameDesc;
 use crate::frame::FrameSize;
-use crate::pixel::Formats;
+use crate::pixel::{Formats, PixelFormat};
 
 const PAGE: usize = 4096;
 
@@ -119,17 +120,13 @@ impl Default for Stamps {
 
 /// One frame's worth of buffers plus what is known about the frame in it.
 pub struct Slot {
-    /// Position of the frame in the output stream (0, 1, 2, …).
-    pub seq: u64,
-    /// The frame's presentation time, seconds, where its source has one.
-    pub pts: Option<f64>,
-    /// The frame's size.
-    pub size: FrameSize,
-    /// The formats of `input` and `output`.
-    pub formats: Formats,
-    /// The captured frame (in `formats.input`).
+    /// The captured frame in `input` (its input, index, time, format, size and planes).
+    pub desc: FrameDesc,
+    /// The format the backend writes into `output`.
+    pub output_format: PixelFormat,
+    /// The captured frame's bytes (host memory, as `desc` lays them out).
     pub input: HostBuffer,
-    /// The processed frame (in `formats.output`).
+    /// The processed frame (in `output_format`, packed).
     pub output: HostBuffer,
     /// Host times of the frame's way.
     pub stamps: Stamps,
@@ -140,18 +137,40 @@ pub struct Slot {
 }
 
 impl Slot {
-    fn new(size: FrameSize, formats: Formats) -> Self {
+    /// A slot for `size` frames in `formats` (input, output), buffers allocated.
+    pub fn new(size: FrameSize, formats: Formats) -> Self {
         Self {
-            seq: 0,
-            pts: None,
-            size,
-            formats,
+            desc: FrameDesc::host(formats.input, size),
+            output_format: formats.output,
             input: HostBuffer::new(formats.input.bytes(size)),
             output: HostBuffer::new(formats.output.bytes(size)),
             stamps: Stamps::default(),
             gpu: None,
             spans: Vec::new(),
         }
+    }
+
+    /// The frame's position in its input (0, 1, 2, …).
+    pub fn seq(&self) -> u64 {
+        self.desc.index
+    }
+
+    /// The frame's size.
+    pub fn size(&self) -> FrameSize {
+        self.desc.size
+    }
+
+    /// The formats of `input` and `output`.
+    pub fn formats(&self) -> Formats {
+        Formats {
+            input: self.desc.format,
+            output: self.output_format,
+        }
+    }
+
+    /// The processed frame's descriptor: the captured frame's, in `output_format`.
+    pub fn output_desc(&self) -> FrameDesc {
+        self.desc.converted(self.output_format)
     }
 
     /// The input and output buffers (for `Backend::attach`).

@@ -6,8 +6,7 @@
 
 use ffmpeg_next as ff;
 
-/// A rate or time base as a fraction, numerator and denominator.
-pub type Ratio = (i32, i32);
+pub use crate::frame::Ratio;
 
 /// `(n, d)` as FFmpeg's rational.
 pub fn rational((n, d): Ratio) -> ff::Rational {

@@ -91,3 +91,17 @@ fn pattern_frames_past_its_period_equal_the_reference() {
         assert_eq!(bad, 0, "{formats}: {bad} frames differ (max {max})");
     }
 }
+
+/// Frames of two sizes and four formats, interleaved, through one CPU backend: each equals a
+/// run of its configuration alone, and the reference.
+#[test]
+fn cpu_serves_interleaved_sizes_and_formats() {
+    for chain in [
+        "gray,gain:1.3,-7,invert",
+        "gauss:2",
+        "invert,blur:5,median3,gain:2,-20",
+    ] {
+        let n = common::mixed::check(BackendKind::Cpu, chain, 1, opencv_tolerance(chain));
+        assert_eq!(n, 24);
+    }
+}

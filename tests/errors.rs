@@ -118,7 +118,7 @@ fn bad_inputs() {
 
 #[test]
 fn cuda_without_a_gpu_is_an_error() {
-    if framepipe::backend::cuda::probe().is_ok() {
+    if framepipe::backend::device::probe().is_ok() {
         println!("SKIPPED cuda_without_a_gpu_is_an_error: this machine has a GPU");
         return;
     }
@@ -141,7 +141,7 @@ fn cuda_without_a_gpu_is_an_error() {
 
 #[test]
 fn bench_and_doctor_without_a_gpu() {
-    if framepipe::backend::cuda::probe().is_ok() {
+    if framepipe::backend::device::probe().is_ok() {
         println!("SKIPPED bench_and_doctor_without_a_gpu: this machine has a GPU");
         return;
     }

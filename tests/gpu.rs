@@ -7,9 +7,10 @@
 mod common;
 
 use common::{cuda_or_skip, run_case, run_case_in, Case, CHAINS};
-use framepipe::backend::{cuda, BackendKind, IssueOrder, StreamLayout};
+use framepipe::backend::{device, BackendKind, IssueOrder, StreamLayout};
 use framepipe::frame::FrameSize;
 use framepipe::pixel::{Formats, PixelFormat};
+use framepipe::plan::{Counts, Plan};
 
 #[test]
 #[ignore = "needs CUDA: scripts/gpu.sh run"]
@@ -273,9 +274,8 @@ fn rss_mib() -> u64 {
 #[test]
 #[ignore = "a soak of minutes: scripts/gpu.sh soak"]
 fn cuda_soak_holds_memory_and_registrations_flat() {
-    use framepipe::backend::{BackendConfig, Control};
+    use framepipe::backend::Control;
     use framepipe::filter::{Chain, PRESETS};
-    use framepipe::pipeline::{self, Options};
     use framepipe::sink::{Flow, Sink};
     use framepipe::source::pattern::Pattern;
     use framepipe::stop::Stop;
@@ -299,7 +299,7 @@ fn cuda_soak_holds_memory_and_registrations_flat() {
         fn describe(&self) -> String {
             "cycling controls".into()
         }
-        fn consume(&mut self, _f: &[u8], _s: FrameSize) -> anyhow::Result<Flow> {
+        fn consume(&mut self, _frame: &framepipe::desc::Frame) -> anyhow::Result<Flow> {
             self.n += 1;
             if self.n.is_multiple_of(500) {
                 self.pageable = !self.pageable;
@@ -320,8 +320,11 @@ fn cuda_soak_holds_memory_and_registrations_flat() {
     let size = FrameSize::new(3840, 2160);
     let first: Chain = "copy".parse().unwrap();
     // A chain change rebuilds the plans for the new chain's radius (as the window's keys do).
-    let cfg = BackendConfig::new(size, first, 8, 4).unwrap();
-    let backend = framepipe::backend::create(BackendKind::Cuda, &cfg).unwrap();
+    let counts = Counts {
+        busy_bands: 1,
+        ..Counts::spare(8, 4)
+    };
+    let plan = Plan::new(BackendKind::Cuda, size, Formats::BGR, first, counts).unwrap();
     let stop = Stop::new();
     let sampler = {
         let stop = stop.clone();
@@ -335,7 +338,7 @@ fn cuda_soak_holds_memory_and_registrations_flat() {
                     start.elapsed().as_secs(),
                     rss_mib(),
                     (free >> 20) as u64,
-                    cuda::live_registrations(),
+                    device::live_registrations(),
                 );
                 println!(
                     "soak t={:>4} s  host RSS {:>5} MiB  device free {:>6} MiB  page-locked ranges {}",
@@ -349,26 +352,14 @@ fn cuda_soak_holds_memory_and_registrations_flat() {
             samples
         })
     };
-    let opts = Options {
-        ring: 8,
-        frames: None,
-        keep_frame_times: false,
-        trace_frames: 0,
-        trace_last: 0,
-        reload: None,
-    };
+
     let mut sink = Cycle {
         n: 0,
         pageable: false,
     };
-    let summary = pipeline::run(
-        Box::new(Pattern::new(size, 0.0)),
-        backend,
-        &mut sink,
-        &opts,
-        &stop,
-    )
-    .unwrap();
+    let summary = plan
+        .run(Box::new(Pattern::new(size, 0.0)), &mut sink, &stop)
+        .unwrap();
     let samples = sampler.join().unwrap();
     println!("{}", summary.render());
     println!("soak: {} controls applied", summary.process.controls.len());
@@ -394,7 +385,7 @@ fn cuda_soak_holds_memory_and_registrations_flat() {
         "page-locked ranges beyond the ring's 16 buffers: {samples:?}"
     );
     assert_eq!(
-        cuda::live_registrations(),
+        device::live_registrations(),
         0,
         "ranges left locked after the run"
     );
@@ -488,4 +479,27 @@ fn page_locked_copies_overlap_and_pageable_ones_do_not() {
         pageable < 0.02,
         "pageable copies overlap ({pageable}): is the ring pinned?"
     );
+}
+
+/// Frames of two sizes and four formats, interleaved, through one CUDA backend (one device,
+/// a lane set per configuration): each is bit-identical to a run of its configuration
+/// alone and to the reference, for 1 to 16 bands.
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_serves_interleaved_sizes_and_formats() {
+    if !cuda_or_skip("cuda_serves_interleaved_sizes_and_formats") {
+        return;
+    }
+    let mut frames = 0;
+    for chain in [
+        "copy",
+        "gray,gain:1.3,-7,invert",
+        "gauss:2",
+        "gray,gauss:2,sobel",
+    ] {
+        for bands in [1, 3, 16] {
+            frames += common::mixed::check(BackendKind::Cuda, chain, bands, 0);
+        }
+    }
+    println!("interleaved: {frames} frames bit-identical to separate runs and the reference");
 }

@@ -12,10 +12,12 @@ use std::time::Duration;
 
 use common::run::{framepipe, stderr, TempDir};
 use common::{cuda_or_skip, reference, run_case_against, Case};
-use framepipe::backend::{check, BackendConfig, BackendKind, IssueOrder, StreamLayout};
+use framepipe::backend::{check, BackendKind, IssueOrder, StreamLayout};
 use framepipe::filter::Chain;
 use framepipe::frame::FrameSize;
-use framepipe::pipeline::{self, Options};
+use framepipe::pipeline;
+use framepipe::pixel::Formats;
+use framepipe::plan::{Counts, Plan};
 use framepipe::reload::Reloader;
 use framepipe::sink::{Flow, Sink};
 use framepipe::source::pattern::Pattern;
@@ -170,7 +172,8 @@ impl Sink for ReloadSink {
     fn describe(&self) -> String {
         "reload check".into()
     }
-    fn consume(&mut self, frame: &[u8], size: FrameSize) -> anyhow::Result<Flow> {
+    fn consume(&mut self, frame: &framepipe::desc::Frame) -> anyhow::Result<Flow> {
+        let (frame, size) = (frame.bytes, frame.size());
         let seq = self.seen;
         self.seen += 1;
         let want = |c: &str| reference(&c.parse().unwrap(), size, seq);
@@ -215,21 +218,23 @@ fn cuda_a_reload_swaps_kernels_at_a_frame_boundary() {
     .unwrap();
     let size = FrameSize::new(640, 360);
     let chain: Chain = format!("kernel:{}", file.display()).parse().unwrap();
-    let cfg = BackendConfig::new(size, chain.clone(), 4, 3).unwrap();
-    let backend = framepipe::backend::create(BackendKind::Cuda, &cfg).unwrap();
+    let mut plan = Plan::new(
+        BackendKind::Cuda,
+        size,
+        Formats::BGR,
+        chain.clone(),
+        Counts::spare(4, 3),
+    )
+    .unwrap();
+    plan.ring = 6;
+    plan.frames = Some(300);
     let reloader = Arc::new(Reloader::new(
         chain,
         Box::new(move |c: &Chain| check::before_run(c, size, &[4, 1], 0)),
         true,
     ));
-    let opts = Options {
-        ring: 6,
-        frames: Some(300),
-        keep_frame_times: false,
-        trace_frames: 0,
-        trace_last: 0,
-        reload: Some(reloader.clone()),
-    };
+    let opts = plan.options(Some(reloader.clone()));
+    let backend = plan.make_backend().unwrap();
     let mut sink = ReloadSink {
         file: file.clone(),
         size,

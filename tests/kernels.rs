@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::unbounded;
-use framepipe::backend::{cuda, Control};
+use framepipe::backend::{device, Control};
 use framepipe::filter::{Chain, Filter};
 use framepipe::reload::Reloader;
 
@@ -99,7 +99,7 @@ fn a_kernel_on_the_cpu_backend_is_refused_before_any_frame() {
         ],
         "is a CUDA kernel and needs the CUDA backend",
     );
-    if let Err(why) = cuda::probe() {
+    if let Err(why) = device::probe() {
         fails_with(
             &[
                 "--input",

@@ -101,7 +101,7 @@ fn every_run_example_in_the_readme_runs() {
         }
         let out = run(&dir, &args);
         let err = String::from_utf8_lossy(&out.stderr);
-        if user_kernel && framepipe::backend::cuda::probe().is_err() {
+        if user_kernel && framepipe::backend::device::probe().is_err() {
             // Without CUDA a kernel file is refused, as documented, with the reason.
             assert_eq!(out.status.code(), Some(1), "{args:?}:\n{err}");
             assert!(err.contains("needs the CUDA backend"), "{args:?}:\n{err}");

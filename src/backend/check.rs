@@ -254,7 +254,7 @@ pub fn before_run(
 /// `framepipe check-kernel`: checks `chain` (the kernel alone) at `sizes` (empty: the
 /// default sizes) and prints the verdict; an error (exit 1) when it is not band-invariant.
 pub fn command(chain: &Chain, sizes: &[FrameSize]) -> Result<()> {
-    super::cuda::probe().map_err(|why| {
+    super::device::probe().map_err(|why| {
         anyhow::anyhow!("check-kernel runs the kernel on the GPU: no CUDA here ({why})")
     })?;
     let sizes: Vec<FrameSize> = if sizes.is_empty() {
@@ -263,7 +263,7 @@ pub fn command(chain: &Chain, sizes: &[FrameSize]) -> Result<()> {
         sizes.to_vec()
     };
     let started = std::time::Instant::now();
-    let verdict = band_invariance(chain, &sizes, &BANDS, super::cuda::DEFAULT_DEVICE)?;
+    let verdict = band_invariance(chain, &sizes, &BANDS, super::device::DEFAULT_DEVICE)?;
     let sizes_text: Vec<String> = sizes.iter().map(|s| s.to_string()).collect();
     match verdict {
         None => {

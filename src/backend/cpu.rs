@@ -1,6 +1,8 @@
 //! The CPU backend: OpenCV's own functions when built with OpenCV, else the plain-Rust
 //! reference of `filter/reference.rs`. Frames are processed whole (OpenCV spreads them over cores)
-//! and synchronously in `submit`; `complete` hands them back in order.
+//! and synchronously in `submit`; `complete` hands them back in order. Each frame is read
+//! by its own descriptor (size, formats), so frames of several sizes and formats may be
+//! interleaved; the BGR scratch frames grow to the largest seen.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -15,10 +17,10 @@ use crate::ring::{HostBuffer, Slot};
 
 /// The CPU backend: whole frames, synchronously, in submission order.
 pub struct CpuBackend {
-    size: FrameSize,
+    /// The run's first configuration (what `formats` reports; frames say their own).
     formats: Formats,
     /// BGR frames between the input's conversion, the chain and the output's conversion
-    /// (empty where a format is BGR already).
+    /// (as long as the largest frame that needed them).
     bgr_in: Vec<u8>,
     bgr_out: Vec<u8>,
     chain: Chain,
@@ -58,7 +60,6 @@ impl CpuBackend {
             }
         };
         Ok(Self {
-            size: cfg.size,
             formats: cfg.formats,
             bgr_in: bgr(cfg.formats.input),
             bgr_out: bgr(cfg.formats.output),
@@ -74,37 +75,52 @@ impl CpuBackend {
 }
 
 impl CpuBackend {
-    /// One frame: the input converted to BGR, the chain, the result converted to the output
-    /// format (`pixel::apply_reference` defines it); untouched where nothing changes.
-    fn process(&mut self, input: &[u8], output: &mut [u8]) -> Result<()> {
+    /// One `size` frame in `formats`: the input converted to BGR, the chain, the result
+    /// converted to the output format (`pixel::apply_reference` defines it); untouched where
+    /// nothing changes.
+    fn process(
+        &mut self,
+        size: FrameSize,
+        formats: Formats,
+        input: &[u8],
+        output: &mut [u8],
+    ) -> Result<()> {
         let Formats {
             input: fin,
             output: fout,
-        } = self.formats;
-        if self.formats.passthrough(self.chain.is_identity()) {
+        } = formats;
+        if formats.passthrough(self.chain.is_identity()) {
             output.copy_from_slice(input);
             return Ok(());
         }
-        let size = self.size;
         let src: &[u8] = if fin == PixelFormat::Bgr24 {
             input
         } else {
-            pixel::to_bgr(fin, size, input, &mut self.bgr_in);
-            &self.bgr_in
+            grow(&mut self.bgr_in, size.bytes());
+            pixel::to_bgr(fin, size, input, &mut self.bgr_in[..size.bytes()]);
+            &self.bgr_in[..size.bytes()]
         };
         let dst: &mut [u8] = if fout == PixelFormat::Bgr24 {
             &mut *output
         } else {
-            &mut self.bgr_out
+            grow(&mut self.bgr_out, size.bytes());
+            &mut self.bgr_out[..size.bytes()]
         };
         #[cfg(feature = "opencv")]
         imp::apply(&self.chain, size, src, dst, &mut self.scratch)?;
         #[cfg(not(feature = "opencv"))]
         self.chain.apply_reference(size, src, dst);
         if fout != PixelFormat::Bgr24 {
-            pixel::from_bgr(fout, size, &self.bgr_out, output);
+            pixel::from_bgr(fout, size, &self.bgr_out[..size.bytes()], output);
         }
         Ok(())
+    }
+}
+
+/// Makes `buf` at least `len` bytes long.
+fn grow(buf: &mut Vec<u8>, len: usize) {
+    if buf.len() < len {
+        buf.resize(len, 0);
     }
 }
 
@@ -140,15 +156,30 @@ impl Backend for CpuBackend {
 
     fn submit(&mut self, mut slot: Slot) -> Result<()> {
         slot.stamps.submitted = Instant::now();
+        let (size, formats) = (slot.size(), slot.formats());
+        anyhow::ensure!(
+            slot.desc.memory == crate::desc::Memory::Host,
+            "the CPU backend takes frames in host memory; frame {} is in device memory",
+            slot.seq()
+        );
         let Slot { input, output, .. } = &mut slot;
-        self.process(input, output)?;
+        let need = |f: PixelFormat| f.bytes(size);
+        anyhow::ensure!(
+            input.len() >= need(formats.input) && output.len() >= need(formats.output),
+            "internal: a {size} frame ({formats}) does not fit its slot"
+        );
+        let (input, output) = (
+            &input[..need(formats.input)],
+            &mut output[..need(formats.output)],
+        );
+        self.process(size, formats, input, output)?;
         slot.stamps.done = Instant::now();
         slot.spans.clear();
-        if slot.seq < self.trace_frames || self.rolling.traces(slot.seq) {
+        if slot.seq() < self.trace_frames || self.rolling.traces(slot.seq()) {
             slot.spans.push(crate::trace::Span {
                 track: crate::trace::Track::Backend(0),
                 kind: crate::trace::Kind::Process,
-                frame: slot.seq,
+                frame: slot.seq(),
                 band: None,
                 start: slot.stamps.submitted,
                 end: slot.stamps.done,

@@ -141,7 +141,7 @@ fn yuv_constants() -> Vec<String> {
 }
 
 /// The compiled `SOURCES` for `arch` (a cubin, or PTX), compiled by NVRTC on first use
-/// (about 50 ms; `cuda::warm_up` does it ahead, while the input opens).
+/// (about 50 ms; `device::warm_up` does it ahead, while the input opens).
 pub(super) fn compiled(arch: &str) -> Result<Ptx> {
     let source: String = SOURCES
         .iter()

@@ -9,7 +9,7 @@ use anyhow::Result;
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use serde::Serialize;
 
-use super::cuda::{mapped, PinnedRange};
+use super::device::{mapped, PinnedRange};
 use super::kernels::ChainKernels;
 use crate::filter::reference::View;
 use crate::filter::Chain;
@@ -68,7 +68,7 @@ struct Rig {
 
 impl Rig {
     fn new(size: FrameSize, pageable: bool) -> Result<Self> {
-        let ctx = super::cuda::open_device(super::cuda::DEFAULT_DEVICE)?;
+        let ctx = super::device::open_device(super::device::DEFAULT_DEVICE)?;
         // SAFETY: every buffer below is used on one stream at a time, ordered by events.
         unsafe { ctx.disable_event_tracking() };
         let (s1, s2) = (ctx.new_stream()?, ctx.new_stream()?);

@@ -1,16 +1,21 @@
 //! What runs the filters: CUDA (banded streams, several frames in flight) or the CPU.
 //!
-//! A backend takes slots whose input buffer holds a frame (in `formats().input`), fills
-//! their output buffer (in `formats().output`: the input converted to BGR, the chain, the
-//! result converted, as `pixel::apply_reference` defines it), and hands them back **in
-//! submission order**. It never keeps more than `capacity()` frames.
+//! A backend takes slots whose input buffer holds a frame (described by the slot's
+//! `FrameDesc`: size, format, planes), fills their output buffer (in the slot's output
+//! format: the input converted to BGR, the chain, the result converted, as
+//! `pixel::apply_reference` defines it), and hands them back **in submission order**. It
+//! never keeps more than `capacity()` frames. Each frame is processed as its own descriptor
+//! says, so frames of several sizes and formats may be interleaved; `formats()` and the
+//! config's `size` are the run's first configuration, which the ring's slots are made for.
 //! `attach` is called once per ring buffer before the first frame (the CUDA backend
 //! page-locks it there).
 
 pub mod check;
 pub mod cpu;
 pub mod cuda;
+pub mod device;
 mod kernels;
+mod lanes;
 pub mod measure;
 mod nvrtc;
 
@@ -168,6 +173,19 @@ impl BackendConfig {
         Ok(self)
     }
 
+    /// This configuration for frames of another size and formats: the same chain, band
+    /// counts (cut down to what the frame holds), frames in flight and settings. The error
+    /// says what the formats can't carry.
+    pub fn reshaped(&self, size: FrameSize, formats: Formats) -> Result<Self, String> {
+        let mut cfg = self.clone();
+        formats.check(size)?;
+        cfg.size = size;
+        cfg.formats = formats;
+        cfg.plan = cfg.cut(self.plan.len(), &self.chain)?;
+        cfg.busy_plan = cfg.cut(self.busy_plan.len(), &self.chain)?;
+        Ok(cfg)
+    }
+
     /// `bands` bands of this config's frames for `chain`, row pairs kept whole where a
     /// format is 4:2:0. Counts above what the frame holds are cut down to it.
     pub fn cut(&self, bands: usize, chain: &Chain) -> Result<BandPlan, String> {
@@ -215,11 +233,11 @@ pub enum IssueOrder {
 pub fn create(kind: BackendKind, cfg: &BackendConfig) -> Result<Box<dyn Backend>> {
     match kind {
         BackendKind::Cpu => Ok(Box::new(cpu::CpuBackend::new(cfg)?)),
-        BackendKind::Cuda => match cuda::probe() {
+        BackendKind::Cuda => match device::probe() {
             Ok(()) => Ok(Box::new(cuda::CudaBackend::new(cfg)?)),
             Err(why) => bail!("--backend cuda: {why}"),
         },
-        BackendKind::Auto => match cuda::probe() {
+        BackendKind::Auto => match device::probe() {
             Ok(()) => Ok(Box::new(cuda::CudaBackend::new(cfg)?)),
             Err(why) => {
                 if let Some(k) = cfg.chain.user_kernels().next() {

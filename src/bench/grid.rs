@@ -3,47 +3,89 @@
 
 use anyhow::{Context, Result};
 
-use super::measured::{measure_row, Setup};
+use super::measured::{measure_row, Setup, Subject};
 use super::report::{make_row, Section};
 use super::DEFAULT_IN_FLIGHT;
 use crate::backend::{measure, IssueOrder, StreamLayout};
-use crate::band;
 use crate::cli::BenchArgs;
-use crate::filter::Chain;
-use crate::frame::FrameSize;
-use crate::pixel::Formats;
 
-pub(crate) fn run_section(
-    args: &BenchArgs,
-    size: FrameSize,
-    chain: &Chain,
-    formats: Formats,
-) -> Result<Section> {
+/// Measures one size, chain and formats: the bound, the original question's configuration,
+/// the grid, the app's defaults and their variants, and paced (live) runs.
+pub(crate) fn run_section(args: &BenchArgs, subject: &Subject) -> Result<Section> {
+    let Subject {
+        size,
+        chain,
+        formats,
+    } = *subject;
     let bound = measure::bound(size, chain, formats, 30, 5)?;
     let both_over_ring_ms =
         measure::both_rotating(size, DEFAULT_IN_FLIGHT + super::RING_SPARE, 30)?;
     let bound_ms = bound.bound_ms();
     let frames_for =
         |per_frame_ms: f64| ((args.seconds * 1e3 / per_frame_ms) as u64).clamp(60, 4000);
-    let fits = |bands: usize| bands <= size.height / formats.row_align();
-    let default_bands = band::default_bands_in(size.height, formats.input.row_align());
-    let mut rows = Vec::new();
+    let defaults = Setup::defaults(subject);
+    let measure = |setup: Setup, frames: u64| measure_row(subject, setup, frames);
 
     // The original question's configuration: pageable, 3 bands, one frame at a time.
     let orig = Setup::new(true, 3.min(size.height), 1);
-    let t = measure_row(size, chain, formats, orig, frames_for(bound_ms * 10.0))?;
-    let original = make_row(orig, &t, bound_ms, None).context("too few frames")?;
+    let t = measure(orig, frames_for(bound_ms * 10.0))?;
+    let mut original = make_row(orig, &t, bound_ms, None).context("too few frames")?;
     let original_ms = Some(original.ms_per_frame);
+    let mut rows = Vec::new();
+    let fits = |bands: usize| bands <= size.height / formats.row_align();
+    // The grid, then the app's defaults (finely cut frames when the GPU is idle, one band
+    // behind others) and their variants, each changing one thing.
+    let mut setups = grid(args, fits);
+    setups.push(defaults);
+    setups.extend(variants_of_defaults(args, defaults));
+    for setup in setups {
+        let est = if setup.pageable {
+            bound_ms * 10.0
+        } else {
+            bound_ms
+        };
+        let t = measure(setup, frames_for(est))?;
+        rows.extend(make_row(setup, &t, bound_ms, original_ms));
+    }
+    // The defaults paced as a live source.
+    if args.live_fps > 0.0 {
+        let frames = ((args.live_fps * args.seconds * 2.0) as u64).max(60);
+        for setup in live(args, defaults) {
+            let t = measure(setup, frames)?;
+            rows.extend(make_row(setup, &t, bound_ms, original_ms));
+        }
+    }
+    original.speedup_vs_original = 1.0;
+    rows.insert(0, original);
+    Ok(Section {
+        size: size.to_string(),
+        filter: chain.to_string(),
+        format: formats.to_string(),
+        bound,
+        bound_ms,
+        limiter: bound.limiter().to_string(),
+        both_over_ring_ms,
+        default_bands: defaults.bands,
+        rows,
+    })
+}
 
+/// The grid `args` asks for (none with `--only-defaults`): bands × frames in flight
+/// page-locked, the issue orders, stream layouts and graphs compared, and pageable rows;
+/// band counts the frame can't hold (`fits`) are left out.
+fn grid(args: &BenchArgs, fits: impl Fn(usize) -> bool) -> Vec<Setup> {
     let mut grid: Vec<Setup> = Vec::new();
-    let all = !args.only_defaults;
-    for &b in args.bands.iter().filter(|b| all && fits(**b)) {
+    if args.only_defaults {
+        return grid;
+    }
+    let bands = || args.bands.iter().copied().filter(|&b| fits(b));
+    for b in bands() {
         for &f in &args.in_flight {
             grid.push(Setup::new(false, b, f));
         }
     }
-    if all && args.compare_issue {
-        for &b in args.bands.iter().filter(|b| fits(**b) && **b > 1) {
+    if args.compare_issue {
+        for b in bands().filter(|&b| b > 1) {
             for f in [1, 4] {
                 grid.push(Setup {
                     issue: IssueOrder::Breadth,
@@ -52,8 +94,8 @@ pub(crate) fn run_section(
             }
         }
     }
-    if all && args.compare_streams {
-        for &b in args.bands.iter().filter(|b| fits(**b)) {
+    if args.compare_streams {
+        for b in bands() {
             for f in [1, 4] {
                 grid.push(Setup {
                     streams: StreamLayout::PerBand,
@@ -62,42 +104,26 @@ pub(crate) fn run_section(
             }
         }
     }
-    if all && args.compare_graphs {
-        for &b in args.bands.iter().filter(|b| fits(**b)) {
+    if args.compare_graphs {
+        for b in bands() {
             grid.push(Setup {
                 graphs: false,
                 ..Setup::new(false, b, 1)
             });
         }
     }
-    for &b in args.pageable_bands.iter().filter(|b| all && fits(**b)) {
+    for b in args.pageable_bands.iter().copied().filter(|&b| fits(b)) {
         for &f in &args.pageable_in_flight {
             grid.push(Setup::new(true, b, f));
         }
     }
-    for setup in grid {
-        let est = if setup.pageable {
-            bound_ms * 10.0
-        } else {
-            bound_ms
-        };
-        let t = measure_row(size, chain, formats, setup, frames_for(est))?;
-        rows.extend(make_row(setup, &t, bound_ms, original_ms));
-    }
-    // The app's defaults: finely cut frames when the GPU is idle, one band behind others;
-    // unpaced (a file) and paced (a live source).
-    let defaults = Setup {
-        busy_bands: 1,
-        defaults: true,
-        ..Setup::new(
-            false,
-            default_bands.min(size.height),
-            band::default_in_flight(size.height),
-        )
-    };
-    let t = measure_row(size, chain, formats, defaults, frames_for(bound_ms))?;
-    rows.extend(make_row(defaults, &t, bound_ms, original_ms));
-    // Variants of the defaults, each changing one thing.
+    grid
+}
+
+/// The defaults with one thing changed: the window's rolling trace (its cost), and what
+/// `args` compares (graphs, stream priorities, the threads against the backend alone, one
+/// frame at a time).
+fn variants_of_defaults(args: &BenchArgs, defaults: Setup) -> Vec<Setup> {
     let variant = Setup {
         defaults: false,
         ..defaults
@@ -109,8 +135,6 @@ pub(crate) fn run_section(
         busy_bands: variant.bands,
         ..variant
     };
-    // The rolling trace a window run keeps for its timeline strip: its cost, against the
-    // defaults' row of the same run.
     let mut variants = vec![Setup {
         rolling: true,
         ..variant
@@ -142,41 +166,22 @@ pub(crate) fn run_section(
             ..alone
         });
     }
-    for setup in variants {
-        let t = measure_row(size, chain, formats, setup, frames_for(bound_ms))?;
-        rows.extend(make_row(setup, &t, bound_ms, original_ms));
+    variants
+}
+
+/// The defaults paced at `--live-fps` (and without graphs, where compared).
+fn live(args: &BenchArgs, defaults: Setup) -> Vec<Setup> {
+    let live = Setup {
+        paced_fps: args.live_fps,
+        ..defaults
+    };
+    let mut lives = vec![live];
+    if args.compare_graphs {
+        lives.push(Setup {
+            graphs: false,
+            defaults: false,
+            ..live
+        });
     }
-    if args.live_fps > 0.0 {
-        let frames = ((args.live_fps * args.seconds * 2.0) as u64).max(60);
-        let live = Setup {
-            paced_fps: args.live_fps,
-            ..defaults
-        };
-        let mut lives = vec![live];
-        if args.compare_graphs {
-            lives.push(Setup {
-                graphs: false,
-                defaults: false,
-                ..live
-            });
-        }
-        for setup in lives {
-            let t = measure_row(size, chain, formats, setup, frames)?;
-            rows.extend(make_row(setup, &t, bound_ms, original_ms));
-        }
-    }
-    let mut original = original;
-    original.speedup_vs_original = 1.0;
-    rows.insert(0, original);
-    Ok(Section {
-        size: size.to_string(),
-        filter: chain.to_string(),
-        format: formats.to_string(),
-        bound,
-        bound_ms,
-        limiter: bound.limiter().to_string(),
-        both_over_ring_ms,
-        default_bands,
-        rows,
-    })
+    lives
 }

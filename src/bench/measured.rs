@@ -7,17 +7,28 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::backend::{
-    self, Backend, BackendConfig, BackendKind, CudaSettings, IssueOrder, StreamLayout,
-};
+use super::RING_SPARE;
+use crate::backend::{Backend, BackendKind, CudaSettings, IssueOrder, StreamLayout};
 use crate::filter::Chain;
 use crate::frame::FrameSize;
-use crate::pipeline::{self, Options};
 use crate::pixel::Formats;
+use crate::plan::{Counts, Plan};
 use crate::ring::{self, Slot};
 use crate::sink::null::Null;
 use crate::source::pattern::{self, Pattern};
 use crate::stop::Stop;
+
+/// What a section of the bench measures: frames of one size, in one pair of formats,
+/// through one chain. Made once per section and passed down whole.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Subject<'a> {
+    /// The frames' size.
+    pub size: FrameSize,
+    /// The chain they go through.
+    pub chain: &'a Chain,
+    /// Their formats in and out.
+    pub formats: Formats,
+}
 
 /// One configuration of the pipeline to measure.
 #[derive(Clone, Copy, Debug, Serialize, PartialEq)]
@@ -34,6 +45,8 @@ pub struct Setup {
     pub busy_bands: usize,
     /// Frames in flight.
     pub in_flight: usize,
+    /// Slots in the ring.
+    pub ring: usize,
     /// Frames that find the GPU idle are replayed as CUDA graphs.
     pub graphs: bool,
     /// The per-stage streams have priorities.
@@ -57,6 +70,7 @@ impl Setup {
             bands,
             busy_bands: bands,
             in_flight,
+            ring: in_flight + RING_SPARE,
             graphs: true,
             priorities: false,
             threads: true,
@@ -67,36 +81,64 @@ impl Setup {
     }
 }
 
+impl Setup {
+    /// The app's own defaults for `size` frames in `formats` (`plan::Counts::defaults`: its
+    /// ring, frames in flight, fine bands for a frame that finds the GPU idle, one band
+    /// behind others), page-locked, unpaced.
+    pub(crate) fn defaults(subject: &Subject) -> Self {
+        let (size, formats) = (subject.size, subject.formats);
+        let c = Counts::defaults(size, formats.input.row_align());
+        Self {
+            busy_bands: c.busy_bands,
+            ring: c.ring,
+            defaults: true,
+            ..Setup::new(false, c.bands.min(size.height), c.in_flight)
+        }
+    }
+
+    /// Its counts, for a `Plan`.
+    fn counts(&self) -> Counts {
+        Counts {
+            ring: self.ring,
+            in_flight: self.in_flight,
+            bands: self.bands,
+            busy_bands: self.busy_bands,
+        }
+    }
+}
+
 /// Per-frame (submitted, done) times in ms.
 pub(crate) type FrameTimes = Vec<(f64, f64)>;
 
 /// Per-frame (submitted, done) ms of one configuration.
-pub(crate) fn measure_row(
-    size: FrameSize,
-    chain: &Chain,
-    formats: Formats,
-    setup: Setup,
-    frames: u64,
-) -> Result<Vec<(f64, f64)>> {
-    Ok(run_setup(size, chain, formats, setup, frames, 0)?.0)
+pub(crate) fn measure_row(subject: &Subject, setup: Setup, frames: u64) -> Result<FrameTimes> {
+    Ok(run_setup(subject, setup, frames, 0)?.0)
 }
 
 /// Runs one configuration through the real pipeline (or the backend alone, for a setup
 /// without threads); traces its first `trace_frames` frames.
 pub(crate) fn run_setup(
-    size: FrameSize,
-    chain: &Chain,
-    formats: Formats,
+    subject: &Subject,
     setup: Setup,
     frames: u64,
     trace_frames: u64,
 ) -> Result<(FrameTimes, Option<crate::trace::Trace>)> {
-    let mut cfg = BackendConfig::new(size, chain.clone(), setup.bands, setup.in_flight)
-        .and_then(|c| c.with_busy_bands(setup.busy_bands))
-        .and_then(|c| c.with_formats(formats))
-        .map_err(|e| anyhow::anyhow!("bands: {e}"))?;
+    let Subject {
+        size,
+        chain,
+        formats,
+    } = *subject;
+    let mut plan = Plan::new(
+        BackendKind::Cuda,
+        size,
+        formats,
+        chain.clone(),
+        setup.counts(),
+    )
+    .map_err(anyhow::Error::msg)?
+    .traced(trace_frames);
+    let cfg = &mut plan.backend;
     cfg.pageable = setup.pageable;
-    cfg.trace_frames = trace_frames;
     if setup.rolling {
         cfg.rolling = crate::trace::Rolling::Bursts;
     }
@@ -107,26 +149,21 @@ pub(crate) fn run_setup(
         priorities: setup.priorities,
         ..CudaSettings::default()
     };
-    let backend = backend::create(BackendKind::Cuda, &cfg)?;
-    let ring = setup.in_flight + super::RING_SPARE;
+    plan.frames = Some(frames);
+    plan.keep_frame_times = true;
     let (instants, trace) = if setup.threads {
-        let opts = Options {
-            ring,
-            frames: Some(frames),
-            keep_frame_times: true,
-            trace_frames,
-            trace_last: 0,
-            reload: None,
-        };
         let source = Box::new(
             Pattern::new(size, setup.paced_fps)
                 .in_format(formats.input)
                 .cheap(),
         );
-        let summary = pipeline::run(source, backend, &mut Null, &opts, &Stop::new())?;
+        let summary = plan.run(source, &mut Null, &Stop::new())?;
         (summary.process.frames, summary.trace)
     } else {
-        (run_alone(backend, size, ring, frames)?, None)
+        (
+            run_alone(plan.make_backend()?, size, plan.ring, frames)?,
+            None,
+        )
     };
     let t0 = instants
         .first()
@@ -160,7 +197,7 @@ pub(crate) fn run_alone(
             let Some(mut slot) = free.pop_front() else {
                 break;
             };
-            slot.seq = next;
+            slot.desc.index = next;
             next += 1;
             backend.submit(slot)?;
         }

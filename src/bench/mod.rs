@@ -31,13 +31,12 @@ pub use verdict::verdict;
 /// Frames in flight of the app's defaults up to 1080p (ring 8, `in_flight = min(ring - 2,
 /// band::default_in_flight)`): the ring the copy measurements rotate over, and the timeline.
 pub(crate) const DEFAULT_IN_FLIGHT: usize = 4;
-/// Ring slots beyond the frames in flight (being captured, waiting, being consumed): a
-/// measured ring holds `in_flight + RING_SPARE` slots.
-pub(crate) const RING_SPARE: usize = 4;
+/// Ring slots beyond the frames in flight of a measured configuration (`plan::RING_SPARE`).
+pub(crate) use crate::plan::RING_SPARE;
 
 /// Runs `framepipe bench`.
 pub fn run(args: &BenchArgs) -> Result<()> {
-    if let Err(why) = backend::cuda::probe() {
+    if let Err(why) = backend::device::probe() {
         bail!("bench measures the CUDA pipeline and needs a GPU: {why}");
     }
     if args.bands.contains(&0) || args.in_flight.contains(&0) {
@@ -46,7 +45,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     if let Some(p) = &args.timeline {
         crate::paths::check_file_arg("--timeline", p, "svg").map_err(anyhow::Error::msg)?;
     }
-    let device = backend::cuda::device_name(backend::cuda::DEFAULT_DEVICE)?;
+    let device = backend::device::device_name(backend::device::DEFAULT_DEVICE)?;
     crate::out!("framepipe bench on {device}");
     let mut sections = Vec::new();
     for &size in &args.size {
@@ -55,7 +54,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 formats
                     .check(size)
                     .map_err(|e| anyhow::anyhow!("--format {formats}: {e}"))?;
-                let section = grid::run_section(args, size, chain, formats)?;
+                let subject = measured::Subject {
+                    size,
+                    chain,
+                    formats,
+                };
+                let section = grid::run_section(args, &subject)?;
                 crate::msg::stdout(format_args!("{}", render(&section)));
                 sections.push(section);
             }

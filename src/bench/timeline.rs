@@ -2,22 +2,21 @@
 
 use anyhow::{Context, Result};
 
-use super::measured::{run_setup, Setup};
-use super::DEFAULT_IN_FLIGHT;
-use crate::band;
+use super::measured::{run_setup, Setup, Subject};
 use crate::filter::Chain;
 use crate::frame::FrameSize;
 
 /// The defaults against the original configuration, on one picture.
 pub(crate) fn draw_timeline(path: &str, size: FrameSize, chain: &Chain) -> Result<()> {
     let frames = crate::trace::TIMELINE_FRAMES;
+    let subject = Subject {
+        size,
+        chain,
+        formats: crate::pixel::Formats::BGR,
+    };
     let defaults = Setup {
-        busy_bands: 1,
-        ..Setup::new(
-            false,
-            band::default_bands(size.height).min(size.height),
-            DEFAULT_IN_FLIGHT,
-        )
+        defaults: false,
+        ..Setup::defaults(&subject)
     };
     let original = Setup::new(true, 3.min(size.height), 1);
     let mut panels = Vec::new();
@@ -26,14 +25,7 @@ pub(crate) fn draw_timeline(path: &str, size: FrameSize, chain: &Chain) -> Resul
         ("pageable, 3 bands, one frame at a time", original),
     ] {
         // Skip the first frames (start-up), then trace a steady-state window.
-        let (_, trace) = run_setup(
-            size,
-            chain,
-            crate::pixel::Formats::BGR,
-            setup,
-            40 + frames,
-            40 + frames,
-        )?;
+        let (_, trace) = run_setup(&subject, setup, 40 + frames, 40 + frames)?;
         let mut trace = trace.context("no trace recorded")?;
         trace.spans.retain(|s| s.frame >= 40);
         trace.spans.iter_mut().for_each(|s| s.frame -= 40);

@@ -1,11 +1,13 @@
 //! Where processed frames go: a window, a video file, an image sequence, standard output,
-//! or nowhere. This room holds the `Sink` trait, `Tee` (several sinks fed the same frames)
-//! and the factory (`open_output`); what `--output` names is `spec`, the containers and
-//! codecs are `codec`, and claiming a file before writing it is `claim`.
+//! or nowhere. This room holds the `Sink` trait, `Tee` (several sinks fed the same frames),
+//! the format negotiation (`negotiate`: what every sink takes) and the factory
+//! (`open_output`); what `--output` names is `spec`, the containers and codecs are `codec`,
+//! and claiming a file before writing it is `claim`.
 //!
 //! Sinks run on one thread (the main thread, so that every highgui call stays there), see
-//! frames in order, and are always `finish`ed, also after an error, so that files are
-//! finalized.
+//! frames in order as `Frame`s (a descriptor and its bytes, in the negotiated format), and
+//! are always `finish`ed, also after an error, so that files are finalized. A sink that
+//! takes BGR only checks the descriptor (`bgr`), so a frame is never misread.
 
 #[cfg(feature = "opencv")]
 pub mod av;
@@ -30,7 +32,9 @@ use anyhow::Result;
 pub use codec::{Codec, Container, VIDEO_EXTENSIONS};
 pub use spec::{check_rate, OutputSpec, SEQUENCE_EXTENSIONS};
 
+pub use crate::desc::Frame;
 use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
 
 /// What a sink wants after a frame.
 #[derive(Debug, PartialEq, Clone)]
@@ -77,13 +81,10 @@ pub trait Sink {
     fn verb(&self) -> &'static str;
     /// One line for the log.
     fn describe(&self) -> String;
-    /// Takes one processed frame (`size`, packed BGR) and says what the user wants next.
-    fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow>;
-    /// `consume`, with the frame's presentation time in seconds where the source gave one
-    /// (a file's frames): sinks that keep time (video files) use it.
-    fn consume_at(&mut self, frame: &[u8], size: FrameSize, _at: Option<f64>) -> Result<Flow> {
-        self.consume(frame, size)
-    }
+    /// Takes one processed frame (in the format the run negotiated for its sinks: the
+    /// descriptor says which, and its time where the source gave one) and says what the user
+    /// wants next.
+    fn consume(&mut self, frame: &Frame) -> Result<Flow>;
     /// The live figures, before each frame (the window's overlay shows them).
     fn status(&mut self, _live: &crate::stats::Live) {}
     /// Whether `status` should carry the recent frames' timeline (the window's strip is
@@ -104,6 +105,40 @@ pub trait Sink {
     }
 }
 
+/// The formats a window takes (it shows BGR).
+pub const WINDOW_TAKES: &[PixelFormat] = &[PixelFormat::Bgr24];
+
+/// The format frames are handed to the sinks in, negotiated once before the run (as
+/// GStreamer negotiates caps): the first format that every sink takes (`takes`: each sink's
+/// formats, preferred first), in the first sink's order; BGR where they share none (every
+/// sink takes BGR). Where no sink looks at the frames, the source's own format when it can
+/// be written, else BGR.
+pub fn negotiate(source: PixelFormat, takes: &[Vec<PixelFormat>]) -> PixelFormat {
+    let Some(first) = takes.first() else {
+        return if source.writable() {
+            source
+        } else {
+            PixelFormat::Bgr24
+        };
+    };
+    first
+        .iter()
+        .copied()
+        .find(|f| takes.iter().all(|t| t.contains(f)))
+        .unwrap_or(PixelFormat::Bgr24)
+}
+
+/// The bytes of `frame`, which must be packed BGR: what `who` (a sink that takes BGR only,
+/// as the run's format negotiation promised it) can take.
+pub fn bgr<'a>(frame: &Frame<'a>, who: &str) -> Result<&'a [u8]> {
+    anyhow::ensure!(
+        frame.format() == crate::pixel::PixelFormat::Bgr24,
+        "internal: {who} takes bgr24 frames and was given {}",
+        frame.format()
+    );
+    Ok(frame.bytes)
+}
+
 /// Several sinks fed the same frames (a window and a file).
 pub struct Tee(pub Vec<Box<dyn Sink>>);
 
@@ -115,13 +150,10 @@ impl Sink for Tee {
         let parts: Vec<_> = self.0.iter().map(|s| s.describe()).collect();
         parts.join(" and ")
     }
-    fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
-        self.consume_at(frame, size, None)
-    }
-    fn consume_at(&mut self, frame: &[u8], size: FrameSize, at: Option<f64>) -> Result<Flow> {
+    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
         let mut flow = Flow::Continue;
         for s in &mut self.0 {
-            flow = flow.merge(s.consume_at(frame, size, at)?);
+            flow = flow.merge(s.consume(frame)?);
         }
         Ok(flow)
     }

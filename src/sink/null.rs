@@ -2,8 +2,7 @@
 
 use anyhow::Result;
 
-use super::{Flow, Sink};
-use crate::frame::FrameSize;
+use super::{Flow, Frame, Sink};
 
 /// Discards every frame.
 pub struct Null;
@@ -15,7 +14,7 @@ impl Sink for Null {
     fn describe(&self) -> String {
         "no output (headless)".into()
     }
-    fn consume(&mut self, _frame: &[u8], _size: FrameSize) -> Result<Flow> {
+    fn consume(&mut self, _frame: &Frame) -> Result<Flow> {
         Ok(Flow::Continue)
     }
     fn finish(&mut self) -> Result<()> {

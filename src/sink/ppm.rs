@@ -9,7 +9,7 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 
-use super::{Flow, Sink};
+use super::{Flow, Frame, Sink};
 use crate::frame::{FrameSize, SequencePattern};
 
 /// A numbered PPM sequence.
@@ -52,7 +52,8 @@ impl Sink for PpmSequence {
     fn describe(&self) -> String {
         format!("PPM sequence {}", self.pattern.path(0))
     }
-    fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
+    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+        let (size, frame) = (frame.size(), super::bgr(frame, "a PPM sequence")?);
         let path = self.pattern.path(self.next);
         self.bytes.clear();
         write_ppm(&mut self.bytes, frame, size)?;

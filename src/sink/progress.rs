@@ -4,8 +4,7 @@
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::{Flow, Sink};
-use crate::frame::FrameSize;
+use super::{Flow, Frame, Sink};
 use crate::stats::Live;
 
 /// Wraps a sink with a progress bar on a terminal.
@@ -51,11 +50,8 @@ impl Sink for Progress {
     fn wants_timeline(&self) -> bool {
         self.inner.wants_timeline()
     }
-    fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
-        self.consume_at(frame, size, None)
-    }
-    fn consume_at(&mut self, frame: &[u8], size: FrameSize, at: Option<f64>) -> Result<Flow> {
-        let flow = self.inner.consume_at(frame, size, at)?;
+    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+        let flow = self.inner.consume(frame)?;
         self.bar.inc(1);
         Ok(flow)
     }

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use super::codec::{Codec, Container, VIDEO_EXTENSIONS};
 use crate::frame::SequencePattern;
+use crate::pixel::PixelFormat;
 
 /// Image formats `--output` writes as numbered sequences.
 pub const SEQUENCE_EXTENSIONS: &[&str] = &["png", "ppm", "bmp", "tif", "tiff", "jpg", "jpeg"];
@@ -38,6 +39,23 @@ pub enum OutputSpec {
 }
 
 impl OutputSpec {
+    /// The formats this output takes its frames in, preferred first: standard output
+    /// `write` (`--output-format`, I420 by default) or BGR (converted on the CPU); files and
+    /// image sequences BGR (their encoders convert).
+    pub fn takes(&self, write: Option<PixelFormat>) -> Vec<PixelFormat> {
+        match self {
+            OutputSpec::Stdout => {
+                let write = write.unwrap_or(PixelFormat::I420);
+                let mut v = vec![write];
+                if write != PixelFormat::Bgr24 {
+                    v.push(PixelFormat::Bgr24);
+                }
+                v
+            }
+            _ => vec![PixelFormat::Bgr24],
+        }
+    }
+
     /// Checks `--output` without opening anything.
     pub fn parse(s: &str) -> Result<Self, String> {
         if s == "-" {

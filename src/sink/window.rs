@@ -23,7 +23,7 @@ use opencv::core::{Mat, Point, Rect, Scalar, Vec3b, Vector};
 use opencv::prelude::*;
 use opencv::{highgui, imgcodecs};
 
-use super::{strip, Flow, Knobs, Sink};
+use super::{strip, Flow, Frame, Knobs, Sink};
 use crate::backend::Control;
 use crate::filter::{Chain, PRESETS};
 use crate::frame::FrameSize;
@@ -290,7 +290,8 @@ impl Sink for Window {
     fn wants_timeline(&self) -> bool {
         self.strip
     }
-    fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
+    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+        let (size, frame) = (frame.size(), super::bgr(frame, "the window")?);
         let mat =
             Mat::new_rows_cols_with_bytes::<Vec3b>(size.height as i32, size.width as i32, frame)?;
         mat.copy_to(&mut self.last)?;

@@ -28,7 +28,7 @@ use opencv::imgcodecs;
 use super::av::{self, AvFile, Timing};
 use super::claim::{self, VideoClaim};
 use super::codec::{Codec, Container};
-use super::{Flow, Sink};
+use super::{Flow, Frame, Sink};
 use crate::budget::human;
 use crate::frame::{FrameSize, SequencePattern};
 use crate::paths;
@@ -277,10 +277,9 @@ impl Sink for VideoFile {
     fn describe(&self) -> String {
         format!("video file {} ({})", self.path, self.codec)
     }
-    fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
-        self.consume_at(frame, size, None)
-    }
-    fn consume_at(&mut self, frame: &[u8], size: FrameSize, at: Option<f64>) -> Result<Flow> {
+    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+        let (size, at) = (frame.size(), frame.desc.seconds());
+        let frame = super::bgr(frame, "a video writer")?;
         {
             let mut open = self
                 .open
@@ -378,7 +377,8 @@ impl Sink for ImageSequence {
     fn describe(&self) -> String {
         format!("image sequence {}", self.pattern.path(0))
     }
-    fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
+    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+        let (size, frame) = (frame.size(), super::bgr(frame, "an image sequence")?);
         let mat =
             Mat::new_rows_cols_with_bytes::<Vec3b>(size.height as i32, size.width as i32, frame)?;
         let path = self.pattern.path(self.next);

@@ -15,7 +15,7 @@ use std::io::{ErrorKind, Write};
 
 use anyhow::{Context, Result};
 
-use super::{Flow, Sink};
+use super::{Flow, Frame, Sink};
 use crate::frame::FrameSize;
 use crate::pixel::{self, PixelFormat};
 
@@ -187,12 +187,19 @@ impl Sink for Y4mOut {
             self.layout.write, self.size
         )
     }
-    fn consume(&mut self, frame: &[u8], size: FrameSize) -> Result<Flow> {
+    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
         if self.closed {
             return Ok(Flow::Quit);
         }
+        let size = frame.size();
         anyhow::ensure!(size == self.size, "frame size changed to {size}");
-        match self.put(frame) {
+        anyhow::ensure!(
+            frame.format() == self.layout.given,
+            "internal: standard output was promised {} frames and given {}",
+            self.layout.given,
+            frame.format()
+        );
+        match self.put(frame.bytes) {
             Ok(()) => {
                 self.written += 1;
                 Ok(Flow::Continue)

@@ -1,20 +1,21 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod mixed;
 pub mod run;
 
-use framepipe::backend::{self, BackendConfig, BackendKind};
+use framepipe::backend::{self, BackendKind};
 use framepipe::filter::Chain;
 use framepipe::frame::FrameSize;
-use framepipe::pipeline::{self, Options};
 use framepipe::pixel::Formats;
+use framepipe::plan::{Counts, Plan};
 use framepipe::sink::{Flow, Sink};
 use framepipe::source::pattern::{self, Pattern};
 use framepipe::stop::Stop;
 
 /// Whether CUDA is here; where it is not, says the test is skipped and why.
 pub fn cuda_or_skip(test: &str) -> bool {
-    match backend::cuda::probe() {
+    match backend::device::probe() {
         Ok(()) => true,
         Err(why) => {
             println!("SKIPPED {test}: no CUDA here ({why})");
@@ -97,7 +98,11 @@ impl Sink for CheckSink {
     fn describe(&self) -> String {
         "check against the reference".into()
     }
-    fn consume(&mut self, frame: &[u8], size: FrameSize) -> anyhow::Result<Flow> {
+    fn consume(&mut self, frame: &framepipe::desc::Frame) -> anyhow::Result<Flow> {
+        // The descriptor says which frame this is and what it holds.
+        assert_eq!(frame.desc.index, self.seen, "frames arrive in order");
+        assert_eq!(frame.format(), self.formats.output);
+        let (frame, size) = (frame.bytes, frame.size());
         assert_eq!(size, self.size);
         let want = reference_in(&self.chain, size, self.formats, self.seen);
         assert_eq!(frame.len(), want.len(), "a frame in {}", self.formats);
@@ -166,27 +171,23 @@ pub fn run_case_in(
     formats: Formats,
 ) -> (u64, u64, u8, Option<framepipe::trace::Trace>) {
     let chain: Chain = case.chain.parse().unwrap();
-    let mut cfg = BackendConfig::new(case.size, chain.clone(), case.bands, case.in_flight)
-        .and_then(|c| c.with_busy_bands(case.busy_bands))
-        .and_then(|c| c.with_formats(formats))
-        .unwrap();
-    cfg.pageable = case.pageable;
-    cfg.trace_frames = case.trace_frames;
-    cfg.cuda.issue = case.issue;
-    cfg.cuda.streams = case.streams;
-    cfg.cuda.graphs = case.graphs;
-    let backend = backend::create(case.kind, &cfg).unwrap();
-    let mut sink = CheckSink::in_formats(reference.parse().unwrap(), case.size, formats);
-    let opts = Options {
+    let counts = Counts {
         ring: case.in_flight + 2,
-        frames: Some(case.frames),
-        keep_frame_times: false,
-        trace_frames: case.trace_frames,
-        trace_last: 0,
-        reload: None,
+        in_flight: case.in_flight,
+        bands: case.bands,
+        busy_bands: case.busy_bands,
     };
+    let mut plan = Plan::new(case.kind, case.size, formats, chain, counts)
+        .unwrap()
+        .traced(case.trace_frames);
+    plan.backend.pageable = case.pageable;
+    plan.backend.cuda.issue = case.issue;
+    plan.backend.cuda.streams = case.streams;
+    plan.backend.cuda.graphs = case.graphs;
+    plan.frames = Some(case.frames);
+    let mut sink = CheckSink::in_formats(reference.parse().unwrap(), case.size, formats);
     let source = Box::new(Pattern::new(case.size, 0.0).in_format(formats.input));
-    let summary = pipeline::run(source, backend, &mut sink, &opts, &Stop::new()).unwrap();
+    let summary = plan.run(source, &mut sink, &Stop::new()).unwrap();
     assert_eq!(summary.capture.captured, case.frames);
     assert_eq!(summary.process.processed, case.frames);
     (sink.seen, sink.bad_frames, sink.max_diff, summary.trace)
@@ -248,7 +249,8 @@ impl Sink for ControlSink {
     fn describe(&self) -> String {
         "check while changing the backend".into()
     }
-    fn consume(&mut self, frame: &[u8], size: FrameSize) -> anyhow::Result<Flow> {
+    fn consume(&mut self, frame: &framepipe::desc::Frame) -> anyhow::Result<Flow> {
+        let (frame, size) = (frame.bytes, frame.size());
         let seq = self.seen;
         self.seen += 1;
         if frame != reference(&self.chains[self.current], size, seq).as_slice() {
@@ -275,8 +277,9 @@ pub fn run_with_controls(kind: BackendKind) -> ControlSink {
     let first: Chain = "invert".parse().unwrap();
     let sobel: Chain = "gray,sobel".parse().unwrap();
     let gauss: Chain = "blur:5".parse().unwrap();
-    let cfg = BackendConfig::new(size, first.clone(), 4, 3).unwrap();
-    let backend = backend::create(kind, &cfg).unwrap();
+    let mut plan = Plan::new(kind, size, Formats::BGR, first.clone(), Counts::spare(4, 3)).unwrap();
+    plan.ring = 6;
+    plan.frames = Some(40);
     let mut sink = ControlSink {
         size,
         asks: vec![
@@ -292,22 +295,9 @@ pub fn run_with_controls(kind: BackendKind) -> ControlSink {
         switched_at: Vec::new(),
         mismatches: 0,
     };
-    let opts = Options {
-        ring: 6,
-        frames: Some(40),
-        keep_frame_times: false,
-        trace_frames: 0,
-        trace_last: 0,
-        reload: None,
-    };
-    let summary = pipeline::run(
-        Box::new(Pattern::new(size, 0.0)),
-        backend,
-        &mut sink,
-        &opts,
-        &Stop::new(),
-    )
-    .unwrap();
+    let summary = plan
+        .run(Box::new(Pattern::new(size, 0.0)), &mut sink, &Stop::new())
+        .unwrap();
     assert_eq!(summary.sink_stats.consumed, 40);
     assert_eq!(
         summary.process.controls.len(),

@@ -1,0 +1,752 @@
+//! A lane set: the device side of one frame configuration (size, formats, chain) on a
+//! `Device`. It holds the configuration's two band plans, one lane per frame in flight
+//! (each band's device buffers, scratch and events), and the CUDA graphs captured from its
+//! lanes; it queues a frame's bands (H2D → filter kernels → D2H) on the device's streams.
+//! The backend keeps one lane set per configuration it has seen, so frames of another size
+//! or format are served beside the others, and a control (a filter key, a reload) replaces
+//! the lane sets without reopening the device.
+//!
+//! Pixel formats: a band of a YUV frame is uploaded plane by plane into its raw buffer
+//! (laid out as a frame of the band's rows), converted to BGR by `fp_to_bgr`, filtered, and
+//! its own rows converted by `fp_from_bgr` into a second raw buffer that is downloaded plane
+//! by plane (`kernels/convert.cu`); BGR skips either conversion, and a chain that changes
+//! nothing between one format copies the planes up and back down.
+//!
+//! Words: a **lane** is the device side of one frame in flight (a band's buffers, scratch
+//! and events, for each band), used by one frame at a time, in turn; the ring's `Slot` is
+//! the host side that travels between threads. A **plan** (`Plan::Idle` or `Plan::Busy`)
+//! says how a frame is cut into bands; a **stage** (`Stage`) is one step of a band
+//! (upload, filter, download), and `PerStage` holds one thing per stage by name.
+//!
+//! Invariants:
+//! - every (lane, band) pair owns its device buffers (two BGR, two raw), so bands and
+//!   frames never share device memory and cudarc's per-slice event tracking can stay off;
+//! - every buffer is allocated in `LaneSet::new`, which synchronizes the context before the
+//!   set's first frame;
+//! - lanes are used in turn (`next_lane`), and the backend never holds more frames than a
+//!   set has lanes, so lane `k` is reused only after its previous frame completed;
+//! - a frame cut by the idle plan may replay a CUDA graph captured from the same calls,
+//!   launched on the copy-in stream so that frames queued behind it finish after it;
+//!   graphs are keyed by (lane, slot, timed) and dropped when page-locking changes.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use cudarc::driver::{sys, CudaEvent, CudaGraph, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+
+use super::device::{elapsed_ms, mark, Device};
+use super::kernels::ChainKernels;
+use super::{BackendConfig, IssueOrder, StreamLayout};
+use crate::band::BandPlan;
+use crate::filter::reference::View;
+use crate::filter::{Chain, Filter};
+use crate::frame::FrameSize;
+use crate::pixel::{Formats, PixelFormat};
+use crate::ring::Slot;
+use crate::stats::StageTimes;
+
+/// Which of the backend's two band plans cuts a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Plan {
+    /// A frame that found the GPU idle: fine bands, lowest latency (`cfg.plan`).
+    Idle,
+    /// Any other frame: few bands, least overhead (`cfg.busy_plan`).
+    Busy,
+}
+
+/// The backend's band plans, one per `Plan`.
+struct Plans {
+    idle: BandPlan,
+    busy: BandPlan,
+}
+
+impl std::ops::Index<Plan> for Plans {
+    type Output = BandPlan;
+    fn index(&self, plan: Plan) -> &BandPlan {
+        match plan {
+            Plan::Idle => &self.idle,
+            Plan::Busy => &self.busy,
+        }
+    }
+}
+
+/// Where a band's work goes: `lane` (one frame in flight's device buffers, not
+/// the ring's `Slot`), cut by `plan`, band `band`.
+#[derive(Clone, Copy)]
+struct Place {
+    lane: usize,
+    plan: Plan,
+    band: usize,
+}
+
+/// One step of a band's journey.
+#[derive(Clone, Copy)]
+enum Stage {
+    Upload,
+    Filter,
+    Download,
+}
+
+impl Stage {
+    const ALL: [Stage; 3] = [Stage::Upload, Stage::Filter, Stage::Download];
+
+    /// The stage a band must have finished before this one.
+    fn after(self) -> Option<Stage> {
+        match self {
+            Stage::Upload => None,
+            Stage::Filter => Some(Stage::Upload),
+            Stage::Download => Some(Stage::Filter),
+        }
+    }
+}
+
+/// One `T` per stage of a band, named.
+struct PerStage<T> {
+    upload: T,
+    filter: T,
+    download: T,
+}
+
+impl<T> PerStage<T> {
+    /// Makes each stage's `T`.
+    fn new(mut make: impl FnMut() -> Result<T>) -> Result<Self> {
+        Ok(Self {
+            upload: make()?,
+            filter: make()?,
+            download: make()?,
+        })
+    }
+
+    fn of(&self, stage: Stage) -> &T {
+        match stage {
+            Stage::Upload => &self.upload,
+            Stage::Filter => &self.filter,
+            Stage::Download => &self.download,
+        }
+    }
+}
+
+/// A stage's timing events: when it could start (after waiting for the stage before it)
+/// and when it ended.
+struct Marks {
+    start: CudaEvent,
+    end: CudaEvent,
+}
+
+/// The device resources of one band of one frame in flight.
+struct BandLane {
+    /// The band's own stream (`per-band` layout only).
+    stream: Option<Arc<CudaStream>>,
+    bufs: [CudaSlice<u8>; 2],
+    /// The band's input rows in the input format, where that is not BGR (or the frame
+    /// passes untouched); one byte where unused.
+    raw_in: CudaSlice<u8>,
+    /// The band's own rows in the output format, where that is not BGR; one byte where
+    /// unused.
+    raw_out: CudaSlice<u8>,
+    /// Scratch of the separable filters' row pass.
+    tmp: CudaSlice<u16>,
+    /// Which of `bufs` holds the filtered band.
+    result: usize,
+    /// Ordering events, without timing (the lightest kind), recorded when each stage is
+    /// done; `done.download` means the band is done.
+    done: PerStage<CudaEvent>,
+    /// Timing events, recorded on sampled and traced frames only.
+    timing: PerStage<Marks>,
+}
+
+/// A captured frame: the idle plan's bands of one lane, reading and writing one slot.
+struct Graph(CudaGraph);
+
+// SAFETY: a graph is not safe for concurrent use, and it never is: it is used only by the
+// backend that owns it, which one thread at a time holds (`Backend: Send`, not `Sync`).
+unsafe impl Send for Graph {}
+
+/// Which buffers a band goes through, decided once per configuration.
+#[derive(Clone, Copy)]
+struct Route {
+    /// Frames pass untouched (`Formats::passthrough`): bands are copied up and back down.
+    through: bool,
+    /// Bands are uploaded into `raw_in` (a format other than BGR, or a frame passed through
+    /// untouched) rather than straight into the first BGR buffer.
+    raw_in: bool,
+    /// Bands are converted into `raw_out` before their download.
+    raw_out: bool,
+}
+
+impl Route {
+    fn of(formats: Formats, chain: &Chain) -> Self {
+        let through = formats.passthrough(chain.is_identity());
+        Self {
+            through,
+            raw_in: formats.input != PixelFormat::Bgr24 || through,
+            raw_out: formats.output != PixelFormat::Bgr24 && !through,
+        }
+    }
+}
+
+/// The bytes of each band's buffers: band i's hold the largest band i of either plan.
+struct BandSizes {
+    bands: usize,
+    /// Per band: the most input rows and the most own rows of either plan.
+    rows: Vec<(usize, usize)>,
+    width: usize,
+    formats: Formats,
+    route: Route,
+}
+
+impl BandSizes {
+    fn of(plans: &Plans, cfg: &BackendConfig, route: Route) -> Self {
+        let bands = plans.idle.len().max(plans.busy.len());
+        let most = |i: usize, own: bool| {
+            [&plans.idle, &plans.busy]
+                .into_iter()
+                .filter_map(|p| p.bands().get(i))
+                .map(|b| {
+                    if own {
+                        b.rows.len()
+                    } else {
+                        b.input_rows.len()
+                    }
+                })
+                .max()
+                .unwrap_or(1)
+        };
+        Self {
+            bands,
+            rows: (0..bands)
+                .map(|i| (most(i, false), most(i, true)))
+                .collect(),
+            width: cfg.size.width,
+            formats: cfg.formats,
+            route,
+        }
+    }
+
+    /// A BGR buffer of band `i` (its input rows, halo included).
+    fn bgr(&self, i: usize) -> usize {
+        self.rows[i].0 * FrameSize::new(self.width, 1).stride()
+    }
+
+    /// The raw input buffer of band `i` (one byte where unused).
+    fn raw_in(&self, i: usize) -> usize {
+        match self.route.raw_in {
+            true => self
+                .formats
+                .input
+                .bytes(FrameSize::new(self.width, self.rows[i].0)),
+            false => 1,
+        }
+    }
+
+    /// The raw output buffer of band `i` (its own rows; one byte where unused).
+    fn raw_out(&self, i: usize) -> usize {
+        match self.route.raw_out {
+            true => self
+                .formats
+                .output
+                .bytes(FrameSize::new(self.width, self.rows[i].1)),
+            false => 1,
+        }
+    }
+}
+
+impl BandLane {
+    /// Band `band`'s buffers and events of one lane, allocated on its stream.
+    fn new(dev: &Device, sizes: &BandSizes, band: usize, separable: bool) -> Result<Self> {
+        let stream = match dev.settings.streams {
+            StreamLayout::PerBand => Some(dev.ctx.new_stream()?),
+            StreamLayout::PerStage => None,
+        };
+        let alloc_on = stream.as_ref().unwrap_or(&dev.stage_streams[0]);
+        let n = sizes.bgr(band);
+        let bufs = [
+            alloc_on.alloc_zeros::<u8>(n)?,
+            alloc_on.alloc_zeros::<u8>(n)?,
+        ];
+        let tmp = alloc_on.alloc_zeros::<u16>(if separable { n } else { 1 })?;
+        let raw_in = alloc_on.alloc_zeros::<u8>(sizes.raw_in(band))?;
+        let raw_out = alloc_on.alloc_zeros::<u8>(sizes.raw_out(band))?;
+        let timing = PerStage::new(|| {
+            Ok(Marks {
+                start: dev.timing_event()?,
+                end: dev.timing_event()?,
+            })
+        })?;
+        let done = PerStage::new(|| dev.sync_event())?;
+        Ok(Self {
+            stream,
+            bufs,
+            raw_in,
+            raw_out,
+            tmp,
+            result: 0,
+            done,
+            timing,
+        })
+    }
+}
+
+/// What a lane set serves: frames of this size and these formats (the chain is the
+/// backend's, the same for every set).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct LaneKey {
+    /// The frames' size.
+    pub(super) size: FrameSize,
+    /// The input and output buffers' formats.
+    pub(super) formats: Formats,
+}
+
+impl LaneKey {
+    /// The configuration of `slot`'s frame.
+    pub(super) fn of(slot: &Slot) -> Self {
+        Self {
+            size: slot.size(),
+            formats: slot.formats(),
+        }
+    }
+}
+
+/// The device side of one configuration (module doc).
+pub(super) struct LaneSet {
+    pub(super) key: LaneKey,
+    kernels: Arc<ChainKernels>,
+    /// Band plans for a frame that finds the GPU idle (latency) and one submitted behind
+    /// others (throughput).
+    plans: Plans,
+    lanes: Vec<Vec<BandLane>>,
+    next_lane: usize,
+    /// Captured graphs by (lane, address of the slot's input buffer, timed).
+    graphs: HashMap<(usize, usize, bool), Graph>,
+    /// A capture is being recorded: timing events become graph nodes.
+    capturing: bool,
+    /// Which buffers a band goes through, from the formats and the chain.
+    route: Route,
+}
+
+impl LaneSet {
+    /// Allocates the lanes for `cfg`'s frames (its size, formats, plans and frames in
+    /// flight) on `dev`, running `kernels` (compiled for `cfg.chain`); refuses what the
+    /// device's free memory can't hold.
+    pub(super) fn new(
+        dev: &Device,
+        cfg: &BackendConfig,
+        kernels: Arc<ChainKernels>,
+    ) -> Result<Self> {
+        let plans = Plans {
+            idle: cfg.plan.clone(),
+            busy: cfg.busy_plan.clone(),
+        };
+        let route = Route::of(cfg.formats, &cfg.chain);
+        let sizes = BandSizes::of(&plans, cfg, route);
+        let separable = cfg
+            .chain
+            .filters()
+            .iter()
+            .any(|f| matches!(f, Filter::Box { .. } | Filter::Gauss { .. }));
+        // Refuse before allocating what the device can't hold (an error, not an abort).
+        let lane_bytes: u64 = (0..sizes.bands)
+            .map(|b| {
+                let n = sizes.bgr(b) as u64;
+                let raw = (sizes.raw_in(b) + sizes.raw_out(b)) as u64;
+                2 * n + 2 * if separable { n } else { 1 } + raw
+            })
+            .sum();
+        let (free, _) = dev
+            .ctx
+            .mem_get_info()
+            .context("reading the device's free memory")?;
+        crate::budget::check_device(
+            lane_bytes.saturating_mul(cfg.in_flight.max(1) as u64),
+            free as u64,
+            &dev.name,
+        )
+        .map_err(anyhow::Error::msg)?;
+        let lanes = (0..cfg.in_flight.max(1))
+            .map(|_| {
+                (0..sizes.bands)
+                    .map(|band| BandLane::new(dev, &sizes, band, separable))
+                    .collect::<Result<Vec<_>>>()
+            })
+            .collect::<Result<Vec<_>>>()?;
+        dev.ctx.synchronize().context("allocating device buffers")?;
+        Ok(Self {
+            key: LaneKey {
+                size: cfg.size,
+                formats: cfg.formats,
+            },
+            kernels,
+            plans,
+            lanes,
+            next_lane: 0,
+            graphs: HashMap::new(),
+            capturing: false,
+            route,
+        })
+    }
+
+    /// Per-band stream tracks' names (`per-band` layout).
+    pub(super) fn band_tracks(&self) -> Vec<String> {
+        self.lanes
+            .iter()
+            .enumerate()
+            .flat_map(|(l, bands)| {
+                (0..bands.len()).map(move |b| format!("stream: lane {l}, band {b}"))
+            })
+            .collect()
+    }
+
+    /// Forgets the captured graphs (they name host buffers whose page-locking changes).
+    pub(super) fn clear_graphs(&mut self) {
+        self.graphs.clear();
+    }
+
+    /// Queues `slot`'s frame in the next lane, cut by `plan`, as one graph launch where
+    /// `graph` allows it; returns the lane.
+    pub(super) fn run(
+        &mut self,
+        dev: &Device,
+        plan: Plan,
+        slot: &mut Slot,
+        timed: bool,
+        graph: bool,
+    ) -> Result<usize> {
+        let lane = self.next_lane;
+        self.next_lane = (lane + 1) % self.lanes.len();
+        if graph && plan == Plan::Idle {
+            self.launch_graph(dev, lane, slot, timed)?;
+        } else {
+            self.enqueue_frame(dev, lane, plan, slot, timed)?;
+        }
+        Ok(lane)
+    }
+
+    /// Whether the frame in `lane`, cut by `plan`, is done; with `wait`, waits until it is.
+    pub(super) fn is_done(
+        &self,
+        dev: &Device,
+        lane: usize,
+        plan: Plan,
+        wait: bool,
+    ) -> Result<bool> {
+        for b in self.done_events(dev, lane, plan) {
+            if wait {
+                b.done
+                    .download
+                    .synchronize()
+                    .context("waiting for the GPU")?;
+            } else if !b
+                .done
+                .download
+                .try_is_complete()
+                .context("polling the GPU")?
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// What a completed frame in `lane` measured: its spans (when `traced`) and its stage
+    /// times (when `timed`).
+    pub(super) fn measured(
+        &self,
+        dev: &Device,
+        lane: usize,
+        plan: Plan,
+        slot: &mut Slot,
+        traced: bool,
+        timed: bool,
+    ) -> Result<()> {
+        slot.spans.clear();
+        if traced {
+            self.trace_spans(dev, lane, plan, slot)?;
+        }
+        slot.gpu = if timed {
+            Some(self.stage_times(lane, plan)?)
+        } else {
+            None
+        };
+        Ok(())
+    }
+
+    /// Queues one stage of one band of `slot` in `lane`.
+    fn enqueue(
+        &mut self,
+        dev: &Device,
+        stage: Stage,
+        at: Place,
+        slot: &mut Slot,
+        timed: bool,
+    ) -> Result<()> {
+        let Place { lane, plan, band } = at;
+        let geo = &self.plans[plan].bands()[band];
+        let stride = self.key.size.stride();
+        let in_bytes = geo.input_rows.len() * stride;
+        let per_stage = dev.settings.streams == StreamLayout::PerStage;
+        let capturing = self.capturing;
+        let bl = &mut self.lanes[lane][band];
+        let s = match &bl.stream {
+            Some(own) => own,
+            None => &dev.stage_streams[stage as usize],
+        };
+        // With stage streams a band's stages are ordered by events; on a band's own stream
+        // they are in order already.
+        if let Some(before) = stage.after().filter(|_| per_stage) {
+            s.wait(bl.done.of(before))?;
+        }
+        if timed {
+            mark(&bl.timing.of(stage).start, s, capturing)?;
+        }
+        // The slot's buffers are not touched again until its frame completes (module
+        // invariant), so these asynchronous copies never outlive the memory they use.
+        let size = self.key.size;
+        let Formats { input, output } = self.key.formats;
+        let Route {
+            through,
+            raw_in,
+            raw_out,
+        } = self.route;
+        match stage {
+            Stage::Upload if raw_in => {
+                for (frame, band) in input.band_planes(size, geo.input_rows.clone()) {
+                    s.memcpy_htod(&slot.input[frame], &mut bl.raw_in.slice_mut(band))?;
+                }
+            }
+            Stage::Upload => {
+                let from = geo.input_rows.start * stride;
+                s.memcpy_htod(
+                    &slot.input[from..from + in_bytes],
+                    &mut bl.bufs[0].slice_mut(0..in_bytes),
+                )?;
+            }
+            Stage::Filter if through => {} // the planes go back as they came
+            Stage::Filter => {
+                let (w, rows) = (size.width, geo.input_rows.len());
+                if raw_in {
+                    let (src, _) = bl.raw_in.device_ptr(s);
+                    let (dst, _) = bl.bufs[0].device_ptr_mut(s);
+                    self.kernels.convert_in(s, src, dst, w, rows, input)?;
+                }
+                let view = View {
+                    width: w,
+                    rows,
+                    row0: geo.input_rows.start,
+                    height: size.height,
+                };
+                bl.result = self.kernels.enqueue(s, &mut bl.bufs, &mut bl.tmp, view)?;
+                if raw_out {
+                    let off = (geo.offset_in_input() * stride) as u64;
+                    let (src, _) = bl.bufs[bl.result].device_ptr(s);
+                    let (dst, _) = bl.raw_out.device_ptr_mut(s);
+                    let own = geo.rows.len();
+                    self.kernels
+                        .convert_out(s, src + off, dst, w, own, output)?;
+                }
+            }
+            Stage::Download if through || raw_out => {
+                // Passing through, a band reads no halo: its input rows are its own.
+                let from = if through { &bl.raw_in } else { &bl.raw_out };
+                for (frame, band) in output.band_planes(size, geo.rows.clone()) {
+                    s.memcpy_dtoh(&from.slice(band), &mut slot.output[frame])?;
+                }
+            }
+            Stage::Download => {
+                let out_start = geo.rows.start * stride;
+                let out_len = geo.rows.len() * stride;
+                let off = geo.offset_in_input() * stride;
+                s.memcpy_dtoh(
+                    &bl.bufs[bl.result].slice(off..off + out_len),
+                    &mut slot.output[out_start..out_start + out_len],
+                )?;
+            }
+        }
+        if timed {
+            mark(&bl.timing.of(stage).end, s, capturing)?;
+        }
+        // The download's event marks the band done, whatever the layout.
+        if per_stage || matches!(stage, Stage::Download) {
+            bl.done.of(stage).record(s)?;
+        }
+        Ok(())
+    }
+
+    /// Queues every stage of every band of `slot` in `lane`, cut by `plan`, in the
+    /// configured issue order.
+    fn enqueue_frame(
+        &mut self,
+        dev: &Device,
+        lane: usize,
+        plan: Plan,
+        slot: &mut Slot,
+        timed: bool,
+    ) -> Result<()> {
+        let bands = self.plans[plan].len();
+        let at = |band| Place { lane, plan, band };
+        match dev.settings.issue {
+            IssueOrder::Depth => {
+                for band in 0..bands {
+                    for stage in Stage::ALL {
+                        self.enqueue(dev, stage, at(band), slot, timed)?;
+                    }
+                }
+            }
+            IssueOrder::Breadth => {
+                for stage in Stage::ALL {
+                    for band in 0..bands {
+                        self.enqueue(dev, stage, at(band), slot, timed)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The streams a frame cut by `plan` in `lane` uses besides the first stage stream.
+    fn other_streams(&self, dev: &Device, lane: usize, plan: Plan) -> Vec<Arc<CudaStream>> {
+        match dev.settings.streams {
+            StreamLayout::PerStage => dev.stage_streams[1..].to_vec(),
+            StreamLayout::PerBand => self.lanes[lane][..self.plans[plan].len()]
+                .iter()
+                .filter_map(|b| b.stream.clone())
+                .collect(),
+        }
+    }
+
+    /// Records the frame's work (idle plan) into a graph instead of running it: the first
+    /// stage stream captures, the other streams fork from it and join back.
+    fn capture(
+        &mut self,
+        dev: &Device,
+        lane: usize,
+        slot: &mut Slot,
+        timed: bool,
+    ) -> Result<Graph> {
+        let origin = dev.stage_streams[0].clone();
+        let others = self.other_streams(dev, lane, Plan::Idle);
+        origin.begin_capture(sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+        self.capturing = true;
+        let recorded = self.capture_body(dev, lane, slot, timed, &origin, &others);
+        self.capturing = false;
+        // The capture is always ended, so that the stream leaves capture mode.
+        let graph = origin.end_capture(sys::CUgraphInstantiate_flags(0));
+        recorded.context("capturing a frame into a CUDA graph")?;
+        let graph = graph
+            .context("instantiating a CUDA graph")?
+            .context("the captured CUDA graph is empty")?;
+        graph.upload()?;
+        Ok(Graph(graph))
+    }
+
+    /// Inside a capture: forks the other streams from `origin`, queues the frame, and joins
+    /// them back (a capture must end on the stream it began on, with every stream joined).
+    fn capture_body(
+        &mut self,
+        dev: &Device,
+        lane: usize,
+        slot: &mut Slot,
+        timed: bool,
+        origin: &CudaStream,
+        others: &[Arc<CudaStream>],
+    ) -> Result<()> {
+        let [fork, _] = &dev.capture_events;
+        fork.record(origin)?;
+        for s in others {
+            s.wait(fork)?;
+        }
+        self.enqueue_frame(dev, lane, Plan::Idle, slot, timed)?;
+        let [_, join] = &dev.capture_events;
+        for s in others {
+            join.record(s)?;
+            origin.wait(join)?;
+        }
+        Ok(())
+    }
+
+    /// Runs the idle plan's work for `slot` in `lane` as one graph launch, capturing the
+    /// graph on first use.
+    fn launch_graph(
+        &mut self,
+        dev: &Device,
+        lane: usize,
+        slot: &mut Slot,
+        timed: bool,
+    ) -> Result<()> {
+        let key = (lane, slot.input.as_ptr() as usize, timed);
+        if !self.graphs.contains_key(&key) {
+            let graph = self.capture(dev, lane, slot, timed)?;
+            self.graphs.insert(key, graph);
+        }
+        let s = &dev.stage_streams[0];
+        self.graphs[&key].0.launch()?;
+        // Events recorded inside a capture do not fire on replay: mark the frame done here.
+        for b in self.done_events(dev, lane, Plan::Idle) {
+            b.done.download.record(s)?;
+        }
+        Ok(())
+    }
+
+    /// The events whose completion means the frame in `lane` is done: the last band's
+    /// download when downloads share one stream, else every band's.
+    fn done_events(&self, dev: &Device, lane: usize, plan: Plan) -> &[BandLane] {
+        let bands = &self.lanes[lane][..self.plans[plan].len()];
+        match dev.settings.streams {
+            StreamLayout::PerStage => &bands[bands.len() - 1..],
+            StreamLayout::PerBand => bands,
+        }
+    }
+
+    /// Appends a traced frame's spans: each band's H2D, kernels and D2H on its stream's track.
+    fn trace_spans(&self, dev: &Device, lane: usize, plan: Plan, slot: &mut Slot) -> Result<()> {
+        use crate::trace::{Kind, Span, Track};
+        let per_band = self.lanes[lane].len();
+        let bands = &self.lanes[lane][..self.plans[plan].len()];
+        for (i, b) in bands.iter().enumerate() {
+            for (kind, stage) in [
+                (Kind::H2d, Stage::Upload),
+                (Kind::Kernels, Stage::Filter),
+                (Kind::D2h, Stage::Download),
+            ] {
+                let marks = b.timing.of(stage);
+                let track = match dev.settings.streams {
+                    StreamLayout::PerStage => Track::Backend(stage as u16),
+                    StreamLayout::PerBand => Track::Backend((lane * per_band + i) as u16),
+                };
+                slot.spans.push(Span {
+                    track,
+                    kind,
+                    frame: slot.seq(),
+                    band: Some(i as u16),
+                    start: dev.host_time(&marks.start)?,
+                    end: dev.host_time(&marks.end)?,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Device time of each stage of a completed, sampled frame (each band from its
+    /// upload's start; with shared streams a stage's time includes waiting for its stream).
+    fn stage_times(&self, lane: usize, plan: Plan) -> Result<StageTimes> {
+        let bands = &self.lanes[lane][..self.plans[plan].len()];
+        let origin = &bands[0].timing.upload.start;
+        let mut t = StageTimes::default();
+        let (mut first, mut last) = (f64::MAX, f64::MIN);
+        for b in bands {
+            // Each stage from the end of the one before (so a stage includes its wait).
+            let PerStage {
+                upload,
+                filter,
+                download,
+            } = &b.timing;
+            t.h2d_ms += elapsed_ms(&upload.start, &upload.end)?;
+            t.kernel_ms += elapsed_ms(&upload.end, &filter.end)?;
+            t.d2h_ms += elapsed_ms(&filter.end, &download.end)?;
+            first = first.min(elapsed_ms(origin, &upload.start)?);
+            last = last.max(elapsed_ms(origin, &download.end)?);
+        }
+        t.span_ms = last - first;
+        Ok(t)
+    }
+}

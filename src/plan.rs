@@ -1,0 +1,376 @@
+//! One run's configuration, decided once, as ripgrep turns its low-level arguments into a
+//! high-level plan: `Request::check` takes what the flags say that can be checked before
+//! anything opens (outputs, tracing, rates); `Plan::settle` adds what the opened input says
+//! (size, format, rate) and decides the ring, the frames in flight, the band counts and the
+//! format the frames are handed to the sinks in (`sink::negotiate`). `Plan::new` makes a plan
+//! from explicit counts: the bench and the tests make theirs with it, and every pipeline in
+//! framepipe is started from a plan (`Plan::options`, `Plan::run`).
+//!
+//! Invariants: every default lives here once (ring, frames in flight, band counts, spare
+//! slots, the output rate where nothing says one); a plan is valid when made (bands cut for
+//! the size and the formats' row alignment, formats checked against the size, frames in
+//! flight between 1 and the ring's slots, the ring at least 2); nothing here opens a file, a
+//! device or a window.
+
+use std::sync::Arc;
+
+use anyhow::{bail, Result};
+
+use crate::backend::{self, Backend, BackendConfig, BackendKind};
+use crate::band;
+use crate::cli::RunArgs;
+use crate::filter::Chain;
+use crate::frame::{FrameSize, DEFAULT_FPS};
+use crate::paths;
+use crate::pipeline::{self, Options};
+use crate::pixel::{Formats, PixelFormat};
+use crate::reload::Reloader;
+use crate::sink::{self, OutputSpec, Sink};
+use crate::source::{InputSpec, Source};
+use crate::stats::Summary;
+use crate::stop::Stop;
+
+/// Slots the ring holds beyond the frames in flight where nothing else decides (the bench,
+/// the tests): frames being captured, waiting and consumed while others are on the GPU.
+pub const RING_SPARE: usize = 4;
+
+/// The rates `--fps` takes besides 0: what every video container here holds.
+pub const MIN_FPS: f64 = 0.01;
+/// The highest rate `--fps` takes.
+pub const MAX_FPS: f64 = 1000.0;
+
+/// How many of each a run uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counts {
+    /// Slots in the ring (frames that exist at once).
+    pub ring: usize,
+    /// Frames on the backend at once.
+    pub in_flight: usize,
+    /// Bands of a frame that finds the GPU idle.
+    pub bands: usize,
+    /// Bands of a frame submitted behind others.
+    pub busy_bands: usize,
+}
+
+impl Counts {
+    /// `bands` bands for every frame, `in_flight` frames in flight, `RING_SPARE` more slots.
+    pub fn spare(bands: usize, in_flight: usize) -> Self {
+        Self {
+            ring: in_flight + RING_SPARE,
+            in_flight,
+            bands,
+            busy_bands: bands,
+        }
+    }
+
+    /// The app's defaults for `size` frames whose bands keep `align` rows whole: the ring
+    /// the host's memory allows (`budget::default_ring`), frames in flight for the height
+    /// (two slots left for capture and display), the height's bands, one band behind others.
+    pub fn defaults(size: FrameSize, align: usize) -> Self {
+        let ring = crate::budget::default_ring(size);
+        Self {
+            ring,
+            in_flight: (ring - 2).clamp(1, band::default_in_flight(size.height)),
+            bands: band::default_bands_in(size.height, align),
+            busy_bands: 1,
+        }
+    }
+}
+
+/// One run's validated configuration (module doc).
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Which backend runs the frames.
+    pub kind: BackendKind,
+    /// What the backend is made from: the first frames' size and formats, the chain, the
+    /// band plans, frames in flight, page-locking, tracing, the CUDA settings.
+    pub backend: BackendConfig,
+    /// Slots in the ring.
+    pub ring: usize,
+    /// Stop after this many captured frames.
+    pub frames: Option<u64>,
+    /// The summary's trace is the last N traced frames (0: the first `trace_frames`).
+    pub trace_last: u64,
+    /// Keep every frame's submit and done instants (the bench).
+    pub keep_frame_times: bool,
+    /// The output's frame rate: the input's, `--fps`, or `DEFAULT_FPS`.
+    pub fps: f64,
+}
+
+impl Plan {
+    /// `size` frames in `formats` through `chain` on `kind`, with `counts`; untraced,
+    /// page-locked, CUDA's default settings, to the end of the input. The error says which
+    /// count or format is wrong.
+    pub fn new(
+        kind: BackendKind,
+        size: FrameSize,
+        formats: Formats,
+        chain: Chain,
+        counts: Counts,
+    ) -> Result<Self, String> {
+        let Counts {
+            ring,
+            in_flight,
+            bands,
+            busy_bands,
+        } = counts;
+        if ring < 2 {
+            return Err(format!(
+                "--ring {ring} is too small: the ring needs at least 2 slots"
+            ));
+        }
+        if in_flight == 0 || in_flight > ring {
+            return Err(format!(
+                "--in-flight {in_flight} must be between 1 and the ring's {ring} slots"
+            ));
+        }
+        let backend = BackendConfig::new(size, chain, bands, in_flight)
+            .map_err(|e| format!("--bands {bands}: {e}"))?
+            .with_busy_bands(busy_bands.min(size.height))
+            .map_err(|e| format!("--busy-bands {busy_bands}: {e}"))?
+            .with_formats(formats)?;
+        Ok(Self {
+            kind,
+            backend,
+            ring,
+            frames: None,
+            trace_last: 0,
+            keep_frame_times: false,
+            fps: DEFAULT_FPS,
+        })
+    }
+
+    /// The app's plan: the checked flags (`request`) over what the opened `source` says.
+    pub fn settle(request: &Request, source: &dyn Source) -> Result<Self> {
+        let args = &request.flags;
+        let size = source.size();
+        let defaults = Counts::defaults(size, source.format().row_align());
+        let ring = args.ring.unwrap_or_else(|| {
+            if defaults.ring < crate::budget::DEFAULT_RING {
+                crate::info!(
+                    "{size} frames are large: the ring holds {} of them (--ring sets it)",
+                    defaults.ring
+                );
+            }
+            defaults.ring
+        });
+        crate::budget::check_ring(ring, size, crate::budget::host_available())
+            .map_err(anyhow::Error::msg)?;
+        let counts = Counts {
+            ring,
+            in_flight: args
+                .in_flight
+                .unwrap_or_else(|| (ring - 2).clamp(1, band::default_in_flight(size.height))),
+            bands: args.bands.unwrap_or(defaults.bands),
+            busy_bands: args.busy_bands,
+        };
+        // Frames cross the CPU and PCIe in the source's own format; the backend converts
+        // them to the format every sink takes (negotiated once, here).
+        let mut takes: Vec<Vec<PixelFormat>> = Vec::new();
+        if !args.headless {
+            takes.push(sink::WINDOW_TAKES.to_vec());
+        }
+        if let Some(out) = &request.output {
+            takes.push(out.takes(request.output_format));
+        }
+        let formats = Formats {
+            input: source.format(),
+            output: sink::negotiate(source.format(), &takes),
+        };
+        if let Some(lost) = chroma_lost(formats) {
+            crate::warn!("{lost}");
+        }
+        let mut plan = Self::new(args.backend, size, formats, args.filter.clone(), counts)
+            .map_err(|e| match e.starts_with("--") {
+                true => anyhow::anyhow!("{e}"),
+                false => anyhow::anyhow!("{}: {e}", source.describe()),
+            })?;
+        let cfg = &mut plan.backend;
+        cfg.pageable = args.pageable;
+        cfg.trace_frames = request.trace_frames;
+        // Spans beyond the first frames: every frame for --trace-frames last:N; bursts of a
+        // few frames for the window's timeline strip (t); none otherwise.
+        cfg.rolling = if request.trace_last > 0 {
+            crate::trace::Rolling::Every
+        } else if !args.headless {
+            crate::trace::Rolling::Bursts
+        } else {
+            crate::trace::Rolling::Off
+        };
+        cfg.cuda.streams = args.streams;
+        cfg.cuda.graphs = !args.no_graphs;
+        plan.frames = args.frames;
+        plan.trace_last = request.trace_last;
+        plan.fps = source.fps().unwrap_or(match args.fps {
+            Some(f) if f > 0.0 => f,
+            _ => DEFAULT_FPS,
+        });
+        Ok(plan)
+    }
+
+    /// Traces frames `0..n` (spans into the summary's trace).
+    pub fn traced(mut self, n: u64) -> Self {
+        self.backend.trace_frames = n;
+        self
+    }
+
+    /// The pipeline's options, with `reload` watching the chain's kernel files.
+    pub fn options(&self, reload: Option<Arc<Reloader>>) -> Options {
+        Options {
+            ring: self.ring,
+            frames: self.frames,
+            keep_frame_times: self.keep_frame_times,
+            trace_frames: self.backend.trace_frames,
+            trace_last: self.trace_last,
+            reload,
+        }
+    }
+
+    /// The backend the plan asks for.
+    pub fn make_backend(&self) -> Result<Box<dyn Backend>> {
+        backend::create(self.kind, &self.backend)
+    }
+
+    /// Runs `source` into `sink` as planned, until the input ends, `frames` are captured or
+    /// `stop` is asked for.
+    pub fn run(
+        &self,
+        source: Box<dyn Source>,
+        sink: &mut dyn Sink,
+        stop: &Stop,
+    ) -> Result<Summary> {
+        let backend = self.make_backend()?;
+        pipeline::run(source, backend, sink, &self.options(None), stop)
+    }
+}
+
+/// What a run loses of its input's chroma, said before it starts: a 4:2:2 or 4:4:4 input
+/// written as 4:2:0 (framepipe writes no 4:2:2 or 4:4:4).
+fn chroma_lost(formats: Formats) -> Option<String> {
+    let from = match formats.input {
+        PixelFormat::Yuyv | PixelFormat::Yuv422p => "4:2:2",
+        PixelFormat::Yuv444p => "4:4:4",
+        _ => return None,
+    };
+    matches!(formats.output, PixelFormat::I420 | PixelFormat::Nv12).then(|| {
+        format!(
+            "the input is {from} ({}) and the output {} is 4:2:0: half of its colour resolution is dropped (--output-format bgr24 keeps every pixel's colour)",
+            formats.input, formats.output
+        )
+    })
+}
+
+/// What the flags ask for, checked before anything opens (ripgrep's low-level arguments
+/// made high-level): every later step of a run reads this, not the flags.
+#[derive(Clone, Debug)]
+pub struct Request {
+    /// The flags as parsed (what needs no more checking: switches, paths already checked).
+    pub flags: RunArgs,
+    /// `--input`, classified.
+    pub input: InputSpec,
+    /// `--output`, parsed with its codec and quality.
+    pub output: Option<OutputSpec>,
+    /// `--output-format`, checked (it needs `--output -`).
+    pub output_format: Option<PixelFormat>,
+    /// Frames `0..trace_frames` are traced (0: no trace, or `last:N`).
+    pub trace_frames: u64,
+    /// `--trace-frames last:N` with a trace asked for: N.
+    pub trace_last: u64,
+}
+
+impl Request {
+    /// Checks every argument that can be checked without opening anything.
+    pub fn check(args: &RunArgs) -> Result<Self> {
+        check_args(args)
+    }
+}
+
+fn check_args(args: &RunArgs) -> Result<Request> {
+    if let Some(ring) = args.ring.filter(|&n| n < 2) {
+        bail!("--ring {ring} is too small: the ring needs at least 2 slots");
+    }
+    if args.in_flight == Some(0) {
+        bail!("--in-flight must be at least 1");
+    }
+    if let Some(fps) = args.fps.filter(|f| !f.is_finite() || *f < 0.0) {
+        bail!("--fps {fps} must be 0 or a positive number");
+    }
+    if let Some(fps) = args
+        .fps
+        .filter(|&f| f != 0.0 && !(MIN_FPS..=MAX_FPS).contains(&f))
+    {
+        bail!("--fps {fps} is out of range: 0 (as fast as the pipeline goes) or {MIN_FPS} to {MAX_FPS} frames per second");
+    }
+    if args.frames == Some(0) {
+        bail!(
+            "--frames 0 would process nothing; give at least 1 (or leave it out to run to the end)"
+        );
+    }
+    if args.busy_bands == 0 {
+        bail!("--busy-bands must be at least 1");
+    }
+    if let Some(k) = args.filter.user_kernels().next() {
+        // Before the input is opened: a user kernel runs on CUDA only.
+        if args.backend == BackendKind::Cpu {
+            bail!(
+                "{} (--backend cpu was asked for)",
+                backend::cpu::needs_cuda(k)
+            );
+        }
+        if let Err(why) = backend::device::probe() {
+            bail!("{}: no CUDA here ({why})", backend::cpu::needs_cuda(k));
+        }
+    }
+    if args.trace_frames.count() > crate::trace::MAX_TRACE_FRAMES {
+        bail!(
+            "--trace-frames {} is more than the {} a trace may hold",
+            args.trace_frames,
+            crate::trace::MAX_TRACE_FRAMES
+        );
+    }
+    for (flag, path, ext) in [
+        ("--trace", &args.trace, "json"),
+        ("--timeline", &args.timeline, "svg"),
+        ("--summary-json", &args.summary_json, "json"),
+    ] {
+        if let Some(p) = path {
+            paths::check_file_arg(flag, p, ext).map_err(anyhow::Error::msg)?;
+        }
+    }
+    let tracing = args.trace.is_some() || args.timeline.is_some();
+    let output = args
+        .output
+        .as_deref()
+        .map(|o| {
+            OutputSpec::parse(o)
+                .and_then(|spec| spec.with_codec(args.codec))
+                .and_then(|spec| spec.with_quality(args.quality))
+        })
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    if (args.codec.is_some() || args.quality.is_some()) && output.is_none() {
+        bail!("--codec and --quality apply to a video --output, and there is none");
+    }
+    if let Some(f) = args.output_format {
+        if output != Some(OutputSpec::Stdout) {
+            bail!("--output-format {f} applies to --output - (standard output), and that is not the output");
+        }
+        if !f.writable() {
+            bail!("--output-format {f}: framepipe writes i420, gray, nv12 or bgr24 frames");
+        }
+    }
+    Ok(Request {
+        flags: args.clone(),
+        input: InputSpec::parse(args.input.as_deref()).map_err(anyhow::Error::msg)?,
+        output_format: args.output_format,
+        output,
+        trace_frames: match args.trace_frames {
+            crate::trace::TraceFrames::First(n) if tracing => n.max(1),
+            _ => 0,
+        },
+        trace_last: match args.trace_frames {
+            crate::trace::TraceFrames::Last(n) if tracing => n.max(1),
+            _ => 0,
+        },
+    })
+}
