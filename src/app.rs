@@ -388,6 +388,10 @@ fn open_interruptibly(stop: &Stop, request: &Request) -> Result<Option<Opened>> 
         fps: args.fps,
         window: !args.headless,
         no_pace: args.no_pace,
+        decode: args.decode,
+        untouched: args.filter.is_identity()
+            && args.headless
+            && request.output == Some(OutputSpec::Stdout),
         #[cfg(feature = "opencv")]
         rotation: 0,
         #[cfg(feature = "opencv")]
@@ -455,6 +459,12 @@ struct Asked {
     /// `--no-pace`.
     #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
     no_pace: bool,
+    /// `--decode`: who decodes files and network streams.
+    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+    decode: crate::cli::Decode,
+    /// Frames pass untouched to standard output alone (`--filter copy`, headless).
+    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+    untouched: bool,
     /// A file's rotation and video start (`media::MediaInfo`).
     #[cfg(feature = "opencv")]
     rotation: u32,
@@ -571,6 +581,25 @@ fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
     }
     // In a window a file plays at its own rate, unless --no-pace or --fps 0.
     let pace = asked.window && !asked.no_pace && asked.fps != Some(0.0);
+    let by_libav = match input {
+        InputSpec::Video(path) => Some(path.display().to_string()),
+        InputSpec::Stream(url) if !url.contains('!') => Some(url.clone()),
+        _ => None,
+    };
+    if let Some(url) = by_libav.filter(|_| asked.decode == crate::cli::Decode::Cpu) {
+        let decode = crate::source::decode::Asked {
+            pace,
+            untouched: asked.untouched,
+        };
+        let source = crate::source::decode::open(&url, decode)?;
+        if asked.size.is_some() || asked.fps.is_some_and(|f| f != 0.0) {
+            crate::warn!(
+                "--size and --fps don't apply to {}: it keeps its own size and rate (they set the test pattern, and ask a camera)",
+                source.describe()
+            );
+        }
+        return Ok(Box::new(source));
+    }
     let request = capture::Request {
         pace,
         rotation: asked.rotation,

@@ -78,6 +78,15 @@ impl CheckKernelArgs {
     }
 }
 
+/// `--decode`: who decodes files and network streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Decode {
+    /// FFmpeg's libavcodec on the CPU, frames kept in its YUV layout.
+    Cpu,
+    /// OpenCV's capture (frames converted to BGR on the CPU).
+    Opencv,
+}
+
 /// Options of a pipeline run (`framepipe [OPTIONS]`).
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
@@ -85,6 +94,13 @@ pub struct RunArgs {
     /// 'pattern'. Default: camera 0, or the test pattern where there is no camera.
     #[arg(short, long, value_name = "SOURCE")]
     pub input: Option<String>,
+
+    /// Who decodes a video file or a network stream (not a GStreamer pipeline): cpu
+    /// (FFmpeg's libavcodec; frames go to the GPU in the decoder's own YUV, converted
+    /// there), or opencv (OpenCV's capture, which converts every frame to BGR on the CPU:
+    /// for comparison, and as a fallback).
+    #[arg(long, value_enum, default_value = "cpu")]
+    pub decode: Decode,
 
     /// What `--input -` reads from standard input: a YUV4MPEG2 stream (ffmpeg -f
     /// yuv4mpegpipe -), or raw frames of this format (with --size, and --fps). With

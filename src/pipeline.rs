@@ -29,7 +29,7 @@ use anyhow::{anyhow, Context, Result};
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
 
 use crate::backend::{Backend, Control};
-use crate::desc::{Frame, Timestamp};
+use crate::desc::Frame;
 use crate::frame::FrameSize;
 use crate::reload::{self, Reloader};
 use crate::ring::{self, Slot};
@@ -88,6 +88,8 @@ struct Shared {
     read_us: AtomicU64,
     /// The backend's description, updated when a control changes it.
     backend: Mutex<String>,
+    /// The input's description.
+    input: String,
 }
 
 /// Runs until the input ends, `opts.frames` are captured, or `stop` is requested; the sink
@@ -112,6 +114,7 @@ pub fn run(
         captured: AtomicU64::new(0),
         read_us: AtomicU64::new(0),
         backend: Mutex::new(backend.describe()),
+        input: source.describe(),
     });
     let backend_tracks = backend.tracks();
     let (free_tx, free_rx) = bounded::<Slot>(opts.ring);
@@ -179,6 +182,7 @@ pub fn run(
     sink_stats.pauses = shared.pauses.load(Ordering::SeqCst);
     sink_stats.stored = sink.stored();
     let summary = Summary {
+        input: shared.input.clone(),
         backend: shared.backend.lock().map(|b| b.clone()).unwrap_or_default(),
         sink: sink.verb().to_string(),
         elapsed,
@@ -407,7 +411,7 @@ fn capture_loop(
             .read_us
             .fetch_add(took.as_micros() as u64, Ordering::SeqCst);
         slot.desc.index = captured;
-        slot.desc.pts = source.timestamp().and_then(Timestamp::from_seconds);
+        slot.desc.pts = source.pts();
         captured += 1;
         shared.captured.store(captured, Ordering::SeqCst);
         if filled.send(slot).is_err() {
@@ -531,6 +535,7 @@ fn sink_loop(
     mut traces: Traces,
 ) -> Result<()> {
     let mut live = Live::default();
+    live.input.clone_from(&shared.input);
     let act = |flow: Flow| match flow {
         Flow::Continue => {}
         Flow::Quit => shared.stop.request(),

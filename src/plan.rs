@@ -175,7 +175,7 @@ impl Plan {
         }
         let formats = Formats {
             input: source.format(),
-            output: sink::negotiate(source.format(), &takes),
+            output: sink::negotiate(source.format(), size, &takes),
         };
         if let Some(lost) = chroma_lost(formats) {
             crate::warn!("{lost}");

@@ -91,6 +91,8 @@ pub struct SinkStats {
 /// Everything the exit summary reports.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
+    /// The input's description (which decoder, which format).
+    pub input: String,
     /// The backend's description at the end.
     pub backend: String,
     /// The sink's verb ("written", "shown").
@@ -162,6 +164,7 @@ impl Summary {
                 "dropped": c.dropped,
             },
             "sink": self.sink,
+            "input": self.input,
             "backend": self.backend,
             "elapsed_s": self.elapsed.as_secs_f64(),
             "fps": self.fps(),
@@ -188,6 +191,9 @@ impl Summary {
         let mut out = String::new();
         let c = &self.capture;
         let p = &self.process;
+        if !self.input.is_empty() {
+            let _ = writeln!(out, "input: {}", self.input);
+        }
         let _ = writeln!(
             out,
             "frames: {} captured, {} processed, {} {}, {} dropped",
@@ -265,6 +271,8 @@ pub struct Live {
     pub dropped: u64,
     /// Whether capture is paused.
     pub paused: bool,
+    /// The input's description (which decoder, which format).
+    pub input: String,
     /// The backend's description.
     pub backend: String,
     /// A message to show until it is cleared (a failed kernel reload).
@@ -352,6 +360,9 @@ impl Live {
             self.overlap(),
             self.dropped
         ));
+        if !self.input.is_empty() {
+            v.push(format!("input: {}", self.input));
+        }
         v.extend(self.backend.split("; ").map(str::to_string));
         // Page-locking and bands are the GPU pipeline's: the CPU backend has neither.
         v.push(if self.backend.starts_with("cpu") {

@@ -57,7 +57,7 @@ fn bad_inputs() {
     if cfg!(feature = "opencv") {
         expect_error(
             &["--headless", "-i", &text],
-            "is not a video OpenCV can decode",
+            "is not a video FFmpeg can decode",
         );
         expect_error(
             &["--headless", "-i", &bad_png],

@@ -1,5 +1,8 @@
-//! End-to-end runs of the real binary on files the tests write with OpenCV: every frame of
-//! the input reaches the output, in order, equal to the reference of the filter chain.
+//! End-to-end runs of the real binary on files the tests write with OpenCV, read back with
+//! OpenCV (`--decode opencv`, the fallback path): every frame of the input reaches the
+//! output, in order, equal to the reference of the filter chain applied to OpenCV's decode.
+//! (The default path, FFmpeg's decoder, is checked against ffmpeg's own decode in
+//! tests/decode.rs.)
 #![cfg(feature = "opencv")]
 
 mod common;
@@ -75,6 +78,8 @@ fn check_file_run(
             chain,
             "--ring",
             "4",
+            "--decode",
+            "opencv",
         ],
         LIMIT,
     );
@@ -162,7 +167,17 @@ fn video_outputs_are_finalized_and_complete() {
     for ext in ["mp4", "avi", "mkv"] {
         let output = dir.join(&format!("out.{ext}")).display().to_string();
         let out = framepipe(
-            &["-i", &input, "--headless", "-o", &output, "-f", "invert"],
+            &[
+                "-i",
+                &input,
+                "--headless",
+                "-o",
+                &output,
+                "-f",
+                "invert",
+                "--decode",
+                "opencv",
+            ],
             LIMIT,
         );
         assert!(out.status.success(), "{ext}: {}", stderr(&out));

@@ -376,8 +376,11 @@ fn rotated_clips_come_out_the_right_way_up() {
             &opencv::core::no_array(),
         )
         .unwrap();
+        // ffmpeg turns YUV into RGB with libswscale, framepipe with OpenCV's cvtColor
+        // arithmetic: the two round differently by a few levels. (The planes themselves are
+        // turned exactly: tests/decode.rs compares them bit for bit.)
         assert!(
-            max <= 2.0,
+            max <= 4.0,
             "{degrees}: framepipe's frame differs from ffmpeg's by up to {max}"
         );
         // A video output is upright too, with no matrix left to turn it again.

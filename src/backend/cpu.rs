@@ -75,6 +75,24 @@ impl CpuBackend {
 }
 
 impl CpuBackend {
+    /// Hands a processed frame back: its done time and, when traced, its span.
+    fn done_now(&mut self, mut slot: Slot) -> Result<()> {
+        slot.stamps.done = Instant::now();
+        slot.spans.clear();
+        if slot.seq() < self.trace_frames || self.rolling.traces(slot.seq()) {
+            slot.spans.push(crate::trace::Span {
+                track: crate::trace::Track::Backend(0),
+                kind: crate::trace::Kind::Process,
+                frame: slot.seq(),
+                band: None,
+                start: slot.stamps.submitted,
+                end: slot.stamps.done,
+            });
+        }
+        self.done.push_back(slot);
+        Ok(())
+    }
+
     /// One `size` frame in `formats`: the input converted to BGR, the chain, the result
     /// converted to the output format (`pixel::apply_reference` defines it); untouched where
     /// nothing changes.
@@ -163,6 +181,12 @@ impl Backend for CpuBackend {
             slot.seq()
         );
         let Slot { input, output, .. } = &mut slot;
+        if formats.passthrough(self.chain.is_identity()) && input.len() == output.len() {
+            // Nothing changes the frame: the two buffers trade places instead of a copy
+            // (both are the slot's, allocated once; the next capture fills the other).
+            std::mem::swap(input, output);
+            return self.done_now(slot);
+        }
         let need = |f: PixelFormat| f.bytes(size);
         anyhow::ensure!(
             input.len() >= need(formats.input) && output.len() >= need(formats.output),
@@ -173,20 +197,7 @@ impl Backend for CpuBackend {
             &mut output[..need(formats.output)],
         );
         self.process(size, formats, input, output)?;
-        slot.stamps.done = Instant::now();
-        slot.spans.clear();
-        if slot.seq() < self.trace_frames || self.rolling.traces(slot.seq()) {
-            slot.spans.push(crate::trace::Span {
-                track: crate::trace::Track::Backend(0),
-                kind: crate::trace::Kind::Process,
-                frame: slot.seq(),
-                band: None,
-                start: slot.stamps.submitted,
-                end: slot.stamps.done,
-            });
-        }
-        self.done.push_back(slot);
-        Ok(())
+        self.done_now(slot)
     }
 
     fn control(&mut self, control: &Control) -> Result<()> {

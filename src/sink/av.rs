@@ -16,6 +16,7 @@ use ffmpeg_next as ff;
 
 use super::codec::{Codec, Container};
 use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
 use crate::source::media;
 use crate::timebase::Ratio;
 
@@ -518,17 +519,16 @@ impl AvFile {
         })
     }
 
-    /// Encodes one packed BGR frame of `size` (cropped to even where the codec needs it),
-    /// shown at `at` seconds on the output's timeline (None: the next frame at the rate).
-    pub fn write(&mut self, frame: &[u8], size: FrameSize, at: Option<f64>) -> Result<()> {
-        let stride = size.stride();
-        let row = self.size.stride();
-        let dst_stride = self.bgr.stride(0);
-        let data = self.bgr.data_mut(0);
-        for y in 0..self.size.height {
-            data[y * dst_stride..y * dst_stride + row]
-                .copy_from_slice(&frame[y * stride..y * stride + row]);
-        }
+    /// Encodes one packed frame of `size` in `format` (BGR, cropped to even where the codec
+    /// needs it; or I420, handed to a 4:2:0 encoder as it is, with no conversion), shown at
+    /// `at` seconds on the output's timeline (None: the next frame at the rate).
+    pub fn write(
+        &mut self,
+        frame: &[u8],
+        format: PixelFormat,
+        size: FrameSize,
+        at: Option<f64>,
+    ) -> Result<()> {
         let t0 = std::time::Instant::now();
         // The encoder may still hold the last frame (frame threads keep a reference to its
         // buffers): give it fresh ones rather than write over a frame being encoded.
@@ -536,12 +536,46 @@ impl AvFile {
         // when another reference to them exists, else leaves them.
         let writable = unsafe { ff::ffi::av_frame_make_writable(self.converted.as_mut_ptr()) };
         anyhow::ensure!(writable >= 0, "allocating a frame for the encoder");
-        match &mut self.video_range {
-            Some(mid) => {
-                self.scaler.run(&self.bgr, mid)?;
+        if format == PixelFormat::I420 {
+            // The planes as they are (video range), widened to full range for Motion JPEG.
+            let to = match &mut self.video_range {
+                Some(mid) => mid,
+                None => &mut self.converted,
+            };
+            anyhow::ensure!(
+                to.format() == ff::format::Pixel::YUV420P && size == self.size,
+                "internal: this encoder does not take {size} i420 frames"
+            );
+            let planes = crate::desc::Planes::packed(PixelFormat::I420, size);
+            for (i, p) in planes.iter().enumerate() {
+                let rows = size.height / p.rows_per;
+                let dst_stride = to.stride(i);
+                let data = to.data_mut(i);
+                for y in 0..rows {
+                    let from = p.offset + y * p.pitch;
+                    data[y * dst_stride..y * dst_stride + p.pitch]
+                        .copy_from_slice(&frame[from..from + p.pitch]);
+                }
+            }
+            if let Some(mid) = &self.video_range {
                 widen_range(mid, &mut self.converted);
             }
-            None => self.scaler.run(&self.bgr, &mut self.converted)?,
+        } else {
+            let stride = size.stride();
+            let row = self.size.stride();
+            let dst_stride = self.bgr.stride(0);
+            let data = self.bgr.data_mut(0);
+            for y in 0..self.size.height {
+                data[y * dst_stride..y * dst_stride + row]
+                    .copy_from_slice(&frame[y * stride..y * stride + row]);
+            }
+            match &mut self.video_range {
+                Some(mid) => {
+                    self.scaler.run(&self.bgr, mid)?;
+                    widen_range(mid, &mut self.converted);
+                }
+                None => self.scaler.run(&self.bgr, &mut self.converted)?,
+            }
         }
         self.spent[0] += t0.elapsed().as_secs_f64();
         let t = at.unwrap_or(self.index as f64 * self.frame_s);

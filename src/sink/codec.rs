@@ -110,6 +110,14 @@ pub enum Codec {
 }
 
 impl Codec {
+    /// Whether its writer takes 4:2:0 (I420) as framepipe carries it, so that the backend
+    /// hands it I420: the planes go to the encoder unconverted (H.264, HEVC, MPEG-4, VP9),
+    /// or widened to JPEG's full range by a table (Motion JPEG). FFV1 stores BGR: it takes
+    /// BGR.
+    pub fn takes_i420(self) -> bool {
+        !matches!(self, Codec::Ffv1)
+    }
+
     /// Its `--codec` name.
     pub fn name(self) -> &'static str {
         match self {

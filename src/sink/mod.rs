@@ -110,10 +110,10 @@ pub const WINDOW_TAKES: &[PixelFormat] = &[PixelFormat::Bgr24];
 
 /// The format frames are handed to the sinks in, negotiated once before the run (as
 /// GStreamer negotiates caps): the first format that every sink takes (`takes`: each sink's
-/// formats, preferred first), in the first sink's order; BGR where they share none (every
-/// sink takes BGR). Where no sink looks at the frames, the source's own format when it can
-/// be written, else BGR.
-pub fn negotiate(source: PixelFormat, takes: &[Vec<PixelFormat>]) -> PixelFormat {
+/// formats, preferred first) and that can hold `size` frames, in the first sink's order;
+/// BGR where they share none (every sink takes BGR). Where no sink looks at the frames, the
+/// source's own format when it can be written, else BGR.
+pub fn negotiate(source: PixelFormat, size: FrameSize, takes: &[Vec<PixelFormat>]) -> PixelFormat {
     let Some(first) = takes.first() else {
         return if source.writable() {
             source
@@ -124,7 +124,7 @@ pub fn negotiate(source: PixelFormat, takes: &[Vec<PixelFormat>]) -> PixelFormat
     first
         .iter()
         .copied()
-        .find(|f| takes.iter().all(|t| t.contains(f)))
+        .find(|f| f.check(size).is_ok() && takes.iter().all(|t| t.contains(f)))
         .unwrap_or(PixelFormat::Bgr24)
 }
 

@@ -40,10 +40,14 @@ pub enum OutputSpec {
 
 impl OutputSpec {
     /// The formats this output takes its frames in, preferred first: standard output
-    /// `write` (`--output-format`, I420 by default) or BGR (converted on the CPU); files and
+    /// `write` (`--output-format`, I420 by default) or BGR (converted on the CPU); a video
+    /// file whose encoder takes 4:2:0 (`Codec::takes_i420`) I420 or BGR; other files and
     /// image sequences BGR (their encoders convert).
     pub fn takes(&self, write: Option<PixelFormat>) -> Vec<PixelFormat> {
         match self {
+            OutputSpec::Video { codec, .. } if codec.takes_i420() => {
+                vec![PixelFormat::I420, PixelFormat::Bgr24]
+            }
             OutputSpec::Stdout => {
                 let write = write.unwrap_or(PixelFormat::I420);
                 let mut v = vec![write];

@@ -32,6 +32,7 @@ use super::{Flow, Frame, Sink};
 use crate::budget::human;
 use crate::frame::{FrameSize, SequencePattern};
 use crate::paths;
+use crate::pixel::PixelFormat;
 
 /// Room always kept free beside a file's frames: its index and trailer.
 const INDEX_RESERVE: u64 = 256 * 1024;
@@ -278,8 +279,12 @@ impl Sink for VideoFile {
         format!("video file {} ({})", self.path, self.codec)
     }
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
-        let (size, at) = (frame.size(), frame.desc.seconds());
-        let frame = super::bgr(frame, "a video writer")?;
+        let (size, at, format) = (frame.size(), frame.desc.seconds(), frame.format());
+        anyhow::ensure!(
+            matches!(format, PixelFormat::Bgr24 | PixelFormat::I420),
+            "internal: a video writer takes bgr24 or i420 frames and was given {format}"
+        );
+        let frame = frame.bytes;
         {
             let mut open = self
                 .open
@@ -290,7 +295,7 @@ impl Sink for VideoFile {
                 .as_mut()
                 .context("video writer already closed")?;
             writer
-                .write(frame, size, at)
+                .write(frame, format, size, at)
                 .with_context(|| format!("writing a frame to {}", self.path))?;
             open.written += 1;
         }

@@ -50,7 +50,7 @@ pub fn init() {
 
 /// ffmpeg's `get_rotation`: the display matrix's angle turned into clockwise degrees, to the
 /// nearest quarter turn.
-fn rotation_of(stream: &ff::format::stream::Stream) -> u32 {
+pub(crate) fn rotation_of(stream: &ff::format::stream::Stream) -> u32 {
     for side in stream.side_data() {
         if side.kind() == ff::codec::packet::side_data::Type::DisplayMatrix
             && side.data().len() >= 36
@@ -79,6 +79,11 @@ fn rotation_of(stream: &ff::format::stream::Stream) -> u32 {
     0
 }
 
+/// A video stream's frame rate as ffmpeg reads it: `avg_frame_rate`, else `r_frame_rate`.
+pub(crate) fn frame_rate(stream: &ff::format::stream::Stream) -> Option<Ratio> {
+    ratio(stream.avg_frame_rate()).or_else(|| ratio(stream.rate()))
+}
+
 /// Reads `path`'s header; None where libavformat can't open it (OpenCV then says why).
 pub fn probe(path: &Path) -> Option<MediaInfo> {
     init();
@@ -89,7 +94,7 @@ pub fn probe(path: &Path) -> Option<MediaInfo> {
     }
     let ctx = ff::format::input_with_dictionary(&path, options).ok()?;
     let video = ctx.streams().best(ff::media::Type::Video)?;
-    let rate = ratio(video.avg_frame_rate()).or_else(|| ratio(video.rate()));
+    let rate = frame_rate(&video);
     let tb = video.time_base();
     let video_start = stream_start(&video).unwrap_or(0.0);
     let file_start = file_start(&ctx).unwrap_or(video_start);

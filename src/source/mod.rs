@@ -15,6 +15,8 @@ pub mod stdin;
 #[cfg(feature = "opencv")]
 pub mod capture;
 #[cfg(feature = "opencv")]
+pub mod decode;
+#[cfg(feature = "opencv")]
 mod ffmpeg_log;
 #[cfg(feature = "opencv")]
 pub mod media;
@@ -136,6 +138,12 @@ pub trait Source: Send {
     /// source has one (a file's frames); video outputs keep it.
     fn timestamp(&self) -> Option<f64> {
         None
+    }
+    /// The last frame's presentation time as the source keeps it (a file's own time base,
+    /// exact); by default `timestamp` to the microsecond.
+    fn pts(&self) -> Option<crate::desc::Timestamp> {
+        self.timestamp()
+            .and_then(crate::desc::Timestamp::from_seconds)
     }
 }
 

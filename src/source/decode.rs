@@ -1,0 +1,670 @@
+//! Video files and network streams decoded with FFmpeg's own libraries (libavformat,
+//! libavcodec), frames kept in the decoder's layout: a 4:2:0, 4:2:2, 4:4:4, NV12, gray or
+//! BGR picture is copied plane by plane into the ring slot as it came (one copy, no colour
+//! conversion on the CPU), and the GPU converts it. This is `--decode cpu`, the default for
+//! files and for URLs that are not GStreamer pipelines; `--decode opencv` keeps OpenCV's
+//! capture (`capture.rs`), which converts every frame to BGR on the CPU.
+//!
+//! Invariants:
+//! - every decoded frame is handed out, in decoding order, none dropped or repeated for a
+//!   file; packets the decoder refuses (a damaged file) are counted and skipped, as ffmpeg
+//!   skips them, and the decoder is drained at the end of the input;
+//! - a frame's time is its own timestamp (best effort, as ffmpeg's), in the stream's time
+//!   base, from the start of the file (where its audio is): exact, never rounded through
+//!   milliseconds (`Timestamp`);
+//! - every frame has the first frame's size and format; a change is an error naming the frame
+//!   (framepipe carries one size per input), never a misread frame;
+//! - a picture framepipe can't carry as it is (10-bit, RGB, palette, odd sizes of subsampled
+//!   chroma) is converted to BGR with libswscale, and the run says so once;
+//! - frames are turned upright by the display matrix, as ffmpeg does (planes turned one by
+//!   one, or the BGR picture where the layout can't be turned plane by plane);
+//! - a network read never blocks a stop: FFmpeg's interrupt callback reads the process's
+//!   stop flag, and a silent server is given up after `media::URL_TIMEOUT_US`.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use ffmpeg_next as ff;
+
+use super::{Read, Source};
+use crate::desc::{Planes, Timestamp};
+use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
+
+/// How a decoded picture becomes the slot's frame.
+enum Conversion {
+    /// Its planes, copied (and turned by `turns` quarter turns clockwise).
+    Planes { turns: u32 },
+    /// Converted to BGR by libswscale (then turned).
+    Scaled {
+        scaler: ff::software::scaling::Context,
+        bgr: ff::frame::Video,
+        turns: u32,
+    },
+}
+
+// SAFETY: the scaler context is used only by the source that owns it, on one thread at a
+// time (`Source: Send`, moved to the capture thread whole).
+unsafe impl Send for Conversion {}
+
+/// A video file or network stream decoded by libavcodec (module doc).
+pub struct Decoded {
+    input: ff::format::context::Input,
+    stream: usize,
+    decoder: ff::decoder::Video,
+    /// The decoded picture, reused.
+    picture: ff::frame::Video,
+    packet: ff::Packet,
+    /// The decoder was told the input ended.
+    drained: bool,
+    what: String,
+    /// The frame as handed out (upright).
+    size: FrameSize,
+    format: PixelFormat,
+    /// The decoder's own picture: size and format, which every frame must keep.
+    coded: (u32, u32, ff::format::Pixel),
+    conversion: Conversion,
+    time_base: ff::Rational,
+    /// The file's start, in ticks of `time_base`: frame times count from there.
+    start: i64,
+    fps: Option<f64>,
+    frame_count: Option<u64>,
+    live: bool,
+    /// A live stream's clock (its frames are timed by arrival, as the OpenCV path does).
+    live_start: Option<Instant>,
+    /// Playing a file at its own times (a window run): its rate, and when the clock started
+    /// with the file at which position (seconds).
+    pace: Option<(f64, Option<(Instant, f64)>)>,
+    /// The last frame's time, and the one before it (seconds, for pacing).
+    pts: Option<Timestamp>,
+    prev_seconds: Option<f64>,
+    frames: u64,
+    /// Packets the decoder refused (a damaged file).
+    refused: u64,
+}
+
+/// What opening asks for.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Asked {
+    /// Hand a file's frames out at its own rate (window runs).
+    pub pace: bool,
+    /// The frames pass untouched to an output of their own format (`--filter copy` to a
+    /// raw pipe): full-range (JPEG) YUV is then carried as decoded, bit for bit, since
+    /// nothing converts it.
+    pub untouched: bool,
+}
+
+/// FFmpeg's interrupt callback: a blocked open or read gives up once a stop was asked for.
+unsafe extern "C" fn interrupted(_: *mut std::ffi::c_void) -> std::ffi::c_int {
+    std::ffi::c_int::from(crate::stop::Stop::process().is_requested())
+}
+
+/// Opens `url` (a path or a network address) with `options`, its interrupt callback set
+/// before the first byte is read.
+fn open_input(url: &str, options: ff::Dictionary) -> Result<ff::format::context::Input, ff::Error> {
+    let c_url = std::ffi::CString::new(url).map_err(|_| ff::Error::InvalidData)?;
+    // SAFETY: the context is allocated here and handed to avformat_open_input, which frees
+    // it on failure (and sets the pointer to null); the callback is a plain function that
+    // reads an atomic flag and ignores its (null) opaque pointer; the dictionary is owned
+    // again after the call, whatever it returned; on success the context is wrapped once,
+    // and `Input` closes it when dropped.
+    unsafe {
+        let mut ps = ff::ffi::avformat_alloc_context();
+        if ps.is_null() {
+            return Err(ff::Error::Other {
+                errno: libc::ENOMEM,
+            });
+        }
+        (*ps).interrupt_callback = ff::ffi::AVIOInterruptCB {
+            callback: Some(interrupted),
+            opaque: std::ptr::null_mut(),
+        };
+        let mut opts = options.disown();
+        let res =
+            ff::ffi::avformat_open_input(&mut ps, c_url.as_ptr(), std::ptr::null(), &mut opts);
+        ff::Dictionary::own(opts);
+        if res < 0 {
+            return Err(ff::Error::from(res));
+        }
+        let found = ff::ffi::avformat_find_stream_info(ps, std::ptr::null_mut());
+        if found < 0 {
+            ff::ffi::avformat_close_input(&mut ps);
+            return Err(ff::Error::from(found));
+        }
+        Ok(ff::format::context::Input::wrap(ps))
+    }
+}
+
+/// The ring's format for a decoder's picture format; None where framepipe converts it.
+fn carried(format: ff::format::Pixel) -> Option<PixelFormat> {
+    use ff::format::Pixel as P;
+    Some(match format {
+        P::YUV420P | P::YUVJ420P => PixelFormat::I420,
+        P::NV12 => PixelFormat::Nv12,
+        P::YUV422P | P::YUVJ422P => PixelFormat::Yuv422p,
+        P::YUV444P | P::YUVJ444P => PixelFormat::Yuv444p,
+        P::GRAY8 => PixelFormat::Gray,
+        P::YUYV422 => PixelFormat::Yuyv,
+        P::BGR24 => PixelFormat::Bgr24,
+        _ => return None,
+    })
+}
+
+/// Bits per component of `format` (8 for what framepipe carries; 10 or more for high bit
+/// depth).
+fn bit_depth(format: ff::format::Pixel) -> u32 {
+    // SAFETY: av_pix_fmt_desc_get returns a pointer into FFmpeg's static table, or null for
+    // an unknown format.
+    unsafe {
+        let d = ff::ffi::av_pix_fmt_desc_get(format.into());
+        if d.is_null() {
+            8
+        } else {
+            (*d).comp[0].depth as u32
+        }
+    }
+}
+
+/// Whether a URL names something that serves files (read as a file when it has a
+/// duration) rather than a live stream.
+fn serves_files(url: &str) -> bool {
+    let lower = url.to_ascii_lowercase();
+    ["http://", "https://", "ftp://", "file:"]
+        .iter()
+        .any(|p| lower.starts_with(p))
+}
+
+/// Opens a video file or a network stream (`url`), decoding with libavcodec.
+pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
+    super::media::init();
+    super::ffmpeg_log::install();
+    let network = url.contains("://") && !url.starts_with("file:");
+    let mut options = ff::Dictionary::new();
+    if network {
+        // A server that never answers, or stops answering, must not hold the run.
+        options.set("rw_timeout", &super::media::URL_TIMEOUT_US.to_string());
+        if url.to_ascii_lowercase().starts_with("rtsp") {
+            options.set("timeout", &super::media::URL_TIMEOUT_US.to_string());
+        }
+    }
+    let kind = if network { "stream" } else { "video file" };
+    let input = open_input(url, options).map_err(|e| match e {
+        ff::Error::Exit => anyhow::anyhow!("opening {kind} '{url}': stopped"),
+        ff::Error::InvalidData if !network => anyhow::anyhow!(
+            "'{url}' is not a video FFmpeg can decode ({e}); --decode opencv tries OpenCV's reader"
+        ),
+        e => anyhow::anyhow!("opening {kind} '{url}': {e}"),
+    })?;
+    let stream = input
+        .streams()
+        .best(ff::media::Type::Video)
+        .with_context(|| format!("{kind} '{url}' has no video stream"))?;
+    let index = stream.index();
+    let time_base = stream.time_base();
+    let rate = super::media::frame_rate(&stream);
+    let fps = rate.map(|(n, d)| f64::from(n) / f64::from(d));
+    let rotation = super::media::rotation_of(&stream);
+    let file_start = crate::timebase::file_start(&input);
+    let frames_said = stream.frames();
+    let duration = stream.duration();
+    let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
+        .with_context(|| format!("{kind} '{url}': reading its codec parameters"))?;
+    let codec_name = stream.parameters().id().name().to_string();
+    let has_duration = input.duration() > 0 || duration > 0;
+    let live = network && !(serves_files(url) && has_duration);
+    ctx.set_threading(ff::codec::threading::Config {
+        kind: if live {
+            ff::codec::threading::Type::Slice
+        } else {
+            ff::codec::threading::Type::Frame
+        },
+        count: 0,
+        ..Default::default()
+    });
+    let decoder = ctx.decoder().video().with_context(|| {
+        format!("{kind} '{url}': no decoder for its video ({codec_name}) in this FFmpeg")
+    })?;
+    let start = file_start
+        .map(|s| {
+            (s * f64::from(time_base.denominator()) / f64::from(time_base.numerator())).round()
+                as i64
+        })
+        .unwrap_or(0);
+    let frame_count = if live {
+        None
+    } else if frames_said > 0 {
+        Some(frames_said as u64)
+    } else {
+        let seconds = if duration > 0 {
+            crate::timebase::seconds(duration, time_base)
+        } else {
+            input.duration() as f64 / f64::from(ff::ffi::AV_TIME_BASE)
+        };
+        fps.map(|f| (seconds * f).round() as u64).filter(|&n| n > 0)
+    };
+    let mut source = Decoded {
+        input,
+        stream: index,
+        decoder,
+        picture: ff::frame::Video::empty(),
+        packet: ff::Packet::empty(),
+        drained: false,
+        what: format!("{kind} '{url}'"),
+        size: FrameSize::new(1, 1),
+        format: PixelFormat::Bgr24,
+        coded: (0, 0, ff::format::Pixel::None),
+        conversion: Conversion::Planes { turns: 0 },
+        time_base,
+        start,
+        fps,
+        frame_count,
+        live,
+        live_start: None,
+        pace: fps.filter(|_| asked.pace && !live).map(|f| (f, None)),
+        pts: None,
+        prev_seconds: None,
+        frames: 0,
+        refused: 0,
+    };
+    // The first picture says the size and format (the codec parameters may not).
+    if !source.decode_next()? {
+        bail!("{} opened, but gave no frame", source.what);
+    }
+    source.settle(rotation, &codec_name, asked.untouched)?;
+    if network {
+        if live {
+            crate::info!(
+                "{} is read live: when the pipeline falls behind, frames are dropped (counted at the end) so that what comes out stays current; its audio, if any, is not recorded",
+                source.what
+            );
+        } else {
+            crate::info!(
+                "'{url}' is a file (it has a duration): read as one, every frame kept in order"
+            );
+        }
+    }
+    Ok(source)
+}
+
+impl Decoded {
+    /// Decides the frame's format, size and conversion from the first picture.
+    fn settle(&mut self, rotation: u32, codec: &str, untouched: bool) -> Result<()> {
+        let p = &self.picture;
+        let (w, h, f) = (p.width(), p.height(), p.format());
+        // framepipe's YUV arithmetic is the limited (video) range; full-range (JPEG) YUV is
+        // converted by libswscale, which knows its range, unless nothing converts it.
+        let full_range = matches!(
+            f,
+            ff::format::Pixel::YUVJ420P | ff::format::Pixel::YUVJ422P | ff::format::Pixel::YUVJ444P
+        ) || p.color_range() == ff::util::color::Range::JPEG;
+        self.coded = (w, h, f);
+        let turns = rotation / 90 % 4;
+        let coded = FrameSize::new(w as usize, h as usize);
+        let upright = if turns % 2 == 1 {
+            FrameSize::new(coded.height, coded.width)
+        } else {
+            coded
+        };
+        let planes_turn = |pf: PixelFormat| {
+            turns == 0
+                || matches!(
+                    pf,
+                    PixelFormat::I420
+                        | PixelFormat::Yuv444p
+                        | PixelFormat::Gray
+                        | PixelFormat::Bgr24
+                )
+        };
+        let as_is = carried(f).filter(|&pf| {
+            pf.check(coded).is_ok()
+                && planes_turn(pf)
+                && (!full_range
+                    || untouched
+                    || matches!(pf, PixelFormat::Bgr24 | PixelFormat::Gray))
+        });
+        match as_is {
+            Some(pf) => {
+                self.format = pf;
+                self.conversion = Conversion::Planes { turns };
+            }
+            None => {
+                let why = if bit_depth(f) > 8 {
+                    format!(
+                        "its pictures are {}-bit ({f:?}) and framepipe carries 8-bit frames: each is converted to 8-bit BGR on the CPU",
+                        bit_depth(f)
+                    )
+                } else if full_range {
+                    format!(
+                        "its pictures are full-range (JPEG) YUV ({f:?}) and framepipe's YUV arithmetic is the video range: each is converted to BGR on the CPU"
+                    )
+                } else {
+                    format!(
+                        "its pictures ({f:?}, {coded}) are converted to BGR on the CPU (framepipe carries them as BGR)"
+                    )
+                };
+                crate::warn!("{}: {why}", self.what);
+                let scaler = ff::software::scaling::Context::get(
+                    f,
+                    w,
+                    h,
+                    ff::format::Pixel::BGR24,
+                    w,
+                    h,
+                    ff::software::scaling::Flags::BICUBIC
+                        | ff::software::scaling::Flags::ACCURATE_RND
+                        | ff::software::scaling::Flags::FULL_CHR_H_INT,
+                )
+                .with_context(|| format!("{}: converting {f:?} pictures to BGR", self.what))?;
+                if full_range {
+                    set_full_range_input(&scaler);
+                }
+                self.format = PixelFormat::Bgr24;
+                self.conversion = Conversion::Scaled {
+                    scaler,
+                    bgr: ff::frame::Video::empty(),
+                    turns,
+                };
+            }
+        }
+        self.size = upright;
+        self.what = format!(
+            "{} (decoded by libavcodec: {codec}, {})",
+            self.what,
+            match &self.conversion {
+                Conversion::Planes { .. } => format!("{} as decoded", self.format),
+                Conversion::Scaled { .. } => "converted to bgr24".to_string(),
+            }
+        );
+        Ok(())
+    }
+
+    /// Decodes the next picture into `self.picture`; false at the end of the input.
+    fn decode_next(&mut self) -> Result<bool> {
+        loop {
+            match self.decoder.receive_frame(&mut self.picture) {
+                Ok(()) => return Ok(true),
+                Err(ff::Error::Eof) => return Ok(false),
+                Err(ff::Error::Other { errno }) if errno == libc::EAGAIN => {}
+                Err(e) => {
+                    // A picture the decoder could not finish (a damaged file): go on with
+                    // the next packet, as ffmpeg does.
+                    self.refused += 1;
+                    crate::info!("{}: a picture failed to decode ({e}); going on", self.what);
+                }
+            }
+            if self.drained {
+                return Ok(false);
+            }
+            match self.packet.read(&mut self.input) {
+                Ok(()) => {
+                    if self.packet.stream() != self.stream {
+                        continue;
+                    }
+                    if let Err(e) = self.decoder.send_packet(&self.packet) {
+                        match e {
+                            ff::Error::Other { errno } if errno == libc::EAGAIN => {}
+                            _ => self.refused += 1,
+                        }
+                    }
+                }
+                Err(ff::Error::Eof) => {
+                    self.drained = true;
+                    let _ = self.decoder.send_eof();
+                }
+                Err(ff::Error::Exit) => return Ok(false), // a stop interrupted the read
+                Err(e) if self.live || self.frames == 0 => {
+                    bail!("reading {}: {e}", self.what)
+                }
+                Err(e) => {
+                    // A read error inside a file (truncated, damaged): what was decoded
+                    // is kept, as ffmpeg keeps it.
+                    crate::warn!("reading {}: {e}; ending the input here", self.what);
+                    self.drained = true;
+                    let _ = self.decoder.send_eof();
+                }
+            }
+        }
+    }
+
+    /// The picture's time, from the file's start, in the stream's time base.
+    fn picture_time(&self) -> Option<Timestamp> {
+        let ticks = self.picture.timestamp().or(self.picture.pts())? - self.start;
+        Some(Timestamp {
+            ticks,
+            base: (self.time_base.numerator(), self.time_base.denominator()),
+        })
+    }
+
+    /// Checks the picture against the first and writes it into `frame`.
+    fn hand_out(&mut self, frame: &mut [u8]) -> Result<()> {
+        let p = &self.picture;
+        if (p.width(), p.height(), p.format()) != self.coded {
+            let (what, first, now) = if (p.width(), p.height()) != (self.coded.0, self.coded.1) {
+                (
+                    "size",
+                    format!("{}x{}", self.coded.0, self.coded.1),
+                    format!("{}x{}", p.width(), p.height()),
+                )
+            } else {
+                (
+                    "pixel format",
+                    format!("{:?}", self.coded.2),
+                    format!("{:?}", p.format()),
+                )
+            };
+            bail!(
+                "frame {} of {} has another {what} than the first frames ({first}): it is {now}. framepipe carries one size and format per input, so it stops here instead of writing wrong frames (the {} frames before were processed). Split the input where it changes, or scale it to one size first (ffmpeg -i IN -vf scale={}:{} OUT)",
+                self.frames,
+                self.what,
+                self.frames,
+                self.coded.0,
+                self.coded.1
+            );
+        }
+        let coded = FrameSize::new(self.coded.0 as usize, self.coded.1 as usize);
+        match &mut self.conversion {
+            Conversion::Planes { turns } => copy_planes(p, self.format, coded, *turns, frame),
+            Conversion::Scaled { scaler, bgr, turns } => {
+                scaler
+                    .run(p, bgr)
+                    .with_context(|| format!("{}: converting a picture to BGR", self.what))?;
+                copy_planes(bgr, PixelFormat::Bgr24, coded, *turns, frame);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Tells `scaler` its input is full-range YUV (a picture flagged full-range in a format
+/// libswscale takes as video range, such as yuv420p with `color_range=pc`).
+fn set_full_range_input(scaler: &ff::software::scaling::Context) {
+    // SAFETY: the context is live; the get call fills the five ints and two table pointers
+    // from the context, and the set call writes them back with only the source range
+    // changed. A context that refuses colour details (returns -1) is left as it was.
+    unsafe {
+        let ctx = scaler.as_ptr() as *mut ff::ffi::SwsContext;
+        let (mut inv, mut table) = (std::ptr::null_mut(), std::ptr::null_mut());
+        let (mut src_range, mut dst_range, mut brightness, mut contrast, mut saturation) =
+            (0, 0, 0, 0, 0);
+        if ff::ffi::sws_getColorspaceDetails(
+            ctx,
+            &mut inv,
+            &mut src_range,
+            &mut table,
+            &mut dst_range,
+            &mut brightness,
+            &mut contrast,
+            &mut saturation,
+        ) < 0
+        {
+            return;
+        }
+        let _ = ff::ffi::sws_setColorspaceDetails(
+            ctx, inv, 1, table, dst_range, brightness, contrast, saturation,
+        );
+    }
+}
+
+/// Copies `picture`'s planes (rows `pitch` apart, as the decoder laid them out) into
+/// `frame`, packed, each plane turned `turns` quarter turns clockwise.
+fn copy_planes(
+    picture: &ff::frame::Video,
+    format: PixelFormat,
+    coded: FrameSize,
+    turns: u32,
+    frame: &mut [u8],
+) {
+    let elem = if format == PixelFormat::Bgr24 { 3 } else { 1 };
+    let upright = if turns % 2 == 1 {
+        FrameSize::new(coded.height, coded.width)
+    } else {
+        coded
+    };
+    let from = Planes::packed(format, coded);
+    let to = Planes::packed(format, upright);
+    for (i, (src, dst)) in from.iter().zip(to.iter()).enumerate() {
+        let rows = coded.height / src.rows_per;
+        let row_bytes = src.pitch; // packed: a row's own bytes
+        let data = picture.data(i);
+        let stride = picture.stride(i);
+        let out = &mut frame[dst.offset..dst.offset + dst.pitch * (upright.height / dst.rows_per)];
+        if turns == 0 {
+            for r in 0..rows {
+                out[r * row_bytes..(r + 1) * row_bytes]
+                    .copy_from_slice(&data[r * stride..r * stride + row_bytes]);
+            }
+        } else {
+            let cols = row_bytes / elem;
+            turn_plane(data, stride, cols, rows, elem, turns, out, dst.pitch);
+        }
+    }
+}
+
+/// Turns a plane of `cols` × `rows` elements of `elem` bytes (rows `stride` apart) by
+/// `turns` quarter turns clockwise into `out` (rows `out_pitch` apart).
+#[allow(clippy::too_many_arguments)]
+fn turn_plane(
+    data: &[u8],
+    stride: usize,
+    cols: usize,
+    rows: usize,
+    elem: usize,
+    turns: u32,
+    out: &mut [u8],
+    out_pitch: usize,
+) {
+    for y in 0..rows {
+        for x in 0..cols {
+            let (ox, oy) = match turns {
+                1 => (rows - 1 - y, x),
+                2 => (cols - 1 - x, rows - 1 - y),
+                _ => (y, cols - 1 - x),
+            };
+            let s = y * stride + x * elem;
+            let d = oy * out_pitch + ox * elem;
+            out[d..d + elem].copy_from_slice(&data[s..s + elem]);
+        }
+    }
+}
+
+impl Source for Decoded {
+    fn describe(&self) -> String {
+        let fps = self
+            .fps
+            .map(|f| format!(", {f:.3} fps"))
+            .unwrap_or_default();
+        format!("{} ({}{fps})", self.what, self.size)
+    }
+    fn size(&self) -> FrameSize {
+        self.size
+    }
+    fn format(&self) -> PixelFormat {
+        self.format
+    }
+    fn fps(&self) -> Option<f64> {
+        self.fps
+    }
+    fn is_live(&self) -> bool {
+        self.live
+    }
+    fn frame_count(&self) -> Option<u64> {
+        self.frame_count
+    }
+
+    fn read(&mut self, frame: &mut [u8]) -> Result<Read> {
+        // The first picture was decoded while opening.
+        if self.frames > 0 && !self.decode_next()? {
+            if self.refused > 0 {
+                crate::info!(
+                    "{}: {} packet(s) or picture(s) could not be decoded and were skipped, as ffmpeg skips them",
+                    self.what,
+                    self.refused
+                );
+            }
+            return Ok(Read::End);
+        }
+        self.hand_out(frame)?;
+        self.prev_seconds = self.pts.map(Timestamp::seconds);
+        self.pts = if self.live {
+            let start = *self.live_start.get_or_insert_with(Instant::now);
+            Timestamp::from_seconds(start.elapsed().as_secs_f64())
+        } else {
+            self.picture_time()
+        };
+        self.frames += 1;
+        Ok(Read::Frame)
+    }
+
+    fn skip(&mut self) -> Result<Read> {
+        if self.frames > 0 && !self.decode_next()? {
+            return Ok(Read::End);
+        }
+        self.frames += 1;
+        Ok(Read::Frame)
+    }
+
+    fn timestamp(&self) -> Option<f64> {
+        self.pts.map(Timestamp::seconds)
+    }
+
+    fn pts(&self) -> Option<Timestamp> {
+        self.pts
+    }
+
+    fn due(&mut self) -> Option<Instant> {
+        let (fps, clock) = self.pace.as_mut()?;
+        let last = self.pts.map(Timestamp::seconds);
+        let next = match (last, self.prev_seconds) {
+            (Some(p), Some(q)) if p > q => p + (p - q),
+            (Some(p), _) => p + 1.0 / *fps,
+            _ => self.frames as f64 / *fps,
+        };
+        let now = Instant::now();
+        let (start, first) = *clock.get_or_insert((now, next));
+        let due = start + Duration::from_secs_f64((next - first).max(0.0));
+        if now > due + Duration::from_millis(500) {
+            // Behind (a pause, a slow decode): play on from here instead of rushing.
+            *clock = Some((now, next));
+            return Some(now);
+        }
+        Some(due)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planes_turn_a_quarter_clockwise() {
+        // 3 wide, 2 high: a b c / d e f → turned clockwise: d a / e b / f c.
+        let data = b"abc.def.";
+        let mut out = vec![0u8; 6];
+        turn_plane(data, 4, 3, 2, 1, 1, &mut out, 2);
+        assert_eq!(&out, b"daebfc");
+        turn_plane(data, 4, 3, 2, 1, 2, &mut out, 3);
+        assert_eq!(&out, b"fedcba");
+        turn_plane(data, 4, 3, 2, 1, 3, &mut out, 2);
+        assert_eq!(&out, b"cfbead");
+    }
+}
