@@ -39,6 +39,8 @@ pub fn run(args: &RunArgs) -> Result<()> {
 fn run_request(request: &Request, stop: &Stop) -> Result<()> {
     let stop = stop.clone();
     let args = &request.flags;
+    let started = std::time::Instant::now();
+    let since = || crate::stats::ms(started.elapsed());
     let claimed = check_outputs(request)?;
     if !args.headless {
         if let Err(e) = check_window_possible() {
@@ -57,11 +59,14 @@ fn run_request(request: &Request, stop: &Stop) -> Result<()> {
         info!("stopped while the input was opening; nothing was written");
         return Ok(());
     };
+    crate::debug!("start-up: input open at {:.1} ms", since());
     let plan = Plan::settle(request, source.as_ref())?;
     info!("input: {}", source.describe());
     // Held until the backend exists, so that the warmed context is the one it opens.
     let _warm = warming.and_then(|w| w.join().ok().flatten());
+    crate::debug!("start-up: CUDA warmed up at {:.1} ms", since());
     let backend = plan.make_backend()?;
+    crate::debug!("start-up: backend made at {:.1} ms", since());
     info!("backend: {}", backend.describe());
     let reload = user_kernels(request, &plan.backend)?;
 
@@ -77,7 +82,9 @@ fn run_request(request: &Request, stop: &Stop) -> Result<()> {
 
     let opts = plan.options(reload);
     arm_exit_summary(request);
+    crate::debug!("start-up: sinks open at {:.1} ms", since());
     let ran = pipeline::run(source, backend, sink.as_mut(), &opts, &stop);
+    crate::debug!("run ended at {:.1} ms", since());
     disarm_exit_summary();
     let summary = match ran {
         Ok(summary) => summary,

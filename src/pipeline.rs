@@ -104,7 +104,13 @@ pub fn run(
     PROGRESS.iter().for_each(|c| c.store(0, Ordering::Relaxed));
     // A signalled stop that stops progressing in here is ended by the stop watchdog.
     let _watched = crate::stop::Watched::start();
+    let t = Instant::now();
     let slots = attached_ring(backend.as_mut(), opts.ring, source.size())?;
+    crate::debug!(
+        "start-up: {} ring slots allocated and attached in {:.1} ms",
+        opts.ring,
+        ms(t.elapsed())
+    );
     let shared = Arc::new(Shared {
         stop: stop.clone(),
         paused: AtomicBool::new(false),

@@ -14,6 +14,7 @@ pub mod check;
 pub mod cpu;
 pub mod cuda;
 pub mod device;
+pub mod kcache;
 mod kernels;
 mod lanes;
 pub mod measure;

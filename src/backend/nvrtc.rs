@@ -1,14 +1,18 @@
 //! NVRTC: CUDA C++ source to a cubin for the device (PTX where this NVRTC does not know the
 //! device's architecture), with `kernels/framepipe.cuh` handed to the compiler as an
-//! in-memory header (so `#include "framepipe.cuh"` works wherever a kernel file lives), and a
-//! cache keyed by the whole program, so that a kernel compiled ahead (a reload's background
-//! thread) is only loaded when the backend swaps it in.
+//! in-memory header (so `#include "framepipe.cuh"` works wherever a kernel file lives), and
+//! two caches keyed by the whole program: one in memory, so that a kernel compiled ahead (a
+//! reload's background thread) is only loaded when the backend swaps it in, and one on disk
+//! (`kcache`, keyed also by framepipe's, NVRTC's and the driver's versions), so that a run
+//! starts without compiling what an earlier run compiled.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, CString};
 use std::sync::Mutex;
 
 use cudarc::nvrtc::{result, sys, Ptx};
+
+use super::kcache::Entry;
 
 /// The header every kernel is written against (built-in and user kernels alike).
 pub const HEADER: (&str, &str) = ("framepipe.cuh", include_str!("../../kernels/framepipe.cuh"));
@@ -37,7 +41,19 @@ pub fn compile(program: &Program) -> Result<Ptx, String> {
     {
         return Ok(ptx.clone());
     }
-    let ptx = compile_uncached(program)?;
+    let entry = match super::kcache::DiskCache::user() {
+        Some(disk) => {
+            let (entry, outcome) =
+                disk.get_or_compile(&disk_key(program), || compile_uncached(program))?;
+            crate::debug!("kernel cache, {}: {outcome:?}", program.name);
+            entry
+        }
+        None => compile_uncached(program)?,
+    };
+    let ptx = match entry {
+        Entry::Cubin(bin) => Ptx::from_binary(bin),
+        Entry::Ptx(text) => Ptx::from_src(text),
+    };
     CACHE
         .lock()
         .unwrap_or_else(|e| e.into_inner())
@@ -113,7 +129,27 @@ unsafe fn cubin(prog: sys::nvrtcProgram) -> Option<Vec<u8>> {
     Some(bin)
 }
 
-fn compile_uncached(program: &Program) -> Result<Ptx, String> {
+/// Everything a compiled program depends on, as the disk cache's key: framepipe's version
+/// (the header's text is in it too), NVRTC's and the driver's versions, and the program.
+fn disk_key(program: &Program) -> String {
+    let (mut major, mut minor, mut driver) = (0, 0, 0);
+    // SAFETY: each call writes the ints it is given (failures leave them 0, which only
+    // makes the key less likely to match).
+    unsafe {
+        let _ = sys::nvrtcVersion(&mut major, &mut minor);
+        let _ = cudarc::driver::sys::cuDriverGetVersion(&mut driver);
+    }
+    format!(
+        "framepipe {}\nnvrtc {major}.{minor}\ndriver {driver}\nname {}\noptions {}\nheader {}\nsource {}",
+        env!("CARGO_PKG_VERSION"),
+        program.name,
+        program.options.join(" "),
+        HEADER.1,
+        program.source
+    )
+}
+
+fn compile_uncached(program: &Program) -> Result<Entry, String> {
     let real = program
         .options
         .iter()
@@ -146,10 +182,10 @@ fn compile_uncached(program: &Program) -> Result<Ptx, String> {
         let compiled = result::compile_program(prog, &program.options);
         let out = match compiled {
             Ok(()) if real => cubin(prog)
-                .map(Ptx::from_binary)
+                .map(Entry::Cubin)
                 .ok_or_else(|| format!("NVRTC compiled {} but gave no cubin", program.name)),
             Ok(()) => result::get_ptx(prog)
-                .map(|ptx| Ptx::from_src(log_text(&ptx)))
+                .map(|ptx| Entry::Ptx(log_text(&ptx)))
                 .map_err(|e| format!("NVRTC compiled {} but gave no PTX: {e:?}", program.name)),
             Err(_) => Err(result::get_program_log(prog)
                 .map(|log| log_text(&log))
