@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use crate::backend::{self, check, BackendConfig, BackendKind};
 use crate::cli::RunArgs;
-use crate::frame::FrameSize;
 use crate::info;
 use crate::paths::{self, InputFile};
 use crate::pipeline;
@@ -22,7 +21,7 @@ use crate::plan::{Plan, Request};
 use crate::reload::Reloader;
 use crate::sink::Knobs;
 use crate::sink::{self, OutputSpec, Sink};
-use crate::source::{pattern::Pattern, InputSpec, Source};
+use crate::source::{InputSpec, Source};
 use crate::stats::Summary;
 use crate::stop::Stop;
 
@@ -55,7 +54,9 @@ fn run_request(request: &Request, stop: &Stop) -> Result<()> {
     // CUDA starts (context, kernels) while the input opens.
     let warming = (args.backend != BackendKind::Cpu)
         .then(|| backend::device::warm_up(backend::device::DEFAULT_DEVICE));
-    let Some((source, media)) = open_interruptibly(&stop, request)? else {
+    let opened = crate::source::open::interruptibly(&stop, request.input.clone(), request.asked())?;
+    let Some((source, media)) = opened else {
+        pipeline::leave_a_thread_behind();
         info!("stopped while the input was opening; nothing was written");
         return Ok(());
     };
@@ -106,7 +107,7 @@ struct Places<'a> {
     fps: f64,
     formats: Formats,
     bands: usize,
-    media: Option<&'a Media>,
+    media: Option<&'a crate::source::open::Media>,
 }
 
 /// Opens every sink the run writes or shows to (the output, the window), wrapped in a
@@ -381,124 +382,13 @@ fn check_outputs(request: &Request) -> Result<sink::claim::Claimed> {
     })
 }
 
-/// An opened input and what libavformat read of it.
-type Opened = (Box<dyn Source>, Option<Media>);
-
-/// Reads the input's header (where libavformat reads it) and opens it, on a helper thread,
-/// so that a stop asked for while it opens (a stalled stream or camera) is answered at once:
-/// None then, and the helper is left behind.
-fn open_interruptibly(stop: &Stop, request: &Request) -> Result<Option<Opened>> {
-    let (args, input) = (&request.flags, request.input.clone());
-    let asked = Asked {
-        input_format: args.input_format,
-        size: args.size,
-        fps: args.fps,
-        window: !args.headless,
-        no_pace: args.no_pace,
-        decode: args.decode,
-        untouched: args.filter.is_identity()
-            && args.headless
-            && request.output == Some(OutputSpec::Stdout),
-        #[cfg(feature = "opencv")]
-        rotation: 0,
-        #[cfg(feature = "opencv")]
-        offset: 0.0,
-    };
-    let (tx, rx) = crossbeam_channel::bounded(1);
-    std::thread::Builder::new()
-        .name("open input".into())
-        .spawn(move || {
-            let media = probe_media(&input);
-            #[cfg(feature = "opencv")]
-            let asked = match &media {
-                Some(m) => Asked {
-                    rotation: m.rotation,
-                    offset: m.video_offset,
-                    ..asked
-                },
-                None => asked,
-            };
-            let opened = open_source(&input, asked).map(|source| {
-                // A file at a URL: its rate, time base and audio, as a local file's.
-                let media = match &input {
-                    #[cfg(feature = "opencv")]
-                    InputSpec::Stream(url) if !source.is_live() => {
-                        crate::source::media::probe(std::path::Path::new(url))
-                    }
-                    _ => media,
-                };
-                (source, media)
-            });
-            let _ = tx.send(opened);
-        })?;
-    loop {
-        crate::stop::beat();
-        match rx.recv_timeout(Stop::TICK) {
-            Ok(result) => return result.map(Some),
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) if stop.is_requested() => {
-                pipeline::leave_a_thread_behind();
-                return Ok(None);
-            }
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                bail!("opening the input failed without a reason (the opening thread ended)")
-            }
-        }
-    }
-}
-
-use crate::frame::DEFAULT_FPS;
 /// Drops above this share of a live input's frames are warned about at the end.
 const DROP_WARNING_PERCENT: u64 = 3;
-/// Size of the test pattern.
-const DEFAULT_SIZE: FrameSize = FrameSize::new(1280, 720);
-
-/// What `--size` and `--fps` asked for, when given, and how a file is played.
-#[derive(Clone, Copy, Debug)]
-struct Asked {
-    /// What standard input carries (`--input -`).
-    input_format: crate::source::stdin::InputFormat,
-    size: Option<FrameSize>,
-    fps: Option<f64>,
-    /// The run shows a window (a file then plays at its rate). Files need OpenCV.
-    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
-    window: bool,
-    /// `--no-pace`.
-    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
-    no_pace: bool,
-    /// `--decode`: who decodes files and network streams.
-    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
-    decode: crate::cli::Decode,
-    /// Frames pass untouched to standard output alone (`--filter copy`, headless).
-    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
-    untouched: bool,
-    /// A file's rotation and video start (`media::MediaInfo`).
-    #[cfg(feature = "opencv")]
-    rotation: u32,
-    #[cfg(feature = "opencv")]
-    offset: f64,
-}
-
-/// What libavformat reads from a video file's header (rate, rotation, audio); nothing for
-/// other inputs, or without OpenCV (which brings FFmpeg's libraries).
-#[cfg(feature = "opencv")]
-type Media = crate::source::media::MediaInfo;
-#[cfg(not(feature = "opencv"))]
-type Media = ();
-
-fn probe_media(input: &InputSpec) -> Option<Media> {
-    match input {
-        #[cfg(feature = "opencv")]
-        InputSpec::Video(path) => crate::source::media::probe(path),
-        _ => None,
-    }
-}
-
 /// How a video output is timed, and whose audio it copies: a file input's exact rate, time
 /// base and audio streams; else `fps` as a fraction.
 #[cfg(feature = "opencv")]
 fn timing(
-    media: Option<&Media>,
+    media: Option<&crate::source::open::Media>,
     fps: f64,
     args: &RunArgs,
     output: Option<&OutputSpec>,
@@ -523,104 +413,13 @@ fn timing(
 }
 
 #[cfg(not(feature = "opencv"))]
-fn timing(_: Option<&Media>, _: f64, _: &RunArgs, _: Option<&OutputSpec>) -> sink::Timing {
+fn timing(
+    _: Option<&crate::source::open::Media>,
+    _: f64,
+    _: &RunArgs,
+    _: Option<&OutputSpec>,
+) -> sink::Timing {
     sink::Timing
-}
-
-fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
-    let pattern = || -> Result<Box<dyn Source>> {
-        let size = asked.size.unwrap_or(DEFAULT_SIZE);
-        let format = asked.input_format.pixel().unwrap_or(PixelFormat::Bgr24);
-        format
-            .check(size)
-            .map_err(|e| anyhow::anyhow!("--input-format {format}: {e}"))?;
-        Ok(Box::new(
-            Pattern::new(size, asked.fps.unwrap_or(DEFAULT_FPS)).in_format(format),
-        ))
-    };
-    match input {
-        InputSpec::Pattern => pattern(),
-        InputSpec::Stdin => Ok(Box::new(crate::source::stdin::Stdin::open(
-            asked.input_format,
-            asked.size,
-            asked.fps,
-        )?)),
-        InputSpec::Default => {
-            #[cfg(feature = "opencv")]
-            if crate::source::capture::default_camera_present() {
-                match open_capture(&InputSpec::Camera(0), asked) {
-                    Ok(cam) => return Ok(cam),
-                    Err(e) => info!("{e:#}; showing the test pattern instead"),
-                }
-            } else {
-                info!("no camera found; showing the test pattern (--input chooses a source)");
-            }
-            #[cfg(not(feature = "opencv"))]
-            info!("built without OpenCV; showing the test pattern");
-            pattern()
-        }
-        #[cfg(feature = "opencv")]
-        other => open_capture(other, asked),
-        #[cfg(not(feature = "opencv"))]
-        _ => bail!("this build has no OpenCV: only --input pattern is available"),
-    }
-}
-
-/// Opens an OpenCV source; a camera is asked for `--size` and `--fps`, and for any other
-/// source they are said not to apply.
-#[cfg(feature = "opencv")]
-fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
-    use crate::source::capture;
-    let request = capture::Request {
-        size: asked.size,
-        fps: asked.fps.filter(|f| *f > 0.0),
-        ..capture::Request::default()
-    };
-    if matches!(input, InputSpec::Camera(_)) {
-        let source = capture::open(input, request)?;
-        if let Some(size) = asked.size.filter(|s| *s != source.size()) {
-            info!(
-                "the camera was asked for {size} and gives {}",
-                source.size()
-            );
-        }
-        return Ok(source);
-    }
-    // In a window a file plays at its own rate, unless --no-pace or --fps 0.
-    let pace = asked.window && !asked.no_pace && asked.fps != Some(0.0);
-    let by_libav = match input {
-        InputSpec::Video(path) => Some(path.display().to_string()),
-        InputSpec::Stream(url) if !url.contains('!') => Some(url.clone()),
-        _ => None,
-    };
-    if let Some(url) = by_libav.filter(|_| asked.decode == crate::cli::Decode::Cpu) {
-        let decode = crate::source::decode::Asked {
-            pace,
-            untouched: asked.untouched,
-        };
-        let source = crate::source::decode::open(&url, decode)?;
-        if asked.size.is_some() || asked.fps.is_some_and(|f| f != 0.0) {
-            crate::warn!(
-                "--size and --fps don't apply to {}: it keeps its own size and rate (they set the test pattern, and ask a camera)",
-                source.describe()
-            );
-        }
-        return Ok(Box::new(source));
-    }
-    let request = capture::Request {
-        pace,
-        rotation: asked.rotation,
-        offset: asked.offset,
-        ..capture::Request::default()
-    };
-    let source = capture::open(input, request)?;
-    if asked.size.is_some() || asked.fps.is_some_and(|f| f != 0.0) {
-        crate::warn!(
-            "--size and --fps don't apply to {}: it keeps its own size and rate (they set the test pattern, and ask a camera)",
-            source.describe()
-        );
-    }
-    Ok(source)
 }
 
 #[cfg(feature = "opencv")]

@@ -283,6 +283,26 @@ impl Request {
     pub fn check(args: &RunArgs) -> Result<Self> {
         check_args(args)
     }
+
+    /// What the input is asked for (`source::open`).
+    pub fn asked(&self) -> crate::source::open::Asked {
+        let args = &self.flags;
+        crate::source::open::Asked {
+            input_format: args.input_format,
+            size: args.size,
+            fps: args.fps,
+            window: !args.headless,
+            no_pace: args.no_pace,
+            decode: args.decode,
+            untouched: args.filter.is_identity()
+                && args.headless
+                && self.output == Some(OutputSpec::Stdout),
+            #[cfg(feature = "opencv")]
+            rotation: 0,
+            #[cfg(feature = "opencv")]
+            offset: 0.0,
+        }
+    }
 }
 
 fn check_args(args: &RunArgs) -> Result<Request> {

@@ -9,6 +9,7 @@
 //! one frame without keeping it, which live sources do when the ring is full so that what
 //! is shown stays fresh.
 
+pub mod open;
 pub mod pattern;
 pub mod stdin;
 

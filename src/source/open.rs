@@ -1,0 +1,211 @@
+//! Opening what `--input` names: the right source for it (the pattern, standard input, a
+//! file or stream decoded by libavcodec, or OpenCV's capture), asked for what the flags say,
+//! on a helper thread that a stop never waits for, with what libavformat reads of a file's
+//! header (its exact rate, rotation, start and audio) for the outputs.
+//!
+//! Invariants: a stop asked for while the input opens is answered within a tick (the opener
+//! is left behind, and the caller records it); `--size` and `--fps` that can't apply to an
+//! input are said not to, never silently dropped.
+
+use anyhow::{bail, Result};
+
+use super::{pattern::Pattern, InputSpec, Source};
+use crate::frame::{FrameSize, DEFAULT_FPS};
+use crate::info;
+use crate::pixel::PixelFormat;
+use crate::stop::Stop;
+
+/// Size of the test pattern.
+const DEFAULT_SIZE: FrameSize = FrameSize::new(1280, 720);
+
+/// What the flags ask of the input: `--size` and `--fps` when given, what standard input
+/// carries, and how a file is played and decoded.
+#[derive(Clone, Copy, Debug)]
+pub struct Asked {
+    /// What standard input carries (`--input -`).
+    pub input_format: crate::source::stdin::InputFormat,
+    /// `--size`: the pattern's size, and what a camera is asked for.
+    pub size: Option<FrameSize>,
+    /// `--fps`: the pattern's rate, and what a camera is asked for (0: unpaced).
+    pub fps: Option<f64>,
+    /// The run shows a window (a file then plays at its rate). Files need OpenCV.
+    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+    pub window: bool,
+    /// `--no-pace`.
+    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+    pub no_pace: bool,
+    /// `--decode`: who decodes files and network streams.
+    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+    pub decode: crate::cli::Decode,
+    /// Frames pass untouched to standard output alone (`--filter copy`, headless).
+    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+    pub untouched: bool,
+    /// A file's rotation and video start (`media::MediaInfo`).
+    #[cfg(feature = "opencv")]
+    pub rotation: u32,
+    /// Where a file's video starts on its timeline (`media::MediaInfo::video_offset`).
+    #[cfg(feature = "opencv")]
+    pub offset: f64,
+}
+
+/// What libavformat reads from a video file's header (rate, rotation, audio); nothing for
+/// other inputs, or without OpenCV (which brings FFmpeg's libraries).
+#[cfg(feature = "opencv")]
+pub type Media = super::media::MediaInfo;
+/// Without OpenCV there is no libavformat to read a header with.
+#[cfg(not(feature = "opencv"))]
+pub type Media = ();
+
+fn probe_media(input: &InputSpec) -> Option<Media> {
+    match input {
+        #[cfg(feature = "opencv")]
+        InputSpec::Video(path) => super::media::probe(path),
+        _ => None,
+    }
+}
+
+/// An opened input and what libavformat read of it.
+pub type Opened = (Box<dyn Source>, Option<Media>);
+
+/// Reads the input's header (where libavformat reads it) and opens it, on a helper thread,
+/// so that a stop asked for while it opens (a stalled stream or camera) is answered at once:
+/// None then, and the helper is left behind (the caller says so: `pipeline`'s
+/// `leave_a_thread_behind`).
+pub fn interruptibly(stop: &Stop, input: InputSpec, asked: Asked) -> Result<Option<Opened>> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::Builder::new()
+        .name("open input".into())
+        .spawn(move || {
+            let media = probe_media(&input);
+            #[cfg(feature = "opencv")]
+            let asked = match &media {
+                Some(m) => Asked {
+                    rotation: m.rotation,
+                    offset: m.video_offset,
+                    ..asked
+                },
+                None => asked,
+            };
+            let opened = open_source(&input, asked).map(|source| {
+                // A file at a URL: its rate, time base and audio, as a local file's.
+                let media = match &input {
+                    #[cfg(feature = "opencv")]
+                    InputSpec::Stream(url) if !source.is_live() => {
+                        super::media::probe(std::path::Path::new(url))
+                    }
+                    _ => media,
+                };
+                (source, media)
+            });
+            let _ = tx.send(opened);
+        })?;
+    loop {
+        crate::stop::beat();
+        match rx.recv_timeout(Stop::TICK) {
+            Ok(result) => return result.map(Some),
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) if stop.is_requested() => {
+                return Ok(None);
+            }
+            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                bail!("opening the input failed without a reason (the opening thread ended)")
+            }
+        }
+    }
+}
+
+fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
+    let pattern = || -> Result<Box<dyn Source>> {
+        let size = asked.size.unwrap_or(DEFAULT_SIZE);
+        let format = asked.input_format.pixel().unwrap_or(PixelFormat::Bgr24);
+        format
+            .check(size)
+            .map_err(|e| anyhow::anyhow!("--input-format {format}: {e}"))?;
+        Ok(Box::new(
+            Pattern::new(size, asked.fps.unwrap_or(DEFAULT_FPS)).in_format(format),
+        ))
+    };
+    match input {
+        InputSpec::Pattern => pattern(),
+        InputSpec::Stdin => Ok(Box::new(super::stdin::Stdin::open(
+            asked.input_format,
+            asked.size,
+            asked.fps,
+        )?)),
+        InputSpec::Default => {
+            #[cfg(feature = "opencv")]
+            if super::capture::default_camera_present() {
+                match open_capture(&InputSpec::Camera(0), asked) {
+                    Ok(cam) => return Ok(cam),
+                    Err(e) => info!("{e:#}; showing the test pattern instead"),
+                }
+            } else {
+                info!("no camera found; showing the test pattern (--input chooses a source)");
+            }
+            #[cfg(not(feature = "opencv"))]
+            info!("built without OpenCV; showing the test pattern");
+            pattern()
+        }
+        #[cfg(feature = "opencv")]
+        other => open_capture(other, asked),
+        #[cfg(not(feature = "opencv"))]
+        _ => bail!("this build has no OpenCV: only --input pattern is available"),
+    }
+}
+
+/// Opens an OpenCV source; a camera is asked for `--size` and `--fps`, and for any other
+/// source they are said not to apply.
+#[cfg(feature = "opencv")]
+fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
+    use super::capture;
+    let request = capture::Request {
+        size: asked.size,
+        fps: asked.fps.filter(|f| *f > 0.0),
+        ..capture::Request::default()
+    };
+    if matches!(input, InputSpec::Camera(_)) {
+        let source = capture::open(input, request)?;
+        if let Some(size) = asked.size.filter(|s| *s != source.size()) {
+            info!(
+                "the camera was asked for {size} and gives {}",
+                source.size()
+            );
+        }
+        return Ok(source);
+    }
+    // In a window a file plays at its own rate, unless --no-pace or --fps 0.
+    let pace = asked.window && !asked.no_pace && asked.fps != Some(0.0);
+    let by_libav = match input {
+        InputSpec::Video(path) => Some(path.display().to_string()),
+        InputSpec::Stream(url) if !url.contains('!') => Some(url.clone()),
+        _ => None,
+    };
+    if let Some(url) = by_libav.filter(|_| asked.decode == crate::cli::Decode::Cpu) {
+        let decode = super::decode::Asked {
+            pace,
+            untouched: asked.untouched,
+        };
+        let source = super::decode::open(&url, decode)?;
+        if asked.size.is_some() || asked.fps.is_some_and(|f| f != 0.0) {
+            crate::warn!(
+                "--size and --fps don't apply to {}: it keeps its own size and rate (they set the test pattern, and ask a camera)",
+                source.describe()
+            );
+        }
+        return Ok(Box::new(source));
+    }
+    let request = capture::Request {
+        pace,
+        rotation: asked.rotation,
+        offset: asked.offset,
+        ..capture::Request::default()
+    };
+    let source = capture::open(input, request)?;
+    if asked.size.is_some() || asked.fps.is_some_and(|f| f != 0.0) {
+        crate::warn!(
+            "--size and --fps don't apply to {}: it keeps its own size and rate (they set the test pattern, and ask a camera)",
+            source.describe()
+        );
+    }
+    Ok(source)
+}
