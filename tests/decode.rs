@@ -24,6 +24,15 @@ fn ffmpeg(args: &[&str]) {
     assert!(out.status.success(), "ffmpeg {args:?}: {}", stderr(&out));
 }
 
+/// Writes `frames` frames of the lavfi source `src` (`testsrc2=…`) to `path` with the
+/// encoder options `encode` (`-c:v`, `-pix_fmt`, …).
+fn make(path: &str, src: &str, frames: &str, encode: &[&str]) {
+    let mut args = vec!["-f", "lavfi", "-i", src, "-frames:v", frames];
+    args.extend_from_slice(encode);
+    args.push(path);
+    ffmpeg(&args);
+}
+
 /// Whether this ffmpeg has the encoder `name`.
 fn has_encoder(name: &str) -> bool {
     Command::new("ffmpeg")
@@ -158,24 +167,17 @@ fn gray_is_carried_as_decoded_and_other_pictures_are_converted_with_a_warning() 
     let dir = TempDir::new("decode-kinds");
     // Gray frames cross as gray and come out as ffmpeg decodes them.
     let gray = dir.join("gray.mkv").display().to_string();
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=160x120:rate=25",
-        "-frames:v",
-        "20",
-        "-c:v",
-        "ffv1",
-        "-pix_fmt",
-        "gray",
+    make(
         &gray,
-    ]);
+        "testsrc2=size=160x120:rate=25",
+        "20",
+        &["-c:v", "ffv1", "-pix_fmt", "gray"],
+    );
     let (got, err) = framepipe_frames(&gray, "gray", &[]);
     assert_eq!(got, ffmpeg_frames(&gray), "{err}");
     assert!(err.contains("gray as decoded"), "{err}");
 
-    // 10-bit pictures, RGB pictures and an odd-sized 4:2:0 picture are converted to BGR,
+    // 10-bit pictures and RGB pictures are converted to BGR,
     // and the run says so; every frame still comes through.
     for (name, pix, size, says) in [
         ("ten.mkv", "yuv420p10le", "160x120", "10-bit"),
@@ -183,19 +185,7 @@ fn gray_is_carried_as_decoded_and_other_pictures_are_converted_with_a_warning() 
     ] {
         let clip = dir.join(name).display().to_string();
         let src = format!("testsrc2=size={size}:rate=25");
-        ffmpeg(&[
-            "-f",
-            "lavfi",
-            "-i",
-            &src,
-            "-frames:v",
-            "12",
-            "-c:v",
-            "ffv1",
-            "-pix_fmt",
-            pix,
-            &clip,
-        ]);
+        make(&clip, &src, "12", &["-c:v", "ffv1", "-pix_fmt", pix]);
         let out = framepipe(
             &["-i", &clip, "--headless", "--frames", "100"],
             Duration::from_secs(60),
@@ -214,21 +204,12 @@ fn a_damaged_file_decodes_as_far_as_ffmpeg_does() {
     }
     let dir = TempDir::new("decode-damaged");
     let clip = dir.join("clip.ts").display().to_string();
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=320x240:rate=25",
-        "-frames:v",
-        "100",
-        "-c:v",
-        "libx264",
-        "-g",
-        "25",
-        "-pix_fmt",
-        "yuv420p",
+    make(
         &clip,
-    ]);
+        "testsrc2=size=320x240:rate=25",
+        "100",
+        &["-c:v", "libx264", "-g", "25", "-pix_fmt", "yuv420p"],
+    );
     // Bytes overwritten in the middle, and the end cut off.
     let mut data = std::fs::read(&clip).unwrap();
     let n = data.len();
@@ -252,19 +233,12 @@ fn the_opencv_path_remains_for_comparison() {
     }
     let dir = TempDir::new("decode-opencv");
     let clip = dir.join("clip.mp4").display().to_string();
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=320x240:rate=25",
-        "-frames:v",
-        "30",
-        "-c:v",
-        "libx264",
-        "-pix_fmt",
-        "yuv420p",
+    make(
         &clip,
-    ]);
+        "testsrc2=size=320x240:rate=25",
+        "30",
+        &["-c:v", "libx264", "-pix_fmt", "yuv420p"],
+    );
     for (decode, says) in [("cpu", "decoded by libavcodec"), ("opencv", "file '")] {
         let out = framepipe(
             &["-i", &clip, "--headless", "--decode", decode],
@@ -355,19 +329,12 @@ fn turned_clips_equal_ffmpeg_s_turned_frames() {
     }
     let dir = TempDir::new("decode-turn");
     let plain = dir.join("plain.mp4").display().to_string();
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=320x240:rate=25",
-        "-frames:v",
-        "20",
-        "-c:v",
-        "libx264",
-        "-pix_fmt",
-        "yuv420p",
+    make(
         &plain,
-    ]);
+        "testsrc2=size=320x240:rate=25",
+        "20",
+        &["-c:v", "libx264", "-pix_fmt", "yuv420p"],
+    );
     for degrees in [90, 180, 270] {
         let clip = dir.join(&format!("r{degrees}.mp4")).display().to_string();
         std::fs::copy(&plain, &clip).unwrap();
@@ -393,19 +360,12 @@ fn filters_run_on_the_decoded_planes_exactly() {
     use framepipe::pixel::{Formats, PixelFormat};
     let dir = TempDir::new("decode-filter");
     let clip = dir.join("clip.mkv").display().to_string();
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=size=320x240:rate=25",
-        "-frames:v",
-        "10",
-        "-c:v",
-        "libx264",
-        "-pix_fmt",
-        "yuv420p",
+    make(
         &clip,
-    ]);
+        "testsrc2=size=320x240:rate=25",
+        "10",
+        &["-c:v", "libx264", "-pix_fmt", "yuv420p"],
+    );
     // The decoder's planes, as ffmpeg gives them.
     let raw = Command::new("ffmpeg")
         .args(["-v", "error", "-i", &clip, "-f", "rawvideo", "-"])

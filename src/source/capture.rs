@@ -53,7 +53,7 @@ pub struct Capture {
     live_start: Option<Instant>,
     /// Playing at the file's own times: its rate (for frames without a time), and when the
     /// clock started with the file at which position (seconds).
-    pace: Option<(f64, Option<(Instant, f64)>)>,
+    pace: Option<super::Pace>,
     /// The frame before the last one's presentation time (the gap to the next is taken to
     /// be the last gap: a variable-rate file keeps its rhythm).
     prev_pts: Option<f64>,
@@ -254,7 +254,7 @@ impl Capture {
             live_start: None,
             yuv_caps: None,
             format: PixelFormat::Bgr24,
-            pace: fps.filter(|_| pace).map(|f| (f, None)),
+            pace: fps.filter(|_| pace).map(super::Pace::new),
         })
     }
 
@@ -484,11 +484,7 @@ fn conform(got: &Mat, frame: &mut [u8], size: FrameSize) -> Result<()> {
 
 impl Source for Capture {
     fn describe(&self) -> String {
-        let fps = self
-            .fps
-            .map(|f| format!(", {f:.3} fps"))
-            .unwrap_or_default();
-        format!("{} ({}{fps})", self.what, self.size)
+        super::described(&self.what, self.size, self.fps)
     }
     fn size(&self) -> FrameSize {
         self.size
@@ -550,22 +546,8 @@ impl Source for Capture {
     }
 
     fn due(&mut self) -> Option<Instant> {
-        let (fps, clock) = self.pace.as_mut()?;
-        // The next frame's place on the file's timeline.
-        let next = match (self.pts, self.prev_pts) {
-            (Some(p), Some(q)) if p > q && self.frames > 0 => p + (p - q),
-            (Some(p), _) if self.frames > 0 => p + 1.0 / *fps,
-            _ => self.frames as f64 / *fps,
-        };
-        let now = Instant::now();
-        let (start, first) = *clock.get_or_insert((now, next));
-        let due = start + Duration::from_secs_f64((next - first).max(0.0));
-        if now > due + Duration::from_millis(500) {
-            // Behind (a pause, a slow decode): play on from here instead of rushing.
-            *clock = Some((now, next));
-            return Some(now);
-        }
-        Some(due)
+        let (frames, pts, prev) = (self.frames, self.pts, self.prev_pts);
+        Some(self.pace.as_mut()?.due(frames, pts, prev))
     }
 
     fn frame_count(&self) -> Option<u64> {

@@ -21,7 +21,7 @@
 //! - a network read never blocks a stop: FFmpeg's interrupt callback reads the process's
 //!   stop flag, and a silent server is given up after `media::URL_TIMEOUT_US`.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use ffmpeg_next as ff;
@@ -72,9 +72,8 @@ pub struct Decoded {
     live: bool,
     /// A live stream's clock (its frames are timed by arrival, as the OpenCV path does).
     live_start: Option<Instant>,
-    /// Playing a file at its own times (a window run): its rate, and when the clock started
-    /// with the file at which position (seconds).
-    pace: Option<(f64, Option<(Instant, f64)>)>,
+    /// Playing a file at its own times (a window run).
+    pace: Option<super::Pace>,
     /// The last frame's time, and the one before it (seconds, for pacing).
     pts: Option<Timestamp>,
     prev_seconds: Option<f64>,
@@ -260,7 +259,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         frame_count,
         live,
         live_start: None,
-        pace: fps.filter(|_| asked.pace && !live).map(|f| (f, None)),
+        pace: fps.filter(|_| asked.pace && !live).map(super::Pace::new),
         pts: None,
         prev_seconds: None,
         frames: 0,
@@ -569,11 +568,7 @@ fn turn_plane(
 
 impl Source for Decoded {
     fn describe(&self) -> String {
-        let fps = self
-            .fps
-            .map(|f| format!(", {f:.3} fps"))
-            .unwrap_or_default();
-        format!("{} ({}{fps})", self.what, self.size)
+        super::described(&self.what, self.size, self.fps)
     }
     fn size(&self) -> FrameSize {
         self.size
@@ -632,22 +627,12 @@ impl Source for Decoded {
     }
 
     fn due(&mut self) -> Option<Instant> {
-        let (fps, clock) = self.pace.as_mut()?;
-        let last = self.pts.map(Timestamp::seconds);
-        let next = match (last, self.prev_seconds) {
-            (Some(p), Some(q)) if p > q => p + (p - q),
-            (Some(p), _) => p + 1.0 / *fps,
-            _ => self.frames as f64 / *fps,
-        };
-        let now = Instant::now();
-        let (start, first) = *clock.get_or_insert((now, next));
-        let due = start + Duration::from_secs_f64((next - first).max(0.0));
-        if now > due + Duration::from_millis(500) {
-            // Behind (a pause, a slow decode): play on from here instead of rushing.
-            *clock = Some((now, next));
-            return Some(now);
-        }
-        Some(due)
+        let (frames, last, before) = (
+            self.frames,
+            self.pts.map(Timestamp::seconds),
+            self.prev_seconds,
+        );
+        Some(self.pace.as_mut()?.due(frames, last, before))
     }
 }
 

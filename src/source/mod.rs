@@ -95,6 +95,53 @@ impl Default for PictureTags {
     }
 }
 
+/// "what (WxH, 29.970 fps)": a source's line for the log.
+pub fn described(what: &str, size: FrameSize, fps: Option<f64>) -> String {
+    let fps = fps.map(|f| format!(", {f:.3} fps")).unwrap_or_default();
+    format!("{what} ({size}{fps})")
+}
+
+/// Plays a file at its own times, like a player (a window run): when each frame is due.
+#[derive(Clone, Copy, Debug)]
+pub struct Pace {
+    /// The file's rate, for frames without a time.
+    fps: f64,
+    /// When the clock started, with the file at which position (seconds).
+    clock: Option<(std::time::Instant, f64)>,
+}
+
+impl Pace {
+    /// A clock for a file of `fps` frames per second.
+    pub fn new(fps: f64) -> Self {
+        Self { fps, clock: None }
+    }
+
+    /// When the frame after `frames` frames is due, the last two of them at `last` and
+    /// `before` seconds on the file's timeline (a variable rate keeps its last gap); a clock
+    /// behind by more than half a second (a pause, a slow decode) plays on from now instead
+    /// of rushing.
+    pub fn due(
+        &mut self,
+        frames: u64,
+        last: Option<f64>,
+        before: Option<f64>,
+    ) -> std::time::Instant {
+        let next = match (last, before) {
+            (Some(p), Some(q)) if p > q && frames > 0 => p + (p - q),
+            (Some(p), _) if frames > 0 => p + 1.0 / self.fps,
+            _ => frames as f64 / self.fps,
+        };
+        let now = std::time::Instant::now();
+        let (start, first) = *self.clock.get_or_insert((now, next));
+        let due = start + std::time::Duration::from_secs_f64((next - first).max(0.0));
+        if now > due + std::time::Duration::from_millis(500) {
+            self.clock = Some((now, next));
+            return now;
+        }
+        due
+    }
+}
+
 /// What `read` found.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Read {
