@@ -181,6 +181,45 @@ pub struct RunArgs {
     #[arg(long, value_name = "Q", value_parser = clap::value_parser!(u8).range(1..=100))]
     pub quality: Option<u8>,
 
+    /// Constant quality of an h264, hevc or vp9 --output (ffmpeg's -crf: lower is better;
+    /// 0-51, vp9 0-63) [default: the encoder's, 23 for h264].
+    #[arg(long, value_name = "N")]
+    pub crf: Option<f32>,
+
+    /// Target bit rate of a video --output (ffmpeg's -b:v), e.g. 2M or 800k.
+    #[arg(long, value_name = "RATE", value_parser = crate::sink::encode::parse_rate)]
+    pub bitrate: Option<u64>,
+
+    /// Highest bit rate (ffmpeg's -maxrate), with --bufsize.
+    #[arg(long, value_name = "RATE", value_parser = crate::sink::encode::parse_rate)]
+    pub maxrate: Option<u64>,
+
+    /// The rate control's buffer (ffmpeg's -bufsize), with --maxrate, e.g. 4M.
+    #[arg(long, value_name = "BITS", value_parser = crate::sink::encode::parse_rate)]
+    pub bufsize: Option<u64>,
+
+    /// h264/hevc speed against size (ffmpeg's -preset): ultrafast … medium … veryslow.
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+
+    /// h264/hevc tuning (ffmpeg's -tune), e.g. zerolatency, film, animation.
+    #[arg(long, value_name = "NAME")]
+    pub tune: Option<String>,
+
+    /// Keyframe interval of a video --output, in frames (ffmpeg's -g).
+    #[arg(long, value_name = "N")]
+    pub gop: Option<u32>,
+
+    /// Pixel format a video --output stores (ffmpeg's -pix_fmt): yuv420p [default],
+    /// yuv422p or yuv444p (h264, hevc, vp9).
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub pix_fmt: Option<crate::sink::encode::OutPixel>,
+
+    /// Any other option of the video encoder, KEY=VALUE, repeatable (ffmpeg's -KEY VALUE),
+    /// e.g. profile=high, x264-params=ref=2.
+    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::sink::encode::parse_opt)]
+    pub codec_opt: Vec<(String, String)>,
+
     /// Stop after N frames.
     #[arg(long, value_name = "N")]
     pub frames: Option<u64>,

@@ -305,6 +305,21 @@ impl Request {
     }
 }
 
+/// The encoder flags as asked.
+fn encoding_of(args: &RunArgs) -> sink::Encoding {
+    sink::Encoding {
+        crf: args.crf,
+        bitrate: args.bitrate,
+        maxrate: args.maxrate,
+        bufsize: args.bufsize,
+        preset: args.preset.clone(),
+        tune: args.tune.clone(),
+        gop: args.gop,
+        pix_fmt: args.pix_fmt,
+        opts: args.codec_opt.clone(),
+    }
+}
+
 fn check_args(args: &RunArgs) -> Result<Request> {
     if let Some(ring) = args.ring.filter(|&n| n < 2) {
         bail!("--ring {ring} is too small: the ring needs at least 2 slots");
@@ -365,11 +380,15 @@ fn check_args(args: &RunArgs) -> Result<Request> {
             OutputSpec::parse(o)
                 .and_then(|spec| spec.with_codec(args.codec))
                 .and_then(|spec| spec.with_quality(args.quality))
+                .and_then(|spec| spec.with_encoding(encoding_of(args)))
         })
         .transpose()
         .map_err(anyhow::Error::msg)?;
     if (args.codec.is_some() || args.quality.is_some()) && output.is_none() {
         bail!("--codec and --quality apply to a video --output, and there is none");
+    }
+    if !encoding_of(args).is_default() && output.is_none() {
+        bail!("--crf, --bitrate, --maxrate, --bufsize, --preset, --tune, --gop, --pix-fmt and --codec-opt apply to a video --output, and there is none");
     }
     if let Some(f) = args.output_format {
         if output != Some(OutputSpec::Stdout) {

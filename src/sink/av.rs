@@ -314,6 +314,61 @@ fn time_base_for(
 /// The encoder's options: `threads=auto` (every core, frame or slice threads, as ffmpeg
 /// does), the codec's own (`encoder_for`), and a lookahead of `lookahead` frames for x264
 /// and x265 where one is asked for.
+/// The rate and keyframe flags of `encoding` on the encoder's context.
+fn set_rate_control(ctx: &mut ff::encoder::video::Video, codec: Codec, encoding: &super::Encoding) {
+    if let Some(b) = encoding.bitrate {
+        ctx.set_bit_rate(b as usize);
+    } else if encoding.crf.is_some() && codec == Codec::Vp9 {
+        // libvpx is in constant-quality mode only with no target rate (ffmpeg's -b:v 0).
+        ctx.set_bit_rate(0);
+    }
+    if let Some(m) = encoding.maxrate {
+        ctx.set_max_bit_rate(m as usize);
+    }
+    if let Some(b) = encoding.bufsize {
+        // SAFETY: the context is allocated and not yet opened; `rc_buffer_size` is a plain
+        // int field that the encoder reads when it opens.
+        unsafe { (*ctx.as_mut_ptr()).rc_buffer_size = b.min(i32::MAX as u64) as i32 };
+    }
+    if let Some(g) = encoding.gop {
+        ctx.set_gop(g);
+    }
+}
+
+/// Refuses a `--codec-opt`, `--preset` or `--tune` the encoder `name` does not have (FFmpeg
+/// would drop it without a word).
+fn refuse_unknown_options(
+    ctx: &ff::encoder::video::Video,
+    name: &str,
+    encoding: &super::Encoding,
+) -> Result<()> {
+    let keys = encoding
+        .opts
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .chain(encoding.preset.as_ref().map(|_| "preset"))
+        .chain(encoding.tune.as_ref().map(|_| "tune"));
+    for key in keys {
+        let c_key = std::ffi::CString::new(key)?;
+        // SAFETY: the context was allocated for this encoder (its private options are
+        // there); av_opt_find only reads the option tables.
+        let found = unsafe {
+            ff::ffi::av_opt_find(
+                ctx.as_ptr() as *mut std::ffi::c_void,
+                c_key.as_ptr(),
+                std::ptr::null(),
+                0,
+                ff::ffi::AV_OPT_SEARCH_CHILDREN,
+            )
+        };
+        anyhow::ensure!(
+            !found.is_null(),
+            "--codec-opt {key}: the {name} encoder has no option '{key}' (ffmpeg -h encoder={name} lists them)"
+        );
+    }
+    Ok(())
+}
+
 fn encoder_options(
     codec: Codec,
     options: &[(&'static str, String)],
@@ -415,12 +470,18 @@ impl AvFile {
         path: &str,
         codec: Codec,
         quality: Option<u8>,
+        encoding: &super::Encoding,
         size: FrameSize,
         timing: &Timing,
         fragmented: bool,
     ) -> Result<Self> {
         media::init();
         let (name, pixel, options) = encoder_for(codec);
+        let pixel = match encoding.pix_fmt {
+            Some(super::encode::OutPixel::Yuv422p) => ff::format::Pixel::YUV422P,
+            Some(super::encode::OutPixel::Yuv444p) => ff::format::Pixel::YUV444P,
+            _ => pixel,
+        };
         let found = ff::encoder::find_by_name(name)
             .with_context(|| format!("this FFmpeg has no {name} encoder for {}", codec.name()))?;
         let mut out =
@@ -464,13 +525,26 @@ impl AvFile {
             ctx.set_global_quality(q * ff::ffi::FF_QP2LAMBDA);
         }
         ctx.set_flags(flags);
+        set_rate_control(&mut ctx, codec, encoding);
+        refuse_unknown_options(&ctx, name, encoding)?;
         // A recording that must survive a crash keeps its encoder's delay short too: the
         // frames inside the lookahead are lost with the process.
         let lookahead = (fragmented && container.fragments()).then(|| {
             let fps = f64::from(rate.numerator()) / f64::from(rate.denominator());
             ((fps * FRAGMENT_SECONDS / 2.0).round() as i64).clamp(1, 40)
         });
-        let dict = encoder_options(codec, &options, lookahead);
+        let mut dict = encoder_options(codec, &options, lookahead);
+        if let Some(crf) = encoding.crf {
+            dict.set("crf", &crf.to_string());
+        }
+        for (k, v) in [("preset", &encoding.preset), ("tune", &encoding.tune)] {
+            if let Some(v) = v {
+                dict.set(k, v);
+            }
+        }
+        for (k, v) in &encoding.opts {
+            dict.set(k, v);
+        }
         let encoder = ctx
             .open_as_with(found, dict)
             .with_context(|| format!("opening the {name} encoder for {w}x{h} frames"))?;

@@ -13,6 +13,7 @@
 pub mod av;
 pub mod claim;
 pub mod codec;
+pub mod encode;
 pub mod null;
 pub mod ppm;
 pub mod progress;
@@ -30,6 +31,7 @@ pub mod y4m;
 use anyhow::Result;
 
 pub use codec::{Codec, Container, VIDEO_EXTENSIONS};
+pub use encode::Encoding;
 pub use spec::{check_rate, OutputSpec, SEQUENCE_EXTENSIONS};
 
 pub use crate::desc::Frame;
@@ -222,10 +224,18 @@ pub fn open_output(
             writer::ImageSequence::new(pattern.clone(), size, lock)?,
         )),
         #[cfg(feature = "opencv")]
-        (OutputSpec::Video { codec, quality, .. }, claim::Claimed::Video(claim)) => {
+        (
+            OutputSpec::Video {
+                codec,
+                quality,
+                encoding,
+                ..
+            },
+            claim::Claimed::Video(claim),
+        ) => {
             let _ = fps;
             Ok(Box::new(writer::VideoFile::open(
-                claim, *codec, *quality, size, timing, fragmented,
+                claim, *codec, *quality, encoding, size, timing, fragmented,
             )?))
         }
         (other, _) => {

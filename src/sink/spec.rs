@@ -26,6 +26,8 @@ pub enum OutputSpec {
         codec: Codec,
         /// JPEG quality (1–100) of OpenCV's Motion JPEG writer, when asked for.
         quality: Option<u8>,
+        /// The encoder's flags (`--crf`, `--bitrate`, …), checked against the codec.
+        encoding: super::Encoding,
     },
     /// A YUV4MPEG2 stream on standard output (`-`).
     Stdout,
@@ -45,7 +47,9 @@ impl OutputSpec {
     /// image sequences BGR (their encoders convert).
     pub fn takes(&self, write: Option<PixelFormat>) -> Vec<PixelFormat> {
         match self {
-            OutputSpec::Video { codec, .. } if codec.takes_i420() => {
+            OutputSpec::Video {
+                codec, encoding, ..
+            } if codec.takes_i420() && encoding.stores_420() => {
                 vec![PixelFormat::I420, PixelFormat::Bgr24]
             }
             OutputSpec::Stdout => {
@@ -151,6 +155,7 @@ impl OutputSpec {
             container,
             codec: container.default_codec(),
             quality: None,
+            encoding: super::Encoding::default(),
         })
     }
 }
@@ -165,6 +170,7 @@ impl OutputSpec {
                 path,
                 container,
                 quality,
+                encoding,
                 ..
             } => {
                 if !container.holds(codec) {
@@ -179,11 +185,41 @@ impl OutputSpec {
                     container,
                     codec,
                     quality,
+                    encoding,
                 })
             }
             OutputSpec::Sequence { .. } | OutputSpec::Stdout => Err(
                 "--codec applies to video files, not to image sequences or standard output".into(),
             ),
+        }
+    }
+
+    /// Sets a video output's encoder flags, checked against its codec; fails for any other
+    /// output, or for flags the codec can't take.
+    pub fn with_encoding(self, encoding: super::Encoding) -> Result<Self, String> {
+        if encoding.is_default() {
+            return Ok(self);
+        }
+        match self {
+            OutputSpec::Video {
+                path,
+                container,
+                codec,
+                quality,
+                ..
+            } => {
+                encoding
+                    .check(codec)
+                    .map_err(|e| format!("--output '{path}': {e}"))?;
+                Ok(OutputSpec::Video {
+                    path,
+                    container,
+                    codec,
+                    quality,
+                    encoding,
+                })
+            }
+            _ => Err("--crf, --bitrate, --maxrate, --bufsize, --preset, --tune, --gop, --pix-fmt and --codec-opt apply to a video --output".into()),
         }
     }
 
@@ -196,12 +232,14 @@ impl OutputSpec {
                 path,
                 container,
                 codec: codec @ (Codec::Mjpeg | Codec::Mpeg4),
+                encoding,
                 ..
             } => Ok(OutputSpec::Video {
                 path,
                 container,
                 codec,
                 quality: Some(q),
+                encoding,
             }),
             _ => Err("--quality applies to Motion JPEG and MPEG-4 Part 2 (a fixed quantiser); H.264, HEVC and VP9 keep their encoders' defaults, and FFV1 is lossless".into()),
         }

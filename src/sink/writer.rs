@@ -161,6 +161,7 @@ impl VideoFile {
         claim: VideoClaim,
         codec: Codec,
         quality: Option<u8>,
+        encoding: &super::Encoding,
         size: FrameSize,
         timing: &Timing,
         fragmented: bool,
@@ -199,7 +200,17 @@ impl VideoFile {
                 codec.name()
             );
         }
-        let open = |t: &Timing| AvFile::open(&writing, written_codec, quality, size, t, fragmented);
+        let open = |t: &Timing| {
+            AvFile::open(
+                &writing,
+                written_codec,
+                quality,
+                encoding,
+                size,
+                t,
+                fragmented,
+            )
+        };
         let opened = open(timing).or_else(|e| {
             // A muxer may still refuse an audio codec it said it holds (Vorbis in MP4 is
             // "experimental"): the video alone, with a warning, rather than nothing.
