@@ -78,15 +78,6 @@ impl CheckKernelArgs {
     }
 }
 
-/// `--decode`: who decodes files and network streams.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Decode {
-    /// FFmpeg's libavcodec on the CPU, frames kept in its YUV layout.
-    Cpu,
-    /// OpenCV's capture (frames converted to BGR on the CPU).
-    Opencv,
-}
-
 /// Options of a pipeline run (`framepipe [OPTIONS]`).
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
@@ -100,7 +91,7 @@ pub struct RunArgs {
     /// there), or opencv (OpenCV's capture, which converts every frame to BGR on the CPU:
     /// for comparison, and as a fallback).
     #[arg(long, value_enum, default_value = "cpu")]
-    pub decode: Decode,
+    pub decode: crate::source::open::Decode,
 
     /// What `--input -` reads from standard input: a YUV4MPEG2 stream (ffmpeg -f
     /// yuv4mpegpipe -), or raw frames of this format (with --size, and --fps). With

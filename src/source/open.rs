@@ -18,6 +18,15 @@ use crate::stop::Stop;
 /// Size of the test pattern.
 const DEFAULT_SIZE: FrameSize = FrameSize::new(1280, 720);
 
+/// `--decode`: who decodes files and network streams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Decode {
+    /// FFmpeg's libavcodec on the CPU, frames kept in its YUV layout.
+    Cpu,
+    /// OpenCV's capture (frames converted to BGR on the CPU).
+    Opencv,
+}
+
 /// What the flags ask of the input: `--size` and `--fps` when given, what standard input
 /// carries, and how a file is played and decoded.
 #[derive(Clone, Copy, Debug)]
@@ -36,7 +45,7 @@ pub struct Asked {
     pub no_pace: bool,
     /// `--decode`: who decodes files and network streams.
     #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
-    pub decode: crate::cli::Decode,
+    pub decode: Decode,
     /// Frames pass untouched to standard output alone (`--filter copy`, headless).
     #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
     pub untouched: bool,
@@ -180,7 +189,7 @@ fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
         InputSpec::Stream(url) if !url.contains('!') => Some(url.clone()),
         _ => None,
     };
-    if let Some(url) = by_libav.filter(|_| asked.decode == crate::cli::Decode::Cpu) {
+    if let Some(url) = by_libav.filter(|_| asked.decode == Decode::Cpu) {
         let decode = super::decode::Asked {
             pace,
             untouched: asked.untouched,
