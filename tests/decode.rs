@@ -303,25 +303,6 @@ fn a_url_that_refuses_or_stalls_ends_clearly_and_at_once() {
     drop(hold);
 }
 
-/// Gives an MP4's video track a display matrix turning it `degrees` clockwise (as a phone
-/// writes it; FFmpeg 5 has no `-display_rotation`).
-fn set_rotation(path: &str, degrees: u32) {
-    let mut data = std::fs::read(path).unwrap();
-    let at = data.windows(4).position(|w| w == b"tkhd").unwrap();
-    let times = if data[at + 4] == 1 { 32 } else { 20 };
-    let matrix = at + 4 + 4 + times + 16;
-    let (one, minus) = (0x10000u32, 0xFFFF_0000u32);
-    let m: [u32; 6] = match degrees {
-        90 => [0, one, 0, minus, 0, 0],
-        180 => [minus, 0, 0, 0, minus, 0],
-        _ => [0, minus, 0, one, 0, 0],
-    };
-    for (i, v) in m.iter().chain(&[0, 0, 0x4000_0000]).enumerate() {
-        data[matrix + 4 * i..matrix + 4 * i + 4].copy_from_slice(&v.to_be_bytes());
-    }
-    std::fs::write(path, data).unwrap();
-}
-
 #[test]
 fn turned_clips_equal_ffmpeg_s_turned_frames() {
     if !have("ffmpeg") {
@@ -338,7 +319,7 @@ fn turned_clips_equal_ffmpeg_s_turned_frames() {
     for degrees in [90, 180, 270] {
         let clip = dir.join(&format!("r{degrees}.mp4")).display().to_string();
         std::fs::copy(&plain, &clip).unwrap();
-        set_rotation(&clip, degrees);
+        common::run::set_rotation(std::path::Path::new(&clip), degrees);
         // ffmpeg turns the decoded planes by the display matrix (transpose / flips).
         let want = ffmpeg_frames(&clip);
         let (got, err) = framepipe_frames(&clip, "i420", &[]);

@@ -263,34 +263,6 @@ fn a_variable_frame_rate_keeps_every_frame_time() {
     }
 }
 
-/// Gives an MP4's video track a display matrix turning it `degrees` clockwise (as a phone
-/// writes it), where this ffmpeg has no `-display_rotation` (FFmpeg 5).
-fn set_rotation(path: &Path, degrees: u32) {
-    let mut data = std::fs::read(path).unwrap();
-    let at = data
-        .windows(4)
-        .position(|w| w == b"tkhd")
-        .expect("an mp4 track header");
-    let version = data[at + 4];
-    let times = if version == 1 {
-        8 + 8 + 4 + 4 + 8
-    } else {
-        4 + 4 + 4 + 4 + 4
-    };
-    let matrix = at + 4 + 4 + times + 8 + 2 + 2 + 2 + 2;
-    let (one, minus) = (0x10000u32, 0xFFFF_0000u32);
-    let m: [u32; 6] = match degrees {
-        90 => [0, one, 0, minus, 0, 0],
-        180 => [minus, 0, 0, 0, minus, 0],
-        270 => [0, minus, 0, one, 0, 0],
-        _ => [one, 0, 0, 0, one, 0],
-    };
-    for (i, v) in m.iter().chain(&[0, 0, 0x4000_0000]).enumerate() {
-        data[matrix + 4 * i..matrix + 4 * i + 4].copy_from_slice(&v.to_be_bytes());
-    }
-    std::fs::write(path, data).unwrap();
-}
-
 #[test]
 fn rotated_clips_come_out_the_right_way_up() {
     if !ffmpeg_or_skip("rotated_clips_come_out_the_right_way_up") {
@@ -333,7 +305,7 @@ fn rotated_clips_come_out_the_right_way_up() {
             .is_ok_and(|o| o.status.success());
         if !made {
             std::fs::copy(&plain, &clip).unwrap();
-            set_rotation(&clip, degrees);
+            common::run::set_rotation(&clip, degrees);
         }
         // What ffmpeg shows: its first frame, turned by ffmpeg.
         let want = dir.join(&format!("ffmpeg{degrees}.png"));

@@ -111,6 +111,9 @@ pub fn interruptibly(stop: &Stop, input: InputSpec, asked: Asked) -> Result<Opti
     loop {
         crate::stop::beat();
         match rx.recv_timeout(Stop::TICK) {
+            // An open that gave up because of the stop (FFmpeg's interrupt callback) is a
+            // stop, not an error.
+            Ok(Err(_)) if stop.is_requested() => return Ok(None),
             Ok(result) => return result.map(Some),
             Err(crossbeam_channel::RecvTimeoutError::Timeout) if stop.is_requested() => {
                 return Ok(None);
