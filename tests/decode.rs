@@ -401,3 +401,43 @@ fn filters_run_on_the_decoded_planes_exactly() {
         assert!(diff <= 8, "frame {i} is {diff} from the reference");
     }
 }
+
+#[test]
+fn raw_bottom_up_video_comes_out_the_right_way_up() {
+    if !have("ffmpeg") {
+        return;
+    }
+    // AVI's raw BGR is stored bottom-up: the decoder hands its rows with a negative pitch.
+    let dir = TempDir::new("decode-raw");
+    let clip = dir.join("raw.avi").display().to_string();
+    make(
+        &clip,
+        "testsrc2=size=160x120:rate=25",
+        "10",
+        &["-c:v", "rawvideo", "-pix_fmt", "bgr24"],
+    );
+    let want = Command::new("ffmpeg")
+        .args([
+            "-v", "error", "-i", &clip, "-f", "rawvideo", "-pix_fmt", "bgr24", "-",
+        ])
+        .output()
+        .unwrap()
+        .stdout;
+    let got = Command::new(bin())
+        .args([
+            "-i",
+            &clip,
+            "--headless",
+            "--filter",
+            "copy",
+            "--output",
+            "-",
+        ])
+        .args(["--output-format", "bgr24", "-q"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(got.status.success(), "{}", stderr(&got));
+    assert_eq!(want.len(), 10 * 160 * 120 * 3);
+    assert!(got.stdout == want, "frames differ from ffmpeg's");
+}

@@ -461,6 +461,15 @@ impl Decoded {
             );
         }
         let coded = FrameSize::new(self.coded.0 as usize, self.coded.1 as usize);
+        // A decoder that hands rows bottom-up (a negative pitch) gets its picture copied the
+        // right way up first: the plane copies below read rows at positive pitches.
+        let copied;
+        let p = if positive_pitches(p) {
+            p
+        } else {
+            copied = upright_copy(p)?;
+            &copied
+        };
         match &mut self.conversion {
             Conversion::Planes { turns } => copy_planes(p, self.format, coded, *turns, frame),
             Conversion::Scaled { scaler, bgr, turns } => {
@@ -472,6 +481,22 @@ impl Decoded {
         }
         Ok(())
     }
+}
+
+/// Whether every plane of `p` has a positive pitch (rows top-down).
+fn positive_pitches(p: &ff::frame::Video) -> bool {
+    // SAFETY: reads the frame's plane count of linesize fields, plain ints.
+    (0..p.planes()).all(|i| unsafe { (*p.as_ptr()).linesize[i] } > 0)
+}
+
+/// `p` copied into a frame of its own with top-down rows.
+fn upright_copy(p: &ff::frame::Video) -> Result<ff::frame::Video> {
+    let mut copy = ff::frame::Video::new(p.format(), p.width(), p.height());
+    // SAFETY: both frames are allocated with the same format and size; av_frame_copy
+    // copies the planes row by row, whatever the pitches' signs.
+    let r = unsafe { ff::ffi::av_frame_copy(copy.as_mut_ptr(), p.as_ptr()) };
+    anyhow::ensure!(r >= 0, "copying a decoded picture: {}", ff::Error::from(r));
+    Ok(copy)
 }
 
 /// Tells `scaler` its input is full-range YUV (a picture flagged full-range in a format
