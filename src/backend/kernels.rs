@@ -211,7 +211,7 @@ unsafe impl DeviceRepr for Band {}
 
 impl Band {
     fn new(s: &CudaStream, src: &CudaSlice<u8>, dst: &mut CudaSlice<u8>, v: View) -> Self {
-        // Event tracking is off (`CudaBackend::new`), so the guards record nothing.
+        // Event tracking is off (`Device::open`), so the guards record nothing.
         let (src, _) = src.device_ptr(s);
         let (dst, _) = dst.device_ptr_mut(s);
         Band {
