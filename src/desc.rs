@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use crate::frame::{FrameSize, Ratio};
 use crate::pixel::PixelFormat;
-pub use crate::pixel::Plane;
+pub use crate::pixel::{Plane, Planes};
 
 /// Which input of the run a frame came from (0 for a single-input run).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -52,39 +52,6 @@ impl Timestamp {
     pub fn seconds(self) -> f64 {
         let (n, d) = self.base;
         self.ticks as f64 * f64::from(n) / f64::from(d)
-    }
-}
-
-/// A frame's planes (one to three), in order.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Planes {
-    count: usize,
-    planes: [Plane; 3],
-}
-
-impl Planes {
-    /// The planes of a `size` frame of `format` laid out as `PixelFormat::bytes` counts
-    /// them: one after another, rows without padding.
-    pub fn packed(format: PixelFormat, size: FrameSize) -> Self {
-        let mut planes = [Plane::default(); 3];
-        let layout = format.plane_layout(size);
-        for (to, from) in planes.iter_mut().zip(&layout) {
-            *to = *from;
-        }
-        Self {
-            count: layout.len(),
-            planes,
-        }
-    }
-
-    /// The planes, in order.
-    pub fn iter(&self) -> impl Iterator<Item = &Plane> {
-        self.planes[..self.count].iter()
-    }
-
-    /// Whether these are the packed planes of a `size` frame of `format`.
-    pub fn is_packed(&self, format: PixelFormat, size: FrameSize) -> bool {
-        *self == Self::packed(format, size)
     }
 }
 

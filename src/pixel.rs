@@ -225,36 +225,6 @@ impl PixelFormat {
         self as i32
     }
 
-    /// The planes of a packed `size` frame: where each starts, its bytes per row, and how many
-    /// of the frame's rows share one of its rows.
-    pub fn plane_layout(self, size: FrameSize) -> Vec<Plane> {
-        let (w, h) = (size.width, size.height);
-        let plane = |offset, pitch, rows_per| Plane {
-            offset,
-            pitch,
-            rows_per,
-        };
-        match self {
-            PixelFormat::Bgr24 => vec![plane(0, w * 3, 1)],
-            PixelFormat::Gray => vec![plane(0, w, 1)],
-            PixelFormat::Yuyv => vec![plane(0, w * 2, 1)],
-            PixelFormat::I420 => vec![
-                plane(0, w, 1),
-                plane(w * h, w / 2, 2),
-                plane(w * h + w * h / 4, w / 2, 2),
-            ],
-            PixelFormat::Nv12 => vec![plane(0, w, 1), plane(w * h, w, 2)],
-            PixelFormat::Yuv422p => vec![
-                plane(0, w, 1),
-                plane(w * h, w / 2, 1),
-                plane(w * h + w * h / 2, w / 2, 1),
-            ],
-            PixelFormat::Yuv444p => {
-                vec![plane(0, w, 1), plane(w * h, w, 1), plane(2 * w * h, w, 1)]
-            }
-        }
-    }
-
     /// Where rows `rows` of a `size` frame lie: for each plane, its bytes in the frame and
     /// their place in a band buffer that holds just those rows, laid out as a frame of
     /// `rows.len()` rows of this format (planes one after another). `rows` starts and ends
@@ -266,11 +236,8 @@ impl PixelFormat {
     ) -> Vec<(Range<usize>, Range<usize>)> {
         let band = FrameSize::new(size.width, rows.len());
         let mut out: Vec<(Range<usize>, Range<usize>)> = Vec::new();
-        for (f, b) in self
-            .plane_layout(size)
-            .into_iter()
-            .zip(self.plane_layout(band))
-        {
+        let (frame, banded) = (Planes::packed(self, size), Planes::packed(self, band));
+        for (f, b) in frame.iter().zip(banded.iter()) {
             let (first, last) = (rows.start / f.rows_per, rows.end.div_ceil(f.rows_per));
             let len = (last - first) * f.pitch;
             let at = f.offset + first * f.pitch;
@@ -324,6 +291,65 @@ pub struct Plane {
     pub pitch: usize,
     /// Frame rows per row of this plane.
     pub rows_per: usize,
+}
+
+/// A frame's planes (one to three), in order, without an allocation.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Planes {
+    count: usize,
+    planes: [Plane; 3],
+}
+
+impl Planes {
+    /// The planes of a `size` frame of `format` laid out as `PixelFormat::bytes` counts
+    /// them: one after another, rows without padding (where each starts, its bytes per row,
+    /// and how many of the frame's rows share one of its rows).
+    pub fn packed(format: PixelFormat, size: FrameSize) -> Self {
+        let (w, h) = (size.width, size.height);
+        let plane = |offset, pitch, rows_per| Plane {
+            offset,
+            pitch,
+            rows_per,
+        };
+        let none = Plane::default();
+        let (count, planes) = match format {
+            PixelFormat::Bgr24 => (1, [plane(0, w * 3, 1), none, none]),
+            PixelFormat::Gray => (1, [plane(0, w, 1), none, none]),
+            PixelFormat::Yuyv => (1, [plane(0, w * 2, 1), none, none]),
+            PixelFormat::I420 => (
+                3,
+                [
+                    plane(0, w, 1),
+                    plane(w * h, w / 2, 2),
+                    plane(w * h + w * h / 4, w / 2, 2),
+                ],
+            ),
+            PixelFormat::Nv12 => (2, [plane(0, w, 1), plane(w * h, w, 2), none]),
+            PixelFormat::Yuv422p => (
+                3,
+                [
+                    plane(0, w, 1),
+                    plane(w * h, w / 2, 1),
+                    plane(w * h + w * h / 2, w / 2, 1),
+                ],
+            ),
+            PixelFormat::Yuv444p => (
+                3,
+                [plane(0, w, 1), plane(w * h, w, 1), plane(2 * w * h, w, 1)],
+            ),
+        };
+        Self { count, planes }
+    }
+
+    /// The planes, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Plane> {
+        self.planes[..self.count].iter()
+    }
+
+    /// Whether these are the packed planes of a `size` frame of `format`.
+    pub fn is_packed(&self, format: PixelFormat, size: FrameSize) -> bool {
+        *self == Self::packed(format, size)
+    }
 }
 
 /// The formats of a backend's frames: what its input buffers hold (the source's) and what

@@ -163,14 +163,12 @@ impl OutputSpec {
 impl OutputSpec {
     /// Uses `codec` for a video output instead of its container's default; fails where the
     /// container can't hold it, or for an image sequence.
-    pub fn with_codec(self, codec: Option<Codec>) -> Result<Self, String> {
+    pub fn with_codec(mut self, codec: Option<Codec>) -> Result<Self, String> {
         let Some(codec) = codec else { return Ok(self) };
-        match self {
+        match &mut self {
             OutputSpec::Video {
-                path,
                 container,
-                quality,
-                encoding,
+                codec: chosen,
                 ..
             } => {
                 if !container.holds(codec) {
@@ -180,13 +178,8 @@ impl OutputSpec {
                         container.extension()
                     ));
                 }
-                Ok(OutputSpec::Video {
-                    path,
-                    container,
-                    codec,
-                    quality,
-                    encoding,
-                })
+                *chosen = codec;
+                Ok(self)
             }
             OutputSpec::Sequence { .. } | OutputSpec::Stdout => Err(
                 "--codec applies to video files, not to image sequences or standard output".into(),
@@ -196,28 +189,22 @@ impl OutputSpec {
 
     /// Sets a video output's encoder flags, checked against its codec; fails for any other
     /// output, or for flags the codec can't take.
-    pub fn with_encoding(self, encoding: super::Encoding) -> Result<Self, String> {
+    pub fn with_encoding(mut self, encoding: super::Encoding) -> Result<Self, String> {
         if encoding.is_default() {
             return Ok(self);
         }
-        match self {
+        match &mut self {
             OutputSpec::Video {
                 path,
-                container,
                 codec,
-                quality,
+                encoding: set,
                 ..
             } => {
                 encoding
-                    .check(codec)
+                    .check(*codec)
                     .map_err(|e| format!("--output '{path}': {e}"))?;
-                Ok(OutputSpec::Video {
-                    path,
-                    container,
-                    codec,
-                    quality,
-                    encoding,
-                })
+                *set = encoding;
+                Ok(self)
             }
             _ => Err("--crf, --bitrate, --maxrate, --bufsize, --preset, --tune, --gop, --pix-fmt and --codec-opt apply to a video --output".into()),
         }
@@ -225,22 +212,17 @@ impl OutputSpec {
 
     /// Sets the quality (0-100, a fixed quantiser) of a Motion JPEG or MPEG-4 Part 2 video;
     /// fails for any other output.
-    pub fn with_quality(self, quality: Option<u8>) -> Result<Self, String> {
+    pub fn with_quality(mut self, quality: Option<u8>) -> Result<Self, String> {
         let Some(q) = quality else { return Ok(self) };
-        match self {
+        match &mut self {
             OutputSpec::Video {
-                path,
-                container,
-                codec: codec @ (Codec::Mjpeg | Codec::Mpeg4),
-                encoding,
+                codec: Codec::Mjpeg | Codec::Mpeg4,
+                quality,
                 ..
-            } => Ok(OutputSpec::Video {
-                path,
-                container,
-                codec,
-                quality: Some(q),
-                encoding,
-            }),
+            } => {
+                *quality = Some(q);
+                Ok(self)
+            }
             _ => Err("--quality applies to Motion JPEG and MPEG-4 Part 2 (a fixed quantiser); H.264, HEVC and VP9 keep their encoders' defaults, and FFV1 is lossless".into()),
         }
     }
