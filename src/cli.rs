@@ -81,10 +81,27 @@ impl CheckKernelArgs {
 /// Options of a pipeline run (`framepipe [OPTIONS]`).
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
-    /// Camera index, video file, URL, GStreamer pipeline (holds '!'), still image, or
-    /// 'pattern'. Default: camera 0, or the test pattern where there is no camera.
+    /// Camera index, video file, URL, GStreamer pipeline (holds '!'), still image, named
+    /// pipe (YUV4MPEG2 or raw frames, as standard input), '-' (standard input), or
+    /// 'pattern' (its own size, format and rate as 'pattern:640x360:nv12:25'). Default:
+    /// camera 0, or the test pattern where there is no camera. Give it again for several
+    /// inputs in one run: one GPU thread serves them all, the window shows a mosaic.
     #[arg(short, long, value_name = "SOURCE")]
-    pub input: Option<String>,
+    pub input: Vec<String>,
+
+    /// With several inputs: the mosaic's grid, as COLUMNSxROWS [default: as square as the
+    /// inputs allow, wider than tall].
+    #[arg(long, value_name = "CxR")]
+    pub grid: Option<FrameSize>,
+
+    /// With several inputs: one window per input instead of the mosaic.
+    #[arg(long)]
+    pub no_mosaic: bool,
+
+    /// Open a live network stream again (with a growing pause, up to 8 s) when it ends or
+    /// fails, until the run stops. On by default with several inputs.
+    #[arg(long)]
+    pub reconnect: bool,
 
     /// Who decodes a video file or a network stream (not a GStreamer pipeline): cpu
     /// (FFmpeg's libavcodec; frames go to the GPU in the decoder's own YUV, converted

@@ -1,18 +1,23 @@
 //! The threads and the channels between them: capture → backend → sink, and back to the
-//! free list.
+//! free list; one capture thread and one ring per input, one backend thread for all.
 //!
 //! ```text
-//! free ──> capture thread ──filled──> backend thread ──done──> sink (calling thread) ──┐
-//!  ^                                        ^ controls (keys)                            │
-//!  └─────────────────────────────── slot returned ──────────────────────────────────────┘
+//! free 0 ──> capture 0 ──┐
+//! free 1 ──> capture 1 ──┼─filled─> backend thread ──done──> sink (calling thread) ──┐
+//!  ^  ^                  │              ^ controls (keys)                             │
+//!  └──┴──────────── slot returned to its input's free list ───────────────────────────┘
 //! ```
 //!
-//! Invariants: the ring's slots are the only frame buffers (allocated and attached to the
-//! backend before the first frame); frames reach the sink in capture order; a live source
-//! never waits for a slot (it discards the frame and counts it dropped), any other source
-//! does; a control reaches the backend only once it holds no frame; on any stop the capture
-//! thread ends first, then the backend finishes what it holds, then the sink drains and is
-//! finished. A stop never waits on the source: frames captured before it are finished and
+//! Invariants: the rings' slots are the only frame buffers (allocated and attached to the
+//! backend before the first frame, each slot tagged with its input); the filled channel
+//! holds every slot of every ring, so a capture thread never waits on another input, and the
+//! backend takes frames in the order they were captured across inputs; each input's frames
+//! reach the sink in its capture order; a live source never waits for a slot (it discards
+//! the frame and counts it dropped), any other source waits for its own ring only; an input
+//! that ends or fails ends alone (the others go on; the run ends when every input has
+//! ended, or on a stop); a control reaches the backend only once it holds no frame; on any
+//! stop the capture threads end first, then the backend finishes what it holds, then the
+//! sink drains and is finished. A stop never waits on the source: frames captured before it are finished and
 //! written, and a capture thread still blocked inside a read (a stalled camera or stream)
 //! after `CAPTURE_GRACE` is left behind, so that the output is finalized within a second of
 //! the stop. The backend thread is joined (the reloader's compile threads are detached: a
@@ -30,12 +35,16 @@ use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, 
 
 use crate::backend::{Backend, Control};
 use crate::desc::Frame;
+use crate::desc::InputId;
 use crate::frame::FrameSize;
+use crate::pixel::Formats;
 use crate::reload::{self, Reloader};
 use crate::ring::{self, Slot};
 use crate::sink::{Flow, Sink};
 use crate::source::{Read, Source};
-use crate::stats::{ms, CaptureStats, Live, ProcessStats, SinkStats, Summary};
+use crate::stats::{
+    ms, CaptureStats, InputLive, InputStats, Latency, Live, ProcessStats, SinkStats, Summary,
+};
 use crate::stop::Stop;
 use crate::trace::{Kind, Recent, Span, Trace, Track, STRIP_FRAMES};
 
@@ -73,6 +82,21 @@ pub struct Options {
     pub reload: Option<Arc<Reloader>>,
 }
 
+/// One input's counts, kept where a capture thread left behind still counts.
+struct Counters {
+    /// The input's description.
+    name: String,
+    /// Frames its capture thread read, and the microseconds its reads took.
+    captured: AtomicU64,
+    read_us: AtomicU64,
+    /// Frames a live input discarded because its ring was full.
+    dropped: AtomicU64,
+    /// Why its capture thread ended (None while it runs).
+    ended: Mutex<Option<String>>,
+    /// A reconnecting input's state and reconnects.
+    health: Option<Arc<crate::source::reconnect::Health>>,
+}
+
 /// What the threads share besides the slots.
 struct Shared {
     stop: Stop,
@@ -81,34 +105,91 @@ struct Shared {
     step: AtomicBool,
     /// Times the user paused.
     pauses: AtomicU64,
-    dropped: AtomicU64,
-    /// Frames the capture thread read, and the microseconds its reads took (kept here, so
-    /// that a capture thread left behind still counts).
-    captured: AtomicU64,
-    read_us: AtomicU64,
     /// The backend's description, updated when a control changes it.
     backend: Mutex<String>,
-    /// The input's description.
-    input: String,
+    /// Each input's counts, by `InputId`.
+    inputs: Vec<Counters>,
 }
 
-/// Runs until the input ends, `opts.frames` are captured, or `stop` is requested; the sink
-/// runs on the calling thread and is always finished.
+impl Shared {
+    fn total(&self, of: impl Fn(&Counters) -> &AtomicU64) -> u64 {
+        self.inputs
+            .iter()
+            .map(|c| of(c).load(Ordering::SeqCst))
+            .sum()
+    }
+
+    /// The run's input, for the summary and the overlay: the one input's description, or
+    /// how many there are.
+    fn input(&self) -> String {
+        match &self.inputs[..] {
+            [one] => one.name.clone(),
+            many => format!("{} inputs", many.len()),
+        }
+    }
+}
+
+/// One input of a run: its source, and the ring it is captured into.
+pub struct Input {
+    /// Where its frames come from.
+    pub source: Box<dyn Source>,
+    /// Slots in its ring.
+    pub ring: usize,
+    /// Its frames' format and the format its sinks take (its slots are made for them).
+    pub formats: Formats,
+}
+
+/// Runs `source` until it ends, `opts.frames` are captured, or `stop` is requested; the
+/// sink runs on the calling thread and is always finished.
 pub fn run(
     source: Box<dyn Source>,
+    backend: Box<dyn Backend>,
+    sink: &mut dyn Sink,
+    opts: &Options,
+    stop: &Stop,
+) -> Result<Summary> {
+    let input = Input {
+        source,
+        ring: opts.ring,
+        formats: backend.formats(),
+    };
+    run_inputs(vec![input], backend, sink, opts, stop)
+}
+
+/// Runs every input until each has ended (or reached `opts.frames`), or `stop` is
+/// requested; their frames (tagged with their `InputId`, in the order of `inputs`) go to the
+/// one sink, which runs on the calling thread and is always finished.
+pub fn run_inputs(
+    inputs: Vec<Input>,
     mut backend: Box<dyn Backend>,
     sink: &mut dyn Sink,
     opts: &Options,
     stop: &Stop,
 ) -> Result<Summary> {
+    anyhow::ensure!(
+        !inputs.is_empty() && inputs.len() <= MAX_INPUTS,
+        "internal: a run has 1 to {MAX_INPUTS} inputs, not {}",
+        inputs.len()
+    );
     PROGRESS.iter().for_each(|c| c.store(0, Ordering::Relaxed));
     // A signalled stop that stops progressing in here is ended by the stop watchdog.
     let _watched = crate::stop::Watched::start();
     let t = Instant::now();
-    let slots = attached_ring(backend.as_mut(), opts.ring, source.size())?;
+    let several = inputs.len() > 1;
+    let mut rings = Vec::with_capacity(inputs.len());
+    for (i, input) in inputs.iter().enumerate() {
+        let id = InputId(i as u16);
+        rings.push(attached_ring(
+            backend.as_mut(),
+            id,
+            input.ring,
+            input.source.size(),
+            input.formats,
+        )?);
+    }
+    let slots_total: usize = inputs.iter().map(|i| i.ring).sum();
     crate::debug!(
-        "start-up: {} ring slots allocated and attached in {:.1} ms",
-        opts.ring,
+        "start-up: {slots_total} ring slots allocated and attached in {:.1} ms",
         ms(t.elapsed())
     );
     let shared = Arc::new(Shared {
@@ -116,19 +197,33 @@ pub fn run(
         paused: AtomicBool::new(false),
         step: AtomicBool::new(false),
         pauses: AtomicU64::new(0),
-        dropped: AtomicU64::new(0),
-        captured: AtomicU64::new(0),
-        read_us: AtomicU64::new(0),
         backend: Mutex::new(backend.describe()),
-        input: source.describe(),
+        inputs: inputs
+            .iter()
+            .map(|i| Counters {
+                name: i.source.describe(),
+                captured: AtomicU64::new(0),
+                read_us: AtomicU64::new(0),
+                dropped: AtomicU64::new(0),
+                ended: Mutex::new(None),
+                health: i.source.health(),
+            })
+            .collect(),
     });
     let backend_tracks = backend.tracks();
-    let (free_tx, free_rx) = bounded::<Slot>(opts.ring);
-    let (filled_tx, filled_rx) = bounded::<Slot>(opts.ring);
-    let (done_tx, done_rx) = bounded::<Slot>(opts.ring);
+    // Every slot of every ring fits in the filled and done channels: sending never waits.
+    let (filled_tx, filled_rx) = bounded::<Slot>(slots_total);
+    let (done_tx, done_rx) = bounded::<Slot>(slots_total);
     let (control_tx, control_rx) = unbounded::<Control>();
-    for slot in slots {
-        free_tx.send(slot).expect("free list has room for the ring");
+    let mut free_txs = Vec::with_capacity(inputs.len());
+    let mut free_rxs = Vec::with_capacity(inputs.len());
+    for (input, slots) in inputs.iter().zip(rings) {
+        let (tx, rx) = bounded::<Slot>(input.ring);
+        for slot in slots {
+            tx.send(slot).expect("free list has room for the ring");
+        }
+        free_txs.push(tx);
+        free_rxs.push(rx);
     }
     let started = Instant::now();
     let reloading = opts
@@ -137,24 +232,40 @@ pub fn run(
         .map(|r| r.start(control_tx.clone()))
         .transpose()
         .context("starting the kernel file watcher")?;
-    let capture = spawn_capture(source, free_rx, filled_tx, opts.frames, &shared)?;
+    let mut captures = Vec::with_capacity(inputs.len());
+    for (i, (input, free_rx)) in inputs.into_iter().zip(free_rxs).enumerate() {
+        let how = Capturing {
+            input: i,
+            frames: opts.frames,
+            several,
+        };
+        captures.push(spawn_capture(
+            input.source,
+            free_rx,
+            filled_tx.clone(),
+            how,
+            &shared,
+        )?);
+    }
+    drop(filled_tx);
     let process = spawn_backend(backend, filled_rx, done_tx, control_rx, opts, &shared)?;
 
     let mut recent = Recent::new(started, backend_tracks.clone(), opts.trace_last as usize);
     let mut trace = (opts.trace_frames > 0).then(|| Trace::new(started, backend_tracks));
     let ends = SinkEnds {
         done: &done_rx,
-        free: &free_tx,
+        free: &free_txs,
         controls: control_tx,
         reload: reloading.as_ref(),
         reloader: opts.reload.as_deref(),
     };
     let mut sink_stats = SinkStats::default();
+    let mut per_input = vec![PerInput::default(); shared.inputs.len()];
     let sink_result = sink_loop(
         sink,
         &ends,
         &shared,
-        &mut sink_stats,
+        (&mut sink_stats, &mut per_input),
         Traces {
             first: trace.as_mut(),
             first_frames: opts.trace_frames,
@@ -170,15 +281,20 @@ pub fn run(
         stop.request();
         // Keep slots moving so that the other threads can finish.
         while let Ok(slot) = done_rx.recv() {
-            let _ = free_tx.send(slot);
+            let _ = free_txs[slot.desc.input.0 as usize].send(slot);
         }
     }
     // The run's time ends here: a window may keep its last frame up in `finish`.
     let elapsed = started.elapsed();
     let finish_result = sink.finish().context("finishing the output");
-    drop(free_tx);
+    drop(free_txs);
+    let grace = Instant::now() + CAPTURE_GRACE;
     let ended = Ended {
-        capture: join_within(capture, CAPTURE_GRACE),
+        captures: captures
+            .into_iter()
+            .map(|c| join_within(c, grace.saturating_duration_since(Instant::now())))
+            .collect(),
+        several,
         process: process
             .join()
             .map_err(|_| anyhow!("the backend thread panicked"))?,
@@ -187,15 +303,33 @@ pub fn run(
     };
     sink_stats.pauses = shared.pauses.load(Ordering::SeqCst);
     sink_stats.stored = sink.stored();
+    let inputs = shared
+        .inputs
+        .iter()
+        .zip(per_input)
+        .enumerate()
+        .map(|(i, (c, mine))| InputStats {
+            name: c.name.clone(),
+            captured: c.captured.load(Ordering::SeqCst),
+            dropped: c.dropped.load(Ordering::SeqCst),
+            read_ms: c.read_us.load(Ordering::SeqCst) as f64 / 1000.0,
+            consumed: mine.consumed,
+            stored: sink.stored_of(i),
+            latency: mine.latency,
+            ended: c.ended.lock().ok().and_then(|e| e.clone()),
+            reconnects: c.health.as_ref().map_or(0, |h| h.reconnects()),
+        })
+        .collect();
     let summary = Summary {
-        input: shared.input.clone(),
+        input: shared.input(),
+        inputs,
         backend: shared.backend.lock().map(|b| b.clone()).unwrap_or_default(),
         sink: sink.verb().to_string(),
         elapsed,
         capture: CaptureStats {
-            captured: shared.captured.load(Ordering::SeqCst),
-            dropped: shared.dropped.load(Ordering::SeqCst),
-            read_ms: shared.read_us.load(Ordering::SeqCst) as f64 / 1000.0,
+            captured: shared.total(|c| &c.captured),
+            dropped: shared.total(|c| &c.dropped),
+            read_ms: shared.total(|c| &c.read_us) as f64 / 1000.0,
         },
         process: ProcessStats::default(),
         sink_stats,
@@ -205,11 +339,21 @@ pub fn run(
     ended.into_result(summary)
 }
 
-/// The ring's slots for `size` frames in the backend's formats, each buffer attached to
-/// the backend (page-locked for CUDA) before the first frame.
-fn attached_ring(backend: &mut dyn Backend, ring: usize, size: FrameSize) -> Result<Vec<Slot>> {
-    let mut slots = ring::allocate(ring, size, backend.formats());
+/// The most inputs one run takes.
+pub const MAX_INPUTS: usize = 64;
+
+/// Input `input`'s ring: slots for `size` frames in `formats`, tagged with the input, each
+/// buffer attached to the backend (page-locked for CUDA) before the first frame.
+fn attached_ring(
+    backend: &mut dyn Backend,
+    input: InputId,
+    ring: usize,
+    size: FrameSize,
+    formats: Formats,
+) -> Result<Vec<Slot>> {
+    let mut slots = ring::allocate(ring, size, formats);
     for slot in &mut slots {
+        slot.desc.input = input;
         for buf in slot.buffers_mut() {
             backend.attach(buf)?;
         }
@@ -217,19 +361,41 @@ fn attached_ring(backend: &mut dyn Backend, ring: usize, size: FrameSize) -> Res
     Ok(slots)
 }
 
-/// Starts the capture thread: free slots in, filled slots out, until the input ends,
-/// `frames` are read or a stop.
+/// What a capture thread needs to know of its run.
+#[derive(Clone, Copy)]
+struct Capturing {
+    /// Its input's index (`InputId`).
+    input: usize,
+    /// Stop after this many frames.
+    frames: Option<u64>,
+    /// Other inputs run beside it: reaching `frames` ends this input, not the run.
+    several: bool,
+}
+
+/// Starts an input's capture thread: free slots in, filled slots out, until the input ends,
+/// `frames` are read or a stop; why it ended is kept in the input's counters.
 fn spawn_capture(
     mut source: Box<dyn Source>,
     free: Receiver<Slot>,
     filled: Sender<Slot>,
-    frames: Option<u64>,
+    how: Capturing,
     shared: &Arc<Shared>,
 ) -> Result<thread::JoinHandle<Result<()>>> {
     let shared = shared.clone();
     Ok(thread::Builder::new()
-        .name("capture".into())
-        .spawn(move || capture_loop(source.as_mut(), &free, filled, frames, &shared))?)
+        .name(format!("capture {}", how.input))
+        .spawn(move || {
+            let r = capture_loop(source.as_mut(), &free, filled, how, &shared);
+            let why = match &r {
+                Ok(()) if shared.stop.is_requested() => "stopped".to_string(),
+                Ok(()) => "ended".to_string(),
+                Err(e) => format!("failed: {e:#}"),
+            };
+            if let Ok(mut ended) = shared.inputs[how.input].ended.lock() {
+                *ended = Some(why);
+            }
+            r
+        })?)
 }
 
 /// Starts the backend thread: filled slots in, processed slots out in order, controls
@@ -266,8 +432,10 @@ fn spawn_backend(
 
 /// How each part of a run ended, once every thread is joined or left behind.
 struct Ended {
-    /// The capture thread: joined (its result, or its panic), or None when left blocked.
-    capture: Option<thread::Result<Result<()>>>,
+    /// Each capture thread: joined (its result, or its panic), or None when left blocked.
+    captures: Vec<Option<thread::Result<Result<()>>>>,
+    /// There were several inputs (an input's error then names it).
+    several: bool,
     /// The backend thread's counts and result.
     process: (ProcessStats, Result<()>),
     /// The sink loop's result.
@@ -281,18 +449,30 @@ impl Ended {
     /// with the summary attached (`Failed`); the output's own error comes before the
     /// finish's.
     fn into_result(self, mut summary: Summary) -> Result<Summary> {
-        let capture = match self.capture {
-            Some(Ok(r)) => r.context("capture"),
-            Some(Err(_)) => Err(anyhow!("the capture thread panicked")),
-            None => {
-                leave_a_thread_behind();
-                crate::info!(
-                    "the input was still blocked in a read {} ms after the stop; not waiting for it",
-                    CAPTURE_GRACE.as_millis()
-                );
-                Ok(())
-            }
-        };
+        let mut capture = Ok(());
+        for (i, joined) in self.captures.into_iter().enumerate() {
+            let which = match self.several {
+                true => format!("input {i} ({})", summary.inputs[i].name),
+                false => "capture".to_string(),
+            };
+            let r = match joined {
+                Some(Ok(r)) => r.context(which),
+                Some(Err(_)) => Err(anyhow!("{which}: the capture thread panicked")),
+                None => {
+                    leave_a_thread_behind();
+                    let what = match self.several {
+                        true => which,
+                        false => "the input".into(),
+                    };
+                    crate::info!(
+                        "{what} was still blocked in a read {} ms after the stop; not waiting for it",
+                        CAPTURE_GRACE.as_millis()
+                    );
+                    Ok(())
+                }
+            };
+            capture = capture.and(r);
+        }
         let (process_stats, process) = self.process;
         summary.process = process_stats;
         let failure = capture
@@ -346,7 +526,8 @@ const POLL: Duration = Duration::from_millis(20);
 /// thread itself, before going on without it.
 pub const CAPTURE_GRACE: Duration = Duration::from_millis(500);
 
-/// Joins `thread` if it ends within `limit`; None when it is left running.
+/// Joins `thread` if it ends within `limit` (after each earlier thread's wait: all of a
+/// run's capture threads share one grace); None when it is left running.
 fn join_within<T>(thread: thread::JoinHandle<T>, limit: Duration) -> Option<thread::Result<T>> {
     let deadline = Instant::now() + limit;
     while !thread.is_finished() {
@@ -362,14 +543,17 @@ fn capture_loop(
     source: &mut dyn Source,
     free: &Receiver<Slot>,
     filled: Sender<Slot>,
-    frames: Option<u64>,
+    how: Capturing,
     shared: &Shared,
 ) -> Result<()> {
     let live = source.is_live();
+    let mine = &shared.inputs[how.input];
     let mut captured = 0;
     while !shared.stop.is_requested() {
-        if frames.is_some_and(|n| captured >= n) {
-            shared.stop.request(); // --frames reached: a stop, not the end of the input
+        if how.frames.is_some_and(|n| captured >= n) {
+            if !how.several {
+                shared.stop.request(); // --frames reached: a stop, not the end of the input
+            }
             return Ok(());
         }
         // Paused: one frame goes through when a step was asked for.
@@ -391,7 +575,7 @@ fn capture_loop(
                 if source.skip()? == Read::End {
                     return Ok(());
                 }
-                shared.dropped.fetch_add(1, Ordering::SeqCst);
+                mine.dropped.fetch_add(1, Ordering::SeqCst);
                 continue;
             }
             Err(TryRecvError::Empty) => match free.recv_timeout(POLL) {
@@ -413,13 +597,12 @@ fn capture_loop(
         slot.stamps.captured = Instant::now();
         let took = slot.stamps.captured - t;
         slot.stamps.capture_ms = ms(took);
-        shared
-            .read_us
+        mine.read_us
             .fetch_add(took.as_micros() as u64, Ordering::SeqCst);
         slot.desc.index = captured;
         slot.desc.pts = source.pts();
         captured += 1;
-        shared.captured.store(captured, Ordering::SeqCst);
+        mine.captured.store(captured, Ordering::SeqCst);
         if filled.send(slot).is_err() {
             return Ok(()); // the backend stopped (its error is reported by it)
         }
@@ -516,7 +699,8 @@ fn describe_control(c: &Control) -> String {
 /// The sink thread's channel ends.
 struct SinkEnds<'a> {
     done: &'a Receiver<Slot>,
-    free: &'a Sender<Slot>,
+    /// Each input's free list, by `InputId`.
+    free: &'a [Sender<Slot>],
     controls: Sender<Control>,
     /// The kernel file watcher, for `r`.
     reload: Option<&'a reload::Running>,
@@ -533,17 +717,49 @@ struct Traces<'a> {
     recent: &'a mut Recent,
 }
 
+/// What the sink loop counts of one input.
+#[derive(Clone, Default)]
+struct PerInput {
+    /// Its frames the sink took.
+    consumed: u64,
+    /// Capture → out of the sink, per frame.
+    latency: Latency,
+}
+
 fn sink_loop(
     sink: &mut dyn Sink,
     ends: &SinkEnds,
     shared: &Shared,
-    st: &mut SinkStats,
+    (st, per_input): (&mut SinkStats, &mut [PerInput]),
     mut traces: Traces,
 ) -> Result<()> {
     let mut live = Live::default();
-    live.input.clone_from(&shared.input);
+    live.input = shared.input();
+    if shared.inputs.len() > 1 {
+        live.inputs = shared
+            .inputs
+            .iter()
+            .map(|c| InputLive {
+                name: c.name.clone(),
+                ..InputLive::default()
+            })
+            .collect();
+    }
+    let refresh = |live: &mut Live| {
+        live.dropped = shared.total(|c| &c.dropped);
+        live.paused = shared.paused.load(Ordering::SeqCst);
+        for (l, c) in live.inputs.iter_mut().zip(&shared.inputs) {
+            l.captured = c.captured.load(Ordering::Relaxed);
+            l.dropped = c.dropped.load(Ordering::Relaxed);
+            if l.ended.is_none() {
+                l.ended = c.ended.lock().ok().and_then(|e| e.clone());
+            }
+            l.state = c.health.as_ref().and_then(|h| h.state());
+        }
+    };
     let act = |flow: Flow| match flow {
-        Flow::Continue => {}
+        // The mosaic's own keys reach here only without a mosaic.
+        Flow::Continue | Flow::NextTile | Flow::Alone | Flow::Pick { .. } => {}
         Flow::Quit => shared.stop.request(),
         Flow::Step => {
             // A step pauses first, so that exactly one frame goes through.
@@ -571,8 +787,7 @@ fn sink_loop(
         crate::stop::beat();
         match ends.done.recv_timeout(POLL) {
             Ok(mut slot) => {
-                live.dropped = shared.dropped.load(Ordering::SeqCst);
-                live.paused = shared.paused.load(Ordering::SeqCst);
+                refresh(&mut live);
                 if let Ok(b) = shared.backend.lock() {
                     live.backend.clone_from(&b);
                 }
@@ -581,7 +796,7 @@ fn sink_loop(
                 }
                 sink.status(&live);
                 let t = Instant::now();
-                PROGRESS[0].store(shared.captured.load(Ordering::Relaxed), Ordering::Relaxed);
+                PROGRESS[0].store(shared.total(|c| &c.captured), Ordering::Relaxed);
                 PROGRESS[1].fetch_add(1, Ordering::Relaxed);
                 PROGRESS[3].store(live.dropped, Ordering::Relaxed);
                 let desc = slot.output_desc();
@@ -592,6 +807,9 @@ fn sink_loop(
                 let end = Instant::now();
                 st.sink_ms += ms(end - t);
                 st.consumed += 1;
+                let mine = &mut per_input[slot.desc.input.0 as usize];
+                mine.consumed += 1;
+                mine.latency.record(ms(end - slot.stamps.captured));
                 PROGRESS[2].fetch_add(1, Ordering::Relaxed);
                 let s = &slot.stamps;
                 live.update(
@@ -633,11 +851,11 @@ fn sink_loop(
                         .then(|| traces.recent.layout(STRIP_FRAMES).map(Arc::new))
                         .flatten();
                 }
-                let _ = ends.free.send(slot);
+                let _ = ends.free[slot.desc.input.0 as usize].send(slot);
                 act(flow);
             }
             Err(RecvTimeoutError::Timeout) => {
-                live.paused = shared.paused.load(Ordering::SeqCst);
+                refresh(&mut live);
                 sink.status(&live);
                 act(sink.idle()?);
             }

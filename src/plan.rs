@@ -266,8 +266,12 @@ fn chroma_lost(formats: Formats) -> Option<String> {
 pub struct Request {
     /// The flags as parsed (what needs no more checking: switches, paths already checked).
     pub flags: RunArgs,
-    /// `--input`, classified.
+    /// `--input`, classified (the first one; `for_input` gives each input's request).
     pub input: InputSpec,
+    /// What `input` was given as (`--input`'s text; empty for the default).
+    pub input_name: String,
+    /// Every `--input`, classified, with its text, in order (one for a run of one input).
+    pub inputs: Vec<(InputSpec, String)>,
     /// `--output`, parsed with its codec and quality.
     pub output: Option<OutputSpec>,
     /// `--output-format`, checked (it needs `--output -`).
@@ -284,6 +288,26 @@ impl Request {
         check_args(args)
     }
 
+    /// Whether the run has several inputs.
+    pub fn several(&self) -> bool {
+        self.inputs.len() > 1
+    }
+
+    /// Input `n`'s own request: its input, and its output (`{n}` in `--output` replaced by
+    /// its index).
+    pub fn for_input(&self, n: usize) -> Result<Request> {
+        let (input, name) = self.inputs[n].clone();
+        let mut flags = self.flags.clone();
+        flags.output = flags.output.map(|o| o.replace("{n}", &n.to_string()));
+        Ok(Request {
+            input,
+            input_name: name,
+            output: output_of(&flags)?,
+            flags,
+            ..self.clone()
+        })
+    }
+
     /// What the input is asked for (`source::open`).
     pub fn asked(&self) -> crate::source::open::Asked {
         let args = &self.flags;
@@ -294,6 +318,7 @@ impl Request {
             window: !args.headless,
             no_pace: args.no_pace,
             decode: args.decode,
+            reconnect: args.reconnect || self.several(),
             untouched: args.filter.is_identity()
                 && args.headless
                 && self.output == Some(OutputSpec::Stdout),
@@ -318,6 +343,77 @@ fn encoding_of(args: &RunArgs) -> sink::Encoding {
         pix_fmt: args.pix_fmt,
         opts: args.codec_opt.clone(),
     }
+}
+
+/// `--output` as parsed with its codec, quality and encoder flags.
+fn output_of(args: &RunArgs) -> Result<Option<OutputSpec>> {
+    args.output
+        .as_deref()
+        .map(|o| {
+            OutputSpec::parse(o)
+                .and_then(|spec| spec.with_codec(args.codec))
+                .and_then(|spec| spec.with_quality(args.quality))
+                .and_then(|spec| spec.with_encoding(encoding_of(args)))
+        })
+        .transpose()
+        .map_err(anyhow::Error::msg)
+}
+
+/// Every `--input`, classified; with several, what a run of several inputs can't do is
+/// refused here (one standard input, one file per input's output, no trace yet).
+fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
+    if args.input.is_empty() {
+        return Ok(vec![(InputSpec::Default, String::new())]);
+    }
+    let mut inputs = Vec::with_capacity(args.input.len());
+    for (n, text) in args.input.iter().enumerate() {
+        let spec = InputSpec::parse(Some(text)).map_err(|e| match args.input.len() {
+            1 => anyhow::anyhow!("{e}"),
+            _ => anyhow::anyhow!("input {n}: {e}"),
+        })?;
+        inputs.push((spec, text.clone()));
+    }
+    let n = inputs.len();
+    if n == 1 {
+        return Ok(inputs);
+    }
+    if n > pipeline::MAX_INPUTS {
+        bail!(
+            "{n} inputs are more than the {} one run takes",
+            pipeline::MAX_INPUTS
+        );
+    }
+    if inputs
+        .iter()
+        .filter(|(i, _)| *i == InputSpec::Stdin)
+        .count()
+        > 1
+    {
+        bail!("--input - is given more than once: there is one standard input (a named pipe, made with mkfifo, is another stream)");
+    }
+    if args.trace.is_some() || args.timeline.is_some() {
+        bail!("--trace and --timeline trace a run of one input; this run has {n}");
+    }
+    if let Some(grid) = args.grid {
+        if grid.width * grid.height < n {
+            bail!(
+                "--grid {}x{} has {} tiles for {n} inputs",
+                grid.width,
+                grid.height,
+                grid.width * grid.height
+            );
+        }
+    }
+    match args.output.as_deref() {
+        Some("-") => bail!(
+            "--output - with {n} inputs: standard output holds one stream of frames, and framepipe does not record the mosaic; give each input its own file with {{n}} in the name (--output 'out-{{n}}.mp4')"
+        ),
+        Some(o) if !o.contains("{n}") => bail!(
+            "--output '{o}' with {n} inputs: name one file per input with {{n}}, the input's index (--output 'cam-{{n}}.mp4'); framepipe does not record the mosaic"
+        ),
+        _ => {}
+    }
+    Ok(inputs)
 }
 
 fn check_args(args: &RunArgs) -> Result<Request> {
@@ -373,17 +469,8 @@ fn check_args(args: &RunArgs) -> Result<Request> {
         }
     }
     let tracing = args.trace.is_some() || args.timeline.is_some();
-    let output = args
-        .output
-        .as_deref()
-        .map(|o| {
-            OutputSpec::parse(o)
-                .and_then(|spec| spec.with_codec(args.codec))
-                .and_then(|spec| spec.with_quality(args.quality))
-                .and_then(|spec| spec.with_encoding(encoding_of(args)))
-        })
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+    let inputs = check_inputs(args)?;
+    let output = output_of(args)?;
     if (args.codec.is_some() || args.quality.is_some()) && output.is_none() {
         bail!("--codec and --quality apply to a video --output, and there is none");
     }
@@ -400,7 +487,9 @@ fn check_args(args: &RunArgs) -> Result<Request> {
     }
     Ok(Request {
         flags: args.clone(),
-        input: InputSpec::parse(args.input.as_deref()).map_err(anyhow::Error::msg)?,
+        input: inputs[0].0.clone(),
+        input_name: inputs[0].1.clone(),
+        inputs,
         output_format: args.output_format,
         output,
         trace_frames: match args.trace_frames {

@@ -88,11 +88,129 @@ pub struct SinkStats {
     pub stored: Option<u64>,
 }
 
+/// Latency of a stream of frames, in 10 µs steps up to `Latency::TOP_MS` (later ones are
+/// counted there): fixed memory however long the run.
+#[derive(Clone, Debug)]
+pub struct Latency {
+    steps: Vec<u32>,
+    frames: u64,
+    total_ms: f64,
+    max_ms: f64,
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Self {
+            steps: vec![0; (Self::TOP_MS / Self::STEP_MS) as usize + 1],
+            frames: 0,
+            total_ms: 0.0,
+            max_ms: 0.0,
+        }
+    }
+}
+
+impl Latency {
+    /// The highest latency told apart.
+    pub const TOP_MS: f64 = 1000.0;
+    const STEP_MS: f64 = 0.01;
+
+    /// Counts one frame's latency.
+    pub fn record(&mut self, ms: f64) {
+        let step = ((ms.max(0.0) / Self::STEP_MS) as usize).min(self.steps.len() - 1);
+        self.steps[step] += 1;
+        self.frames += 1;
+        self.total_ms += ms;
+        self.max_ms = self.max_ms.max(ms);
+    }
+
+    /// The mean, ms (0 with no frame).
+    pub fn mean_ms(&self) -> f64 {
+        avg(self.total_ms, self.frames)
+    }
+
+    /// The latency `q` (0..1) of the frames are at or below, ms, to the step above (0 with
+    /// no frame).
+    pub fn quantile_ms(&self, q: f64) -> f64 {
+        if self.frames == 0 {
+            return 0.0;
+        }
+        let want = ((q * self.frames as f64).ceil() as u64).max(1);
+        let mut seen = 0;
+        for (i, &n) in self.steps.iter().enumerate() {
+            seen += u64::from(n);
+            if seen >= want {
+                return ((i + 1) as f64 * Self::STEP_MS).min(self.max_ms);
+            }
+        }
+        self.max_ms
+    }
+}
+
+/// One input's part of a run (a run of several inputs has one each).
+#[derive(Clone, Debug, Default)]
+pub struct InputStats {
+    /// Its description.
+    pub name: String,
+    /// Frames read into its ring.
+    pub captured: u64,
+    /// Frames it discarded because its ring was full (live inputs).
+    pub dropped: u64,
+    /// Time its reads took, ms.
+    pub read_ms: f64,
+    /// Its frames the sinks took.
+    pub consumed: u64,
+    /// Its frames its output holds, where the output checked.
+    pub stored: Option<u64>,
+    /// Capture → out of the sinks, per frame.
+    pub latency: Latency,
+    /// How its capture ended: "ended", "stopped", "failed: …" (None: left running).
+    pub ended: Option<String>,
+    /// Times a lost network stream was opened again.
+    pub reconnects: u64,
+}
+
+impl InputStats {
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "input": self.name,
+            "captured": self.captured,
+            "processed": self.consumed,
+            "written": self.stored.unwrap_or(self.consumed),
+            "dropped": self.dropped,
+            "reconnects": self.reconnects,
+            "capture_ms": avg(self.read_ms, self.captured),
+            "latency_ms": {
+                "mean": self.latency.mean_ms(),
+                "p99": self.latency.quantile_ms(0.99),
+                "max": self.latency.max_ms,
+            },
+            "ended": self.ended,
+        })
+    }
+}
+
+/// One input's running figures, for the mosaic's labels.
+#[derive(Clone, Debug, Default)]
+pub struct InputLive {
+    /// Its description.
+    pub name: String,
+    /// Frames captured so far.
+    pub captured: u64,
+    /// Frames dropped so far.
+    pub dropped: u64,
+    /// How it ended, once it has ("ended", "failed: …").
+    pub ended: Option<String>,
+    /// "reconnecting …" while a lost stream is being opened again.
+    pub state: Option<String>,
+}
+
 /// Everything the exit summary reports.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
-    /// The input's description (which decoder, which format).
+    /// The input's description (which decoder, which format), or how many inputs.
     pub input: String,
+    /// Each input's counts (one entry for a run of one input).
+    pub inputs: Vec<InputStats>,
     /// The backend's description at the end.
     pub backend: String,
     /// The sink's verb ("written", "shown").
@@ -183,6 +301,7 @@ impl Summary {
             "pauses": self.sink_stats.pauses,
             "overlap": overlap,
             "reloads": self.reloads,
+            "inputs": self.inputs.iter().map(InputStats::to_json).collect::<Vec<_>>(),
         })
     }
 
@@ -217,6 +336,26 @@ impl Summary {
             avg(p.latency_ms, p.processed),
             avg(self.sink_stats.sink_ms, self.sink_stats.consumed)
         );
+        if self.inputs.len() > 1 {
+            for (i, n) in self.inputs.iter().enumerate() {
+                let _ = write!(
+                    out,
+                    "\ninput {i}: {}\n  {} captured, {} {}, {} dropped, {} reconnects; latency {:.2} ms mean, {:.2} ms p99{}",
+                    n.name,
+                    n.captured,
+                    n.stored.unwrap_or(n.consumed),
+                    self.sink,
+                    n.dropped,
+                    n.reconnects,
+                    n.latency.mean_ms(),
+                    n.latency.quantile_ms(0.99),
+                    match n.ended.as_deref() {
+                        Some(e) if e.starts_with("failed") => format!("; {e}"),
+                        _ => String::new(),
+                    }
+                );
+            }
+        }
         if !p.controls.is_empty() {
             let _ = write!(out, "\nchanges while running: {}", p.controls.join(", "));
         }
@@ -273,6 +412,8 @@ pub struct Live {
     pub paused: bool,
     /// The input's description (which decoder, which format).
     pub input: String,
+    /// Each input's figures, in a run of several inputs (empty for one).
+    pub inputs: Vec<InputLive>,
     /// The backend's description.
     pub backend: String,
     /// A message to show until it is cleared (a failed kernel reload).
@@ -364,6 +505,12 @@ impl Live {
             v.push(format!("input: {}", self.input));
         }
         v.extend(self.backend.split("; ").map(str::to_string));
+        if !self.inputs.is_empty() {
+            v.push(format!(
+                "{} inputs: the keys act on every input; Tab selects a tile, Enter (z) shows it alone",
+                self.inputs.len()
+            ));
+        }
         // Page-locking and bands are the GPU pipeline's: the CPU backend has neither.
         v.push(if self.backend.starts_with("cpu") {
             "h overlay  1-9 filters  t timeline  space pause  . step  s save  q quit".into()

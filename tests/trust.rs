@@ -462,7 +462,7 @@ fn a_huge_still_image_gets_a_small_ring() {
 }
 
 #[test]
-fn a_pipe_as_input_is_named_as_such() {
+fn a_pipe_as_input_is_read_as_a_stream_and_named_as_such() {
     let dir = TempDir::new("fifo");
     let fifo = dir.join("in.fifo");
     assert!(Command::new("mkfifo")
@@ -470,10 +470,18 @@ fn a_pipe_as_input_is_named_as_such() {
         .status()
         .unwrap()
         .success());
+    // What comes through it is not YUV4MPEG2: the error names the pipe.
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = std::fs::write(fifo, b"P6 640 480 255\n");
+        })
+    };
     assert_refused(
         &["--input", fifo.to_str().unwrap(), "--headless"],
-        "is a pipe (FIFO), not a file",
+        &format!("pipe '{}' is not a YUV4MPEG2 stream", fifo.display()),
     );
+    writer.join().unwrap();
 }
 
 #[test]

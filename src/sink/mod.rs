@@ -14,9 +14,12 @@ pub mod av;
 pub mod claim;
 pub mod codec;
 pub mod encode;
+#[cfg(feature = "opencv")]
+pub mod mosaic;
 pub mod null;
 pub mod ppm;
 pub mod progress;
+pub mod route;
 pub mod spec;
 #[cfg(feature = "opencv")]
 pub mod strip;
@@ -53,6 +56,20 @@ pub enum Flow {
     Control(crate::backend::Control),
     /// Compile the chain's kernel files again and swap them in (`r`).
     Reload,
+    /// Select the mosaic's next tile (Tab, n; the mosaic takes it, nothing else does).
+    NextTile,
+    /// A left click on the picture at (`x`, `y`), picture pixels (the mosaic selects the
+    /// tile there; a double click shows it alone).
+    Pick {
+        /// Column.
+        x: i32,
+        /// Row.
+        y: i32,
+        /// A double click.
+        double: bool,
+    },
+    /// Show the selected input alone and back (Enter, z; the mosaic's).
+    Alone,
 }
 
 impl Flow {
@@ -104,6 +121,12 @@ pub trait Sink {
     /// reopens what it wrote); None where every consumed frame is known to be stored.
     fn stored(&self) -> Option<u64> {
         None
+    }
+    /// What `stored` says of input `input`'s output, in a run of several inputs (each may
+    /// have its own); the same as `stored` where the sink doesn't tell inputs apart.
+    fn stored_of(&self, input: usize) -> Option<u64> {
+        let _ = input;
+        self.stored()
     }
 }
 
@@ -185,6 +208,9 @@ impl Sink for Tee {
     }
     fn stored(&self) -> Option<u64> {
         self.0.iter().filter_map(|s| s.stored()).min()
+    }
+    fn stored_of(&self, input: usize) -> Option<u64> {
+        self.0.iter().filter_map(|s| s.stored_of(input)).min()
     }
 }
 

@@ -66,4 +66,7 @@ impl Sink for Progress {
     fn stored(&self) -> Option<u64> {
         self.inner.stored()
     }
+    fn stored_of(&self, input: usize) -> Option<u64> {
+        self.inner.stored_of(input)
+    }
 }

@@ -6,7 +6,8 @@
 //! next frame and stays paused; **s** saves the shown frame as PNG (without the overlay or
 //! the strip); **t** shows the last traced frames' timeline under the picture (`strip`);
 //! **r** reloads the chain's kernel files (a failed reload's message stays on the picture
-//! until one works). A file plays at its own rate (the capture thread paces it) and its last
+//! until one works); with several inputs, **Tab** (or **n**) or a click selects a tile of the
+//! mosaic and **Enter** (**z**, or a double click) shows it alone (`mosaic`). A file plays at its own rate (the capture thread paces it) and its last
 //! frame stays up until q. Overlay text sits on a darkened backdrop and is sized in screen
 //! pixels, whatever the window's scale.
 //!
@@ -57,6 +58,9 @@ pub struct Window {
     timeline: Option<std::sync::Arc<crate::trace::Layout>>,
     /// The canvas height the window was last sized for (the picture, plus the strip).
     canvas_rows: i32,
+    /// Left clicks on the picture not yet handed on (picture x, y, and whether double),
+    /// filled by highgui's mouse callback during `wait_key`.
+    clicks: std::sync::Arc<std::sync::Mutex<Vec<(i32, i32, bool)>>>,
 }
 
 impl Window {
@@ -69,6 +73,22 @@ impl Window {
         let screen = std::env::var("DISPLAY")
             .ok()
             .and_then(|d| super::xscreen::screen_size(&d));
+        let clicks = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let seen = clicks.clone();
+        highgui::set_mouse_callback(
+            title,
+            Some(Box::new(move |event, x, y, _flags| {
+                let double = match event {
+                    highgui::EVENT_LBUTTONDOWN => false,
+                    highgui::EVENT_LBUTTONDBLCLK => true,
+                    _ => return,
+                };
+                if let Ok(mut c) = seen.lock() {
+                    c.push((x, y, double));
+                }
+            })),
+        )
+        .context("watching the window's mouse")?;
         Ok(Self {
             title: title.to_string(),
             shown: false,
@@ -86,6 +106,7 @@ impl Window {
             strip: false,
             timeline: None,
             canvas_rows: 0,
+            clicks,
         })
     }
 
@@ -112,6 +133,10 @@ impl Window {
             if flow != Flow::Continue {
                 return Ok(flow);
             }
+        }
+        let click = self.clicks.lock().ok().and_then(|mut c| c.pop());
+        if let Some((x, y, double)) = click {
+            return Ok(Flow::Pick { x, y, double });
         }
         if self.shown {
             let visible = highgui::get_window_property(&self.title, highgui::WND_PROP_VISIBLE)?;
@@ -146,6 +171,8 @@ impl Window {
             }
             b' ' => Flow::TogglePause,
             b'.' => Flow::Step,
+            b'\t' | b'n' | b'N' => Flow::NextTile,
+            b'\r' | b'\n' | b'z' | b'Z' => Flow::Alone,
             b'r' | b'R' => Flow::Reload,
             b'h' | b'H' => {
                 self.overlay = !self.overlay;

@@ -166,7 +166,7 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
             Ok(Box::new(c))
         }
         InputSpec::Image(path) => StillImage::open(path).map(|s| Box::new(s) as _),
-        InputSpec::Default | InputSpec::Pattern | InputSpec::Stdin => {
+        InputSpec::Default | InputSpec::Pattern(_) | InputSpec::Stdin | InputSpec::Pipe(_) => {
             bail!("internal: {spec:?} is not an OpenCV source")
         }
     }

@@ -11,6 +11,7 @@
 
 pub mod open;
 pub mod pattern;
+pub mod reconnect;
 pub mod stdin;
 
 #[cfg(feature = "opencv")]
@@ -21,6 +22,8 @@ pub mod decode;
 mod ffmpeg_log;
 #[cfg(feature = "opencv")]
 pub mod media;
+
+use std::os::unix::fs::FileTypeExt;
 
 use anyhow::Result;
 
@@ -187,6 +190,10 @@ pub trait Source: Send {
     fn timestamp(&self) -> Option<f64> {
         None
     }
+    /// How a reconnecting input is doing (`reconnect`); None for any other.
+    fn health(&self) -> Option<std::sync::Arc<reconnect::Health>> {
+        None
+    }
     /// The last frame's presentation time as the source keeps it (a file's own time base,
     /// exact); by default `timestamp` to the microsecond.
     fn pts(&self) -> Option<crate::desc::Timestamp> {
@@ -200,8 +207,9 @@ pub trait Source: Send {
 pub enum InputSpec {
     /// No `--input`: the default camera, or the test pattern where there is none.
     Default,
-    /// The built-in test pattern.
-    Pattern,
+    /// The built-in test pattern, with its own size, format or rate where given
+    /// (`pattern:640x360:nv12:25`).
+    Pattern(PatternOpts),
     /// A camera by index.
     Camera(i32),
     /// A URL (`rtsp://…`, `http://…`) or a GStreamer pipeline (holds `!`).
@@ -212,6 +220,98 @@ pub enum InputSpec {
     Video(std::path::PathBuf),
     /// Standard input (`-`): a YUV4MPEG2 stream, or raw frames (`--input-format`).
     Stdin,
+    /// A named pipe (FIFO), read as standard input is.
+    Pipe(std::path::PathBuf),
+}
+
+/// What `pattern:…` says of the pattern; what it leaves out comes from `--size`,
+/// `--input-format` and `--fps`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PatternOpts {
+    /// Its size.
+    pub size: Option<FrameSize>,
+    /// Its pixel format.
+    pub format: Option<crate::pixel::PixelFormat>,
+    /// Its rate (0: unpaced).
+    pub fps: Option<f64>,
+}
+
+impl PatternOpts {
+    /// Reads the words after `pattern:` (separated by ':'), each a size (`640x360`), a pixel
+    /// format (`nv12`) or a rate (`25`, `29.97`, `0`), or the same as `size=`, `format=`,
+    /// `fps=`; each at most once.
+    pub fn parse(words: &str) -> Result<Self, String> {
+        let mut o = PatternOpts::default();
+        for word in words.split(':') {
+            let (key, value) = match word.split_once('=') {
+                Some((k, v)) => (Some(k.trim()), v.trim()),
+                None => (None, word.trim()),
+            };
+            let bad = |why: String| format!("--input 'pattern:{words}': {why}");
+            let size = || value.parse::<FrameSize>();
+            let format = || {
+                <crate::pixel::PixelFormat as clap::ValueEnum>::from_str(value, true)
+                    .map_err(|_| format!("'{value}' is not a pixel format"))
+            };
+            let fps = || match value.parse::<f64>() {
+                Ok(f) if f == 0.0 || (crate::plan::MIN_FPS..=crate::plan::MAX_FPS).contains(&f) => {
+                    Ok(f)
+                }
+                _ => Err(format!(
+                    "'{value}' is not a rate (0, or {} to {} frames per second)",
+                    crate::plan::MIN_FPS,
+                    crate::plan::MAX_FPS
+                )),
+            };
+            let twice = |what: &str| bad(format!("the {what} is given twice"));
+            match key {
+                Some("size" | "s") => {
+                    if o.size.replace(size().map_err(&bad)?).is_some() {
+                        return Err(twice("size"));
+                    }
+                }
+                Some("format" | "pix_fmt") => {
+                    if o.format.replace(format().map_err(&bad)?).is_some() {
+                        return Err(twice("format"));
+                    }
+                }
+                Some("fps" | "rate" | "r") => {
+                    if o.fps.replace(fps().map_err(&bad)?).is_some() {
+                        return Err(twice("rate"));
+                    }
+                }
+                Some(k) => {
+                    return Err(bad(format!(
+                        "'{k}' is not a pattern setting (size, format, fps)"
+                    )))
+                }
+                None if value.is_empty() => return Err(bad("an empty setting".into())),
+                None if value.contains('x') && size().is_ok() => {
+                    if o.size.replace(size().map_err(&bad)?).is_some() {
+                        return Err(twice("size"));
+                    }
+                }
+                None if value.parse::<f64>().is_ok() => {
+                    if o.fps.replace(fps().map_err(&bad)?).is_some() {
+                        return Err(twice("rate"));
+                    }
+                }
+                None => match format() {
+                    Ok(f) => {
+                        if o.format.replace(f).is_some() {
+                            return Err(twice("format"));
+                        }
+                    }
+                    Err(_) => {
+                        return Err(bad(format!(
+                            "'{value}' is neither a size (640x360), a pixel format (nv12) nor a rate (25)"
+                        )))
+                    }
+                },
+            }
+        }
+        Ok(o)
+    }
 }
 
 /// File extensions opened as still images (looped) rather than as videos.
@@ -233,7 +333,14 @@ impl InputSpec {
             return Ok(InputSpec::Stdin);
         }
         if s.eq_ignore_ascii_case("pattern") {
-            return Ok(InputSpec::Pattern);
+            return Ok(InputSpec::Pattern(PatternOpts::default()));
+        }
+        if let Some(words) = s
+            .get(..8)
+            .filter(|p| p.eq_ignore_ascii_case("pattern:"))
+            .map(|_| &s[8..])
+        {
+            return PatternOpts::parse(words).map(InputSpec::Pattern);
         }
         if let Ok(index) = s.parse::<i32>() {
             if index < 0 {
@@ -254,12 +361,15 @@ impl InputSpec {
                 "input '{s}' is a directory, not a video or image file"
             ));
         }
+        if meta.file_type().is_fifo() {
+            return Ok(InputSpec::Pipe(path)); // read as standard input is
+        }
         if let Some(kind) = crate::paths::special_kind(&meta) {
             if kind == "character device" && s.starts_with("/dev/video") {
                 return Ok(InputSpec::Stream(s.to_string())); // a V4L2 camera by its path
             }
             return Err(format!(
-                "input '{s}' is a {kind}, not a file: framepipe reads video and image files, cameras, URLs and GStreamer pipelines; a stream from a pipe comes through standard input (--input -, YUV4MPEG2 or raw frames)"
+                "input '{s}' is a {kind}, not a file: framepipe reads video and image files, cameras, URLs, GStreamer pipelines, named pipes and standard input (YUV4MPEG2 or raw frames)"
             ));
         }
         if meta.len() == 0 {
@@ -285,8 +395,27 @@ mod tests {
         assert_eq!(InputSpec::parse(None).unwrap(), InputSpec::Default);
         assert_eq!(
             InputSpec::parse(Some("pattern")).unwrap(),
-            InputSpec::Pattern
+            InputSpec::Pattern(PatternOpts::default())
         );
+        let p = InputSpec::parse(Some("Pattern:640x360:nv12:fps=25")).unwrap();
+        assert_eq!(
+            p,
+            InputSpec::Pattern(PatternOpts {
+                size: Some(FrameSize::new(640, 360)),
+                format: Some(crate::pixel::PixelFormat::Nv12),
+                fps: Some(25.0),
+            })
+        );
+        for bad in [
+            "pattern:",
+            "pattern:640x360:320x240",
+            "pattern:teal",
+            "pattern:fps=-3",
+            "pattern:depth=8",
+        ] {
+            let e = InputSpec::parse(Some(bad)).unwrap_err();
+            assert!(e.starts_with("--input 'pattern:"), "{bad}: {e}");
+        }
         assert_eq!(InputSpec::parse(Some("2")).unwrap(), InputSpec::Camera(2));
         assert!(matches!(
             InputSpec::parse(Some("rtsp://cam/1")).unwrap(),
@@ -312,8 +441,10 @@ mod tests {
             .status()
             .unwrap();
         assert!(made.success());
-        let e = InputSpec::parse(fifo.to_str()).unwrap_err();
-        assert!(e.contains("is a pipe (FIFO), not a file"), "{e}");
+        assert_eq!(
+            InputSpec::parse(fifo.to_str()).unwrap(),
+            InputSpec::Pipe(fifo.clone())
+        );
         std::fs::remove_file(fifo).unwrap();
         assert!(InputSpec::parse(Some("-1")).is_err());
     }

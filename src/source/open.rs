@@ -46,6 +46,9 @@ pub struct Asked {
     /// `--decode`: who decodes files and network streams.
     #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
     pub decode: Decode,
+    /// A live network stream is opened again when lost (`reconnect`): several inputs, or
+    /// `--reconnect`.
+    pub reconnect: bool,
     /// Frames pass untouched to standard output alone (`--filter copy`, headless).
     #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
     pub untouched: bool,
@@ -96,6 +99,7 @@ pub fn interruptibly(stop: &Stop, input: InputSpec, asked: Asked) -> Result<Opti
                 None => asked,
             };
             let opened = open_source(&input, asked).map(|source| {
+                let source = reconnecting(source, &input, asked);
                 // A file at a URL: its rate, time base and audio, as a local file's.
                 let media = match &input {
                     #[cfg(feature = "opencv")]
@@ -126,19 +130,50 @@ pub fn interruptibly(stop: &Stop, input: InputSpec, asked: Asked) -> Result<Opti
     }
 }
 
+/// `source`, reopened when lost where it is a live network stream and `asked.reconnect`.
+fn reconnecting(source: Box<dyn Source>, input: &InputSpec, asked: Asked) -> Box<dyn Source> {
+    match input {
+        InputSpec::Stream(url)
+            if asked.reconnect
+                && source.is_live()
+                && url.contains("://")
+                && !url.starts_with("file:") =>
+        {
+            let again = input.clone();
+            Box::new(super::reconnect::Reconnecting::new(
+                source,
+                Box::new(move || open_source(&again, asked)),
+                url.clone(),
+                Stop::process(),
+            ))
+        }
+        _ => source,
+    }
+}
+
 fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
-    let pattern = || -> Result<Box<dyn Source>> {
-        let size = asked.size.unwrap_or(DEFAULT_SIZE);
-        let format = asked.input_format.pixel().unwrap_or(PixelFormat::Bgr24);
-        format
-            .check(size)
-            .map_err(|e| anyhow::anyhow!("--input-format {format}: {e}"))?;
+    let pattern = |o: super::PatternOpts| -> Result<Box<dyn Source>> {
+        let size = o.size.or(asked.size).unwrap_or(DEFAULT_SIZE);
+        let format = o
+            .format
+            .or(asked.input_format.pixel())
+            .unwrap_or(PixelFormat::Bgr24);
+        format.check(size).map_err(|e| match o.format {
+            Some(_) => anyhow::anyhow!("--input pattern: {format} at {size}: {e}"),
+            None => anyhow::anyhow!("--input-format {format}: {e}"),
+        })?;
         Ok(Box::new(
-            Pattern::new(size, asked.fps.unwrap_or(DEFAULT_FPS)).in_format(format),
+            Pattern::new(size, o.fps.or(asked.fps).unwrap_or(DEFAULT_FPS)).in_format(format),
         ))
     };
     match input {
-        InputSpec::Pattern => pattern(),
+        InputSpec::Pattern(o) => pattern(*o),
+        InputSpec::Pipe(path) => Ok(Box::new(super::stdin::Stdin::open_pipe(
+            path,
+            asked.input_format,
+            asked.size,
+            asked.fps,
+        )?)),
         InputSpec::Stdin => Ok(Box::new(super::stdin::Stdin::open(
             asked.input_format,
             asked.size,
@@ -156,7 +191,7 @@ fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
             }
             #[cfg(not(feature = "opencv"))]
             info!("built without OpenCV; showing the test pattern");
-            pattern()
+            pattern(super::PatternOpts::default())
         }
         #[cfg(feature = "opencv")]
         other => open_capture(other, asked),

@@ -1,4 +1,4 @@
-//! Frames from standard input: a YUV4MPEG2 stream (what `ffmpeg -i ANY -f yuv4mpegpipe -`
+//! Frames from standard input (or a named pipe, read the same way): a YUV4MPEG2 stream (what `ffmpeg -i ANY -f yuv4mpegpipe -`
 //! writes, so that framepipe reads every codec and container ffmpeg reads), or headerless
 //! frames of a format and size given with `--input-format` and `--size`.
 //!
@@ -84,23 +84,23 @@ pub struct Header {
 
 /// Reads one line (without its newline) of at most `MAX_LINE` bytes; None at the end of
 /// the stream before any byte.
-fn line(r: &mut impl BufRead, what: &str) -> Result<Option<String>> {
+fn line(r: &mut impl BufRead, what: &str, from: &str) -> Result<Option<String>> {
     let mut buf = Vec::new();
     let n = r
         .by_ref()
         .take(MAX_LINE as u64 + 1)
         .read_until(b'\n', &mut buf)
-        .with_context(|| format!("reading {what} from standard input"))?;
+        .with_context(|| format!("reading {what} from {from}"))?;
     if n == 0 {
         return Ok(None);
     }
     if buf.last() != Some(&b'\n') {
-        bail!("standard input: {what} is not a line of at most {MAX_LINE} bytes (is this a YUV4MPEG2 stream?)");
+        bail!("{from}: {what} is not a line of at most {MAX_LINE} bytes (is this a YUV4MPEG2 stream?)");
     }
     buf.pop();
-    String::from_utf8(buf).map(Some).map_err(|_| {
-        anyhow::anyhow!("standard input: {what} is not text (is this a YUV4MPEG2 stream?)")
-    })
+    String::from_utf8(buf)
+        .map(Some)
+        .map_err(|_| anyhow::anyhow!("{from}: {what} is not text (is this a YUV4MPEG2 stream?)"))
 }
 
 /// The widest and highest frame a Y4M header may give.
@@ -208,9 +208,11 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
     })
 }
 
-/// Frames from standard input.
+/// Frames from standard input, or from a named pipe read the same way.
 pub struct Stdin {
-    reader: BufReader<std::io::Stdin>,
+    reader: BufReader<Box<dyn Read + Send>>,
+    /// "standard input", or "pipe 'PATH'": what the messages name.
+    name: String,
     y4m: bool,
     format: PixelFormat,
     size: FrameSize,
@@ -234,13 +236,46 @@ impl Stdin {
         // A larger pipe lets the writer run ahead by a few frames (ignored where refused).
         // SAFETY: fcntl on fd 0 with F_SETPIPE_SZ only resizes the pipe's buffer.
         unsafe { libc::fcntl(0, libc::F_SETPIPE_SZ, 1 << 20) };
-        let mut reader = BufReader::with_capacity(1 << 20, stdin);
+        Self::from_reader(Box::new(stdin), "standard input".into(), format, size, fps)
+    }
+
+    /// Opens the named pipe `path` (waiting for its writer, as a FIFO's open does) and reads
+    /// it as standard input is read.
+    pub fn open_pipe(
+        path: &std::path::Path,
+        format: InputFormat,
+        size: Option<FrameSize>,
+        fps: Option<f64>,
+    ) -> Result<Self> {
+        let name = format!("pipe '{}'", path.display());
+        let file = std::fs::File::open(path).with_context(|| format!("opening {name}"))?;
+        // SAFETY: fcntl with F_SETPIPE_SZ on the pipe's own open descriptor only resizes
+        // its buffer.
+        unsafe {
+            libc::fcntl(
+                std::os::fd::AsRawFd::as_raw_fd(&file),
+                libc::F_SETPIPE_SZ,
+                1 << 20,
+            )
+        };
+        Self::from_reader(Box::new(file), name, format, size, fps)
+    }
+
+    fn from_reader(
+        reader: Box<dyn Read + Send>,
+        name: String,
+        format: InputFormat,
+        size: Option<FrameSize>,
+        fps: Option<f64>,
+    ) -> Result<Self> {
+        let mut reader = BufReader::with_capacity(1 << 20, reader);
         let mut tags = None;
         let (pixel, size, rate, y4m, notes) = match format {
             InputFormat::Y4m => {
-                let text = line(&mut reader, "the YUV4MPEG2 header")?
-                    .context("standard input is empty: no YUV4MPEG2 header came")?;
-                let h = parse_header(&text).map_err(anyhow::Error::msg)?;
+                let text = line(&mut reader, "the YUV4MPEG2 header", &name)?
+                    .with_context(|| format!("{name} is empty: no YUV4MPEG2 header came"))?;
+                let h = parse_header(&text)
+                    .map_err(|e| anyhow::anyhow!(e.replacen("standard input", &name, 1)))?;
                 tags = Some(h.tags);
                 (h.format, h.size, h.rate, true, h.notes)
             }
@@ -253,7 +288,7 @@ impl Stdin {
                     .fill_buf()
                     .is_ok_and(|b| b.starts_with(b"YUV4MPEG2 "))
                 {
-                    bail!("--input-format {pixel}: standard input is a YUV4MPEG2 stream, not raw frames; leave --input-format out (or give y4m) and its header gives the size, rate and format");
+                    bail!("--input-format {pixel}: {name} is a YUV4MPEG2 stream, not raw frames; leave --input-format out (or give y4m) and its header gives the size, rate and format");
                 }
                 let size = size.context("--input-format for raw frames needs --size WxH")?;
                 pixel.check(size).map_err(anyhow::Error::msg)?;
@@ -262,7 +297,7 @@ impl Stdin {
             }
         };
         for note in &notes {
-            crate::info!("standard input: {note}");
+            crate::info!("{name}: {note}");
         }
         Ok(Self {
             reader,
@@ -274,21 +309,23 @@ impl Stdin {
             skipped: Vec::new(),
             frames: 0,
             what: format!(
-                "standard input ({}, {pixel})",
+                "{name} ({}, {pixel})",
                 if y4m { "YUV4MPEG2" } else { "raw" }
             ),
+            name,
         })
     }
 
     /// Reads the next frame's bytes into `frame`; false at the end between frames.
     fn next_raw(&mut self, frame: &mut [u8]) -> Result<bool> {
         if self.y4m {
-            let Some(tag) = line(&mut self.reader, "a FRAME line")? else {
+            let Some(tag) = line(&mut self.reader, "a FRAME line", &self.name)? else {
                 return Ok(false);
             };
             if !tag.starts_with("FRAME") {
                 bail!(
-                    "standard input: frame {} does not start with 'FRAME' (the stream is damaged, or its frames are not the header's size)",
+                    "{}: frame {} does not start with 'FRAME' (the stream is damaged, or its frames are not the header's size)",
+                    self.name,
                     self.frames
                 );
             }
@@ -298,14 +335,15 @@ impl Stdin {
             match self.reader.read(&mut frame[got..]) {
                 Ok(0) if got == 0 && !self.y4m => return Ok(false),
                 Ok(0) => bail!(
-                    "standard input ended inside frame {}: {got} of its {} bytes came (the {} frames before it were processed)",
+                    "{} ended inside frame {}: {got} of its {} bytes came (the {} frames before it were processed)",
+                    self.name,
                     self.frames,
                     frame.len(),
                     self.frames
                 ),
                 Ok(n) => got += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e).context("reading standard input"),
+                Err(e) => return Err(e).with_context(|| format!("reading {}", self.name)),
             }
         }
         Ok(true)

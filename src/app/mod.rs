@@ -25,12 +25,18 @@ use crate::source::{InputSpec, Source};
 use crate::stats::Summary;
 use crate::stop::Stop;
 
+mod several;
+
 /// Runs the pipeline as `args` say; Ok also when the user stopped it. The flags are checked
 /// once, into a `Request`, and every later step reads that.
 pub fn run(args: &RunArgs) -> Result<()> {
     let stop = Stop::process();
     Stop::install_signal_handler().context("installing the signal handlers")?;
-    run_request(&Request::check(args)?, &stop)
+    let request = Request::check(args)?;
+    if request.several() {
+        return several::run(&request, &stop);
+    }
+    run_request(&request, &stop)
 }
 
 /// The run a checked request describes: outputs claimed, the input opened (while CUDA warms
@@ -120,37 +126,18 @@ fn open_sinks(
 ) -> Result<Box<dyn Sink>> {
     let args = &checked.flags;
     let size = source.size();
+    let (bands, total) = (places.bands, frames_to_go(source, args));
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
-    if let Some(spec) = &checked.output {
-        sink::check_rate(spec, places.fps).map_err(anyhow::Error::msg)?;
-        let timing = timing(places.media, places.fps, args, Some(spec));
-        let stdout = sink::y4m::Layout {
-            write: checked.output_format.unwrap_or(PixelFormat::I420),
-            given: places.formats.output,
-            tags: source.picture_tags().unwrap_or_default(),
-        };
-        // A source with no known end (a camera, a stream, the pattern, standard input) is
-        // recorded in MP4/MOV fragments, so that a crash keeps all but the last second.
-        let fragmented = args.fragmented || source.is_live() || source.frame_count().is_none();
-        sinks.push(sink::open_output(
-            spec,
-            places.claimed,
-            size,
-            places.fps,
-            &timing,
-            stdout,
-            fragmented,
-        )?);
-    }
+    sinks.extend(open_file_output(checked, source, places)?);
     if !args.headless {
         let knobs = Knobs {
             pageable: args.pageable,
-            bands: places.bands,
+            bands,
             height: size.height,
         };
         // At the end of a file the last frame stays up until q (or a stop).
         let hold = (!args.exit_at_end).then(|| stop.clone());
-        sinks.insert(0, open_window(knobs, hold)?);
+        sinks.insert(0, open_window("framepipe", knobs, hold)?);
     }
     let mut sink: Box<dyn Sink> = match sinks.len() {
         0 => Box::new(sink::null::Null),
@@ -158,13 +145,49 @@ fn open_sinks(
         _ => Box::new(sink::Tee(sinks)),
     };
     if args.headless && !args.quiet {
-        let total = match (source.frame_count(), args.frames) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
         sink = Box::new(sink::progress::Progress::new(sink, total));
     }
     Ok(sink)
+}
+
+/// The frames `source` will give in this run, where known (a file's count, or `--frames`).
+fn frames_to_go(source: &dyn Source, args: &RunArgs) -> Option<u64> {
+    match (source.frame_count(), args.frames) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Opens the file or stream `--output` names for `source`'s frames, where it names one.
+fn open_file_output(
+    checked: &Request,
+    source: &dyn Source,
+    places: Places,
+) -> Result<Option<Box<dyn Sink>>> {
+    let args = &checked.flags;
+    let Some(spec) = &checked.output else {
+        return Ok(None);
+    };
+    sink::check_rate(spec, places.fps).map_err(anyhow::Error::msg)?;
+    let timing = timing(places.media, places.fps, args, Some(spec));
+    let stdout = sink::y4m::Layout {
+        write: checked.output_format.unwrap_or(PixelFormat::I420),
+        given: places.formats.output,
+        tags: source.picture_tags().unwrap_or_default(),
+    };
+    // A source with no known end (a camera, a stream, the pattern, standard input) is
+    // recorded in MP4/MOV fragments, so that a crash keeps all but the last second.
+    let fragmented = args.fragmented || source.is_live() || source.frame_count().is_none();
+    sink::open_output(
+        spec,
+        places.claimed,
+        source.size(),
+        places.fps,
+        &timing,
+        stdout,
+        fragmented,
+    )
+    .map(Some)
 }
 
 /// After a run: the summary (and a warning when a live input dropped many frames),
@@ -308,7 +331,7 @@ fn check_outputs(request: &Request) -> Result<sink::claim::Claimed> {
     let overwrite = Overwrite::from_flags(args.overwrite, args.no_overwrite);
     let input_file = match input {
         InputSpec::Video(p) | InputSpec::Image(p) => paths::file_id(p).map(|id| InputFile {
-            name: args.input.as_deref().unwrap_or_default(),
+            name: &request.input_name,
             id,
         }),
         _ => None,
@@ -433,15 +456,11 @@ fn check_window_possible() -> Result<()> {
 }
 
 #[cfg(feature = "opencv")]
-fn open_window(knobs: Knobs, hold: Option<Stop>) -> Result<Box<dyn Sink>> {
-    Ok(Box::new(sink::window::Window::open(
-        "framepipe",
-        knobs,
-        hold,
-    )?))
+fn open_window(title: &str, knobs: Knobs, hold: Option<Stop>) -> Result<Box<dyn Sink>> {
+    Ok(Box::new(sink::window::Window::open(title, knobs, hold)?))
 }
 
 #[cfg(not(feature = "opencv"))]
-fn open_window(_knobs: Knobs, _hold: Option<Stop>) -> Result<Box<dyn Sink>> {
+fn open_window(_title: &str, _knobs: Knobs, _hold: Option<Stop>) -> Result<Box<dyn Sink>> {
     bail!("this build has no OpenCV and cannot open a window")
 }

@@ -1,0 +1,314 @@
+//! A run of several inputs (`--input` given more than once): every input's outputs claimed,
+//! the inputs opened side by side, a plan settled for each (its ring, its formats), one
+//! backend for all, each input's own output (`{n}` in `--output`), the mosaic (or one
+//! window each with `--no-mosaic`), one pipeline, and a summary with a part per input.
+//!
+//! Invariants: what a run of one input refuses, each input's part refuses too, before
+//! anything opens; an input that can't be opened is said at once and the others run (its
+//! tile says why, and the run exits non-zero at the end); each input's output is written
+//! from its own frames only, as a run of that input alone would write it.
+
+use anyhow::{bail, Context, Result};
+
+use super::{
+    arm_exit_summary, check_outputs, check_window_possible, disarm_exit_summary, frames_to_go,
+    open_file_output, open_window, report, user_kernels, write_summary_json, Places,
+};
+use crate::info;
+use crate::pipeline::{self, Input};
+use crate::plan::{Plan, Request};
+use crate::sink::{self, route::ByInput, Knobs, Sink};
+use crate::source::open::Opened;
+use crate::stats::InputStats;
+use crate::stop::Stop;
+
+/// Slots each input's ring holds when `--ring` is not given (fewer than one input's
+/// default: many rings share the host's memory).
+const RING_EACH: usize = 6;
+
+/// Runs every input of `request` (module doc).
+pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
+    let args = &request.flags;
+    let n = request.inputs.len();
+    let requests = (0..n)
+        .map(|i| request.for_input(i))
+        .collect::<Result<Vec<_>>>()?;
+    refuse_crossed_files(&requests)?;
+    let mut claims = Vec::with_capacity(n);
+    for r in &requests {
+        claims.push(Some(check_outputs(r)?));
+    }
+    if !args.headless {
+        if let Err(e) = check_window_possible() {
+            if stop.is_requested() {
+                info!("stopped before the window opened; nothing was written");
+                return Ok(());
+            }
+            return Err(e);
+        }
+    }
+    let warming = (args.backend != crate::backend::BackendKind::Cpu)
+        .then(|| crate::backend::device::warm_up(crate::backend::device::DEFAULT_DEVICE));
+    let Some(opened) = open_all(stop, &requests) else {
+        pipeline::leave_a_thread_behind();
+        info!("stopped while the inputs were opening; nothing was written");
+        return Ok(());
+    };
+
+    // The inputs that opened run, numbered in order (their `InputId`); the others keep
+    // their tile and their place in the summary.
+    let mut running: Vec<(usize, Opened, Plan)> = Vec::new();
+    let mut failed: Vec<(usize, String)> = Vec::new();
+    for (i, result) in opened.into_iter().enumerate() {
+        match result {
+            Ok((source, media)) => {
+                info!("input {i}: {}", source.describe());
+                let mut plan = Plan::settle(&requests[i], source.as_ref())
+                    .with_context(|| format!("input {i} ({})", requests[i].input_name))?;
+                if args.ring.is_none() {
+                    plan.ring = plan.ring.min(RING_EACH);
+                    plan.backend.in_flight = plan.backend.in_flight.min(plan.ring - 2).max(1);
+                }
+                // Spans are keyed by frame number, which inputs share: no rolling trace.
+                plan.backend.rolling = crate::trace::Rolling::Off;
+                running.push((i, (source, media), plan));
+            }
+            Err(e) => {
+                crate::warn!(
+                    "input {i} ({}) could not be opened: {e:#}; the other inputs go on",
+                    requests[i].input_name
+                );
+                failed.push((i, format!("failed: {e:#}")));
+            }
+        }
+    }
+    let Some((first, _, plan)) = running.first() else {
+        bail!(
+            "none of the {n} inputs could be opened ({})",
+            failed
+                .iter()
+                .map(|(i, e)| format!("input {i}: {}", e.trim_start_matches("failed: ")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+    };
+    let _warm = warming.and_then(|w| w.join().ok().flatten());
+    let backend = plan.make_backend()?;
+    info!("backend: {}", backend.describe());
+    let reload = user_kernels(&requests[*first], &plan.backend)?;
+    let opts = plan.options(reload);
+
+    let mut each: Vec<Option<Box<dyn Sink>>> = Vec::with_capacity(running.len());
+    let mut total = Some(0u64);
+    for (i, (source, media), plan) in &running {
+        let places = Places {
+            claimed: claims[*i].take().expect("claimed once"),
+            fps: plan.fps,
+            formats: plan.backend.formats,
+            bands: plan.backend.plan.len(),
+            media: media.as_ref(),
+        };
+        let mut own: Vec<Box<dyn Sink>> = Vec::new();
+        own.extend(open_file_output(&requests[*i], source.as_ref(), places)?);
+        if !args.headless && args.no_mosaic {
+            let knobs = knobs(args, plan);
+            let title = format!("framepipe {i}: {}", requests[*i].input_name);
+            own.insert(0, open_window(&title, knobs, None)?);
+        }
+        total = total
+            .zip(frames_to_go(source.as_ref(), args))
+            .map(|(a, b)| a + b);
+        each.push(match own.len() {
+            0 => None,
+            1 => own.pop(),
+            _ => Some(Box::new(sink::Tee(own))),
+        });
+    }
+    let all = match args.headless || args.no_mosaic {
+        true => None,
+        false => Some(open_mosaic(request, &running, &failed, stop)?),
+    };
+    let mut sink: Box<dyn Sink> = Box::new(ByInput::new(each, all));
+    if args.headless && !args.quiet {
+        sink = Box::new(sink::progress::Progress::new(sink, total));
+    }
+    info!("output: {}", sink.describe());
+
+    let names: Vec<String> = requests.iter().map(|r| r.input_name.clone()).collect();
+    let order: Vec<usize> = running.iter().map(|(i, ..)| *i).collect();
+    let inputs: Vec<Input> = running
+        .into_iter()
+        .map(|(_, (source, _), plan)| Input {
+            source,
+            ring: plan.ring,
+            formats: plan.backend.formats,
+        })
+        .collect();
+    arm_exit_summary(request);
+    let ran = pipeline::run_inputs(inputs, backend, sink.as_mut(), &opts, stop);
+    disarm_exit_summary();
+    let mut summary = match ran {
+        Ok(summary) => summary,
+        Err(e) => {
+            if let Some(failed_run) = e.downcast_ref::<pipeline::Failed>() {
+                let mut summary = (*failed_run.summary).clone();
+                summary.inputs = in_order(summary.inputs, &order, &failed, &names);
+                crate::say!("{}", summary.render());
+                write_summary_json(request, &summary, Some(&format!("{e:#}")))?;
+            }
+            return Err(e);
+        }
+    };
+    summary.inputs = in_order(summary.inputs, &order, &failed, &names);
+    if let Some((i, why)) = failed.first() {
+        let error = format!(
+            "input {i} ({}) could not be opened: {}",
+            names[*i],
+            why.trim_start_matches("failed: ")
+        );
+        crate::say!("{}", summary.render());
+        write_summary_json(request, &summary, Some(&error))?;
+        bail!("{error}; the other inputs ran to their end");
+    }
+    report(request, &summary)
+}
+
+/// Opens every input at once (a slow one doesn't hold the others' opening up); None when a
+/// stop came first.
+fn open_all(stop: &Stop, requests: &[Request]) -> Option<Vec<Result<Opened>>> {
+    let results: Vec<Result<Option<Opened>>> = std::thread::scope(|s| {
+        let handles: Vec<_> = requests
+            .iter()
+            .map(|r| {
+                s.spawn(move || {
+                    crate::source::open::interruptibly(stop, r.input.clone(), r.asked())
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("opening the input panicked")))
+            })
+            .collect()
+    });
+    if stop.is_requested() || results.iter().any(|r| matches!(r, Ok(None))) {
+        return None;
+    }
+    Some(
+        results
+            .into_iter()
+            .map(|r| r.map(|o| o.expect("not stopped")))
+            .collect(),
+    )
+}
+
+/// The window's knobs for an input's plan.
+fn knobs(args: &crate::cli::RunArgs, plan: &Plan) -> Knobs {
+    Knobs {
+        pageable: args.pageable,
+        bands: plan.backend.plan.len(),
+        height: plan.backend.size.height,
+    }
+}
+
+/// The mosaic of every input, in one window.
+#[cfg(feature = "opencv")]
+fn open_mosaic(
+    request: &Request,
+    running: &[(usize, Opened, Plan)],
+    failed: &[(usize, String)],
+    stop: &Stop,
+) -> Result<Box<dyn Sink>> {
+    use crate::sink::mosaic::{self, Mosaic};
+    let args = &request.flags;
+    let n = request.inputs.len();
+    let grid = args
+        .grid
+        .map(|g| (g.width, g.height))
+        .unwrap_or_else(|| mosaic::auto_grid(n));
+    let sizes: Vec<_> = running.iter().map(|(_, (s, _), _)| s.size()).collect();
+    let (_, canvas) = mosaic::layout(grid.0, grid.1, &sizes);
+    let knobs = Knobs {
+        pageable: args.pageable,
+        bands: running[0].2.backend.plan.len(),
+        height: running
+            .iter()
+            .map(|(.., p)| p.backend.size.height)
+            .min()
+            .unwrap_or(canvas.height),
+    };
+    let hold = (!args.exit_at_end).then(|| stop.clone());
+    let window = open_window("framepipe", knobs, hold)?;
+    Ok(Box::new(Mosaic::new(
+        window,
+        grid,
+        request.inputs.iter().map(|(_, t)| t.clone()).collect(),
+        &sizes,
+        running.iter().map(|(i, ..)| *i).collect(),
+        failed.to_vec(),
+    )))
+}
+
+#[cfg(not(feature = "opencv"))]
+fn open_mosaic(
+    _: &Request,
+    _: &[(usize, Opened, Plan)],
+    _: &[(usize, String)],
+    _: &Stop,
+) -> Result<Box<dyn Sink>> {
+    bail!("this build has no OpenCV and cannot open a window")
+}
+
+/// The summary's inputs in `--input` order: the run's (`order[k]` is the run's input `k`)
+/// and those that could not be opened.
+fn in_order(
+    ran: Vec<InputStats>,
+    order: &[usize],
+    failed: &[(usize, String)],
+    names: &[String],
+) -> Vec<InputStats> {
+    let mut all: Vec<Option<InputStats>> = vec![None; names.len()];
+    for (k, stats) in ran.into_iter().enumerate() {
+        all[order[k]] = Some(stats);
+    }
+    for (i, why) in failed {
+        all[*i] = Some(InputStats {
+            name: names[*i].clone(),
+            ended: Some(why.clone()),
+            ..InputStats::default()
+        });
+    }
+    all.into_iter().flatten().collect()
+}
+
+/// Refuses an input's output that is another input's file (each input's part checks its
+/// own input), and two inputs' outputs that are one file.
+fn refuse_crossed_files(requests: &[Request]) -> Result<()> {
+    use crate::paths::{self, InputFile};
+    use crate::source::InputSpec;
+    let files: Vec<InputFile> = requests
+        .iter()
+        .filter_map(|r| match &r.input {
+            InputSpec::Video(p) | InputSpec::Image(p) => paths::file_id(p).map(|id| InputFile {
+                name: &r.input_name,
+                id,
+            }),
+            _ => None,
+        })
+        .collect();
+    let outputs: Vec<&str> = requests
+        .iter()
+        .filter_map(|r| r.flags.output.as_deref())
+        .collect();
+    for (k, out) in outputs.iter().enumerate() {
+        for input in &files {
+            paths::refuse_input_file("--output", out, input).map_err(anyhow::Error::msg)?;
+        }
+        if outputs[..k].iter().any(|o| paths::same_file(o, out)) {
+            bail!("--output: two inputs would write '{out}'");
+        }
+    }
+    Ok(())
+}

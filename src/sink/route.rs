@@ -1,0 +1,109 @@
+//! Sinks of a run of several inputs: each input's own sinks (its output file, its window
+//! with `--no-mosaic`), picked by the frame's `InputId`, and one sink that sees every
+//! input's frames (the mosaic).
+//!
+//! Invariants: a frame reaches only its own input's sinks and the shared one, in the order
+//! the pipeline hands it over (each input's frames in capture order); every sink is
+//! finished once, also after an error, the inputs' own sinks (files) before the shared one
+//! (a window that may keep its picture up until q).
+
+use anyhow::Result;
+
+use super::{Flow, Frame, Sink};
+use crate::stats::Live;
+
+/// Frames routed by input (module doc).
+pub struct ByInput {
+    /// Each input's sinks, by `InputId` (None: the input writes nowhere of its own).
+    each: Vec<Option<Box<dyn Sink>>>,
+    /// What sees every input's frames.
+    all: Option<Box<dyn Sink>>,
+    /// Frames each input's sinks took.
+    consumed: Vec<u64>,
+}
+
+impl ByInput {
+    /// `each` input's own sinks (by `InputId`), and the sink fed every frame.
+    pub fn new(each: Vec<Option<Box<dyn Sink>>>, all: Option<Box<dyn Sink>>) -> Self {
+        let consumed = vec![0; each.len()];
+        Self {
+            each,
+            all,
+            consumed,
+        }
+    }
+
+    fn sinks(&mut self) -> impl Iterator<Item = &mut Box<dyn Sink>> {
+        self.each.iter_mut().flatten().chain(self.all.as_mut())
+    }
+}
+
+impl Sink for ByInput {
+    fn verb(&self) -> &'static str {
+        match self.each.iter().flatten().next() {
+            Some(s) => s.verb(),
+            None => self.all.as_ref().map_or("consumed", |s| s.verb()),
+        }
+    }
+    fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .each
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| s.as_ref().map(|s| format!("input {i}: {}", s.describe())))
+            .collect();
+        if let Some(all) = &self.all {
+            parts.push(all.describe());
+        }
+        if parts.is_empty() {
+            return "nowhere (processed and discarded)".into();
+        }
+        parts.join("; ")
+    }
+    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+        let i = usize::from(frame.desc.input.0);
+        let mut flow = Flow::Continue;
+        if let Some(Some(own)) = self.each.get_mut(i) {
+            flow = own.consume(frame)?;
+            self.consumed[i] += 1;
+        }
+        if let Some(all) = &mut self.all {
+            flow = flow.merge(all.consume(frame)?);
+        }
+        Ok(flow)
+    }
+    fn status(&mut self, live: &Live) {
+        self.sinks().for_each(|s| s.status(live));
+    }
+    fn idle(&mut self) -> Result<Flow> {
+        let mut flow = Flow::Continue;
+        for s in self.sinks() {
+            flow = flow.merge(s.idle()?);
+        }
+        Ok(flow)
+    }
+    fn finish(&mut self) -> Result<()> {
+        let mut first_err = None;
+        for s in self.sinks() {
+            if let Err(e) = s.finish() {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.map_or(Ok(()), Err)
+    }
+    /// Every input's output holds, summed: what each checked, else what it took; None
+    /// where no input's output checks.
+    fn stored(&self) -> Option<u64> {
+        let checked = self.each.iter().flatten().any(|s| s.stored().is_some());
+        checked.then(|| {
+            self.each
+                .iter()
+                .zip(&self.consumed)
+                .map(|(s, &n)| s.as_ref().and_then(|s| s.stored()).unwrap_or(n))
+                .sum()
+        })
+    }
+    fn stored_of(&self, input: usize) -> Option<u64> {
+        self.each.get(input)?.as_ref()?.stored()
+    }
+}
