@@ -234,12 +234,17 @@ pub struct PatternOpts {
     pub format: Option<crate::pixel::PixelFormat>,
     /// Its rate (0: unpaced).
     pub fps: Option<f64>,
+    /// Its first frame is due this share (0 to 1) of a frame period after the start.
+    pub phase: Option<f64>,
+    /// Each ring slot is filled once, then only the frame number is stamped in it (as the
+    /// bench's pattern does): the pipeline measured without the source's copying.
+    pub fill_once: bool,
 }
 
 impl PatternOpts {
     /// Reads the words after `pattern:` (separated by ':'), each a size (`640x360`), a pixel
     /// format (`nv12`) or a rate (`25`, `29.97`, `0`), or the same as `size=`, `format=`,
-    /// `fps=`; each at most once.
+    /// `fps=`; also `phase=F` (0 to 1 of a frame period) and `fill=once`; each at most once.
     pub fn parse(words: &str) -> Result<Self, String> {
         let mut o = PatternOpts::default();
         for word in words.split(':') {
@@ -280,9 +285,15 @@ impl PatternOpts {
                         return Err(twice("rate"));
                     }
                 }
+                Some("phase") => match value.parse::<f64>() {
+                    Ok(p) if (0.0..=1.0).contains(&p) && o.phase.is_none() => o.phase = Some(p),
+                    Ok(_) if o.phase.is_some() => return Err(twice("phase")),
+                    _ => return Err(bad(format!("phase '{value}' is not between 0 and 1"))),
+                },
+                Some("fill") if value == "once" => o.fill_once = true,
                 Some(k) => {
                     return Err(bad(format!(
-                        "'{k}' is not a pattern setting (size, format, fps)"
+                        "'{k}={value}' is not a pattern setting (size, format, fps, phase, fill=once)"
                     )))
                 }
                 None if value.is_empty() => return Err(bad("an empty setting".into())),
@@ -404,6 +415,7 @@ mod tests {
                 size: Some(FrameSize::new(640, 360)),
                 format: Some(crate::pixel::PixelFormat::Nv12),
                 fps: Some(25.0),
+                ..PatternOpts::default()
             })
         );
         for bad in [

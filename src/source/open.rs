@@ -162,9 +162,13 @@ fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
             Some(_) => anyhow::anyhow!("--input pattern: {format} at {size}: {e}"),
             None => anyhow::anyhow!("--input-format {format}: {e}"),
         })?;
-        Ok(Box::new(
-            Pattern::new(size, o.fps.or(asked.fps).unwrap_or(DEFAULT_FPS)).in_format(format),
-        ))
+        let pattern = Pattern::new(size, o.fps.or(asked.fps).unwrap_or(DEFAULT_FPS))
+            .in_format(format)
+            .with_phase(o.phase.unwrap_or(0.0));
+        Ok(Box::new(match o.fill_once {
+            true => pattern.cheap(),
+            false => pattern,
+        }))
     };
     match input {
         InputSpec::Pattern(o) => pattern(*o),

@@ -33,6 +33,8 @@ pub struct Pattern {
     started: Option<Instant>,
     /// Benchmarks: fill each ring buffer once, then only stamp the frame index.
     cheap: bool,
+    /// The first frame is due this share of a frame period after the start.
+    phase: f64,
     filled: HashSet<usize>,
 }
 
@@ -47,8 +49,17 @@ impl Pattern {
             next: 0,
             started: None,
             cheap: false,
+            phase: 0.0,
             filled: HashSet::new(),
         }
+    }
+
+    /// Frames due `phase` (0 to 1) of a frame period later than from the start: several
+    /// paced patterns spread over the period as independent cameras are, instead of arriving
+    /// all at once.
+    pub fn with_phase(mut self, phase: f64) -> Self {
+        self.phase = phase.clamp(0.0, 1.0);
+        self
     }
 
     /// Frames in `format` instead of BGR.
@@ -138,7 +149,11 @@ impl Source for Pattern {
             PixelFormat::Bgr24 => String::new(),
             f => format!(", {f}"),
         };
-        format!("test pattern ({}{format}, {rate})", self.size)
+        let once = match self.cheap {
+            true => ", each ring slot filled once",
+            false => "",
+        };
+        format!("test pattern ({}{format}, {rate}{once})", self.size)
     }
 
     fn format(&self) -> PixelFormat {
@@ -163,7 +178,7 @@ impl Source for Pattern {
         }
         let start = *self.started.get_or_insert_with(Instant::now);
         // Capped at 30 years, so that no rate (--fps 1e-300) overflows an Instant.
-        let secs = (self.next as f64 / self.fps).min(1e9);
+        let secs = ((self.next as f64 + self.phase) / self.fps).min(1e9);
         Some(start + Duration::from_secs_f64(secs))
     }
 
