@@ -507,7 +507,7 @@ impl Live {
         v.extend(self.backend.split("; ").map(str::to_string));
         if !self.inputs.is_empty() {
             v.push(format!(
-                "{} inputs: the keys act on every input; Tab selects a tile, Enter (z) shows it alone",
+                "{} inputs: the keys act on every input; n (Tab) or a click selects a tile, Enter (z) or a double click shows it alone",
                 self.inputs.len()
             ));
         }

@@ -229,7 +229,8 @@ fn open_mosaic(
         .map(|g| (g.width, g.height))
         .unwrap_or_else(|| mosaic::auto_grid(n));
     let sizes: Vec<_> = running.iter().map(|(_, (s, _), _)| s.size()).collect();
-    let (_, canvas) = mosaic::layout(grid.0, grid.1, &sizes);
+    let within = crate::sink::window::unscaled_area().unwrap_or(mosaic::MAX_MOSAIC);
+    let (_, canvas) = mosaic::layout(grid.0, grid.1, &sizes, within);
     let knobs = Knobs {
         pageable: args.pageable,
         bands: running[0].2.backend.plan.len(),
@@ -246,6 +247,7 @@ fn open_mosaic(
         grid,
         request.inputs.iter().map(|(_, t)| t.clone()).collect(),
         &sizes,
+        within,
         running.iter().map(|(i, ..)| *i).collect(),
         failed.to_vec(),
     )))

@@ -41,14 +41,28 @@ pub fn auto_grid(n: usize) -> (usize, usize) {
     (cols, n.max(1).div_ceil(cols))
 }
 
-/// Where each tile sits in a mosaic of `cols` × `rows` tiles for inputs of `sizes`: tiles
-/// as large as the largest input, or smaller so that the mosaic fits `MAX_MOSAIC`.
-pub fn layout(cols: usize, rows: usize, sizes: &[FrameSize]) -> (FrameSize, FrameSize) {
+/// The tile and mosaic sizes of a mosaic of `cols` × `rows` tiles for inputs of `sizes`:
+/// tiles of the widest and tallest input's size, or scaled down (keeping that shape) so that
+/// the mosaic fits `within` (the screen's unscaled area, at most `MAX_MOSAIC`).
+pub fn layout(
+    cols: usize,
+    rows: usize,
+    sizes: &[FrameSize],
+    within: FrameSize,
+) -> (FrameSize, FrameSize) {
     let widest = sizes.iter().map(|s| s.width).max().unwrap_or(640);
     let tallest = sizes.iter().map(|s| s.height).max().unwrap_or(360);
+    let within = FrameSize {
+        width: within.width.min(MAX_MOSAIC.width),
+        height: within.height.min(MAX_MOSAIC.height),
+    };
+    // The largest input's shape, scaled down (never up) until the grid fits.
+    let scale = (within.width as f64 / (cols * widest) as f64)
+        .min(within.height as f64 / (rows * tallest) as f64)
+        .min(1.0);
     let tile = FrameSize {
-        width: (MAX_MOSAIC.width / cols).min(widest).max(2) & !1,
-        height: (MAX_MOSAIC.height / rows).min(tallest).max(2) & !1,
+        width: ((widest as f64 * scale) as usize).max(2) & !1,
+        height: ((tallest as f64 * scale) as usize).max(2) & !1,
     };
     let canvas = FrameSize {
         width: tile.width * cols,
@@ -148,18 +162,19 @@ pub struct Mosaic {
 
 impl Mosaic {
     /// A mosaic of `names.len()` tiles in a `grid` (columns, rows) for inputs of `sizes`,
-    /// shown in `window`; `tile_of[k]` is the tile of the run's input `k`; `failed` holds
+    /// fitting `within`, shown in `window`; `tile_of[k]` is the tile of the run's input `k`; `failed` holds
     /// the tiles of inputs that could not be opened, with why.
     pub fn new(
         window: Box<dyn Sink>,
         grid: (usize, usize),
         names: Vec<String>,
         sizes: &[FrameSize],
+        within: FrameSize,
         tile_of: Vec<usize>,
         failed: Vec<(usize, String)>,
     ) -> Self {
         let (cols, rows) = grid;
-        let (tile, canvas) = layout(cols, rows, sizes);
+        let (tile, canvas) = layout(cols, rows, sizes, within);
         let mut tiles: Vec<Tile> = names
             .into_iter()
             .map(|name| Tile {
@@ -449,9 +464,15 @@ mod tests {
     fn tiles_fit_the_largest_input_and_the_screen() {
         let hd = FrameSize::new(1920, 1080);
         let small = FrameSize::new(640, 360);
-        let (tile, canvas) = layout(2, 2, &[hd, small, small]);
+        let (tile, canvas) = layout(2, 2, &[hd, small, small], MAX_MOSAIC);
         assert_eq!((tile, canvas), (FrameSize::new(960, 540), hd));
-        let (tile, canvas) = layout(2, 2, &[small; 4]);
+        // On a 1280x1024 screen (90 %: 1152x921).
+        let (tile, canvas) = layout(2, 2, &[hd, small], FrameSize::new(1152, 921));
+        assert_eq!(
+            (tile, canvas),
+            (FrameSize::new(576, 324), FrameSize::new(1152, 648))
+        );
+        let (tile, canvas) = layout(2, 2, &[small; 4], MAX_MOSAIC);
         assert_eq!(
             (tile, canvas),
             (small, FrameSize::new(1280, 720)),

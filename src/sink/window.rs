@@ -355,6 +355,23 @@ impl Sink for Window {
 /// The window size for `size` frames: the frame's own, or scaled down (keeping the aspect)
 /// to 90 % of the screen where it is larger.
 fn fit(size: FrameSize, screen: Option<(u32, u32)>) -> (u32, u32) {
+    let (w, h) = fit_within(size, screen);
+    (w.max(1), h.max(1))
+}
+
+/// The largest picture a window shows unscaled on this display: 90 % of the screen (None
+/// where the X server did not say).
+pub fn unscaled_area() -> Option<FrameSize> {
+    let (w, h) = std::env::var("DISPLAY")
+        .ok()
+        .and_then(|d| super::xscreen::screen_size(&d))?;
+    Some(FrameSize::new(
+        (0.9 * f64::from(w)) as usize,
+        (0.9 * f64::from(h)) as usize,
+    ))
+}
+
+fn fit_within(size: FrameSize, screen: Option<(u32, u32)>) -> (u32, u32) {
     let (w, h) = (size.width as f64, size.height as f64);
     let Some((sw, sh)) = screen else {
         return (w as u32, h as u32);
@@ -362,7 +379,7 @@ fn fit(size: FrameSize, screen: Option<(u32, u32)>) -> (u32, u32) {
     let scale = (0.9 * f64::from(sw) / w)
         .min(0.9 * f64::from(sh) / h)
         .min(1.0);
-    (((w * scale) as u32).max(1), ((h * scale) as u32).max(1))
+    ((w * scale) as u32, (h * scale) as u32)
 }
 
 /// What `check_display` says when a stop came while the display was being asked.
