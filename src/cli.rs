@@ -157,11 +157,14 @@ pub struct RunArgs {
     #[arg(long)]
     pub exit_at_end: bool,
 
-    /// Video file (.mp4, .mov, .mkv [lossless], .avi, .webm) or image sequence
-    /// ('frames/%05d.png', .ppm; its folder is created). A video keeps a file input's
-    /// frame times and rate, and copies its audio streams (--no-audio leaves them out).
+    /// Video file (.mp4, .mov, .mkv [lossless], .avi, .webm), image sequence
+    /// ('frames/%05d.png', .ppm; its folder is created), '-' (standard output), a stream
+    /// (udp://, srt://: MPEG-TS; rtmp://: FLV; rtsp://: published to a server) or an HLS
+    /// playlist (live/index.m3u8). A video keeps a file input's frame times and rate, and
+    /// copies its audio streams (--no-audio leaves them out). Give it again for streams
+    /// beside a file (one file, image sequence or standard output, any number of streams).
     #[arg(short, long, value_name = "PATH")]
-    pub output: Option<String>,
+    pub output: Vec<String>,
 
     /// Replace an --output that exists (as ffmpeg -y): the new file is written beside it
     /// and renamed over it once finished with at least one frame. Without -y an existing

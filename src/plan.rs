@@ -173,6 +173,9 @@ impl Plan {
         if let Some(out) = &request.output {
             takes.push(out.takes(request.output_format));
         }
+        for stream in &request.streams {
+            takes.push(stream.takes(None));
+        }
         let formats = Formats {
             input: source.format(),
             output: sink::negotiate(source.format(), size, &takes),
@@ -272,8 +275,11 @@ pub struct Request {
     pub input_name: String,
     /// Every `--input`, classified, with its text, in order (one for a run of one input).
     pub inputs: Vec<(InputSpec, String)>,
-    /// `--output`, parsed with its codec and quality.
+    /// `--output`'s file, image sequence or standard output, parsed with its codec and
+    /// quality.
     pub output: Option<OutputSpec>,
+    /// `--output`'s streams (network outputs, HLS), parsed the same way.
+    pub streams: Vec<OutputSpec>,
     /// `--output-format`, checked (it needs `--output -`).
     pub output_format: Option<PixelFormat>,
     /// Frames `0..trace_frames` are traced (0: no trace, or `last:N`).
@@ -298,11 +304,15 @@ impl Request {
     pub fn for_input(&self, n: usize) -> Result<Request> {
         let (input, name) = self.inputs[n].clone();
         let mut flags = self.flags.clone();
-        flags.output = flags.output.map(|o| o.replace("{n}", &n.to_string()));
+        for o in &mut flags.output {
+            *o = o.replace("{n}", &n.to_string());
+        }
+        let (output, streams) = outputs_of(&flags)?;
         Ok(Request {
             input,
             input_name: name,
-            output: output_of(&flags)?,
+            output,
+            streams,
             flags,
             ..self.clone()
         })
@@ -321,7 +331,8 @@ impl Request {
             reconnect: args.reconnect || self.several(),
             untouched: args.filter.is_identity()
                 && args.headless
-                && self.output == Some(OutputSpec::Stdout),
+                && self.output == Some(OutputSpec::Stdout)
+                && self.streams.is_empty(),
             #[cfg(feature = "opencv")]
             rotation: 0,
             #[cfg(feature = "opencv")]
@@ -345,18 +356,31 @@ fn encoding_of(args: &RunArgs) -> sink::Encoding {
     }
 }
 
-/// `--output` as parsed with its codec, quality and encoder flags.
-fn output_of(args: &RunArgs) -> Result<Option<OutputSpec>> {
-    args.output
-        .as_deref()
-        .map(|o| {
-            OutputSpec::parse(o)
-                .and_then(|spec| spec.with_codec(args.codec))
-                .and_then(|spec| spec.with_quality(args.quality))
-                .and_then(|spec| spec.with_encoding(encoding_of(args)))
-        })
-        .transpose()
-        .map_err(anyhow::Error::msg)
+/// Every `--output` as parsed with its codec, quality and encoder flags: the one file,
+/// image sequence or standard output, and the streams (network outputs, HLS).
+fn outputs_of(args: &RunArgs) -> Result<(Option<OutputSpec>, Vec<OutputSpec>)> {
+    let mut local: Option<OutputSpec> = None;
+    let mut streams = Vec::new();
+    for (k, o) in args.output.iter().enumerate() {
+        let spec = OutputSpec::parse(o)
+            .and_then(|spec| spec.with_codec(args.codec))
+            .and_then(|spec| spec.with_quality(args.quality))
+            .and_then(|spec| spec.with_encoding(encoding_of(args)))
+            .map_err(anyhow::Error::msg)?;
+        if args.output[..k].contains(o) {
+            bail!("--output '{o}' is given twice");
+        }
+        if spec.is_stream() {
+            streams.push(spec);
+        } else if let Some(first) = &local {
+            bail!(
+                "--output '{o}': a run writes one file, image sequence or standard output ({first:?} is one); more --outputs are streams (udp://, srt://, rtmp://, rtsp://, .m3u8)"
+            );
+        } else {
+            local = Some(spec);
+        }
+    }
+    Ok((local, streams))
 }
 
 /// Every `--input`, classified; with several, what a run of several inputs can't do is
@@ -404,14 +428,16 @@ fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
             );
         }
     }
-    match args.output.as_deref() {
-        Some("-") => bail!(
-            "--output - with {n} inputs: standard output holds one stream of frames, and framepipe does not record the mosaic; give each input its own file with {{n}} in the name (--output 'out-{{n}}.mp4')"
-        ),
-        Some(o) if !o.contains("{n}") => bail!(
-            "--output '{o}' with {n} inputs: name one file per input with {{n}}, the input's index (--output 'cam-{{n}}.mp4'); framepipe does not record the mosaic"
-        ),
-        _ => {}
+    for o in &args.output {
+        match o.as_str() {
+            "-" => bail!(
+                "--output - with {n} inputs: standard output holds one stream of frames, and framepipe does not record the mosaic; give each input its own file with {{n}} in the name (--output 'out-{{n}}.mp4')"
+            ),
+            o if !o.contains("{n}") => bail!(
+                "--output '{o}' with {n} inputs: name one output per input with {{n}}, the input's index (--output 'cam-{{n}}.mp4', udp://host:500{{n}}); framepipe does not record the mosaic"
+            ),
+            _ => {}
+        }
     }
     Ok(inputs)
 }
@@ -470,11 +496,12 @@ fn check_args(args: &RunArgs) -> Result<Request> {
     }
     let tracing = args.trace.is_some() || args.timeline.is_some();
     let inputs = check_inputs(args)?;
-    let output = output_of(args)?;
-    if (args.codec.is_some() || args.quality.is_some()) && output.is_none() {
+    let (output, streams) = outputs_of(args)?;
+    let videos = output.is_some() || !streams.is_empty();
+    if (args.codec.is_some() || args.quality.is_some()) && !videos {
         bail!("--codec and --quality apply to a video --output, and there is none");
     }
-    if !encoding_of(args).is_default() && output.is_none() {
+    if !encoding_of(args).is_default() && !videos {
         bail!("--crf, --bitrate, --maxrate, --bufsize, --preset, --tune, --gop, --pix-fmt and --codec-opt apply to a video --output, and there is none");
     }
     if let Some(f) = args.output_format {
@@ -492,6 +519,7 @@ fn check_args(args: &RunArgs) -> Result<Request> {
         inputs,
         output_format: args.output_format,
         output,
+        streams,
         trace_frames: match args.trace_frames {
             crate::trace::TraceFrames::First(n) if tracing => n.max(1),
             _ => 0,

@@ -1,5 +1,5 @@
 //! Video outputs: each container's default codec, `--codec`, combinations refused, image
-//! sequences' folders made, network outputs refused. Codecs are read back with OpenCV
+//! sequences' folders made, unknown network schemes refused. Codecs are read back with OpenCV
 //! (`CAP_PROP_FOURCC`) and frame counts by decoding.
 #![cfg(feature = "opencv")]
 
@@ -66,7 +66,10 @@ fn impossible_outputs_are_refused_and_sequence_folders_made() {
             "a .mp4 file can't hold it",
         ),
         (vec!["--codec", "h264"], "there is none"),
-        (vec!["-o", "udp://239.0.0.1:5000"], "network outputs"),
+        (
+            vec!["-o", "gopher://239.0.0.1:5000"],
+            "framepipe sends network outputs to udp://",
+        ),
         (
             vec!["-o", "x.mp4", "--quality", "50"],
             "--quality applies to Motion JPEG",

@@ -128,6 +128,7 @@ fn open_sinks(
     let size = source.size();
     let (bands, total) = (places.bands, frames_to_go(source, args));
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+    sinks.extend(open_streams(checked, source, &places)?);
     sinks.extend(open_file_output(checked, source, places)?);
     if !args.headless {
         let knobs = Knobs {
@@ -158,7 +159,37 @@ fn frames_to_go(source: &dyn Source, args: &RunArgs) -> Option<u64> {
     }
 }
 
-/// Opens the file or stream `--output` names for `source`'s frames, where it names one.
+/// Starts the streams `--output` names (network outputs, HLS) for `source`'s frames.
+fn open_streams(
+    checked: &Request,
+    source: &dyn Source,
+    places: &Places,
+) -> Result<Vec<Box<dyn Sink>>> {
+    let args = &checked.flags;
+    let mut sinks = Vec::new();
+    for spec in &checked.streams {
+        sink::check_rate(spec, places.fps).map_err(anyhow::Error::msg)?;
+        let timing = timing(places.media, places.fps, args, None);
+        let stdout = sink::y4m::Layout {
+            write: PixelFormat::I420,
+            given: places.formats.output,
+            tags: source.picture_tags().unwrap_or_default(),
+        };
+        sinks.push(sink::open_output(
+            spec,
+            sink::claim::Claimed::Nothing,
+            source.size(),
+            places.fps,
+            &timing,
+            stdout,
+            false,
+        )?);
+    }
+    Ok(sinks)
+}
+
+/// Opens the file, image sequence or standard output `--output` names for `source`'s
+/// frames, where it names one.
 fn open_file_output(
     checked: &Request,
     source: &dyn Source,
@@ -358,6 +389,17 @@ fn check_outputs(request: &Request) -> Result<sink::claim::Claimed> {
         }
         None => {}
     }
+    for stream in &request.streams {
+        if let OutputSpec::Video {
+            path,
+            container: sink::Container::Hls,
+            ..
+        } = stream
+        {
+            check_playlist(path, overwrite)?;
+            files.push(("--output", path.clone()));
+        }
+    }
     files.extend(args.trace.iter().map(|p| ("--trace", p.clone())));
     files.extend(args.timeline.iter().map(|p| ("--timeline", p.clone())));
     files.extend(
@@ -381,7 +423,7 @@ fn check_outputs(request: &Request) -> Result<sink::claim::Claimed> {
         }
     }
     Ok(match output {
-        Some(OutputSpec::Video { path, .. }) => Claimed::Video(
+        Some(spec @ OutputSpec::Video { path, .. }) if !spec.is_stream() => Claimed::Video(
             VideoClaim::new("--output", path, overwrite).map_err(anyhow::Error::msg)?,
         ),
         Some(OutputSpec::Sequence { pattern, .. }) => {
@@ -403,6 +445,20 @@ fn check_outputs(request: &Request) -> Result<sink::claim::Claimed> {
         }
         _ => Claimed::Nothing,
     })
+}
+
+/// An HLS playlist (and its segments beside it) may be written at `path`: its folder is
+/// made when missing, an existing playlist is replaced only with `-y`.
+fn check_playlist(path: &str, overwrite: sink::claim::Overwrite) -> Result<()> {
+    let p = std::path::Path::new(path);
+    if let Some(folder) = p.parent().filter(|f| !f.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder)
+            .with_context(|| format!("--output: creating the folder '{}'", folder.display()))?;
+    }
+    if p.exists() && overwrite != sink::claim::Overwrite::Replace {
+        bail!("--output '{path}' exists: an HLS playlist is replaced only with -y (its old segments are then replaced as new ones are written)");
+    }
+    paths::check_writable("--output", path).map_err(anyhow::Error::msg)
 }
 
 /// Drops above this share of a live input's frames are warned about at the end.

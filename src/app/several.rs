@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 
 use super::{
     arm_exit_summary, check_outputs, check_window_possible, disarm_exit_summary, frames_to_go,
-    open_file_output, open_window, report, user_kernels, write_summary_json, Places,
+    open_file_output, open_streams, open_window, report, user_kernels, write_summary_json, Places,
 };
 use crate::info;
 use crate::pipeline::{self, Input};
@@ -109,6 +109,7 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
             media: media.as_ref(),
         };
         let mut own: Vec<Box<dyn Sink>> = Vec::new();
+        own.extend(open_streams(&requests[*i], source.as_ref(), &places)?);
         own.extend(open_file_output(&requests[*i], source.as_ref(), places)?);
         if !args.headless && args.no_mosaic {
             let knobs = knobs(args, plan);
@@ -302,7 +303,8 @@ fn refuse_crossed_files(requests: &[Request]) -> Result<()> {
         .collect();
     let outputs: Vec<&str> = requests
         .iter()
-        .filter_map(|r| r.flags.output.as_deref())
+        .flat_map(|r| r.flags.output.iter().map(String::as_str))
+        .filter(|o| !o.contains("://"))
         .collect();
     for (k, out) in outputs.iter().enumerate() {
         for input in &files {

@@ -4,12 +4,19 @@
 //! (30000/1001 stays 30000/1001; a variable rate stays variable), and the input's audio
 //! streams copied packet for packet, interleaved with the video.
 //!
+//! The same writer sends streams (`Container::is_stream`: MPEG-TS over UDP or SRT, FLV over
+//! RTMP, RTSP publishing, HLS): the muxer named by the container, live-friendly encoder
+//! defaults (`live_defaults`), and an interrupt flag that makes a blocked network write give
+//! up (`sink::stream` runs it on a thread of its own).
+//!
 //! Invariants: a frame's timestamp never goes back (one that rounds onto its predecessor's is
 //! moved one tick on); audio is cut at the end of the last frame written; the trailer is
 //! written once, by `finish` (or by the exit handler in `writer`); a fragmented MP4/MOV
 //! (`FRAGMENT_SECONDS`) holds every fragment written before a crash.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 use ffmpeg_next as ff;
@@ -269,6 +276,9 @@ impl AudioCopy {
 /// A video file being written.
 pub struct AvFile {
     out: ff::format::context::Output,
+    /// Read by the output's interrupt callback (a stream's): set, a blocked write gives up.
+    /// Held here so that it outlives the context that points at it.
+    _abort: Option<Arc<AtomicBool>>,
     encoder: ff::encoder::Video,
     /// The encoder's time base: frames' timestamps count in it.
     tb: ff::Rational,
@@ -464,7 +474,166 @@ fn muxer_options(fragmented: bool) -> ff::Dictionary<'static> {
     muxer
 }
 
+/// FFmpeg's interrupt callback of a stream's output: `opaque` is its abort flag.
+unsafe extern "C" fn aborted(opaque: *mut std::ffi::c_void) -> std::ffi::c_int {
+    // SAFETY: `opaque` is `Arc::as_ptr` of the flag the `AvFile` holds for as long as the
+    // context lives (`_abort`).
+    let flag = unsafe { &*(opaque as *const AtomicBool) };
+    std::ffi::c_int::from(flag.load(Ordering::SeqCst))
+}
+
+/// The output context of `path`: its muxer named by `container` where the path alone does
+/// not say (a URL), its byte stream opened with `options` unless the muxer opens its own
+/// connections or files (RTSP, HLS), and `abort` (where given) read by its interrupt
+/// callback.
+fn open_output(
+    path: &str,
+    container: Container,
+    abort: Option<&Arc<AtomicBool>>,
+    options: ff::Dictionary,
+) -> Result<ff::format::context::Output> {
+    let c_path = std::ffi::CString::new(path).context("the output's name holds a NUL byte")?;
+    let muxer = container
+        .muxer()
+        .map(|m| std::ffi::CString::new(m).expect("muxer names have no NUL"));
+    // SAFETY: the context is allocated by avformat_alloc_output_context2 and wrapped at once
+    // (`Output` frees it, and closes its byte stream, when dropped, also on the error paths
+    // below); the callback reads the flag `abort` points at, which the caller keeps alive
+    // as long as the context; the dictionary is owned again after avio_open2, whatever it
+    // returned.
+    unsafe {
+        let mut ps = std::ptr::null_mut();
+        let r = ff::ffi::avformat_alloc_output_context2(
+            &mut ps,
+            std::ptr::null_mut(),
+            muxer.as_ref().map_or(std::ptr::null(), |m| m.as_ptr()),
+            c_path.as_ptr(),
+        );
+        if r < 0 || ps.is_null() {
+            return Err(anyhow::Error::new(ff::Error::from(r)))
+                .with_context(|| format!("'{path}': no muxer for it"));
+        }
+        if let Some(flag) = abort {
+            (*ps).interrupt_callback = ff::ffi::AVIOInterruptCB {
+                callback: Some(aborted),
+                opaque: Arc::as_ptr(flag) as *mut std::ffi::c_void,
+            };
+        }
+        let out = ff::format::context::Output::wrap(ps);
+        if (*(*ps).oformat).flags & ff::ffi::AVFMT_NOFILE == 0 {
+            let mut opts = options.disown();
+            let r = ff::ffi::avio_open2(
+                &mut (*ps).pb,
+                c_path.as_ptr(),
+                ff::ffi::AVIO_FLAG_WRITE,
+                &(*ps).interrupt_callback,
+                &mut opts,
+            );
+            ff::Dictionary::own(opts);
+            if r < 0 {
+                return Err(anyhow::Error::new(ff::Error::from(r)))
+                    .with_context(|| format!("opening '{path}' for writing"));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A stream's encoder settings where the flags leave them: a keyframe every second, no
+/// B-frames (nothing held back), and for H.264/HEVC the `veryfast` preset with the
+/// `zerolatency` tune (what `ffmpeg` users pass for live streaming).
+fn live_defaults(
+    ctx: &mut ff::encoder::video::Video,
+    dict: &mut ff::Dictionary,
+    codec: Codec,
+    encoding: &super::Encoding,
+    fps: f64,
+) {
+    if encoding.gop.is_none() {
+        ctx.set_gop(fps.round().clamp(1.0, 600.0) as u32);
+    }
+    if !encoding.opts.iter().any(|(k, _)| k == "bf") {
+        ctx.set_max_b_frames(0);
+    }
+    if matches!(codec, Codec::H264 | Codec::Hevc) {
+        if encoding.preset.is_none() {
+            dict.set("preset", "veryfast");
+        }
+        if encoding.tune.is_none() {
+            dict.set("tune", "zerolatency");
+        }
+    }
+}
+
+/// The muxer's options of a stream: packets sent as they come; HLS's rolling segments
+/// (`HLS_SEGMENT_SECONDS` each, the last `HLS_SEGMENTS` in the playlist, older ones
+/// deleted, every file written under a temporary name and renamed); RTSP over TCP.
+fn stream_options(container: Container) -> ff::Dictionary<'static> {
+    let mut d = ff::Dictionary::new();
+    d.set("flush_packets", "1");
+    match container {
+        Container::Hls => {
+            d.set("hls_time", &HLS_SEGMENT_SECONDS.to_string());
+            d.set("hls_list_size", &HLS_SEGMENTS.to_string());
+            d.set(
+                "hls_flags",
+                "delete_segments+temp_file+independent_segments",
+            );
+        }
+        Container::Rtsp => d.set("rtsp_transport", "tcp"),
+        Container::Flv => d.set("flvflags", "no_duration_filesize"),
+        _ => {}
+    }
+    d
+}
+
+/// The network protocol's options: SRT waits up to a second at the end for what it has not
+/// yet delivered (it drops it otherwise); an RTMP peer that takes nothing for
+/// `STALLED_PEER_US` is taken as gone. Options in the URL itself win.
+fn protocol_options(path: &str) -> ff::Dictionary<'static> {
+    let mut d = ff::Dictionary::new();
+    let lower = path.to_ascii_lowercase();
+    if lower.starts_with("srt://") && !lower.contains("linger=") {
+        d.set("linger", "1");
+    }
+    if lower.starts_with("rtmp") {
+        d.set("rw_timeout", &STALLED_PEER_US.to_string());
+    }
+    d
+}
+
+/// How long a network peer may take nothing before it is taken as gone, microseconds.
+const STALLED_PEER_US: i64 = 5_000_000;
+
+/// Seconds of video in each HLS segment.
+pub const HLS_SEGMENT_SECONDS: u32 = 2;
+/// Segments an HLS playlist lists (older ones are deleted).
+pub const HLS_SEGMENTS: u32 = 6;
+
 impl AvFile {
+    /// Opens `path` (its container from its extension, or a stream's from its URL) for
+    /// `size` frames; a stream's blocked writes give up once `abort` is set.
+    #[allow(clippy::too_many_arguments)]
+    pub fn open_stream(
+        path: &str,
+        codec: Codec,
+        encoding: &super::Encoding,
+        size: FrameSize,
+        timing: &Timing,
+        abort: Arc<AtomicBool>,
+    ) -> Result<Self> {
+        Self::open_with(
+            path,
+            codec,
+            None,
+            encoding,
+            size,
+            timing,
+            false,
+            Some(abort),
+        )
+    }
+
     /// Opens `path` (its container from its extension) for `size` frames.
     pub fn open(
         path: &str,
@@ -475,6 +644,22 @@ impl AvFile {
         timing: &Timing,
         fragmented: bool,
     ) -> Result<Self> {
+        Self::open_with(
+            path, codec, quality, encoding, size, timing, fragmented, None,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn open_with(
+        path: &str,
+        codec: Codec,
+        quality: Option<u8>,
+        encoding: &super::Encoding,
+        size: FrameSize,
+        timing: &Timing,
+        fragmented: bool,
+        abort: Option<Arc<AtomicBool>>,
+    ) -> Result<Self> {
         media::init();
         let (name, pixel, options) = encoder_for(codec);
         let pixel = match encoding.pix_fmt {
@@ -484,10 +669,9 @@ impl AvFile {
         };
         let found = ff::encoder::find_by_name(name)
             .with_context(|| format!("this FFmpeg has no {name} encoder for {}", codec.name()))?;
-        let mut out =
-            ff::format::output(&path).with_context(|| format!("opening '{path}' for writing"))?;
         let container = Container::of_path(path)
             .with_context(|| format!("'{path}' does not end in a video container's extension"))?;
+        let mut out = open_output(path, container, abort.as_ref(), protocol_options(path))?;
         let rate = rational(
             timing
                 .rate
@@ -534,6 +718,10 @@ impl AvFile {
             ((fps * FRAGMENT_SECONDS / 2.0).round() as i64).clamp(1, 40)
         });
         let mut dict = encoder_options(codec, &options, lookahead);
+        if container.is_stream() {
+            let fps = f64::from(rate.numerator()) / f64::from(rate.denominator());
+            live_defaults(&mut ctx, &mut dict, codec, encoding, fps);
+        }
         if let Some(crf) = encoding.crf {
             dict.set("crf", &crf.to_string());
         }
@@ -559,9 +747,15 @@ impl AvFile {
             Some((from, streams)) => copy_audio(&mut out, from, streams, container, path)?,
             None => (None, 0),
         };
-        let muxer = muxer_options(fragmented && container.fragments());
+        let muxer = match container.is_stream() {
+            true => stream_options(container),
+            false => muxer_options(fragmented && container.fragments()),
+        };
         out.write_header_with(muxer)
-            .with_context(|| format!("writing the header of '{path}'"))?;
+            .with_context(|| match container.is_network() {
+                true => format!("connecting to '{path}'"),
+                false => format!("writing the header of '{path}'"),
+            })?;
         // JPEG's full-range YUV has no fast conversion from BGR in libswscale (9 ms a 1080p
         // frame, against 1.8 for video range): Motion JPEG goes through video range and a
         // table, the way ffmpeg itself gets there from a decoder's YUV.
@@ -573,6 +767,7 @@ impl AvFile {
         let scaler = Scaler::new(w as u32, h as u32, ff::format::Pixel::BGR24, via)?;
         Ok(Self {
             out,
+            _abort: abort,
             encoder,
             tb,
             stream,

@@ -5,7 +5,17 @@
 /// Container formats `--output` writes as video, by extension.
 pub const VIDEO_EXTENSIONS: &[&str] = &["mp4", "mov", "mkv", "avi", "webm"];
 
-/// A video file's container, named by its extension: what it holds and how it keeps time.
+/// The network outputs `--output` sends to, by URL scheme, and the container each carries.
+pub const STREAM_SCHEMES: &[(&str, Container)] = &[
+    ("udp", Container::Ts),
+    ("srt", Container::Ts),
+    ("rtmp", Container::Flv),
+    ("rtmps", Container::Flv),
+    ("rtsp", Container::Rtsp),
+];
+
+/// A video output's container, named by its extension (a file) or its URL's scheme (a
+/// stream): what it holds and how it keeps time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Container {
     /// `.mp4` (ISO base media).
@@ -18,6 +28,14 @@ pub enum Container {
     Avi,
     /// `.webm`: VP9 only.
     Webm,
+    /// MPEG-TS, sent over `udp://` or `srt://`.
+    Ts,
+    /// FLV, published over `rtmp://`.
+    Flv,
+    /// RTP packets, published to an RTSP server (`rtsp://`).
+    Rtsp,
+    /// HTTP Live Streaming: a playlist (`.m3u8`) and rolling MPEG-TS segments beside it.
+    Hls,
 }
 
 impl Container {
@@ -29,13 +47,47 @@ impl Container {
             "mkv" => Container::Mkv,
             "avi" => Container::Avi,
             "webm" => Container::Webm,
+            "m3u8" => Container::Hls,
             _ => return None,
         })
     }
 
-    /// The container of the file `path`, by its extension.
+    /// The container of the output `path`: a stream's by its URL's scheme, a file's by its
+    /// extension.
     pub fn of_path(path: &str) -> Option<Self> {
+        if let Some((scheme, _)) = path.split_once("://") {
+            let scheme = scheme.to_ascii_lowercase();
+            return STREAM_SCHEMES
+                .iter()
+                .find(|(s, _)| *s == scheme)
+                .map(|(_, c)| *c);
+        }
         Self::from_extension(&crate::paths::extension(std::path::Path::new(path)))
+    }
+
+    /// Whether it is sent to a network peer or published for players (a stream, HLS):
+    /// written from a thread of its own, dropping frames rather than slowing the run.
+    pub fn is_stream(self) -> bool {
+        matches!(
+            self,
+            Container::Ts | Container::Flv | Container::Rtsp | Container::Hls
+        )
+    }
+
+    /// Whether it goes to a network peer (which may go away and come back).
+    pub fn is_network(self) -> bool {
+        matches!(self, Container::Ts | Container::Flv | Container::Rtsp)
+    }
+
+    /// libavformat's muxer for it, where the path alone does not say (a URL).
+    pub fn muxer(self) -> Option<&'static str> {
+        match self {
+            Container::Ts => Some("mpegts"),
+            Container::Flv => Some("flv"),
+            Container::Rtsp => Some("rtsp"),
+            Container::Hls => Some("hls"),
+            _ => None,
+        }
     }
 
     /// Its extension.
@@ -46,6 +98,10 @@ impl Container {
             Container::Mkv => "mkv",
             Container::Avi => "avi",
             Container::Webm => "webm",
+            Container::Ts => "ts",
+            Container::Flv => "flv",
+            Container::Rtsp => "rtsp",
+            Container::Hls => "m3u8",
         }
     }
 
@@ -55,7 +111,12 @@ impl Container {
             Container::Avi => Codec::Mjpeg,
             Container::Mkv => Codec::Ffv1,
             Container::Webm => Codec::Vp9,
-            Container::Mp4 | Container::Mov => Codec::H264,
+            Container::Mp4
+            | Container::Mov
+            | Container::Ts
+            | Container::Flv
+            | Container::Rtsp
+            | Container::Hls => Codec::H264,
         }
     }
 
@@ -69,6 +130,11 @@ impl Container {
             }
             Container::Mov => codec != Codec::Vp9,
             Container::Avi => !matches!(codec, Codec::Vp9 | Codec::Hevc),
+            Container::Ts | Container::Rtsp => {
+                matches!(codec, Codec::H264 | Codec::Hevc | Codec::Mpeg4)
+            }
+            Container::Flv => codec == Codec::H264,
+            Container::Hls => matches!(codec, Codec::H264 | Codec::Hevc),
         }
     }
 
@@ -147,5 +213,18 @@ mod tests {
         assert!(Container::Mp4.fragments() && !Container::Mkv.fragments());
         assert!(!Container::Webm.holds(Codec::H264) && Container::Mkv.holds(Codec::Vp9));
         assert_eq!(Container::Avi.rates(), (1.0, 1000.0));
+        assert_eq!(
+            Container::of_path("UDP://10.0.0.1:5000"),
+            Some(Container::Ts)
+        );
+        assert_eq!(
+            Container::of_path("rtmp://h/live/key"),
+            Some(Container::Flv)
+        );
+        assert_eq!(Container::of_path("http://h/x.mp4"), None);
+        assert_eq!(Container::of_path("live/index.m3u8"), Some(Container::Hls));
+        for (_, c) in STREAM_SCHEMES {
+            assert!(c.is_stream() && c.is_network() && c.holds(c.default_codec()));
+        }
     }
 }

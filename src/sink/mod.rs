@@ -1,5 +1,5 @@
-//! Where processed frames go: a window, a video file, an image sequence, standard output,
-//! or nowhere. This room holds the `Sink` trait, `Tee` (several sinks fed the same frames),
+//! Where processed frames go: a window, a video file, a stream (network or HLS:
+//! `stream`), an image sequence, standard output, or nowhere. This room holds the `Sink` trait, `Tee` (several sinks fed the same frames),
 //! the format negotiation (`negotiate`: what every sink takes) and the factory
 //! (`open_output`); what `--output` names is `spec`, the containers and codecs are `codec`,
 //! and claiming a file before writing it is `claim`.
@@ -21,6 +21,8 @@ pub mod ppm;
 pub mod progress;
 pub mod route;
 pub mod spec;
+#[cfg(feature = "opencv")]
+pub mod stream;
 #[cfg(feature = "opencv")]
 pub mod strip;
 #[cfg(feature = "opencv")]
@@ -235,6 +237,19 @@ pub fn open_output(
     fragmented: bool,
 ) -> Result<Box<dyn Sink>> {
     match (spec, claimed) {
+        #[cfg(feature = "opencv")]
+        (
+            OutputSpec::Video {
+                path,
+                container,
+                codec,
+                encoding,
+                ..
+            },
+            _,
+        ) if container.is_stream() => Ok(Box::new(stream::Stream::open(
+            path, *codec, encoding, size, timing,
+        )?)),
         (OutputSpec::Stdout, _) => Ok(Box::new(y4m::Y4mOut::new(
             size,
             crate::frame::ratio_of(fps),

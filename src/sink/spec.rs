@@ -1,5 +1,7 @@
 //! What `--output` names, checked before anything opens: a video file (its container and
-//! codec), an image sequence, or standard output; and the rates a container holds.
+//! codec), a stream (`udp://`, `srt://`, `rtmp://`, `rtsp://`, or an HLS playlist `.m3u8`:
+//! a video output whose container is a stream's), an image sequence, or standard output;
+//! and the rates a container holds.
 //!
 //! Invariants: parsing opens nothing and creates nothing; every refusal names the output and
 //! says what would work.
@@ -70,9 +72,7 @@ impl OutputSpec {
             return Ok(OutputSpec::Stdout);
         }
         if s.contains("://") {
-            return Err(format!(
-                "--output '{s}': network outputs (udp://, rtmp://, …) are not supported; write a file"
-            ));
+            return Self::parse_stream(s);
         }
         let path = Path::new(s);
         if s.ends_with('/') || path.is_dir() {
@@ -105,7 +105,7 @@ impl OutputSpec {
         };
         // A video file's name is taken as written ('100%.mkv'); a frame number in it means
         // an image sequence was meant.
-        let video = VIDEO_EXTENSIONS.contains(&extension.as_str());
+        let video = VIDEO_EXTENSIONS.contains(&extension.as_str()) || extension == "m3u8";
         match SequencePattern::parse(name) {
             Some(Ok(_)) if video => Err(format!(
                 "--output '{s}': %d numbers the files of an image sequence, and .{extension} is a video container holding every frame in one file: name one file, or use an image extension (.png, …) for a sequence"
@@ -140,11 +140,48 @@ impl OutputSpec {
         }
     }
 
+    /// A network output: its container by the URL's scheme (`codec::STREAM_SCHEMES`).
+    fn parse_stream(s: &str) -> Result<Self, String> {
+        let schemes: Vec<String> = super::codec::STREAM_SCHEMES
+            .iter()
+            .map(|(s, _)| format!("{s}://"))
+            .collect();
+        let container = Container::of_path(s).ok_or_else(|| {
+            format!(
+                "--output '{s}': framepipe sends network outputs to {} (or writes HLS: a .m3u8 playlist); this scheme is none of them",
+                schemes.join(", ")
+            )
+        })?;
+        if s.split_once("://").is_some_and(|(_, rest)| rest.is_empty()) {
+            return Err(format!("--output '{s}': the address is missing"));
+        }
+        if !cfg!(feature = "opencv") {
+            return Err(format!(
+                "--output '{s}': this build has no OpenCV (whose FFmpeg libraries send streams)"
+            ));
+        }
+        Ok(OutputSpec::Video {
+            path: s.to_string(),
+            container,
+            codec: container.default_codec(),
+            quality: None,
+            encoding: super::Encoding::default(),
+        })
+    }
+
+    /// Whether it is a stream (network, or HLS), written from a thread of its own.
+    pub fn is_stream(&self) -> bool {
+        matches!(self, OutputSpec::Video { container, .. } if container.is_stream())
+    }
+
     /// A video file named `s`, of the container its `extension` names.
     fn parse_video(s: &str, extension: String) -> Result<Self, String> {
         let container = Container::from_extension(&extension)
             .ok_or_else(|| format!("--output '{s}': '.{extension}' is not a video container"))?;
-        crate::paths::check_folder("--output", s)?;
+        if container != Container::Hls {
+            // An HLS playlist's folder is made when missing, as an image sequence's.
+            crate::paths::check_folder("--output", s)?;
+        }
         if !cfg!(feature = "opencv") {
             return Err(format!(
                 "--output '{s}': this build has no OpenCV; write a .ppm sequence such as frames/%05d.ppm"
@@ -172,11 +209,18 @@ impl OutputSpec {
                 ..
             } => {
                 if !container.holds(codec) {
-                    return Err(format!(
-                        "--codec {}: a .{} file can't hold it (.mkv holds every codec)",
-                        codec.name(),
-                        container.extension()
-                    ));
+                    return Err(match container.is_stream() {
+                        true => format!(
+                            "--codec {}: a {} stream can't carry it (h264 goes everywhere)",
+                            codec.name(),
+                            container.muxer().unwrap_or_default()
+                        ),
+                        false => format!(
+                            "--codec {}: a .{} file can't hold it (.mkv holds every codec)",
+                            codec.name(),
+                            container.extension()
+                        ),
+                    });
                 }
                 *chosen = codec;
                 Ok(self)
@@ -270,7 +314,11 @@ mod tests {
             ),
             (format!("{d}/"), "is a folder"),
             (format!("{d}/noext"), "without an extension"),
-            ("udp://10.0.0.1:5000".to_string(), "network outputs"),
+            (
+                "ftp://10.0.0.1/x.ts".to_string(),
+                "framepipe sends network outputs to udp://",
+            ),
+            ("udp://".to_string(), "the address is missing"),
         ] {
             let e = OutputSpec::parse(&bad).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");

@@ -1,0 +1,271 @@
+//! A stream out: MPEG-TS over `udp://` or `srt://`, FLV to `rtmp://`, RTSP publishing, or an
+//! HLS playlist with rolling segments, encoded and muxed by `av::AvFile` on a thread of its
+//! own.
+//!
+//! Invariants: the pipeline never waits for the peer: a frame is handed over through a queue
+//! of `QUEUE` frames and dropped (and counted) when the queue is full; a peer that goes away
+//! (a failed write or connection) is connected to again with a growing pause
+//! (`FIRST_WAIT` doubling to `LONGEST_WAIT`), the frames meanwhile dropped and counted, and
+//! the run's other outputs go on; `finish` sends what is queued and ends the stream (the
+//! muxer's trailer: an HLS playlist gets its end tag) within `FINISH_WITHIN`, after which a
+//! write still blocked is interrupted (FFmpeg's interrupt callback) and the thread is left
+//! to end on its own.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
+
+use super::av::{AvFile, Timing};
+use super::codec::Codec;
+use super::{Flow, Frame, Sink};
+use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
+
+/// Frames waiting for the stream's thread at most.
+pub const QUEUE: usize = 8;
+/// The first pause before connecting again.
+pub const FIRST_WAIT: Duration = Duration::from_millis(250);
+/// The longest pause between two attempts.
+pub const LONGEST_WAIT: Duration = Duration::from_secs(8);
+/// How long `finish` waits for the stream to end.
+pub const FINISH_WITHIN: Duration = Duration::from_millis(700);
+
+/// One frame for the stream's thread.
+struct Queued {
+    bytes: Vec<u8>,
+    format: PixelFormat,
+    size: FrameSize,
+    at: Option<f64>,
+}
+
+/// What the stream's thread counts.
+#[derive(Default)]
+struct Counts {
+    sent: AtomicU64,
+    dropped: AtomicU64,
+    reconnects: AtomicU64,
+}
+
+/// A stream out (module doc).
+pub struct Stream {
+    url: String,
+    what: String,
+    tx: Option<Sender<Queued>>,
+    /// Buffers coming back from the thread, to be filled again.
+    spare: Receiver<Vec<u8>>,
+    counts: Arc<Counts>,
+    abort: Arc<AtomicBool>,
+    thread: Option<thread::JoinHandle<()>>,
+    /// The frames handed over and the ones dropped here (queue full).
+    taken: u64,
+}
+
+impl Stream {
+    /// Starts the stream to `url` (its container from its scheme, or `.m3u8`) of `size`
+    /// frames at the rate `timing` says, encoded with `codec` and `encoding`. The first
+    /// connection is made on the stream's thread at once, so that a peer that is slow to
+    /// answer never holds up the run's start (a refusal is said, and the stream connects
+    /// again).
+    pub fn open(
+        url: &str,
+        codec: Codec,
+        encoding: &super::Encoding,
+        size: FrameSize,
+        timing: &Timing,
+    ) -> Result<Self> {
+        let abort = Arc::new(AtomicBool::new(false));
+        // A stream carries the video: the input's audio stays in files.
+        let timing = Timing {
+            audio: None,
+            ..timing.clone()
+        };
+        let opener = {
+            let (url, encoding, abort) = (url.to_string(), encoding.clone(), abort.clone());
+            move || AvFile::open_stream(&url, codec, &encoding, size, &timing, abort.clone())
+        };
+        let (tx, rx) = bounded::<Queued>(QUEUE);
+        let (spare_tx, spare) = bounded::<Vec<u8>>(QUEUE + 2);
+        let counts = Arc::new(Counts::default());
+        let thread = {
+            let (counts, abort, url) = (counts.clone(), abort.clone(), url.to_string());
+            thread::Builder::new()
+                .name("stream out".into())
+                .spawn(move || {
+                    let mut run = Sender_ {
+                        url,
+                        open: Box::new(opener),
+                        out: None,
+                        wait: FIRST_WAIT,
+                        retry_at: Instant::now(),
+                        counts,
+                        abort,
+                        ever: false,
+                    };
+                    run.connect();
+                    for q in rx {
+                        run.send(&q);
+                        let _ = spare_tx.try_send(q.bytes);
+                    }
+                    run.end();
+                })?
+        };
+        Ok(Self {
+            url: url.to_string(),
+            what: format!("stream {url} ({})", codec.name()),
+            tx: Some(tx),
+            spare,
+            counts,
+            abort,
+            thread: Some(thread),
+            taken: 0,
+        })
+    }
+}
+
+/// The stream's thread: the muxer, and connecting again when it fails.
+struct Sender_ {
+    url: String,
+    open: Box<dyn FnMut() -> Result<AvFile> + Send>,
+    out: Option<AvFile>,
+    wait: Duration,
+    retry_at: Instant,
+    counts: Arc<Counts>,
+    abort: Arc<AtomicBool>,
+    /// A connection was made at least once (a later one is a reconnect).
+    ever: bool,
+}
+
+impl Sender_ {
+    /// Connects (opens the muxer), saying why where it fails the first time.
+    fn connect(&mut self) {
+        match (self.open)() {
+            Ok(out) => {
+                if self.ever {
+                    self.counts.reconnects.fetch_add(1, Ordering::SeqCst);
+                    crate::info!("{}: connected again", self.url);
+                }
+                self.ever = true;
+                self.wait = FIRST_WAIT;
+                self.out = Some(out);
+            }
+            Err(e) => {
+                if !self.ever && self.wait == FIRST_WAIT {
+                    crate::warn!("{}: {e:#}; the run goes on, connecting again", self.url);
+                } else {
+                    crate::debug!("{}: {e:#}", self.url);
+                }
+                self.retry_at = Instant::now() + self.wait;
+                self.wait = (self.wait * 2).min(LONGEST_WAIT);
+            }
+        }
+    }
+
+    fn send(&mut self, q: &Queued) {
+        if self.abort.load(Ordering::SeqCst) {
+            self.counts.dropped.fetch_add(1, Ordering::SeqCst);
+            return;
+        }
+        if self.out.is_none() && Instant::now() >= self.retry_at {
+            self.connect();
+        }
+        let Some(out) = &mut self.out else {
+            self.counts.dropped.fetch_add(1, Ordering::SeqCst);
+            return;
+        };
+        match out.write(&q.bytes, q.format, q.size, q.at) {
+            Ok(()) => {
+                self.counts.sent.fetch_add(1, Ordering::SeqCst);
+            }
+            Err(e) => {
+                self.counts.dropped.fetch_add(1, Ordering::SeqCst);
+                if !self.abort.load(Ordering::SeqCst) {
+                    crate::warn!("{}: {e:#}; connecting again", self.url);
+                }
+                self.out = None; // dropped: the connection is closed
+                self.retry_at = Instant::now() + self.wait;
+            }
+        }
+    }
+
+    fn end(&mut self) {
+        if let Some(mut out) = self.out.take() {
+            if let Err(e) = out.finish() {
+                if !self.abort.load(Ordering::SeqCst) {
+                    crate::warn!("{}: ending the stream: {e:#}", self.url);
+                }
+            }
+        }
+    }
+}
+
+impl Sink for Stream {
+    fn verb(&self) -> &'static str {
+        "sent"
+    }
+    fn describe(&self) -> String {
+        self.what.clone()
+    }
+    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+        let Some(tx) = &self.tx else {
+            return Ok(Flow::Continue);
+        };
+        self.taken += 1;
+        if tx.is_full() {
+            // The peer (or the encoder) is slower than the run: this frame is not sent.
+            self.counts.dropped.fetch_add(1, Ordering::SeqCst);
+            return Ok(Flow::Continue);
+        }
+        let mut bytes = self.spare.try_recv().unwrap_or_default();
+        bytes.clear();
+        bytes.extend_from_slice(frame.bytes);
+        let q = Queued {
+            bytes,
+            format: frame.format(),
+            size: frame.size(),
+            at: frame.desc.seconds(),
+        };
+        match tx.try_send(q) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.counts.dropped.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+        Ok(Flow::Continue)
+    }
+    fn finish(&mut self) -> Result<()> {
+        drop(self.tx.take());
+        if let Some(thread) = self.thread.take() {
+            let deadline = Instant::now() + FINISH_WITHIN;
+            while !thread.is_finished() && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(5));
+            }
+            if !thread.is_finished() {
+                // A write blocked on the peer: interrupt it, and don't wait for more.
+                self.abort.store(true, Ordering::SeqCst);
+                let deadline = Instant::now() + Duration::from_millis(200);
+                while !thread.is_finished() && Instant::now() < deadline {
+                    thread::sleep(Duration::from_millis(5));
+                }
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            }
+        }
+        let c = &self.counts;
+        let (sent, dropped, again) = (
+            c.sent.load(Ordering::SeqCst),
+            c.dropped.load(Ordering::SeqCst),
+            c.reconnects.load(Ordering::SeqCst),
+        );
+        crate::info!(
+            "{}: {sent} of {} frames sent, {dropped} dropped (the peer was slow or away), {again} reconnect(s)",
+            self.url,
+            self.taken
+        );
+        Ok(())
+    }
+}

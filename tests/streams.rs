@@ -1,0 +1,290 @@
+//! Streams out, with real peers on loopback: ffmpeg listening for MPEG-TS over UDP and SRT,
+//! for RTMP (`-listen 1`) and for an RTSP publisher (`-rtsp_flags listen`), each counted
+//! with ffprobe; a peer killed mid-run while a file is written beside the stream; a peer that
+//! never reads and Ctrl-C; an HLS playlist played end to end.
+#![cfg(feature = "opencv")]
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::run::{bin, framepipe_in, have, stderr, wait_with_deadline, TempDir};
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// ffmpeg receiving `url` (listening) into `file`, stream copied.
+fn listener(input: &[&str], file: &std::path::Path) -> Child {
+    Command::new("ffmpeg")
+        .args(["-v", "error", "-y"])
+        .args(input)
+        .args(["-c", "copy"])
+        .arg(file)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// (codec, frames) of the video in `file`, decoded by ffprobe.
+fn probe(file: &std::path::Path) -> (String, u64) {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
+        .args([
+            "-show_entries",
+            "stream=codec_name,nb_read_frames",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().next().unwrap_or_default().to_string();
+    let mut parts = line.split(',');
+    let codec = parts.next().unwrap_or_default().to_string();
+    let frames = parts
+        .next()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0);
+    (codec, frames)
+}
+
+fn wait_for(mut child: Child, limit: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if child.try_wait().unwrap().is_some() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn every_kind_of_stream_delivers_every_frame() {
+    assert!(
+        have("ffmpeg") && have("ffprobe"),
+        "scripts/test.sh installs ffmpeg"
+    );
+    let dir = TempDir::new("streams-kinds");
+    for kind in ["udp", "srt", "rtmp", "rtsp"] {
+        let port = free_port();
+        let got = dir.join(&format!("{kind}.mkv"));
+        let (listen, url): (Vec<String>, String) = match kind {
+            // UDP has no end: the listener stops after 2 s without a packet.
+            "udp" => (
+                vec![
+                    "-i".into(),
+                    format!("udp://127.0.0.1:{port}?timeout=2000000"),
+                ],
+                format!("udp://127.0.0.1:{port}"),
+            ),
+            "srt" => (
+                vec!["-i".into(), format!("srt://127.0.0.1:{port}?mode=listener")],
+                format!("srt://127.0.0.1:{port}"),
+            ),
+            "rtmp" => (
+                vec![
+                    "-listen".into(),
+                    "1".into(),
+                    "-i".into(),
+                    format!("rtmp://127.0.0.1:{port}/live/x"),
+                ],
+                format!("rtmp://127.0.0.1:{port}/live/x"),
+            ),
+            _ => (
+                vec![
+                    "-rtsp_flags".into(),
+                    "listen".into(),
+                    "-i".into(),
+                    format!("rtsp://127.0.0.1:{port}/live"),
+                ],
+                format!("rtsp://127.0.0.1:{port}/live"),
+            ),
+        };
+        let args: Vec<&str> = listen.iter().map(String::as_str).collect();
+        let peer = listener(&args, &got);
+        std::thread::sleep(Duration::from_millis(800));
+        let run = framepipe_in(
+            dir.path(),
+            &[
+                "--headless",
+                "--backend",
+                "cpu",
+                "--input",
+                "pattern:320x240:25",
+                "--frames",
+                "50",
+                "--output",
+                &url,
+            ],
+            Duration::from_secs(60),
+        );
+        assert!(run.status.success(), "{kind}: {}", stderr(&run));
+        wait_for(peer, Duration::from_secs(10));
+        let (codec, frames) = probe(&got);
+        assert_eq!(codec, "h264", "{kind}");
+        assert_eq!(
+            frames,
+            50,
+            "{kind}: the peer got {frames} of 50 frames\n{}",
+            stderr(&run)
+        );
+    }
+}
+
+/// The peer goes away mid-run and comes back: the stream connects again while a file
+/// written beside it keeps every frame.
+#[test]
+fn a_lost_peer_is_connected_to_again_while_the_file_stays_whole() {
+    assert!(have("ffmpeg"), "scripts/test.sh installs ffmpeg");
+    let dir = TempDir::new("streams-reconnect");
+    let port = free_port();
+    let url = format!("rtmp://127.0.0.1:{port}/live/x");
+    let first = listener(&["-listen", "1", "-i", &url], &dir.join("first.flv"));
+    std::thread::sleep(Duration::from_millis(800));
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args([
+            "--headless",
+            "--backend",
+            "cpu",
+            "--input",
+            "pattern:320x240:25",
+        ])
+        .args(["--frames", "150", "--codec", "h264"])
+        .args(["--output", &url, "--output", "beside.mp4"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut first = first;
+    first.kill().unwrap();
+    first.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let second = listener(&["-listen", "1", "-i", &url], &dir.join("second.flv"));
+    let out = wait_with_deadline(child, Duration::from_secs(30), "reconnect");
+    wait_for(second, Duration::from_secs(10));
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("connected again"), "{err}");
+    let (_, whole) = probe(&dir.join("beside.mp4"));
+    assert_eq!(whole, 150, "the file beside the stream lost frames\n{err}");
+    let (_, after) = probe(&dir.join("second.flv"));
+    assert!(after > 20, "the second peer got {after} frames\n{err}");
+}
+
+/// A peer that takes the connection and never reads: frames are dropped, not waited for,
+/// and Ctrl-C ends the run within about a second with the file beside it finalized.
+#[test]
+fn a_peer_that_never_reads_does_not_hold_the_run() {
+    let dir = TempDir::new("streams-stalled");
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = server.local_addr().unwrap().port();
+    let holder = std::thread::spawn(move || {
+        // Accept, then never read or answer (the RTMP handshake never completes).
+        let conns: Vec<_> = server.incoming().take(1).collect();
+        std::thread::sleep(Duration::from_secs(8));
+        drop(conns);
+    });
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args([
+            "--headless",
+            "--backend",
+            "cpu",
+            "--input",
+            "pattern:320x240:25",
+        ])
+        .args(["--output", &format!("rtmp://127.0.0.1:{port}/live/x")])
+        .args(["--output", "beside.mkv", "--summary-json", "s.json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2000));
+    let asked = Instant::now();
+    assert!(Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let out = wait_with_deadline(child, Duration::from_secs(5), "stalled peer");
+    let took = asked.elapsed();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(took < Duration::from_millis(1500), "took {took:?}\n{err}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+    let written = summary["frames"]["written"].as_u64().unwrap();
+    // The run kept the pattern's 25 fps: about 50 frames in 2 s.
+    assert!(written >= 40, "{summary}");
+    let (_, frames) = probe(&dir.join("beside.mkv"));
+    assert_eq!(frames, written, "{err}");
+    holder.join().unwrap();
+}
+
+#[test]
+fn an_hls_playlist_plays_end_to_end() {
+    assert!(have("ffprobe"), "scripts/test.sh installs ffmpeg");
+    let dir = TempDir::new("streams-hls");
+    let run = framepipe_in(
+        dir.path(),
+        &[
+            "--headless",
+            "--backend",
+            "cpu",
+            "--input",
+            "pattern:320x240:25",
+            "--frames",
+            "125",
+            "--output",
+            "live/index.m3u8",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let playlist = std::fs::read_to_string(dir.join("live/index.m3u8")).unwrap();
+    assert!(playlist.contains("#EXT-X-ENDLIST"), "{playlist}");
+    let segments: Vec<_> = playlist.lines().filter(|l| l.ends_with(".ts")).collect();
+    assert!(segments.len() >= 3, "{playlist}");
+    let leftovers: Vec<_> = std::fs::read_dir(dir.join("live"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    let (codec, frames) = probe(&dir.join("live/index.m3u8"));
+    assert_eq!((codec.as_str(), frames), ("h264", 125));
+    // Again without -y: the playlist is there, and is not replaced.
+    let again = framepipe_in(
+        dir.path(),
+        &[
+            "--headless",
+            "--backend",
+            "cpu",
+            "--input",
+            "pattern:320x240:25",
+            "--frames",
+            "5",
+            "--output",
+            "live/index.m3u8",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(again.status.code(), Some(1));
+    assert!(
+        stderr(&again).contains("replaced only with -y"),
+        "{}",
+        stderr(&again)
+    );
+}
