@@ -6,8 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
 # Window tests: a real X server, key presses, screenshots, and a close request (python3-xlib).
-# ffmpeg makes test clips whose frame size changes mid-stream.
-setup_packages xvfb xauth xdotool imagemagick python3-xlib ffmpeg
+# ffmpeg makes test clips whose frame size changes mid-stream, and listens for streams out;
+# headless Chromium, driven over the DevTools protocol (python3-websocket), opens the
+# browser view.
+setup_packages xvfb xauth xdotool imagemagick python3-xlib ffmpeg chromium-headless-shell python3-websocket
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 
 echo "== cargo fmt --check"

@@ -98,6 +98,16 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_mosaic: bool,
 
+    /// Serve a page that shows the processed video live, its figures and the window's
+    /// controls, at http://127.0.0.1:PORT/ (or at ADDRESS:PORT, given whole: 0.0.0.0:8080
+    /// for every interface).
+    #[arg(long, value_name = "[ADDR:]PORT")]
+    pub serve: Option<String>,
+
+    /// Require this token on every request to --serve (?token=… in the page's address).
+    #[arg(long, value_name = "TOKEN")]
+    pub serve_token: Option<String>,
+
     /// Open a live network stream again (with a growing pause, up to 8 s) when it ends or
     /// fails, until the run stops. On by default with several inputs.
     #[arg(long)]

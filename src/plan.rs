@@ -176,6 +176,9 @@ impl Plan {
         for stream in &request.streams {
             takes.push(stream.takes(None));
         }
+        if args.serve.is_some() {
+            takes.push(sink::WINDOW_TAKES.to_vec()); // the browser view shows BGR too
+        }
         let formats = Formats {
             input: source.format(),
             output: sink::negotiate(source.format(), size, &takes),
@@ -418,6 +421,9 @@ fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
     if args.trace.is_some() || args.timeline.is_some() {
         bail!("--trace and --timeline trace a run of one input; this run has {n}");
     }
+    if args.serve.is_some() {
+        bail!("--serve shows a run of one input; this run has {n} (the mosaic is not served yet)");
+    }
     if let Some(grid) = args.grid {
         if grid.width * grid.height < n {
             bail!(
@@ -496,6 +502,20 @@ fn check_args(args: &RunArgs) -> Result<Request> {
     }
     let tracing = args.trace.is_some() || args.timeline.is_some();
     let inputs = check_inputs(args)?;
+    if let Some(serve) = &args.serve {
+        if !cfg!(feature = "opencv") {
+            bail!("--serve: this build has no OpenCV (whose JPEG encoder the browser view uses)");
+        }
+        #[cfg(feature = "opencv")]
+        sink::web::bind_address(serve).map_err(anyhow::Error::msg)?;
+        let _ = serve;
+    }
+    if args.serve_token.is_some() && args.serve.is_none() {
+        bail!("--serve-token applies to --serve, and it is not given");
+    }
+    if args.serve_token.as_deref() == Some("") {
+        bail!("--serve-token is empty");
+    }
     let (output, streams) = outputs_of(args)?;
     let videos = output.is_some() || !streams.is_empty();
     if (args.codec.is_some() || args.quality.is_some()) && !videos {

@@ -121,7 +121,7 @@ fn what_a_run_of_several_inputs_refuses() {
             vec![
                 "--input", "pattern", "--input", "pattern", "--output", "one.mkv",
             ],
-            "name one file per input with {n}",
+            "name one output per input with {n}",
         ),
         (
             vec!["--input", "pattern", "--input", "pattern", "--output", "-"],

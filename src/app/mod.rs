@@ -130,12 +130,16 @@ fn open_sinks(
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     sinks.extend(open_streams(checked, source, &places)?);
     sinks.extend(open_file_output(checked, source, places)?);
+    let knobs = Knobs {
+        pageable: args.pageable,
+        bands,
+        height: size.height,
+    };
+    if let Some(serve) = &args.serve {
+        // Before the outputs: the summary's verb is the last sink's (a file's "written").
+        sinks.insert(0, open_web(serve, args.serve_token.clone(), knobs.clone())?);
+    }
     if !args.headless {
-        let knobs = Knobs {
-            pageable: args.pageable,
-            bands,
-            height: size.height,
-        };
         // At the end of a file the last frame stays up until q (or a stop).
         let hold = (!args.exit_at_end).then(|| stop.clone());
         sinks.insert(0, open_window("framepipe", knobs, hold)?);
@@ -499,6 +503,16 @@ fn timing(
     _: Option<&OutputSpec>,
 ) -> sink::Timing {
     sink::Timing
+}
+
+#[cfg(feature = "opencv")]
+fn open_web(serve: &str, token: Option<String>, knobs: Knobs) -> Result<Box<dyn Sink>> {
+    Ok(Box::new(sink::web::Web::open(serve, token, knobs)?))
+}
+
+#[cfg(not(feature = "opencv"))]
+fn open_web(_: &str, _: Option<String>, _: Knobs) -> Result<Box<dyn Sink>> {
+    bail!("--serve: this build has no OpenCV")
 }
 
 #[cfg(feature = "opencv")]

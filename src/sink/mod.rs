@@ -26,6 +26,8 @@ pub mod stream;
 #[cfg(feature = "opencv")]
 pub mod strip;
 #[cfg(feature = "opencv")]
+pub mod web;
+#[cfg(feature = "opencv")]
 pub mod window;
 #[cfg(feature = "opencv")]
 pub mod writer;
@@ -94,6 +96,39 @@ pub struct Knobs {
     pub bands: usize,
     /// Frame height (the most bands there can be).
     pub height: usize,
+}
+
+/// What a key that acts on the running pipeline asks for (the window's and the browser
+/// view's keys share this table): **1**–**9** a filter preset, **p** page-locked ↔ pageable,
+/// **b**/**-** and **B**/**+**/**=** halve and double the bands (`knobs` keeps the current
+/// settings), **space** pause, **.** step, **r** reload; None for any other key.
+pub fn pipeline_key(key: u8, knobs: &mut Knobs) -> Result<Option<Flow>> {
+    use crate::backend::Control;
+    let k = knobs;
+    Ok(Some(match key {
+        b'1'..=b'9' => {
+            let chain: crate::filter::Chain = crate::filter::PRESETS[usize::from(key - b'1')]
+                .parse()
+                .map_err(anyhow::Error::msg)?;
+            Flow::Control(Control::Chain(chain))
+        }
+        b'p' | b'P' => {
+            k.pageable = !k.pageable;
+            Flow::Control(Control::Pageable(k.pageable))
+        }
+        b'b' | b'-' => {
+            k.bands = (k.bands / 2).max(1);
+            Flow::Control(Control::Bands(k.bands))
+        }
+        b'B' | b'+' | b'=' => {
+            k.bands = (k.bands * 2).min(64).min(k.height);
+            Flow::Control(Control::Bands(k.bands))
+        }
+        b' ' => Flow::TogglePause,
+        b'.' => Flow::Step,
+        b'r' | b'R' => Flow::Reload,
+        _ => return Ok(None),
+    }))
 }
 
 /// Where processed frames go (a window, a file, nowhere), on the pipeline's calling thread.

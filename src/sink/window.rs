@@ -25,8 +25,6 @@ use opencv::prelude::*;
 use opencv::{highgui, imgcodecs};
 
 use super::{strip, Flow, Frame, Knobs, Sink};
-use crate::backend::Control;
-use crate::filter::{Chain, PRESETS};
 use crate::frame::FrameSize;
 use crate::stats::Live;
 use crate::stop::Stop;
@@ -148,32 +146,13 @@ impl Window {
     }
 
     fn key(&mut self, key: u8) -> Result<Flow> {
-        let k = &mut self.knobs;
+        if let Some(flow) = super::pipeline_key(key, &mut self.knobs)? {
+            return Ok(flow);
+        }
         Ok(match key {
             27 | b'q' | b'Q' => Flow::Quit,
-            b'1'..=b'9' => {
-                let chain: Chain = PRESETS[usize::from(key - b'1')]
-                    .parse()
-                    .map_err(anyhow::Error::msg)?;
-                Flow::Control(Control::Chain(chain))
-            }
-            b'p' | b'P' => {
-                k.pageable = !k.pageable;
-                Flow::Control(Control::Pageable(k.pageable))
-            }
-            b'b' | b'-' => {
-                k.bands = (k.bands / 2).max(1);
-                Flow::Control(Control::Bands(k.bands))
-            }
-            b'B' | b'+' | b'=' => {
-                k.bands = (k.bands * 2).min(64).min(k.height);
-                Flow::Control(Control::Bands(k.bands))
-            }
-            b' ' => Flow::TogglePause,
-            b'.' => Flow::Step,
             b'\t' | b'n' | b'N' => Flow::NextTile,
             b'\r' | b'\n' | b'z' | b'Z' => Flow::Alone,
-            b'r' | b'R' => Flow::Reload,
             b'h' | b'H' => {
                 self.overlay = !self.overlay;
                 self.redraw()?;

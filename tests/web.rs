@@ -1,0 +1,290 @@
+//! The browser view (`--serve`) with real parts: the real binary, the page opened in
+//! headless Chromium and driven over the DevTools protocol (`tests/support/cdp.py`), plain
+//! HTTP clients on loopback (one that stops reading, fifty at once).
+#![cfg(feature = "opencv")]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::run::{bin, have, stderr, wait_with_deadline, TempDir};
+use opencv::prelude::*;
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// framepipe serving `input` on `port` (headless, CPU backend), its summary in `dir`.
+fn serve(dir: &TempDir, port: u16, input: &str, extra: &[&str]) -> Child {
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["--headless", "--backend", "cpu", "-q", "--input", input])
+        .args([
+            "--serve",
+            &port.to_string(),
+            "--summary-json",
+            "summary.json",
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the view did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+/// A GET (or POST) on the view: (status, body).
+fn http(port: u16, method: &str, path: &str, headers: &str) -> (u16, Vec<u8>) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n{headers}\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    let text = String::from_utf8_lossy(&all);
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = match all.windows(4).position(|w| w == b"\r\n\r\n") {
+        Some(i) => all[i + 4..].to_vec(),
+        None => Vec::new(),
+    };
+    (status, body)
+}
+
+fn stop(child: Child, what: &str) -> std::process::Output {
+    assert!(Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    wait_with_deadline(child, Duration::from_secs(5), what)
+}
+
+/// The share of a JPEG's pixels whose channels differ by more than 12 (not gray).
+fn colourful(jpeg: &[u8]) -> f64 {
+    let img = opencv::imgcodecs::imdecode(
+        &opencv::core::Vector::<u8>::from_slice(jpeg),
+        opencv::imgcodecs::IMREAD_COLOR,
+    )
+    .unwrap();
+    let bytes = img.data_bytes().unwrap();
+    let coloured = bytes
+        .chunks_exact(3)
+        .filter(|p| {
+            let (lo, hi) = (p.iter().min().unwrap(), p.iter().max().unwrap());
+            hi - lo > 12
+        })
+        .count();
+    coloured as f64 / (bytes.len() / 3) as f64
+}
+
+#[test]
+fn the_page_shows_the_moving_video_its_figures_and_working_buttons() {
+    assert!(
+        have("chromium-headless-shell"),
+        "scripts/test.sh installs chromium-headless-shell"
+    );
+    let dir = TempDir::new("web-page");
+    let port = free_port();
+    let child = serve(&dir, port, "pattern:320x240:25", &[]);
+    let devtools = free_port();
+    let mut chromium = Command::new("chromium-headless-shell")
+        .args(["--no-sandbox", "--disable-gpu", "--window-size=900,600"])
+        .arg(format!("--remote-debugging-port={devtools}"))
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.join("chromium").display()
+        ))
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cdp = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/cdp.py");
+    let (a, b) = (dir.join("a.png"), dir.join("b.png"));
+    let stats = "document.getElementById('lines').textContent";
+    let out = Command::new("timeout")
+        .args([
+            "60",
+            "/usr/bin/python3",
+            cdp,
+            &devtools.to_string(),
+            "sleep:2",
+        ])
+        .arg(format!("shot:{}", a.display()))
+        .arg(format!("eval:{stats}"))
+        .arg("sleep:1")
+        .arg(format!("shot:{}", b.display()))
+        .arg(format!("eval:{stats}"))
+        // The gray preset (3), clicked on the page.
+        .arg("eval:document.getElementById('preset-3').click(); 'clicked'")
+        .arg("sleep:1")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "cdp: {said}{}", stderr(&out));
+    let lines: Vec<&str> = said.lines().collect();
+    assert!(
+        lines[0].contains("fps") && lines[1].contains("fps"),
+        "{said}"
+    );
+    assert_ne!(lines[0], lines[1], "the figures did not update");
+    let shot = |p: &std::path::Path| {
+        opencv::imgcodecs::imread(&p.display().to_string(), opencv::imgcodecs::IMREAD_COLOR)
+            .unwrap()
+    };
+    // The picture (top left, where the video is) moves between the two screenshots.
+    let (sa, sb) = (shot(&a), shot(&b));
+    let roi = opencv::core::Rect::new(12, 12, 300, 220);
+    let (ra, rb) = (
+        Mat::roi(&sa, roi).unwrap().try_clone().unwrap(),
+        Mat::roi(&sb, roi).unwrap().try_clone().unwrap(),
+    );
+    let differ = ra
+        .data_bytes()
+        .unwrap()
+        .iter()
+        .zip(rb.data_bytes().unwrap())
+        .filter(|(x, y)| x.abs_diff(**y) > 20)
+        .count();
+    assert!(
+        differ > 1000,
+        "the video did not move ({differ} bytes differ)"
+    );
+    // After the click the frames are gray.
+    let (status, jpeg) = http(port, "GET", "/frame.jpg", "");
+    assert_eq!(status, 200);
+    assert!(
+        colourful(&jpeg) < 0.01,
+        "the gray preset did not reach the pipeline"
+    );
+    let _ = chromium.kill();
+    let _ = chromium.wait();
+    let out = stop(child, "web page");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    assert!(summary.contains("filter gray"), "{summary}");
+}
+
+#[test]
+fn a_token_is_required_and_nothing_else_is_served() {
+    let dir = TempDir::new("web-token");
+    let port = free_port();
+    let child = serve(
+        &dir,
+        port,
+        "pattern:160x120:25",
+        &["--serve-token", "s3cret"],
+    );
+    assert_eq!(http(port, "GET", "/", "").0, 401);
+    assert_eq!(http(port, "GET", "/stats?token=wrong", "").0, 401);
+    assert_eq!(http(port, "GET", "/?token=s3cret", "").0, 200);
+    assert_eq!(
+        http(port, "GET", "/stats", "Authorization: Bearer s3cret\r\n").0,
+        200
+    );
+    assert_eq!(
+        http(port, "GET", "/../../etc/passwd?token=s3cret", "").0,
+        404
+    );
+    assert_eq!(http(port, "GET", "/control?key=3&token=s3cret", "").0, 404);
+    assert_eq!(http(port, "POST", "/control?key=q&token=s3cret", "").0, 400);
+    let out = stop(child, "web token");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Frames per second of an unpaced run of 1500 frames, with `client` doing its part.
+fn rate_with(dir: &TempDir, client: impl FnOnce(u16) -> Option<TcpStream>) -> f64 {
+    let port = free_port();
+    let _ = std::fs::remove_file(dir.join("summary.json"));
+    let child = serve(dir, port, "pattern:320x240:0", &["--frames", "1500"]);
+    let held = client(port);
+    let out = wait_with_deadline(child, Duration::from_secs(60), "rate");
+    assert!(out.status.success(), "{}", stderr(&out));
+    drop(held);
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    summary["fps"].as_f64().unwrap()
+}
+
+#[test]
+fn a_client_that_stops_reading_does_not_slow_the_pipeline() {
+    let dir = TempDir::new("web-stalled");
+    let alone = rate_with(&dir, |_| None);
+    let stalled = rate_with(&dir, |port| {
+        // Asks for the stream, then never reads a byte.
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        write!(s, "GET /stream.mjpg HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        Some(s)
+    });
+    println!(
+        "unpaced: {alone:.0} fps without a viewer, {stalled:.0} fps with one that stopped reading"
+    );
+    assert!(
+        stalled > 0.7 * alone,
+        "a stalled viewer slowed the run: {stalled:.0} fps against {alone:.0}"
+    );
+}
+
+#[test]
+fn fifty_viewers_are_served_or_refused_cleanly() {
+    let dir = TempDir::new("web-fifty");
+    let port = free_port();
+    let child = serve(&dir, port, "pattern:160x120:25", &[]);
+    let mut conns: Vec<TcpStream> = (0..50)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            write!(s, "GET /stream.mjpg HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            s
+        })
+        .collect();
+    let (mut served, mut refused, mut watching) = (0, 0, None);
+    for (i, s) in conns.iter_mut().enumerate() {
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head)
+            .expect("every viewer gets an answer");
+        match &head[9..12] {
+            b"200" => {
+                served += 1;
+                watching.get_or_insert(i);
+            }
+            b"503" => refused += 1,
+            other => panic!("answer {}", String::from_utf8_lossy(other)),
+        }
+    }
+    assert_eq!(served + refused, 50);
+    assert_eq!(served, 32, "{served} served, {refused} refused");
+    // A viewer that is served gets JPEG frames.
+    let first = &mut conns[watching.expect("some viewer is served")];
+    let mut buf = vec![0u8; 4096];
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !String::from_utf8_lossy(&got).contains("image/jpeg") && Instant::now() < deadline {
+        match first.read(&mut buf) {
+            Ok(n) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => break,
+        }
+    }
+    assert!(String::from_utf8_lossy(&got).contains("image/jpeg"));
+    drop(conns);
+    let out = stop(child, "fifty viewers");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
