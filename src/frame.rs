@@ -16,6 +16,12 @@ pub const CHANNELS: usize = 3;
 /// when its input gives none.
 pub const DEFAULT_FPS: f64 = 30.0;
 
+/// The lowest rate `--fps` and a pattern's rate take besides 0: what every video container
+/// here holds.
+pub const MIN_FPS: f64 = 0.01;
+/// The highest rate `--fps` and a pattern's rate take.
+pub const MAX_FPS: f64 = 1000.0;
+
 /// A rate or time base as a fraction, numerator and denominator.
 pub type Ratio = (i32, i32);
 

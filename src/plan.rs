@@ -34,10 +34,9 @@ use crate::stop::Stop;
 /// the tests): frames being captured, waiting and consumed while others are on the GPU.
 pub const RING_SPARE: usize = 4;
 
-/// The rates `--fps` takes besides 0: what every video container here holds.
-pub const MIN_FPS: f64 = 0.01;
-/// The highest rate `--fps` takes.
-pub const MAX_FPS: f64 = 1000.0;
+/// The rates `--fps` (and a pattern's rate) take, besides 0 (`frame` keeps them, below the
+/// sources that read them too).
+pub use crate::frame::{MAX_FPS, MIN_FPS};
 
 /// How many of each a run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

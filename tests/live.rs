@@ -8,91 +8,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::run::{
-    bin, framepipe, frames_in, have, make_clip, stderr, wait_with_deadline, SummaryFile, TempDir,
+    bin, framepipe, frames_in, make_clip, stderr, wait_with_deadline, SummaryFile, TempDir,
 };
+use common::x::Xvfb;
 use opencv::imgcodecs;
 use opencv::prelude::*;
-
-/// A private X server for one test. It picks a free display number itself and says it on
-/// a pipe once it accepts connections (`-displayfd`), so two tests can't collide and a test
-/// never waits on a socket that is not there; the guard exists from the moment of spawn and
-/// ends the server with SIGTERM, so that it removes its lock and socket.
-struct Xvfb {
-    child: Child,
-    display: String,
-}
-
-impl Xvfb {
-    fn start() -> Self {
-        assert!(
-            have("Xvfb") && have("xdotool") && have("import"),
-            "scripts/test.sh installs xvfb, xdotool and imagemagick"
-        );
-        let child = Command::new("Xvfb")
-            .args([
-                "-displayfd",
-                "1",
-                "-screen",
-                "0",
-                "800x600x24",
-                "-nolisten",
-                "tcp",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut x = Self {
-            child,
-            display: String::new(),
-        };
-        let stdout = x.child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            let mut line = String::new();
-            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("Xvfb did not say its display within 20 s");
-        let n: u32 = line
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("Xvfb did not start (it said {line:?})"));
-        x.display = format!(":{n}");
-        x
-    }
-
-    fn cmd(&self, program: &str, args: &[&str]) -> std::process::Output {
-        Command::new("timeout")
-            .arg("20")
-            .arg(program)
-            .args(args)
-            .env("DISPLAY", &self.display)
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        // SIGTERM: Xvfb removes its lock file and socket; SIGKILL only if it does not end.
-        // SAFETY: kill with our child's pid has no memory preconditions.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn signal(child: &Child, sig: &str) {
     let ok = Command::new("kill")

@@ -12,6 +12,7 @@ use opencv::prelude::*;
 use std::time::{Duration, Instant};
 
 use common::run::{bin, framepipe_in, have, make_clip, stderr, wait_with_deadline, TempDir};
+use common::x::Xvfb;
 
 /// Each frame's line of ffmpeg's framemd5 of `path` (times and MD5 of the decoded frame).
 fn framemd5(path: &std::path::Path) -> Vec<String> {
@@ -261,7 +262,7 @@ fn the_mosaic_shows_every_input_in_its_tile() {
         have("Xvfb") && have("xdotool") && have("import"),
         "scripts/test.sh installs xvfb, xdotool and imagemagick"
     );
-    let x = Xvfb::start();
+    let x = Xvfb::with_screen("1280x1024");
     let dir = TempDir::new("several-mosaic");
     let refused = "http://127.0.0.1:9/none.mp4";
     let child = Command::new(bin())
@@ -358,94 +359,6 @@ fn lit_share(img: &opencv::core::Mat, x0: i32, y0: i32, w: i32, h: i32) -> f64 {
     }
     f64::from(lit) / f64::from(w * h)
 }
-
-/// A private X server (as `tests/live.rs` starts one).
-struct Xvfb {
-    child: Child,
-    display: String,
-}
-
-impl Xvfb {
-    fn start() -> Self {
-        let mut child = Command::new("Xvfb")
-            .args([
-                "-displayfd",
-                "1",
-                "-screen",
-                "0",
-                "1280x1024x24",
-                "-nolisten",
-                "tcp",
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            let mut line = String::new();
-            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx
-            .recv_timeout(Duration::from_secs(20))
-            .expect("Xvfb did not say its display within 20 s");
-        let display = format!(":{}", line.trim());
-        Self { child, display }
-    }
-
-    fn cmd(&self, program: &str, args: &[&str]) -> std::process::Output {
-        Command::new("timeout")
-            .arg("20")
-            .arg(program)
-            .args(args)
-            .env("DISPLAY", &self.display)
-            .output()
-            .unwrap()
-    }
-
-    /// The id of the visible window named `name` (a regex), once there is one.
-    fn window(&self, name: &str) -> String {
-        let found = self.cmd(
-            "xdotool",
-            &["search", "--sync", "--onlyvisible", "--name", name],
-        );
-        let id = String::from_utf8_lossy(&found.stdout)
-            .lines()
-            .next()
-            .unwrap_or("")
-            .to_string();
-        assert!(!id.is_empty(), "no window {name} appeared");
-        id
-    }
-
-    fn key(&self, id: &str, key: &str) {
-        self.cmd("xdotool", &["windowfocus", "--sync", id]);
-        let sent = self.cmd("xdotool", &["key", key]);
-        assert!(sent.status.success(), "{}", stderr(&sent));
-        std::thread::sleep(Duration::from_millis(150));
-    }
-
-    /// A screenshot of the window's picture (its client area).
-    fn shot(&self, id: &str, path: &std::path::Path) -> opencv::core::Mat {
-        let p = path.display().to_string();
-        let grabbed = self.cmd("import", &["-window", id, &p]);
-        assert!(grabbed.status.success(), "import: {}", stderr(&grabbed));
-        opencv::imgcodecs::imread(&p, opencv::imgcodecs::IMREAD_COLOR).unwrap()
-    }
-}
-
-impl Drop for Xvfb {
-    fn drop(&mut self) {
-        // SAFETY: kill with our child's pid has no memory preconditions.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-    }
-}
-
 /// ffmpeg serving the test source live as MPEG-TS over HTTP on `port` (one client).
 fn live_server(port: u16) -> Child {
     Command::new("ffmpeg")

@@ -251,7 +251,7 @@ fn fifty_viewers_are_served_or_refused_cleanly() {
     let mut conns: Vec<TcpStream> = (0..50)
         .map(|_| {
             let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
             write!(s, "GET /stream.mjpg HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
             s
         })

@@ -9,10 +9,14 @@
 //! `MAX_CLIENTS` streams at once (more are refused with 503); with a token (`--serve-token`)
 //! every request without it is refused with 401; nothing but the page, its stream, one
 //! frame, the figures and the controls is served (404); the server binds to 127.0.0.1 unless
-//! an address is given; `finish` stops the server and the encoder within a poll
-//! (`POLL`), leaving any client thread blocked in a write to end with the process.
+//! an address is given; every connection is answered on a thread of its own (at most
+//! `MAX_CONNECTIONS`, more are answered 503), so a long-lived stream never holds up another
+//! request, and a viewer whose connection takes nothing for `CLIENT_TIMEOUT` is closed;
+//! `finish` stops the server and the encoder within a poll (`POLL`), leaving any client
+//! thread blocked in a write to end with the process.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
@@ -55,6 +59,8 @@ struct Shared {
     /// The overlay's figures, as JSON.
     stats: Mutex<String>,
     clients: AtomicUsize,
+    /// Connections being answered (each on a thread of its own).
+    connections: AtomicUsize,
     stop: AtomicBool,
     token: Option<String>,
 }
@@ -89,19 +95,19 @@ impl Web {
     /// are the pipeline's settings the controls change.
     pub fn open(serve: &str, token: Option<String>, knobs: Knobs) -> Result<Self> {
         let addr = bind_address(serve).map_err(anyhow::Error::msg)?;
-        let server = tiny_http::Server::http(addr)
+        let server = TcpListener::bind(addr)
             .map_err(|e| anyhow::anyhow!("--serve {addr}: can't listen there ({e})"))?;
-        let address = match server.server_addr() {
-            tiny_http::ListenAddr::IP(a) => a.to_string(),
-            #[allow(unreachable_patterns)]
-            _ => addr.to_string(),
-        };
+        server.set_nonblocking(true)?;
+        let address = server
+            .local_addr()
+            .map_or(addr.to_string(), |a| a.to_string());
         let shared = Arc::new(Shared {
             latest: Latest::default(),
             mailbox: Mutex::new(None),
             mail: Condvar::new(),
             stats: Mutex::new("{}".into()),
             clients: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             token,
         });
@@ -110,7 +116,7 @@ impl Web {
             let shared = shared.clone();
             thread::Builder::new()
                 .name("web server".into())
-                .spawn(move || serve_requests(&server, &shared, &key_tx))?
+                .spawn(move || accept_connections(&server, &shared, &key_tx))?
         };
         let encoding = {
             let shared = shared.clone();
@@ -239,103 +245,158 @@ fn encode_frames(shared: &Shared) {
     }
 }
 
-/// The server thread: answers each request; a stream gets a thread of its own.
-fn serve_requests(server: &tiny_http::Server, shared: &Arc<Shared>, keys: &Sender<u8>) {
+/// The most connections answered at once (viewers and every other request); more are
+/// answered 503 at once.
+const MAX_CONNECTIONS: usize = MAX_CLIENTS + 32;
+/// The longest request head read.
+const MAX_HEAD: usize = 8192;
+/// How long a request's head may take to come, and a write to a viewer may block, before
+/// the connection is closed.
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The server thread: accepts connections, each answered on a thread of its own (a viewer's
+/// stream lasts as long as it watches, so no connection waits for another).
+fn accept_connections(server: &TcpListener, shared: &Arc<Shared>, keys: &Sender<u8>) {
     while !shared.stop.load(Ordering::SeqCst) {
-        let request = match server.recv_timeout(POLL) {
-            Ok(Some(r)) => r,
-            Ok(None) => continue,
-            Err(_) => return,
-        };
-        let (path, query) = match request.url().split_once('?') {
-            Some((p, q)) => (p.to_string(), q.to_string()),
-            None => (request.url().to_string(), String::new()),
-        };
-        let param = |name: &str| {
-            query
-                .split('&')
-                .filter_map(|kv| kv.split_once('='))
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| v.to_string())
-        };
-        if let Some(token) = &shared.token {
-            let bearer = request
-                .headers()
-                .iter()
-                .find(|h| h.field.equiv("Authorization"))
-                .map(|h| h.value.as_str().trim_start_matches("Bearer ").to_string());
-            if param("token").or(bearer).as_deref() != Some(token.as_str()) {
-                let _ =
-                    request.respond(text(401, "a token is needed: add ?token=… to the address"));
+        let mut conn = match server.accept() {
+            Ok((conn, _)) => conn,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                thread::sleep(Duration::from_millis(10));
                 continue;
             }
+            Err(_) => {
+                thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+        };
+        let _ = conn.set_nonblocking(false);
+        let _ = conn.set_read_timeout(Some(CLIENT_TIMEOUT));
+        let _ = conn.set_write_timeout(Some(CLIENT_TIMEOUT));
+        if shared.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+            shared.connections.fetch_sub(1, Ordering::SeqCst);
+            let _ = respond(&mut conn, 503, "text/plain", b"too many connections");
+            continue;
         }
-        let get = *request.method() == tiny_http::Method::Get;
-        let post = *request.method() == tiny_http::Method::Post;
-        match path.as_str() {
-            "/" | "/index.html" if get => {
-                let _ = request.respond(
-                    tiny_http::Response::from_string(PAGE)
-                        .with_header(header("Content-Type", "text/html; charset=utf-8")),
-                );
-            }
-            "/stats" if get => {
-                let stats = shared.stats.lock().map(|s| s.clone()).unwrap_or_default();
-                let _ = request.respond(
-                    tiny_http::Response::from_string(stats)
-                        .with_header(header("Content-Type", "application/json"))
-                        .with_header(header("Cache-Control", "no-store")),
-                );
-            }
-            "/frame.jpg" if get => {
-                let jpeg = shared.latest.jpeg.lock().map(|l| l.1.clone());
-                match jpeg {
-                    Ok(j) if !j.is_empty() => {
-                        let _ = request.respond(
-                            tiny_http::Response::from_data(j.to_vec())
-                                .with_header(header("Content-Type", "image/jpeg"))
-                                .with_header(header("Cache-Control", "no-store")),
-                        );
-                    }
-                    _ => {
-                        let _ = request.respond(text(503, "no frame yet"));
-                    }
-                }
-            }
-            "/stream.mjpg" if get => {
-                if shared.clients.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
-                    shared.clients.fetch_sub(1, Ordering::SeqCst);
-                    let _ = request.respond(text(
-                        503,
-                        &format!("{MAX_CLIENTS} viewers already watch; try again later"),
-                    ));
-                    continue;
-                }
-                let shared = shared.clone();
-                let spawned = thread::Builder::new()
-                    .name("web client".into())
-                    .spawn(move || {
-                        stream_to(request.into_writer(), &shared);
-                        shared.clients.fetch_sub(1, Ordering::SeqCst);
-                    });
-                if spawned.is_err() {
-                    crate::warn!("the browser view could not start a client's thread");
-                }
-            }
-            "/control" if post => match param("key").and_then(|k| decode_key(&k)) {
-                Some(key) => {
-                    let _ = keys.send(key);
-                    let _ = request.respond(text(200, "ok"));
-                }
-                None => {
-                    let _ = request.respond(text(400, "key: one of 1-9, p, b, B, space"));
-                }
-            },
-            _ => {
-                let _ = request.respond(text(404, "not here"));
-            }
+        let (shared, keys) = (shared.clone(), keys.clone());
+        let spawned = thread::Builder::new()
+            .name("web client".into())
+            .spawn(move || {
+                answer(conn, &shared, &keys);
+                shared.connections.fetch_sub(1, Ordering::SeqCst);
+            });
+        if spawned.is_err() {
+            crate::warn!("the browser view could not start a connection's thread");
         }
     }
+}
+
+/// A request's method, path, query and `Authorization` header, read and parsed (httparse);
+/// None for anything that is not one.
+fn read_request(conn: &mut TcpStream) -> Option<(String, String, String, Option<String>)> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = conn.read(&mut buf).ok().filter(|&n| n > 0)?;
+        head.extend_from_slice(&buf[..n]);
+        if head.len() > MAX_HEAD {
+            return None;
+        }
+    }
+    let mut headers = [httparse::EMPTY_HEADER; 32];
+    let mut req = httparse::Request::new(&mut headers);
+    req.parse(&head).ok()?;
+    let (method, target) = (req.method?.to_string(), req.path?.to_string());
+    let auth = req
+        .headers
+        .iter()
+        .find(|h| h.name.eq_ignore_ascii_case("authorization"))
+        .and_then(|h| std::str::from_utf8(h.value).ok())
+        .map(|v| v.trim_start_matches("Bearer ").trim().to_string());
+    let (path, query) = match target.split_once('?') {
+        Some((p, q)) => (p.to_string(), q.to_string()),
+        None => (target, String::new()),
+    };
+    Some((method, path, query, auth))
+}
+
+/// Writes a whole response and closes.
+fn respond(conn: &mut TcpStream, code: u16, kind: &str, body: &[u8]) -> std::io::Result<()> {
+    let reason = match code {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        404 => "Not Found",
+        _ => "Service Unavailable",
+    };
+    write!(
+        conn,
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    conn.write_all(body)?;
+    conn.flush()
+}
+
+/// Answers one connection's request.
+fn answer(mut conn: TcpStream, shared: &Shared, keys: &Sender<u8>) {
+    let Some((method, path, query, auth)) = read_request(&mut conn) else {
+        let _ = respond(&mut conn, 400, "text/plain", b"not an HTTP request");
+        return;
+    };
+    let param = |name: &str| {
+        query
+            .split('&')
+            .filter_map(|kv| kv.split_once('='))
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.to_string())
+    };
+    if let Some(token) = &shared.token {
+        if param("token").or(auth).as_deref() != Some(token.as_str()) {
+            let _ = respond(
+                &mut conn,
+                401,
+                "text/plain",
+                b"a token is needed: add ?token=... to the address",
+            );
+            return;
+        }
+    }
+    let plain = "text/plain; charset=utf-8";
+    let _ = match (method.as_str(), path.as_str()) {
+        ("GET", "/" | "/index.html") => {
+            respond(&mut conn, 200, "text/html; charset=utf-8", PAGE.as_bytes())
+        }
+        ("GET", "/stats") => {
+            let stats = shared.stats.lock().map(|s| s.clone()).unwrap_or_default();
+            respond(&mut conn, 200, "application/json", stats.as_bytes())
+        }
+        ("GET", "/frame.jpg") => {
+            let jpeg = shared.latest.jpeg.lock().map(|l| l.1.clone());
+            match jpeg {
+                Ok(j) if !j.is_empty() => respond(&mut conn, 200, "image/jpeg", &j),
+                _ => respond(&mut conn, 503, plain, b"no frame yet"),
+            }
+        }
+        ("GET", "/stream.mjpg") => {
+            if shared.clients.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
+                shared.clients.fetch_sub(1, Ordering::SeqCst);
+                let why = format!("{MAX_CLIENTS} viewers already watch; try again later");
+                let _ = respond(&mut conn, 503, plain, why.as_bytes());
+                return;
+            }
+            stream_to(&mut conn, shared);
+            shared.clients.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        }
+        ("POST", "/control") => match param("key").and_then(|k| decode_key(&k)) {
+            Some(key) => {
+                let _ = keys.send(key);
+                respond(&mut conn, 200, plain, b"ok")
+            }
+            None => respond(&mut conn, 400, plain, b"key: one of 1-9, p, b, B, space"),
+        },
+        _ => respond(&mut conn, 404, plain, b"not here"),
+    };
 }
 
 /// A key from the page (`%20` is space), if it is one the page may send.
@@ -352,9 +413,14 @@ fn decode_key(k: &str) -> Option<u8> {
 
 /// Sends the newest JPEG each time there is a newer one, until the client goes or the run
 /// stops.
-fn stream_to(mut out: Box<dyn Write + Send>, shared: &Shared) {
+fn stream_to(out: &mut TcpStream, shared: &Shared) {
     let head = "HTTP/1.1 200 OK\r\nContent-Type: multipart/x-mixed-replace; boundary=frame\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
-    if out.write_all(head.as_bytes()).is_err() {
+    // Said at once, not with the first frame: the viewer knows it is being served.
+    if out
+        .write_all(head.as_bytes())
+        .and_then(|_| out.flush())
+        .is_err()
+    {
         return;
     }
     let mut seen = 0;
@@ -389,16 +455,6 @@ fn stream_to(mut out: Box<dyn Write + Send>, shared: &Shared) {
             return; // the client went away
         }
     }
-}
-
-fn header(name: &str, value: &str) -> tiny_http::Header {
-    tiny_http::Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("a valid header")
-}
-
-fn text(code: u16, body: &str) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-    tiny_http::Response::from_string(body)
-        .with_status_code(code)
-        .with_header(header("Content-Type", "text/plain; charset=utf-8"))
 }
 
 /// The page: the stream, the figures (polled twice a second), the buttons.

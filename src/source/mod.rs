@@ -259,13 +259,15 @@ impl PatternOpts {
                     .map_err(|_| format!("'{value}' is not a pixel format"))
             };
             let fps = || match value.parse::<f64>() {
-                Ok(f) if f == 0.0 || (crate::plan::MIN_FPS..=crate::plan::MAX_FPS).contains(&f) => {
+                Ok(f)
+                    if f == 0.0 || (crate::frame::MIN_FPS..=crate::frame::MAX_FPS).contains(&f) =>
+                {
                     Ok(f)
                 }
                 _ => Err(format!(
                     "'{value}' is not a rate (0, or {} to {} frames per second)",
-                    crate::plan::MIN_FPS,
-                    crate::plan::MAX_FPS
+                    crate::frame::MIN_FPS,
+                    crate::frame::MAX_FPS
                 )),
             };
             let twice = |what: &str| bad(format!("the {what} is given twice"));

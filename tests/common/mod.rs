@@ -3,6 +3,7 @@
 
 pub mod mixed;
 pub mod run;
+pub mod x;
 
 use framepipe::backend::{self, BackendKind};
 use framepipe::filter::Chain;
