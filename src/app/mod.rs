@@ -1,6 +1,7 @@
 //! `framepipe [OPTIONS]`: checks the command line once (`plan::Request`), claims the
-//! outputs, opens the input, settles the `Plan`, makes the backend and the sinks from it,
-//! runs the pipeline, and prints the summary.
+//! outputs, opens the input, settles the `Plan`, makes the backend and the sinks from it
+//! (the window, the browser view, the file and the streams), runs the pipeline, and prints
+//! the summary. A run of several inputs goes the same way in `several`.
 //!
 //! Invariants: every bad argument, and every output that can't be written or would write
 //! over the input, is refused before anything is opened for writing and before the capture

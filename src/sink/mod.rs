@@ -1,5 +1,6 @@
-//! Where processed frames go: a window, a video file, a stream (network or HLS:
-//! `stream`), an image sequence, standard output, or nowhere. This room holds the `Sink` trait, `Tee` (several sinks fed the same frames),
+//! Where processed frames go: a window (or the mosaic of several inputs: `mosaic`, routed by
+//! `route`), the browser view (`web`), a video file, a stream (network or HLS: `stream`),
+//! an image sequence, standard output, or nowhere. This room holds the `Sink` trait, `Tee` (several sinks fed the same frames),
 //! the format negotiation (`negotiate`: what every sink takes) and the factory
 //! (`open_output`); what `--output` names is `spec`, the containers and codecs are `codec`,
 //! and claiming a file before writing it is `claim`.

@@ -1,7 +1,8 @@
-//! Where frames come from: the built-in test pattern (`pattern`), standard input
-//! (`stdin`: YUV4MPEG2 or raw frames), or anything OpenCV can open (`capture`: cameras,
-//! files, URLs, GStreamer pipelines, still images), with `media` reading a file's timing,
-//! rotation and audio through libavformat.
+//! Where frames come from: the built-in test pattern (`pattern`), standard input or a named
+//! pipe (`stdin`: YUV4MPEG2 or raw frames), files and network streams decoded by libavcodec
+//! (`decode`), or anything OpenCV can open (`capture`: cameras, GStreamer pipelines, still
+//! images, and files with `--decode opencv`), with `media` reading a file's timing,
+//! rotation and audio through libavformat, and `reconnect` opening a lost live stream again.
 //!
 //! A source has a fixed frame size and pixel format, known once it is open. `read` fills a
 //! ring buffer with the next frame: packed BGR, or the source's own YUV layout, which the

@@ -1,5 +1,6 @@
-//! Opening what `--input` names: the right source for it (the pattern, standard input, a
-//! file or stream decoded by libavcodec, or OpenCV's capture), asked for what the flags say,
+//! Opening what `--input` names: the right source for it (the pattern, standard input or a
+//! named pipe, a file or stream decoded by libavcodec, or OpenCV's capture; a live network
+//! stream wrapped to reconnect where asked: `reconnect`), asked for what the flags say,
 //! on a helper thread that a stop never waits for, with what libavformat reads of a file's
 //! header (its exact rate, rotation, start and audio) for the outputs.
 //!
