@@ -303,6 +303,7 @@ pub fn run_inputs(
     };
     sink_stats.pauses = shared.pauses.load(Ordering::SeqCst);
     sink_stats.stored = sink.stored();
+    sink_stats.streams = sink.streams();
     let inputs = shared
         .inputs
         .iter()

@@ -86,6 +86,23 @@ pub struct SinkStats {
     /// Frames the output really holds, where the sink checked (a video file after it was
     /// finalized); None where every consumed frame is stored.
     pub stored: Option<u64>,
+    /// What each stream out sent and dropped.
+    pub streams: Vec<StreamStats>,
+}
+
+/// What a stream out (network or HLS) did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct StreamStats {
+    /// Where it went.
+    pub url: String,
+    /// Frames handed to it.
+    pub taken: u64,
+    /// Frames encoded and sent.
+    pub sent: u64,
+    /// Frames dropped: the peer (or the encoder) was slower than the run, or away.
+    pub dropped: u64,
+    /// Times it connected again after losing the peer.
+    pub reconnects: u64,
 }
 
 /// Latency of a stream of frames, in 10 µs steps up to `Latency::TOP_MS` (later ones are
@@ -302,6 +319,7 @@ impl Summary {
             "overlap": overlap,
             "reloads": self.reloads,
             "inputs": self.inputs.iter().map(InputStats::to_json).collect::<Vec<_>>(),
+            "streams": self.sink_stats.streams,
         })
     }
 
@@ -355,6 +373,13 @@ impl Summary {
                     }
                 );
             }
+        }
+        for st in &self.sink_stats.streams {
+            let _ = write!(
+                out,
+                "\nstream {}: {} of {} frames sent, {} dropped, {} reconnect(s)",
+                st.url, st.sent, st.taken, st.dropped, st.reconnects
+            );
         }
         if !p.controls.is_empty() {
             let _ = write!(out, "\nchanges while running: {}", p.controls.join(", "));

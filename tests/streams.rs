@@ -160,6 +160,7 @@ fn a_lost_peer_is_connected_to_again_while_the_file_stays_whole() {
         ])
         .args(["--frames", "150", "--codec", "h264"])
         .args(["--output", &url, "--output", "beside.mp4"])
+        .args(["--summary-json", "s.json"])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -180,6 +181,12 @@ fn a_lost_peer_is_connected_to_again_while_the_file_stays_whole() {
     assert_eq!(whole, 150, "the file beside the stream lost frames\n{err}");
     let (_, after) = probe(&dir.join("second.flv"));
     assert!(after > 20, "the second peer got {after} frames\n{err}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+    let stream = &summary["streams"][0];
+    assert_eq!(stream["taken"], 150, "{summary}");
+    assert!(stream["reconnects"].as_u64().unwrap() >= 1, "{summary}");
+    assert!(stream["dropped"].as_u64().unwrap() > 0, "{summary}");
 }
 
 /// A peer that takes the connection and never reads: frames are dropped, not waited for,
@@ -230,6 +237,15 @@ fn a_peer_that_never_reads_does_not_hold_the_run() {
     assert!(written >= 40, "{summary}");
     let (_, frames) = probe(&dir.join("beside.mkv"));
     assert_eq!(frames, written, "{err}");
+    // Nothing reached the peer, and every frame is counted as dropped (but those still
+    // queued when the stop came: at most the queue's 8).
+    let stream = &summary["streams"][0];
+    assert_eq!(stream["sent"], 0, "{summary}");
+    let (dropped, taken) = (
+        stream["dropped"].as_u64().unwrap(),
+        stream["taken"].as_u64().unwrap(),
+    );
+    assert!(dropped + 8 >= taken && taken >= 40, "{summary}");
     holder.join().unwrap();
 }
 

@@ -166,6 +166,10 @@ pub trait Sink {
         let _ = input;
         self.stored()
     }
+    /// What each stream out among these sinks sent and dropped, once finished.
+    fn streams(&self) -> Vec<crate::stats::StreamStats> {
+        Vec::new()
+    }
 }
 
 /// The formats a window takes (it shows BGR).
@@ -249,6 +253,9 @@ impl Sink for Tee {
     }
     fn stored_of(&self, input: usize) -> Option<u64> {
         self.0.iter().filter_map(|s| s.stored_of(input)).min()
+    }
+    fn streams(&self) -> Vec<crate::stats::StreamStats> {
+        self.0.iter().flat_map(|s| s.streams()).collect()
     }
 }
 

@@ -69,4 +69,7 @@ impl Sink for Progress {
     fn stored_of(&self, input: usize) -> Option<u64> {
         self.inner.stored_of(input)
     }
+    fn streams(&self) -> Vec<crate::stats::StreamStats> {
+        self.inner.streams()
+    }
 }

@@ -106,4 +106,12 @@ impl Sink for ByInput {
     fn stored_of(&self, input: usize) -> Option<u64> {
         self.each.get(input)?.as_ref()?.stored()
     }
+    fn streams(&self) -> Vec<crate::stats::StreamStats> {
+        self.each
+            .iter()
+            .flatten()
+            .chain(self.all.as_ref())
+            .flat_map(|s| s.streams())
+            .collect()
+    }
 }

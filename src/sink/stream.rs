@@ -268,4 +268,14 @@ impl Sink for Stream {
         );
         Ok(())
     }
+    fn streams(&self) -> Vec<crate::stats::StreamStats> {
+        let c = &self.counts;
+        vec![crate::stats::StreamStats {
+            url: self.url.clone(),
+            taken: self.taken,
+            sent: c.sent.load(Ordering::SeqCst),
+            dropped: c.dropped.load(Ordering::SeqCst),
+            reconnects: c.reconnects.load(Ordering::SeqCst),
+        }]
+    }
 }
