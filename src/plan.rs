@@ -175,8 +175,9 @@ impl Plan {
         for stream in &request.streams {
             takes.push(stream.takes(None));
         }
-        if args.serve.is_some() {
-            takes.push(sink::WINDOW_TAKES.to_vec()); // the browser view shows BGR too
+        if args.serve.is_some() || request.mosaic {
+            // The browser view and the mosaic take BGR too.
+            takes.push(sink::WINDOW_TAKES.to_vec());
         }
         let formats = Formats {
             input: source.format(),
@@ -282,6 +283,9 @@ pub struct Request {
     pub output: Option<OutputSpec>,
     /// `--output`'s streams (network outputs, HLS), parsed the same way.
     pub streams: Vec<OutputSpec>,
+    /// The input's frames also go to the mosaic (several inputs, shown or recorded): its
+    /// sinks take BGR.
+    pub mosaic: bool,
     /// `--output-format`, checked (it needs `--output -`).
     pub output_format: Option<PixelFormat>,
     /// Frames `0..trace_frames` are traced (0: no trace, or `last:N`).
@@ -306,18 +310,43 @@ impl Request {
     pub fn for_input(&self, n: usize) -> Result<Request> {
         let (input, name) = self.inputs[n].clone();
         let mut flags = self.flags.clone();
-        for o in &mut flags.output {
-            *o = o.replace("{n}", &n.to_string());
-        }
+        // Input n's own outputs are those with {n}; the others record the mosaic.
+        flags.output = flags
+            .output
+            .iter()
+            .filter(|o| o.contains("{n}"))
+            .map(|o| o.replace("{n}", &n.to_string()))
+            .collect();
         let (output, streams) = outputs_of(&flags)?;
+        let mosaic_outputs = self.flags.output.iter().any(|o| !o.contains("{n}"));
         Ok(Request {
             input,
             input_name: name,
             output,
             streams,
+            mosaic: !flags.no_mosaic && (!flags.headless || mosaic_outputs),
             flags,
             ..self.clone()
         })
+    }
+
+    /// In a run of several inputs, what records the mosaic: the `--output`s without `{n}`
+    /// (None where there is none).
+    pub fn mosaic_request(&self) -> Result<Option<Request>> {
+        let mut flags = self.flags.clone();
+        flags.output.retain(|o| !o.contains("{n}"));
+        if flags.output.is_empty() {
+            return Ok(None);
+        }
+        let (output, streams) = outputs_of(&flags)?;
+        Ok(Some(Request {
+            input: InputSpec::Default,
+            input_name: String::new(),
+            output,
+            streams,
+            flags,
+            ..self.clone()
+        }))
     }
 
     /// What the input is asked for (`source::open`).
@@ -361,7 +390,7 @@ fn encoding_of(args: &RunArgs) -> sink::Encoding {
 /// Every `--output` as parsed with its codec, quality and encoder flags: the one file,
 /// image sequence or standard output, and the streams (network outputs, HLS).
 fn outputs_of(args: &RunArgs) -> Result<(Option<OutputSpec>, Vec<OutputSpec>)> {
-    let mut local: Option<OutputSpec> = None;
+    let mut local: Option<(OutputSpec, &str)> = None;
     let mut streams = Vec::new();
     for (k, o) in args.output.iter().enumerate() {
         let spec = OutputSpec::parse(o)
@@ -374,19 +403,20 @@ fn outputs_of(args: &RunArgs) -> Result<(Option<OutputSpec>, Vec<OutputSpec>)> {
         }
         if spec.is_stream() {
             streams.push(spec);
-        } else if let Some(first) = &local {
+        } else if let Some((_, first)) = &local {
             bail!(
-                "--output '{o}': a run writes one file, image sequence or standard output ({first:?} is one); more --outputs are streams (udp://, srt://, rtmp://, rtsp://, .m3u8)"
+                "--output '{o}': a run writes one file, image sequence or standard output ('{first}' is one); more --outputs are streams (udp://, srt://, rtmp://, rtsp://, .m3u8)"
             );
         } else {
-            local = Some(spec);
+            local = Some((spec, o));
         }
     }
-    Ok((local, streams))
+    Ok((local.map(|(spec, _)| spec), streams))
 }
 
 /// Every `--input`, classified; with several, what a run of several inputs can't do is
-/// refused here (one standard input, one file per input's output, no trace yet).
+/// refused here (one standard input; no trace or browser view yet; the mosaic's outputs
+/// need the mosaic).
 fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
     if args.input.is_empty() {
         return Ok(vec![(InputSpec::Default, String::new())]);
@@ -433,15 +463,14 @@ fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
             );
         }
     }
-    for o in &args.output {
-        match o.as_str() {
-            "-" => bail!(
-                "--output - with {n} inputs: standard output holds one stream of frames, and framepipe does not record the mosaic; give each input its own file with {{n}} in the name (--output 'out-{{n}}.mp4')"
-            ),
-            o if !o.contains("{n}") => bail!(
-                "--output '{o}' with {n} inputs: name one output per input with {{n}}, the input's index (--output 'cam-{{n}}.mp4', udp://host:500{{n}}); framepipe does not record the mosaic"
-            ),
-            _ => {}
+    if let Some(o) = args.output.iter().find(|o| !o.contains("{n}")) {
+        if args.no_mosaic {
+            bail!(
+                "--output '{o}' with {n} inputs records the mosaic, and --no-mosaic turns the mosaic off; name one output per input with {{n}}, the input's index (--output 'cam-{{n}}.mp4', udp://host:500{{n}})"
+            );
+        }
+        if !cfg!(feature = "opencv") {
+            bail!("--output '{o}' with {n} inputs records the mosaic, which this build (no OpenCV) can't draw; name one output per input with {{n}}");
         }
     }
     Ok(inputs)
@@ -515,7 +544,25 @@ fn check_args(args: &RunArgs) -> Result<Request> {
     if args.serve_token.as_deref() == Some("") {
         bail!("--serve-token is empty");
     }
-    let (output, streams) = outputs_of(args)?;
+    // With several inputs, the outputs with {n} (each input's) and those without (the
+    // mosaic's) are two sets, each checked as a run of one input checks its outputs.
+    let (output, streams) = match inputs.len() {
+        1 => outputs_of(args)?,
+        _ => {
+            let (own, mosaic): (Vec<String>, Vec<String>) =
+                args.output.iter().cloned().partition(|o| o.contains("{n}"));
+            let own = RunArgs {
+                output: own.iter().map(|o| o.replace("{n}", "0")).collect(),
+                ..args.clone()
+            };
+            let (a, b) = outputs_of(&own)?;
+            let (c, d) = outputs_of(&RunArgs {
+                output: mosaic,
+                ..args.clone()
+            })?;
+            (a.or(c), [b, d].concat())
+        }
+    };
     let videos = output.is_some() || !streams.is_empty();
     if (args.codec.is_some() || args.quality.is_some()) && !videos {
         bail!("--codec and --quality apply to a video --output, and there is none");
@@ -539,6 +586,7 @@ fn check_args(args: &RunArgs) -> Result<Request> {
         output_format: args.output_format,
         output,
         streams,
+        mosaic: false,
         trace_frames: match args.trace_frames {
             crate::trace::TraceFrames::First(n) if tracing => n.max(1),
             _ => 0,

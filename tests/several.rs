@@ -120,13 +120,22 @@ fn what_a_run_of_several_inputs_refuses() {
     for (args, says) in [
         (
             vec![
-                "--input", "pattern", "--input", "pattern", "--output", "one.mkv",
+                "--input",
+                "pattern",
+                "--input",
+                "pattern",
+                "--output",
+                "one.mkv",
+                "--no-mosaic",
             ],
-            "name one output per input with {n}",
+            "records the mosaic, and --no-mosaic turns the mosaic off",
         ),
         (
-            vec!["--input", "pattern", "--input", "pattern", "--output", "-"],
-            "standard output holds one stream",
+            vec![
+                "--input", "pattern", "--input", "pattern", "--output", "b.mkv", "--output",
+                "c.mp4",
+            ],
+            "a run writes one file",
         ),
         (
             vec!["--input", "-", "--input", "-"],
@@ -157,6 +166,74 @@ fn what_a_run_of_several_inputs_refuses() {
     }
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "a refused run wrote {left:?}");
+}
+
+/// An output without `{n}` records the mosaic: one picture a tick of 30 fps of the run's
+/// clock, the tiles' size; standard output gets it as YUV4MPEG2.
+#[test]
+fn the_mosaic_is_recorded_by_an_output_without_n() {
+    let dir = TempDir::new("several-recorded");
+    let run = framepipe_in(
+        dir.path(),
+        &[
+            "--headless",
+            "--backend",
+            "cpu",
+            "-q",
+            "--frames",
+            "50",
+            "--input",
+            "pattern:320x240:25",
+            "--input",
+            "pattern:160x120:nv12:25",
+            "--output",
+            "wall.mkv",
+            "--output",
+            "own-{n}.mkv",
+            "--codec",
+            "ffv1",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    // 50 frames at 25 fps: 2 s of the run, recorded at 30 fps (a tick or two either way).
+    let wall = framemd5(&dir.join("wall.mkv"));
+    assert!((55..=66).contains(&wall.len()), "{} pictures", wall.len());
+    let own: Vec<usize> = (0..2)
+        .map(|n| framemd5(&dir.join(&format!("own-{n}.mkv"))).len())
+        .collect();
+    assert_eq!(own, [50, 50]);
+    let probe = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-show_entries",
+            "stream=width,height",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(dir.join("wall.mkv"))
+        .output()
+        .unwrap();
+    // Two tiles of the largest input's size, side by side.
+    assert_eq!(String::from_utf8_lossy(&probe.stdout).trim(), "640,240");
+    // Standard output: the mosaic as YUV4MPEG2.
+    let out = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["--headless", "--backend", "cpu", "-q", "--frames", "10"])
+        .args([
+            "--input",
+            "pattern:320x240:25",
+            "--input",
+            "pattern:320x240:25",
+        ])
+        .args(["--output", "-"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let head = String::from_utf8_lossy(&out.stdout[..40]).to_string();
+    assert!(head.starts_with("YUV4MPEG2 W640 H240 F30:1"), "{head}");
 }
 
 /// An input that ends early, one that can't be opened and one that stalls leave the

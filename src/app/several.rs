@@ -33,11 +33,13 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
     let requests = (0..n)
         .map(|i| request.for_input(i))
         .collect::<Result<Vec<_>>>()?;
-    refuse_crossed_files(&requests)?;
+    let recording = request.mosaic_request()?;
+    refuse_crossed_files(&requests, recording.as_ref())?;
     let mut claims = Vec::with_capacity(n);
     for r in &requests {
         claims.push(Some(check_outputs(r)?));
     }
+    let recording_claim = recording.as_ref().map(check_outputs).transpose()?;
     if !args.headless {
         if let Err(e) = check_window_possible() {
             if stop.is_requested() {
@@ -125,9 +127,14 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
             _ => Some(Box::new(sink::Tee(own))),
         });
     }
-    let all = match args.headless || args.no_mosaic {
-        true => None,
-        false => Some(open_mosaic(request, &running, &failed, stop)?),
+    let record = match (&recording, recording_claim) {
+        (Some(r), Some(claim)) => Some((r, claim)),
+        _ => None,
+    };
+    let shown = !args.headless && !args.no_mosaic;
+    let all = match shown || record.is_some() {
+        true => Some(open_mosaic(request, &running, &failed, stop, record)?),
+        false => None,
     };
     let mut sink: Box<dyn Sink> = Box::new(ByInput::new(each, all));
     if args.headless && !args.quiet {
@@ -214,13 +221,15 @@ fn knobs(args: &crate::cli::RunArgs, plan: &Plan) -> Knobs {
     }
 }
 
-/// The mosaic of every input, in one window.
+/// The mosaic of every input, in one window (unless headless) and recorded to what
+/// `record` names (its request and claim).
 #[cfg(feature = "opencv")]
 fn open_mosaic(
     request: &Request,
     running: &[(usize, Opened, Plan)],
     failed: &[(usize, String)],
     stop: &Stop,
+    record: Option<(&Request, crate::sink::claim::Claimed)>,
 ) -> Result<Box<dyn Sink>> {
     use crate::sink::mosaic::{self, Mosaic};
     let args = &request.flags;
@@ -230,7 +239,12 @@ fn open_mosaic(
         .map(|g| (g.width, g.height))
         .unwrap_or_else(|| mosaic::auto_grid(n));
     let sizes: Vec<_> = running.iter().map(|(_, (s, _), _)| s.size()).collect();
-    let within = crate::sink::window::unscaled_area().unwrap_or(mosaic::MAX_MOSAIC);
+    // Shown, the mosaic fits the screen; only recorded, it is at most MAX_MOSAIC wherever
+    // the run is.
+    let within = match args.headless || args.no_mosaic {
+        true => mosaic::MAX_MOSAIC,
+        false => crate::sink::window::unscaled_area().unwrap_or(mosaic::MAX_MOSAIC),
+    };
     let (_, canvas) = mosaic::layout(grid.0, grid.1, &sizes, within);
     let knobs = Knobs {
         pageable: args.pageable,
@@ -242,8 +256,11 @@ fn open_mosaic(
             .unwrap_or(canvas.height),
     };
     let hold = (!args.exit_at_end).then(|| stop.clone());
-    let window = open_window("framepipe", knobs, hold)?;
-    Ok(Box::new(Mosaic::new(
+    let window = match args.headless || args.no_mosaic {
+        true => None,
+        false => Some(open_window("framepipe", knobs, hold)?),
+    };
+    let mosaic = Mosaic::new(
         window,
         grid,
         request.inputs.iter().map(|(_, t)| t.clone()).collect(),
@@ -251,7 +268,43 @@ fn open_mosaic(
         within,
         running.iter().map(|(i, ..)| *i).collect(),
         failed.to_vec(),
-    )))
+    );
+    let Some((recording, claim)) = record else {
+        return Ok(Box::new(mosaic));
+    };
+    // The recording: the mosaic's pictures (BGR) at its rate, to a file (or standard
+    // output) and the streams.
+    let fps = mosaic::RECORD_FPS;
+    let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+    let mut claim = Some(claim);
+    for spec in recording.output.iter().chain(&recording.streams) {
+        crate::sink::check_rate(spec, fps).map_err(anyhow::Error::msg)?;
+        let claimed = match spec.is_stream() {
+            true => crate::sink::claim::Claimed::Nothing,
+            false => claim.take().expect("one claim for the one file"),
+        };
+        let stdout = crate::sink::y4m::Layout {
+            write: recording
+                .output_format
+                .unwrap_or(crate::pixel::PixelFormat::I420),
+            given: crate::pixel::PixelFormat::Bgr24,
+            tags: Default::default(),
+        };
+        sinks.push(crate::sink::open_output(
+            spec,
+            claimed,
+            mosaic.size(),
+            fps,
+            &super::timing(None, fps, args, Some(spec)),
+            stdout,
+            true,
+        )?);
+    }
+    let record: Box<dyn Sink> = match sinks.len() {
+        1 => sinks.pop().expect("one"),
+        _ => Box::new(crate::sink::Tee(sinks)),
+    };
+    Ok(Box::new(mosaic.with_recording(record, fps)))
 }
 
 #[cfg(not(feature = "opencv"))]
@@ -260,6 +313,7 @@ fn open_mosaic(
     _: &[(usize, Opened, Plan)],
     _: &[(usize, String)],
     _: &Stop,
+    _: Option<(&Request, crate::sink::claim::Claimed)>,
 ) -> Result<Box<dyn Sink>> {
     bail!("this build has no OpenCV and cannot open a window")
 }
@@ -286,9 +340,9 @@ fn in_order(
     all.into_iter().flatten().collect()
 }
 
-/// Refuses an input's output that is another input's file (each input's part checks its
-/// own input), and two inputs' outputs that are one file.
-fn refuse_crossed_files(requests: &[Request]) -> Result<()> {
+/// Refuses an input's output (or the mosaic's: `recording`) that is another input's file
+/// (each input's part checks its own input), and two outputs that are one file.
+fn refuse_crossed_files(requests: &[Request], recording: Option<&Request>) -> Result<()> {
     use crate::paths::{self, InputFile};
     use crate::source::InputSpec;
     let files: Vec<InputFile> = requests
@@ -303,8 +357,9 @@ fn refuse_crossed_files(requests: &[Request]) -> Result<()> {
         .collect();
     let outputs: Vec<&str> = requests
         .iter()
+        .chain(recording)
         .flat_map(|r| r.flags.output.iter().map(String::as_str))
-        .filter(|o| !o.contains("://"))
+        .filter(|o| !o.contains("://") && *o != "-")
         .collect();
     for (k, out) in outputs.iter().enumerate() {
         for input in &files {

@@ -7,6 +7,9 @@
 //! size and back. The window's other keys
 //! (filters, pause, bands, page-locking, reload) act on every input: the overlay says so.
 //!
+//! The mosaic can be recorded (an `--output` without `{n}` in a run of several inputs): a
+//! picture a tick of `RECORD_FPS`, timed by the run's clock, with the labels.
+//!
 //! Invariants: a tile keeps its input's last frame until the next one comes (a slow input
 //! never blanks); an input that ended or failed keeps its last frame, dimmed, with a line
 //! saying why; a tile's picture keeps its input's aspect (letterboxed, centred); the picture
@@ -34,6 +37,9 @@ pub const MAX_MOSAIC: FrameSize = FrameSize {
 
 /// The shortest time between two pictures handed to the window.
 const SHOW_EVERY: Duration = Duration::from_millis(33);
+
+/// The rate a recording of the mosaic is made at.
+pub const RECORD_FPS: f64 = 30.0;
 
 /// The grid for `n` tiles where none is asked for: as square as possible, wider than tall.
 pub fn auto_grid(n: usize) -> (usize, usize) {
@@ -140,9 +146,17 @@ struct Tile {
     full: Option<(FrameSize, Vec<u8>)>,
 }
 
-/// The mosaic sink (module doc): composes, then hands the picture to `window`.
+/// The mosaic sink (module doc): composes, then hands the picture to `window` and to the
+/// recording.
 pub struct Mosaic {
-    window: Box<dyn Sink>,
+    window: Option<Box<dyn Sink>>,
+    /// The outputs that record the mosaic (a file, a stream, standard output), fed one
+    /// picture per tick of `record_fps`, timed by the run's clock.
+    record: Option<Box<dyn Sink>>,
+    record_fps: f64,
+    started: Instant,
+    /// The next recording tick due.
+    next_tick: u64,
     cols: usize,
     tile: FrameSize,
     canvas: FrameSize,
@@ -162,10 +176,11 @@ pub struct Mosaic {
 
 impl Mosaic {
     /// A mosaic of `names.len()` tiles in a `grid` (columns, rows) for inputs of `sizes`,
-    /// fitting `within`, shown in `window`; `tile_of[k]` is the tile of the run's input `k`; `failed` holds
-    /// the tiles of inputs that could not be opened, with why.
+    /// fitting `within`, shown in `window` where there is one; `tile_of[k]` is the tile of
+    /// the run's input `k`; `failed` holds the tiles of inputs that could not be opened,
+    /// with why. `record` (where given) is opened with `with_recording`.
     pub fn new(
-        window: Box<dyn Sink>,
+        window: Option<Box<dyn Sink>>,
         grid: (usize, usize),
         names: Vec<String>,
         sizes: &[FrameSize],
@@ -195,6 +210,10 @@ impl Mosaic {
         let bytes = PixelFormat::Bgr24.bytes(canvas);
         Self {
             window,
+            record: None,
+            record_fps: RECORD_FPS,
+            started: Instant::now(),
+            next_tick: 0,
             cols,
             tile,
             canvas,
@@ -305,29 +324,66 @@ impl Mosaic {
         Ok(())
     }
 
-    /// Hands the picture to the window, where one is due (`force`: now).
+    /// Records the mosaic as it is at the run's clock, where a tick of the recording is due
+    /// (`force`: the last picture, at the end); one picture a call, ticks missed while the
+    /// run was busy are skipped (the recording's times stay the run's).
+    pub fn with_recording(mut self, record: Box<dyn Sink>, fps: f64) -> Self {
+        self.record = Some(record);
+        self.record_fps = fps;
+        self.started = Instant::now();
+        self
+    }
+
+    fn record_tick(&mut self, force: bool) -> Result<Flow> {
+        if self.record.is_none() {
+            return Ok(Flow::Continue);
+        }
+        let now = self.started.elapsed().as_secs_f64();
+        let tick = (now * self.record_fps) as u64;
+        if tick < self.next_tick && !force {
+            return Ok(Flow::Continue);
+        }
+        let tick = tick.max(self.next_tick);
+        self.next_tick = tick + 1;
+        self.compose()?;
+        let mut desc = FrameDesc::host(PixelFormat::Bgr24, self.canvas);
+        desc.index = tick;
+        desc.pts = crate::desc::Timestamp::from_seconds(tick as f64 / self.record_fps);
+        let bytes = self.shown.data_bytes()?;
+        let record = self.record.as_mut().expect("checked");
+        record.consume(&Frame { desc: &desc, bytes })
+    }
+
+    /// Hands the picture to the window, where one is due (`force`: now), and to the
+    /// recording where its tick is due.
     fn show(&mut self, force: bool) -> Result<Flow> {
+        let recorded = self.record_tick(false)?;
+        if self.window.is_none() {
+            return Ok(recorded);
+        }
         let due = self
             .last_show
             .is_none_or(|t| t.elapsed() >= SHOW_EVERY || force);
         if !(self.dirty && due) {
-            return Ok(Flow::Continue);
+            return Ok(recorded);
         }
         self.last_show = Some(Instant::now());
         self.dirty = false;
         let flow = match &self.tiles[self.selected].full {
             Some((size, bytes)) if self.alone => {
                 let desc = FrameDesc::host(PixelFormat::Bgr24, *size);
-                self.window.consume(&Frame { desc: &desc, bytes })?
+                let window = self.window.as_mut().expect("checked");
+                window.consume(&Frame { desc: &desc, bytes })?
             }
             _ => {
                 self.compose()?;
                 let desc = FrameDesc::host(PixelFormat::Bgr24, self.canvas);
                 let bytes = self.shown.data_bytes()?;
-                self.window.consume(&Frame { desc: &desc, bytes })?
+                let window = self.window.as_mut().expect("checked");
+                window.consume(&Frame { desc: &desc, bytes })?
             }
         };
-        Ok(self.keys(flow))
+        Ok(self.keys(flow.merge(recorded)))
     }
 
     /// Takes the mosaic's own keys out of the window's answer.
@@ -368,13 +424,17 @@ impl Sink for Mosaic {
         "shown"
     }
     fn describe(&self) -> String {
+        let mut to: Vec<String> = self.window.iter().map(|w| w.describe()).collect();
+        if let Some(r) = &self.record {
+            to.push(format!("recorded to {}", r.describe()));
+        }
         format!(
-            "a mosaic of {} inputs, {}x{} tiles of {} ({}; Tab selects, Enter shows one alone)",
+            "a mosaic of {} inputs, {}x{} tiles of {} ({})",
             self.tiles.len(),
             self.cols,
             self.tiles.len().div_ceil(self.cols),
             self.tile,
-            self.window.describe()
+            to.join("; ")
         )
     }
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
@@ -421,17 +481,25 @@ impl Sink for Mosaic {
                 }
             }
         }
-        self.window.status(live);
+        if let Some(w) = self.window.as_mut() {
+            w.status(live);
+        }
     }
     fn idle(&mut self) -> Result<Flow> {
         let flow = self.show(true)?;
         if flow != Flow::Continue {
             return Ok(flow);
         }
-        let flow = self.window.idle()?;
+        let flow = match self.window.as_mut() {
+            Some(w) => w.idle()?,
+            None => Flow::Continue,
+        };
         Ok(self.keys(flow))
     }
     fn finish(&mut self) -> Result<()> {
+        // The recording ends with the mosaic as the run left it.
+        let recorded = self.record_tick(true);
+        let finished = self.record.as_mut().map_or(Ok(()), |r| r.finish());
         // The last state of every tile (ended, dimmed) is what stays up.
         for t in 0..self.tiles.len() {
             if self.tiles[t].ended.is_none() {
@@ -440,7 +508,14 @@ impl Sink for Mosaic {
         }
         self.dirty = true;
         let _ = self.show(true);
-        self.window.finish()
+        let window = self.window.as_mut().map_or(Ok(()), |w| w.finish());
+        recorded.and(finished).and(window)
+    }
+    fn stored(&self) -> Option<u64> {
+        self.record.as_ref().and_then(|r| r.stored())
+    }
+    fn streams(&self) -> Vec<crate::stats::StreamStats> {
+        self.record.as_ref().map_or_else(Vec::new, |r| r.streams())
     }
 }
 
