@@ -292,11 +292,7 @@ fn ended_failed_and_stalled_inputs_leave_the_others_running() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(2500));
     let asked = Instant::now();
-    let ok = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    common::run::interrupt(&child);
     let out = wait_with_deadline(child, Duration::from_secs(5), "several with faults");
     let took = asked.elapsed();
     let err = stderr(&out);
@@ -489,11 +485,7 @@ fn a_network_input_reconnects_when_its_server_comes_back() {
     let mut server = live_server(port);
     std::thread::sleep(Duration::from_millis(3500));
     let asked = Instant::now();
-    let ok = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
+    common::run::interrupt(&child);
     let out = wait_with_deadline(child, Duration::from_secs(5), "reconnect");
     let took = asked.elapsed();
     let _ = server.kill();

@@ -220,11 +220,7 @@ fn a_peer_that_never_reads_does_not_hold_the_run() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(2000));
     let asked = Instant::now();
-    assert!(Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
+    common::run::interrupt(&child);
     let out = wait_with_deadline(child, Duration::from_secs(5), "stalled peer");
     let took = asked.elapsed();
     let err = stderr(&out);

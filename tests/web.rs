@@ -68,11 +68,7 @@ fn http(port: u16, method: &str, path: &str, headers: &str) -> (u16, Vec<u8>) {
 }
 
 fn stop(child: Child, what: &str) -> std::process::Output {
-    assert!(Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
+    common::run::interrupt(&child);
     wait_with_deadline(child, Duration::from_secs(5), what)
 }
 

@@ -48,14 +48,8 @@ fn run_request(request: &Request, stop: &Stop) -> Result<()> {
     let started = std::time::Instant::now();
     let since = || crate::stats::ms(started.elapsed());
     let claimed = check_outputs(request)?;
-    if !args.headless {
-        if let Err(e) = check_window_possible() {
-            if stop.is_requested() {
-                info!("stopped before the window opened; nothing was written");
-                return Ok(());
-            }
-            return Err(e);
-        }
+    if !window_possible_unless_stopped(args, &stop)? {
+        return Ok(());
     }
 
     // CUDA starts (context, kernels) while the input opens.
@@ -514,6 +508,22 @@ fn open_web(serve: &str, token: Option<String>, knobs: Knobs) -> Result<Box<dyn 
 #[cfg(not(feature = "opencv"))]
 fn open_web(_: &str, _: Option<String>, _: Knobs) -> Result<Box<dyn Sink>> {
     bail!("--serve: this build has no OpenCV")
+}
+
+/// Checks that the run's window can open (where it has one); false when a stop came while
+/// the display was being asked (the run then ends, having written nothing).
+fn window_possible_unless_stopped(args: &RunArgs, stop: &Stop) -> Result<bool> {
+    if args.headless {
+        return Ok(true);
+    }
+    match check_window_possible() {
+        Ok(()) => Ok(true),
+        Err(_) if stop.is_requested() => {
+            info!("stopped before the window opened; nothing was written");
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 #[cfg(feature = "opencv")]

@@ -11,8 +11,9 @@
 use anyhow::{bail, Context, Result};
 
 use super::{
-    arm_exit_summary, check_outputs, check_window_possible, disarm_exit_summary, frames_to_go,
-    open_file_output, open_streams, open_window, report, user_kernels, write_summary_json, Places,
+    arm_exit_summary, check_outputs, disarm_exit_summary, frames_to_go, open_file_output,
+    open_streams, open_window, report, user_kernels, window_possible_unless_stopped,
+    write_summary_json, Places,
 };
 use crate::info;
 use crate::pipeline::{self, Input};
@@ -40,14 +41,8 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
         claims.push(Some(check_outputs(r)?));
     }
     let recording_claim = recording.as_ref().map(check_outputs).transpose()?;
-    if !args.headless {
-        if let Err(e) = check_window_possible() {
-            if stop.is_requested() {
-                info!("stopped before the window opened; nothing was written");
-                return Ok(());
-            }
-            return Err(e);
-        }
+    if !window_possible_unless_stopped(args, stop)? {
+        return Ok(());
     }
     let warming = (args.backend != crate::backend::BackendKind::Cpu)
         .then(|| crate::backend::device::warm_up(crate::backend::device::DEFAULT_DEVICE));

@@ -250,3 +250,12 @@ pub fn set_rotation(path: &Path, degrees: u32) {
     }
     std::fs::write(path, data).unwrap();
 }
+
+/// Sends SIGINT (Ctrl-C) to `child`.
+pub fn interrupt(child: &std::process::Child) {
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill -INT {}", child.id());
+}
