@@ -160,13 +160,19 @@ impl OutputSpec {
                 "--output '{s}': this build has no OpenCV (whose FFmpeg libraries send streams)"
             ));
         }
-        Ok(OutputSpec::Video {
-            path: s.to_string(),
+        Ok(Self::video(s, container))
+    }
+
+    /// A video output at `path` in `container`, with its default codec and the encoder's
+    /// defaults (the flags set the rest: `with_codec`, `with_quality`, `with_encoding`).
+    fn video(path: &str, container: Container) -> Self {
+        OutputSpec::Video {
+            path: path.to_string(),
             container,
             codec: container.default_codec(),
             quality: None,
             encoding: super::Encoding::default(),
-        })
+        }
     }
 
     /// Whether it is a stream (network, or HLS), written from a thread of its own.
@@ -187,13 +193,7 @@ impl OutputSpec {
                 "--output '{s}': this build has no OpenCV; write a .ppm sequence such as frames/%05d.ppm"
             ));
         }
-        Ok(OutputSpec::Video {
-            path: s.to_string(),
-            container,
-            codec: container.default_codec(),
-            quality: None,
-            encoding: super::Encoding::default(),
-        })
+        Ok(Self::video(s, container))
     }
 }
 

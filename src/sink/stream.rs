@@ -95,7 +95,7 @@ impl Stream {
             thread::Builder::new()
                 .name("stream out".into())
                 .spawn(move || {
-                    let mut run = Sender_ {
+                    let mut run = Link {
                         url,
                         open: Box::new(opener),
                         out: None,
@@ -126,8 +126,8 @@ impl Stream {
     }
 }
 
-/// The stream's thread: the muxer, and connecting again when it fails.
-struct Sender_ {
+/// The stream's thread's side: the muxer, and connecting again when it fails.
+struct Link {
     url: String,
     open: Box<dyn FnMut() -> Result<AvFile> + Send>,
     out: Option<AvFile>,
@@ -139,7 +139,7 @@ struct Sender_ {
     ever: bool,
 }
 
-impl Sender_ {
+impl Link {
     /// Connects (opens the muxer), saying why where it fails the first time.
     fn connect(&mut self) {
         match (self.open)() {
