@@ -268,12 +268,7 @@ fn ended_failed_and_stalled_inputs_leave_the_others_running() {
             drop(f);
         })
     };
-    let refused = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = l.local_addr().unwrap().port();
-        drop(l); // nobody listens there now
-        format!("http://127.0.0.1:{port}/none.mp4")
-    };
+    let refused = format!("http://127.0.0.1:{}/none.mp4", common::run::free_port());
     let child = Command::new(bin())
         .current_dir(dir.path())
         .args(["--headless", "--backend", "cpu", "-q"])
@@ -459,10 +454,7 @@ fn live_server(port: u16) -> Child {
 fn a_network_input_reconnects_when_its_server_comes_back() {
     assert!(have("ffmpeg"), "scripts/test.sh installs ffmpeg");
     let dir = TempDir::new("several-reconnect");
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let port = common::run::free_port();
     let mut server = live_server(port);
     std::thread::sleep(Duration::from_millis(500));
     let child = Command::new(bin())

@@ -9,12 +9,7 @@ mod common;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::run::{bin, framepipe_in, have, stderr, wait_with_deadline, TempDir};
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
+use common::run::{bin, framepipe_in, free_port, have, stderr, wait_with_deadline, TempDir};
 
 /// ffmpeg receiving `url` (listening) into `file`, stream copied.
 fn listener(input: &[&str], file: &std::path::Path) -> Child {

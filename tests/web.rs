@@ -10,13 +10,8 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::run::{bin, have, stderr, wait_with_deadline, TempDir};
+use common::run::{bin, free_port, have, stderr, wait_with_deadline, TempDir};
 use opencv::prelude::*;
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
 
 /// framepipe serving `input` on `port` (headless, CPU backend), its summary in `dir`.
 fn serve(dir: &TempDir, port: u16, input: &str, extra: &[&str]) -> Child {

@@ -91,10 +91,17 @@ pub fn fit_in(from: FrameSize, tile: FrameSize) -> Rect {
     )
 }
 
+/// Where tile `t` of a grid of `cols` columns of `tile` tiles starts (row-major).
+fn tile_origin(t: usize, cols: usize, tile: FrameSize) -> (usize, usize) {
+    ((t % cols) * tile.width, (t / cols) * tile.height)
+}
+
 /// A scaler from one frame size into one rectangle: the source column and row of each
 /// destination column and row (nearest neighbour, sampling pixel centres).
 struct Scaler {
     from: FrameSize,
+    /// Where in its tile the picture goes.
+    to: Rect,
     cols: Vec<usize>,
     rows: Vec<usize>,
 }
@@ -108,6 +115,7 @@ impl Scaler {
         };
         Self {
             from,
+            to,
             cols: map(from.width, to.width),
             rows: map(from.height, to.height),
         }
@@ -233,36 +241,24 @@ impl Mosaic {
         self.canvas
     }
 
-    fn origin(&self, t: usize) -> (usize, usize) {
-        (
-            (t % self.cols) * self.tile.width,
-            (t / self.cols) * self.tile.height,
-        )
-    }
-
     /// Draws one input's frame into its tile.
     fn place(&mut self, t: usize, size: FrameSize, bgr: &[u8]) {
+        let (x0, y0) = tile_origin(t, self.cols, self.tile);
+        let stride = self.canvas.width * 3;
         let tile = &mut self.tiles[t];
         if tile.scaler.as_ref().is_none_or(|s| s.from != size) {
             // A new size: the tile is cleared around the new picture.
-            let (x0, y0) = (
-                (t % self.cols) * self.tile.width,
-                (t / self.cols) * self.tile.height,
-            );
-            let stride = self.canvas.width * 3;
             for y in y0..y0 + self.tile.height {
                 self.picture[y * stride + x0 * 3..y * stride + (x0 + self.tile.width) * 3].fill(0);
             }
             tile.scaler = Some(Scaler::new(size, fit_in(size, self.tile)));
         }
-        let at = fit_in(size, self.tile);
-        let (x0, y0) = self.origin(t);
-        let scaler = self.tiles[t].scaler.as_ref().expect("made above");
+        let scaler = tile.scaler.as_ref().expect("made above");
         scaler.draw(
             bgr,
             &mut self.picture,
-            self.canvas.width * 3,
-            (x0 + at.x as usize, y0 + at.y as usize),
+            stride,
+            (x0 + scaler.to.x as usize, y0 + scaler.to.y as usize),
         );
     }
 
@@ -274,10 +270,8 @@ impl Mosaic {
         let ink = strip::Ink::new(1.0);
         let (tw, th) = (self.tile.width as i32, self.tile.height as i32);
         for (t, tile) in self.tiles.iter().enumerate() {
-            let (x, y) = (
-                ((t % self.cols) * self.tile.width) as i32,
-                ((t / self.cols) * self.tile.height) as i32,
-            );
+            let (x, y) = tile_origin(t, self.cols, self.tile);
+            let (x, y) = (x as i32, y as i32);
             let area = Rect::new(x, y, tw, th);
             if tile.state.is_some() || tile.ended.as_deref().is_some_and(|e| e != "stopped") {
                 strip::backdrop(mat, area)?;

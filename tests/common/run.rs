@@ -259,3 +259,9 @@ pub fn interrupt(child: &std::process::Child) {
         .unwrap();
     assert!(sent.success(), "kill -INT {}", child.id());
 }
+
+/// A loopback TCP port nobody listens on now (bound, then let go).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
