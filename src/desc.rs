@@ -151,7 +151,8 @@ impl FrameDesc {
 }
 
 /// A frame as a sink sees it: its descriptor and its bytes (host memory, laid out as the
-/// descriptor's planes say).
+/// descriptor's planes say). The bytes are empty for a frame the backend did not bring
+/// down because only the mosaic it composes needed it (`tiles::FullFrames`).
 #[derive(Clone, Copy, Debug)]
 pub struct Frame<'a> {
     /// What the bytes are.

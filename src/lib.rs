@@ -4,7 +4,8 @@
 //! The data path, one module per stage:
 //! `source` (capture) → `ring` (page-locked slots) → `backend` (CUDA bands, or the CPU)
 //! → `sink` (window or file), wired together by `pipeline`. `filter` defines every filter
-//! (its `reference` is what both backends are tested against), `band` cuts frames, `trace`
+//! (its `reference` is what both backends are tested against), `band` cuts frames, `tiles`
+//! lays out the mosaic of several inputs that the backends compose, `trace`
 //! records where the time goes, `timebase` is FFmpeg's time arithmetic for the sources and
 //! the writer; `app`, `bench` and `doctor` are the commands (with `check-kernel`).
 
@@ -29,6 +30,7 @@ pub mod sink;
 pub mod source;
 pub mod stats;
 pub mod stop;
+pub mod tiles;
 #[cfg(feature = "opencv")]
 pub mod timebase;
 pub mod trace;

@@ -4,9 +4,14 @@
 //! ```text
 //! free 0 ──> capture 0 ──┐
 //! free 1 ──> capture 1 ──┼─filled─> backend thread ──done──> sink (calling thread) ──┐
-//!  ^  ^                  │              ^ controls (keys)                             │
+//!  ^  ^                  │              ^ controls (keys) └─pictures─┘ (the mosaic)   │
 //!  └──┴──────────── slot returned to its input's free list ───────────────────────────┘
 //! ```
+//!
+//! Where the run has a mosaic the backend composes it, and its pictures go to the sink on a
+//! channel of their own (a short queue that drops, not waits: the sink takes the newest
+//! before each frame); when the GPU goes idle, and at the end, what the last frames composed
+//! is brought down too, so the picture shown last holds every input's last frame.
 //!
 //! Invariants: the rings' slots are the only frame buffers (allocated and attached to the
 //! backend before the first frame, each slot tagged with its input); the filled channel
@@ -33,7 +38,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Context, Result};
 use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
 
-use crate::backend::{Backend, Control};
+use crate::backend::{Backend, Control, Fetch, Picture};
 use crate::desc::Frame;
 use crate::desc::InputId;
 use crate::frame::FrameSize;
@@ -215,6 +220,7 @@ pub fn run_inputs(
     let (filled_tx, filled_rx) = bounded::<Slot>(slots_total);
     let (done_tx, done_rx) = bounded::<Slot>(slots_total);
     let (control_tx, control_rx) = unbounded::<Control>();
+    let (picture_tx, picture_rx) = bounded::<Picture>(PICTURES_QUEUED);
     let mut free_txs = Vec::with_capacity(inputs.len());
     let mut free_rxs = Vec::with_capacity(inputs.len());
     for (input, slots) in inputs.iter().zip(rings) {
@@ -248,12 +254,20 @@ pub fn run_inputs(
         )?);
     }
     drop(filled_tx);
-    let process = spawn_backend(backend, filled_rx, done_tx, control_rx, opts, &shared)?;
+    let process = spawn_backend(
+        backend,
+        filled_rx,
+        (done_tx, picture_tx),
+        control_rx,
+        opts,
+        &shared,
+    )?;
 
     let mut recent = Recent::new(started, backend_tracks.clone(), opts.trace_last as usize);
     let mut trace = (opts.trace_frames > 0).then(|| Trace::new(started, backend_tracks));
     let ends = SinkEnds {
         done: &done_rx,
+        pictures: &picture_rx,
         free: &free_txs,
         controls: control_tx,
         reload: reloading.as_ref(),
@@ -404,7 +418,7 @@ fn spawn_capture(
 fn spawn_backend(
     mut backend: Box<dyn Backend>,
     filled: Receiver<Slot>,
-    done: Sender<Slot>,
+    done: (Sender<Slot>, Sender<Picture>),
     controls: Receiver<Control>,
     opts: &Options,
     shared: &Arc<Shared>,
@@ -523,6 +537,9 @@ pub fn left_a_thread_behind() -> bool {
 
 const POLL: Duration = Duration::from_millis(20);
 
+/// Pictures of the mosaic queued between the backend and the sink thread.
+const PICTURES_QUEUED: usize = 2;
+
 /// How long a stop waits for a frame the capture thread is still reading, and then for the
 /// thread itself, before going on without it.
 pub const CAPTURE_GRACE: Duration = Duration::from_millis(500);
@@ -614,12 +631,21 @@ fn capture_loop(
 fn backend_loop(
     backend: &mut dyn Backend,
     filled: Receiver<Slot>,
-    done: Sender<Slot>,
+    (done, pictures): (Sender<Slot>, Sender<Picture>),
     controls: Receiver<Control>,
     keep: bool,
     shared: &Shared,
     st: &mut ProcessStats,
 ) -> Result<()> {
+    // The mosaic's pictures the backend composed (where it does): those come down are
+    // passed on; `flush` brings down what the last frames composed when the GPU goes idle.
+    // A full queue drops the picture (the sink shows a newer one soon).
+    let pass_pictures = |backend: &mut dyn Backend, fetch: Fetch| -> Result<()> {
+        while let Some(p) = backend.picture(fetch)? {
+            let _ = pictures.try_send(p);
+        }
+        Ok(())
+    };
     let forward = |slot: Slot, st: &mut ProcessStats| {
         st.record(
             slot.stamps.submitted,
@@ -643,6 +669,7 @@ fn backend_loop(
         while let Some(slot) = backend.complete(false)? {
             forward(slot, st);
         }
+        pass_pictures(backend, Fetch::Ready)?;
         if let Ok(control) = controls.try_recv() {
             // Finish what is in flight, then change the backend between two frames.
             while let Some(slot) = backend.complete(true)? {
@@ -664,7 +691,7 @@ fn backend_loop(
         if !input_open || busy >= backend.capacity() {
             match backend.complete(true)? {
                 Some(slot) => forward(slot, st),
-                None if !input_open => return Ok(()),
+                None if !input_open => return pass_pictures(backend, Fetch::Last),
                 None => {}
             }
             continue;
@@ -680,6 +707,8 @@ fn backend_loop(
             }
             continue;
         }
+        // The GPU is idle: the last frames' tiles come down before the thread waits.
+        pass_pictures(backend, Fetch::Idle)?;
         match filled.recv_timeout(POLL) {
             Ok(slot) => backend.submit(slot)?,
             Err(RecvTimeoutError::Timeout) => {}
@@ -700,6 +729,8 @@ fn describe_control(c: &Control) -> String {
 /// The sink thread's channel ends.
 struct SinkEnds<'a> {
     done: &'a Receiver<Slot>,
+    /// The mosaic as the backend composes it (where it does), newest last.
+    pictures: &'a Receiver<Picture>,
     /// Each input's free list, by `InputId`.
     free: &'a [Sender<Slot>],
     controls: Sender<Control>,
@@ -782,10 +813,17 @@ fn sink_loop(
             None => crate::info!("r: the chain has no kernel file to reload"),
         },
     };
+    let take_pictures = |sink: &mut dyn Sink| -> Result<()> {
+        match ends.pictures.try_iter().last() {
+            Some(p) => sink.composed(&p),
+            None => Ok(()),
+        }
+    };
     loop {
         // The watchdog of a signalled stop sees this loop turn (a sink call that blocks
         // stops it).
         crate::stop::beat();
+        take_pictures(sink)?;
         match ends.done.recv_timeout(POLL) {
             Ok(mut slot) => {
                 refresh(&mut live);
@@ -801,10 +839,11 @@ fn sink_loop(
                 PROGRESS[1].fetch_add(1, Ordering::Relaxed);
                 PROGRESS[3].store(live.dropped, Ordering::Relaxed);
                 let desc = slot.output_desc();
-                let flow = sink.consume(&Frame {
-                    desc: &desc,
-                    bytes: &slot.output,
-                })?;
+                let bytes: &[u8] = match slot.output_skipped {
+                    true => &[],
+                    false => &slot.output,
+                };
+                let flow = sink.consume(&Frame { desc: &desc, bytes })?;
                 let end = Instant::now();
                 st.sink_ms += ms(end - t);
                 st.consumed += 1;
@@ -860,7 +899,8 @@ fn sink_loop(
                 sink.status(&live);
                 act(sink.idle()?);
             }
-            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+            // The backend is done: the picture it brought down last goes to the sink.
+            Err(RecvTimeoutError::Disconnected) => return take_pictures(sink),
         }
     }
 }

@@ -33,6 +33,10 @@ pub struct HostBuffer {
 
 // SAFETY: HostBuffer owns its allocation exclusively, like a Vec<u8>; the lock token is Send.
 unsafe impl Send for HostBuffer {}
+// SAFETY: through `&HostBuffer` only its bytes are read (`Deref`) and whether a lock token is
+// attached; the token itself is touched only through `&mut`, so sharing is as safe as a
+// `Vec<u8>`'s (the backend's mosaic pictures are shared, read-only, with the sink thread).
+unsafe impl Sync for HostBuffer {}
 
 impl HostBuffer {
     /// A zeroed buffer of `len` bytes, page-aligned and page-rounded.
@@ -134,6 +138,9 @@ pub struct Slot {
     pub gpu: Option<crate::stats::StageTimes>,
     /// The backend's trace spans of this frame (traced frames only; the vector is reused).
     pub spans: Vec<crate::trace::Span>,
+    /// The backend left `output` as it was: only the mosaic it composes needed the frame
+    /// (`tiles::FullFrames`).
+    pub output_skipped: bool,
 }
 
 impl Slot {
@@ -147,6 +154,7 @@ impl Slot {
             stamps: Stamps::default(),
             gpu: None,
             spans: Vec::new(),
+            output_skipped: false,
         }
     }
 

@@ -105,3 +105,15 @@ fn cpu_serves_interleaved_sizes_and_formats() {
         assert_eq!(n, 24);
     }
 }
+
+/// The CPU backend composes the mosaic (several inputs of different sizes and formats, each
+/// scaled into its tile) exactly as the device does (`tests/gpu.rs` holds the device to the
+/// same picture), and hands every frame on whole.
+#[test]
+fn cpu_composes_the_mosaic() {
+    use framepipe::backend::StreamLayout;
+    for chain in ["copy", "gray,gain:1.3,-7,invert"] {
+        let n = common::composed::check(BackendKind::Cpu, chain, &[(1, 3, StreamLayout::PerStage)]);
+        assert_eq!(n, 4);
+    }
+}

@@ -503,3 +503,28 @@ fn cuda_serves_interleaved_sizes_and_formats() {
     }
     println!("interleaved: {frames} frames bit-identical to separate runs and the reference");
 }
+
+/// The mosaic composed on the device (several inputs of different sizes and formats, each
+/// scaled into its tile by its bands) is byte for byte the one the CPU composes from the
+/// reference's frames, for every band count, both stream layouts, frames alone (graphs) or
+/// several in flight; frames only the mosaic needs are not downloaded, and those that are
+/// equal the reference.
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_composes_the_mosaic_as_the_cpu_does() {
+    if !cuda_or_skip("cuda_composes_the_mosaic_as_the_cpu_does") {
+        return;
+    }
+    let settings = [
+        (1, 3, StreamLayout::PerStage),
+        (4, 1, StreamLayout::PerStage),
+        (16, 3, StreamLayout::PerStage),
+        (3, 3, StreamLayout::PerBand),
+        (5, 1, StreamLayout::PerBand),
+    ];
+    let mut pictures = 0;
+    for chain in ["copy", "gauss:2", "gray,gauss:2,sobel"] {
+        pictures += common::composed::check(BackendKind::Cuda, chain, &settings);
+    }
+    println!("mosaic: {pictures} pictures composed on the GPU equal the CPU's");
+}

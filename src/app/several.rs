@@ -22,6 +22,10 @@ use crate::sink::{self, route::ByInput, Knobs, Sink};
 use crate::source::open::Opened;
 use crate::stats::InputStats;
 use crate::stop::Stop;
+use crate::tiles::{Compose, FullFrames, Layout, MAX_MOSAIC};
+
+/// An input that opened: its index among `--input`s, the source (and its media), its plan.
+type Running = (usize, Opened, Plan);
 
 /// Slots each input's ring holds when `--ring` is not given (fewer than one input's
 /// default: many rings share the host's memory).
@@ -54,7 +58,7 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
 
     // The inputs that opened run, numbered in order (their `InputId`); the others keep
     // their tile and their place in the summary.
-    let mut running: Vec<(usize, Opened, Plan)> = Vec::new();
+    let mut running: Vec<Running> = Vec::new();
     let mut failed: Vec<(usize, String)> = Vec::new();
     for (i, result) in opened.into_iter().enumerate() {
         match result {
@@ -79,7 +83,7 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
             }
         }
     }
-    let Some((first, _, plan)) = running.first() else {
+    let Some((first, ..)) = running.first() else {
         bail!(
             "none of the {n} inputs could be opened ({})",
             failed
@@ -89,12 +93,7 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
                 .join("; ")
         );
     };
-    let _warm = warming.and_then(|w| w.join().ok().flatten());
-    let backend = plan.make_backend()?;
-    info!("backend: {}", backend.describe());
-    let reload = user_kernels(&requests[*first], &plan.backend)?;
-    let opts = plan.options(reload);
-
+    let first = *first;
     let mut each: Vec<Option<Box<dyn Sink>>> = Vec::with_capacity(running.len());
     let mut total = Some(0u64);
     for (i, (source, media), plan) in &running {
@@ -127,9 +126,31 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
         _ => None,
     };
     let shown = !args.headless && !args.no_mosaic;
-    let all = match shown || record.is_some() {
-        true => Some(open_mosaic(request, &running, &failed, stop, record)?),
-        false => None,
+    // The mosaic is composed by the backend (on the device with CUDA: then only its picture
+    // and the frames some output of their own needs come down).
+    let compose = (shown || record.is_some()).then(|| Compose {
+        layout: mosaic_layout(args, n, &running),
+        tile_of: running.iter().map(|(i, ..)| *i).collect(),
+        full: match each.iter().any(Option::is_some) {
+            true => FullFrames::all(),
+            false => FullFrames::shown(),
+        },
+    });
+    running[0].2.backend.compose.clone_from(&compose);
+    let plan = &running[0].2;
+    let _warm = warming.and_then(|w| w.join().ok().flatten());
+    let backend = plan.make_backend()?;
+    info!("backend: {}", backend.describe());
+    let reload = user_kernels(&requests[first], &plan.backend)?;
+    let opts = plan.options(reload);
+    let all = match compose {
+        Some(c) => {
+            let opened = (&running[..], &failed[..]);
+            Some(open_mosaic(
+                request, opened, c.layout, c.full, stop, record,
+            )?)
+        }
+        None => None,
     };
     let mut sink: Box<dyn Sink> = Box::new(ByInput::new(each, all));
     if args.headless && !args.quiet {
@@ -216,31 +237,48 @@ fn knobs(args: &crate::cli::RunArgs, plan: &Plan) -> Knobs {
     }
 }
 
-/// The mosaic of every input, in one window (unless headless) and recorded to what
-/// `record` names (its request and claim).
+/// The mosaic's layout: `--grid` or as square as `n` tiles make it, fitting the screen
+/// where it is shown, at most `MAX_MOSAIC` where it is only recorded (wherever the run is).
+fn mosaic_layout(args: &crate::cli::RunArgs, n: usize, running: &[Running]) -> Layout {
+    let (cols, rows) = args
+        .grid
+        .map(|g| (g.width, g.height))
+        .unwrap_or_else(|| crate::tiles::auto_grid(n));
+    let sizes: Vec<_> = running.iter().map(|(_, (s, _), _)| s.size()).collect();
+    let within = match args.headless || args.no_mosaic {
+        true => MAX_MOSAIC,
+        false => shown_within(),
+    };
+    Layout::new(cols, rows, &sizes, within)
+}
+
+/// The screen's area a shown mosaic fits.
+#[cfg(feature = "opencv")]
+fn shown_within() -> crate::frame::FrameSize {
+    crate::sink::window::unscaled_area().unwrap_or(MAX_MOSAIC)
+}
+
+#[cfg(not(feature = "opencv"))]
+fn shown_within() -> crate::frame::FrameSize {
+    MAX_MOSAIC
+}
+
+/// The mosaic of every input laid out by `layout` (`opened`: the inputs running, and those
+/// that failed to open, with why), in one window (unless headless) and recorded to what
+/// `record` names (its request and claim); `full` is shared with the backend, which
+/// composes the picture.
 #[cfg(feature = "opencv")]
 fn open_mosaic(
     request: &Request,
-    running: &[(usize, Opened, Plan)],
-    failed: &[(usize, String)],
+    (running, failed): (&[Running], &[(usize, String)]),
+    layout: Layout,
+    full: FullFrames,
     stop: &Stop,
     record: Option<(&Request, crate::sink::claim::Claimed)>,
 ) -> Result<Box<dyn Sink>> {
     use crate::sink::mosaic::{self, Mosaic};
     let args = &request.flags;
-    let n = request.inputs.len();
-    let grid = args
-        .grid
-        .map(|g| (g.width, g.height))
-        .unwrap_or_else(|| mosaic::auto_grid(n));
-    let sizes: Vec<_> = running.iter().map(|(_, (s, _), _)| s.size()).collect();
-    // Shown, the mosaic fits the screen; only recorded, it is at most MAX_MOSAIC wherever
-    // the run is.
-    let within = match args.headless || args.no_mosaic {
-        true => mosaic::MAX_MOSAIC,
-        false => crate::sink::window::unscaled_area().unwrap_or(mosaic::MAX_MOSAIC),
-    };
-    let (_, canvas) = mosaic::layout(grid.0, grid.1, &sizes, within);
+    let canvas = layout.canvas;
     let knobs = Knobs {
         pageable: args.pageable,
         bands: running[0].2.backend.plan.len(),
@@ -257,10 +295,9 @@ fn open_mosaic(
     };
     let mosaic = Mosaic::new(
         window,
-        grid,
+        layout,
+        full,
         request.inputs.iter().map(|(_, t)| t.clone()).collect(),
-        &sizes,
-        within,
         running.iter().map(|(i, ..)| *i).collect(),
         failed.to_vec(),
     );
@@ -305,8 +342,9 @@ fn open_mosaic(
 #[cfg(not(feature = "opencv"))]
 fn open_mosaic(
     _: &Request,
-    _: &[(usize, Opened, Plan)],
-    _: &[(usize, String)],
+    _: (&[Running], &[(usize, String)]),
+    _: Layout,
+    _: FullFrames,
     _: &Stop,
     _: Option<(&Request, crate::sink::claim::Claimed)>,
 ) -> Result<Box<dyn Sink>> {

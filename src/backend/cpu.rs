@@ -2,14 +2,16 @@
 //! reference of `filter/reference.rs`. Frames are processed whole (OpenCV spreads them over cores)
 //! and synchronously in `submit`; `complete` hands them back in order. Each frame is read
 //! by its own descriptor (size, formats), so frames of several sizes and formats may be
-//! interleaved; the BGR scratch frames grow to the largest seen.
+//! interleaved; the BGR scratch frames grow to the largest seen. Where the run has a
+//! mosaic, each processed frame is drawn into it too (`canvas`).
 
 use std::collections::VecDeque;
 use std::time::Instant;
 
 use anyhow::Result;
 
-use super::{Backend, BackendConfig, Control};
+use super::canvas::Canvas;
+use super::{Backend, BackendConfig, Control, Fetch, Picture};
 use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::pixel::{self, Formats, PixelFormat};
@@ -28,6 +30,8 @@ pub struct CpuBackend {
     trace_frames: u64,
     rolling: crate::trace::Rolling,
     done: VecDeque<Slot>,
+    /// The mosaic, where the run composes one.
+    canvas: Option<Canvas>,
     #[cfg(feature = "opencv")]
     scratch: imp::Scratch,
 }
@@ -68,6 +72,7 @@ impl CpuBackend {
             trace_frames: cfg.trace_frames,
             rolling: cfg.rolling,
             done: VecDeque::new(),
+            canvas: cfg.compose.as_ref().map(Canvas::new),
             #[cfg(feature = "opencv")]
             scratch: imp::Scratch::default(),
         })
@@ -88,6 +93,9 @@ impl CpuBackend {
                 start: slot.stamps.submitted,
                 end: slot.stamps.done,
             });
+        }
+        if let Some(c) = &mut self.canvas {
+            c.draw(&slot)?;
         }
         self.done.push_back(slot);
         Ok(())
@@ -211,6 +219,10 @@ impl Backend for CpuBackend {
 
     fn complete(&mut self, _wait: bool) -> Result<Option<Slot>> {
         Ok(self.done.pop_front())
+    }
+
+    fn picture(&mut self, fetch: Fetch) -> Result<Option<Picture>> {
+        Ok(self.canvas.as_mut().and_then(|c| c.picture(fetch)))
     }
 }
 

@@ -8,7 +8,9 @@
 //!
 //! Where things are: `device` opens the GPU once (context, stage streams, the clock);
 //! `lanes` holds a configuration's band plans, device buffers and graphs and queues a
-//! frame's bands; this file picks a frame's lane set by its descriptor (size and formats),
+//! frame's bands; `compose` holds the mosaic of several inputs where the run shows one
+//! (each frame scaled into its tile by its bands, the picture brought down a few times a
+//! second); this file picks a frame's lane set by its descriptor (size and formats),
 //! decides its band plan, and keeps frames in order.
 //!
 //! Invariants:
@@ -31,10 +33,11 @@ use std::time::Instant;
 
 use anyhow::Result;
 
+use super::compose::Composer;
 use super::device::{Device, PinnedRange};
 use super::kernels::ChainKernels;
 use super::lanes::{LaneKey, LaneSet, Plan};
-use super::{Backend, BackendConfig, Control, StreamLayout};
+use super::{Backend, BackendConfig, Control, Fetch, Picture, StreamLayout};
 use crate::filter::Chain;
 use crate::pixel::Formats;
 use crate::ring::{HostBuffer, Slot};
@@ -78,6 +81,8 @@ pub struct CudaBackend {
     /// the GPU idle for longer than that comes from a source slower than the pipeline.
     last_done: Option<(Instant, std::time::Duration)>,
     submitted: u64,
+    /// The mosaic, where the run composes one (`compose`).
+    composer: Option<Composer>,
     /// The run's configuration (the first lane set's size and formats, the chain, band
     /// counts, frames in flight, page-locking, tracing); a control changes it.
     cfg: BackendConfig,
@@ -94,6 +99,11 @@ impl CudaBackend {
             &cfg.chain,
         )?);
         let first = LaneSet::new(&device, cfg, kernels.clone())?;
+        let composer = cfg
+            .compose
+            .as_ref()
+            .map(|plan| Composer::new(&device, plan))
+            .transpose()?;
         Ok(Self {
             device,
             kernels,
@@ -101,6 +111,7 @@ impl CudaBackend {
             pending: VecDeque::new(),
             last_done: None,
             submitted: 0,
+            composer,
             cfg: cfg.clone(),
         })
     }
@@ -208,6 +219,14 @@ impl Backend for CudaBackend {
     fn complete(&mut self, wait: bool) -> Result<Option<Slot>> {
         self.complete_frame(wait).map_err(|e| self.blame(e))
     }
+
+    fn picture(&mut self, fetch: Fetch) -> Result<Option<Picture>> {
+        let in_flight = self.pending.len();
+        match &mut self.composer {
+            Some(c) => c.picture(&self.device, fetch, in_flight),
+            None => Ok(None),
+        }
+    }
 }
 
 impl CudaBackend {
@@ -268,7 +287,19 @@ impl CudaBackend {
         let key = LaneKey::of(&slot);
         self.use_set(key)?;
         let set = self.sets.last_mut().expect("use_set made it the last");
-        let lane = set.run(&self.device, plan, &mut slot, timed, graph)?;
+        let mosaic = match &mut self.composer {
+            Some(c) => c.target(&slot)?,
+            None => None,
+        };
+        slot.output_skipped = mosaic.as_ref().is_some_and(|m| !m.download);
+        let composed = mosaic.is_some();
+        let lane = set.run(&self.device, plan, &mut slot, timed, graph, mosaic.as_ref())?;
+        if let (true, Some(c)) = (composed, &mut self.composer) {
+            c.written(
+                &self.device,
+                &set.composed_on(&self.device, lane, plan, graph),
+            )?;
+        }
         self.pending.push_back(InFlight {
             key,
             lane,

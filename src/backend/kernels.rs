@@ -30,6 +30,7 @@ pub const SOURCES: &[(&str, &str)] = &[
         include_str!("../../kernels/neighbourhood.cu"),
     ),
     ("convert.cu", include_str!("../../kernels/convert.cu")),
+    ("compose.cu", include_str!("../../kernels/compose.cu")),
 ];
 
 /// Every kernel in `kernels/*.cu`, by its role; `name` is its `__global__` function.
@@ -49,10 +50,11 @@ enum Kernel {
     Median3,
     ToBgr,
     FromBgr,
+    Compose,
 }
 
 impl Kernel {
-    const ALL: [Kernel; 14] = [
+    const ALL: [Kernel; 15] = [
         Kernel::CopyBytes,
         Kernel::Copy,
         Kernel::Invert,
@@ -67,6 +69,7 @@ impl Kernel {
         Kernel::Median3,
         Kernel::ToBgr,
         Kernel::FromBgr,
+        Kernel::Compose,
     ];
 
     fn name(self) -> &'static str {
@@ -85,6 +88,7 @@ impl Kernel {
             Kernel::Median3 => "fp_median3",
             Kernel::ToBgr => "fp_to_bgr",
             Kernel::FromBgr => "fp_from_bgr",
+            Kernel::Compose => "fp_compose",
         }
     }
 }
@@ -225,10 +229,41 @@ impl Band {
     }
 }
 
+/// `fp_tile` of `kernels/compose.cu`: one band's part of its input's tile of the mosaic.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Tile {
+    /// The mosaic's device address (packed BGR).
+    pub(super) canvas: u64,
+    /// The mosaic's width, pixels.
+    pub(super) canvas_width: i32,
+    /// The tile's left column, top row and width in the mosaic.
+    pub(super) tile_x: i32,
+    pub(super) tile_y: i32,
+    pub(super) tile_w: i32,
+    /// The picture's place and size in its tile.
+    pub(super) pic_x: i32,
+    pub(super) pic_y: i32,
+    pub(super) pic_w: i32,
+    pub(super) pic_h: i32,
+    /// The frame's size.
+    pub(super) src_w: i32,
+    pub(super) src_h: i32,
+    /// The tile rows this band writes: `first..first + rows`.
+    pub(super) first: i32,
+    pub(super) rows: i32,
+    /// Frame row of the band buffer's first row.
+    pub(super) band_row0: i32,
+}
+
+// SAFETY: `#[repr(C)]` with the field types and order of `struct fp_tile` (a 64-bit device
+// address, thirteen 32-bit ints): the layout the kernel reads.
+unsafe impl DeviceRepr for Tile {}
+
 /// Launches a kernel whose arguments have been pushed on `b`.
 fn go(b: &mut LaunchArgs<'_>, cfg: LaunchConfig) -> Result<()> {
-    // SAFETY: every caller (`ChainKernels::launch`) pushes exactly the arguments of the
-    // kernel's signature: in kernels/*.cu, or in a user's file as `filter::user` read it
+    // SAFETY: every caller (`ChainKernels::launch`, `convert`, `compose`) pushes exactly the
+    // arguments of the kernel's signature: in kernels/*.cu, or in a user's file as `filter::user` read it
     // (an `fp_band`, then each parameter with its declared type); every buffer holds the
     // band's elements. A user kernel that writes outside its band makes the device report
     // a fault, which the backend returns as an error.
@@ -380,6 +415,23 @@ impl ChainKernels {
             height: rows,
         };
         go(&mut b, grid_2d(v)).with_context(|| format!("launching the {format} conversion"))
+    }
+
+    /// Writes a band's part of its tile of the mosaic (`kernels/compose.cu`) from the packed
+    /// BGR band buffer at device address `band`.
+    pub fn compose(&self, s: &CudaStream, band: u64, tile: Tile) -> Result<()> {
+        if tile.rows <= 0 {
+            return Ok(());
+        }
+        let mut b = s.launch_builder(self.func(Kernel::Compose));
+        b.arg(&band).arg(&tile);
+        let v = View {
+            width: tile.tile_w as usize,
+            rows: tile.rows as usize,
+            row0: 0,
+            height: tile.rows as usize,
+        };
+        go(&mut b, grid_2d(v)).context("launching the mosaic's kernel")
     }
 
     fn func(&self, kernel: Kernel) -> &CudaFunction {

@@ -12,6 +12,11 @@
 //! by plane (`kernels/convert.cu`); BGR skips either conversion, and a chain that changes
 //! nothing between one format copies the planes up and back down.
 //!
+//! The mosaic (several inputs, `tiles::Compose`): after its filters, each band writes the
+//! rows of its input's tile that sample it (`kernels/compose.cu`) on its filter stream, so a
+//! frame's bands fill its tile exactly once whatever the stream layout; a frame that only the
+//! mosaic needs skips its download copies (its events are still recorded).
+//!
 //! Words: a **lane** is the device side of one frame in flight (a band's buffers, scratch
 //! and events, for each band), used by one frame at a time, in turn; the ring's `Slot` is
 //! the host side that travels between threads. A **plan** (`Plan::Idle` or `Plan::Busy`)
@@ -27,7 +32,8 @@
 //!   set has lanes, so lane `k` is reused only after its previous frame completed;
 //! - a frame cut by the idle plan may replay a CUDA graph captured from the same calls,
 //!   launched on the copy-in stream so that frames queued behind it finish after it;
-//!   graphs are keyed by (lane, slot, timed) and dropped when page-locking changes.
+//!   graphs are keyed by (lane, slot, timed, tile and download) and dropped when
+//!   page-locking changes.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -36,7 +42,7 @@ use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaEvent, CudaGraph, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
 use super::device::{elapsed_ms, mark, Device};
-use super::kernels::ChainKernels;
+use super::kernels::{ChainKernels, Tile};
 use super::{BackendConfig, IssueOrder, StreamLayout};
 use crate::band::BandPlan;
 use crate::filter::reference::View;
@@ -45,6 +51,7 @@ use crate::frame::FrameSize;
 use crate::pixel::{Formats, PixelFormat};
 use crate::ring::Slot;
 use crate::stats::StageTimes;
+use crate::tiles::{Area, Scaler};
 
 /// Which of the backend's two band plans cuts a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,6 +162,10 @@ struct BandLane {
     /// Timing events, recorded on sampled and traced frames only.
     timing: PerStage<Marks>,
 }
+
+/// What a captured graph is for: (lane, address of the slot's input buffer, timed, its
+/// tile in the mosaic and whether the frame is downloaded).
+type GraphKey = (usize, usize, bool, Option<(Area, bool)>);
 
 /// A captured frame: the idle plan's bands of one lane, reading and writing one slot.
 struct Graph(CudaGraph);
@@ -317,12 +328,33 @@ pub(super) struct LaneSet {
     plans: Plans,
     lanes: Vec<Vec<BandLane>>,
     next_lane: usize,
-    /// Captured graphs by (lane, address of the slot's input buffer, timed).
-    graphs: HashMap<(usize, usize, bool), Graph>,
+    /// Captured graphs by (lane, address of the slot's input buffer, timed, its tile and
+    /// whether it is downloaded where the mosaic is composed).
+    graphs: HashMap<GraphKey, Graph>,
     /// A capture is being recorded: timing events become graph nodes.
     capturing: bool,
     /// Which buffers a band goes through, from the formats and the chain.
     route: Route,
+    /// The frame being queued: each band's part of its tile of the mosaic (empty: not
+    /// composed), and whether its bands are downloaded.
+    compose: Vec<Tile>,
+    download: bool,
+}
+
+/// Where a frame goes in the mosaic the backend composes.
+pub(super) struct FrameMosaic<'a> {
+    /// The mosaic's device address and width.
+    pub(super) canvas: u64,
+    pub(super) canvas_width: usize,
+    /// The frame's tile in the mosaic.
+    pub(super) tile: Area,
+    /// The frame's scaler into its picture area (absolute in the mosaic).
+    pub(super) scaler: &'a Scaler,
+    /// Whether the frame itself is downloaded too.
+    pub(super) download: bool,
+    /// The event after the last picture's download, which the tile's writes must follow
+    /// (so that a picture never holds half of a frame).
+    pub(super) fence: Option<&'a CudaEvent>,
 }
 
 impl LaneSet {
@@ -383,6 +415,8 @@ impl LaneSet {
             graphs: HashMap::new(),
             capturing: false,
             route,
+            compose: Vec::new(),
+            download: true,
         })
     }
 
@@ -403,7 +437,7 @@ impl LaneSet {
     }
 
     /// Queues `slot`'s frame in the next lane, cut by `plan`, as one graph launch where
-    /// `graph` allows it; returns the lane.
+    /// `graph` allows it, composing it into the mosaic where `mosaic` says; returns the lane.
     pub(super) fn run(
         &mut self,
         dev: &Device,
@@ -411,15 +445,94 @@ impl LaneSet {
         slot: &mut Slot,
         timed: bool,
         graph: bool,
+        mosaic: Option<&FrameMosaic>,
     ) -> Result<usize> {
         let lane = self.next_lane;
         self.next_lane = (lane + 1) % self.lanes.len();
-        if graph && plan == Plan::Idle {
-            self.launch_graph(dev, lane, slot, timed)?;
+        self.aim(plan, mosaic);
+        let graph = graph && plan == Plan::Idle;
+        if let Some(fence) = mosaic.and_then(|m| m.fence) {
+            // The tile is written after the last picture came down: waited on outside any
+            // capture (a graph can't wait on an event recorded outside it).
+            let streams = match graph {
+                true => vec![dev.stage_streams[0].clone()],
+                false => self.filter_streams(dev, lane, plan),
+            };
+            for s in streams {
+                s.wait(fence)?;
+            }
+        }
+        let key = mosaic.map(|m| (m.tile, m.download));
+        if graph {
+            self.launch_graph(dev, lane, slot, timed, key)?;
         } else {
             self.enqueue_frame(dev, lane, plan, slot, timed)?;
         }
         Ok(lane)
+    }
+
+    /// Sets what the next frame's bands do besides their chain: each band's part of its
+    /// tile (`compose`) and whether they are downloaded.
+    fn aim(&mut self, plan: Plan, mosaic: Option<&FrameMosaic>) {
+        self.compose.clear();
+        self.download = mosaic.is_none_or(|m| m.download);
+        let Some(m) = mosaic else { return };
+        let (size, to, tile) = (self.key.size, m.scaler.to, m.tile);
+        for geo in self.plans[plan].bands() {
+            // Rows of the tile: the picture's rows this band's rows fill, and the letterbox
+            // above (the first band) and below (the last).
+            let picture = m.scaler.rows_from(geo.rows.clone());
+            let top = to.y - tile.y;
+            let first = if geo.rows.start == 0 {
+                0
+            } else {
+                top + picture.start
+            };
+            let end = if geo.rows.end == size.height {
+                tile.height
+            } else {
+                top + picture.end
+            };
+            self.compose.push(Tile {
+                canvas: m.canvas,
+                canvas_width: m.canvas_width as i32,
+                tile_x: tile.x as i32,
+                tile_y: tile.y as i32,
+                tile_w: tile.width as i32,
+                pic_x: (to.x - tile.x) as i32,
+                pic_y: top as i32,
+                pic_w: to.width as i32,
+                pic_h: to.height as i32,
+                src_w: size.width as i32,
+                src_h: size.height as i32,
+                first: first as i32,
+                rows: end.saturating_sub(first) as i32,
+                band_row0: geo.input_rows.start as i32,
+            });
+        }
+    }
+
+    /// The streams a frame's filters (and so its tile's writes) run on.
+    fn filter_streams(&self, dev: &Device, lane: usize, plan: Plan) -> Vec<Arc<CudaStream>> {
+        match dev.settings.streams {
+            StreamLayout::PerStage => vec![dev.stage_streams[Stage::Filter as usize].clone()],
+            StreamLayout::PerBand => self.other_streams(dev, lane, plan),
+        }
+    }
+
+    /// The streams after which a frame just queued in `lane` has written its tile (the
+    /// mosaic's download waits on them): the graph's stream, or its filter streams.
+    pub(super) fn composed_on(
+        &self,
+        dev: &Device,
+        lane: usize,
+        plan: Plan,
+        graph: bool,
+    ) -> Vec<Arc<CudaStream>> {
+        match graph && plan == Plan::Idle {
+            true => vec![dev.stage_streams[0].clone()],
+            false => self.filter_streams(dev, lane, plan),
+        }
     }
 
     /// Whether the frame in `lane`, cut by `plan`, is done; with `wait`, waits until it is.
@@ -521,7 +634,13 @@ impl LaneSet {
                     &mut bl.bufs[0].slice_mut(0..in_bytes),
                 )?;
             }
-            Stage::Filter if through => {} // the planes go back as they came
+            Stage::Filter if through => {
+                // The planes go back as they came; the mosaic reads them as they are (BGR).
+                if let Some(tile) = self.compose.get(band) {
+                    let (src, _) = bl.raw_in.device_ptr(s);
+                    self.kernels.compose(s, src, *tile)?;
+                }
+            }
             Stage::Filter => {
                 let (w, rows) = (size.width, geo.input_rows.len());
                 if raw_in {
@@ -544,7 +663,12 @@ impl LaneSet {
                     self.kernels
                         .convert_out(s, src + off, dst, w, own, output)?;
                 }
+                if let Some(tile) = self.compose.get(band) {
+                    let (src, _) = bl.bufs[bl.result].device_ptr(s);
+                    self.kernels.compose(s, src, *tile)?;
+                }
             }
+            Stage::Download if !self.download => {} // only the mosaic needed the frame
             Stage::Download if through || raw_out => {
                 // Passing through, a band reads no halo: its input rows are its own.
                 let from = if through { &bl.raw_in } else { &bl.raw_out };
@@ -672,8 +796,9 @@ impl LaneSet {
         lane: usize,
         slot: &mut Slot,
         timed: bool,
+        mosaic: Option<(Area, bool)>,
     ) -> Result<()> {
-        let key = (lane, slot.input.as_ptr() as usize, timed);
+        let key = (lane, slot.input.as_ptr() as usize, timed, mosaic);
         if !self.graphs.contains_key(&key) {
             let graph = self.capture(dev, lane, slot, timed)?;
             self.graphs.insert(key, graph);

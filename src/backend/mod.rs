@@ -8,9 +8,14 @@
 //! says, so frames of several sizes and formats may be interleaved; `formats()` and the
 //! config's `size` are the run's first configuration, which the ring's slots are made for.
 //! `attach` is called once per ring buffer before the first frame (the CUDA backend
-//! page-locks it there).
+//! page-locks it there). Where the config asks for a mosaic (`compose`), the backend scales
+//! each processed frame into its tile too and hands pictures out through `picture`; the
+//! CUDA backend then brings a frame down only where some output needs it whole
+//! (`Slot::output_skipped` says it didn't).
 
+mod canvas;
 pub mod check;
+mod compose;
 pub mod cpu;
 pub mod cuda;
 pub mod device;
@@ -48,6 +53,26 @@ pub trait Backend: Send {
     fn complete(&mut self, wait: bool) -> Result<Option<Slot>>;
     /// Applies a change while running; called only with no frame in flight.
     fn control(&mut self, control: &Control) -> Result<()>;
+    /// The mosaic its config asks for (`BackendConfig::compose`) as composed so far, once a
+    /// picture of it is ready; `fetch` says whether to bring what the last frames composed
+    /// (None where the run has no mosaic).
+    fn picture(&mut self, fetch: Fetch) -> Result<Option<Picture>>;
+}
+
+/// A picture of the mosaic a backend composed (packed BGR, the mosaic's size), shared with
+/// the sink thread; the backend writes the buffer again only once the sink lets go.
+pub type Picture = std::sync::Arc<HostBuffer>;
+
+/// How hard `Backend::picture` tries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fetch {
+    /// Only a picture whose download has finished.
+    Ready,
+    /// The GPU is idle: tiles written since the last picture also come down, where that
+    /// was longer ago than the pictures' period.
+    Idle,
+    /// The run's last frames are done: tiles written since the last picture come down now.
+    Last,
 }
 
 /// A change to a running backend (from the window's keys).
@@ -101,6 +126,9 @@ pub struct BackendConfig {
     pub sample_every: u64,
     /// Settings only the CUDA backend reads.
     pub cuda: CudaSettings,
+    /// The mosaic of a run of several inputs, which the backend composes (each processed
+    /// frame scaled into its tile), where the run shows or records one.
+    pub compose: Option<crate::tiles::Compose>,
 }
 
 /// The CUDA backend's own settings.
@@ -155,6 +183,7 @@ impl BackendConfig {
             rolling: crate::trace::Rolling::Off,
             sample_every: SAMPLE_EVERY,
             cuda: CudaSettings::default(),
+            compose: None,
         })
     }
 

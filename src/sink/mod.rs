@@ -142,6 +142,11 @@ pub trait Sink {
     /// descriptor says which, and its time where the source gave one) and says what the user
     /// wants next.
     fn consume(&mut self, frame: &Frame) -> Result<Flow>;
+    /// Takes the mosaic as the backend composed it (packed BGR, the mosaic's size), where
+    /// the backend composes it (`tiles::Compose`); before the frame it came down with.
+    fn composed(&mut self, _picture: &crate::backend::Picture) -> Result<()> {
+        Ok(())
+    }
     /// The live figures, before each frame (the window's overlay shows them).
     fn status(&mut self, _live: &crate::stats::Live) {}
     /// Whether `status` should carry the recent frames' timeline (the window's strip is
@@ -223,6 +228,9 @@ impl Sink for Tee {
             flow = flow.merge(s.consume(frame)?);
         }
         Ok(flow)
+    }
+    fn composed(&mut self, picture: &crate::backend::Picture) -> Result<()> {
+        self.0.iter_mut().try_for_each(|s| s.composed(picture))
     }
     fn status(&mut self, live: &crate::stats::Live) {
         self.0.iter_mut().for_each(|s| s.status(live));

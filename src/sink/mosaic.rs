@@ -1,6 +1,6 @@
 //! The mosaic of a run of several inputs: every input's processed frames, each scaled into
-//! its tile of one picture (a grid of columns × rows, row-major in input order), labelled
-//! with the input's index, name, rate and drops, shown in one window.
+//! its tile of one picture (a grid of columns × rows, row-major in input order, laid out by
+//! `tiles`), labelled with the input's index, name, rate and drops, shown in one window.
 //!
 //! Keys, besides the window's: **Tab** (or **n**) or a click selects a tile (framed in
 //! yellow), **Enter** (or **z**, or a double click) shows the selected input alone at full
@@ -10,12 +10,18 @@
 //! The mosaic can be recorded (an `--output` without `{n}` in a run of several inputs): a
 //! picture a tick of `RECORD_FPS`, timed by the run's clock, with the labels.
 //!
+//! The backend composes the picture (`BackendConfig::compose`): the CUDA backend scales each
+//! frame into its tile on the device and brings the picture (not every frame) down a few
+//! times a second; the CPU backend draws the same picture on the host. Either hands it here
+//! by `Sink::composed`; this sink adds the labels. Composed on the device, the frames reach
+//! this sink without their bytes, except those of the input shown alone (this sink says
+//! which through `FullFrames`).
+//!
 //! Invariants: a tile keeps its input's last frame until the next one comes (a slow input
 //! never blanks); an input that ended or failed keeps its last frame, dimmed, with a line
-//! saying why; a tile's picture keeps its input's aspect (letterboxed, centred); the picture
-//! is composed on the CPU, tile by tile as frames come (nearest-neighbour scaling with
-//! precomputed row and column maps), and handed to the window at most `SHOW_EVERY` apart,
-//! so that many inputs' frames don't each cost a window update.
+//! saying why; a tile's picture keeps its input's aspect (letterboxed, centred); the labels
+//! are drawn on a copy of the picture, which is handed to the window at most `SHOW_EVERY`
+//! apart, so that many inputs' frames don't each cost a window update.
 
 use std::time::{Duration, Instant};
 
@@ -24,16 +30,12 @@ use opencv::core::{Mat, Point, Rect, Scalar, Vec3b};
 use opencv::prelude::*;
 
 use super::{strip, Flow, Frame, Sink};
+use crate::backend::Picture;
 use crate::desc::FrameDesc;
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 use crate::stats::Live;
-
-/// The mosaic's largest size: a 1080p screen.
-pub const MAX_MOSAIC: FrameSize = FrameSize {
-    width: 1920,
-    height: 1080,
-};
+use crate::tiles::{Area, FullFrames, Layout};
 
 /// The shortest time between two pictures handed to the window.
 const SHOW_EVERY: Duration = Duration::from_millis(33);
@@ -41,106 +43,10 @@ const SHOW_EVERY: Duration = Duration::from_millis(33);
 /// The rate a recording of the mosaic is made at.
 pub const RECORD_FPS: f64 = 30.0;
 
-/// The grid for `n` tiles where none is asked for: as square as possible, wider than tall.
-pub fn auto_grid(n: usize) -> (usize, usize) {
-    let cols = (1..=n.max(1)).find(|c| c * c >= n).unwrap_or(1);
-    (cols, n.max(1).div_ceil(cols))
-}
-
-/// The tile and mosaic sizes of a mosaic of `cols` × `rows` tiles for inputs of `sizes`:
-/// tiles of the widest and tallest input's size, or scaled down (keeping that shape) so that
-/// the mosaic fits `within` (the screen's unscaled area, at most `MAX_MOSAIC`).
-pub fn layout(
-    cols: usize,
-    rows: usize,
-    sizes: &[FrameSize],
-    within: FrameSize,
-) -> (FrameSize, FrameSize) {
-    let widest = sizes.iter().map(|s| s.width).max().unwrap_or(640);
-    let tallest = sizes.iter().map(|s| s.height).max().unwrap_or(360);
-    let within = FrameSize {
-        width: within.width.min(MAX_MOSAIC.width),
-        height: within.height.min(MAX_MOSAIC.height),
-    };
-    // The largest input's shape, scaled down (never up) until the grid fits.
-    let scale = (within.width as f64 / (cols * widest) as f64)
-        .min(within.height as f64 / (rows * tallest) as f64)
-        .min(1.0);
-    let tile = FrameSize {
-        width: ((widest as f64 * scale) as usize).max(2) & !1,
-        height: ((tallest as f64 * scale) as usize).max(2) & !1,
-    };
-    let canvas = FrameSize {
-        width: tile.width * cols,
-        height: tile.height * rows,
-    };
-    (tile, canvas)
-}
-
-/// Where a `from` picture goes in a `tile`: the largest rectangle of its aspect, centred.
-pub fn fit_in(from: FrameSize, tile: FrameSize) -> Rect {
-    let (fw, fh) = (from.width as f64, from.height as f64);
-    let scale = (tile.width as f64 / fw).min(tile.height as f64 / fh);
-    let w = ((fw * scale).round() as usize).clamp(1, tile.width);
-    let h = ((fh * scale).round() as usize).clamp(1, tile.height);
-    Rect::new(
-        ((tile.width - w) / 2) as i32,
-        ((tile.height - h) / 2) as i32,
-        w as i32,
-        h as i32,
-    )
-}
-
-/// Where tile `t` of a grid of `cols` columns of `tile` tiles starts (row-major).
-fn tile_origin(t: usize, cols: usize, tile: FrameSize) -> (usize, usize) {
-    ((t % cols) * tile.width, (t / cols) * tile.height)
-}
-
-/// A scaler from one frame size into one rectangle: the source column and row of each
-/// destination column and row (nearest neighbour, sampling pixel centres).
-struct Scaler {
-    from: FrameSize,
-    /// Where in its tile the picture goes.
-    to: Rect,
-    cols: Vec<usize>,
-    rows: Vec<usize>,
-}
-
-impl Scaler {
-    fn new(from: FrameSize, to: Rect) -> Self {
-        let map = |n: usize, m: i32| -> Vec<usize> {
-            (0..m as usize)
-                .map(|i| (((2 * i + 1) * n) / (2 * m as usize)).min(n - 1))
-                .collect()
-        };
-        Self {
-            from,
-            to,
-            cols: map(from.width, to.width),
-            rows: map(from.height, to.height),
-        }
-    }
-
-    /// Draws the BGR `frame` into `canvas` (BGR, `stride` bytes a row) at `at`.
-    fn draw(&self, frame: &[u8], canvas: &mut [u8], stride: usize, at: (usize, usize)) {
-        let src_stride = self.from.width * 3;
-        for (y, &sy) in self.rows.iter().enumerate() {
-            let src = &frame[sy * src_stride..(sy + 1) * src_stride];
-            let start = (at.1 + y) * stride + at.0 * 3;
-            let dst = &mut canvas[start..start + self.cols.len() * 3];
-            for (d, &sx) in dst.chunks_exact_mut(3).zip(&self.cols) {
-                d.copy_from_slice(&src[sx * 3..sx * 3 + 3]);
-            }
-        }
-    }
-}
-
 /// One tile's input, as the mosaic knows it.
 struct Tile {
     /// The input's name for the label.
     name: String,
-    /// Its scaler, made for the size of its frames when the first came.
-    scaler: Option<Scaler>,
     /// Its frames seen, and the rate they came at (smoothed).
     frames: u64,
     fps: f64,
@@ -165,11 +71,12 @@ pub struct Mosaic {
     started: Instant,
     /// The next recording tick due.
     next_tick: u64,
-    cols: usize,
-    tile: FrameSize,
-    canvas: FrameSize,
-    /// The composed tiles (BGR, packed), without labels.
-    picture: Vec<u8>,
+    layout: Layout,
+    /// The backend's last picture (BGR, packed), without labels; None until the first.
+    picture: Option<Picture>,
+    /// Where this sink tells the backend which input is shown alone (its full frames are
+    /// brought down).
+    full: FullFrames,
     /// What is handed to the window: `picture` with the labels.
     shown: Mat,
     tiles: Vec<Tile>,
@@ -183,26 +90,22 @@ pub struct Mosaic {
 }
 
 impl Mosaic {
-    /// A mosaic of `names.len()` tiles in a `grid` (columns, rows) for inputs of `sizes`,
-    /// fitting `within`, shown in `window` where there is one; `tile_of[k]` is the tile of
-    /// the run's input `k`; `failed` holds the tiles of inputs that could not be opened,
-    /// with why. `record` (where given) is opened with `with_recording`.
+    /// A mosaic of `names.len()` tiles laid out by `layout`, shown in `window` where there
+    /// is one; `tile_of[k]` is the tile of the run's input `k`; `failed` holds the tiles of
+    /// inputs that could not be opened, with why; `full` is shared with the backend, which
+    /// composes the picture. `record` (where given) is opened with `with_recording`.
     pub fn new(
         window: Option<Box<dyn Sink>>,
-        grid: (usize, usize),
+        layout: Layout,
+        full: FullFrames,
         names: Vec<String>,
-        sizes: &[FrameSize],
-        within: FrameSize,
         tile_of: Vec<usize>,
         failed: Vec<(usize, String)>,
     ) -> Self {
-        let (cols, rows) = grid;
-        let (tile, canvas) = layout(cols, rows, sizes, within);
         let mut tiles: Vec<Tile> = names
             .into_iter()
             .map(|name| Tile {
                 name,
-                scaler: None,
                 frames: 0,
                 fps: 0.0,
                 last_at: None,
@@ -215,17 +118,15 @@ impl Mosaic {
         for (t, why) in failed {
             tiles[t].ended = Some(why);
         }
-        let bytes = PixelFormat::Bgr24.bytes(canvas);
         Self {
             window,
             record: None,
             record_fps: RECORD_FPS,
             started: Instant::now(),
             next_tick: 0,
-            cols,
-            tile,
-            canvas,
-            picture: vec![16; bytes],
+            layout,
+            picture: None,
+            full,
             shown: Mat::default(),
             tiles,
             tile_of,
@@ -238,40 +139,40 @@ impl Mosaic {
 
     /// The mosaic's size.
     pub fn size(&self) -> FrameSize {
-        self.canvas
+        self.layout.canvas
     }
 
-    /// Draws one input's frame into its tile.
-    fn place(&mut self, t: usize, size: FrameSize, bgr: &[u8]) {
-        let (x0, y0) = tile_origin(t, self.cols, self.tile);
-        let stride = self.canvas.width * 3;
-        let tile = &mut self.tiles[t];
-        if tile.scaler.as_ref().is_none_or(|s| s.from != size) {
-            // A new size: the tile is cleared around the new picture.
-            for y in y0..y0 + self.tile.height {
-                self.picture[y * stride + x0 * 3..y * stride + (x0 + self.tile.width) * 3].fill(0);
-            }
-            tile.scaler = Some(Scaler::new(size, fit_in(size, self.tile)));
-        }
-        let scaler = tile.scaler.as_ref().expect("made above");
-        scaler.draw(
-            bgr,
-            &mut self.picture,
-            stride,
-            (x0 + scaler.to.x as usize, y0 + scaler.to.y as usize),
-        );
+    /// Tells the backend which input's full frames to bring down: the selected one's while
+    /// it is shown alone.
+    fn tell_backend(&self) {
+        let input = self.tile_of.iter().position(|&t| t == self.selected);
+        self.full.show_alone(input.filter(|_| self.alone));
     }
 
     /// The mosaic with its labels, into `shown`.
     fn compose(&mut self) -> Result<()> {
-        let (h, w) = (self.canvas.height as i32, self.canvas.width as i32);
-        Mat::new_rows_cols_with_bytes::<Vec3b>(h, w, &self.picture)?.copy_to(&mut self.shown)?;
+        let canvas = self.layout.canvas;
+        let (h, w) = (canvas.height as i32, canvas.width as i32);
+        match &self.picture {
+            Some(p) => {
+                let bytes = &p[..PixelFormat::Bgr24.bytes(canvas)];
+                Mat::new_rows_cols_with_bytes::<Vec3b>(h, w, bytes)?.copy_to(&mut self.shown)?
+            }
+            None => {
+                let grey = Scalar::new(16.0, 16.0, 16.0, 0.0);
+                self.shown = Mat::new_rows_cols_with_default(h, w, opencv::core::CV_8UC3, grey)?
+            }
+        }
         let mat = &mut self.shown;
         let ink = strip::Ink::new(1.0);
-        let (tw, th) = (self.tile.width as i32, self.tile.height as i32);
         for (t, tile) in self.tiles.iter().enumerate() {
-            let (x, y) = tile_origin(t, self.cols, self.tile);
-            let (x, y) = (x as i32, y as i32);
+            let Area {
+                x,
+                y,
+                width,
+                height,
+            } = self.layout.tile_area(t);
+            let (x, y, tw, th) = (x as i32, y as i32, width as i32, height as i32);
             let area = Rect::new(x, y, tw, th);
             if tile.state.is_some() || tile.ended.as_deref().is_some_and(|e| e != "stopped") {
                 strip::backdrop(mat, area)?;
@@ -340,7 +241,7 @@ impl Mosaic {
         let tick = tick.max(self.next_tick);
         self.next_tick = tick + 1;
         self.compose()?;
-        let mut desc = FrameDesc::host(PixelFormat::Bgr24, self.canvas);
+        let mut desc = FrameDesc::host(PixelFormat::Bgr24, self.layout.canvas);
         desc.index = tick;
         desc.pts = crate::desc::Timestamp::from_seconds(tick as f64 / self.record_fps);
         let bytes = self.shown.data_bytes()?;
@@ -371,7 +272,7 @@ impl Mosaic {
             }
             _ => {
                 self.compose()?;
-                let desc = FrameDesc::host(PixelFormat::Bgr24, self.canvas);
+                let desc = FrameDesc::host(PixelFormat::Bgr24, self.layout.canvas);
                 let bytes = self.shown.data_bytes()?;
                 let window = self.window.as_mut().expect("checked");
                 window.consume(&Frame { desc: &desc, bytes })?
@@ -385,31 +286,32 @@ impl Mosaic {
         match flow {
             Flow::NextTile => {
                 self.selected = (self.selected + 1) % self.tiles.len();
-                self.dirty = true;
-                Flow::Continue
             }
             Flow::Alone => {
                 self.alone = !self.alone;
-                self.dirty = true;
-                Flow::Continue
             }
             Flow::Pick { x, y, double } => {
                 if self.alone {
                     // A double click on the input shown alone goes back to the mosaic.
                     self.alone = !double;
                 } else if x >= 0 && y >= 0 {
-                    let (col, row) = (x as usize / self.tile.width, y as usize / self.tile.height);
-                    let t = row * self.cols + col;
-                    if col < self.cols && t < self.tiles.len() {
+                    if let Some(t) = self
+                        .layout
+                        .tile_at(x as usize, y as usize, self.tiles.len())
+                    {
                         self.selected = t;
                         self.alone = double;
                     }
                 }
-                self.dirty = true;
-                Flow::Continue
             }
-            other => other,
+            other => return other,
         }
+        if !self.alone {
+            self.tiles.iter_mut().for_each(|t| t.full = None);
+        }
+        self.dirty = true;
+        self.tell_backend();
+        Flow::Continue
     }
 }
 
@@ -425,9 +327,9 @@ impl Sink for Mosaic {
         format!(
             "a mosaic of {} inputs, {}x{} tiles of {} ({})",
             self.tiles.len(),
-            self.cols,
-            self.tiles.len().div_ceil(self.cols),
-            self.tile,
+            self.layout.cols,
+            self.layout.rows,
+            self.layout.tile,
             to.join("; ")
         )
     }
@@ -439,7 +341,8 @@ impl Sink for Mosaic {
             );
         };
         let (size, bgr) = (frame.size(), super::bgr(frame, "the mosaic")?);
-        self.place(t, size, bgr);
+        // Composed on the device, a frame comes without its bytes unless its input is the
+        // one shown alone.
         let tile = &mut self.tiles[t];
         tile.frames += 1;
         let now = Instant::now();
@@ -451,7 +354,7 @@ impl Sink for Mosaic {
                 tile.fps + 0.1 * (rate - tile.fps)
             };
         }
-        if self.alone && t == self.selected {
+        if self.alone && t == self.selected && !bgr.is_empty() {
             let full = tile.full.get_or_insert_with(|| (size, Vec::new()));
             full.0 = size;
             full.1.clear();
@@ -459,6 +362,17 @@ impl Sink for Mosaic {
         }
         self.dirty = true;
         self.show(false)
+    }
+    fn composed(&mut self, picture: &Picture) -> Result<()> {
+        let n = PixelFormat::Bgr24.bytes(self.layout.canvas);
+        anyhow::ensure!(
+            picture.len() >= n,
+            "internal: the backend's mosaic holds {} bytes, the mosaic {n}",
+            picture.len()
+        );
+        self.picture = Some(picture.clone());
+        self.dirty = true;
+        Ok(())
     }
     fn status(&mut self, live: &Live) {
         for (k, l) in live.inputs.iter().enumerate() {
@@ -510,61 +424,5 @@ impl Sink for Mosaic {
     }
     fn streams(&self) -> Vec<crate::stats::StreamStats> {
         self.record.as_ref().map_or_else(Vec::new, |r| r.streams())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn grids_are_square_or_wider() {
-        assert_eq!(auto_grid(1), (1, 1));
-        assert_eq!(auto_grid(2), (2, 1));
-        assert_eq!(auto_grid(3), (2, 2));
-        assert_eq!(auto_grid(4), (2, 2));
-        assert_eq!(auto_grid(5), (3, 2));
-        assert_eq!(auto_grid(16), (4, 4));
-        assert_eq!(auto_grid(17), (5, 4));
-        assert_eq!(auto_grid(64), (8, 8));
-    }
-
-    #[test]
-    fn tiles_fit_the_largest_input_and_the_screen() {
-        let hd = FrameSize::new(1920, 1080);
-        let small = FrameSize::new(640, 360);
-        let (tile, canvas) = layout(2, 2, &[hd, small, small], MAX_MOSAIC);
-        assert_eq!((tile, canvas), (FrameSize::new(960, 540), hd));
-        // On a 1280x1024 screen (90 %: 1152x921).
-        let (tile, canvas) = layout(2, 2, &[hd, small], FrameSize::new(1152, 921));
-        assert_eq!(
-            (tile, canvas),
-            (FrameSize::new(576, 324), FrameSize::new(1152, 648))
-        );
-        let (tile, canvas) = layout(2, 2, &[small; 4], MAX_MOSAIC);
-        assert_eq!(
-            (tile, canvas),
-            (small, FrameSize::new(1280, 720)),
-            "small inputs are not scaled up"
-        );
-        // A 4:3 picture in a 16:9 tile is pillarboxed, centred.
-        assert_eq!(
-            fit_in(FrameSize::new(640, 480), FrameSize::new(960, 540)),
-            Rect::new(120, 0, 720, 540)
-        );
-    }
-
-    #[test]
-    fn nearest_neighbour_scaling_samples_pixel_centres() {
-        // A 4x2 frame whose pixel (x, y) is (x, y, 7) into a 2x1 rectangle at (1, 0) of a
-        // 3x1 canvas: columns 1 and 3 of row 1 (the centres of each half).
-        let from = FrameSize::new(4, 2);
-        let frame: Vec<u8> = (0..2)
-            .flat_map(|y| (0..4).flat_map(move |x| [x as u8, y as u8, 7]))
-            .collect();
-        let s = Scaler::new(from, Rect::new(0, 0, 2, 1));
-        let mut canvas = vec![0u8; 9];
-        s.draw(&frame, &mut canvas, 9, (1, 0));
-        assert_eq!(canvas, [0, 0, 0, 1, 1, 7, 3, 1, 7]);
     }
 }

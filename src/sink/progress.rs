@@ -47,6 +47,9 @@ impl Sink for Progress {
     fn status(&mut self, live: &Live) {
         self.inner.status(live)
     }
+    fn composed(&mut self, picture: &crate::backend::Picture) -> Result<()> {
+        self.inner.composed(picture)
+    }
     fn wants_timeline(&self) -> bool {
         self.inner.wants_timeline()
     }

@@ -72,6 +72,11 @@ impl Sink for ByInput {
         }
         Ok(flow)
     }
+    fn composed(&mut self, picture: &crate::backend::Picture) -> Result<()> {
+        self.all
+            .as_mut()
+            .map_or(Ok(()), |all| all.composed(picture))
+    }
     fn status(&mut self, live: &Live) {
         self.sinks().for_each(|s| s.status(live));
     }

@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod composed;
 pub mod mixed;
 pub mod run;
 pub mod x;
