@@ -263,8 +263,10 @@ pub fn run_inputs(
         &shared,
     )?;
 
-    let mut recent = Recent::new(started, backend_tracks.clone(), opts.trace_last as usize);
-    let mut trace = (opts.trace_frames > 0).then(|| Trace::new(started, backend_tracks));
+    let names = shared.inputs.iter().map(|c| c.name.clone()).collect();
+    let tracks = Trace::new(started, backend_tracks).with_inputs(names);
+    let mut recent = Recent::new(&tracks, opts.trace_last as usize);
+    let mut trace = (opts.trace_frames > 0).then_some(tracks);
     let ends = SinkEnds {
         done: &done_rx,
         pictures: &picture_rx,
@@ -861,10 +863,11 @@ fn sink_loop(
                 if !slot.spans.is_empty() {
                     // A traced frame (its backend spans are there): its capture and output
                     // spans join them, in the first frames' trace and in the ring.
-                    let seq = slot.seq();
+                    let (seq, input) = (slot.seq(), slot.desc.input.0);
                     let span = |track, kind, start, end| Span {
                         track,
                         kind,
+                        input,
                         frame: seq,
                         band: None,
                         start,
@@ -872,7 +875,7 @@ fn sink_loop(
                     };
                     let mut spans = std::mem::take(&mut slot.spans);
                     spans.push(span(
-                        Track::Capture,
+                        Track::Capture(input),
                         Kind::Capture,
                         s.read_start,
                         s.captured,

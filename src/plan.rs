@@ -415,7 +415,7 @@ fn outputs_of(args: &RunArgs) -> Result<(Option<OutputSpec>, Vec<OutputSpec>)> {
 }
 
 /// Every `--input`, classified; with several, what a run of several inputs can't do is
-/// refused here (one standard input; no trace or browser view yet; the mosaic's outputs
+/// refused here (one standard input; no browser view yet; the mosaic's outputs
 /// need the mosaic).
 fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
     if args.input.is_empty() {
@@ -446,9 +446,6 @@ fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
         > 1
     {
         bail!("--input - is given more than once: there is one standard input (a named pipe, made with mkfifo, is another stream)");
-    }
-    if args.trace.is_some() || args.timeline.is_some() {
-        bail!("--trace and --timeline trace a run of one input; this run has {n}");
     }
     if args.serve.is_some() {
         bail!("--serve shows a run of one input; this run has {n} (the mosaic is not served yet)");

@@ -7,6 +7,10 @@
 //! (`backend::cuda`); capture and output spans are host times. All times are on one clock,
 //! in microseconds from the start of the run.
 //!
+//! With several inputs each input's capture thread has its own track, and every span says
+//! which input's frame it belongs to (a frame is its input and its index in that input; the
+//! backend's tracks are shared, so its spans of different inputs interleave on them).
+//!
 //! Invariants: the SVG and the window's strip are drawn from one `Layout` (rows, bars,
 //! colours, scale), so they can't disagree; a track is named by its owner (`Track`), the
 //! backend numbering its own from 0, so more backends can add tracks without renumbering;
@@ -76,12 +80,12 @@ impl Kind {
     ];
 }
 
-/// Whose timeline a span is on: the capture thread's, the output thread's, or one of the
+/// Whose timeline a span is on: an input's capture thread, the output thread, or one of the
 /// backend's own, numbered by the backend from 0 (its streams, or its worker).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Track {
-    /// The capture thread.
-    Capture,
+    /// The capture thread of input `n` (0 in a run of one input).
+    Capture(u16),
     /// The sink's thread.
     Output,
     /// The backend's track `n` (`Backend::trace_tracks()[n]`).
@@ -89,12 +93,14 @@ pub enum Track {
 }
 
 impl Track {
-    /// The thread id a Chrome trace gives it: capture 0, output 1, the backend's from 2.
-    fn tid(self) -> u16 {
+    /// The thread id a Chrome trace gives it: the first input's capture 0, output 1, the
+    /// backend's from 2, the other inputs' captures from 65,536.
+    fn tid(self) -> u32 {
         match self {
-            Track::Capture => 0,
+            Track::Capture(0) => 0,
             Track::Output => 1,
-            Track::Backend(n) => 2 + n,
+            Track::Backend(n) => 2 + u32::from(n),
+            Track::Capture(n) => 0x1_0000 + u32::from(n),
         }
     }
 }
@@ -181,7 +187,9 @@ pub struct Span {
     pub track: Track,
     /// What the span measures.
     pub kind: Kind,
-    /// The frame it belongs to.
+    /// The input of the frame it belongs to (`desc::InputId`; 0 in a run of one input).
+    pub input: u16,
+    /// The frame it belongs to (its index in its input).
     pub frame: u64,
     /// The band, for per-band spans.
     pub band: Option<u16>,
@@ -198,6 +206,8 @@ pub struct Trace {
     pub origin: Instant,
     /// The backend's track names, by its numbers (`Track::Backend`).
     pub backend_tracks: Vec<String>,
+    /// The inputs' names, by `InputId`, in a run of several (empty for one).
+    pub inputs: Vec<String>,
     /// Every span recorded.
     pub spans: Vec<Span>,
 }
@@ -211,7 +221,7 @@ struct Event<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     dur: Option<f64>,
     pid: u32,
-    tid: u16,
+    tid: u32,
     args: serde_json::Value,
 }
 
@@ -221,14 +231,26 @@ impl Trace {
         Self {
             origin,
             backend_tracks,
+            inputs: Vec::new(),
             spans: Vec::new(),
         }
+    }
+
+    /// The same, for a run of several inputs named `inputs` (a capture track each).
+    pub fn with_inputs(mut self, inputs: Vec<String>) -> Self {
+        if inputs.len() > 1 {
+            self.inputs = inputs;
+        }
+        self
     }
 
     /// The name of `track`.
     pub fn track_name(&self, track: Track) -> String {
         match track {
-            Track::Capture => "capture thread".into(),
+            Track::Capture(n) => match self.inputs.get(usize::from(n)) {
+                Some(name) => format!("capture {n}: {}", name.chars().take(24).collect::<String>()),
+                None => "capture thread".into(),
+            },
             Track::Output => "output thread".into(),
             Track::Backend(n) => self
                 .backend_tracks
@@ -240,7 +262,8 @@ impl Trace {
 
     /// Every track, in the order they are drawn.
     pub fn tracks(&self) -> Vec<Track> {
-        let mut t = vec![Track::Capture];
+        let inputs = self.inputs.len().max(1) as u16;
+        let mut t: Vec<Track> = (0..inputs).map(Track::Capture).collect();
         t.extend((0..self.backend_tracks.len() as u16).map(Track::Backend));
         t.push(Track::Output);
         t
@@ -276,7 +299,12 @@ impl Trace {
                 dur: Some((self.us(s.end) - self.us(s.start)).max(0.0)),
                 pid: 1,
                 tid: s.track.tid(),
-                args: serde_json::json!({ "frame": s.frame, "band": s.band }),
+                args: match self.inputs.is_empty() {
+                    true => serde_json::json!({ "frame": s.frame, "band": s.band }),
+                    false => {
+                        serde_json::json!({ "input": s.input, "frame": s.frame, "band": s.band })
+                    }
+                },
             });
         }
         let doc = serde_json::json!({ "traceEvents": events, "displayTimeUnit": "ms" });
@@ -309,6 +337,8 @@ pub struct Bar {
     pub x1: f64,
     /// What it measures (its colour).
     pub kind: Kind,
+    /// Its frame's input, in a run of several.
+    pub input: Option<u16>,
     /// Its frame and band.
     pub frame: u64,
     /// The band, for per-band spans.
@@ -357,18 +387,24 @@ impl Layout {
     /// CPU backend), the whole of `spans`. Rows stay one per track; bars are clipped.
     pub fn focused(trace: &Trace, spans: &[&Span]) -> Self {
         let gpu = |s: &&&Span| matches!(s.kind, Kind::H2d | Kind::Kernels | Kind::D2h);
-        let mut frames: Vec<u64> = spans.iter().filter(gpu).map(|s| s.frame).collect();
+        // A frame is its input and its index; the last is the one whose GPU work ended last.
+        let mut frames: Vec<(u16, u64)> = spans
+            .iter()
+            .filter(gpu)
+            .map(|s| (s.input, s.frame))
+            .collect();
         frames.sort_unstable();
         frames.dedup();
-        let extent = |f: u64| {
+        let extent = |f: (u16, u64)| {
             spans
                 .iter()
                 .filter(gpu)
-                .filter(|s| s.frame == f)
+                .filter(|s| (s.input, s.frame) == f)
                 .fold((f64::MAX, f64::MIN), |(a, b), s| {
                     (a.min(trace.us(s.start)), b.max(trace.us(s.end)))
                 })
         };
+        frames.sort_by(|a, b| extent(*a).1.total_cmp(&extent(*b).1));
         let Some(&last) = frames.last() else {
             return Self::of(trace, spans);
         };
@@ -412,6 +448,7 @@ impl Layout {
                     x0: ((us(s.start) - t0) / span_us).max(0.0),
                     x1: ((us(s.end) - t0) / span_us).min(1.0),
                     kind: s.kind,
+                    input: (!trace.inputs.is_empty()).then_some(s.input),
                     frame: s.frame,
                     band: s.band,
                     us: us(s.end) - us(s.start),
@@ -429,6 +466,7 @@ impl Layout {
         let overlap = Trace {
             origin: trace.origin,
             backend_tracks: Vec::new(),
+            inputs: Vec::new(),
             spans: inside.iter().map(|s| (*s).clone()).collect(),
         }
         .overlap();
@@ -475,10 +513,14 @@ pub struct Recent {
 }
 
 impl Recent {
-    /// A ring of `keep` frames (at least `STRIP_FRAMES`), on the clock and tracks of a trace.
-    pub fn new(origin: Instant, backend_tracks: Vec<String>, keep: usize) -> Self {
+    /// A ring of `keep` frames (at least `STRIP_FRAMES`), on the clock and tracks of `trace`
+    /// (its spans are not kept).
+    pub fn new(trace: &Trace, keep: usize) -> Self {
         Self {
-            trace: Trace::new(origin, backend_tracks),
+            trace: Trace {
+                spans: Vec::new(),
+                ..trace.clone()
+            },
             frames: std::collections::VecDeque::new(),
             keep: keep.max(STRIP_FRAMES),
         }
@@ -521,6 +563,7 @@ impl Recent {
         Trace {
             origin: self.trace.origin,
             backend_tracks: self.trace.backend_tracks.clone(),
+            inputs: self.trace.inputs.clone(),
             spans: self
                 .frames
                 .iter()
@@ -659,9 +702,10 @@ pub fn layouts_svg(panels: &[(&str, Layout)]) -> String {
         for b in &layout.bars {
             let ry = y + b.row as f64 * ROW;
             let band = b.band.map(|n| format!(" band {n}")).unwrap_or_default();
+            let input = b.input.map(|n| format!(" input {n}")).unwrap_or_default();
             let _ = writeln!(
                 body,
-                r#"<rect x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="{}"><title>{} frame {}{} {:.1} µs</title></rect>"#,
+                r#"<rect x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="{}"><title>{}{input} frame {}{} {:.1} µs</title></rect>"#,
                 x(b.x0),
                 ry + 2.0,
                 ((b.x1 - b.x0) * plot).max(0.5),
@@ -781,8 +825,9 @@ mod tests {
         for f in 0..3u64 {
             let b = f * 100;
             t.spans.push(Span {
-                track: Track::Capture,
+                track: Track::Capture(0),
                 kind: Kind::Capture,
+                input: 0,
                 frame: f,
                 band: None,
                 start: at(b),
@@ -791,6 +836,7 @@ mod tests {
             t.spans.push(Span {
                 track: Track::Backend(0),
                 kind: Kind::H2d,
+                input: 0,
                 frame: f,
                 band: Some(0),
                 start: at(b + 30),
@@ -799,6 +845,7 @@ mod tests {
             t.spans.push(Span {
                 track: Track::Backend(1),
                 kind: Kind::D2h,
+                input: 0,
                 frame: f,
                 band: Some(0),
                 start: at(b + 70),
@@ -853,7 +900,7 @@ mod tests {
     #[test]
     fn the_recent_ring_keeps_a_fixed_number_of_frames_and_lays_out_the_last() {
         let t = sample();
-        let mut ring = Recent::new(t.origin, t.backend_tracks.clone(), 2);
+        let mut ring = Recent::new(&t, 2);
         assert_eq!(ring.keep, STRIP_FRAMES);
         for f in 0..1000u64 {
             let spans: Vec<Span> = t
@@ -869,7 +916,7 @@ mod tests {
         // away): its upload and download, every track keeping its row.
         let layout = ring.layout(2).unwrap();
         assert_eq!(layout.rows.len(), 3);
-        assert_eq!(layout.rows[0].0, Track::Capture);
+        assert_eq!(layout.rows[0].0, Track::Capture(0));
         let kinds: Vec<Kind> = layout.bars.iter().map(|b| b.kind).collect();
         assert_eq!(kinds.len(), 2, "{kinds:?}");
         assert!(kinds.contains(&Kind::H2d) && kinds.contains(&Kind::D2h));

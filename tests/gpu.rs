@@ -423,8 +423,7 @@ fn page_locked_copies_overlap_and_pageable_ones_do_not() {
         let o = trace.overlap().expect("GPU spans");
         // The window's strip draws the last few frames of the rolling trace: laid out from
         // four frames in the middle of the run, it shows the same thing.
-        let mut recent =
-            framepipe::trace::Recent::new(trace.origin, trace.backend_tracks.clone(), 4);
+        let mut recent = framepipe::trace::Recent::new(&trace, 4);
         for f in 28..32 {
             recent.push(
                 f,

@@ -149,12 +149,6 @@ fn what_a_run_of_several_inputs_refuses() {
             vec!["--input", "pattern", "--input", "pattern:9x9:fast"],
             "input 1: --input 'pattern:9x9:fast'",
         ),
-        (
-            vec![
-                "--input", "pattern", "--input", "pattern", "--trace", "t.json",
-            ],
-            "trace a run of one input",
-        ),
     ] {
         let mut all = args.clone();
         all.extend(["--headless", "--backend", "cpu", "--frames", "3"]);
@@ -166,6 +160,78 @@ fn what_a_run_of_several_inputs_refuses() {
     }
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "a refused run wrote {left:?}");
+}
+
+/// `--trace` and `--timeline` with several inputs: a capture track per input, named by it,
+/// and every input's frames on the backend's and the output's tracks, each span saying
+/// whose frame it is; `--trace-frames N` traces each input's first N frames.
+#[test]
+fn the_trace_has_a_capture_track_per_input() {
+    let dir = TempDir::new("several-trace");
+    let run = framepipe_in(
+        dir.path(),
+        &[
+            "--input",
+            "pattern:320x240:bgr:0",
+            "--input",
+            "pattern:160x120:nv12:0",
+            "--input",
+            "pattern:64x48:i420:0",
+            "--headless",
+            "--backend",
+            "cpu",
+            "--frames",
+            "12",
+            "--trace",
+            "t.json",
+            "--timeline",
+            "t.svg",
+            "--trace-frames",
+            "5",
+        ],
+        Duration::from_secs(30),
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("t.json")).unwrap()).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let names: std::collections::HashMap<u64, String> = events
+        .iter()
+        .filter(|e| e["ph"] == "M")
+        .map(|e| {
+            let name = e["args"]["name"].as_str().unwrap().to_string();
+            (e["tid"].as_u64().unwrap(), name)
+        })
+        .collect();
+    for i in 0..3 {
+        let track = format!("capture {i}: test pattern");
+        assert!(
+            names.values().any(|n| n.starts_with(&track)),
+            "no track '{track}' in {names:?}"
+        );
+    }
+    let spans: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    for i in 0..3u64 {
+        let mine: Vec<_> = spans.iter().filter(|e| e["args"]["input"] == i).collect();
+        // Capture, process and output for each of its first 5 frames.
+        assert_eq!(mine.len(), 15, "input {i}'s spans");
+        let captures: std::collections::HashSet<String> = mine
+            .iter()
+            .filter(|e| e["name"] == "capture")
+            .map(|e| names[&e["tid"].as_u64().unwrap()].clone())
+            .collect();
+        assert_eq!(captures.len(), 1, "input {i} is captured on its own track");
+        assert!(captures
+            .iter()
+            .all(|n| n.starts_with(&format!("capture {i}:"))));
+        let frames: Vec<u64> = mine
+            .iter()
+            .map(|e| e["args"]["frame"].as_u64().unwrap())
+            .collect();
+        assert!(frames.iter().all(|f| *f < 5), "{frames:?}");
+    }
+    let svg = std::fs::read_to_string(dir.join("t.svg")).unwrap();
+    assert!(svg.contains("capture 2: test pattern") && svg.contains(" input 2 frame "));
 }
 
 /// An output without `{n}` records the mosaic: one picture a tick of 30 fps of the run's

@@ -70,8 +70,6 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
                     plan.ring = plan.ring.min(RING_EACH);
                     plan.backend.in_flight = plan.backend.in_flight.min(plan.ring - 2).max(1);
                 }
-                // Spans are keyed by frame number, which inputs share: no rolling trace.
-                plan.backend.rolling = crate::trace::Rolling::Off;
                 running.push((i, (source, media), plan));
             }
             Err(e) => {

@@ -88,6 +88,7 @@ impl CpuBackend {
             slot.spans.push(crate::trace::Span {
                 track: crate::trace::Track::Backend(0),
                 kind: crate::trace::Kind::Process,
+                input: slot.desc.input.0,
                 frame: slot.seq(),
                 band: None,
                 start: slot.stamps.submitted,

@@ -841,6 +841,7 @@ impl LaneSet {
                 slot.spans.push(Span {
                     track,
                     kind,
+                    input: slot.desc.input.0,
                     frame: slot.seq(),
                     band: Some(i as u16),
                     start: dev.host_time(&marks.start)?,
