@@ -11,6 +11,8 @@
 #   scripts/several.sh fifos     16 inputs of 1080p at 30 fps from 16 ffmpeg processes (-re,
 #                                testsrc2) through named pipes, 10 s: drops, p99 latency
 #   scripts/several.sh memcpy    the host's memory bandwidth as N threads fill rings
+#   scripts/several.sh trace FMT one input and 16 inputs of 1080p FMT unpaced (slots filled
+#                                once), their last 300 frames traced into $OUT/trace-*.json
 #   scripts/several.sh all       exact, live, unpaced, many
 # Every run's own messages go to $OUT/several.log.
 set -euo pipefail
@@ -103,6 +105,20 @@ unpaced() {
     done
 }
 
+trace() {
+    local fmt=${1:-i420}
+    echo "one input, 1080p $fmt unpaced, copy, 3000 frames, the last 300 traced:"
+    (cd "$W" && "$FP" -q --headless --backend "$BACKEND" --frames 3000 \
+        --input "pattern:1920x1080:$fmt:0:fill=once" --summary-json one.json \
+        --trace-frames last:300 --trace "$OUT/trace-one-$fmt.json" >>"$W/log" 2>&1)
+    per_input "$W/one.json"
+    echo "16 inputs, 1080p $fmt unpaced, copy, 600 frames each, each input's last 300 traced:"
+    (cd "$W" && "$FP" -q --headless --backend "$BACKEND" --frames 600 \
+        $(inputs 16 "pattern:1920x1080:$fmt:0:fill=once") --summary-json many.json \
+        --trace-frames last:300 --trace "$OUT/trace-16-$fmt.json" >>"$W/log" 2>&1)
+    per_input "$W/many.json"
+}
+
 fifos() {
     local t i args=()
     t=$(mktemp -d)
@@ -150,11 +166,12 @@ case "${1:-all}" in
     many) many 2>&1 | tee "$OUT/several-many.txt" ;;
     fifos) fifos 2>&1 | tee "$OUT/several-fifos.txt" ;;
     memcpy) memcpy_test 2>&1 | tee "$OUT/several-memcpy.txt" ;;
+    trace) trace "${2:-i420}" 2>&1 | tee "$OUT/several-trace-${2:-i420}.txt" ;;
     all)
         exact 2>&1 | tee "$OUT/several-exact.txt"
         live 2>&1 | tee "$OUT/several-live.txt"
         unpaced 2>&1 | tee "$OUT/several-unpaced.txt"
         many 2>&1 | tee "$OUT/several-many.txt"
         ;;
-    *) echo "usage: scripts/several.sh exact|live|unpaced|many|fifos|memcpy|all" >&2; exit 2 ;;
+    *) echo "usage: scripts/several.sh exact|live|unpaced|many|fifos|memcpy|trace [FMT]|all" >&2; exit 2 ;;
 esac

@@ -527,3 +527,24 @@ fn cuda_composes_the_mosaic_as_the_cpu_does() {
     }
     println!("mosaic: {pictures} pictures composed on the GPU equal the CPU's");
 }
+
+/// A measurement, not a check of speed: 16 unpaced 1080p inputs through one CUDA backend,
+/// every frame brought down (no mosaic) against the mosaic composed on the device and only
+/// its pictures brought down, in the same run. Prints both rates and their ratio.
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_mosaic_rate_against_every_frame_brought_down() {
+    if !cuda_or_skip("cuda_mosaic_rate_against_every_frame_brought_down") {
+        return;
+    }
+    use common::composed::throughput;
+    let size = FrameSize::new(1920, 1080);
+    for round in 0..3 {
+        let whole = throughput(BackendKind::Cuda, 16, size, 300, false);
+        let mosaic = throughput(BackendKind::Cuda, 16, size, 300, true);
+        println!(
+            "round {round}: 16 inputs of 1080p BGR, copy: every frame down {whole:.0} fps, mosaic on the GPU {mosaic:.0} fps ({:.2}x)",
+            mosaic / whole
+        );
+    }
+}

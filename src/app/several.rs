@@ -67,8 +67,9 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
                 let mut plan = Plan::settle(&requests[i], source.as_ref())
                     .with_context(|| format!("input {i} ({})", requests[i].input_name))?;
                 if args.ring.is_none() {
+                    // The backend's frames in flight are taken from every input's ring, not
+                    // from this one alone: they stay as planned (or as --in-flight says).
                     plan.ring = plan.ring.min(RING_EACH);
-                    plan.backend.in_flight = plan.backend.in_flight.min(plan.ring - 2).max(1);
                 }
                 running.push((i, (source, media), plan));
             }

@@ -224,3 +224,77 @@ pub fn check(kind: BackendKind, chain: &str, settings: &[(usize, usize, StreamLa
     }
     compared
 }
+
+/// Frames a second of `inputs` unpaced inputs of `size` frames (BGR in and out, `copy`,
+/// each slot drawn once) through one backend of `kind`, `frames` each, with the mosaic
+/// composed (and no frame brought down whole) or without one (every frame brought down):
+/// what composing costs, or saves, against bringing every frame down.
+pub fn throughput(
+    kind: BackendKind,
+    inputs: usize,
+    size: FrameSize,
+    frames: u64,
+    mosaic: bool,
+) -> f64 {
+    let formats = Formats {
+        input: PixelFormat::Bgr24,
+        output: PixelFormat::Bgr24,
+    };
+    let mut plan = Plan::new(
+        kind,
+        size,
+        formats,
+        "copy".parse().unwrap(),
+        Counts::spare(4, 4),
+    )
+    .unwrap();
+    let sizes = vec![size; inputs];
+    let (cols, rows) = framepipe::tiles::auto_grid(inputs);
+    plan.backend.compose = mosaic.then(|| Compose {
+        layout: Layout::new(cols, rows, &sizes, MAX_MOSAIC),
+        tile_of: (0..inputs).collect(),
+        full: FullFrames::shown(),
+    });
+    let mut backend = plan.make_backend().unwrap();
+    let mut free: Vec<Vec<Slot>> = (0..inputs)
+        .map(|k| {
+            (0..6)
+                .map(|_| {
+                    let mut s = Slot::new(size, formats);
+                    s.desc.input = InputId(k as u16);
+                    pattern::draw_in(formats.input, size, k as u64, &mut s.input);
+                    s
+                })
+                .collect()
+        })
+        .collect();
+    for slot in free.iter_mut().flatten() {
+        for buf in slot.buffers_mut() {
+            backend.attach(buf).unwrap();
+        }
+    }
+    let mut pictures = 0;
+    let mut done = 0u64;
+    let total = frames * inputs as u64;
+    let t = std::time::Instant::now();
+    let mut submitted = 0u64;
+    while done < total {
+        while submitted < total && backend.in_flight() < backend.capacity() {
+            let k = (submitted % inputs as u64) as usize;
+            let mut slot = free[k].pop().unwrap();
+            slot.desc.index = submitted / inputs as u64;
+            backend.submit(slot).unwrap();
+            submitted += 1;
+        }
+        if let Some(slot) = backend.complete(true).unwrap() {
+            free[usize::from(slot.desc.input.0)].push(slot);
+            done += 1;
+        }
+        while backend.picture(Fetch::Ready).unwrap().is_some() {
+            pictures += 1;
+        }
+    }
+    let fps = total as f64 / t.elapsed().as_secs_f64();
+    assert!(!mosaic || pictures > 0, "pictures came down");
+    fps
+}
