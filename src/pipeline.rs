@@ -14,7 +14,9 @@
 //! is brought down too, so the picture shown last holds every input's last frame.
 //!
 //! Invariants: the rings' slots are the only frame buffers (allocated and attached to the
-//! backend before the first frame, each slot tagged with its input); the filled channel
+//! backend before the first frame, each slot tagged with its input; an input that joins
+//! late, `Arrival::Late`, has its ring made by its capture thread once it opens, and the
+//! backend attaches each of its slots as it first passes); the filled channel
 //! holds every slot of every ring, so a capture thread never waits on another input, and the
 //! backend takes frames in the order they were captured across inputs; each input's frames
 //! reach the sink in its capture order; a live source never waits for a slot (it discards
@@ -137,12 +139,34 @@ impl Shared {
 /// One input of a run: its source, and the ring it is captured into.
 pub struct Input {
     /// Where its frames come from.
-    pub source: Box<dyn Source>,
+    pub source: Arrival,
     /// Slots in its ring.
     pub ring: usize,
-    /// Its frames' format and the format its sinks take (its slots are made for them).
-    pub formats: Formats,
 }
+
+/// An input's source: open before the run, or still opening (it joins the run when open).
+pub enum Arrival {
+    /// Open, with its frames' format and the format its sinks take (its slots are made for
+    /// them before the first frame).
+    Open {
+        /// The source.
+        source: Box<dyn Source>,
+        /// Its formats in and out.
+        formats: Formats,
+    },
+    /// Still opening when the run starts: its capture thread waits for `open`, then makes
+    /// its ring (page-locked by the backend as each slot first passes) and captures.
+    Late {
+        /// What it is, until it has opened (the `--input` text).
+        name: String,
+        /// Waits until the source has opened (Some, with its formats), failed (the error) or
+        /// a stop came (None), answering a stop within a poll.
+        open: Opener,
+    },
+}
+
+/// How a late input's capture thread waits for its source (`Arrival::Late`).
+pub type Opener = Box<dyn FnOnce(&Stop) -> Result<Option<(Box<dyn Source>, Formats)>> + Send>;
 
 /// Runs `source` until it ends, `opts.frames` are captured, or `stop` is requested; the
 /// sink runs on the calling thread and is always finished.
@@ -154,9 +178,11 @@ pub fn run(
     stop: &Stop,
 ) -> Result<Summary> {
     let input = Input {
-        source,
+        source: Arrival::Open {
+            source,
+            formats: backend.formats(),
+        },
         ring: opts.ring,
-        formats: backend.formats(),
     };
     run_inputs(vec![input], backend, sink, opts, stop)
 }
@@ -184,13 +210,13 @@ pub fn run_inputs(
     let mut rings = Vec::with_capacity(inputs.len());
     for (i, input) in inputs.iter().enumerate() {
         let id = InputId(i as u16);
-        rings.push(attached_ring(
-            backend.as_mut(),
-            id,
-            input.ring,
-            input.source.size(),
-            input.formats,
-        )?);
+        rings.push(match &input.source {
+            Arrival::Open { source, formats } => {
+                attached_ring(backend.as_mut(), id, input.ring, source.size(), *formats)?
+            }
+            // A late input makes its ring once it knows its frames.
+            Arrival::Late { .. } => Vec::new(),
+        });
     }
     let slots_total: usize = inputs.iter().map(|i| i.ring).sum();
     crate::debug!(
@@ -206,12 +232,18 @@ pub fn run_inputs(
         inputs: inputs
             .iter()
             .map(|i| Counters {
-                name: i.source.describe(),
+                name: match &i.source {
+                    Arrival::Open { source, .. } => source.describe(),
+                    Arrival::Late { name, .. } => name.clone(),
+                },
                 captured: AtomicU64::new(0),
                 read_us: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
                 ended: Mutex::new(None),
-                health: i.source.health(),
+                health: match &i.source {
+                    Arrival::Open { source, .. } => source.health(),
+                    Arrival::Late { .. } => None,
+                },
             })
             .collect(),
     });
@@ -245,9 +277,11 @@ pub fn run_inputs(
             frames: opts.frames,
             several,
         };
+        // A late input's thread fills its own free list once it has made its ring.
+        let refill = (free_txs[i].clone(), input.ring);
         captures.push(spawn_capture(
             input.source,
-            free_rx,
+            (free_rx, refill),
             filled_tx.clone(),
             how,
             &shared,
@@ -392,8 +426,8 @@ struct Capturing {
 /// Starts an input's capture thread: free slots in, filled slots out, until the input ends,
 /// `frames` are read or a stop; why it ended is kept in the input's counters.
 fn spawn_capture(
-    mut source: Box<dyn Source>,
-    free: Receiver<Slot>,
+    source: Arrival,
+    (free, refill): (Receiver<Slot>, (Sender<Slot>, usize)),
     filled: Sender<Slot>,
     how: Capturing,
     shared: &Arc<Shared>,
@@ -402,7 +436,11 @@ fn spawn_capture(
     Ok(thread::Builder::new()
         .name(format!("capture {}", how.input))
         .spawn(move || {
-            let r = capture_loop(source.as_mut(), &free, filled, how, &shared);
+            let r = match arrive(source, refill, how.input, &shared.stop) {
+                Ok(Some(mut source)) => capture_loop(source.as_mut(), &free, filled, how, &shared),
+                Ok(None) => Ok(()),
+                Err(e) => Err(e),
+            };
             let why = match &r {
                 Ok(()) if shared.stop.is_requested() => "stopped".to_string(),
                 Ok(()) => "ended".to_string(),
@@ -413,6 +451,35 @@ fn spawn_capture(
             }
             r
         })?)
+}
+
+/// The input's source once it is open (None: a stop came first); a late input's ring is
+/// made here, its slots tagged with `input` and put in its free list (`refill`).
+fn arrive(
+    source: Arrival,
+    (refill, ring): (Sender<Slot>, usize),
+    input: usize,
+    stop: &Stop,
+) -> Result<Option<Box<dyn Source>>> {
+    match source {
+        Arrival::Open { source, .. } => Ok(Some(source)),
+        Arrival::Late { name, open } => {
+            let Some((source, formats)) = open(stop)? else {
+                return Ok(None);
+            };
+            crate::info!(
+                "input {input} ({name}) opened late and joins the run: {}",
+                source.describe()
+            );
+            for mut slot in ring::allocate(ring, source.size(), formats) {
+                slot.desc.input = InputId(input as u16);
+                refill
+                    .send(slot)
+                    .expect("its free list has room for its ring");
+            }
+            Ok(Some(source))
+        }
+    }
 }
 
 /// Starts the backend thread: filled slots in, processed slots out in order, controls

@@ -234,6 +234,90 @@ fn the_trace_has_a_capture_track_per_input() {
     assert!(svg.contains("capture 2: test pattern") && svg.contains(" input 2 frame "));
 }
 
+/// An input that is slow to open (a local HTTP server that answers its first request after
+/// 4 s) doesn't hold the others up: they start 2 s after the first input opened, and the
+/// slow one joins when it opens, with every frame of its file.
+#[test]
+fn a_slow_input_joins_a_run_already_going() {
+    let dir = TempDir::new("several-late");
+    let clip = make_clip(&dir.join("clip.mkv").display().to_string(), "320x240", "20");
+    let port = common::run::free_port();
+    let server = r#"
+import http.server, sys, time, threading
+first = threading.Event()
+class H(http.server.SimpleHTTPRequestHandler):
+    def do_GET(self):
+        if not first.is_set():
+            first.set()
+            time.sleep(4)
+        super().do_GET()
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+"#;
+    let mut http = Command::new("/usr/bin/python3")
+        .args(["-c", server, &port.to_string()])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let run = framepipe_in(
+        dir.path(),
+        &[
+            "--input",
+            "pattern:320x240:bgr:30",
+            "--input",
+            &format!("http://127.0.0.1:{port}/clip.mkv"),
+            "--headless",
+            "--backend",
+            "cpu",
+            "--frames",
+            "180",
+            "--summary-json",
+            "s.json",
+            "--trace",
+            "t.json",
+            "--trace-frames",
+            "1",
+        ],
+        Duration::from_secs(60),
+    );
+    let _ = http.kill();
+    let _ = http.wait();
+    let err = stderr(&run);
+    assert!(run.status.success(), "{err}");
+    assert!(err.contains("is still opening after 2 s"), "{err}");
+    assert!(err.contains("opened late and joins the run"), "{err}");
+    let _ = clip;
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+    let inputs = summary["inputs"].as_array().unwrap();
+    assert_eq!(inputs[0]["captured"], 180, "{summary}");
+    assert_eq!(
+        inputs[1]["captured"], 20,
+        "the late input's every frame: {summary}"
+    );
+    // The first input's first frame was captured well before the slow one's.
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("t.json")).unwrap()).unwrap();
+    let first_capture = |input: u64| {
+        trace["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["name"] == "capture" && e["args"]["input"] == input)
+            .map(|e| e["ts"].as_f64().unwrap())
+            .fold(f64::MAX, f64::min)
+    };
+    let (early, late) = (first_capture(0), first_capture(1));
+    assert!(
+        late - early > 1.0e6,
+        "the first input started {:.2} s before the slow one",
+        (late - early) / 1e6
+    );
+}
+
 /// An output without `{n}` records the mosaic: one picture a tick of 30 fps of the run's
 /// clock, the tiles' size; standard output gets it as YUV4MPEG2.
 #[test]

@@ -5,10 +5,16 @@
 //!
 //! Invariants: what a run of one input refuses, each input's part refuses too, before
 //! anything opens; an input that can't be opened is said at once and the others run (its
-//! tile says why, and the run exits non-zero at the end); each input's output is written
-//! from its own frames only, as a run of that input alone would write it.
+//! tile says why, and the run exits non-zero at the end); an input slow to open holds the
+//! others up at most `LATE_AFTER` after the first one opened, then joins the run when it
+//! opens (only one without outputs of its own: theirs are made for its frames before the
+//! run, so such an input is waited for); each input's output is written from its own frames
+//! only, as a run of that input alone would write it.
+
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use crossbeam_channel::{bounded, Receiver, RecvTimeoutError};
 
 use super::{
     arm_exit_summary, check_outputs, disarm_exit_summary, frames_to_go, open_file_output,
@@ -16,7 +22,7 @@ use super::{
     write_summary_json, Places,
 };
 use crate::info;
-use crate::pipeline::{self, Input};
+use crate::pipeline::{self, Arrival, Input};
 use crate::plan::{Plan, Request};
 use crate::sink::{self, route::ByInput, Knobs, Sink};
 use crate::source::open::Opened;
@@ -50,17 +56,37 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
     }
     let warming = (args.backend != crate::backend::BackendKind::Cpu)
         .then(|| crate::backend::device::warm_up(crate::backend::device::DEFAULT_DEVICE));
-    let Some(opened) = open_all(stop, &requests) else {
+    // An input with outputs of its own must be open before the run (its outputs are made
+    // for its frames); one that only the mosaic shows may join later.
+    let may_join_late: Vec<bool> = requests
+        .iter()
+        .map(|r| r.output.is_none() && r.streams.is_empty() && (args.headless || !args.no_mosaic))
+        .collect();
+    let Some(opened) = open_all(stop, &requests, &may_join_late) else {
         pipeline::leave_a_thread_behind();
         info!("stopped while the inputs were opening; nothing was written");
         return Ok(());
     };
 
-    // The inputs that opened run, numbered in order (their `InputId`); the others keep
-    // their tile and their place in the summary.
+    // The inputs that opened run, numbered in order (their `InputId`), then those still
+    // opening (they join when open); the others keep their tile and their place in the
+    // summary.
     let mut running: Vec<Running> = Vec::new();
+    let mut late: Vec<(usize, pipeline::Opener)> = Vec::new();
     let mut failed: Vec<(usize, String)> = Vec::new();
-    for (i, result) in opened.into_iter().enumerate() {
+    for (i, opening) in opened.into_iter().enumerate() {
+        let result = match opening {
+            Opening::Done(result) => result,
+            Opening::Late(rx) => {
+                info!(
+                    "input {i} ({}) is still opening after {} s; the others start, and it joins when it opens",
+                    requests[i].input_name,
+                    LATE_AFTER.as_secs()
+                );
+                late.push((i, late_opener(rx, requests[i].clone(), i)));
+                continue;
+            }
+        };
         match result {
             Ok((source, media)) => {
                 info!("input {i}: {}", source.describe());
@@ -120,6 +146,11 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
             _ => Some(Box::new(sink::Tee(own))),
         });
     }
+    // Inputs that join late write nowhere of their own, and their length is not known.
+    each.extend(late.iter().map(|_| None));
+    if !late.is_empty() {
+        total = None;
+    }
     let record = match (&recording, recording_claim) {
         (Some(r), Some(claim)) => Some((r, claim)),
         _ => None,
@@ -129,7 +160,11 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
     // and the frames some output of their own needs come down).
     let compose = (shown || record.is_some()).then(|| Compose {
         layout: mosaic_layout(args, n, &running),
-        tile_of: running.iter().map(|(i, ..)| *i).collect(),
+        tile_of: running
+            .iter()
+            .map(|(i, ..)| *i)
+            .chain(late.iter().map(|(i, _)| *i))
+            .collect(),
         full: match each.iter().any(Option::is_some) {
             true => FullFrames::all(),
             false => FullFrames::shown(),
@@ -158,14 +193,28 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
     info!("output: {}", sink.describe());
 
     let names: Vec<String> = requests.iter().map(|r| r.input_name.clone()).collect();
-    let order: Vec<usize> = running.iter().map(|(i, ..)| *i).collect();
+    let order: Vec<usize> = running
+        .iter()
+        .map(|(i, ..)| *i)
+        .chain(late.iter().map(|(i, _)| *i))
+        .collect();
+    let ring = args.ring.unwrap_or(RING_EACH);
     let inputs: Vec<Input> = running
         .into_iter()
         .map(|(_, (source, _), plan)| Input {
-            source,
+            source: Arrival::Open {
+                source,
+                formats: plan.backend.formats,
+            },
             ring: plan.ring,
-            formats: plan.backend.formats,
         })
+        .chain(late.into_iter().map(|(i, open)| Input {
+            source: Arrival::Late {
+                name: names[i].clone(),
+                open,
+            },
+            ring,
+        }))
         .collect();
     arm_exit_summary(request);
     let ran = pipeline::run_inputs(inputs, backend, sink.as_mut(), &opts, stop);
@@ -196,35 +245,100 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
     report(request, &summary)
 }
 
-/// Opens every input at once (a slow one doesn't hold the others' opening up); None when a
-/// stop came first.
-fn open_all(stop: &Stop, requests: &[Request]) -> Option<Vec<Result<Opened>>> {
-    let results: Vec<Result<Option<Opened>>> = std::thread::scope(|s| {
-        let handles: Vec<_> = requests
-            .iter()
-            .map(|r| {
-                s.spawn(move || {
-                    crate::source::open::interruptibly(stop, r.input.clone(), r.asked())
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(anyhow::anyhow!("opening the input panicked")))
-            })
-            .collect()
-    });
-    if stop.is_requested() || results.iter().any(|r| matches!(r, Ok(None))) {
-        return None;
+/// How long the run waits for the other inputs once one has opened: those still opening then
+/// (and allowed to) join the run when they open.
+const LATE_AFTER: Duration = Duration::from_secs(2);
+
+/// An input's opening, as the run starts.
+enum Opening {
+    /// Opened, or failed.
+    Done(Result<Opened>),
+    /// Still opening: its answer comes on this channel (None: a stop came).
+    Late(Receiver<Result<Option<Opened>>>),
+}
+
+/// Opens every input at once, each on its own thread (a slow one doesn't hold the others'
+/// opening up), and waits until each has opened or failed; those that `may_join_late`
+/// are waited for at most `LATE_AFTER` after the first input opened. None when a stop came
+/// first.
+fn open_all(stop: &Stop, requests: &[Request], may_join_late: &[bool]) -> Option<Vec<Opening>> {
+    let answers: Vec<Receiver<Result<Option<Opened>>>> = requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let (tx, rx) = bounded(1);
+            let (stop, input, asked) = (stop.clone(), r.input.clone(), r.asked());
+            let spawned = std::thread::Builder::new()
+                .name(format!("open {i}"))
+                .spawn(move || {
+                    let _ = tx.send(crate::source::open::interruptibly(&stop, input, asked));
+                });
+            if let Err(e) = spawned {
+                let (tx, failed) = bounded(1);
+                let _ = tx.send(Err(anyhow::anyhow!("starting its opening thread: {e}")));
+                return failed;
+            }
+            rx
+        })
+        .collect();
+    let mut done: Vec<Option<Result<Option<Opened>>>> = requests.iter().map(|_| None).collect();
+    let mut first_open: Option<Instant> = None;
+    loop {
+        crate::stop::beat();
+        for (answer, slot) in answers.iter().zip(done.iter_mut()) {
+            if slot.is_none() {
+                if let Ok(result) = answer.try_recv() {
+                    if matches!(result, Ok(Some(_))) {
+                        first_open.get_or_insert_with(Instant::now);
+                    }
+                    *slot = Some(result);
+                }
+            }
+        }
+        if stop.is_requested() || done.iter().any(|d| matches!(d, Some(Ok(None)))) {
+            return None;
+        }
+        let waiting: Vec<usize> = (0..done.len()).filter(|&i| done[i].is_none()).collect();
+        let late_now = first_open.is_some_and(|t| t.elapsed() >= LATE_AFTER);
+        if waiting.is_empty() || (late_now && waiting.iter().all(|&i| may_join_late[i])) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
     Some(
-        results
-            .into_iter()
-            .map(|r| r.map(|o| o.expect("not stopped")))
+        done.into_iter()
+            .zip(answers)
+            .map(|(d, answer)| match d {
+                Some(result) => Opening::Done(result.map(|o| o.expect("not stopped"))),
+                None => Opening::Late(answer),
+            })
             .collect(),
     )
+}
+
+/// What a late input's capture thread waits on (`pipeline::Arrival::Late`): its opening's
+/// answer, then its plan's formats (as an input open at the start gets them).
+fn late_opener(
+    answer: Receiver<Result<Option<Opened>>>,
+    request: Request,
+    i: usize,
+) -> pipeline::Opener {
+    Box::new(move |stop: &Stop| loop {
+        match answer.recv_timeout(Stop::TICK) {
+            Ok(Ok(Some((source, _media)))) => {
+                let plan = Plan::settle(&request, source.as_ref())
+                    .with_context(|| format!("input {i} ({})", request.input_name))?;
+                return Ok(Some((source, plan.backend.formats)));
+            }
+            Ok(Ok(None)) => return Ok(None),
+            Ok(Err(e)) => return Err(e.context("it could not be opened")),
+            Err(RecvTimeoutError::Timeout) if stop.is_requested() => return Ok(None),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                bail!("opening it failed without a reason (the opening thread ended)")
+            }
+        }
+    })
 }
 
 /// The window's knobs for an input's plan.
