@@ -848,6 +848,7 @@ fn sink_loop(
     }
     let refresh = |live: &mut Live| {
         live.dropped = shared.total(|c| &c.dropped);
+        live.frames = PROGRESS[1].load(Ordering::Relaxed);
         live.paused = shared.paused.load(Ordering::SeqCst);
         for (l, c) in live.inputs.iter_mut().zip(&shared.inputs) {
             l.captured = c.captured.load(Ordering::Relaxed);

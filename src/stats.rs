@@ -433,6 +433,8 @@ pub struct Live {
     pub output_ms: f64,
     /// Frames dropped so far.
     pub dropped: u64,
+    /// Frames handed to the sink so far.
+    pub frames: u64,
     /// Whether capture is paused.
     pub paused: bool,
     /// The input's description (which decoder, which format).

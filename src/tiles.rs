@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
 
 /// The mosaic's largest size: a 1080p screen.
 pub const MAX_MOSAIC: FrameSize = FrameSize {
@@ -237,6 +238,18 @@ pub struct Compose {
     pub tile_of: Vec<usize>,
     /// Whose full frames are downloaded besides the picture.
     pub full: FullFrames,
+}
+
+impl Compose {
+    /// The tile a processed frame of input `input`, in `format`, fills (None: the input has
+    /// no tile); refuses a format other than BGR, which the mosaic negotiated.
+    pub fn tile(&self, input: u16, format: PixelFormat) -> anyhow::Result<Option<usize>> {
+        anyhow::ensure!(
+            format == PixelFormat::Bgr24,
+            "internal: the mosaic is composed from BGR frames, not {format}"
+        );
+        Ok(self.tile_of.get(usize::from(input)).copied())
+    }
 }
 
 #[cfg(test)]

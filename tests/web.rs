@@ -110,7 +110,8 @@ fn the_page_shows_the_moving_video_its_figures_and_working_buttons() {
         .unwrap();
     let cdp = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/cdp.py");
     let (a, b) = (dir.join("a.png"), dir.join("b.png"));
-    let stats = "document.getElementById('lines').textContent";
+    // The figures: the frame count (it grows every poll) and the overlay's lines.
+    let stats = "document.getElementById('fps').textContent + ' | ' + document.getElementById('lines').textContent";
     let out = Command::new("timeout")
         .args([
             "60",

@@ -49,13 +49,8 @@ impl Canvas {
 
     /// Draws `slot`'s processed frame (BGR, as the mosaic negotiates) into its tile.
     pub(super) fn draw(&mut self, slot: &Slot) -> Result<()> {
-        anyhow::ensure!(
-            slot.output_format == PixelFormat::Bgr24,
-            "internal: the mosaic is composed from BGR frames, not {}",
-            slot.output_format
-        );
         let input = slot.desc.input.0;
-        let Some(&t) = self.plan.tile_of.get(usize::from(input)) else {
+        let Some(t) = self.plan.tile(input, slot.output_format)? else {
             return Ok(());
         };
         let size: FrameSize = slot.size();

@@ -97,13 +97,8 @@ impl Composer {
     /// Where `slot`'s frame goes in the mosaic, for its lane set; None for an input with no
     /// tile.
     pub(super) fn target(&mut self, slot: &Slot) -> Result<Option<FrameMosaic<'_>>> {
-        anyhow::ensure!(
-            slot.output_format == PixelFormat::Bgr24,
-            "internal: the mosaic is composed from BGR frames, not {}",
-            slot.output_format
-        );
         let input = slot.desc.input.0;
-        let Some(&t) = self.plan.tile_of.get(usize::from(input)) else {
+        let Some(t) = self.plan.tile(input, slot.output_format)? else {
             return Ok(None);
         };
         let size = slot.size();

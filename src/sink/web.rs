@@ -183,6 +183,7 @@ impl Sink for Web {
     fn status(&mut self, live: &Live) {
         let json = serde_json::json!({
             "fps": live.fps,
+            "frames": live.frames,
             "dropped": live.dropped,
             "paused": live.paused,
             // The window's key help is not the page's (it has buttons).
@@ -499,7 +500,7 @@ document.querySelectorAll("button[data-key]").forEach(b =>
 async function poll() {
   try {
     const s = await (await fetch(q("stats"))).json();
-    document.getElementById("fps").textContent = (s.fps || 0).toFixed(1) + " fps, " + (s.dropped || 0) + " dropped" + (s.paused ? ", PAUSED" : "");
+    document.getElementById("fps").textContent = (s.fps || 0).toFixed(1) + " fps, " + (s.frames || 0) + " frames, " + (s.dropped || 0) + " dropped" + (s.paused ? ", PAUSED" : "");
     document.getElementById("lines").textContent = (s.lines || []).join("\n");
   } catch (e) {}
   setTimeout(poll, 500);
