@@ -324,7 +324,8 @@ impl Request {
             input_name: name,
             output,
             streams,
-            mosaic: !flags.no_mosaic && (!flags.headless || mosaic_outputs),
+            mosaic: !flags.no_mosaic
+                && (!flags.headless || mosaic_outputs || flags.serve.is_some()),
             flags,
             ..self.clone()
         })
@@ -415,7 +416,7 @@ fn outputs_of(args: &RunArgs) -> Result<(Option<OutputSpec>, Vec<OutputSpec>)> {
 }
 
 /// Every `--input`, classified; with several, what a run of several inputs can't do is
-/// refused here (one standard input; no browser view yet; the mosaic's outputs
+/// refused here (one standard input; the browser view and the mosaic's outputs
 /// need the mosaic).
 fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
     if args.input.is_empty() {
@@ -447,8 +448,8 @@ fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
     {
         bail!("--input - is given more than once: there is one standard input (a named pipe, made with mkfifo, is another stream)");
     }
-    if args.serve.is_some() {
-        bail!("--serve shows a run of one input; this run has {n} (the mosaic is not served yet)");
+    if args.serve.is_some() && args.no_mosaic {
+        bail!("--serve with {n} inputs serves the mosaic, and --no-mosaic turns the mosaic off");
     }
     if let Some(grid) = args.grid {
         if grid.width * grid.height < n {

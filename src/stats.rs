@@ -449,6 +449,8 @@ pub struct Live {
     /// while a sink asks for it: `Sink::wants_timeline`).
     pub timeline: Option<std::sync::Arc<crate::trace::Layout>>,
     last_frame: Option<Instant>,
+    /// The time between frames, smoothed (ms); `fps` is its inverse.
+    period_ms: f64,
 }
 
 const SMOOTH: f64 = 0.1;
@@ -472,10 +474,10 @@ impl Live {
     ) {
         let now = Instant::now();
         if let Some(prev) = self.last_frame.replace(now) {
-            let dt = ms(now - prev);
-            if dt > 0.0 {
-                ema(&mut self.fps, 1e3 / dt);
-            }
+            // The period is smoothed, not the rate: frames that come in bursts (several
+            // inputs' at once) would make an average of 1/dt run far above the real rate.
+            ema(&mut self.period_ms, ms(now - prev).max(1e-6));
+            self.fps = 1e3 / self.period_ms;
         }
         ema(&mut self.capture_ms, capture_ms);
         ema(&mut self.latency_ms, latency_ms);

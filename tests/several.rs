@@ -146,6 +146,18 @@ fn what_a_run_of_several_inputs_refuses() {
             "--grid 1x1 has 1 tiles for 2 inputs",
         ),
         (
+            vec![
+                "--input",
+                "pattern",
+                "--input",
+                "pattern",
+                "--serve",
+                "0",
+                "--no-mosaic",
+            ],
+            "--serve with 2 inputs serves the mosaic, and --no-mosaic turns the mosaic off",
+        ),
+        (
             vec!["--input", "pattern", "--input", "pattern:9x9:fast"],
             "input 1: --input 'pattern:9x9:fast'",
         ),

@@ -280,3 +280,64 @@ fn fifty_viewers_are_served_or_refused_cleanly() {
     let out = stop(child, "fifty viewers");
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// With several inputs the browser view serves the mosaic (labelled, as the window shows
+/// it), its figures count every input's frames, and its buttons act on every input.
+#[test]
+fn the_mosaic_of_several_inputs_is_served() {
+    let dir = TempDir::new("web-several");
+    let port = common::run::free_port();
+    let child = serve(
+        &dir,
+        port,
+        "pattern:320x240:bgr:30",
+        &[
+            "--input",
+            "pattern:160x120:nv12:30",
+            "--input",
+            "pattern:320x240:i420:30",
+        ],
+    );
+    // A viewer: frames are encoded while someone watches.
+    let mut viewer = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(viewer, "GET /stream.mjpg HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let frame = || {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (status, jpeg) = http(port, "GET", "/frame.jpg", "");
+            if status == 200 {
+                return jpeg;
+            }
+            assert!(Instant::now() < deadline, "no frame was served ({status})");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let jpeg = frame();
+    let img = opencv::imgcodecs::imdecode(
+        &opencv::core::Vector::<u8>::from_slice(&jpeg),
+        opencv::imgcodecs::IMREAD_COLOR,
+    )
+    .unwrap();
+    assert_eq!(
+        (img.cols(), img.rows()),
+        (640, 480),
+        "a 2x2 mosaic of 320x240 tiles"
+    );
+    assert!(colourful(&jpeg) > 0.2, "the tiles hold the pattern");
+    let (status, stats) = http(port, "GET", "/stats", "");
+    assert_eq!(status, 200);
+    let stats: serde_json::Value = serde_json::from_slice(&stats).unwrap();
+    let lines = stats["lines"].to_string();
+    assert!(lines.contains("3 inputs"), "{lines}");
+    // The gray preset, pressed on the page, reaches every input.
+    assert_eq!(http(port, "POST", "/control?key=3", "").0, 200);
+    std::thread::sleep(Duration::from_secs(1));
+    let gray = colourful(&frame());
+    assert!(
+        gray < 0.03,
+        "the gray preset did not reach every tile ({gray})"
+    );
+    drop(viewer);
+    let out = stop(child, "mosaic view");
+    assert!(out.status.success(), "{}", stderr(&out));
+}

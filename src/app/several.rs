@@ -158,7 +158,7 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
     let shown = !args.headless && !args.no_mosaic;
     // The mosaic is composed by the backend (on the device with CUDA: then only its picture
     // and the frames some output of their own needs come down).
-    let compose = (shown || record.is_some()).then(|| Compose {
+    let compose = (shown || record.is_some() || args.serve.is_some()).then(|| Compose {
         layout: mosaic_layout(args, n, &running),
         tile_of: running
             .iter()
@@ -404,7 +404,16 @@ fn open_mosaic(
     let hold = (!args.exit_at_end).then(|| stop.clone());
     let window = match args.headless || args.no_mosaic {
         true => None,
-        false => Some(open_window("framepipe", knobs, hold)?),
+        false => Some(open_window("framepipe", knobs.clone(), hold)?),
+    };
+    // The browser view shows what the window shows: the mosaic, labelled.
+    let web = match &args.serve {
+        Some(serve) => Some(super::open_web(serve, args.serve_token.clone(), knobs)?),
+        None => None,
+    };
+    let window: Option<Box<dyn Sink>> = match (window, web) {
+        (Some(w), Some(v)) => Some(Box::new(crate::sink::Tee(vec![w, v]))),
+        (w, v) => w.or(v),
     };
     let mosaic = Mosaic::new(
         window,

@@ -1,6 +1,7 @@
 //! The mosaic of a run of several inputs: every input's processed frames, each scaled into
 //! its tile of one picture (a grid of columns × rows, row-major in input order, laid out by
-//! `tiles`), labelled with the input's index, name, rate and drops, shown in one window.
+//! `tiles`), labelled with the input's index, name, rate and drops, shown in one window
+//! (and in the browser view with `--serve`: both get the same labelled pictures).
 //!
 //! Keys, besides the window's: **Tab** (or **n**) or a click selects a tile (framed in
 //! yellow), **Enter** (or **z**, or a double click) shows the selected input alone at full

@@ -1,6 +1,7 @@
 //! The browser view (`--serve [ADDR:]PORT`): a page that shows the processed video live
 //! (Motion JPEG over HTTP, `multipart/x-mixed-replace`), the overlay's live figures, and the
-//! window's controls as buttons (filter presets, pause, page-locked/pageable, bands).
+//! window's controls as buttons (filter presets, pause, page-locked/pageable, bands). With
+//! several inputs it is handed the mosaic's labelled pictures, as the window is.
 //!
 //! Invariants: the pipeline never waits for a browser: the sink hands the newest frame to
 //! the encoder thread only when it is idle (at most `MAX_FPS` a second, and only while a
