@@ -255,6 +255,61 @@ impl PixelFormat {
     }
 }
 
+/// One copy between a frame and a band buffer (`PixelFormat::band_copies`): `height` runs of
+/// `width` bytes, run `k` at `src + k·src_pitch` in the frame and at `dst + k·dst_pitch` in
+/// the band buffer: a 2D copy, or a plain one where `height` is 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BandCopy {
+    /// The first run's offset in the frame.
+    pub src: usize,
+    /// From one run to the next in the frame.
+    pub src_pitch: usize,
+    /// The first run's offset in the band buffer.
+    pub dst: usize,
+    /// From one run to the next in the band buffer.
+    pub dst_pitch: usize,
+    /// Bytes a run.
+    pub width: usize,
+    /// Runs.
+    pub height: usize,
+}
+
+impl PixelFormat {
+    /// `band_planes` as the fewest copies: planes of one length whose places step evenly
+    /// in the frame and in the band buffer (the chroma planes of 4:2:0 and 4:2:2, all three
+    /// of 4:4:4) are one 2D copy; a band of I420 is then two copies each way, not three.
+    pub fn band_copies(self, size: FrameSize, rows: Range<usize>) -> Vec<BandCopy> {
+        let mut out: Vec<BandCopy> = Vec::new();
+        for (f, b) in self.band_planes(size, rows) {
+            let len = f.len();
+            if let Some(c) = out.last_mut() {
+                let (sp, dp) = match c.height {
+                    1 => (f.start.wrapping_sub(c.src), b.start.wrapping_sub(c.dst)),
+                    _ => (c.src_pitch, c.dst_pitch),
+                };
+                let steps_on = f.start > c.src
+                    && b.start > c.dst
+                    && f.start == c.src + c.height * sp
+                    && b.start == c.dst + c.height * dp;
+                if c.width == len && steps_on && sp >= len && dp >= len {
+                    (c.src_pitch, c.dst_pitch) = (sp, dp);
+                    c.height += 1;
+                    continue;
+                }
+            }
+            out.push(BandCopy {
+                src: f.start,
+                src_pitch: len,
+                dst: b.start,
+                dst_pitch: len,
+                width: len,
+                height: 1,
+            });
+        }
+        out
+    }
+}
+
 /// `chain` between two pixel formats, by definition: the input converted to BGR, the chain,
 /// the result converted to the output format (all with the reference arithmetic of
 /// `filter::reference`); a chain that changes nothing between one format passes it
@@ -639,6 +694,51 @@ mod tests {
             PixelFormat::I420.band_planes(size, 0..6),
             vec![(0..72, 0..72)]
         );
+    }
+
+    #[test]
+    fn band_copies_move_the_bytes_band_planes_name() {
+        // Every format, odd and even cuts: the copies, run by run, move exactly what
+        // band_planes names, and a band of I420 or 4:2:2 is two copies, of 4:4:4 one.
+        for format in PixelFormat::ALL {
+            for size in [
+                FrameSize::new(8, 6),
+                FrameSize::new(10, 12),
+                FrameSize::new(64, 36),
+            ] {
+                if format.check(size).is_err() {
+                    continue;
+                }
+                let align = format.row_align();
+                let cut = [0, align * 2, size.height / 2 / align * align, size.height];
+                for rows in cut.windows(2).map(|w| w[0]..w[1]).filter(|r| !r.is_empty()) {
+                    let frame: Vec<u8> = (0..format.bytes(size))
+                        .map(|i| (i * 7 % 251) as u8)
+                        .collect();
+                    let n = format.bytes(FrameSize::new(size.width, rows.len()));
+                    let (mut want, mut got) = (vec![0u8; n], vec![0u8; n]);
+                    for (f, b) in format.band_planes(size, rows.clone()) {
+                        want[b].copy_from_slice(&frame[f]);
+                    }
+                    let copies = format.band_copies(size, rows.clone());
+                    for c in &copies {
+                        assert!(c.src_pitch >= c.width && c.dst_pitch >= c.width);
+                        for k in 0..c.height {
+                            let (s, d) = (c.src + k * c.src_pitch, c.dst + k * c.dst_pitch);
+                            got[d..d + c.width].copy_from_slice(&frame[s..s + c.width]);
+                        }
+                    }
+                    assert_eq!(got, want, "{format} {size} rows {rows:?}");
+                    let whole = rows.len() == size.height;
+                    let most = match format {
+                        _ if whole => 1,
+                        PixelFormat::I420 | PixelFormat::Yuv422p | PixelFormat::Nv12 => 2,
+                        _ => 1,
+                    };
+                    assert!(copies.len() <= most, "{format} {rows:?}: {copies:?}");
+                }
+            }
+        }
     }
 
     #[test]

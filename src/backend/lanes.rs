@@ -7,7 +7,8 @@
 //! the lane sets without reopening the device.
 //!
 //! Pixel formats: a band of a YUV frame is uploaded plane by plane into its raw buffer
-//! (laid out as a frame of the band's rows), converted to BGR by `fp_to_bgr`, filtered, and
+//! (laid out as a frame of the band's rows; planes that step evenly, as I420's two chroma
+//! planes do, go as one 2D copy), converted to BGR by `fp_to_bgr`, filtered, and
 //! its own rows converted by `fp_from_bgr` into a second raw buffer that is downloaded plane
 //! by plane (`kernels/convert.cu`); BGR skips either conversion, and a chain that changes
 //! nothing between one format copies the planes up and back down.
@@ -48,10 +49,97 @@ use crate::band::BandPlan;
 use crate::filter::reference::View;
 use crate::filter::{Chain, Filter};
 use crate::frame::FrameSize;
-use crate::pixel::{Formats, PixelFormat};
+use crate::pixel::{BandCopy, Formats, PixelFormat};
 use crate::ring::Slot;
 use crate::stats::StageTimes;
 use crate::tiles::{Area, Scaler};
+
+/// Queues copy `c` from the host `frame` into the device `band` buffer on `s`: a plain copy,
+/// or one 2D copy for planes that step evenly (`PixelFormat::band_copies`).
+fn copy_up(s: &Arc<CudaStream>, frame: &[u8], band: &mut CudaSlice<u8>, c: BandCopy) -> Result<()> {
+    if c.height == 1 {
+        let (f, b) = (c.src..c.src + c.width, c.dst..c.dst + c.width);
+        return Ok(s.memcpy_htod(&frame[f], &mut band.slice_mut(b))?);
+    }
+    check_copy(c, frame.len(), band.len())?;
+    let (dst, _) = band.device_ptr_mut(s);
+    let copy = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+        srcHost: frame[c.src..].as_ptr().cast(),
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: c.src_pitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst + c.dst as u64,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: c.dst_pitch,
+        WidthInBytes: c.width,
+        Height: c.height,
+    };
+    // SAFETY: every run lies inside `frame` and inside `band` (`check_copy`); the host
+    // memory is the slot's, which is not touched again until its frame completes (the lane
+    // set's invariant), so the asynchronous copy never outlives what it reads.
+    unsafe { sys::cuMemcpy2DAsync_v2(&copy, s.cu_stream()) }
+        .result()
+        .context("queueing a 2D upload")?;
+    Ok(())
+}
+
+/// Queues copy `c` from the device `band` buffer into the host `frame` on `s` (as `copy_up`,
+/// the other way).
+fn copy_down(
+    s: &Arc<CudaStream>,
+    band: &CudaSlice<u8>,
+    frame: &mut [u8],
+    c: BandCopy,
+) -> Result<()> {
+    if c.height == 1 {
+        let (f, b) = (c.src..c.src + c.width, c.dst..c.dst + c.width);
+        return Ok(s.memcpy_dtoh(&band.slice(b), &mut frame[f])?);
+    }
+    check_copy(c, frame.len(), band.len())?;
+    let (src, _) = band.device_ptr(s);
+    let copy = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: src + c.dst as u64,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: c.dst_pitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+        dstHost: frame[c.src..].as_mut_ptr().cast(),
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: c.src_pitch,
+        WidthInBytes: c.width,
+        Height: c.height,
+    };
+    // SAFETY: as in `copy_up`: every run lies inside both buffers, and the slot's host
+    // memory outlives the copy.
+    unsafe { sys::cuMemcpy2DAsync_v2(&copy, s.cu_stream()) }
+        .result()
+        .context("queueing a 2D download")?;
+    Ok(())
+}
+
+/// Refuses a copy whose runs would reach past a frame of `frame` bytes or a band buffer of
+/// `band` bytes.
+fn check_copy(c: BandCopy, frame: usize, band: usize) -> Result<()> {
+    let end = |at: usize, pitch: usize| at + (c.height - 1) * pitch + c.width;
+    anyhow::ensure!(
+        c.height > 0 && end(c.src, c.src_pitch) <= frame && end(c.dst, c.dst_pitch) <= band,
+        "internal: a band copy {c:?} reaches past its buffers ({frame} and {band} bytes)"
+    );
+    Ok(())
+}
 
 /// Which of the backend's two band plans cuts a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -623,8 +711,8 @@ impl LaneSet {
         } = self.route;
         match stage {
             Stage::Upload if raw_in => {
-                for (frame, band) in input.band_planes(size, geo.input_rows.clone()) {
-                    s.memcpy_htod(&slot.input[frame], &mut bl.raw_in.slice_mut(band))?;
+                for c in input.band_copies(size, geo.input_rows.clone()) {
+                    copy_up(s, &slot.input, &mut bl.raw_in, c)?;
                 }
             }
             Stage::Upload => {
@@ -672,8 +760,8 @@ impl LaneSet {
             Stage::Download if through || raw_out => {
                 // Passing through, a band reads no halo: its input rows are its own.
                 let from = if through { &bl.raw_in } else { &bl.raw_out };
-                for (frame, band) in output.band_planes(size, geo.rows.clone()) {
-                    s.memcpy_dtoh(&from.slice(band), &mut slot.output[frame])?;
+                for c in output.band_copies(size, geo.rows.clone()) {
+                    copy_down(s, from, &mut slot.output, c)?;
                 }
             }
             Stage::Download => {
