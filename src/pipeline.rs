@@ -9,8 +9,8 @@
 //! ```
 //!
 //! Where the run has a mosaic the backend composes it, and its pictures go to the sink on a
-//! channel of their own (a short queue that drops, not waits: the sink takes the newest
-//! before each frame); when the GPU goes idle, and at the end, what the last frames composed
+//! channel of their own (a short queue that never waits: when it is full the oldest picture
+//! makes way for the newest, and the sink takes the newest before each frame); when the GPU goes idle, and at the end, what the last frames composed
 //! is brought down too, so the picture shown last holds every input's last frame.
 //!
 //! Invariants: the rings' slots are the only frame buffers (allocated and attached to the
@@ -38,7 +38,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
-use crossbeam_channel::{bounded, unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use crossbeam_channel::{
+    bounded, unbounded, Receiver, RecvTimeoutError, Sender, TryRecvError, TrySendError,
+};
 
 use crate::backend::{Backend, Control, Fetch, Picture};
 use crate::desc::Frame;
@@ -291,7 +293,7 @@ pub fn run_inputs(
     let process = spawn_backend(
         backend,
         filled_rx,
-        (done_tx, picture_tx),
+        (done_tx, (picture_tx, picture_rx.clone())),
         control_rx,
         opts,
         &shared,
@@ -487,7 +489,7 @@ fn arrive(
 fn spawn_backend(
     mut backend: Box<dyn Backend>,
     filled: Receiver<Slot>,
-    done: (Sender<Slot>, Sender<Picture>),
+    done: (Sender<Slot>, Pictures),
     controls: Receiver<Control>,
     opts: &Options,
     shared: &Arc<Shared>,
@@ -609,6 +611,10 @@ const POLL: Duration = Duration::from_millis(20);
 /// Pictures of the mosaic queued between the backend and the sink thread.
 const PICTURES_QUEUED: usize = 2;
 
+/// The backend thread's ends of the pictures' queue: where it sends, and a receiver of its
+/// own to drop the oldest picture when the queue is full.
+type Pictures = (Sender<Picture>, Receiver<Picture>);
+
 /// How long a stop waits for a frame the capture thread is still reading, and then for the
 /// thread itself, before going on without it.
 pub const CAPTURE_GRACE: Duration = Duration::from_millis(500);
@@ -700,18 +706,22 @@ fn capture_loop(
 fn backend_loop(
     backend: &mut dyn Backend,
     filled: Receiver<Slot>,
-    (done, pictures): (Sender<Slot>, Sender<Picture>),
+    (done, (pictures, older)): (Sender<Slot>, Pictures),
     controls: Receiver<Control>,
     keep: bool,
     shared: &Shared,
     st: &mut ProcessStats,
 ) -> Result<()> {
     // The mosaic's pictures the backend composed (where it does): those come down are
-    // passed on; `flush` brings down what the last frames composed when the GPU goes idle.
-    // A full queue drops the picture (the sink shows a newer one soon).
+    // passed on; `Fetch::Idle` and `Fetch::Last` bring down what the last frames composed.
+    // The newest picture always gets in: where the queue is full, its oldest is dropped
+    // (the sink shows only the newest anyway), so the run's last picture is never lost.
     let pass_pictures = |backend: &mut dyn Backend, fetch: Fetch| -> Result<()> {
         while let Some(p) = backend.picture(fetch)? {
-            let _ = pictures.try_send(p);
+            if let Err(TrySendError::Full(p)) = pictures.try_send(p) {
+                let _ = older.try_recv();
+                let _ = pictures.try_send(p);
+            }
         }
         Ok(())
     };
