@@ -10,8 +10,9 @@
 //!
 //! Where the run has a mosaic the backend composes it, and its pictures go to the sink on a
 //! channel of their own (a short queue that never waits: when it is full the oldest picture
-//! makes way for the newest, and the sink takes the newest before each frame); when the GPU goes idle, and at the end, what the last frames composed
-//! is brought down too, so the picture shown last holds every input's last frame.
+//! makes way for the newest, and the sink takes the newest before each frame); when the GPU
+//! goes idle, and at the end, what the last frames composed is brought down too, so the
+//! picture shown last holds every input's last frame.
 //!
 //! Invariants: the rings' slots are the only frame buffers (allocated and attached to the
 //! backend before the first frame, each slot tagged with its input; an input that joins
@@ -102,8 +103,9 @@ struct Counters {
     dropped: AtomicU64,
     /// Why its capture thread ended (None while it runs).
     ended: Mutex<Option<String>>,
-    /// A reconnecting input's state and reconnects.
-    health: Option<Arc<crate::source::reconnect::Health>>,
+    /// A reconnecting input's state and reconnects (set once it is open: at the start, or
+    /// when a late input joins).
+    health: std::sync::OnceLock<Arc<crate::source::reconnect::Health>>,
 }
 
 /// What the threads share besides the slots.
@@ -242,9 +244,12 @@ pub fn run_inputs(
                 read_us: AtomicU64::new(0),
                 dropped: AtomicU64::new(0),
                 ended: Mutex::new(None),
+                // A late input's is set when it joins (`arrive`).
                 health: match &i.source {
-                    Arrival::Open { source, .. } => source.health(),
-                    Arrival::Late { .. } => None,
+                    Arrival::Open { source, .. } => source
+                        .health()
+                        .map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
+                    Arrival::Late { .. } => std::sync::OnceLock::new(),
                 },
             })
             .collect(),
@@ -370,7 +375,7 @@ pub fn run_inputs(
             stored: sink.stored_of(i),
             latency: mine.latency,
             ended: c.ended.lock().ok().and_then(|e| e.clone()),
-            reconnects: c.health.as_ref().map_or(0, |h| h.reconnects()),
+            reconnects: c.health.get().map_or(0, |h| h.reconnects()),
         })
         .collect();
     let summary = Summary {
@@ -438,7 +443,7 @@ fn spawn_capture(
     Ok(thread::Builder::new()
         .name(format!("capture {}", how.input))
         .spawn(move || {
-            let r = match arrive(source, refill, how.input, &shared.stop) {
+            let r = match arrive(source, refill, how.input, &shared) {
                 Ok(Some(mut source)) => capture_loop(source.as_mut(), &free, filled, how, &shared),
                 Ok(None) => Ok(()),
                 Err(e) => Err(e),
@@ -461,14 +466,18 @@ fn arrive(
     source: Arrival,
     (refill, ring): (Sender<Slot>, usize),
     input: usize,
-    stop: &Stop,
+    shared: &Shared,
 ) -> Result<Option<Box<dyn Source>>> {
     match source {
         Arrival::Open { source, .. } => Ok(Some(source)),
         Arrival::Late { name, open } => {
-            let Some((source, formats)) = open(stop)? else {
+            let Some((source, formats)) = open(&shared.stop)? else {
                 return Ok(None);
             };
+            // Its reconnects count from now on, as an input open at the start's do.
+            if let Some(health) = source.health() {
+                let _ = shared.inputs[input].health.set(health);
+            }
             crate::info!(
                 "input {input} ({name}) opened late and joins the run: {}",
                 source.describe()
@@ -866,7 +875,7 @@ fn sink_loop(
             if l.ended.is_none() {
                 l.ended = c.ended.lock().ok().and_then(|e| e.clone());
             }
-            l.state = c.health.as_ref().and_then(|h| h.state());
+            l.state = c.health.get().and_then(|h| h.state());
         }
     };
     let act = |flow: Flow| match flow {

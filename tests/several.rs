@@ -330,6 +330,63 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
     );
 }
 
+/// A slow input joins the mosaic too: a named pipe whose writer (ffmpeg) starts 3 s after
+/// the run, recorded in the mosaic beside a pattern, every one of its frames taken.
+#[test]
+fn a_slow_input_joins_the_mosaic() {
+    assert!(have("ffmpeg"), "scripts/test.sh installs ffmpeg");
+    let dir = TempDir::new("several-late-mosaic");
+    let fifo = dir.join("late.y4m");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let mut writer = Command::new("sh")
+        .args([
+            "-c",
+            "sleep 3 && exec ffmpeg -v error -y -f lavfi -i testsrc2=size=160x120:rate=25 \
+             -frames:v 20 -pix_fmt yuv420p -f yuv4mpegpipe \"$0\"",
+        ])
+        .arg(&fifo)
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let run = framepipe_in(
+        dir.path(),
+        &[
+            "--input",
+            "pattern:320x240:bgr:30",
+            "--input",
+            &fifo.display().to_string(),
+            "--headless",
+            "--backend",
+            "cpu",
+            "--frames",
+            "150",
+            "--output",
+            "mosaic.mkv",
+            "--summary-json",
+            "s.json",
+        ],
+        Duration::from_secs(60),
+    );
+    let _ = writer.kill();
+    let _ = writer.wait();
+    let err = stderr(&run);
+    assert!(run.status.success(), "{err}");
+    assert!(err.contains("opened late and joins the run"), "{err}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+    let inputs = summary["inputs"].as_array().unwrap();
+    assert_eq!(inputs[0]["captured"], 150, "{summary}");
+    assert_eq!(
+        inputs[1]["captured"], 20,
+        "the late input's every frame: {summary}"
+    );
+    assert!(std::fs::metadata(dir.join("mosaic.mkv")).unwrap().len() > 0);
+}
+
 /// An output without `{n}` records the mosaic: one picture a tick of 30 fps of the run's
 /// clock, the tiles' size; standard output gets it as YUV4MPEG2.
 #[test]

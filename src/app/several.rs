@@ -14,7 +14,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use crossbeam_channel::{bounded, Receiver, RecvTimeoutError};
+use crossbeam_channel::TryRecvError;
 
 use super::{
     arm_exit_summary, check_outputs, disarm_exit_summary, frames_to_go, open_file_output,
@@ -25,7 +25,7 @@ use crate::info;
 use crate::pipeline::{self, Arrival, Input};
 use crate::plan::{Plan, Request};
 use crate::sink::{self, route::ByInput, Knobs, Sink};
-use crate::source::open::Opened;
+use crate::source::open::{self, Opened};
 use crate::stats::InputStats;
 use crate::stop::Stop;
 use crate::tiles::{Compose, FullFrames, Layout, MAX_MOSAIC};
@@ -146,6 +146,13 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
             _ => Some(Box::new(sink::Tee(own))),
         });
     }
+    // The run's inputs by `InputId`: their places among the `--input`s (those open, then
+    // those joining late).
+    let order: Vec<usize> = running
+        .iter()
+        .map(|(i, ..)| *i)
+        .chain(late.iter().map(|(i, _)| *i))
+        .collect();
     // Inputs that join late write nowhere of their own, and their length is not known.
     each.extend(late.iter().map(|_| None));
     if !late.is_empty() {
@@ -160,11 +167,7 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
     // and the frames some output of their own needs come down).
     let compose = (shown || record.is_some() || args.serve.is_some()).then(|| Compose {
         layout: mosaic_layout(args, n, &running),
-        tile_of: running
-            .iter()
-            .map(|(i, ..)| *i)
-            .chain(late.iter().map(|(i, _)| *i))
-            .collect(),
+        tile_of: order.clone(),
         full: match each.iter().any(Option::is_some) {
             true => FullFrames::all(),
             false => FullFrames::shown(),
@@ -178,12 +181,13 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
     let reload = user_kernels(&requests[first], &plan.backend)?;
     let opts = plan.options(reload);
     let all = match compose {
-        Some(c) => {
-            let opened = (&running[..], &failed[..]);
-            Some(open_mosaic(
-                request, opened, c.layout, c.full, stop, record,
-            )?)
-        }
+        Some(c) => Some(open_mosaic(
+            request,
+            (&running[..], &failed[..]),
+            c,
+            stop,
+            record,
+        )?),
         None => None,
     };
     let mut sink: Box<dyn Sink> = Box::new(ByInput::new(each, all));
@@ -193,11 +197,6 @@ pub(super) fn run(request: &Request, stop: &Stop) -> Result<()> {
     info!("output: {}", sink.describe());
 
     let names: Vec<String> = requests.iter().map(|r| r.input_name.clone()).collect();
-    let order: Vec<usize> = running
-        .iter()
-        .map(|(i, ..)| *i)
-        .chain(late.iter().map(|(i, _)| *i))
-        .collect();
     let ring = args.ring.unwrap_or(RING_EACH);
     let inputs: Vec<Input> = running
         .into_iter()
@@ -253,91 +252,64 @@ const LATE_AFTER: Duration = Duration::from_secs(2);
 enum Opening {
     /// Opened, or failed.
     Done(Result<Opened>),
-    /// Still opening: its answer comes on this channel (None: a stop came).
-    Late(Receiver<Result<Option<Opened>>>),
+    /// Still opening: its answer comes on this channel.
+    Late(open::Opening),
 }
 
-/// Opens every input at once, each on its own thread (a slow one doesn't hold the others'
-/// opening up), and waits until each has opened or failed; those that `may_join_late`
-/// are waited for at most `LATE_AFTER` after the first input opened. None when a stop came
-/// first.
+/// Opens every input at once, each on its own helper thread (a slow one doesn't hold the
+/// others' opening up), and waits until each has opened or failed; those that
+/// `may_join_late` are waited for at most `LATE_AFTER` after the first input opened. None
+/// when a stop came first.
 fn open_all(stop: &Stop, requests: &[Request], may_join_late: &[bool]) -> Option<Vec<Opening>> {
-    let answers: Vec<Receiver<Result<Option<Opened>>>> = requests
+    let mut openings: Vec<Opening> = requests
         .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            let (tx, rx) = bounded(1);
-            let (stop, input, asked) = (stop.clone(), r.input.clone(), r.asked());
-            let spawned = std::thread::Builder::new()
-                .name(format!("open {i}"))
-                .spawn(move || {
-                    let _ = tx.send(crate::source::open::interruptibly(&stop, input, asked));
-                });
-            if let Err(e) = spawned {
-                let (tx, failed) = bounded(1);
-                let _ = tx.send(Err(anyhow::anyhow!("starting its opening thread: {e}")));
-                return failed;
-            }
-            rx
+        .map(|r| match open::start(r.input.clone(), r.asked()) {
+            Ok(rx) => Opening::Late(rx),
+            Err(e) => Opening::Done(Err(e.context("starting its opening thread"))),
         })
         .collect();
-    let mut done: Vec<Option<Result<Option<Opened>>>> = requests.iter().map(|_| None).collect();
     let mut first_open: Option<Instant> = None;
     loop {
         crate::stop::beat();
-        for (answer, slot) in answers.iter().zip(done.iter_mut()) {
-            if slot.is_none() {
-                if let Ok(result) = answer.try_recv() {
-                    if matches!(result, Ok(Some(_))) {
-                        first_open.get_or_insert_with(Instant::now);
-                    }
-                    *slot = Some(result);
-                }
+        for opening in &mut openings {
+            let Opening::Late(rx) = opening else { continue };
+            let result = match rx.try_recv() {
+                Ok(result) => result,
+                Err(TryRecvError::Empty) => continue,
+                Err(TryRecvError::Disconnected) => Err(anyhow::anyhow!(
+                    "opening the input failed without a reason (the opening thread ended)"
+                )),
+            };
+            if result.is_ok() {
+                first_open.get_or_insert_with(Instant::now);
             }
+            *opening = Opening::Done(result);
         }
-        if stop.is_requested() || done.iter().any(|d| matches!(d, Some(Ok(None)))) {
+        // An open that gave up because of a stop is a stop, not a failure.
+        if stop.is_requested() {
             return None;
         }
-        let waiting: Vec<usize> = (0..done.len()).filter(|&i| done[i].is_none()).collect();
+        let waiting = |i: &usize| matches!(openings[*i], Opening::Late(_));
         let late_now = first_open.is_some_and(|t| t.elapsed() >= LATE_AFTER);
-        if waiting.is_empty() || (late_now && waiting.iter().all(|&i| may_join_late[i])) {
-            break;
+        let mut still = (0..openings.len()).filter(waiting).peekable();
+        if still.peek().is_none() || (late_now && still.all(|i| may_join_late[i])) {
+            return Some(openings);
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    Some(
-        done.into_iter()
-            .zip(answers)
-            .map(|(d, answer)| match d {
-                Some(result) => Opening::Done(result.map(|o| o.expect("not stopped"))),
-                None => Opening::Late(answer),
-            })
-            .collect(),
-    )
 }
 
 /// What a late input's capture thread waits on (`pipeline::Arrival::Late`): its opening's
 /// answer, then its plan's formats (as an input open at the start gets them).
-fn late_opener(
-    answer: Receiver<Result<Option<Opened>>>,
-    request: Request,
-    i: usize,
-) -> pipeline::Opener {
-    Box::new(move |stop: &Stop| loop {
-        match answer.recv_timeout(Stop::TICK) {
-            Ok(Ok(Some((source, _media)))) => {
-                let plan = Plan::settle(&request, source.as_ref())
-                    .with_context(|| format!("input {i} ({})", request.input_name))?;
-                return Ok(Some((source, plan.backend.formats)));
-            }
-            Ok(Ok(None)) => return Ok(None),
-            Ok(Err(e)) => return Err(e.context("it could not be opened")),
-            Err(RecvTimeoutError::Timeout) if stop.is_requested() => return Ok(None),
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                bail!("opening it failed without a reason (the opening thread ended)")
-            }
-        }
+fn late_opener(answer: open::Opening, request: Request, i: usize) -> pipeline::Opener {
+    Box::new(move |stop: &Stop| {
+        let Some((source, _media)) = open::wait(stop, &answer).context("it could not be opened")?
+        else {
+            return Ok(None);
+        };
+        let plan = Plan::settle(&request, source.as_ref())
+            .with_context(|| format!("input {i} ({})", request.input_name))?;
+        Ok(Some((source, plan.backend.formats)))
     })
 }
 
@@ -378,19 +350,23 @@ fn shown_within() -> crate::frame::FrameSize {
 
 /// The mosaic of every input laid out by `layout` (`opened`: the inputs running, and those
 /// that failed to open, with why), in one window (unless headless) and recorded to what
-/// `record` names (its request and claim); `full` is shared with the backend, which
-/// composes the picture.
+/// `record` names (its request and claim); `compose` is what the backend composes (its
+/// layout, the tile of each input, open or joining late, and whose frames come down whole).
 #[cfg(feature = "opencv")]
 fn open_mosaic(
     request: &Request,
     (running, failed): (&[Running], &[(usize, String)]),
-    layout: Layout,
-    full: FullFrames,
+    compose: Compose,
     stop: &Stop,
     record: Option<(&Request, crate::sink::claim::Claimed)>,
 ) -> Result<Box<dyn Sink>> {
     use crate::sink::mosaic::{self, Mosaic};
     let args = &request.flags;
+    let Compose {
+        layout,
+        tile_of,
+        full,
+    } = compose;
     let canvas = layout.canvas;
     let knobs = Knobs {
         pageable: args.pageable,
@@ -420,7 +396,7 @@ fn open_mosaic(
         layout,
         full,
         request.inputs.iter().map(|(_, t)| t.clone()).collect(),
-        running.iter().map(|(i, ..)| *i).collect(),
+        tile_of,
         failed.to_vec(),
     );
     let Some((recording, claim)) = record else {
@@ -465,8 +441,7 @@ fn open_mosaic(
 fn open_mosaic(
     _: &Request,
     _: (&[Running], &[(usize, String)]),
-    _: Layout,
-    _: FullFrames,
+    _: Compose,
     _: &Stop,
     _: Option<(&Request, crate::sink::claim::Claimed)>,
 ) -> Result<Box<dyn Sink>> {

@@ -85,6 +85,15 @@ pub type Opened = (Box<dyn Source>, Option<Media>);
 /// None then, and the helper is left behind (the caller says so: `pipeline`'s
 /// `leave_a_thread_behind`).
 pub fn interruptibly(stop: &Stop, input: InputSpec, asked: Asked) -> Result<Option<Opened>> {
+    wait(stop, &start(input, asked)?)
+}
+
+/// An opening under way on its helper thread (`start`): its answer comes on this channel.
+pub type Opening = crossbeam_channel::Receiver<Result<Opened>>;
+
+/// Starts opening the input on a helper thread (`interruptibly`'s first half: several
+/// inputs open side by side, and the caller polls or `wait`s).
+pub fn start(input: InputSpec, asked: Asked) -> Result<Opening> {
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
         .name("open input".into())
@@ -113,6 +122,12 @@ pub fn interruptibly(stop: &Stop, input: InputSpec, asked: Asked) -> Result<Opti
             });
             let _ = tx.send(opened);
         })?;
+    Ok(rx)
+}
+
+/// Waits for an opening's answer (`interruptibly`'s second half): None where a stop came
+/// first (an open that gave up because of the stop is a stop too).
+pub fn wait(stop: &Stop, rx: &Opening) -> Result<Option<Opened>> {
     loop {
         crate::stop::beat();
         match rx.recv_timeout(Stop::TICK) {
