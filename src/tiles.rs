@@ -23,6 +23,11 @@ pub const MAX_MOSAIC: FrameSize = FrameSize {
 /// The shortest time between two pictures of the mosaic a backend hands on.
 pub const PICTURE_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// Whether a picture is due, the last having been made at `last` (None: none yet).
+pub fn picture_due(last: Option<std::time::Instant>) -> bool {
+    last.is_none_or(|t| t.elapsed() >= PICTURE_EVERY)
+}
+
 /// A rectangle of pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Area {

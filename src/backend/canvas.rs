@@ -18,7 +18,7 @@ use super::{Fetch, Picture};
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 use crate::ring::{HostBuffer, Slot};
-use crate::tiles::{self, Compose, Scaler, PICTURE_EVERY};
+use crate::tiles::{self, picture_due, Compose, Scaler};
 
 /// Host buffers pictures are handed on in: one with the sink, two queued to it, one spare.
 const PICTURES: usize = 4;
@@ -74,8 +74,7 @@ impl Canvas {
     /// (`PICTURE_EVERY` apart, or now for `Fetch::Last`); None where the sink holds every
     /// buffer.
     pub(super) fn picture(&mut self, fetch: Fetch) -> Option<Picture> {
-        let due = self.last.is_none_or(|t| t.elapsed() >= PICTURE_EVERY);
-        if !self.stale || !(due || fetch == Fetch::Last) {
+        if !self.stale || !(picture_due(self.last) || fetch == Fetch::Last) {
             return None;
         }
         let at = match self.handed.iter().position(|p| Arc::strong_count(p) == 1) {

@@ -27,7 +27,7 @@ use super::{Fetch, Picture};
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 use crate::ring::{HostBuffer, Slot};
-use crate::tiles::{Compose, Scaler, PICTURE_EVERY};
+use crate::tiles::{picture_due, Compose, Scaler};
 
 /// Host buffers pictures come down into (one downloading, one with the sink, one spare).
 const PICTURES: usize = 3;
@@ -118,12 +118,16 @@ impl Composer {
         }))
     }
 
-    /// A frame's tile was queued on `streams`: a picture comes down after it where one is
-    /// due.
-    pub(super) fn written(&mut self, dev: &Device, streams: &[Arc<CudaStream>]) -> Result<()> {
+    /// A frame's tile was queued on the `streams` it names: a picture comes down after it
+    /// where one is due (the streams are asked for only then).
+    pub(super) fn written(
+        &mut self,
+        dev: &Device,
+        streams: impl FnOnce() -> Vec<Arc<CudaStream>>,
+    ) -> Result<()> {
         self.stale = true;
-        if self.last.is_none_or(|t| t.elapsed() >= PICTURE_EVERY) {
-            self.download(dev, streams)?;
+        if picture_due(self.last) {
+            self.download(dev, &streams())?;
         }
         Ok(())
     }
@@ -167,8 +171,7 @@ impl Composer {
         in_flight: usize,
     ) -> Result<Option<Picture>> {
         let quiet = in_flight == 0 && self.stale && self.coming.is_empty();
-        let due = self.last.is_none_or(|t| t.elapsed() >= PICTURE_EVERY);
-        if quiet && (fetch == Fetch::Last || (fetch == Fetch::Idle && due)) {
+        if quiet && (fetch == Fetch::Last || (fetch == Fetch::Idle && picture_due(self.last))) {
             // Every frame has completed, so every tile is written: nothing to wait on.
             self.download(dev, &[])?;
         }

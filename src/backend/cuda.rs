@@ -295,10 +295,9 @@ impl CudaBackend {
         let composed = mosaic.is_some();
         let lane = set.run(&self.device, plan, &mut slot, timed, graph, mosaic.as_ref())?;
         if let (true, Some(c)) = (composed, &mut self.composer) {
-            c.written(
-                &self.device,
-                &set.composed_on(&self.device, lane, plan, graph),
-            )?;
+            c.written(&self.device, || {
+                set.composed_on(&self.device, lane, plan, graph)
+            })?;
         }
         self.pending.push_back(InFlight {
             key,
