@@ -14,10 +14,11 @@
 //! goes idle, and at the end, what the last frames composed is brought down too, so the
 //! picture shown last holds every input's last frame.
 //!
-//! Invariants: the rings' slots are the only frame buffers (allocated and attached to the
-//! backend before the first frame, each slot tagged with its input; an input that joins
-//! late, `Arrival::Late`, has its ring made by its capture thread once it opens, and the
-//! backend attaches each of its slots as it first passes); the filled channel
+//! Invariants: the rings' slots are the only frame buffers (allocated before the first
+//! frame, each slot tagged with its input; an input that joins late, `Arrival::Late`, has
+//! its ring made by its capture thread once it opens); the backend attaches each slot
+//! (page-locks it, for CUDA) as the slot first passes, so that the run starts without
+//! waiting for a whole ring to be locked and a short run locks only the slots it uses; the filled channel
 //! holds every slot of every ring, so a capture thread never waits on another input, and the
 //! backend takes frames in the order they were captured across inputs; each input's frames
 //! reach the sink in its capture order; a live source never waits for a slot (it discards
@@ -54,6 +55,7 @@ use crate::sink::{Flow, Sink};
 use crate::source::{Read, Source};
 use crate::stats::{
     ms, CaptureStats, InputLive, InputStats, Latency, Live, ProcessStats, SinkStats, Summary,
+    ThreadCpu,
 };
 use crate::stop::Stop;
 use crate::trace::{Kind, Recent, Span, Trace, Track, STRIP_FRAMES};
@@ -120,6 +122,17 @@ struct Shared {
     backend: Mutex<String>,
     /// Each input's counts, by `InputId`.
     inputs: Vec<Counters>,
+    /// Each thread's CPU over the run, as it ended (`-v` prints them).
+    cpu: Mutex<Vec<(String, ThreadCpu)>>,
+}
+
+impl Shared {
+    /// Files the calling thread's CPU since `start` under `name`.
+    fn note_cpu(&self, name: String, start: Option<ThreadCpu>) {
+        if let (Some(start), Some(now), Ok(mut cpu)) = (start, ThreadCpu::now(), self.cpu.lock()) {
+            cpu.push((name, now.since(start)));
+        }
+    }
 }
 
 impl Shared {
@@ -196,7 +209,7 @@ pub fn run(
 /// one sink, which runs on the calling thread and is always finished.
 pub fn run_inputs(
     inputs: Vec<Input>,
-    mut backend: Box<dyn Backend>,
+    backend: Box<dyn Backend>,
     sink: &mut dyn Sink,
     opts: &Options,
     stop: &Stop,
@@ -215,16 +228,14 @@ pub fn run_inputs(
     for (i, input) in inputs.iter().enumerate() {
         let id = InputId(i as u16);
         rings.push(match &input.source {
-            Arrival::Open { source, formats } => {
-                attached_ring(backend.as_mut(), id, input.ring, source.size(), *formats)?
-            }
+            Arrival::Open { source, formats } => ring_of(id, input.ring, source.size(), *formats),
             // A late input makes its ring once it knows its frames.
             Arrival::Late { .. } => Vec::new(),
         });
     }
     let slots_total: usize = inputs.iter().map(|i| i.ring).sum();
     crate::debug!(
-        "start-up: {slots_total} ring slots allocated and attached in {:.1} ms",
+        "start-up: {slots_total} ring slots allocated in {:.1} ms (each is page-locked as it first passes the backend)",
         ms(t.elapsed())
     );
     let shared = Arc::new(Shared {
@@ -253,6 +264,7 @@ pub fn run_inputs(
                 },
             })
             .collect(),
+        cpu: Mutex::new(Vec::new()),
     });
     let backend_tracks = backend.tracks();
     // Every slot of every ring fits in the filled and done channels: sending never waits.
@@ -318,6 +330,7 @@ pub fn run_inputs(
     };
     let mut sink_stats = SinkStats::default();
     let mut per_input = vec![PerInput::default(); shared.inputs.len()];
+    let sink_cpu = ThreadCpu::now();
     let sink_result = sink_loop(
         sink,
         &ends,
@@ -344,6 +357,7 @@ pub fn run_inputs(
     // The run's time ends here: a window may keep its last frame up in `finish`.
     let elapsed = started.elapsed();
     let finish_result = sink.finish().context("finishing the output");
+    shared.note_cpu("sink".into(), sink_cpu);
     drop(free_txs);
     let grace = Instant::now() + CAPTURE_GRACE;
     let ended = Ended {
@@ -358,6 +372,11 @@ pub fn run_inputs(
         sink: sink_result,
         finish: finish_result,
     };
+    if let Ok(cpu) = shared.cpu.lock() {
+        for (name, used) in cpu.iter() {
+            crate::debug!("CPU of the {name} thread over the run: {used}");
+        }
+    }
     sink_stats.pauses = shared.pauses.load(Ordering::SeqCst);
     sink_stats.stored = sink.stored();
     sink_stats.streams = sink.streams();
@@ -400,23 +419,14 @@ pub fn run_inputs(
 /// The most inputs one run takes.
 pub const MAX_INPUTS: usize = 64;
 
-/// Input `input`'s ring: slots for `size` frames in `formats`, tagged with the input, each
-/// buffer attached to the backend (page-locked for CUDA) before the first frame.
-fn attached_ring(
-    backend: &mut dyn Backend,
-    input: InputId,
-    ring: usize,
-    size: FrameSize,
-    formats: Formats,
-) -> Result<Vec<Slot>> {
+/// Input `input`'s ring: slots for `size` frames in `formats`, tagged with the input (the
+/// backend attaches each as it first passes `submit`).
+fn ring_of(input: InputId, ring: usize, size: FrameSize, formats: Formats) -> Vec<Slot> {
     let mut slots = ring::allocate(ring, size, formats);
     for slot in &mut slots {
         slot.desc.input = input;
-        for buf in slot.buffers_mut() {
-            backend.attach(buf)?;
-        }
     }
-    Ok(slots)
+    slots
 }
 
 /// What a capture thread needs to know of its run.
@@ -443,6 +453,7 @@ fn spawn_capture(
     Ok(thread::Builder::new()
         .name(format!("capture {}", how.input))
         .spawn(move || {
+            let cpu = ThreadCpu::now();
             let r = match arrive(source, refill, how.input, &shared) {
                 Ok(Some(mut source)) => capture_loop(source.as_mut(), &free, filled, how, &shared),
                 Ok(None) => Ok(()),
@@ -456,6 +467,7 @@ fn spawn_capture(
             if let Ok(mut ended) = shared.inputs[how.input].ended.lock() {
                 *ended = Some(why);
             }
+            shared.note_cpu(format!("capture {}", how.input), cpu);
             r
         })?)
 }
@@ -482,8 +494,7 @@ fn arrive(
                 "input {input} ({name}) opened late and joins the run: {}",
                 source.describe()
             );
-            for mut slot in ring::allocate(ring, source.size(), formats) {
-                slot.desc.input = InputId(input as u16);
+            for slot in ring_of(InputId(input as u16), ring, source.size(), formats) {
                 refill
                     .send(slot)
                     .expect("its free list has room for its ring");
@@ -509,6 +520,7 @@ fn spawn_backend(
         .name("backend".into())
         .spawn(move || {
             let mut st = ProcessStats::default();
+            let cpu = ThreadCpu::now();
             let r = backend_loop(
                 backend.as_mut(),
                 filled,
@@ -521,6 +533,7 @@ fn spawn_backend(
             if r.is_err() {
                 shared.stop.request();
             }
+            shared.note_cpu("backend".into(), cpu);
             (st, r)
         })?)
 }

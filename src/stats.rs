@@ -25,6 +25,61 @@ impl StageTimes {
     }
 }
 
+/// One thread's CPU time and context switches (`getrusage(RUSAGE_THREAD)`): where a stage's
+/// time goes beyond its own timings (the kernel's share of a pipe's copies, the wake-ups).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ThreadCpu {
+    /// User time, s.
+    pub user_s: f64,
+    /// System (kernel) time, s.
+    pub sys_s: f64,
+    /// Times the thread gave the CPU up to wait (voluntary context switches).
+    pub waits: i64,
+    /// Times it was preempted (involuntary context switches).
+    pub preempted: i64,
+}
+
+impl ThreadCpu {
+    /// The calling thread's so far; None where the system can't say.
+    pub fn now() -> Option<Self> {
+        let mut r = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: getrusage writes one `rusage` into the pointer it is given, which points
+        // to one; RUSAGE_THREAD asks for the calling thread's alone.
+        if unsafe { libc::getrusage(libc::RUSAGE_THREAD, r.as_mut_ptr()) } != 0 {
+            return None;
+        }
+        // SAFETY: getrusage succeeded, so it filled the struct (zeroed before anyway).
+        let r = unsafe { r.assume_init() };
+        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        Some(Self {
+            user_s: secs(r.ru_utime),
+            sys_s: secs(r.ru_stime),
+            waits: r.ru_nvcsw,
+            preempted: r.ru_nivcsw,
+        })
+    }
+
+    /// What the thread spent since `earlier` (a reading of the same thread).
+    pub fn since(self, earlier: Self) -> Self {
+        Self {
+            user_s: self.user_s - earlier.user_s,
+            sys_s: self.sys_s - earlier.sys_s,
+            waits: self.waits - earlier.waits,
+            preempted: self.preempted - earlier.preempted,
+        }
+    }
+}
+
+impl std::fmt::Display for ThreadCpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "user {:.2} s, system {:.2} s, {} waits, {} preempted",
+            self.user_s, self.sys_s, self.waits, self.preempted
+        )
+    }
+}
+
 /// What the capture thread counted.
 #[derive(Clone, Debug, Default)]
 pub struct CaptureStats {
@@ -561,4 +616,31 @@ pub struct Reload {
     pub chain: Option<String>,
     /// Why it failed (the compiler's or the check's message).
     pub error: Option<String>,
+}
+
+#[cfg(test)]
+mod cpu_tests {
+    use super::ThreadCpu;
+
+    #[test]
+    fn a_thread_sees_its_own_cpu_time_grow() {
+        let start = ThreadCpu::now().expect("getrusage on Linux");
+        // Busy for a while, in user space and in the kernel (the page faults of a fresh
+        // allocation touched once).
+        let spin = std::time::Instant::now();
+        let mut x = 0u64;
+        while spin.elapsed() < std::time::Duration::from_millis(50) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        let v = vec![1u8; 64 << 20];
+        assert_eq!(v[v.len() - 1].wrapping_add(x as u8 & 0), 1);
+        let used = ThreadCpu::now().unwrap().since(start);
+        assert!(used.user_s + used.sys_s >= 0.03, "{used}");
+        assert!(used.waits >= 0 && used.preempted >= 0, "{used}");
+        let shown = used.to_string();
+        assert!(
+            shown.starts_with("user ") && shown.contains(" waits, "),
+            "{shown}"
+        );
+    }
 }

@@ -330,3 +330,35 @@ fn aspect_and_interlacing_are_kept() {
     let (_, out, _) = pipe(&["--input", "-", "--headless", "--output", "-"], stream);
     assert!(parse_y4m(&out).0.contains(" Ip A1:1 "));
 }
+
+/// `-v` says where each thread's time went (user and system CPU, waits): the figures that
+/// explain a pipe hop (BENCHMARKS.md), for the capture, backend and sink threads.
+#[test]
+fn verbose_runs_say_what_each_thread_spent() {
+    let size = FrameSize::new(320, 240);
+    let (stream, _) = y4m_stream(size, 30);
+    let (code, out, err) = pipe(
+        &["--input", "-", "--headless", "-v", "--output", "-"],
+        stream,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(parse_y4m(&out).1.len(), 30);
+    for thread in ["capture 0", "backend", "sink"] {
+        let line = err
+            .lines()
+            .find(|l| l.contains(&format!("CPU of the {thread} thread over the run: ")))
+            .unwrap_or_else(|| panic!("no CPU line for the {thread} thread:\n{err}"));
+        // "user 0.01 s, system 0.00 s, 12 waits, 0 preempted": figures, not placeholders.
+        let figures: Vec<f64> = line
+            .rsplit(": ")
+            .next()
+            .unwrap()
+            .split(", ")
+            .filter_map(|part| part.split(' ').find_map(|t| t.parse().ok()))
+            .collect();
+        assert_eq!(figures.len(), 4, "{line}");
+        assert!(figures.iter().all(|f| *f >= 0.0), "{line}");
+    }
+    // The ring is made without touching its pages: they come as frames fill them.
+    assert!(err.contains("ring slots allocated in"), "{err}");
+}

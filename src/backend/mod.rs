@@ -7,8 +7,9 @@
 //! never keeps more than `capacity()` frames. Each frame is processed as its own descriptor
 //! says, so frames of several sizes and formats may be interleaved; `formats()` and the
 //! config's `size` are the run's first configuration, which the ring's slots are made for.
-//! `attach` is called once per ring buffer before the first frame (the CUDA backend
-//! page-locks it there). Where the config asks for a mosaic (`compose`), the backend scales
+//! `attach` prepares a ring buffer (the CUDA backend page-locks it); `submit` attaches the
+//! slot's buffers as they first pass (a no-op after that), and a caller may attach them
+//! ahead (the bench does). Where the config asks for a mosaic (`compose`), the backend scales
 //! each processed frame into its tile too and hands pictures out through `picture`; the
 //! CUDA backend then brings a frame down only where some output needs it whole
 //! (`Slot::output_skipped` says it didn't).
