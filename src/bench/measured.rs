@@ -59,6 +59,8 @@ pub struct Setup {
     pub defaults: bool,
     /// The rolling trace's bursts are timed, as in a window run (`trace::Rolling::Bursts`).
     pub rolling: bool,
+    /// The bare baseline (`Setup::bare`).
+    pub bare: bool,
 }
 
 impl Setup {
@@ -77,6 +79,7 @@ impl Setup {
             paced_fps: 0.0,
             defaults: false,
             rolling: false,
+            bare: false,
         }
     }
 }
@@ -93,6 +96,22 @@ impl Setup {
             ring: c.ring,
             defaults: true,
             ..Setup::new(false, c.bands.min(size.height), c.in_flight)
+        }
+    }
+
+    /// The bare baseline beside `defaults`: one thread driving the backend over a ring of
+    /// page-locked buffers (the defaults' ring and frames in flight), one band, plain calls
+    /// (no graphs), no capture or consumer thread, no channels: what the defaults would
+    /// reach if their threads and hand-offs cost nothing.
+    pub(crate) fn bare(defaults: Setup) -> Self {
+        Self {
+            bands: 1,
+            busy_bands: 1,
+            graphs: false,
+            threads: false,
+            defaults: false,
+            bare: true,
+            ..defaults
         }
     }
 

@@ -179,6 +179,33 @@ mod tests {
     }
 
     #[test]
+    fn the_verdict_sets_the_defaults_against_the_bare_baseline() {
+        let mut s = sample_section();
+        s.rows[0].setup.defaults = true;
+        let bare = Setup::bare(s.rows[0].setup);
+        assert_eq!((bare.bands, bare.busy_bands), (1, 1));
+        assert!(!bare.threads && !bare.graphs && !bare.defaults && bare.bare);
+        let times: Vec<(f64, f64)> = (0..40)
+            .map(|i| (i as f64 * 0.45, i as f64 * 0.45 + 0.3))
+            .collect();
+        let row = make_row(bare, &times, 0.4, Some(2.0)).unwrap();
+        assert_eq!(
+            notes(&row),
+            "bare baseline (one thread, no channels, plain calls)"
+        );
+        s.rows.push(row);
+        let v = verdict(&s);
+        assert!(
+            v.contains(
+                "defaults unpaced 80.0% of bound against the bare baseline's 88.9% (-8.9 points)"
+            ),
+            "{v}"
+        );
+        // The baseline is never the section's best throughput: it is not the app.
+        assert!(v.contains("best throughput 80.0%"), "{v}");
+    }
+
+    #[test]
     fn json_schema() {
         let report = Report {
             device: "test".into(),
@@ -212,7 +239,7 @@ mod tests {
         }
         assert_eq!(r["issue"], "depth");
         assert_eq!(r["streams"], "per-stage");
-        for key in ["graphs", "priorities", "threads"] {
+        for key in ["graphs", "priorities", "threads", "bare"] {
             assert!(r[key].is_boolean(), "missing row.{key}");
         }
         assert!(s["both_over_ring_ms"].is_number());

@@ -84,13 +84,15 @@ pub(crate) fn notes(r: &Row) -> String {
     if r.setup.busy_bands != r.setup.bands {
         n.push(format!("{} band(s) behind others", r.setup.busy_bands));
     }
-    if !r.setup.graphs && !r.setup.pageable {
+    if r.setup.bare {
+        n.push("bare baseline (one thread, no channels, plain calls)".into());
+    } else if !r.setup.graphs && !r.setup.pageable {
         n.push("no graphs".into());
     }
     if r.setup.priorities {
         n.push("priorities".into());
     }
-    if !r.setup.threads {
+    if !r.setup.threads && !r.setup.bare {
         n.push("no threads".into());
     }
     if r.setup.rolling {

@@ -31,12 +31,20 @@ pub fn verdict(section: &Section) -> String {
             r.latency_ms, r.setup.bands, r.setup.streams
         );
     }
-    if let Some(r) = section
+    let defaults = section
         .rows
         .iter()
-        .find(|r| r.setup.defaults && r.setup.paced_fps == 0.0)
-    {
+        .find(|r| r.setup.defaults && r.setup.paced_fps == 0.0);
+    if let Some(r) = defaults {
         let _ = write!(out, "; defaults unpaced {:.1}% of bound", r.pct_of_bound);
+    }
+    if let (Some(d), Some(b)) = (defaults, section.rows.iter().find(|r| r.setup.bare)) {
+        let _ = write!(
+            out,
+            " against the bare baseline's {:.1}% ({:+.1} points)",
+            b.pct_of_bound,
+            d.pct_of_bound - b.pct_of_bound
+        );
     }
     if let Some(r) = section
         .rows
