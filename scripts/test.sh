@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up (once) and runs every check: formatting, clippy and the tests, in both builds
-# (with OpenCV: the full app; without: engine, pattern, GPU tests). GPU tests are counted as
+# Sets up (once) and runs every check: formatting, clippy and the tests, in the builds
+# (with OpenCV: the full app; without: engine, pattern, GPU tests; FFmpeg without OpenCV:
+# the GPU machine's decoding). GPU tests are counted as
 # ignored where there is no GPU; scripts/gpu.sh runs them on the GPU machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,9 +19,15 @@ echo "== clippy (with OpenCV)"
 cargo clippy --release --all-targets --quiet -- -D warnings
 echo "== clippy (without OpenCV)"
 cargo clippy --release --all-targets --no-default-features --target-dir target/nocv --quiet -- -D warnings
+# The GPU machine's build: FFmpeg's libraries without OpenCV (linked statically there by
+# scripts/gpu.sh bundle; here against the system's).
+echo "== clippy (FFmpeg without OpenCV)"
+cargo clippy --release --all-targets --no-default-features --features ffmpeg --target-dir target/ffonly --quiet -- -D warnings
 LOG=$(mktemp -d)
 echo "== tests without OpenCV"
 cargo test --release --no-default-features --target-dir target/nocv 2>&1 | tee "$LOG/nocv.log"
+echo "== tests of FFmpeg without OpenCV"
+cargo test --release --no-default-features --features ffmpeg --target-dir target/ffonly --test ffmpeg_only 2>&1 | tee "$LOG/ffonly.log"
 echo "== tests with OpenCV"
 cargo test --release 2>&1 | tee "$LOG/opencv.log"
 # GPU tests are ignored here (they need CUDA); scripts/gpu.sh runs them on the GPU machine.

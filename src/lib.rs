@@ -31,6 +31,6 @@ pub mod source;
 pub mod stats;
 pub mod stop;
 pub mod tiles;
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 pub mod timebase;
 pub mod trace;

@@ -3,7 +3,9 @@
 //! BGR picture is copied plane by plane into the ring slot as it came (one copy, no colour
 //! conversion on the CPU), and the GPU converts it. This is `--decode cpu`, the default for
 //! files and for URLs that are not GStreamer pipelines; `--decode opencv` keeps OpenCV's
-//! capture (`capture.rs`), which converts every frame to BGR on the CPU.
+//! capture (`capture.rs`), which converts every frame to BGR on the CPU. It needs FFmpeg's
+//! libraries alone (the `ffmpeg` feature), so the GPU machine's build, which has no OpenCV,
+//! decodes files with it too (`ffmpeg-static`, `scripts/gpu.sh bundle`).
 //!
 //! Invariants:
 //! - every decoded frame is handed out, in decoding order, none dropped or repeated for a

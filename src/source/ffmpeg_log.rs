@@ -30,7 +30,8 @@ static SCALER_FAILURES: AtomicU64 = AtomicU64::new(0);
 static REINIT_SIZE: AtomicU64 = AtomicU64::new(0);
 static DEFAULT: OnceLock<Option<(Callback, FormatLine)>> = OnceLock::new();
 
-/// How many frames FFmpeg's scaler refused so far.
+/// How many frames FFmpeg's scaler refused so far (OpenCV's reader asks).
+#[cfg(feature = "opencv")]
 pub fn scaler_failures() -> u64 {
     SCALER_FAILURES.load(Ordering::SeqCst)
 }
@@ -38,6 +39,7 @@ pub fn scaler_failures() -> u64 {
 /// The size an H.264 decoder last re-initialized to (its "Reinit context to WxH"
 /// message, at debug level: a size change, also a shrinking one, which OpenCV 4.6
 /// answers with frames of the old size holding the wrong pixels); None before any.
+#[cfg(feature = "opencv")]
 pub fn reinit_size() -> Option<(usize, usize)> {
     let v = REINIT_SIZE.load(Ordering::SeqCst);
     (v != 0).then_some(((v >> 32) as usize, (v & 0xffff_ffff) as usize))

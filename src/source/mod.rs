@@ -17,11 +17,11 @@ pub mod stdin;
 
 #[cfg(feature = "opencv")]
 pub mod capture;
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 pub mod decode;
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 mod ffmpeg_log;
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 pub mod media;
 
 use std::os::unix::fs::FileTypeExt;

@@ -38,20 +38,20 @@ pub struct Asked {
     pub size: Option<FrameSize>,
     /// `--fps`: the pattern's rate, and what a camera is asked for (0: unpaced).
     pub fps: Option<f64>,
-    /// The run shows a window (a file then plays at its rate). Files need OpenCV.
-    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+    /// The run shows a window (a file then plays at its rate). Files need FFmpeg's libraries.
+    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub window: bool,
     /// `--no-pace`.
-    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub no_pace: bool,
     /// `--decode`: who decodes files and network streams.
-    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub decode: Decode,
     /// A live network stream is opened again when lost (`reconnect`): several inputs, or
     /// `--reconnect`.
     pub reconnect: bool,
     /// Frames pass untouched to standard output alone (`--filter copy`, headless).
-    #[cfg_attr(not(feature = "opencv"), allow(dead_code))]
+    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub untouched: bool,
     /// A file's rotation and video start (`media::MediaInfo`).
     #[cfg(feature = "opencv")]
@@ -62,16 +62,16 @@ pub struct Asked {
 }
 
 /// What libavformat reads from a video file's header (rate, rotation, audio); nothing for
-/// other inputs, or without OpenCV (which brings FFmpeg's libraries).
-#[cfg(feature = "opencv")]
+/// other inputs, or without FFmpeg's libraries.
+#[cfg(feature = "ffmpeg")]
 pub type Media = super::media::MediaInfo;
-/// Without OpenCV there is no libavformat to read a header with.
-#[cfg(not(feature = "opencv"))]
+/// Without FFmpeg's libraries there is no libavformat to read a header with.
+#[cfg(not(feature = "ffmpeg"))]
 pub type Media = ();
 
 fn probe_media(input: &InputSpec) -> Option<Media> {
     match input {
-        #[cfg(feature = "opencv")]
+        #[cfg(feature = "ffmpeg")]
         InputSpec::Video(path) => super::media::probe(path),
         _ => None,
     }
@@ -112,7 +112,7 @@ pub fn start(input: InputSpec, asked: Asked) -> Result<Opening> {
                 let source = reconnecting(source, &input, asked);
                 // A file at a URL: its rate, time base and audio, as a local file's.
                 let media = match &input {
-                    #[cfg(feature = "opencv")]
+                    #[cfg(feature = "ffmpeg")]
                     InputSpec::Stream(url) if !source.is_live() => {
                         super::media::probe(std::path::Path::new(url))
                     }
@@ -215,8 +215,55 @@ fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
         }
         #[cfg(feature = "opencv")]
         other => open_capture(other, asked),
-        #[cfg(not(feature = "opencv"))]
-        _ => bail!("this build has no OpenCV: only --input pattern is available"),
+        #[cfg(all(feature = "ffmpeg", not(feature = "opencv")))]
+        other => match by_libav(other, asked)? {
+            Some(source) => Ok(source),
+            None if asked.decode == Decode::Opencv => {
+                bail!("--decode opencv: this build has no OpenCV (files and network streams are decoded by FFmpeg's libavcodec: --decode cpu)")
+            }
+            None => bail!("this build has no OpenCV: cameras, still images and GStreamer pipelines need it (files and network streams, standard input, named pipes and the pattern don't)"),
+        },
+        #[cfg(not(feature = "ffmpeg"))]
+        _ => bail!("this build has neither OpenCV nor FFmpeg's libraries: only the pattern, standard input and named pipes are available"),
+    }
+}
+
+/// A file or a network stream (not a GStreamer pipeline) decoded by libavcodec, where
+/// `--decode cpu`; None for any other input, or `--decode opencv`.
+#[cfg(feature = "ffmpeg")]
+fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> {
+    let url = match input {
+        InputSpec::Video(path) => path.display().to_string(),
+        InputSpec::Stream(url) if !url.contains('!') => url.clone(),
+        _ => return Ok(None),
+    };
+    if asked.decode != Decode::Cpu {
+        return Ok(None);
+    }
+    let decode = super::decode::Asked {
+        pace: paced(asked),
+        untouched: asked.untouched,
+    };
+    let source = super::decode::open(&url, decode)?;
+    say_size_and_fps_dont_apply(&source, asked);
+    Ok(Some(Box::new(source)))
+}
+
+/// In a window a file plays at its own rate, unless `--no-pace` or `--fps 0`.
+#[cfg(feature = "ffmpeg")]
+fn paced(asked: Asked) -> bool {
+    asked.window && !asked.no_pace && asked.fps != Some(0.0)
+}
+
+/// `--size` and `--fps` set the pattern and ask a camera; any other source keeps its own,
+/// and is said to.
+#[cfg(feature = "ffmpeg")]
+fn say_size_and_fps_dont_apply(source: &dyn Source, asked: Asked) {
+    if asked.size.is_some() || asked.fps.is_some_and(|f| f != 0.0) {
+        crate::warn!(
+            "--size and --fps don't apply to {}: it keeps its own size and rate (they set the test pattern, and ask a camera)",
+            source.describe()
+        );
     }
 }
 
@@ -240,39 +287,16 @@ fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
         }
         return Ok(source);
     }
-    // In a window a file plays at its own rate, unless --no-pace or --fps 0.
-    let pace = asked.window && !asked.no_pace && asked.fps != Some(0.0);
-    let by_libav = match input {
-        InputSpec::Video(path) => Some(path.display().to_string()),
-        InputSpec::Stream(url) if !url.contains('!') => Some(url.clone()),
-        _ => None,
-    };
-    if let Some(url) = by_libav.filter(|_| asked.decode == Decode::Cpu) {
-        let decode = super::decode::Asked {
-            pace,
-            untouched: asked.untouched,
-        };
-        let source = super::decode::open(&url, decode)?;
-        if asked.size.is_some() || asked.fps.is_some_and(|f| f != 0.0) {
-            crate::warn!(
-                "--size and --fps don't apply to {}: it keeps its own size and rate (they set the test pattern, and ask a camera)",
-                source.describe()
-            );
-        }
-        return Ok(Box::new(source));
+    if let Some(source) = by_libav(input, asked)? {
+        return Ok(source);
     }
     let request = capture::Request {
-        pace,
+        pace: paced(asked),
         rotation: asked.rotation,
         offset: asked.offset,
         ..capture::Request::default()
     };
     let source = capture::open(input, request)?;
-    if asked.size.is_some() || asked.fps.is_some_and(|f| f != 0.0) {
-        crate::warn!(
-            "--size and --fps don't apply to {}: it keeps its own size and rate (they set the test pattern, and ask a camera)",
-            source.describe()
-        );
-    }
+    say_size_and_fps_dont_apply(source.as_ref(), asked);
     Ok(source)
 }

@@ -1,0 +1,144 @@
+//! The build for the GPU machine: FFmpeg's libraries without OpenCV (`--features ffmpeg`;
+//! `ffmpeg-static` links them in, `scripts/gpu.sh bundle`). Files and streams are decoded by
+//! libavcodec exactly as ffmpeg decodes them; what needs OpenCV is refused by name.
+//! `scripts/test.sh` runs these with `--no-default-features --features ffmpeg`; in the other
+//! builds this file holds no test.
+#![cfg(all(feature = "ffmpeg", not(feature = "opencv")))]
+
+mod common;
+
+use std::process::Command;
+
+use common::run::{bin, TempDir};
+
+/// ffmpeg's frame checksums of `args`'s decoded video.
+fn framemd5(args: &[&str], stdin: Option<std::process::Stdio>) -> String {
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-v", "error"])
+        .args(args)
+        .args(["-f", "framemd5", "-"]);
+    if let Some(s) = stdin {
+        cmd.stdin(s);
+    }
+    let out = cmd.output().expect("ffmpeg runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The checksums alone: the header names the input, and the time bases differ
+    // (a Y4M stream's is its rate).
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.rsplit(',').next().unwrap().trim().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn files_are_decoded_as_ffmpeg_decodes_them() {
+    let dir = TempDir::new("ffmpeg-only");
+    for (name, codec) in [
+        ("h264.mp4", "libx264"),
+        ("hevc.mkv", "libx265"),
+        ("vp9.webm", "libvpx-vp9"),
+    ] {
+        let clip = dir.join(name);
+        let made = Command::new("ffmpeg")
+            .args([
+                "-v",
+                "error",
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc2=s=320x240:r=30000/1001:d=1",
+            ])
+            .args(["-c:v", codec, "-pix_fmt", "yuv420p", "-y"])
+            .arg(&clip)
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        let mut run = Command::new(bin())
+            .arg("--input")
+            .arg(&clip)
+            .args(["--headless", "--output", "-"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let ours = framemd5(
+            &["-f", "yuv4mpegpipe", "-i", "-"],
+            Some(run.stdout.take().unwrap().into()),
+        );
+        assert!(run.wait().unwrap().success(), "{name}");
+        let theirs = framemd5(&["-i", clip.to_str().unwrap()], None);
+        assert_eq!(ours.lines().count(), 30, "{name}: {ours}");
+        assert_eq!(ours, theirs, "{name}");
+    }
+}
+
+#[test]
+fn what_needs_opencv_is_refused_by_name() {
+    let dir = TempDir::new("ffmpeg-only-refused");
+    let image = dir.join("still.png");
+    let made = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=64x48",
+            "-frames",
+            "1",
+            "-y",
+        ])
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let run = Command::new(bin())
+        .arg("--input")
+        .arg(&image)
+        .arg("--headless")
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        err.contains("this build has no OpenCV: cameras, still images"),
+        "{err}"
+    );
+    let clip = dir.join("clip.mp4");
+    let made = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=64x48:d=0.2",
+            "-y",
+        ])
+        .arg(&clip)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let run = Command::new(bin())
+        .arg("--input")
+        .arg(&clip)
+        .args(["--headless", "--decode", "opencv"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        err.contains("--decode opencv: this build has no OpenCV"),
+        "{err}"
+    );
+}
