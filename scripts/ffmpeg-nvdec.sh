@@ -21,7 +21,10 @@ if [ -x "$prefix/bin/ffmpeg" ] && [ -f "$prefix/lib/libavcodec.a" ]; then
     echo "$prefix: built"
     exit 0
 fi
-command -v nasm >/dev/null || { echo "scripts/ffmpeg-nvdec.sh: nasm is needed (apt-get install nasm)" >&2; exit 1; }
+# The assembler of FFmpeg's SIMD code (decoding on the CPU at full speed), and what the
+# project's builds need anyway.
+. scripts/setup.sh
+setup_packages nasm xz-utils patch
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
