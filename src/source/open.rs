@@ -224,7 +224,7 @@ fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
             None => bail!("this build has no OpenCV: cameras, still images and GStreamer pipelines need it (files and network streams, standard input, named pipes and the pattern don't)"),
         },
         #[cfg(not(feature = "ffmpeg"))]
-        _ => bail!("this build has neither OpenCV nor FFmpeg's libraries: only the pattern, standard input and named pipes are available"),
+        _ => bail!("this build has no OpenCV: only --input pattern, standard input (-) and named pipes are available (nor FFmpeg's libraries: files need the ffmpeg feature)"),
     }
 }
 
