@@ -36,6 +36,35 @@ fn framemd5(args: &[&str], stdin: Option<std::process::Stdio>) -> String {
         .join("\n")
 }
 
+/// Makes `path` with ffmpeg from the lavfi source `lavfi`, then `extra` output options.
+fn make(path: &std::path::Path, lavfi: &str, extra: &[&str]) {
+    let made = Command::new("ffmpeg")
+        .args(["-v", "error", "-f", "lavfi", "-i", lavfi])
+        .args(extra)
+        .arg("-y")
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+}
+
+/// framepipe's error for `--input input` and `args`: it must exit 1.
+fn refused(input: &std::path::Path, args: &[&str]) -> String {
+    let run = Command::new(bin())
+        .arg("--input")
+        .arg(input)
+        .arg("--headless")
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1));
+    String::from_utf8_lossy(&run.stderr).into_owned()
+}
+
 #[test]
 fn files_are_decoded_as_ffmpeg_decodes_them() {
     let dir = TempDir::new("ffmpeg-only");
@@ -45,23 +74,10 @@ fn files_are_decoded_as_ffmpeg_decodes_them() {
         ("vp9.webm", "libvpx-vp9"),
     ] {
         let clip = dir.join(name);
-        let made = Command::new("ffmpeg")
-            .args([
-                "-v",
-                "error",
-                "-f",
-                "lavfi",
-                "-i",
-                "testsrc2=s=320x240:r=30000/1001:d=1",
-            ])
-            .args(["-c:v", codec, "-pix_fmt", "yuv420p", "-y"])
-            .arg(&clip)
-            .output()
-            .unwrap();
-        assert!(
-            made.status.success(),
-            "{}",
-            String::from_utf8_lossy(&made.stderr)
+        make(
+            &clip,
+            "testsrc2=s=320x240:r=30000/1001:d=1",
+            &["-c:v", codec, "-pix_fmt", "yuv420p"],
         );
         let mut run = Command::new(bin())
             .arg("--input")
@@ -82,61 +98,54 @@ fn files_are_decoded_as_ffmpeg_decodes_them() {
     }
 }
 
+/// `--decode gpu`: NVDEC where there is one; here, without CUDA, the CPU decodes and the run
+/// says why. Either way the frames are ffmpeg's own (NVDEC's H.264 and HEVC pictures are
+/// exact, as the standards define them).
+#[test]
+fn decode_gpu_falls_back_to_the_cpu_and_says_why() {
+    let dir = TempDir::new("ffmpeg-only-gpu");
+    let clip = dir.join("h264.mp4");
+    make(
+        &clip,
+        "testsrc2=s=320x240:r=25:d=1",
+        &["-c:v", "libx264", "-pix_fmt", "yuv420p"],
+    );
+    let mut run = Command::new(bin())
+        .arg("--input")
+        .arg(&clip)
+        .args(["--headless", "--decode", "gpu", "--output", "-"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ours = framemd5(
+        &["-f", "yuv4mpegpipe", "-i", "-"],
+        Some(run.stdout.take().unwrap().into()),
+    );
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("decoded by NVDEC through libavcodec")
+            || (err.contains("--decode gpu: ") && err.contains("; the CPU decodes it")),
+        "{err}"
+    );
+    assert_eq!(ours, framemd5(&["-i", clip.to_str().unwrap()], None));
+}
+
 #[test]
 fn what_needs_opencv_is_refused_by_name() {
     let dir = TempDir::new("ffmpeg-only-refused");
     let image = dir.join("still.png");
-    let made = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=64x48",
-            "-frames",
-            "1",
-            "-y",
-        ])
-        .arg(&image)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
-    let run = Command::new(bin())
-        .arg("--input")
-        .arg(&image)
-        .arg("--headless")
-        .output()
-        .unwrap();
-    assert_eq!(run.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&run.stderr);
+    make(&image, "testsrc2=s=64x48", &["-frames", "1"]);
+    let err = refused(&image, &[]);
     assert!(
         err.contains("this build has no OpenCV: cameras, still images"),
         "{err}"
     );
     let clip = dir.join("clip.mp4");
-    let made = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=64x48:d=0.2",
-            "-y",
-        ])
-        .arg(&clip)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
-    let run = Command::new(bin())
-        .arg("--input")
-        .arg(&clip)
-        .args(["--headless", "--decode", "opencv"])
-        .output()
-        .unwrap();
-    assert_eq!(run.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&run.stderr);
+    make(&clip, "testsrc2=s=64x48:d=0.2", &[]);
+    let err = refused(&clip, &["--decode", "opencv"]);
     assert!(
         err.contains("--decode opencv: this build has no OpenCV"),
         "{err}"

@@ -3,7 +3,8 @@
 //! BGR picture is copied plane by plane into the ring slot as it came (one copy, no colour
 //! conversion on the CPU), and the GPU converts it. This is `--decode cpu`, the default for
 //! files and for URLs that are not GStreamer pipelines; `--decode opencv` keeps OpenCV's
-//! capture (`capture.rs`), which converts every frame to BGR on the CPU. It needs FFmpeg's
+//! capture (`capture.rs`), which converts every frame to BGR on the CPU; `--decode gpu`
+//! gives the decoder NVDEC where it can (`nvdec.rs`). It needs FFmpeg's
 //! libraries alone (the `ffmpeg` feature), so the GPU machine's build, which has no OpenCV,
 //! decodes files with it too (`ffmpeg-static`, `scripts/gpu.sh bundle`).
 //!
@@ -82,6 +83,8 @@ pub struct Decoded {
     frames: u64,
     /// Packets the decoder refused (a damaged file).
     refused: u64,
+    /// NVDEC, where `--decode gpu` and it could be given to the decoder.
+    nvdec: Option<super::nvdec::Nvdec>,
 }
 
 /// What opening asks for.
@@ -93,6 +96,8 @@ pub struct Asked {
     /// raw pipe): full-range (JPEG) YUV is then carried as decoded, bit for bit, since
     /// nothing converts it.
     pub untouched: bool,
+    /// Decode with NVDEC where it can (`--decode gpu`; `nvdec.rs`).
+    pub gpu: bool,
 }
 
 /// FFmpeg's interrupt callback: a blocked open or read gives up once a stop was asked for.
@@ -222,6 +227,15 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         count: 0,
         ..Default::default()
     });
+    let nvdec = if asked.gpu {
+        super::nvdec::attach(&mut ctx, stream.parameters().id())
+            .map_err(|why| {
+                crate::warn!("{kind} '{url}': --decode gpu: {why}; the CPU decodes it");
+            })
+            .ok()
+    } else {
+        None
+    };
     let decoder = ctx.decoder().video().with_context(|| {
         format!("{kind} '{url}': no decoder for its video ({codec_name}) in this FFmpeg")
     })?;
@@ -266,6 +280,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         prev_seconds: None,
         frames: 0,
         refused: 0,
+        nvdec,
     };
     // The first picture says the size and format (the codec parameters may not).
     if !source.decode_next()? {
@@ -368,8 +383,12 @@ impl Decoded {
             }
         }
         self.size = upright;
+        let by = match &self.nvdec {
+            Some(n) if n.decoding() => "NVDEC through libavcodec",
+            _ => "libavcodec",
+        };
         self.what = format!(
-            "{} (decoded by libavcodec: {codec}, {})",
+            "{} (decoded by {by}: {codec}, {})",
             self.what,
             match &self.conversion {
                 Conversion::Planes { .. } => format!("{} as decoded", self.format),
@@ -383,7 +402,12 @@ impl Decoded {
     fn decode_next(&mut self) -> Result<bool> {
         loop {
             match self.decoder.receive_frame(&mut self.picture) {
-                Ok(()) => return Ok(true),
+                Ok(()) => {
+                    if let Some(nvdec) = &mut self.nvdec {
+                        nvdec.download(&mut self.picture, &self.what)?;
+                    }
+                    return Ok(true);
+                }
                 Err(ff::Error::Eof) => return Ok(false),
                 Err(ff::Error::Other { errno }) if errno == libc::EAGAIN => {}
                 Err(e) => {

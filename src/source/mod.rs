@@ -23,6 +23,8 @@ pub mod decode;
 mod ffmpeg_log;
 #[cfg(feature = "ffmpeg")]
 pub mod media;
+#[cfg(feature = "ffmpeg")]
+mod nvdec;
 
 use std::os::unix::fs::FileTypeExt;
 

@@ -26,6 +26,10 @@ pub enum Decode {
     Cpu,
     /// OpenCV's capture (frames converted to BGR on the CPU).
     Opencv,
+    /// NVDEC, the GPU's decoder, through libavcodec's CUDA hwaccel (H.264 and HEVC where
+    /// the GPU and the build have it); where it can't decode the stream, the CPU does, and
+    /// the run says why.
+    Gpu,
 }
 
 /// What the flags ask of the input: `--size` and `--fps` when given, what standard input
@@ -237,12 +241,13 @@ fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> 
         InputSpec::Stream(url) if !url.contains('!') => url.clone(),
         _ => return Ok(None),
     };
-    if asked.decode != Decode::Cpu {
+    if asked.decode == Decode::Opencv {
         return Ok(None);
     }
     let decode = super::decode::Asked {
         pace: paced(asked),
         untouched: asked.untouched,
+        gpu: asked.decode == Decode::Gpu,
     };
     let source = super::decode::open(&url, decode)?;
     say_size_and_fps_dont_apply(&source, asked);
