@@ -18,8 +18,8 @@
 //! frame, each slot tagged with its input; an input that joins late, `Arrival::Late`, has
 //! its ring made by its capture thread once it opens); the backend attaches each slot
 //! (page-locks it, for CUDA) as the slot first passes, so that the run starts without
-//! waiting for a whole ring to be locked and a short run locks only the slots it uses; the filled channel
-//! holds every slot of every ring, so a capture thread never waits on another input, and the
+//! waiting for a whole ring to be locked and a short run locks only the slots it uses; the
+//! filled channel holds every slot of every ring, so a capture thread never waits on another input, and the
 //! backend takes frames in the order they were captured across inputs; each input's frames
 //! reach the sink in its capture order; a live source never waits for a slot (it discards
 //! the frame and counts it dropped), any other source waits for its own ring only; an input
@@ -33,6 +33,7 @@
 //! late result is dropped). While it runs, the sink loop is the stop watchdog's sign of
 //! progress (`stop::beat`). A traced frame's spans (capture, backend, output) go to the
 //! first frames' trace and to a ring of the latest (`trace::Recent`), whose memory is fixed.
+//! Each thread's CPU over the run (user, system, waits) is noted as it ends, for `-v`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -133,9 +134,7 @@ impl Shared {
             cpu.push((name, now.since(start)));
         }
     }
-}
 
-impl Shared {
     fn total(&self, of: impl Fn(&Counters) -> &AtomicU64) -> u64 {
         self.inputs
             .iter()
