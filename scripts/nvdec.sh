@@ -6,7 +6,7 @@
 #
 # Makes a 1080p H.264 and a 4K HEVC clip with the wheel's ffmpeg (testsrc2), then for each:
 # framepipe's frames with --decode gpu against --decode cpu, bit for bit (the whole Y4M
-# stream's checksum, `copy`, bands 1 and 16); the rates of NVDEC decoding alone (the
+# stream's checksum, `copy`, bands 1, 4 and 16); the rates of NVDEC decoding alone (the
 # bundle's ffmpeg-nvdec, -hwaccel cuda), of framepipe --decode gpu and --decode cpu with
 # gauss:2 to nothing and to a Y4M pipe. Logs in $OUT.
 set -uo pipefail
@@ -37,8 +37,8 @@ fps() { # frames per second of "$2" over $3 frames, best of 2
     for clip in h264-1080p.mp4 hevc-4k.mkv; do
         n=$($nv -i "$t/$clip" -f framemd5 - 2>/dev/null | grep -vc '^#')
         echo "== $clip ($n frames)"
-        for bands in 1 16; do
-            gpu=$($fp -q --input "$t/$clip" --decode gpu --headless --backend cuda --bands "$bands" --output - 2>"$out/gpu-$clip-$bands.err" | md5sum)
+        for bands in 1 4 16; do
+            gpu=$($fp -q --input "$t/$clip" --decode gpu --headless --backend cuda --bands "$bands" --output - 2>>"$out/nvdec.err" | md5sum)
             cpu=$($fp -q --input "$t/$clip" --decode cpu --headless --backend cuda --bands "$bands" --output - 2>/dev/null | md5sum)
             [ "$gpu" = "$cpu" ] && same="identical" || same="DIFFERENT"
             echo "--decode gpu against --decode cpu, copy, $bands band(s): $same ($gpu)"
