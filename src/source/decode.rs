@@ -383,6 +383,12 @@ impl Decoded {
             }
         }
         self.size = upright;
+        // NVDEC's pictures that need nothing done go straight into the slot.
+        if let Some(n) = &mut self.nvdec {
+            n.direct = n.decoding()
+                && self.format == PixelFormat::Nv12
+                && matches!(self.conversion, Conversion::Planes { turns: 0 });
+        }
         let by = match &self.nvdec {
             Some(n) if n.decoding() => "NVDEC through libavcodec",
             _ => "libavcodec",
@@ -463,7 +469,8 @@ impl Decoded {
     /// Checks the picture against the first and writes it into `frame`.
     fn hand_out(&mut self, frame: &mut [u8]) -> Result<()> {
         let p = &self.picture;
-        if (p.width(), p.height(), p.format()) != self.coded {
+        // An NVDEC picture left on the device is checked by its pixels' format.
+        if (p.width(), p.height(), super::nvdec::sw_format(p)) != self.coded {
             let (what, first, now) = if (p.width(), p.height()) != (self.coded.0, self.coded.1) {
                 (
                     "size",
@@ -487,6 +494,13 @@ impl Decoded {
             );
         }
         let coded = FrameSize::new(self.coded.0 as usize, self.coded.1 as usize);
+        if p.format() == ff::format::Pixel::CUDA {
+            let nvdec = self
+                .nvdec
+                .as_ref()
+                .context("internal: a CUDA picture without NVDEC")?;
+            return nvdec.bring_into_slot(p, coded, frame);
+        }
         // A decoder that hands rows bottom-up (a negative pitch) gets its picture copied the
         // right way up first: the plane copies below read rows at positive pitches.
         let copied;

@@ -1,9 +1,12 @@
 //! NVDEC, the GPU's video decoder, through libavcodec's CUDA hwaccel (`--decode gpu`): the
 //! decoder's context gets a CUDA device (device 0's primary context, the one framepipe's
-//! backend uses) and picks the CUDA pixel format when libavcodec offers it; each picture
-//! NVDEC decodes is brought down into a host picture (NV12, as NVDEC gives 8-bit 4:2:0), so
-//! the rest of `decode.rs` (the size and format checks, turning, the copy into the slot)
-//! treats it as a picture the CPU decoded.
+//! backend uses) and picks the CUDA pixel format when libavcodec offers it. The first
+//! picture NVDEC decodes is brought down into a host picture (NV12, as NVDEC gives 8-bit
+//! 4:2:0), so that `decode.rs` settles the input's format from it as from any picture; once
+//! that says NV12, as carried and upright, every later picture is brought down straight
+//! into the ring's slot (`bring_into_slot`: one copy from the device, no copy on the CPU), and
+//! any other picture (a rotated file, 10-bit P010) keeps coming down into a host picture
+//! and goes the CPU-decoded way (turned, or converted).
 //!
 //! This first step takes the decoding off the CPU; the frames still cross PCIe twice (down
 //! here, up in the backend). Frames kept in device memory (`desc::Memory::Device`) are the
@@ -20,6 +23,9 @@ use ffmpeg_next as ff;
 
 /// A decoder context's NVDEC (module doc).
 pub struct Nvdec {
+    /// Pictures stay on the device until `bring_into_slot` brings them down straight into the
+    /// ring's slot (set once the first picture showed they are NV12 as carried, upright).
+    pub direct: bool,
     /// The last picture brought down (the hardware picture is swapped in here).
     host: ff::frame::Video,
     /// Pictures NVDEC decoded.
@@ -120,6 +126,7 @@ pub fn attach(ctx: &mut ff::codec::context::Context, id: ff::codec::Id) -> Resul
         (*c).thread_count = 1;
     }
     Ok(Nvdec {
+        direct: false,
         host: ff::frame::Video::empty(),
         on_gpu: 0,
         on_cpu: 0,
@@ -131,6 +138,10 @@ impl Nvdec {
     /// picture with the same times and properties); a software picture stays as it is.
     /// `what` names the input for the message said once when the CPU decodes after all.
     pub fn download(&mut self, picture: &mut ff::frame::Video, what: &str) -> anyhow::Result<()> {
+        if self.direct && picture.format() == ff::format::Pixel::CUDA {
+            self.on_gpu += 1;
+            return Ok(()); // brought down by `bring_into_slot`
+        }
         if picture.format() != ff::format::Pixel::CUDA {
             if self.on_cpu == 0 {
                 crate::warn!(
@@ -162,8 +173,77 @@ impl Nvdec {
         Ok(())
     }
 
+    /// Brings the NVDEC picture `picture` (NV12, `size`) down into `frame`, the slot's
+    /// buffer, packed as the ring holds NV12 (the luma rows, then the interleaved chroma
+    /// rows): one copy from the device, page-locked where the backend has locked the slot.
+    pub fn bring_into_slot(
+        &self,
+        picture: &ff::frame::Video,
+        size: crate::frame::FrameSize,
+        frame: &mut [u8],
+    ) -> anyhow::Result<()> {
+        let (w, h) = (size.width, size.height);
+        anyhow::ensure!(
+            frame.len() == w * h * 3 / 2 && sw_format(picture) == ff::format::Pixel::NV12,
+            "internal: an NVDEC picture ({:?}) does not fit a {size} NV12 slot",
+            sw_format(picture)
+        );
+        unsafe extern "C" fn kept(_: *mut std::ffi::c_void, _: *mut u8) {}
+        // SAFETY: `dst` is a new frame describing `frame` (luma at 0, chroma at w*h, both
+        // with w-byte rows: exactly `frame`'s length), wrapped in a buffer whose free does
+        // nothing (the slot owns the memory and outlives the call); with a buffer set,
+        // av_hwframe_transfer_data copies into the given planes (CUDA's transfer copies
+        // min(pitch) bytes a row over the picture's height, and waits for the copy); the
+        // frame is freed (the wrapper too) before `frame` is touched again.
+        let r = unsafe {
+            let mut dst = ffi::av_frame_alloc();
+            anyhow::ensure!(!dst.is_null(), "out of memory describing a slot");
+            let base = frame.as_mut_ptr();
+            (*dst).buf[0] =
+                ffi::av_buffer_create(base, frame.len(), Some(kept), std::ptr::null_mut(), 0);
+            let r = if (*dst).buf[0].is_null() {
+                ffi::AVERROR(libc::ENOMEM)
+            } else {
+                (*dst).format = ffi::AVPixelFormat::AV_PIX_FMT_NV12 as i32;
+                (*dst).width = w as i32;
+                (*dst).height = h as i32;
+                (*dst).data[0] = base;
+                (*dst).linesize[0] = w as i32;
+                (*dst).data[1] = base.add(w * h);
+                (*dst).linesize[1] = w as i32;
+                ffi::av_hwframe_transfer_data(dst, picture.as_ptr(), 0)
+            };
+            ffi::av_frame_free(&mut dst);
+            r
+        };
+        anyhow::ensure!(
+            r >= 0,
+            "bringing an NVDEC picture into the ring: {}",
+            ff::Error::from(r)
+        );
+        Ok(())
+    }
+
     /// Whether NVDEC decoded the pictures so far (all of them).
     pub fn decoding(&self) -> bool {
         self.on_gpu > 0 && self.on_cpu == 0
+    }
+}
+
+/// The format a picture's pixels are in: a CUDA picture's software format (its frames
+/// context's), else its own.
+pub fn sw_format(picture: &ff::frame::Video) -> ff::format::Pixel {
+    if picture.format() != ff::format::Pixel::CUDA {
+        return picture.format();
+    }
+    // SAFETY: a CUDA frame from libavcodec holds a reference to its hardware frames context,
+    // whose `data` is an AVHWFramesContext; null is checked.
+    unsafe {
+        let frames = (*picture.as_ptr()).hw_frames_ctx;
+        if frames.is_null() {
+            return ff::format::Pixel::None;
+        }
+        let ctx = (*frames).data as *const ffi::AVHWFramesContext;
+        ff::format::Pixel::from((*ctx).sw_format)
     }
 }
