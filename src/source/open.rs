@@ -232,8 +232,8 @@ fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
     }
 }
 
-/// A file or a network stream (not a GStreamer pipeline) decoded by libavcodec, where
-/// `--decode cpu`; None for any other input, or `--decode opencv`.
+/// A file or a network stream (not a GStreamer pipeline) decoded by libavcodec (`--decode
+/// cpu`, or `gpu`: with NVDEC where it can); None for any other input, or `--decode opencv`.
 #[cfg(feature = "ffmpeg")]
 fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> {
     let url = match input {
@@ -277,6 +277,13 @@ fn say_size_and_fps_dont_apply(source: &dyn Source, asked: Asked) {
 #[cfg(feature = "opencv")]
 fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
     use super::capture;
+    let by_opencv = !matches!(input, InputSpec::Video(_))
+        && !matches!(input, InputSpec::Stream(url) if !url.contains('!'));
+    if asked.decode == Decode::Gpu && by_opencv {
+        crate::warn!(
+            "--decode gpu applies to video files and network streams; cameras, still images and GStreamer pipelines are read by OpenCV"
+        );
+    }
     let request = capture::Request {
         size: asked.size,
         fps: asked.fps.filter(|f| *f > 0.0),
@@ -295,6 +302,7 @@ fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
     if let Some(source) = by_libav(input, asked)? {
         return Ok(source);
     }
+
     let request = capture::Request {
         pace: paced(asked),
         rotation: asked.rotation,
