@@ -65,6 +65,28 @@ fn refused(input: &std::path::Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&run.stderr).into_owned()
 }
 
+/// framepipe's frames of `clip` (`--output -`, with `args`), as ffmpeg checksums them, and
+/// what it said; the run must succeed.
+fn ours(clip: &std::path::Path, args: &[&str]) -> (String, String) {
+    let mut run = Command::new(bin())
+        .arg("--input")
+        .arg(clip)
+        .args(["--headless", "--output", "-"])
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sums = framemd5(
+        &["-f", "yuv4mpegpipe", "-i", "-"],
+        Some(run.stdout.take().unwrap().into()),
+    );
+    let out = run.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{}: {said}", clip.display());
+    (sums, said)
+}
+
 #[test]
 fn files_are_decoded_as_ffmpeg_decodes_them() {
     let dir = TempDir::new("ffmpeg-only");
@@ -79,22 +101,13 @@ fn files_are_decoded_as_ffmpeg_decodes_them() {
             "testsrc2=s=320x240:r=30000/1001:d=1",
             &["-c:v", codec, "-pix_fmt", "yuv420p"],
         );
-        let mut run = Command::new(bin())
-            .arg("--input")
-            .arg(&clip)
-            .args(["--headless", "--output", "-"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let ours = framemd5(
-            &["-f", "yuv4mpegpipe", "-i", "-"],
-            Some(run.stdout.take().unwrap().into()),
+        let (sums, _) = ours(&clip, &[]);
+        assert_eq!(sums.lines().count(), 30, "{name}: {sums}");
+        assert_eq!(
+            sums,
+            framemd5(&["-i", clip.to_str().unwrap()], None),
+            "{name}"
         );
-        assert!(run.wait().unwrap().success(), "{name}");
-        let theirs = framemd5(&["-i", clip.to_str().unwrap()], None);
-        assert_eq!(ours.lines().count(), 30, "{name}: {ours}");
-        assert_eq!(ours, theirs, "{name}");
     }
 }
 
@@ -110,27 +123,13 @@ fn decode_gpu_falls_back_to_the_cpu_and_says_why() {
         "testsrc2=s=320x240:r=25:d=1",
         &["-c:v", "libx264", "-pix_fmt", "yuv420p"],
     );
-    let mut run = Command::new(bin())
-        .arg("--input")
-        .arg(&clip)
-        .args(["--headless", "--decode", "gpu", "--output", "-"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let ours = framemd5(
-        &["-f", "yuv4mpegpipe", "-i", "-"],
-        Some(run.stdout.take().unwrap().into()),
-    );
-    let out = run.wait_with_output().unwrap();
-    assert!(out.status.success());
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (sums, err) = ours(&clip, &["--decode", "gpu"]);
     assert!(
         err.contains("decoded by NVDEC through libavcodec")
             || (err.contains("--decode gpu: ") && err.contains("; the CPU decodes it")),
         "{err}"
     );
-    assert_eq!(ours, framemd5(&["-i", clip.to_str().unwrap()], None));
+    assert_eq!(sums, framemd5(&["-i", clip.to_str().unwrap()], None));
 }
 
 #[test]

@@ -79,7 +79,10 @@ fn has_nvdec(id: ff::codec::Id) -> bool {
 /// Gives the decoder context `ctx` (not opened yet) for codec `id` a CUDA device and the
 /// CUDA format; Err says why NVDEC can't be used (the CPU then decodes).
 pub fn attach(ctx: &mut ff::codec::context::Context, id: ff::codec::Id) -> Result<Nvdec, String> {
-    crate::backend::device::probe()?;
+    // SAFETY: only tries to load the shared library (FFmpeg loads it again itself).
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err("the NVIDIA driver library libcuda was not found".into());
+    }
     if !has_nvdec(id) {
         return Err(format!(
             "this build's libavcodec has no NVDEC for {} (it has H.264 and HEVC where built with NVIDIA's headers)",
