@@ -142,6 +142,9 @@ impl Nvdec {
     /// `what` names the input for the message said once when the CPU decodes after all.
     pub fn download(&mut self, picture: &mut ff::frame::Video, what: &str) -> anyhow::Result<()> {
         if self.direct && picture.format() == ff::format::Pixel::CUDA {
+            // SAFETY: `host` is a frame this owns; unreferencing an empty one does nothing.
+            // (The first picture's surface, swapped in there, goes back to the pool.)
+            unsafe { ffi::av_frame_unref(self.host.as_mut_ptr()) };
             self.on_gpu += 1;
             return Ok(()); // brought down by `bring_into_slot`
         }
