@@ -236,14 +236,9 @@ fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
 /// cpu`, or `gpu`: with NVDEC where it can); None for any other input, or `--decode opencv`.
 #[cfg(feature = "ffmpeg")]
 fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> {
-    let url = match input {
-        InputSpec::Video(path) => path.display().to_string(),
-        InputSpec::Stream(url) if !url.contains('!') => url.clone(),
-        _ => return Ok(None),
-    };
-    if asked.decode == Decode::Opencv {
+    let Some(url) = libav_url(input).filter(|_| asked.decode != Decode::Opencv) else {
         return Ok(None);
-    }
+    };
     let decode = super::decode::Asked {
         pace: paced(asked),
         untouched: asked.untouched,
@@ -252,6 +247,17 @@ fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> 
     let source = super::decode::open(&url, decode)?;
     say_size_and_fps_dont_apply(&source, asked);
     Ok(Some(Box::new(source)))
+}
+
+/// What libavformat opens for `input`: a video file's path, or a URL that is not a GStreamer
+/// pipeline; None for what only OpenCV reads (cameras, still images, GStreamer).
+#[cfg(feature = "ffmpeg")]
+fn libav_url(input: &InputSpec) -> Option<String> {
+    match input {
+        InputSpec::Video(path) => Some(path.display().to_string()),
+        InputSpec::Stream(url) if !url.contains('!') => Some(url.clone()),
+        _ => None,
+    }
 }
 
 /// In a window a file plays at its own rate, unless `--no-pace` or `--fps 0`.
@@ -277,9 +283,7 @@ fn say_size_and_fps_dont_apply(source: &dyn Source, asked: Asked) {
 #[cfg(feature = "opencv")]
 fn open_capture(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
     use super::capture;
-    let by_opencv = !matches!(input, InputSpec::Video(_))
-        && !matches!(input, InputSpec::Stream(url) if !url.contains('!'));
-    if asked.decode == Decode::Gpu && by_opencv {
+    if asked.decode == Decode::Gpu && libav_url(input).is_none() {
         crate::warn!(
             "--decode gpu applies to video files and network streams; cameras, still images and GStreamer pipelines are read by OpenCV"
         );
