@@ -129,3 +129,27 @@ extern "C" __global__ void fp_from_bgr(const u8* __restrict__ src, u8* __restric
         dst[area + area / 4 + c] = v;
     }
 }
+
+// `src`: `rows` rows of a `width`-wide 4:2:0 band in `fin` (I420 or NV12); `dst`: the same
+// rows in `fout`, the other one. The samples are kept as they are: only the chroma's layout
+// changes (`pixel::repack_420`). One thread per 2x2 block.
+extern "C" __global__ void fp_repack420(const u8* __restrict__ src, u8* __restrict__ dst,
+                                        int width, int rows, int fin) {
+    const int bx = blockIdx.x * blockDim.x + threadIdx.x;
+    const int by = blockIdx.y * blockDim.y + threadIdx.y;
+    if (bx >= width / 2 || by >= rows / 2) return;
+    const long long w = width, area = w * rows, x = bx * 2, r = by * 2;
+    for (int dy = 0; dy < 2; ++dy) {
+        const long long px = (r + dy) * w + x;
+        dst[px] = src[px];
+        dst[px + 1] = src[px + 1];
+    }
+    const long long planar = (long long)by * (w / 2) + bx, paired = area + (long long)by * w + x;
+    if (fin == FP_FMT_NV12) {
+        dst[area + planar] = src[paired];
+        dst[area + area / 4 + planar] = src[paired + 1];
+    } else {
+        dst[paired] = src[area + planar];
+        dst[paired + 1] = src[area + area / 4 + planar];
+    }
+}

@@ -14,9 +14,11 @@
 //! goes idle, and at the end, what the last frames composed is brought down too, so the
 //! picture shown last holds every input's last frame.
 //!
-//! Invariants: the rings' slots are the only frame buffers (allocated before the first
+//! Invariants: the rings' slots are the only host frame buffers (allocated before the first
 //! frame, each slot tagged with its input; an input that joins late, `Arrival::Late`, has
-//! its ring made by its capture thread once it opens); the backend attaches each slot
+//! its ring made by its capture thread once it opens), and the ring bounds the frames in
+//! flight also where a source lends its frames from device memory (`Source::lent`: the
+//! capture thread describes each slot anew, lent or packed in its buffer); the backend attaches each slot
 //! (page-locks it, for CUDA) as the slot first passes, so that the run starts without
 //! waiting for a whole ring to be locked and a short run locks only the slots it uses; the
 //! filled channel holds every slot of every ring, so a capture thread never waits on another input, and the
@@ -713,6 +715,14 @@ fn capture_loop(
         slot.stamps.capture_ms = ms(took);
         mine.read_us
             .fetch_add(took.as_micros() as u64, Ordering::SeqCst);
+        // A frame left in device memory is described there (its lease is dropped once the
+        // backend has copied it); any other is the slot's packed host buffer.
+        (slot.desc.memory, slot.desc.planes) = source.lent().unwrap_or_else(|| {
+            (
+                crate::desc::Memory::Host,
+                crate::desc::Planes::packed(slot.desc.format, slot.desc.size),
+            )
+        });
         slot.desc.index = captured;
         slot.desc.pts = source.pts();
         captured += 1;

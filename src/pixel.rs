@@ -313,7 +313,8 @@ impl PixelFormat {
 /// `chain` between two pixel formats, by definition: the input converted to BGR, the chain,
 /// the result converted to the output format (all with the reference arithmetic of
 /// `filter::reference`); a chain that changes nothing between one format passes it
-/// untouched. Both backends are checked against it.
+/// untouched, and between I420 and NV12 moves the chroma samples (`Formats::repacked`).
+/// Both backends are checked against it.
 pub fn apply_reference(
     chain: &crate::filter::Chain,
     size: FrameSize,
@@ -325,6 +326,9 @@ pub fn apply_reference(
     if formats.passthrough(chain.is_identity()) {
         return dst.copy_from_slice(src);
     }
+    if formats.repacked(chain.is_identity()) {
+        return repack_420(formats, size, src, dst);
+    }
     let mut bgr_in = vec![0; size.bytes()];
     formats.input.to_bgr(size, src, &mut bgr_in);
     if formats.output == Bgr24 {
@@ -333,6 +337,34 @@ pub fn apply_reference(
     let mut bgr_out = vec![0; size.bytes()];
     chain.apply_reference(size, &bgr_in, &mut bgr_out);
     formats.output.from_bgr(size, &bgr_out, dst);
+}
+
+/// A 4:2:0 frame of `size` from one layout to the other (`formats`: I420 to NV12 or back):
+/// the luma plane as it is, the chroma samples moved between planar and interleaved.
+pub fn repack_420(formats: Formats, size: FrameSize, src: &[u8], dst: &mut [u8]) {
+    use PixelFormat::{Nv12, I420};
+    let area = size.width * size.height;
+    let (ys, cs) = src.split_at(area);
+    let (yd, cd) = dst.split_at_mut(area);
+    yd.copy_from_slice(ys);
+    let quarter = area / 4;
+    match (formats.input, formats.output) {
+        (I420, Nv12) => {
+            let (u, v) = cs.split_at(quarter);
+            for (pair, (u, v)) in cd.chunks_exact_mut(2).zip(u.iter().zip(&v[..quarter])) {
+                pair[0] = *u;
+                pair[1] = *v;
+            }
+        }
+        (Nv12, I420) => {
+            let (u, v) = cd.split_at_mut(quarter);
+            for (pair, (u, v)) in cs.chunks_exact(2).zip(u.iter_mut().zip(&mut v[..quarter])) {
+                *u = pair[0];
+                *v = pair[1];
+            }
+        }
+        _ => unreachable!("repack_420 takes I420 and NV12 ({formats:?})"),
+    }
 }
 
 /// One plane of a frame: where it starts in the frame's bytes, the bytes from one of its
@@ -405,6 +437,45 @@ impl Planes {
     pub fn is_packed(&self, format: PixelFormat, size: FrameSize) -> bool {
         *self == Self::packed(format, size)
     }
+
+    /// The planes `planes`, in order (a decoder's own layout).
+    pub fn with<const N: usize>(planes: [Plane; N]) -> Self {
+        assert!((1..=3).contains(&N), "a frame has one to three planes");
+        let mut out = Self {
+            count: N,
+            planes: [Plane::default(); 3],
+        };
+        out.planes[..N].copy_from_slice(&planes);
+        out
+    }
+
+    /// The copies that bring rows `rows` of a `size` frame of `format`, laid out as these
+    /// planes say (rows at their pitch: a decoder's surface), into a band buffer laid out as
+    /// a packed frame of those rows (as `PixelFormat::band_copies` fills it): one 2D copy a
+    /// plane. `rows` starts and ends on the format's row multiple.
+    pub fn band_copies(
+        &self,
+        format: PixelFormat,
+        size: FrameSize,
+        rows: Range<usize>,
+    ) -> Vec<BandCopy> {
+        let band = FrameSize::new(size.width, rows.len());
+        let (packed, banded) = (Self::packed(format, size), Self::packed(format, band));
+        self.iter()
+            .zip(packed.iter().zip(banded.iter()))
+            .map(|(p, (k, b))| {
+                let first = rows.start / k.rows_per;
+                BandCopy {
+                    src: p.offset + first * p.pitch,
+                    src_pitch: p.pitch,
+                    dst: b.offset,
+                    dst_pitch: k.pitch,
+                    width: k.pitch,
+                    height: rows.end.div_ceil(k.rows_per) - first,
+                }
+            })
+            .collect()
+    }
 }
 
 /// The formats of a backend's frames: what its input buffers hold (the source's) and what
@@ -434,6 +505,15 @@ impl Formats {
     /// bit for bit.
     pub fn passthrough(self, identity: bool) -> bool {
         self.input == self.output && identity
+    }
+
+    /// Whether a frame's samples go through untouched in another layout: a chain that
+    /// changes nothing between the two 4:2:0 layouts (I420 and NV12) only moves the chroma
+    /// samples (`repack_420`), never through BGR, so NVDEC's NV12 written as I420 is the
+    /// decoder's picture bit for bit.
+    pub fn repacked(self, identity: bool) -> bool {
+        use PixelFormat::{Nv12, I420};
+        identity && matches!((self.input, self.output), (I420, Nv12) | (Nv12, I420))
     }
 
     /// Fails for formats no backend can carry or a size they can't hold.
@@ -772,6 +852,73 @@ mod tests {
         for v in 0..=255u8 {
             assert_eq!(yuv::chroma(v, v, v), (128, 128), "{v}");
         }
+    }
+
+    #[test]
+    fn pitched_planes_fill_a_band_as_a_packed_frame_does() {
+        // An NV12 picture as NVDEC leaves it: rows padded to a pitch of 16, the chroma plane
+        // after a gap. Its bands, copied run by run, hold what the packed frame's do.
+        let (size, pitch, chroma) = (FrameSize::new(10, 8), 16, 16 * 8 + 32);
+        let packed: Vec<u8> = (0..PixelFormat::Nv12.bytes(size))
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        let mut surface = vec![0u8; chroma + pitch * 4];
+        for r in 0..8 {
+            surface[r * pitch..r * pitch + 10].copy_from_slice(&packed[r * 10..r * 10 + 10]);
+        }
+        for r in 0..4 {
+            let from = 80 + r * 10;
+            surface[chroma + r * pitch..chroma + r * pitch + 10]
+                .copy_from_slice(&packed[from..from + 10]);
+        }
+        let planes = Planes::with([
+            Plane {
+                offset: 0,
+                pitch,
+                rows_per: 1,
+            },
+            Plane {
+                offset: chroma,
+                pitch,
+                rows_per: 2,
+            },
+        ]);
+        for rows in [0..8, 0..2, 2..6, 6..8] {
+            let run = |copies: Vec<BandCopy>, from: &[u8]| {
+                let mut band = vec![0u8; PixelFormat::Nv12.bytes(FrameSize::new(10, rows.len()))];
+                for c in copies {
+                    for k in 0..c.height {
+                        let (s, d) = (c.src + k * c.src_pitch, c.dst + k * c.dst_pitch);
+                        band[d..d + c.width].copy_from_slice(&from[s..s + c.width]);
+                    }
+                }
+                band
+            };
+            let want = run(PixelFormat::Nv12.band_copies(size, rows.clone()), &packed);
+            let got = run(
+                planes.band_copies(PixelFormat::Nv12, size, rows.clone()),
+                &surface,
+            );
+            assert_eq!(got, want, "rows {rows:?}");
+        }
+    }
+
+    #[test]
+    fn copy_between_i420_and_nv12_moves_the_samples_untouched() {
+        // A 4x2 frame: luma 0..8; I420's U plane 100, 101 and V plane 200, 201.
+        let size = FrameSize::new(4, 2);
+        let i420: Vec<u8> = (0..8).chain([100, 101, 200, 201]).collect();
+        let nv12: Vec<u8> = (0..8).chain([100, 200, 101, 201]).collect();
+        let there: Formats = "i420:nv12".parse().unwrap();
+        let back: Formats = "nv12:i420".parse().unwrap();
+        let copy: crate::filter::Chain = "copy".parse().unwrap();
+        assert!(there.repacked(copy.is_identity()) && back.repacked(copy.is_identity()));
+        assert!(!there.repacked(!copy.is_identity()));
+        let mut out = vec![0; 12];
+        apply_reference(&copy, size, there, &i420, &mut out);
+        assert_eq!(out, nv12);
+        apply_reference(&copy, size, back, &nv12, &mut out);
+        assert_eq!(out, i420);
     }
 
     #[test]

@@ -360,6 +360,13 @@ impl Request {
             window: !args.headless,
             no_pace: args.no_pace,
             decode: args.decode,
+            // The CUDA backend, where it will be the one (`backend::create`), takes frames
+            // NVDEC leaves in device memory.
+            on_device: matches!(
+                args.decode,
+                crate::source::open::Decode::Gpu | crate::source::open::Decode::Auto
+            ) && args.backend != crate::backend::BackendKind::Cpu
+                && crate::backend::device::probe().is_ok(),
             reconnect: args.reconnect || self.several(),
             untouched: args.filter.is_identity()
                 && args.headless

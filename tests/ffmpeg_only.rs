@@ -132,6 +132,22 @@ fn decode_gpu_falls_back_to_the_cpu_and_says_why() {
     assert_eq!(sums, framemd5(&["-i", clip.to_str().unwrap()], None));
 }
 
+/// `--decode auto`: NVDEC only with the CUDA backend and where it outpaces the cores; here,
+/// without CUDA, libavcodec decodes on the CPU, and the frames are ffmpeg's own either way.
+#[test]
+fn decode_auto_decodes_as_ffmpeg_does() {
+    let dir = TempDir::new("ffmpeg-only-auto");
+    let clip = dir.join("hevc.mkv");
+    make(
+        &clip,
+        "testsrc2=s=320x240:r=25:d=1",
+        &["-c:v", "libx265", "-pix_fmt", "yuv420p"],
+    );
+    let (sums, err) = ours(&clip, &["--decode", "auto"]);
+    assert!(err.contains("decoded by"), "{err}");
+    assert_eq!(sums, framemd5(&["-i", clip.to_str().unwrap()], None));
+}
+
 #[test]
 fn what_needs_opencv_is_refused_by_name() {
     let dir = TempDir::new("ffmpeg-only-refused");

@@ -76,6 +76,45 @@ fn cuda_matches_reference_bit_for_bit() {
     println!("cuda == reference: {runs} configurations x 4 frames, all bit-identical");
 }
 
+/// `copy` between I420 and NV12 (NVDEC's NV12 written as I420): the samples move, never
+/// through BGR, at every band count (`Formats::repacked`).
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_repacks_420_layouts_bit_for_bit() {
+    if !cuda_or_skip("cuda_repacks_420_layouts_bit_for_bit") {
+        return;
+    }
+    for formats in ["nv12:i420", "i420:nv12"] {
+        let formats: Formats = formats.parse().unwrap();
+        for size in [FrameSize::new(66, 38), FrameSize::new(1920, 1080)] {
+            for bands in 1..=16 {
+                let in_flight = bands % 3 + 1;
+                let case = Case {
+                    kind: BackendKind::Cuda,
+                    chain: "copy",
+                    size,
+                    bands,
+                    busy_bands: [1, bands, 3][in_flight % 3],
+                    in_flight,
+                    pageable: false,
+                    issue: IssueOrder::Depth,
+                    streams: StreamLayout::PerStage,
+                    graphs: true,
+                    frames: 4,
+                    trace_frames: 0,
+                };
+                let (seen, bad, max, _) = run_case_in(&case, "copy", formats);
+                assert_eq!(seen, 4);
+                assert_eq!(
+                    bad, 0,
+                    "copy, {formats} at {size}, {bands} bands: {bad} frames differ, max diff {max}"
+                );
+            }
+        }
+        println!("copy, {formats}: bit-identical to the repacked reference, bands 1-16");
+    }
+}
+
 /// Frames carried in their own pixel format: every input format the sources give against
 /// every format framepipe writes, bands 1–16 and 1–3 frames in flight, bit-identical to the
 /// reference (the input converted to BGR as OpenCV 4.6's `cvtColor` does, the chain, the

@@ -104,7 +104,7 @@ impl CpuBackend {
 
     /// One `size` frame in `formats`: the input converted to BGR, the chain, the result
     /// converted to the output format (`pixel::apply_reference` defines it); untouched where
-    /// nothing changes.
+    /// nothing changes, the chroma moved where only the 4:2:0 layout does.
     fn process(
         &mut self,
         size: FrameSize,
@@ -118,6 +118,10 @@ impl CpuBackend {
         } = formats;
         if formats.passthrough(self.chain.is_identity()) {
             output.copy_from_slice(input);
+            return Ok(());
+        }
+        if formats.repacked(self.chain.is_identity()) {
+            pixel::repack_420(formats, size, input, output);
             return Ok(());
         }
         let src: &[u8] = if fin == PixelFormat::Bgr24 {

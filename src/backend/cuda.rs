@@ -18,7 +18,10 @@
 //!   (cut with the configured band counts, 4:2:0 row pairs kept whole); the backend keeps at
 //!   most `MAX_LANE_SETS` sets and drops the least recently used one that holds no frame;
 //! - a submitted slot stays in `pending` until its frame's downloads have completed, so the
-//!   asynchronous copies never outlive the host memory they read or write;
+//!   asynchronous copies never outlive the host memory they read or write; a frame lent
+//!   from device memory (NVDEC's, `desc::Memory::Device`, YUV on this backend's device) keeps
+//!   its lease as long, and the lease is dropped as the frame completes, giving the surface
+//!   back to the decoder;
 //! - frames complete in submission order, and at most `capacity()` are pending (as many as a
 //!   lane set has lanes), so a lane is reused only after its previous frame completed;
 //! - ring buffers are page-locked once in `attach` (`cuMemHostRegister`), unlocked on drop;
@@ -254,13 +257,25 @@ impl CudaBackend {
             self.pending.len() < self.capacity(),
             "CUDA backend: too many frames in flight"
         );
+        // A frame in device memory (NVDEC's) is copied band by band from there, at its
+        // planes' pitches, into the bands' raw buffers; a frame in host memory is the
+        // ring's packed buffer.
+        let on_device = match &slot.desc.memory {
+            crate::desc::Memory::Host => false,
+            crate::desc::Memory::Device { device, .. } => {
+                anyhow::ensure!(
+                    *device == self.device.settings.device
+                        && slot.desc.format != crate::pixel::PixelFormat::Bgr24,
+                    "frame {} is in device memory of CUDA device {device} as {}: this backend runs on device {} and takes YUV from there",
+                    slot.seq(),
+                    slot.desc.format,
+                    self.device.settings.device
+                );
+                true
+            }
+        };
         anyhow::ensure!(
-            slot.desc.memory == crate::desc::Memory::Host,
-            "frame {} is in device memory: this backend uploads frames from host memory",
-            slot.seq()
-        );
-        anyhow::ensure!(
-            slot.desc.planes.is_packed(slot.desc.format, slot.size()),
+            on_device || slot.desc.planes.is_packed(slot.desc.format, slot.size()),
             "frame {} has padded planes: the ring holds packed frames",
             slot.seq()
         );
@@ -283,7 +298,8 @@ impl CudaBackend {
         let plan = if idle { Plan::Idle } else { Plan::Busy };
         // A frame alone on the GPU is replayed as a graph: one launch instead of a few calls
         // per band. (Graphs of timed frames hold their timing events as nodes.)
-        let graph = self.device.settings.graphs && !self.cfg.pageable;
+        // (A frame in device memory is not: the graph would keep its surface's address.)
+        let graph = self.device.settings.graphs && !self.cfg.pageable && !on_device;
         let key = LaneKey::of(&slot);
         self.use_set(key)?;
         let set = self.sets.last_mut().expect("use_set made it the last");
@@ -373,6 +389,10 @@ impl CudaBackend {
             traced,
         } = self.pending.pop_front().expect("front exists");
         slot.stamps.done = done;
+        // Its bands are copied: a frame lent from device memory goes back to its owner
+        // (the slot's host buffer describes it no more: the capture thread describes the
+        // next frame anew).
+        slot.desc.memory = crate::desc::Memory::Host;
         self.last_done = Some((done, done.saturating_duration_since(slot.stamps.submitted)));
         self.set_of(key)
             .measured(&self.device, lane, plan, &mut slot, traced, timed)?;

@@ -50,11 +50,12 @@ enum Kernel {
     Median3,
     ToBgr,
     FromBgr,
+    Repack420,
     Compose,
 }
 
 impl Kernel {
-    const ALL: [Kernel; 15] = [
+    const ALL: [Kernel; 16] = [
         Kernel::CopyBytes,
         Kernel::Copy,
         Kernel::Invert,
@@ -69,6 +70,7 @@ impl Kernel {
         Kernel::Median3,
         Kernel::ToBgr,
         Kernel::FromBgr,
+        Kernel::Repack420,
         Kernel::Compose,
     ];
 
@@ -88,6 +90,7 @@ impl Kernel {
             Kernel::Median3 => "fp_median3",
             Kernel::ToBgr => "fp_to_bgr",
             Kernel::FromBgr => "fp_from_bgr",
+            Kernel::Repack420 => "fp_repack420",
             Kernel::Compose => "fp_compose",
         }
     }
@@ -390,6 +393,20 @@ impl ChainKernels {
         self.convert(Kernel::FromBgr, s, [src, dst], width, rows, format)
     }
 
+    /// Moves `rows` rows of a 4:2:0 band at `src`, in `from` (I420 or NV12), into the other
+    /// layout at `dst`, samples untouched (`Formats::repacked`).
+    pub fn repack_420(
+        &self,
+        s: &CudaStream,
+        src: u64,
+        dst: u64,
+        width: usize,
+        rows: usize,
+        from: PixelFormat,
+    ) -> Result<()> {
+        self.convert(Kernel::Repack420, s, [src, dst], width, rows, from)
+    }
+
     fn convert(
         &self,
         kernel: Kernel,
@@ -402,11 +419,11 @@ impl ChainKernels {
         let (w, n, code) = (width as i32, rows as i32, format.code());
         let mut b = s.launch_builder(self.func(kernel));
         b.arg(&src).arg(&dst).arg(&w).arg(&n).arg(&code);
-        // fp_from_bgr takes a 2x2 block a thread for 4:2:0, a pixel for the rest.
-        let per = if kernel == Kernel::FromBgr {
-            format.row_align()
-        } else {
-            1
+        // fp_from_bgr takes a 2x2 block a thread for 4:2:0, a pixel for the rest;
+        // fp_repack420 a 2x2 block.
+        let per = match kernel {
+            Kernel::FromBgr | Kernel::Repack420 => format.row_align(),
+            _ => 1,
         };
         let v = View {
             width: width.div_ceil(per),

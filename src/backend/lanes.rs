@@ -10,8 +10,12 @@
 //! (laid out as a frame of the band's rows; planes that step evenly, as I420's two chroma
 //! planes do, go as one 2D copy), converted to BGR by `fp_to_bgr`, filtered, and
 //! its own rows converted by `fp_from_bgr` into a second raw buffer that is downloaded plane
-//! by plane (`kernels/convert.cu`); BGR skips either conversion, and a chain that changes
-//! nothing between one format copies the planes up and back down.
+//! by plane (`kernels/convert.cu`); BGR skips either conversion, a chain that changes
+//! nothing between one format copies the planes up and back down, and one that changes
+//! nothing between I420 and NV12 repacks the raw buffer into the other (`fp_repack420`),
+//! samples untouched. A frame lent from device memory (NVDEC's pictures:
+//! `desc::Memory::Device`) is copied into the raw buffers the same way, plane by plane, from
+//! the surface at its pitches (`Planes::band_copies`), device to device.
 //!
 //! The mosaic (several inputs, `tiles::Compose`): after its filters, each band writes the
 //! rows of its input's tile that sample it (`kernels/compose.cu`) on its filter stream, so a
@@ -34,7 +38,8 @@
 //! - a frame cut by the idle plan may replay a CUDA graph captured from the same calls,
 //!   launched on the copy-in stream so that frames queued behind it finish after it;
 //!   graphs are keyed by (lane, slot, timed, tile and download) and dropped when
-//!   page-locking changes.
+//!   page-locking changes; a frame in device memory is never replayed from a graph (the
+//!   graph would keep its surface's address).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -46,6 +51,7 @@ use super::device::{elapsed_ms, mark, Device};
 use super::kernels::{ChainKernels, Tile};
 use super::{BackendConfig, IssueOrder, StreamLayout};
 use crate::band::BandPlan;
+use crate::desc::Memory;
 use crate::filter::reference::View;
 use crate::filter::{Chain, Filter};
 use crate::frame::FrameSize;
@@ -53,6 +59,54 @@ use crate::pixel::{BandCopy, Formats, PixelFormat};
 use crate::ring::Slot;
 use crate::stats::StageTimes;
 use crate::tiles::{Area, Scaler};
+
+/// One end of a 2D copy: host memory at a pointer, or device memory at an address.
+#[derive(Clone, Copy)]
+enum End {
+    Host(*const u8),
+    Device(u64),
+}
+
+/// Queues copy `c`'s runs (`c.height` runs of `c.width` bytes, `c.src_pitch` apart at `src`
+/// and `c.dst_pitch` apart at `dst`; `c.src` and `c.dst` already applied) on `s`. `what`
+/// names the copy in an error.
+///
+/// # Safety
+/// Every run must lie inside memory that `src` and `dst` point into, and that memory must
+/// stay valid, and `src`'s unwritten, until the copy completes on `s`.
+unsafe fn queue_2d(s: &CudaStream, src: End, dst: End, c: BandCopy, what: &str) -> Result<()> {
+    use sys::CUmemorytype::{CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST};
+    let (src_type, src_host, src_device) = match src {
+        End::Host(p) => (CU_MEMORYTYPE_HOST, p.cast(), 0),
+        End::Device(a) => (CU_MEMORYTYPE_DEVICE, std::ptr::null(), a),
+    };
+    let (dst_type, dst_host, dst_device) = match dst {
+        End::Host(p) => (CU_MEMORYTYPE_HOST, p.cast_mut().cast(), 0),
+        End::Device(a) => (CU_MEMORYTYPE_DEVICE, std::ptr::null_mut(), a),
+    };
+    let copy = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: src_type,
+        srcHost: src_host,
+        srcDevice: src_device,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: c.src_pitch,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: dst_type,
+        dstHost: dst_host,
+        dstDevice: dst_device,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: c.dst_pitch,
+        WidthInBytes: c.width,
+        Height: c.height,
+    };
+    // SAFETY: the caller's contract: the runs lie inside live memory at both ends.
+    unsafe { sys::cuMemcpy2DAsync_v2(&copy, s.cu_stream()) }
+        .result()
+        .with_context(|| format!("queueing a 2D {what}"))
+}
 
 /// Queues copy `c` from the host `frame` into the device `band` buffer on `s`: a plain copy,
 /// or one 2D copy for planes that step evenly (`PixelFormat::band_copies`).
@@ -63,35 +117,15 @@ fn copy_up(s: &Arc<CudaStream>, frame: &[u8], band: &mut CudaSlice<u8>, c: BandC
     }
     check_copy(c, frame.len(), band.len())?;
     let (dst, _) = band.device_ptr_mut(s);
-    let copy = sys::CUDA_MEMCPY2D {
-        srcXInBytes: 0,
-        srcY: 0,
-        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
-        srcHost: frame[c.src..].as_ptr().cast(),
-        srcDevice: 0,
-        srcArray: std::ptr::null_mut(),
-        srcPitch: c.src_pitch,
-        dstXInBytes: 0,
-        dstY: 0,
-        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-        dstHost: std::ptr::null_mut(),
-        dstDevice: dst + c.dst as u64,
-        dstArray: std::ptr::null_mut(),
-        dstPitch: c.dst_pitch,
-        WidthInBytes: c.width,
-        Height: c.height,
-    };
+    let src = End::Host(frame[c.src..].as_ptr());
     // SAFETY: every run lies inside `frame` and inside `band` (`check_copy`); the host
     // memory is the slot's, which is not touched again until its frame completes (the lane
     // set's invariant), so the asynchronous copy never outlives what it reads.
-    unsafe { sys::cuMemcpy2DAsync_v2(&copy, s.cu_stream()) }
-        .result()
-        .context("queueing a 2D upload")?;
-    Ok(())
+    unsafe { queue_2d(s, src, End::Device(dst + c.dst as u64), c, "upload") }
 }
 
 /// Queues copy `c` from the device `band` buffer into the host `frame` on `s` (as `copy_up`,
-/// the other way).
+/// the other way: `c.src` is the place in the frame, `c.dst` the place in the band).
 fn copy_down(
     s: &Arc<CudaStream>,
     band: &CudaSlice<u8>,
@@ -104,30 +138,47 @@ fn copy_down(
     }
     check_copy(c, frame.len(), band.len())?;
     let (src, _) = band.device_ptr(s);
-    let copy = sys::CUDA_MEMCPY2D {
-        srcXInBytes: 0,
-        srcY: 0,
-        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
-        srcHost: std::ptr::null(),
-        srcDevice: src + c.dst as u64,
-        srcArray: std::ptr::null_mut(),
-        srcPitch: c.dst_pitch,
-        dstXInBytes: 0,
-        dstY: 0,
-        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
-        dstHost: frame[c.src..].as_mut_ptr().cast(),
-        dstDevice: 0,
-        dstArray: std::ptr::null_mut(),
-        dstPitch: c.src_pitch,
-        WidthInBytes: c.width,
-        Height: c.height,
+    let dst = End::Host(frame[c.src..].as_mut_ptr());
+    let back = BandCopy {
+        src_pitch: c.dst_pitch,
+        dst_pitch: c.src_pitch,
+        ..c
     };
     // SAFETY: as in `copy_up`: every run lies inside both buffers, and the slot's host
     // memory outlives the copy.
-    unsafe { sys::cuMemcpy2DAsync_v2(&copy, s.cu_stream()) }
-        .result()
-        .context("queueing a 2D download")?;
-    Ok(())
+    unsafe { queue_2d(s, End::Device(src + c.dst as u64), dst, back, "download") }
+}
+
+/// Queues copy `c` from a frame in device memory at `frame` (a decoder's surface, its planes
+/// at their pitches: `Planes::band_copies`) into the device `band` buffer on `s`.
+///
+/// # Safety
+/// `c`'s runs must lie inside the frame's memory, which its lease keeps until the frame
+/// completes (`c.dst`'s runs are checked against `band`).
+unsafe fn copy_from_device(
+    s: &Arc<CudaStream>,
+    frame: u64,
+    band: &mut CudaSlice<u8>,
+    c: BandCopy,
+) -> Result<()> {
+    let end = c.dst + (c.height.max(1) - 1) * c.dst_pitch + c.width;
+    anyhow::ensure!(
+        c.height > 0 && end <= band.len(),
+        "internal: a band copy {c:?} reaches past its {}-byte band buffer",
+        band.len()
+    );
+    let (dst, _) = band.device_ptr_mut(s);
+    let (from, to) = (frame + c.src as u64, dst + c.dst as u64);
+    // SAFETY: the band side is checked above; the frame side is the caller's contract.
+    unsafe {
+        queue_2d(
+            s,
+            End::Device(from),
+            End::Device(to),
+            c,
+            "copy from a device frame",
+        )
+    }
 }
 
 /// Refuses a copy whose runs would reach past a frame of `frame` bytes or a band buffer of
@@ -267,6 +318,9 @@ unsafe impl Send for Graph {}
 struct Route {
     /// Frames pass untouched (`Formats::passthrough`): bands are copied up and back down.
     through: bool,
+    /// Frames change only their 4:2:0 layout (`Formats::repacked`): `raw_in` is repacked
+    /// into `raw_out`, never through BGR.
+    repack: bool,
     /// Bands are uploaded into `raw_in` (a format other than BGR, or a frame passed through
     /// untouched) rather than straight into the first BGR buffer.
     raw_in: bool,
@@ -279,6 +333,7 @@ impl Route {
         let through = formats.passthrough(chain.is_identity());
         Self {
             through,
+            repack: formats.repacked(chain.is_identity()),
             raw_in: formats.input != PixelFormat::Bgr24 || through,
             raw_out: formats.output != PixelFormat::Bgr24 && !through,
         }
@@ -706,15 +761,27 @@ impl LaneSet {
         let Formats { input, output } = self.key.formats;
         let Route {
             through,
+            repack,
             raw_in,
             raw_out,
         } = self.route;
         match stage {
-            Stage::Upload if raw_in => {
-                for c in input.band_copies(size, geo.input_rows.clone()) {
-                    copy_up(s, &slot.input, &mut bl.raw_in, c)?;
+            Stage::Upload if raw_in => match &slot.desc.memory {
+                Memory::Device { ptr, .. } => {
+                    let planes = &slot.desc.planes;
+                    for c in planes.band_copies(input, size, geo.input_rows.clone()) {
+                        // SAFETY: the source checked the planes against the surface's
+                        // buffer (`Nvdec::lend`), and the slot's lease keeps that buffer
+                        // until the frame completes.
+                        unsafe { copy_from_device(s, *ptr, &mut bl.raw_in, c)? };
+                    }
                 }
-            }
+                Memory::Host => {
+                    for c in input.band_copies(size, geo.input_rows.clone()) {
+                        copy_up(s, &slot.input, &mut bl.raw_in, c)?;
+                    }
+                }
+            },
             Stage::Upload => {
                 let from = geo.input_rows.start * stride;
                 s.memcpy_htod(
@@ -728,6 +795,15 @@ impl LaneSet {
                     let (src, _) = bl.raw_in.device_ptr(s);
                     self.kernels.compose(s, src, *tile)?;
                 }
+            }
+            Stage::Filter if repack => {
+                // A chain that changes nothing reads no halo: the band's input rows are its
+                // own. (The mosaic takes BGR, so a run with one never repacks.)
+                let (src, _) = bl.raw_in.device_ptr(s);
+                let (dst, _) = bl.raw_out.device_ptr_mut(s);
+                let rows = geo.input_rows.len();
+                self.kernels
+                    .repack_420(s, src, dst, size.width, rows, input)?;
             }
             Stage::Filter => {
                 let (w, rows) = (size.width, geo.input_rows.len());

@@ -186,6 +186,11 @@ pub fn bound(
             if formats.passthrough(chain.is_identity()) {
                 return Ok(());
             }
+            if formats.repacked(chain.is_identity()) {
+                let (src, _) = raw.device_ptr(&r.s1);
+                let (dst, _) = r.dev[0].device_ptr_mut(&r.s1);
+                return kernels.repack_420(&r.s1, src, dst, w, h, input);
+            }
             if input != PixelFormat::Bgr24 {
                 let (src, _) = raw.device_ptr(&r.s1);
                 let (dst, _) = r.dev[0].device_ptr(&r.s1);

@@ -4,7 +4,8 @@
 //! conversion on the CPU), and the GPU converts it. This is `--decode cpu`, the default for
 //! files and for URLs that are not GStreamer pipelines; `--decode opencv` keeps OpenCV's
 //! capture (`capture.rs`), which converts every frame to BGR on the CPU; `--decode gpu`
-//! gives the decoder NVDEC where it can (`nvdec.rs`). It needs FFmpeg's
+//! gives the decoder NVDEC where it can (`nvdec.rs`), and its pictures then stay in device
+//! memory for the CUDA backend (lent to the slot: `Source::lent`). It needs FFmpeg's
 //! libraries alone (the `ffmpeg` feature), so the GPU machine's build, which has no OpenCV,
 //! decodes files with it too (`ffmpeg-static`, `scripts/gpu.sh bundle`).
 //!
@@ -85,6 +86,8 @@ pub struct Decoded {
     refused: u64,
     /// NVDEC, where `--decode gpu` and it could be given to the decoder.
     nvdec: Option<super::nvdec::Nvdec>,
+    /// The last picture, where it was left in device memory for the slot (`Nvdec::lend`).
+    lent: Option<(crate::desc::Memory, crate::desc::Planes)>,
 }
 
 /// What opening asks for.
@@ -98,6 +101,12 @@ pub struct Asked {
     pub untouched: bool,
     /// Decode with NVDEC where it can (`--decode gpu`; `nvdec.rs`).
     pub gpu: bool,
+    /// Decode with NVDEC where it can and decodes faster than the CPU would
+    /// (`--decode auto`; `nvdec::prefers`).
+    pub auto: bool,
+    /// NVDEC's pictures may stay in device memory, lent to the slot (the run's backend is
+    /// CUDA's, which copies its bands from there).
+    pub on_device: bool,
 }
 
 /// FFmpeg's interrupt callback: a blocked open or read gives up once a stop was asked for.
@@ -227,10 +236,14 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         count: 0,
         ..Default::default()
     });
-    let nvdec = if asked.gpu {
-        super::nvdec::attach(&mut ctx, stream.parameters().id())
-            .map_err(|why| {
-                crate::warn!("{kind} '{url}': --decode gpu: {why}; the CPU decodes it");
+    let id = stream.parameters().id();
+    let what = format!("{kind} '{url}'");
+    let auto = asked.auto && asked.on_device && super::nvdec::prefers(id, &what);
+    let nvdec = if asked.gpu || auto {
+        super::nvdec::attach(&mut ctx, id, asked.on_device)
+            .map_err(|why| match asked.gpu {
+                true => crate::warn!("{what}: --decode gpu: {why}; the CPU decodes it"),
+                false => crate::info!("{what}: --decode auto: {why}; the CPU decodes it"),
             })
             .ok()
     } else {
@@ -264,7 +277,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         picture: ff::frame::Video::empty(),
         packet: ff::Packet::empty(),
         drained: false,
-        what: format!("{kind} '{url}'"),
+        what,
         size: FrameSize::new(1, 1),
         format: PixelFormat::Bgr24,
         coded: (0, 0, ff::format::Pixel::None),
@@ -281,6 +294,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         frames: 0,
         refused: 0,
         nvdec,
+        lent: None,
     };
     // The first picture says the size and format (the codec parameters may not).
     if !source.decode_next()? {
@@ -499,6 +513,10 @@ impl Decoded {
                 .nvdec
                 .as_ref()
                 .context("internal: a CUDA picture without NVDEC")?;
+            if nvdec.keep {
+                self.lent = Some(nvdec.lend(p, coded)?);
+                return Ok(());
+            }
             return nvdec.bring_into_slot(p, coded, frame);
         }
         // A decoder that hands rows bottom-up (a negative pitch) gets its picture copied the
@@ -652,6 +670,7 @@ impl Source for Decoded {
     }
 
     fn read(&mut self, frame: &mut [u8]) -> Result<Read> {
+        self.lent = None;
         // The first picture was decoded while opening.
         if self.frames > 0 && !self.decode_next()? {
             if self.refused > 0 {
@@ -689,6 +708,10 @@ impl Source for Decoded {
 
     fn pts(&self) -> Option<Timestamp> {
         self.pts
+    }
+
+    fn lent(&mut self) -> Option<(crate::desc::Memory, crate::desc::Planes)> {
+        self.lent.take()
     }
 
     fn due(&mut self) -> Option<Instant> {

@@ -175,8 +175,15 @@ pub trait Source: Send {
     fn fps(&self) -> Option<f64>;
     /// Live sources drop frames when the ring is full; others wait for a free slot.
     fn is_live(&self) -> bool;
-    /// Writes the next frame into `frame` (`format().bytes(size())` long).
+    /// Writes the next frame into `frame` (`format().bytes(size())` long), or leaves it in
+    /// device memory (`lent`).
     fn read(&mut self, frame: &mut [u8]) -> Result<Read>;
+    /// Where the frame `read` just gave was left in device memory instead of being written
+    /// into its buffer (NVDEC's pictures, `nvdec.rs`): its memory, whose lease keeps it
+    /// until dropped, and its planes. Taken once per frame; None for a frame `read` wrote.
+    fn lent(&mut self) -> Option<(crate::desc::Memory, crate::desc::Planes)> {
+        None
+    }
     /// Consumes the next frame without keeping it.
     fn skip(&mut self) -> Result<Read>;
     /// When the next frame is due, for a source paced to a rate; the capture thread waits

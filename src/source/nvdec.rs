@@ -1,25 +1,36 @@
 //! NVDEC, the GPU's video decoder, through libavcodec's CUDA hwaccel (`--decode gpu`): the
-//! decoder's context gets a CUDA device (device 0's primary context, the one framepipe's
-//! backend uses) and picks the CUDA pixel format when libavcodec offers it. The first
-//! picture NVDEC decodes is brought down into a host picture (NV12, as NVDEC gives 8-bit
-//! 4:2:0), so that `decode.rs` settles the input's format from it as from any picture; once
-//! that says NV12, as carried and upright, every later picture is brought down straight
-//! into the ring's slot (`bring_into_slot`: one copy from the device, no copy on the CPU), and
-//! any other picture (a rotated file, 10-bit P010) keeps coming down into a host picture
-//! and goes the CPU-decoded way (turned, or converted).
+//! decoder's context gets a CUDA device made around device 0's primary context (the one
+//! framepipe's backend uses; FFmpeg copies each picture out of NVDEC's surface on a stream
+//! of ours) and picks the CUDA pixel format when libavcodec offers it. The first picture
+//! NVDEC decodes is brought down into a host picture (NV12, as NVDEC gives 8-bit 4:2:0), so
+//! that `decode.rs` settles the input's format from it as from any picture. Once that says
+//! NV12, as carried and upright, every later picture takes one of two ways:
+//! - with the CUDA backend (`keep`), it stays in device memory: the slot is lent it
+//!   (`lend`: `desc::Memory::Device`, its planes at the surface's pitches, a lease holding
+//!   a reference to the picture), and the backend copies its bands from there into its band
+//!   buffers; nothing crosses PCIe on the way in;
+//! - with the CPU backend, it is brought down straight into the ring's slot
+//!   (`bring_into_slot`: one copy from the device, none on the CPU).
 //!
-//! This first step takes the decoding off the CPU; the frames still cross PCIe twice (down
-//! here, up in the backend). Frames kept in device memory (`desc::Memory::Device`) are the
-//! next step.
+//! Any other picture (a rotated file, 10-bit P010) keeps coming down into a host picture
+//! and goes the CPU-decoded way (turned, or converted).
 //!
 //! Invariants: where NVDEC can't be used (no CUDA driver, a codec the build or the GPU has no
 //! NVDEC for, a stream NVDEC refuses: libavcodec then hands software pictures) the CPU
-//! decodes, and the run says why once; a picture is handed on only once it is whole in host
-//! memory (`av_hwframe_transfer_data` waits for its copy); a high bit depth comes down as
-//! such (P010) and is converted as `decode.rs` converts any picture it can't carry.
+//! decodes, and the run says why once; a picture is handed on only once it is whole: in
+//! host memory (`av_hwframe_transfer_data` waits for its copy), or on the device (`lend`
+//! waits for FFmpeg's stream); a lent picture's memory is not reused by the decoder until
+//! its lease is dropped (the backend drops it when the frame completes); a high bit depth
+//! comes down as such (P010) and is converted as `decode.rs` converts any picture it can't
+//! carry.
+
+use std::sync::Arc;
 
 use ff::ffi;
 use ffmpeg_next as ff;
+
+use crate::desc::{Memory, Plane, Planes};
+use crate::frame::FrameSize;
 
 /// A decoder context's NVDEC (module doc).
 pub struct Nvdec {
@@ -32,6 +43,52 @@ pub struct Nvdec {
     on_gpu: u64,
     /// Pictures the CPU decoded after all (libavcodec fell back).
     on_cpu: u64,
+    /// Pictures left on the device stay there: the slot is lent the picture (`lend`) and
+    /// the backend copies its bands from it, instead of `bring_into_slot`.
+    pub keep: bool,
+    /// The stream FFmpeg copies each decoded picture out of NVDEC's surface on (the device
+    /// context's `stream`), held with the context it belongs to until the decoder (which
+    /// frees its surfaces in it) has gone: `decode.rs` declares this after the decoder.
+    stream: Arc<cudarc::driver::CudaStream>,
+}
+
+/// A picture lent to a slot (`Memory::Device`): a reference to NVDEC's frame, so that the
+/// decoder's pool does not hand its memory out again until the lease is dropped (when the
+/// backend has copied it), and to the context that memory belongs to.
+struct Lent {
+    frame: *mut ffi::AVFrame,
+    _stream: Arc<cudarc::driver::CudaStream>,
+}
+
+impl std::fmt::Debug for Lent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("an NVDEC picture")
+    }
+}
+
+// SAFETY: the frame reference is only freed (in `drop`, once); nothing reads it through the
+// lease, so sharing or moving the lease between threads touches no FFmpeg state but the
+// frame's reference counts, which FFmpeg keeps atomically.
+unsafe impl Send for Lent {}
+// SAFETY: as above.
+unsafe impl Sync for Lent {}
+
+impl crate::desc::Lease for Lent {}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        // SAFETY: `frame` came from av_frame_clone and is freed once, here.
+        unsafe { ffi::av_frame_free(&mut self.frame) };
+    }
+}
+
+/// FFmpeg's AVCUDADeviceContext (libavutil/hwcontext_cuda.h, unchanged since FFmpeg 4;
+/// ffmpeg-sys-next does not bind that header): the device context's `hwctx`.
+#[repr(C)]
+struct CudaDeviceContext {
+    cuda_ctx: *mut std::ffi::c_void,
+    stream: *mut std::ffi::c_void,
+    internal: *mut std::ffi::c_void,
 }
 
 // SAFETY: the frames are owned by the source that owns this, used on one thread at a time
@@ -76,9 +133,51 @@ fn has_nvdec(id: ff::codec::Id) -> bool {
         })
 }
 
+/// Pixels a second one NVDEC decodes, by codec, past start-up, and one CPU core decodes with
+/// libavcodec (either codec): the H200 machine's figures (`scripts/nvdec.sh`, BENCHMARKS.md:
+/// 1080p H.264 784 fps, 4K HEVC 381 fps on NVDEC; 1485 and 366 fps on 16 cores).
+const NVDEC_PIXELS: [(ff::codec::Id, f64); 2] =
+    [(ff::codec::Id::H264, 1.62e9), (ff::codec::Id::HEVC, 3.16e9)];
+const CORE_PIXELS: f64 = 1.9e8;
+
+/// Whether NVDEC decodes codec `id` faster than `cores` CPU cores would, with the two
+/// rates in pixels a second (the cores' scaled from the H200's 16; the frame size counts for
+/// both alike, so it drops out); None for a codec NVDEC does not take here.
+fn nvdec_wins(id: ff::codec::Id, cores: usize) -> Option<(bool, f64, f64)> {
+    let &(_, gpu) = NVDEC_PIXELS.iter().find(|(c, _)| *c == id)?;
+    let cpu = cores as f64 * CORE_PIXELS;
+    Some((gpu > cpu, gpu, cpu))
+}
+
+/// `--decode auto`: whether NVDEC decodes codec `id` faster than this machine's cores would
+/// (`nvdec_wins`). Says which it picked, and why, for `what`.
+pub fn prefers(id: ff::codec::Id, what: &str) -> bool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let Some((nvdec, gpu, cpu)) = nvdec_wins(id, cores) else {
+        crate::info!(
+            "{what}: --decode auto: NVDEC has no {} here; the CPU decodes it",
+            id.name()
+        );
+        return false;
+    };
+    crate::info!(
+        "{what}: --decode auto: {} decodes it (one NVDEC about {:.0} Mpixel/s for {}, {cores} cores about {:.0})",
+        if nvdec { "NVDEC" } else { "the CPU" },
+        gpu / 1e6,
+        id.name(),
+        cpu / 1e6
+    );
+    nvdec
+}
+
 /// Gives the decoder context `ctx` (not opened yet) for codec `id` a CUDA device and the
-/// CUDA format; Err says why NVDEC can't be used (the CPU then decodes).
-pub fn attach(ctx: &mut ff::codec::context::Context, id: ff::codec::Id) -> Result<Nvdec, String> {
+/// CUDA format; `keep`: pictures may stay on the device (`Nvdec::keep`). Err says why NVDEC
+/// can't be used (the CPU then decodes).
+pub fn attach(
+    ctx: &mut ff::codec::context::Context,
+    id: ff::codec::Id,
+    keep: bool,
+) -> Result<Nvdec, String> {
     // SAFETY: only tries to load the shared library (FFmpeg loads it again itself).
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
         return Err("the NVIDIA driver library libcuda was not found".into());
@@ -89,35 +188,49 @@ pub fn attach(ctx: &mut ff::codec::context::Context, id: ff::codec::Id) -> Resul
             id.name()
         ));
     }
-    let mut options = ff::Dictionary::new();
-    // The device's primary context: the one cudarc, and so framepipe's backend, uses.
-    options.set("primary_ctx", "1");
-    let mut device: *mut ffi::AVBufferRef = std::ptr::null_mut();
-    // SAFETY: the dictionary is taken back below (`own`), once.
-    let opts = unsafe { options.disown() };
-    // SAFETY: `device` receives a new reference or stays null; "0" names CUDA device 0;
-    // `opts` is only read (it stays ours, freed below).
+    // Device 0's primary context, retained here (cudarc's own, the one framepipe's backend
+    // uses). FFmpeg's `av_hwdevice_ctx_create` can't be asked for it: with `primary_ctx` it
+    // sets the context's scheduling flags, and refuses (ENOTSUP) once the backend has made it
+    // active with others; so the device context is made around the context instead, as a
+    // user of hwcontext_cuda.h does.
+    let cuda = cudarc::driver::CudaContext::new(0)
+        .map_err(|e| format!("CUDA device 0 could not be opened ({e})"))?;
+    // FFmpeg's copies out of NVDEC's surfaces go on a stream of ours, not the legacy default
+    // stream (which would wait for the backend's streams), and `lend` waits for it.
+    let stream = cuda
+        .new_stream()
+        .map_err(|e| format!("a CUDA stream for NVDEC could not be made ({e})"))?;
+    // SAFETY: allocates a new device context of a type libavutil knows (or returns null).
+    let mut device =
+        unsafe { ffi::av_hwdevice_ctx_alloc(ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA) };
+    if device.is_null() {
+        return Err("this build's libavutil has no CUDA device type".into());
+    }
+    // SAFETY: the new device context's `hwctx` is an AVCUDADeviceContext (the type asked
+    // for above), whose `cuda_ctx` is set before `av_hwdevice_ctx_init`: the retained
+    // context, kept alive by `cuda` for as long as the decoder (`decode.rs` declares its
+    // NVDEC after the decoder), and `stream`, a stream of it that lives as long. FFmpeg
+    // does not release a context or destroy a stream it did not make.
     let r = unsafe {
-        ffi::av_hwdevice_ctx_create(
-            &mut device,
-            ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA,
-            c"0".as_ptr(),
-            opts,
-            0,
-        )
+        let hw = (*device).data as *mut ffi::AVHWDeviceContext;
+        let cu = (*hw).hwctx as *mut CudaDeviceContext;
+        (*cu).cuda_ctx = cuda.cu_ctx() as *mut std::ffi::c_void;
+        (*cu).stream = stream.cu_stream() as *mut std::ffi::c_void;
+        ffi::av_hwdevice_ctx_init(device)
     };
-    // SAFETY: `opts` came from `disown` above and is owned (and freed) once, here.
-    drop(unsafe { ff::Dictionary::own(opts) });
-    if r < 0 || device.is_null() {
+    if r < 0 {
+        // SAFETY: our reference, released once.
+        unsafe { ffi::av_buffer_unref(&mut device) };
         return Err(format!(
-            "CUDA device 0 could not be opened for NVDEC ({})",
+            "CUDA device 0 could not be given to libavcodec ({})",
             ff::Error::from(r)
         ));
     }
     // SAFETY: the context is allocated and not opened; it takes its own reference to the
     // device (freed with the context) and ours is released; `cuda_first` has get_format's
-    // signature. One thread for parsing: NVDEC decodes, and frame threads would only hold
-    // more surfaces.
+    // signature. The decoder keeps the frame threads `decode.rs` set: NVDEC's hwaccel is
+    // safe with them (FFmpeg's ffmpeg uses them too), and with one thread a 1080p H.264 file
+    // decoded at 690 fps where ffmpeg -hwaccel cuda decodes 807 (H200, BENCHMARKS.md).
     unsafe {
         let c = ctx.as_mut_ptr();
         (*c).hw_device_ctx = ffi::av_buffer_ref(device);
@@ -126,9 +239,10 @@ pub fn attach(ctx: &mut ff::codec::context::Context, id: ff::codec::Id) -> Resul
             return Err("out of memory referencing the CUDA device".into());
         }
         (*c).get_format = Some(cuda_first);
-        (*c).thread_count = 1;
     }
     Ok(Nvdec {
+        stream,
+        keep,
         direct: false,
         host: ff::frame::Video::empty(),
         on_gpu: 0,
@@ -230,6 +344,81 @@ impl Nvdec {
         Ok(())
     }
 
+    /// Lends the NVDEC picture `picture` (NV12, `size`) to a slot: where its bytes are on
+    /// the device and how its planes lie there (rows at the surface's pitch), and a lease
+    /// that keeps the surface from being reused until the backend has copied it. Waits for
+    /// FFmpeg's copy of the picture out of NVDEC's surface first.
+    pub fn lend(
+        &self,
+        picture: &ff::frame::Video,
+        size: FrameSize,
+    ) -> anyhow::Result<(Memory, Planes)> {
+        let (w, h) = (size.width, size.height);
+        anyhow::ensure!(
+            sw_format(picture) == ff::format::Pixel::NV12,
+            "internal: an NVDEC picture ({:?}) lent as NV12",
+            sw_format(picture)
+        );
+        self.stream
+            .synchronize()
+            .map_err(|e| anyhow::anyhow!("waiting for an NVDEC picture: {e}"))?;
+        // SAFETY: a CUDA frame from libavcodec: data[0] and data[1] are device addresses of
+        // its luma and chroma planes, inside the one buffer buf[0] (hwcontext_cuda's pool);
+        // the clone takes a new reference to that buffer (null when out of memory).
+        let (base, luma, chroma, pitches, len, frame) = unsafe {
+            let f = picture.as_ptr();
+            let buf = (*f).buf[0];
+            anyhow::ensure!(
+                !buf.is_null(),
+                "internal: an NVDEC picture without a buffer"
+            );
+            (
+                (*buf).data as u64,
+                (*f).data[0] as u64,
+                (*f).data[1] as u64,
+                ((*f).linesize[0], (*f).linesize[1]),
+                (*buf).size as u64,
+                ffi::av_frame_clone(f),
+            )
+        };
+        anyhow::ensure!(!frame.is_null(), "out of memory lending an NVDEC picture");
+        let lease = Lent {
+            frame,
+            _stream: self.stream.clone(),
+        };
+        // The planes as the surface holds them, checked to lie inside its buffer where the
+        // buffer says its size (the backend's copies trust them). A picture FFmpeg maps
+        // straight out of NVDEC's surface has a buffer of no size (hwcontext_cuda's
+        // pool-less frames): its rows and planes are then checked against each other.
+        let (p0, p1) = (pitches.0.max(0) as usize, pitches.1.max(0) as usize);
+        let offset = chroma.saturating_sub(luma) as usize;
+        let end = luma.saturating_sub(base) + (offset + p1 * (h / 2)) as u64;
+        anyhow::ensure!(
+            p0 >= w && p1 >= w && offset >= p0 * h && (len == 0 || (luma >= base && end <= len)),
+            "internal: an NVDEC picture's planes (pitches {}, {}; chroma {offset} bytes on) do not fit its {len}-byte buffer at {size}",
+            pitches.0,
+            pitches.1
+        );
+        let planes = Planes::with([
+            Plane {
+                offset: 0,
+                pitch: p0,
+                rows_per: 1,
+            },
+            Plane {
+                offset,
+                pitch: p1,
+                rows_per: 2,
+            },
+        ]);
+        let memory = Memory::Device {
+            device: 0,
+            ptr: luma,
+            lease: Arc::new(lease),
+        };
+        Ok((memory, planes))
+    }
+
     /// Whether NVDEC decoded the pictures so far (all of them).
     pub fn decoding(&self) -> bool {
         self.on_gpu > 0 && self.on_cpu == 0
@@ -251,5 +440,23 @@ pub fn sw_format(picture: &ff::frame::Video) -> ff::format::Pixel {
         }
         let ctx = (*frames).data as *const ffi::AVHWFramesContext;
         ff::format::Pixel::from((*ctx).sw_format)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_takes_nvdec_where_the_cores_decode_slower() {
+        use ff::codec::Id;
+        // The H200's 16 cores decode H.264 faster than one NVDEC, HEVC not quite.
+        assert_eq!(nvdec_wins(Id::H264, 16).map(|w| w.0), Some(false));
+        assert_eq!(nvdec_wins(Id::HEVC, 16).map(|w| w.0), Some(true));
+        // Fewer cores: NVDEC for both; more: the CPU for both.
+        assert_eq!(nvdec_wins(Id::H264, 4).map(|w| w.0), Some(true));
+        assert_eq!(nvdec_wins(Id::HEVC, 32).map(|w| w.0), Some(false));
+        // No NVDEC in the build for VP9: the CPU.
+        assert_eq!(nvdec_wins(Id::VP9, 1), None);
     }
 }

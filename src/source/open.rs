@@ -30,6 +30,9 @@ pub enum Decode {
     /// the GPU and the build have it); where it can't decode the stream, the CPU does, and
     /// the run says why.
     Gpu,
+    /// NVDEC where it decodes faster than this machine's cores would (`nvdec::prefers`,
+    /// from the H200's figures), with the CUDA backend; else libavcodec on the CPU.
+    Auto,
 }
 
 /// What the flags ask of the input: `--size` and `--fps` when given, what standard input
@@ -51,6 +54,9 @@ pub struct Asked {
     /// `--decode`: who decodes files and network streams.
     #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub decode: Decode,
+    /// NVDEC's pictures may stay in device memory: the run's backend is CUDA's.
+    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
+    pub on_device: bool,
     /// A live network stream is opened again when lost (`reconnect`): several inputs, or
     /// `--reconnect`.
     pub reconnect: bool,
@@ -243,6 +249,8 @@ fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> 
         pace: paced(asked),
         untouched: asked.untouched,
         gpu: asked.decode == Decode::Gpu,
+        auto: asked.decode == Decode::Auto,
+        on_device: asked.on_device,
     };
     let source = super::decode::open(&url, decode)?;
     say_size_and_fps_dont_apply(&source, asked);

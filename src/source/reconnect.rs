@@ -169,6 +169,9 @@ impl Source for Reconnecting {
     fn pts(&self) -> Option<crate::desc::Timestamp> {
         self.inner.pts()
     }
+    fn lent(&mut self) -> Option<(crate::desc::Memory, crate::desc::Planes)> {
+        self.inner.lent()
+    }
     fn health(&self) -> Option<Arc<Health>> {
         Some(self.health.clone())
     }
