@@ -76,6 +76,36 @@ fn cuda_matches_reference_bit_for_bit() {
     println!("cuda == reference: {runs} configurations x 4 frames, all bit-identical");
 }
 
+/// Runs 4 frames of `chain` in `formats` at `size`, cut into `bands` with `in_flight` frames
+/// in flight, on the CUDA backend, and asserts they equal the reference bit for bit.
+fn check_formats(
+    chain: &str,
+    formats: Formats,
+    size: FrameSize,
+    (bands, in_flight): (usize, usize),
+) {
+    let case = Case {
+        kind: BackendKind::Cuda,
+        chain,
+        size,
+        bands,
+        busy_bands: [1, bands, 3][in_flight % 3],
+        in_flight,
+        pageable: false,
+        issue: IssueOrder::Depth,
+        streams: StreamLayout::PerStage,
+        graphs: true,
+        frames: 4,
+        trace_frames: 0,
+    };
+    let (seen, bad, max, _) = run_case_in(&case, chain, formats);
+    assert_eq!(seen, 4);
+    assert_eq!(
+        bad, 0,
+        "{chain}, {formats} at {size}, {bands} bands, {in_flight} in flight: {bad} frames differ, max diff {max}"
+    );
+}
+
 /// `copy` between I420 and NV12 (NVDEC's NV12 written as I420): the samples move, never
 /// through BGR, at every band count (`Formats::repacked`).
 #[test]
@@ -88,27 +118,7 @@ fn cuda_repacks_420_layouts_bit_for_bit() {
         let formats: Formats = formats.parse().unwrap();
         for size in [FrameSize::new(66, 38), FrameSize::new(1920, 1080)] {
             for bands in 1..=16 {
-                let in_flight = bands % 3 + 1;
-                let case = Case {
-                    kind: BackendKind::Cuda,
-                    chain: "copy",
-                    size,
-                    bands,
-                    busy_bands: [1, bands, 3][in_flight % 3],
-                    in_flight,
-                    pageable: false,
-                    issue: IssueOrder::Depth,
-                    streams: StreamLayout::PerStage,
-                    graphs: true,
-                    frames: 4,
-                    trace_frames: 0,
-                };
-                let (seen, bad, max, _) = run_case_in(&case, "copy", formats);
-                assert_eq!(seen, 4);
-                assert_eq!(
-                    bad, 0,
-                    "copy, {formats} at {size}, {bands} bands: {bad} frames differ, max diff {max}"
-                );
+                check_formats("copy", formats, size, (bands, bands % 3 + 1));
             }
         }
         println!("copy, {formats}: bit-identical to the repacked reference, bands 1-16");
@@ -179,27 +189,8 @@ fn cuda_formats_match_reference_bit_for_bit() {
         let started = std::time::Instant::now();
         for &formats in *pairs {
             for chain in *chains {
-                for &(bands, in_flight) in cuts {
-                    let case = Case {
-                        kind: BackendKind::Cuda,
-                        chain,
-                        size: *size,
-                        bands,
-                        busy_bands: [1, bands, 3][in_flight % 3],
-                        in_flight,
-                        pageable: false,
-                        issue: IssueOrder::Depth,
-                        streams: StreamLayout::PerStage,
-                        graphs: true,
-                        frames: 4,
-                        trace_frames: 0,
-                    };
-                    let (seen, bad, max, _) = run_case_in(&case, chain, formats);
-                    assert_eq!(seen, 4);
-                    assert_eq!(
-                        bad, 0,
-                        "{chain}, {formats} at {size}, {bands} bands, {in_flight} in flight: {bad} frames differ, max diff {max}"
-                    );
+                for &cut in cuts {
+                    check_formats(chain, formats, *size, cut);
                     runs += 1;
                 }
             }
