@@ -10,7 +10,8 @@
 # stream's checksum, `copy`, bands 1, 4 and 16 with the CUDA backend, whose frames stay in
 # device memory, and once with the CPU backend, which has NVDEC's pictures brought down);
 # then rates: NVDEC decoding alone (the bundle's ffmpeg-nvdec, -hwaccel cuda), framepipe
-# --decode gpu and --decode cpu with gauss:2 to nothing and to a Y4M pipe. A rate is given
+# --decode gpu and --decode cpu with gauss:2 to nothing and to a Y4M pipe, and --decode gpu
+# with `copy`; last, a 10-bit HEVC clip through --decode gpu. A rate is given
 # two ways: over the whole run (start-up included), and the rate past start-up, from the
 # clip and the clip twice over (N frames / (time of 2N - time of N)). Logs in $OUT.
 set -uo pipefail
@@ -75,6 +76,11 @@ rates() { # "$1": name; "$2": command with CLIP for the clip; "$3": the clip; "$
         rates "NVDEC alone, frames brought down: ffmpeg-nvdec" \
             "$nv -hwaccel cuda -i CLIP -f null -" "$clip" "$n"
         rates "CPU decoding alone: ffmpeg-nvdec" "$nv -i CLIP -f null -" "$clip" "$n"
+        # Without gauss:2's kernels (the frames only copied device to device, and counted):
+        # where this reaches NVDEC alone and gauss:2 does not, the GPU's work competes with
+        # NVDEC's own copies; where neither does, the capture loop is the limit.
+        rates "framepipe --decode gpu copy, no output" \
+            "$fp -q --input CLIP --decode gpu --headless --backend cuda" "$clip" "$n"
         for d in gpu cpu; do
             rates "framepipe --decode $d gauss:2, no output" \
                 "$fp -q --input CLIP --decode $d --headless --backend cuda --filter gauss:2" "$clip" "$n"
@@ -82,4 +88,11 @@ rates() { # "$1": name; "$2": command with CLIP for the clip; "$3": the clip; "$
                 "$fp -q --input CLIP --decode $d --headless --backend cuda --filter gauss:2 --output - | cat" "$clip" "$n"
         done
     done
+    # A 10-bit HEVC clip: NVDEC gives P010, which is brought down and converted on the CPU
+    # (framepipe carries 8 bits); the run must say so and finish, never misread it.
+    $ff -f lavfi -i "testsrc2=s=1280x720:r=30:d=2" -c:v libx265 -preset ultrafast \
+        -pix_fmt yuv420p10le "$t/hevc10.mkv" 2>/dev/null
+    echo "== hevc10.mkv (10-bit)"
+    $fp --input "$t/hevc10.mkv" --decode gpu --headless --backend cuda --output - 2>&1 >/dev/null |
+        grep -E '^input:|warning|error|frames:'
 } 2>&1 | tee "$out/nvdec.txt"
