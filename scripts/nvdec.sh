@@ -6,10 +6,10 @@
 #
 # Makes a 1080p H.264 clip of FRAMES frames (1800) and a 4K HEVC one of a third as many
 # with the wheel's ffmpeg (testsrc2), and each clip twice over (stream copy). For each:
-# framepipe's frames with --decode gpu against --decode cpu, bit for bit (the whole Y4M
-# stream's checksum, `copy`, bands 1, 4 and 16 with the CUDA backend, whose frames stay in
-# device memory, and once with the CPU backend, which has NVDEC's pictures brought down);
-# then rates: NVDEC decoding alone (the bundle's ffmpeg-nvdec, -hwaccel cuda), framepipe
+# first, on 2-second clips of H.264 and HEVC at 1080p and 4K, framepipe's frames with
+# --decode gpu against --decode cpu, bit for bit (the whole Y4M stream's checksum, `copy`,
+# bands 1-16 with the CUDA backend, whose frames stay in device memory, and once with the
+# CPU backend, which has NVDEC's pictures brought down); then, on the long clips, rates: NVDEC decoding alone (the bundle's ffmpeg-nvdec, -hwaccel cuda), framepipe
 # --decode gpu and --decode cpu with gauss:2 to nothing and to a Y4M pipe, and --decode gpu
 # with `copy`; last, a 10-bit HEVC clip through --decode gpu. A rate is given
 # two ways: over the whole run (start-up included), and the rate past start-up, from the
@@ -52,21 +52,33 @@ rates() { # "$1": name; "$2": command with CLIP for the clip; "$3": the clip; "$
     awk -v name="$1" -v n="$4" -v a="$one" -v b="$two" 'BEGIN {
         printf "%-58s %7.1f fps whole run, %7.1f fps past start-up\n", name, n / (a / 1e6), n / ((b - a) / 1e6) }'
 }
+same() { # "$1": a clip; prints whether --decode gpu gives --decode cpu's stream at every cut
+    local cpu gpu bad="" run
+    cpu=$($fp -q --input "$1" --decode cpu --headless --backend cuda --output - 2>/dev/null | md5sum)
+    for run in "cuda 1" "cuda 2" "cuda 3" "cuda 4" "cuda 5" "cuda 6" "cuda 7" "cuda 8" "cuda 9" \
+        "cuda 10" "cuda 11" "cuda 12" "cuda 13" "cuda 14" "cuda 15" "cuda 16" "cpu 1"; do
+        set -- "$1" $run
+        gpu=$($fp -q --input "$1" --decode gpu --headless --backend "$2" --bands "$3" --output - 2>>"$out/nvdec.err" | md5sum)
+        if [ "$gpu" != "$cpu" ] || [ "${gpu%% *}" = d41d8cd98f00b204e9800998ecf8427e ]; then
+            bad="$bad --backend $2 --bands $3;"
+        fi
+    done
+    echo "--decode gpu against --decode cpu, copy, CUDA backend at bands 1-16 and the CPU backend: ${bad:-identical} (${cpu%% *})"
+}
 {
+    # Exactness on short clips of both codecs at both sizes.
+    for codec in libx264:mp4 libx265:mkv; do
+        for size in 1920x1080 3840x2160; do
+            c="$t/short-${codec%%:*}-$size.${codec##*:}"
+            $ff -f lavfi -i "testsrc2=s=$size:r=30:d=2" -c:v "${codec%%:*}" -preset veryfast \
+                -pix_fmt yuv420p "$c" 2>/dev/null
+            echo "== ${codec%%:*} $size, 60 frames"
+            same "$c"
+        done
+    done
     for clip in h264-1080p.mp4 hevc-4k.mkv; do
         n=$($nv -i "$t/$clip" -f framemd5 - 2>/dev/null | grep -vc '^#')
         echo "== $clip ($n frames)"
-        cpu=$($fp -q --input "$t/$clip" --decode cpu --headless --backend cuda --output - 2>/dev/null | md5sum)
-        for run in "cuda 1" "cuda 4" "cuda 16" "cpu 1"; do
-            set -- $run
-            gpu=$($fp -q --input "$t/$clip" --decode gpu --headless --backend "$1" --bands "$2" --output - 2>>"$out/nvdec.err" | md5sum)
-            if [ "$gpu" = "$cpu" ] && [ "${gpu%% *}" != d41d8cd98f00b204e9800998ecf8427e ]; then
-                same="identical"
-            else
-                same="DIFFERENT or empty (nvdec.err)"
-            fi
-            echo "--decode gpu (--backend $1) against --decode cpu, copy, $2 band(s): $same ($gpu)"
-        done
         $fp --input "$t/$clip" --decode gpu --headless --backend cuda --frames 1 2>&1 | grep -E '^input:|warning'
         # Where the time goes: each thread's CPU, the GPU's per-frame figures.
         $fp -v --input "$t/$clip" --decode gpu --headless --backend cuda --filter gauss:2 \
