@@ -1,6 +1,7 @@
 //! `framepipe doctor`: what matters for this pipeline on this machine — the GPU and its
 //! copy engines, the PCIe link, measured copy bandwidth (page-locked and pageable, each way
-//! and both at once), NVRTC, OpenCV, the display and the cameras.
+//! and both at once), NVRTC, decoding (NVDEC, and what `--decode auto` picks), OpenCV, the
+//! display and the cameras.
 
 use anyhow::Result;
 use cudarc::driver::{sys, CudaContext};
@@ -17,6 +18,10 @@ pub fn run() -> Result<()> {
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     crate::out!("CPU:        {cores} cores");
+    #[cfg(feature = "ffmpeg")]
+    crate::out!("decoding:   {}", crate::source::nvdec::doctor(cores));
+    #[cfg(not(feature = "ffmpeg"))]
+    crate::out!("decoding:   no FFmpeg libraries in this build (video files need them)");
     host_side();
     Ok(())
 }
@@ -179,7 +184,14 @@ fn host_side() {
 
 #[cfg(not(feature = "opencv"))]
 fn host_side() {
-    crate::out!("OpenCV:     not in this build (no window, camera or video files; test pattern and PPM output only)");
+    crate::out!(
+        "{}",
+        if cfg!(feature = "ffmpeg") {
+            "OpenCV:     not in this build (no window or camera; video files through FFmpeg's libraries)"
+        } else {
+            "OpenCV:     not in this build (no window, camera or video files; test pattern and PPM output only)"
+        }
+    );
     crate::out!("display:    not used by this build");
     crate::out!("cameras:    not available in this build");
 }

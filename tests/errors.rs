@@ -169,4 +169,9 @@ fn bench_and_doctor_without_a_gpu() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("GPU:        none"), "{text}");
     assert!(text.contains("CPU:"), "{text}");
+    // What decodes files, and what --decode auto would pick with CUDA.
+    assert!(text.contains("decoding:   "), "{text}");
+    if cfg!(feature = "ffmpeg") {
+        assert!(text.contains("--decode") || text.contains("no NVDEC"), "{text}");
+    }
 }

@@ -24,7 +24,7 @@ mod ffmpeg_log;
 #[cfg(feature = "ffmpeg")]
 pub mod media;
 #[cfg(feature = "ffmpeg")]
-mod nvdec;
+pub(crate) mod nvdec;
 
 use std::os::unix::fs::FileTypeExt;
 

@@ -170,6 +170,56 @@ pub fn prefers(id: ff::codec::Id, what: &str) -> bool {
     nvdec
 }
 
+/// Whether the NVIDIA driver's decoder library (libnvcuvid, which FFmpeg loads for NVDEC)
+/// is there.
+fn nvcuvid_present() -> bool {
+    // SAFETY: loads a library by a constant name (its initialisers run, as FFmpeg's own
+    // load would) and closes the handle at once; nothing of it is called.
+    unsafe {
+        let h = libc::dlopen(c"libnvcuvid.so.1".as_ptr(), libc::RTLD_LAZY);
+        if h.is_null() {
+            return false;
+        }
+        libc::dlclose(h);
+        true
+    }
+}
+
+/// `framepipe doctor`'s line on decoding: NVDEC in this build and on this machine, and what
+/// `--decode auto` picks on `cores` cores.
+pub fn doctor(cores: usize) -> String {
+    use ff::codec::Id;
+    let built: Vec<&str> = [Id::H264, Id::HEVC]
+        .into_iter()
+        .filter(|&id| has_nvdec(id))
+        .map(|id| id.name())
+        .collect();
+    if built.is_empty() {
+        return "libavcodec on the CPU; this build's FFmpeg has no NVDEC (--decode gpu decodes on the CPU)".into();
+    }
+    let driver = if nvcuvid_present() {
+        "the driver's libnvcuvid found"
+    } else {
+        "libnvcuvid (the NVIDIA driver's decoder library) not found: --decode gpu decodes on the CPU"
+    };
+    let auto: Vec<String> = [Id::H264, Id::HEVC]
+        .into_iter()
+        .filter_map(|id| {
+            let (nvdec, ..) = nvdec_wins(id, cores)?;
+            Some(format!(
+                "{} on {}",
+                id.name(),
+                if nvdec { "NVDEC" } else { "the CPU" }
+            ))
+        })
+        .collect();
+    format!(
+        "libavcodec; NVDEC for {} in this build, {driver}; --decode auto on {cores} cores (with CUDA): {}",
+        built.join(" and "),
+        auto.join(", ")
+    )
+}
+
 /// Gives the decoder context `ctx` (not opened yet) for codec `id` a CUDA device and the
 /// CUDA format; `keep`: pictures may stay on the device (`Nvdec::keep`). Err says why NVDEC
 /// can't be used (the CPU then decodes).
