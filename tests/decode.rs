@@ -303,6 +303,91 @@ fn a_url_that_refuses_or_stalls_ends_clearly_and_at_once() {
     drop(hold);
 }
 
+/// framepipe's Y4M stream of `clip` with `extra` (headless, written to a file, so that a
+/// full pipe never stalls it); panics where the run fails or hangs.
+fn y4m_of(clip: &str, extra: &[&str]) -> Vec<u8> {
+    let out = std::path::PathBuf::from(format!("{clip}.y4m"));
+    let child = Command::new(bin())
+        .args(["--input", clip, "--headless", "-q", "--output", "-"])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = wait_with_deadline(child, Duration::from_secs(60), clip);
+    assert_eq!(run.status.code(), Some(0), "{clip}: {}", stderr(&run));
+    std::fs::read(&out).unwrap()
+}
+
+/// `--filter copy` to a Y4M pipe writes the very stream ffmpeg's `yuv4mpegpipe` writes,
+/// header included: the pictures' chroma siting (H.264 and HEVC left, JPEG centred), range
+/// where the file says it, aspect ratio and field order; a filter's output, converted from
+/// BGR, is written as centred with no range said.
+#[test]
+fn a_y4m_pipe_is_ffmpeg_s_stream_byte_for_byte() {
+    if !have("ffmpeg") {
+        return;
+    }
+    let dir = TempDir::new("decode-y4m");
+    let clips: &[(&str, &str, &[&str])] = &[
+        ("h264.mp4", "", &["-c:v", "libx264", "-pix_fmt", "yuv420p"]),
+        ("hevc.mkv", "", &["-c:v", "libx265", "-pix_fmt", "yuv420p"]),
+        ("mjpeg.avi", "", &["-c:v", "mjpeg", "-pix_fmt", "yuvj420p"]),
+        (
+            "sar.mp4",
+            ",setsar=10/11",
+            &["-c:v", "libx264", "-pix_fmt", "yuv420p"],
+        ),
+        (
+            "tff.mp4",
+            ",setfield=tff",
+            &[
+                "-flags",
+                "+ildct+ilme",
+                "-c:v",
+                "libx264",
+                "-pix_fmt",
+                "yuv420p",
+            ],
+        ),
+    ];
+    for (name, filter, encode) in clips {
+        if encode[encode.len() - 3] == "libx265" && !has_encoder("libx265") {
+            continue;
+        }
+        let clip = dir.join(name).display().to_string();
+        make(
+            &clip,
+            &format!("testsrc2=size=320x240:rate=25{filter}"),
+            "10",
+            encode,
+        );
+        let theirs = Command::new("ffmpeg")
+            .args(["-v", "error", "-i", &clip, "-f", "yuv4mpegpipe", "-"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let ours = y4m_of(&clip, &[]);
+        let header = |b: &[u8]| {
+            let end = b.iter().position(|&c| c == b'\n').unwrap_or(b.len());
+            String::from_utf8_lossy(&b[..end]).to_string()
+        };
+        assert_eq!(header(&ours), header(&theirs.stdout), "{name}");
+        assert!(ours == theirs.stdout, "{name}: the frames differ");
+    }
+    // Filtered: the chroma comes from BGR, so the header says centred, and no range.
+    let clip = dir.join("hevc.mkv").display().to_string();
+    if std::path::Path::new(&clip).exists() {
+        let ours = y4m_of(&clip, &["--filter", "invert"]);
+        let text = String::from_utf8_lossy(&ours[..80]).to_string();
+        assert!(
+            text.contains("C420jpeg") && !text.contains("XCOLORRANGE"),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn turned_clips_equal_ffmpeg_s_turned_frames() {
     if !have("ffmpeg") {

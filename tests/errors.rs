@@ -172,6 +172,9 @@ fn bench_and_doctor_without_a_gpu() {
     // What decodes files, and what --decode auto would pick with CUDA.
     assert!(text.contains("decoding:   "), "{text}");
     if cfg!(feature = "ffmpeg") {
-        assert!(text.contains("--decode") || text.contains("no NVDEC"), "{text}");
+        assert!(
+            text.contains("--decode") || text.contains("no NVDEC"),
+            "{text}"
+        );
     }
 }

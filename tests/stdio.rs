@@ -296,7 +296,8 @@ fn ffmpeg_pipes_through_framepipe() {
 }
 
 /// What a Y4M header says of its pictures beyond size and rate (pixel aspect ratio,
-/// interlacing) is reported and kept in the Y4M output; frames are filtered as stored.
+/// interlacing; chroma siting and range where the samples pass untouched) is reported and
+/// kept in the Y4M output; frames are filtered as stored.
 #[test]
 fn aspect_and_interlacing_are_kept() {
     let size = FrameSize::new(64, 48);
@@ -326,6 +327,26 @@ fn aspect_and_interlacing_are_kept() {
     assert_eq!(frames.len(), 2);
     assert!(err.contains("pixels 10:11 wide"), "{err}");
     assert!(err.contains("top field first"), "{err}");
+    // Filtered (through BGR): the chroma is written as centred.
+    assert!(header.contains("C420jpeg"), "{header}");
+    // Passed untouched: the chroma siting and the range stay as the input said them.
+    let full = [
+        b"YUV4MPEG2 W64 H48 F25:1 Ip A1:1 C420mpeg2 XCOLORRANGE=FULL".to_vec(),
+        stream[header_end..].to_vec(),
+    ]
+    .concat();
+    let (code, out, err) = pipe(
+        &["--input", "-", "--headless", "--output", "-"],
+        full.clone(),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    let (header, frames) = parse_y4m(&out);
+    assert!(
+        header.ends_with("C420mpeg2 XYSCSS=420MPEG2 XCOLORRANGE=FULL"),
+        "{header}"
+    );
+    assert_eq!(frames.len(), 2);
+    assert!(out[header.len() + 1..] == full[full.iter().position(|b| *b == b'\n').unwrap() + 1..]);
     // Nothing said: square and progressive.
     let (_, out, _) = pipe(&["--input", "-", "--headless", "--output", "-"], stream);
     assert!(parse_y4m(&out).0.contains(" Ip A1:1 "));

@@ -172,7 +172,7 @@ fn open_streams(
         let stdout = sink::y4m::Layout {
             write: PixelFormat::I420,
             given: places.formats.output,
-            tags: source.picture_tags().unwrap_or_default(),
+            tags: y4m_tags(checked, source, places.formats),
         };
         sinks.push(sink::open_output(
             spec,
@@ -185,6 +185,27 @@ fn open_streams(
         )?);
     }
     Ok(sinks)
+}
+
+/// What a Y4M output's header says of `source`'s pictures: the source's own tags, with the
+/// chroma siting and the range kept only where the samples pass untouched (a chain that changes
+/// nothing, from a 4:2:0 input: `Formats::passthrough`, `Formats::repacked`); framepipe's
+/// conversions from BGR are written as centred.
+fn y4m_tags(
+    checked: &Request,
+    source: &dyn Source,
+    formats: Formats,
+) -> crate::source::PictureTags {
+    let mut tags = source.picture_tags().unwrap_or_default();
+    // The backend hands I420 on (not BGR for a window to share, converted again here).
+    let untouched = checked.flags.filter.is_identity()
+        && matches!(formats.input, PixelFormat::I420 | PixelFormat::Nv12)
+        && formats.output == PixelFormat::I420;
+    if !untouched {
+        tags.chroma = crate::source::Siting::Center;
+        tags.range = None;
+    }
+    tags
 }
 
 /// Opens the file, image sequence or standard output `--output` names for `source`'s
@@ -203,7 +224,7 @@ fn open_file_output(
     let stdout = sink::y4m::Layout {
         write: checked.output_format.unwrap_or(PixelFormat::I420),
         given: places.formats.output,
-        tags: source.picture_tags().unwrap_or_default(),
+        tags: y4m_tags(checked, source, places.formats),
     };
     // A source with no known end (a camera, a stream, the pattern, standard input) is
     // recorded in MP4/MOV fragments, so that a crash keeps all but the last second.

@@ -1,5 +1,5 @@
 //! `--output -`: a YUV4MPEG2 stream (I420 as `C420jpeg`, as ffmpeg's `yuv4mpegpipe` writes
-//! it, or gray as `Cmono`) on standard output, for `… | ffmpeg -f yuv4mpegpipe -i - …` to
+//! it, or as the input's chroma siting where the samples pass untouched; or gray as `Cmono`) on standard output, for `… | ffmpeg -f yuv4mpegpipe -i - …` to
 //! encode with any codec; or headerless NV12 or BGR frames, which Y4M can't hold
 //! (`--output-format`).
 //!
@@ -26,7 +26,9 @@ pub struct Layout {
     pub write: PixelFormat,
     /// The frames the sink is given: `write`, or BGR (converted here).
     pub given: PixelFormat,
-    /// Aspect ratio and interlacing for the header (the input's, where it said).
+    /// Aspect ratio, interlacing and chroma siting for the header (the input's, where it
+    /// said; the siting centred where the chroma samples don't pass untouched:
+    /// `app::y4m_tags`).
     pub tags: crate::source::PictureTags,
 }
 
@@ -34,7 +36,7 @@ impl Layout {
     /// The Y4M colour tag of the written frames; None for a headerless stream.
     fn y4m_tag(self) -> Option<&'static str> {
         match self.write {
-            PixelFormat::I420 => Some("C420jpeg XYSCSS=420JPEG"),
+            PixelFormat::I420 => Some(self.tags.chroma.y4m()),
             PixelFormat::Gray => Some("Cmono"),
             _ => None,
         }
@@ -133,8 +135,9 @@ impl Y4mOut {
             let (n, d) = self.rate;
             if let Some(tag) = tag {
                 let t = self.layout.tags;
+                let range = t.range.map(|r| format!(" {}", r.y4m())).unwrap_or_default();
                 let header = format!(
-                    "YUV4MPEG2 W{} H{} F{n}:{d} I{} A{}:{} {tag}\n",
+                    "YUV4MPEG2 W{} H{} F{n}:{d} I{} A{}:{} {tag}{range}\n",
                     self.size.width, self.size.height, t.interlace, t.aspect.0, t.aspect.1
                 );
                 self.queued += header.len() as u64;

@@ -30,7 +30,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use ffmpeg_next as ff;
 
-use super::{Read, Source};
+use super::{PictureTags, Range, Read, Siting, Source};
 use crate::desc::{Planes, Timestamp};
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
@@ -88,6 +88,46 @@ pub struct Decoded {
     nvdec: Option<super::nvdec::Nvdec>,
     /// The last picture, where it was left in device memory for the slot (`Nvdec::lend`).
     lent: Option<(crate::desc::Memory, crate::desc::Planes)>,
+    /// What a Y4M output says of the pictures, as ffmpeg's `yuv4mpegpipe` says it.
+    tags: PictureTags,
+}
+
+/// The first picture's aspect ratio (the stream's where it gives one, as ffmpeg takes it;
+/// 0:0 unknown), interlacing, chroma siting and range, for a Y4M output; a picture turned a
+/// quarter has its aspect ratio turned too.
+fn tags_of(p: &ff::frame::Video, stream_sar: (i32, i32), rotation: u32) -> PictureTags {
+    use ff::util::chroma::Location;
+    let frame_sar = p.aspect_ratio();
+    let (n, d) = match stream_sar {
+        (n, d) if n > 0 && d > 0 => (n, d),
+        _ => (frame_sar.numerator(), frame_sar.denominator()),
+    };
+    let aspect = match (u32::try_from(n), u32::try_from(d)) {
+        (Ok(n), Ok(d)) if n > 0 && d > 0 => (n, d),
+        _ => (0, 0),
+    };
+    PictureTags {
+        aspect: if rotation % 180 == 90 {
+            (aspect.1, aspect.0)
+        } else {
+            aspect
+        },
+        interlace: match (p.is_interlaced(), p.is_top_first()) {
+            (false, _) => 'p',
+            (true, true) => 't',
+            (true, false) => 'b',
+        },
+        chroma: match p.chroma_location() {
+            Location::Left => Siting::Left,
+            Location::TopLeft => Siting::TopLeft,
+            _ => Siting::Center,
+        },
+        range: match p.color_range() {
+            ff::util::color::Range::MPEG => Some(Range::Limited),
+            ff::util::color::Range::JPEG => Some(Range::Full),
+            _ => None,
+        },
+    }
 }
 
 /// What opening asks for.
@@ -219,6 +259,8 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     let rate = super::media::frame_rate(&stream);
     let fps = rate.map(|(n, d)| f64::from(n) / f64::from(d));
     let rotation = super::media::rotation_of(&stream);
+    // SAFETY: the stream's own struct, read while `input` (which owns it) is alive.
+    let stream_sar = unsafe { (*stream.as_ptr()).sample_aspect_ratio };
     let file_start = crate::timebase::file_start(&input);
     let frames_said = stream.frames();
     let duration = stream.duration();
@@ -295,12 +337,14 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         refused: 0,
         nvdec,
         lent: None,
+        tags: PictureTags::default(),
     };
     // The first picture says the size and format (the codec parameters may not).
     if !source.decode_next()? {
         bail!("{} opened, but gave no frame", source.what);
     }
     source.settle(rotation, &codec_name, asked.untouched)?;
+    source.tags = tags_of(&source.picture, (stream_sar.num, stream_sar.den), rotation);
     if network {
         if live {
             crate::info!(
@@ -712,6 +756,10 @@ impl Source for Decoded {
 
     fn lent(&mut self) -> Option<(crate::desc::Memory, crate::desc::Planes)> {
         self.lent.take()
+    }
+
+    fn picture_tags(&self) -> Option<PictureTags> {
+        Some(self.tags)
     }
 
     fn due(&mut self) -> Option<Instant> {

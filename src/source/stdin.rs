@@ -11,7 +11,7 @@ use std::io::{BufRead, BufReader, Read};
 
 use anyhow::{bail, Context, Result};
 
-use super::{PictureTags, Read as Got, Source};
+use super::{PictureTags, Range, Read as Got, Siting, Source};
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 
@@ -156,9 +156,14 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
                         ))
                     }
                 };
+                tags.chroma = match value {
+                    "420mpeg2" => Siting::Left,
+                    "420paldv" => Siting::TopLeft,
+                    _ => Siting::Center,
+                };
                 if matches!(value, "420mpeg2" | "420paldv") {
                     notes.push(format!(
-                        "chroma sited as {value}, read as centred (as OpenCV does)"
+                        "chroma sited as {value}: converted as centred (as OpenCV does), kept as {value} where it passes untouched"
                     ));
                 }
             }
@@ -189,7 +194,14 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
             }
             "I" => return Err(format!("Y4M header: bad interlacing '{value}'")),
             "X" if value.eq_ignore_ascii_case("COLORRANGE=FULL") => {
-                notes.push("full range, read as video range".into())
+                tags.range = Some(Range::Full);
+                notes.push(
+                    "full range: filters read it as video range; `copy` keeps it, and says so in a Y4M output"
+                        .into(),
+                )
+            }
+            "X" if value.eq_ignore_ascii_case("COLORRANGE=LIMITED") => {
+                tags.range = Some(Range::Limited)
             }
             _ => {} // comments (X) and the rest change nothing here
         }
@@ -408,11 +420,14 @@ mod tests {
             h.tags,
             PictureTags {
                 aspect: (0, 0),
-                interlace: 't'
+                interlace: 't',
+                chroma: Siting::Center,
+                range: Some(Range::Full),
             }
         );
         let h = parse_header("YUV4MPEG2 W720 H480 F30000:1001 Ip A10:11 C420mpeg2").unwrap();
         assert_eq!(h.tags.aspect, (10, 11));
+        assert_eq!(h.tags.chroma, Siting::Left);
         assert!(
             h.notes.iter().any(|n| n.contains("10:11 wide")),
             "{:?}",
