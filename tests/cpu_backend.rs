@@ -117,3 +117,95 @@ fn cpu_composes_the_mosaic() {
         assert_eq!(n, 4);
     }
 }
+
+/// A frame a source leaves in device memory (as NVDEC's are, for the CUDA backend) is never
+/// read as host bytes: the CPU backend refuses it by name, the run ends with that error, and
+/// every lease the source lent is given back.
+#[test]
+fn a_frame_in_device_memory_is_refused_by_the_cpu_backend_and_its_lease_given_back() {
+    use framepipe::desc::{Lease, Memory, Planes};
+    use framepipe::pixel::{Formats, PixelFormat};
+    use framepipe::plan::{Counts, Plan};
+    use framepipe::source::{pattern::Pattern, Read, Source};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    static LENT: AtomicUsize = AtomicUsize::new(0);
+    static GIVEN_BACK: AtomicUsize = AtomicUsize::new(0);
+    #[derive(Debug)]
+    struct Counted;
+    impl Lease for Counted {}
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            GIVEN_BACK.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    /// The pattern, each frame also "lent" from device memory.
+    struct Lending(Pattern);
+    impl Source for Lending {
+        fn describe(&self) -> String {
+            "a lending pattern".into()
+        }
+        fn size(&self) -> FrameSize {
+            self.0.size()
+        }
+        fn format(&self) -> PixelFormat {
+            self.0.format()
+        }
+        fn fps(&self) -> Option<f64> {
+            None
+        }
+        fn is_live(&self) -> bool {
+            false
+        }
+        fn read(&mut self, frame: &mut [u8]) -> anyhow::Result<Read> {
+            self.0.read(frame)
+        }
+        fn skip(&mut self) -> anyhow::Result<Read> {
+            self.0.skip()
+        }
+        fn lent(&mut self) -> Option<(Memory, Planes)> {
+            LENT.fetch_add(1, Ordering::SeqCst);
+            let memory = Memory::Device {
+                device: 0,
+                ptr: 0x1000,
+                lease: Arc::new(Counted),
+            };
+            Some((memory, Planes::packed(self.format(), self.size())))
+        }
+    }
+
+    let size = FrameSize::new(64, 48);
+    let formats: Formats = "nv12:i420".parse().unwrap();
+    let counts = Counts {
+        ring: 4,
+        in_flight: 2,
+        bands: 1,
+        busy_bands: 1,
+    };
+    let mut plan = Plan::new(
+        BackendKind::Cpu,
+        size,
+        formats,
+        "copy".parse().unwrap(),
+        counts,
+    )
+    .unwrap();
+    plan.frames = Some(8);
+    let source = Box::new(Lending(Pattern::new(size, 0.0).in_format(formats.input)));
+    let mut sink = common::CheckSink::in_formats("copy".parse().unwrap(), size, formats);
+    let err = plan
+        .run(source, &mut sink, &framepipe::stop::Stop::new())
+        .unwrap_err();
+    assert!(
+        format!("{err:#}").contains("is in device memory"),
+        "{err:#}"
+    );
+    assert_eq!(sink.seen, 0, "no frame was read as host bytes");
+    assert!(LENT.load(Ordering::SeqCst) >= 1);
+    assert_eq!(
+        GIVEN_BACK.load(Ordering::SeqCst),
+        LENT.load(Ordering::SeqCst),
+        "every lease given back"
+    );
+}
