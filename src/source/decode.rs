@@ -280,6 +280,11 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     });
     let id = stream.parameters().id();
     let what = format!("{kind} '{url}'");
+    if asked.auto && !asked.on_device {
+        crate::info!(
+            "{what}: --decode auto: no CUDA backend to take NVDEC's frames; the CPU decodes it"
+        );
+    }
     let auto = asked.auto && asked.on_device && super::nvdec::prefers(id, &what);
     let nvdec = if asked.gpu || auto {
         super::nvdec::attach(&mut ctx, id, asked.on_device)
