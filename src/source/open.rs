@@ -30,8 +30,9 @@ pub enum Decode {
     /// the GPU and the build have it); where it can't decode the stream, the CPU does, and
     /// the run says why.
     Gpu,
-    /// NVDEC where it decodes faster than this machine's cores would (`nvdec::prefers`,
-    /// from the H200's figures), with the CUDA backend; else libavcodec on the CPU.
+    /// NVDEC where it decodes faster than this machine's cores would (from the H200's
+    /// figures: `framepipe doctor` says what it picks here), with the CUDA backend; else
+    /// libavcodec on the CPU.
     Auto,
 }
 
