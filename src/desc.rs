@@ -10,10 +10,10 @@
 //! `PixelFormat::bytes` lays it out (`Planes::packed`: planes one after another, rows
 //! without padding), which is how the ring's buffers hold every frame in host memory; a
 //! source whose decoder pads rows copies them packed into the slot, or describes its own
-//! pitches in `planes` (`Planes::is_packed` says which; a frame in device memory is described at its
-//! surface's pitches); a `Memory::Device` frame holds its lease until the descriptor is
-//! dropped or its memory replaced (the CUDA backend replaces it as the frame completes), and
-//! dropping the lease gives the memory back to its owner.
+//! pitches in `planes` (`Planes::is_packed` says which; a frame in device memory is
+//! described at its surface's pitches); a `Memory::Device` frame holds its lease until the
+//! descriptor is dropped or its memory replaced (the CUDA backend replaces it as the frame
+//! completes), and dropping the lease gives the memory back to its owner.
 
 use std::sync::Arc;
 
