@@ -130,6 +130,19 @@ fn tags_of(p: &ff::frame::Video, stream_sar: (i32, i32), rotation: u32) -> Pictu
     }
 }
 
+/// Whether a decoder is given NVDEC.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WithNvdec {
+    /// No: the CPU decodes (`--decode cpu`).
+    #[default]
+    No,
+    /// Where it can (`--decode gpu`).
+    Yes,
+    /// Where it can and decodes faster than this machine's cores would, with the CUDA
+    /// backend (`--decode auto`; `nvdec::prefers`).
+    WhereFaster,
+}
+
 /// What opening asks for.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Asked {
@@ -139,11 +152,8 @@ pub struct Asked {
     /// raw pipe): full-range (JPEG) YUV is then carried as decoded, bit for bit, since
     /// nothing converts it.
     pub untouched: bool,
-    /// Decode with NVDEC where it can (`--decode gpu`; `nvdec.rs`).
-    pub gpu: bool,
-    /// Decode with NVDEC where it can and decodes faster than the CPU would
-    /// (`--decode auto`; `nvdec::prefers`).
-    pub auto: bool,
+    /// Whether the decoder is given NVDEC (`nvdec.rs`).
+    pub nvdec: WithNvdec,
     /// NVDEC's pictures may stay in device memory, lent to the slot (the run's backend is
     /// CUDA's, which copies its bands from there).
     pub on_device: bool,
@@ -280,17 +290,22 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     });
     let id = stream.parameters().id();
     let what = format!("{kind} '{url}'");
-    if asked.auto && !asked.on_device {
-        crate::info!(
-            "{what}: --decode auto: no CUDA backend to take NVDEC's frames; the CPU decodes it"
-        );
-    }
-    let auto = asked.auto && asked.on_device && super::nvdec::prefers(id, &what);
-    let nvdec = if asked.gpu || auto {
+    let given = match asked.nvdec {
+        WithNvdec::No => false,
+        WithNvdec::Yes => true,
+        WithNvdec::WhereFaster if !asked.on_device => {
+            crate::info!(
+                "{what}: --decode auto: no CUDA backend to take NVDEC's frames; the CPU decodes it"
+            );
+            false
+        }
+        WithNvdec::WhereFaster => super::nvdec::prefers(id, &what),
+    };
+    let nvdec = if given {
         super::nvdec::attach(&mut ctx, id, asked.on_device)
-            .map_err(|why| match asked.gpu {
-                true => crate::warn!("{what}: --decode gpu: {why}; the CPU decodes it"),
-                false => crate::info!("{what}: --decode auto: {why}; the CPU decodes it"),
+            .map_err(|why| match asked.nvdec {
+                WithNvdec::Yes => crate::warn!("{what}: --decode gpu: {why}; the CPU decodes it"),
+                _ => crate::info!("{what}: --decode auto: {why}; the CPU decodes it"),
             })
             .ok()
     } else {

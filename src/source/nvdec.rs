@@ -34,8 +34,9 @@ use crate::frame::FrameSize;
 
 /// A decoder context's NVDEC (module doc).
 pub struct Nvdec {
-    /// Pictures stay on the device until `bring_into_slot` brings them down straight into the
-    /// ring's slot (set once the first picture showed they are NV12 as carried, upright).
+    /// Pictures stay on the device, lent to the slot (`keep`) or brought down straight into
+    /// it by `bring_into_slot` (set once the first picture showed they are NV12 as carried,
+    /// upright).
     pub direct: bool,
     /// The last picture brought down (the hardware picture is swapped in here).
     host: ff::frame::Video,
@@ -278,9 +279,9 @@ pub fn attach(
     }
     // SAFETY: the context is allocated and not opened; it takes its own reference to the
     // device (freed with the context) and ours is released; `cuda_first` has get_format's
-    // signature. The decoder keeps the frame threads `decode.rs` set: NVDEC's hwaccel is
-    // safe with them (FFmpeg's ffmpeg uses them too), and with one thread a 1080p H.264 file
-    // decoded at 690 fps where ffmpeg -hwaccel cuda decodes 807 (H200, BENCHMARKS.md).
+    // signature. The decoder keeps the frame threads `decode.rs` set, as ffmpeg does
+    // (NVDEC's hwaccel is safe with them); one thread measured the same on the H200 (706
+    // against 694 fps for 1080p H.264, BENCHMARKS.md "NVDEC").
     unsafe {
         let c = ctx.as_mut_ptr();
         (*c).hw_device_ctx = ffi::av_buffer_ref(device);
@@ -310,7 +311,7 @@ impl Nvdec {
             // (The first picture's surface, swapped in there, goes back to the pool.)
             unsafe { ffi::av_frame_unref(self.host.as_mut_ptr()) };
             self.on_gpu += 1;
-            return Ok(()); // brought down by `bring_into_slot`
+            return Ok(()); // lent (`lend`) or brought down (`bring_into_slot`) by decode.rs
         }
         if picture.format() != ff::format::Pixel::CUDA {
             if self.on_cpu == 0 {

@@ -249,8 +249,11 @@ fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> 
     let decode = super::decode::Asked {
         pace: paced(asked),
         untouched: asked.untouched,
-        gpu: asked.decode == Decode::Gpu,
-        auto: asked.decode == Decode::Auto,
+        nvdec: match asked.decode {
+            Decode::Gpu => super::decode::WithNvdec::Yes,
+            Decode::Auto => super::decode::WithNvdec::WhereFaster,
+            Decode::Cpu | Decode::Opencv => super::decode::WithNvdec::No,
+        },
         on_device: asked.on_device,
     };
     let source = super::decode::open(&url, decode)?;
