@@ -111,44 +111,37 @@ fn files_are_decoded_as_ffmpeg_decodes_them() {
     }
 }
 
-/// `--decode gpu`: NVDEC where there is one; here, without CUDA, the CPU decodes and the run
-/// says why. Either way the frames are ffmpeg's own (NVDEC's H.264 and HEVC pictures are
-/// exact, as the standards define them).
+/// `--decode gpu` (H.264) and `--decode auto` (HEVC): NVDEC where there is one (for auto,
+/// with the CUDA backend and where it outpaces the cores); here, without CUDA, the CPU
+/// decodes and the run says why. Either way the frames are ffmpeg's own (NVDEC's H.264 and
+/// HEVC pictures are exact, as the standards define them).
 #[test]
-fn decode_gpu_falls_back_to_the_cpu_and_says_why() {
+fn decode_gpu_and_auto_fall_back_to_the_cpu_and_say_why() {
     let dir = TempDir::new("ffmpeg-only-gpu");
-    let clip = dir.join("h264.mp4");
-    make(
-        &clip,
-        "testsrc2=s=320x240:r=25:d=1",
-        &["-c:v", "libx264", "-pix_fmt", "yuv420p"],
-    );
-    let (sums, err) = ours(&clip, &["--decode", "gpu"]);
-    assert!(
-        err.contains("decoded by NVDEC through libavcodec")
-            || (err.contains("--decode gpu: ") && err.contains("; the CPU decodes it")),
-        "{err}"
-    );
-    assert_eq!(sums, framemd5(&["-i", clip.to_str().unwrap()], None));
-}
-
-/// `--decode auto`: NVDEC only with the CUDA backend and where it outpaces the cores; here,
-/// without CUDA, libavcodec decodes on the CPU, and the frames are ffmpeg's own either way.
-#[test]
-fn decode_auto_decodes_as_ffmpeg_does() {
-    let dir = TempDir::new("ffmpeg-only-auto");
-    let clip = dir.join("hevc.mkv");
-    make(
-        &clip,
-        "testsrc2=s=320x240:r=25:d=1",
-        &["-c:v", "libx265", "-pix_fmt", "yuv420p"],
-    );
-    let (sums, err) = ours(&clip, &["--decode", "auto"]);
-    assert!(
-        err.contains("decoded by NVDEC") || err.contains("--decode auto: "),
-        "{err}"
-    );
-    assert_eq!(sums, framemd5(&["-i", clip.to_str().unwrap()], None));
+    // What each says when the CPU decodes (auto on a machine with CUDA and many cores says
+    // "--decode auto: the CPU decodes it (…)").
+    for (flag, name, codec, cpu) in [
+        ("gpu", "h264.mp4", "libx264", "; the CPU decodes it"),
+        ("auto", "hevc.mkv", "libx265", "the CPU decodes it"),
+    ] {
+        let clip = dir.join(name);
+        make(
+            &clip,
+            "testsrc2=s=320x240:r=25:d=1",
+            &["-c:v", codec, "-pix_fmt", "yuv420p"],
+        );
+        let (sums, err) = ours(&clip, &["--decode", flag]);
+        assert!(
+            err.contains("decoded by NVDEC through libavcodec")
+                || (err.contains(&format!("--decode {flag}: ")) && err.contains(cpu)),
+            "{flag}: {err}"
+        );
+        assert_eq!(
+            sums,
+            framemd5(&["-i", clip.to_str().unwrap()], None),
+            "{flag}"
+        );
+    }
 }
 
 #[test]
