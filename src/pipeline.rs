@@ -18,11 +18,12 @@
 //! frame, each slot tagged with its input; an input that joins late, `Arrival::Late`, has
 //! its ring made by its capture thread once it opens), and the ring bounds the frames in
 //! flight also where a source lends its frames from device memory (`Source::lent`: the
-//! capture thread describes each slot anew, lent or packed in its buffer); the backend attaches each slot
-//! (page-locks it, for CUDA) as the slot first passes, so that the run starts without
-//! waiting for a whole ring to be locked and a short run locks only the slots it uses; the
-//! filled channel holds every slot of every ring, so a capture thread never waits on another input, and the
-//! backend takes frames in the order they were captured across inputs; each input's frames
+//! capture thread describes each slot anew, lent or packed in its buffer); the backend
+//! attaches each slot (page-locks it, for CUDA) as the slot first passes, so that the run
+//! starts without waiting for a whole ring to be locked and a short run locks only the
+//! slots it uses; the filled channel holds every slot of every ring, so a capture thread
+//! never waits on another input, and the backend takes frames in the order they were
+//! captured across inputs; each input's frames
 //! reach the sink in its capture order; a live source never waits for a slot (it discards
 //! the frame and counts it dropped), any other source waits for its own ring only; an input
 //! that ends or fails ends alone (the others go on; the run ends when every input has

@@ -109,9 +109,10 @@ impl DerefMut for HostBuffer {
 
 impl Drop for HostBuffer {
     fn drop(&mut self) {
-        self.lock = None; // unlock before the pages go away
-                          // SAFETY: ptr and mapped are the mapping `new` made, unmapped once, here; no borrow
-                          // of the bytes outlives self.
+        // Unlock before the pages go away.
+        self.lock = None;
+        // SAFETY: ptr and mapped are the mapping `new` made, unmapped once, here; no borrow
+        // of the bytes outlives self.
         unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.mapped) };
     }
 }
