@@ -14,7 +14,6 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use crossbeam_channel::TryRecvError;
 
 use super::{
     arm_exit_summary, check_outputs, disarm_exit_summary, frames_to_go, open_file_output,
@@ -273,12 +272,8 @@ fn open_all(stop: &Stop, requests: &[Request], may_join_late: &[bool]) -> Option
         crate::stop::beat();
         for opening in &mut openings {
             let Opening::Late(rx) = opening else { continue };
-            let result = match rx.try_recv() {
-                Ok(result) => result,
-                Err(TryRecvError::Empty) => continue,
-                Err(TryRecvError::Disconnected) => Err(anyhow::anyhow!(
-                    "opening the input failed without a reason (the opening thread ended)"
-                )),
+            let Some(result) = open::answer(rx) else {
+                continue;
             };
             if result.is_ok() {
                 first_open.get_or_insert_with(Instant::now);

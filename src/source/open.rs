@@ -8,7 +8,7 @@
 //! is left behind, and the caller records it); `--size` and `--fps` that can't apply to an
 //! input are said not to, never silently dropped.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use super::{pattern::Pattern, InputSpec, Source};
 use crate::frame::{FrameSize, DEFAULT_FPS};
@@ -136,6 +136,21 @@ pub fn start(input: InputSpec, asked: Asked) -> Result<Opening> {
     Ok(rx)
 }
 
+/// Why an opening gave no answer: its thread ended without one.
+fn no_answer() -> anyhow::Error {
+    anyhow::anyhow!("opening the input failed without a reason (the opening thread ended)")
+}
+
+/// An opening's answer where it has come, without waiting (an opening thread that ended
+/// without one is an error).
+pub fn answer(rx: &Opening) -> Option<Result<Opened>> {
+    match rx.try_recv() {
+        Ok(result) => Some(result),
+        Err(crossbeam_channel::TryRecvError::Empty) => None,
+        Err(crossbeam_channel::TryRecvError::Disconnected) => Some(Err(no_answer())),
+    }
+}
+
 /// Waits for an opening's answer (`interruptibly`'s second half): None where a stop came
 /// first (an open that gave up because of the stop is a stop too).
 pub fn wait(stop: &Stop, rx: &Opening) -> Result<Option<Opened>> {
@@ -150,9 +165,7 @@ pub fn wait(stop: &Stop, rx: &Opening) -> Result<Option<Opened>> {
                 return Ok(None);
             }
             Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                bail!("opening the input failed without a reason (the opening thread ended)")
-            }
+            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Err(no_answer()),
         }
     }
 }
@@ -230,12 +243,12 @@ fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
         other => match by_libav(other, asked)? {
             Some(source) => Ok(source),
             None if asked.decode == Decode::Opencv => {
-                bail!("--decode opencv: this build has no OpenCV (files and network streams are decoded by FFmpeg's libavcodec: --decode cpu)")
+                anyhow::bail!("--decode opencv: this build has no OpenCV (files and network streams are decoded by FFmpeg's libavcodec: --decode cpu)")
             }
-            None => bail!("this build has no OpenCV: cameras, still images and GStreamer pipelines need it (files and network streams, standard input, named pipes and the pattern don't)"),
+            None => anyhow::bail!("this build has no OpenCV: cameras, still images and GStreamer pipelines need it (files and network streams, standard input, named pipes and the pattern don't)"),
         },
         #[cfg(not(feature = "ffmpeg"))]
-        _ => bail!("this build has no OpenCV: only --input pattern, standard input (-) and named pipes are available (nor FFmpeg's libraries: files need the ffmpeg feature)"),
+        _ => anyhow::bail!("this build has no OpenCV: only --input pattern, standard input (-) and named pipes are available (nor FFmpeg's libraries: files need the ffmpeg feature)"),
     }
 }
 
