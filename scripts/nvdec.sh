@@ -5,15 +5,17 @@
 #   scripts/nvdec.sh [FRAMES]
 #
 # Makes a 1080p H.264 clip of FRAMES frames (1800) and a 4K HEVC one of a third as many
-# with the wheel's ffmpeg (testsrc2), and each clip twice over (stream copy). For each:
-# first, on 2-second clips of H.264 and HEVC at 1080p and 4K, framepipe's frames with
-# --decode gpu against --decode cpu, bit for bit (the whole Y4M stream's checksum, `copy`,
-# bands 1-16 with the CUDA backend, whose frames stay in device memory, and once with the
-# CPU backend, which has NVDEC's pictures brought down); then, on the long clips, rates: NVDEC decoding alone (the bundle's ffmpeg-nvdec, -hwaccel cuda), framepipe
-# --decode gpu and --decode cpu with gauss:2 to nothing and to a Y4M pipe, and --decode gpu
-# with `copy`; last, a 10-bit HEVC clip through --decode gpu. A rate is given
-# two ways: over the whole run (start-up included), and the rate past start-up, from the
-# clip and the clip twice over (N frames / (time of 2N - time of N)). Logs in $OUT.
+# with the wheel's ffmpeg (testsrc2), and each clip twice over (stream copy). First, on
+# 2-second clips of H.264 and HEVC at 1080p and 4K, framepipe's frames with --decode gpu
+# against --decode cpu, bit for bit (the whole Y4M stream's checksum, `copy`, bands 1-16
+# with the CUDA backend, whose frames stay in device memory, and once with the CPU backend,
+# which has NVDEC's pictures brought down). Then, on the long clips, rough rates: NVDEC
+# decoding alone (the bundle's ffmpeg-nvdec, -hwaccel cuda), framepipe --decode gpu and
+# --decode cpu with gauss:2 to nothing and to a Y4M pipe, and --decode gpu with `copy`, each
+# over the whole run (start-up included) and past start-up (N frames / (time of 2N - time
+# of N), best of two runs each: this moves by ±10 % between sessions; the steady rates in
+# BENCHMARKS.md come from scripts/nvdec-steady.sh). Last, a 10-bit HEVC clip through
+# --decode gpu. Logs in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/framepipe-out}

@@ -135,10 +135,11 @@ fn has_nvdec(id: ff::codec::Id) -> bool {
 }
 
 /// Pixels a second one NVDEC decodes, by codec, past start-up, and one CPU core decodes with
-/// libavcodec (either codec): the H200 machine's figures (`scripts/nvdec.sh`, BENCHMARKS.md:
-/// 1080p H.264 784 fps, 4K HEVC 381 fps on NVDEC; 1485 and 366 fps on 16 cores).
+/// libavcodec (either codec): the H200 machine's figures (BENCHMARKS.md "NVDEC": 1080p
+/// H.264 718 fps, 4K HEVC 392 fps on NVDEC, steady, `scripts/nvdec-steady.sh`; 1485 and 366
+/// fps on 16 cores, `scripts/nvdec.sh`).
 const NVDEC_PIXELS: [(ff::codec::Id, f64); 2] =
-    [(ff::codec::Id::H264, 1.62e9), (ff::codec::Id::HEVC, 3.16e9)];
+    [(ff::codec::Id::H264, 1.49e9), (ff::codec::Id::HEVC, 3.25e9)];
 const CORE_PIXELS: f64 = 1.9e8;
 
 /// Whether NVDEC decodes codec `id` faster than `cores` CPU cores would, with the two
@@ -280,8 +281,9 @@ pub fn attach(
     // SAFETY: the context is allocated and not opened; it takes its own reference to the
     // device (freed with the context) and ours is released; `cuda_first` has get_format's
     // signature. The decoder keeps the frame threads `decode.rs` set, as ffmpeg does
-    // (NVDEC's hwaccel is safe with them); one thread measured the same on the H200 (706
-    // against 694 fps for 1080p H.264, BENCHMARKS.md "NVDEC").
+    // (NVDEC's hwaccel is safe with them); NVDEC is the limit either way (ffmpeg itself
+    // decodes 1080p H.264 at 714 fps steady with one thread and 718 with them on the H200,
+    // BENCHMARKS.md "NVDEC").
     unsafe {
         let c = ctx.as_mut_ptr();
         (*c).hw_device_ctx = ffi::av_buffer_ref(device);
