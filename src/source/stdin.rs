@@ -1,11 +1,14 @@
-//! Frames from standard input (or a named pipe, read the same way): a YUV4MPEG2 stream (what `ffmpeg -i ANY -f yuv4mpegpipe -`
-//! writes, so that framepipe reads every codec and container ffmpeg reads), or headerless
-//! frames of a format and size given with `--input-format` and `--size`.
+//! Frames from standard input (or a named pipe, read the same way): a YUV4MPEG2 stream
+//! (what `ffmpeg -i ANY -f yuv4mpegpipe -` writes, so that framepipe reads every codec and
+//! container ffmpeg reads), or headerless frames of a format and size given with
+//! `--input-format` and `--size`.
 //!
 //! Invariants: the header is read and checked before the pipeline starts (a bad one is an
 //! error naming what is wrong); frames are read straight into the ring's page-locked
-//! buffers in their own format (the backend converts them); a stream that ends inside a frame is an error naming the frame, after
-//! the frames before it went through; the end of the stream between frames is the end.
+//! buffers in their own format (the backend converts them): only the bytes that come in
+//! with a FRAME line and a frame's last few pass through the reader's 8 KiB buffer; a
+//! stream that ends inside a frame is an error naming the frame, after the frames before it
+//! went through; the end of the stream between frames is the end.
 
 use std::io::{BufRead, BufReader, Read};
 
