@@ -136,13 +136,18 @@ impl Window {
         if let Some((x, y, double)) = click {
             return Ok(Flow::Pick { x, y, double });
         }
-        if self.shown {
-            let visible = highgui::get_window_property(&self.title, highgui::WND_PROP_VISIBLE)?;
-            if visible < 1.0 {
-                return Ok(Flow::Quit); // closed by the user
-            }
+        if self.closed()? {
+            return Ok(Flow::Quit);
         }
         Ok(Flow::Continue)
+    }
+
+    /// Whether the user closed the window once it showed a frame. Asked before each frame
+    /// too: highgui's `imshow` shows a hidden window again, so a close that Qt handled in
+    /// another highgui call than `poll`'s `wait_key` would otherwise be undone unseen.
+    fn closed(&self) -> Result<bool> {
+        Ok(self.shown
+            && highgui::get_window_property(&self.title, highgui::WND_PROP_VISIBLE)? < 1.0)
     }
 
     fn key(&mut self, key: u8) -> Result<Flow> {
@@ -297,6 +302,9 @@ impl Sink for Window {
         self.strip
     }
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+        if self.closed()? {
+            return Ok(Flow::Quit);
+        }
         let (size, frame) = (frame.size(), super::bgr(frame, "the window")?);
         let mat =
             Mat::new_rows_cols_with_bytes::<Vec3b>(size.height as i32, size.width as i32, frame)?;
