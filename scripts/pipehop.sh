@@ -5,8 +5,9 @@
 #   scripts/pipehop.sh [FRAMES] [RUNS]
 #
 # One 1080p H.264 clip of FRAMES frames (default 3000) from testsrc2, then each pipeline RUNS
-# times (default 3), whole runs, start-up included, in frames per second of wall time; then
-# one traced run of framepipe in the pipe, with each process's CPU time. Logs in $OUT.
+# times (default 3), whole runs, start-up included, in frames per second of wall time (on a
+# machine of several NUMA nodes, also with every process held on node 0); then one traced
+# run of framepipe in the pipe, with each process's CPU time. Logs in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/framepipe-out}
@@ -46,6 +47,17 @@ rate() { # frames per second of the pipeline "$2", each of $runs runs
     fi
     if [ -x gpu-bundle/piperead ]; then
         rate "reading alone: y4m | piperead slots" "$y4m | gpu-bundle/piperead slots"
+    fi
+    # Where the machine has several NUMA nodes, the same pipelines held on node 0's cores
+    # (memory follows the first touch, so it stays on that node too): if copies between
+    # nodes are what slows framepipe's reader while it writes, these runs close the gap.
+    nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' 2>/dev/null | wc -l)
+    echo "NUMA nodes: $nodes ($(grep -c ^processor /proc/cpuinfo) CPUs)"
+    if [ "$nodes" -gt 1 ]; then
+        cpus=$(cat /sys/devices/system/node/node0/cpulist)
+        rate "node 0 only (taskset -c $cpus): the pipe alone" "taskset -c $cpus bash -c '$y4m | cat'"
+        rate "node 0 only: y4m | framepipe gauss:2 | cat" \
+            "taskset -c $cpus bash -c '$y4m | $fp -q --input - --headless --backend cuda --filter gauss:2 --output - | cat'"
     fi
     rate "y4m | framepipe copy, no output (cuda)" "$y4m | $fp -q --input - --headless --backend cuda"
     rate "y4m | framepipe copy, no output (cuda, --pageable)" "$y4m | $fp -q --input - --headless --backend cuda --pageable"
