@@ -8,7 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::run::{
-    bin, framepipe, frames_in, make_clip, stderr, wait_with_deadline, SummaryFile, TempDir,
+    bin, ends_within, framepipe, frames_in, make_clip, stderr, wait_with_deadline, SummaryFile,
+    TempDir,
 };
 use common::x::Xvfb;
 use opencv::imgcodecs;
@@ -65,7 +66,7 @@ enum Quit {
 fn window_quits(quit: Quit, name: &str) {
     let x = Xvfb::start();
     let dir = TempDir::new(name);
-    let (child, id) = open_window(&x, &dir, &["--filter", "invert"]);
+    let (mut child, id) = open_window(&x, &dir, &["--filter", "invert"]);
     std::thread::sleep(Duration::from_millis(700));
 
     // The window shows frames: the screenshot of the screen is not blank.
@@ -109,12 +110,7 @@ fn window_quits(quit: Quit, name: &str) {
     // Where the run outlives the request, what the X server then holds under the window's
     // name goes into the failure: whether the window was closed and shown again, is still
     // up untouched, or is another one.
-    let mut child = child;
-    let asked_at = Instant::now();
-    while child.try_wait().unwrap().is_none() && asked_at.elapsed() < Duration::from_secs(4) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    if child.try_wait().unwrap().is_none() {
+    if !ends_within(&mut child, Duration::from_secs(4)) {
         let list = |visible: bool| {
             let mut args = vec!["search"];
             if visible {

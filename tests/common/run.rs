@@ -35,23 +35,31 @@ impl Drop for TempDir {
     }
 }
 
-/// Waits for `child` at most `limit`; kills it and panics on a hang.
-pub fn wait_with_deadline(mut child: Child, limit: Duration, what: &str) -> Output {
+/// Whether `child` ends within `limit` (it is left running where it does not).
+pub fn ends_within(child: &mut Child, limit: Duration) -> bool {
     let start = Instant::now();
     loop {
         if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+            return true;
         }
         if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "{what}: still running after {limit:?} (hang); stderr:\n{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            return false;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Waits for `child` at most `limit`; kills it and panics on a hang.
+pub fn wait_with_deadline(mut child: Child, limit: Duration, what: &str) -> Output {
+    if !ends_within(&mut child, limit) {
+        let _ = child.kill();
+        let out = child.wait_with_output().unwrap();
+        panic!(
+            "{what}: still running after {limit:?} (hang); stderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    child.wait_with_output().unwrap()
 }
 
 /// A `--summary-json` file for one run, in the temporary folder, removed when dropped:
