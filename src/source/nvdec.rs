@@ -1,14 +1,16 @@
 //! NVDEC, the GPU's video decoder, through libavcodec's CUDA hwaccel (`--decode gpu`): the
 //! decoder's context gets a CUDA device made around device 0's primary context (the one
-//! framepipe's backend uses; FFmpeg copies each picture out of NVDEC's surface on a stream
-//! of ours) and picks the CUDA pixel format when libavcodec offers it. The first picture
+//! framepipe's backend uses; NVDEC's post-processing of each picture into its output
+//! surface runs on a stream of ours) and picks the CUDA pixel format when libavcodec
+//! offers it. The first picture
 //! NVDEC decodes is brought down into a host picture (NV12, as NVDEC gives 8-bit 4:2:0), so
 //! that `decode.rs` settles the input's format from it as from any picture. Once that says
 //! NV12, as carried and upright, every later picture takes one of two ways:
 //! - with the CUDA backend (`keep`), it stays in device memory: the slot is lent it
 //!   (`lend`: `desc::Memory::Device`, its planes at the surface's pitches, a lease holding
-//!   a reference to the picture), and the backend copies its bands from there into its band
-//!   buffers; nothing crosses PCIe on the way in;
+//!   a reference to the picture: in FFmpeg 5.1 NVDEC's mapped output surface itself, with
+//!   the decoder surface it came from), and the backend copies its bands from there into
+//!   its band buffers; nothing crosses PCIe on the way in;
 //! - with the CPU backend, it is brought down straight into the ring's slot
 //!   (`bring_into_slot`: one copy from the device, none on the CPU).
 //!
@@ -19,8 +21,10 @@
 //! NVDEC for, a stream NVDEC refuses: libavcodec then hands software pictures) the CPU
 //! decodes, and the run says why once; a picture is handed on only once it is whole: in
 //! host memory (`av_hwframe_transfer_data` waits for its copy), or on the device (`lend`
-//! waits for FFmpeg's stream); a lent picture's memory is not reused by the decoder until
-//! its lease is dropped (the backend drops it when the frame completes); a high bit depth
+//! waits for the post-processing on our stream); a lent picture's memory is not reused by
+//! the decoder until its lease is dropped (the backend drops it when the frame completes),
+//! so each lent picture holds one of the decoder's surfaces, of which libavcodec makes the
+//! stream's reference frames, its frame threads and about five more; a high bit depth
 //! comes down as such (P010) and is converted as `decode.rs` converts any picture it can't
 //! carry.
 
@@ -47,15 +51,17 @@ pub struct Nvdec {
     /// Pictures left on the device stay there: the slot is lent the picture (`lend`) and
     /// the backend copies its bands from it, instead of `bring_into_slot`.
     pub keep: bool,
-    /// The stream FFmpeg copies each decoded picture out of NVDEC's surface on (the device
-    /// context's `stream`), held with the context it belongs to until the decoder (which
-    /// frees its surfaces in it) has gone: `decode.rs` declares this after the decoder.
+    /// The stream NVDEC's post-processing of each picture into its output surface runs on
+    /// (the device context's `stream`), held with the context it belongs to until the
+    /// decoder (which frees its surfaces in it) has gone: `decode.rs` declares this after
+    /// the decoder.
     stream: Arc<cudarc::driver::CudaStream>,
 }
 
-/// A picture lent to a slot (`Memory::Device`): a reference to NVDEC's frame, so that the
-/// decoder's pool does not hand its memory out again until the lease is dropped (when the
-/// backend has copied it), and to the context that memory belongs to.
+/// A picture lent to a slot (`Memory::Device`): a reference to NVDEC's frame (its mapped
+/// output surface and the decoder surface behind it), so that neither is reused until the
+/// lease is dropped (when the backend has copied it), and to the context that memory
+/// belongs to.
 struct Lent {
     frame: *mut ffi::AVFrame,
     _stream: Arc<cudarc::driver::CudaStream>,
@@ -247,8 +253,9 @@ pub fn attach(
     // user of hwcontext_cuda.h does.
     let cuda = cudarc::driver::CudaContext::new(0)
         .map_err(|e| format!("CUDA device 0 could not be opened ({e})"))?;
-    // FFmpeg's copies out of NVDEC's surfaces go on a stream of ours, not the legacy default
-    // stream (which would wait for the backend's streams), and `lend` waits for it.
+    // NVDEC's post-processing into its output surfaces goes on a stream of ours, not the
+    // legacy default stream (which would wait for the backend's streams), and `lend` waits
+    // for it.
     let stream = cuda
         .new_stream()
         .map_err(|e| format!("a CUDA stream for NVDEC could not be made ({e})"))?;
@@ -400,7 +407,7 @@ impl Nvdec {
     /// Lends the NVDEC picture `picture` (NV12, `size`) to a slot: where its bytes are on
     /// the device and how its planes lie there (rows at the surface's pitch), and a lease
     /// that keeps the surface from being reused until the backend has copied it. Waits for
-    /// FFmpeg's copy of the picture out of NVDEC's surface first.
+    /// NVDEC's post-processing of the picture (on our stream) first.
     pub fn lend(
         &self,
         picture: &ff::frame::Video,
@@ -416,8 +423,9 @@ impl Nvdec {
             .synchronize()
             .map_err(|e| anyhow::anyhow!("waiting for an NVDEC picture: {e}"))?;
         // SAFETY: a CUDA frame from libavcodec: data[0] and data[1] are device addresses of
-        // its luma and chroma planes, inside the one buffer buf[0] (hwcontext_cuda's pool);
-        // the clone takes a new reference to that buffer (null when out of memory).
+        // its luma and chroma planes, in the memory its buffers hold (in FFmpeg 5.1, NVDEC's
+        // mapped output surface, held by buf[1], with an empty buf[0]); the clone takes new
+        // references to those buffers (null when out of memory).
         let (base, luma, chroma, pitches, len, frame) = unsafe {
             let f = picture.as_ptr();
             let buf = (*f).buf[0];
