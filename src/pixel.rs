@@ -449,6 +449,21 @@ impl Planes {
         out
     }
 
+    /// The bytes a `size` frame of `format` laid out as these planes spans, from its first
+    /// plane's start to the end of its last row's samples (a decoder's padding after that
+    /// is not counted): what every one of `band_copies`' runs lies inside.
+    pub fn extent(&self, format: PixelFormat, size: FrameSize) -> usize {
+        let packed = Self::packed(format, size);
+        self.iter()
+            .zip(packed.iter())
+            .map(|(p, k)| {
+                let rows = size.height.div_ceil(k.rows_per);
+                p.offset + (rows.max(1) - 1) * p.pitch + k.pitch
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
     /// The copies that bring rows `rows` of a `size` frame of `format`, laid out as these
     /// planes say (rows at their pitch: a decoder's surface), into a band buffer laid out as
     /// a packed frame of those rows (as `PixelFormat::band_copies` fills it): one 2D copy a
@@ -901,6 +916,23 @@ mod tests {
             );
             assert_eq!(got, want, "rows {rows:?}");
         }
+        // The runs of every band reach the end of the last chroma row's samples, no further.
+        let extent = planes.extent(PixelFormat::Nv12, size);
+        assert_eq!(extent, chroma + 3 * pitch + 10);
+        let reach = |rows: Range<usize>| {
+            planes
+                .band_copies(PixelFormat::Nv12, size, rows)
+                .iter()
+                .map(|c| c.src + (c.height - 1) * c.src_pitch + c.width)
+                .max()
+                .unwrap()
+        };
+        assert_eq!(reach(0..8), extent);
+        assert!(reach(0..2) <= extent && reach(2..6) <= extent);
+        assert_eq!(
+            Planes::packed(PixelFormat::I420, size).extent(PixelFormat::I420, size),
+            PixelFormat::I420.bytes(size)
+        );
     }
 
     #[test]

@@ -150,26 +150,24 @@ fn copy_down(
 }
 
 /// Queues copy `c` from a frame in device memory at `frame` (a decoder's surface, its planes
-/// at their pitches: `Planes::band_copies`) into the device `band` buffer on `s`.
+/// at their pitches: `Planes::band_copies`), spanning `extent` bytes (`Planes::extent`),
+/// into the device `band` buffer on `s`. Both sides are checked as `copy_up`'s are.
 ///
 /// # Safety
-/// `c`'s runs must lie inside the frame's memory, which its lease keeps until the frame
-/// completes (`c.dst`'s runs are checked against `band`).
+/// `extent` bytes at `frame` must be the frame's memory, which its lease keeps until the
+/// frame completes.
 unsafe fn copy_from_device(
     s: &Arc<CudaStream>,
     frame: u64,
+    extent: usize,
     band: &mut CudaSlice<u8>,
     c: BandCopy,
 ) -> Result<()> {
-    let end = c.dst + (c.height.max(1) - 1) * c.dst_pitch + c.width;
-    anyhow::ensure!(
-        c.height > 0 && end <= band.len(),
-        "internal: a band copy {c:?} reaches past its {}-byte band buffer",
-        band.len()
-    );
+    check_copy(c, extent, band.len())?;
     let (dst, _) = band.device_ptr_mut(s);
     let (from, to) = (frame + c.src as u64, dst + c.dst as u64);
-    // SAFETY: the band side is checked above; the frame side is the caller's contract.
+    // SAFETY: every run lies inside the frame's `extent` and inside `band` (`check_copy`);
+    // the frame's memory is the caller's contract.
     unsafe {
         queue_2d(
             s,
@@ -769,11 +767,12 @@ impl LaneSet {
             Stage::Upload if raw_in => match &slot.desc.memory {
                 Memory::Device { ptr, .. } => {
                     let planes = &slot.desc.planes;
+                    let extent = planes.extent(input, size);
                     for c in planes.band_copies(input, size, geo.input_rows.clone()) {
                         // SAFETY: the source checked the planes against the surface's
-                        // buffer (`Nvdec::lend`), and the slot's lease keeps that buffer
-                        // until the frame completes.
-                        unsafe { copy_from_device(s, *ptr, &mut bl.raw_in, c)? };
+                        // buffer (`Nvdec::lend`), so their extent is its memory, and the
+                        // slot's lease keeps that buffer until the frame completes.
+                        unsafe { copy_from_device(s, *ptr, extent, &mut bl.raw_in, c)? };
                     }
                 }
                 Memory::Host => {
