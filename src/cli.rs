@@ -117,8 +117,9 @@ pub struct RunArgs {
     /// (FFmpeg's libavcodec; frames go to the GPU in the decoder's own YUV, converted
     /// there), gpu (NVDEC through libavcodec, for H.264 and HEVC; with the CUDA backend the
     /// frames stay on the GPU as NV12; where NVDEC can't, the CPU decodes and the run says
-    /// why), auto (NVDEC where it decodes faster than this machine's cores: HEVC on up to 16
-    /// cores, H.264 on up to 8, with the CUDA backend; else the CPU), or opencv (OpenCV's
+    /// why), auto (NVDEC where it decodes faster than this machine's cores would, by the
+    /// H200's figures, with the CUDA backend; else the CPU; `framepipe doctor` says what it
+    /// picks here), or opencv (OpenCV's
     /// capture, which converts every frame to BGR on the CPU: for comparison, and as a
     /// fallback).
     #[arg(long, value_enum, default_value = "cpu")]

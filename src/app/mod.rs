@@ -198,9 +198,9 @@ fn y4m_tags(
 ) -> crate::source::PictureTags {
     let mut tags = source.picture_tags().unwrap_or_default();
     // The backend hands I420 on (not BGR for a window to share, converted again here).
-    let untouched = checked.flags.filter.is_identity()
-        && matches!(formats.input, PixelFormat::I420 | PixelFormat::Nv12)
-        && formats.output == PixelFormat::I420;
+    let identity = checked.flags.filter.is_identity();
+    let untouched = formats.output == PixelFormat::I420
+        && (formats.passthrough(identity) || formats.repacked(identity));
     if !untouched {
         tags.chroma = crate::source::Siting::Center;
         tags.range = None;

@@ -1,7 +1,7 @@
 //! `--output -`: a YUV4MPEG2 stream (I420 as `C420jpeg`, as ffmpeg's `yuv4mpegpipe` writes
-//! it, or as the input's chroma siting where the samples pass untouched; or gray as `Cmono`) on standard output, for `… | ffmpeg -f yuv4mpegpipe -i - …` to
-//! encode with any codec; or headerless NV12 or BGR frames, which Y4M can't hold
-//! (`--output-format`).
+//! it, or as the input's chroma siting where the samples pass untouched; or gray as
+//! `Cmono`) on standard output, for `… | ffmpeg -f yuv4mpegpipe -i - …` to encode with any
+//! codec; or headerless NV12 or BGR frames, which Y4M can't hold (`--output-format`).
 //!
 //! Invariants: nothing else is ever written to standard output (messages and the progress
 //! bar go to standard error); a reader that goes away (`| head`) ends the run cleanly, as
