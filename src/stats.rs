@@ -25,8 +25,10 @@ impl StageTimes {
     }
 }
 
-/// One thread's CPU time and context switches (`getrusage(RUSAGE_THREAD)`): where a stage's
-/// time goes beyond its own timings (the kernel's share of a pipe's copies, the wake-ups).
+/// One thread's CPU time and context switches (`getrusage(RUSAGE_THREAD)`) and its time
+/// runnable but waiting for a CPU (`/proc/thread-self/schedstat`): where a stage's time goes
+/// beyond its own timings (the kernel's share of a pipe's copies, the wake-ups, a machine
+/// short of cores).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct ThreadCpu {
     /// User time, s.
@@ -37,6 +39,8 @@ pub struct ThreadCpu {
     pub waits: i64,
     /// Times it was preempted (involuntary context switches).
     pub preempted: i64,
+    /// Time it was ready to run and waited for a CPU, s (0 where the system doesn't say).
+    pub queued_s: f64,
 }
 
 impl ThreadCpu {
@@ -56,6 +60,7 @@ impl ThreadCpu {
             sys_s: secs(r.ru_stime),
             waits: r.ru_nvcsw,
             preempted: r.ru_nivcsw,
+            queued_s: queued_ns().map_or(0.0, |ns| ns as f64 / 1e9),
         })
     }
 
@@ -66,16 +71,24 @@ impl ThreadCpu {
             sys_s: self.sys_s - earlier.sys_s,
             waits: self.waits - earlier.waits,
             preempted: self.preempted - earlier.preempted,
+            queued_s: self.queued_s - earlier.queued_s,
         }
     }
+}
+
+/// The calling thread's time spent runnable on a run queue, ns: the second of the three
+/// figures in `/proc/thread-self/schedstat` (Linux with schedstats; None elsewhere).
+fn queued_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
 }
 
 impl std::fmt::Display for ThreadCpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "user {:.2} s, system {:.2} s, {} waits, {} preempted",
-            self.user_s, self.sys_s, self.waits, self.preempted
+            "user {:.2} s, system {:.2} s, {} waits, {} preempted, {:.3} s waiting for a CPU",
+            self.user_s, self.sys_s, self.waits, self.preempted, self.queued_s
         )
     }
 }

@@ -352,8 +352,9 @@ fn aspect_and_interlacing_are_kept() {
     assert!(parse_y4m(&out).0.contains(" Ip A1:1 "));
 }
 
-/// `-v` says where each thread's time went (user and system CPU, waits): the figures that
-/// explain a pipe hop (BENCHMARKS.md), for the capture, backend and sink threads.
+/// `-v` says where each thread's time went (user and system CPU, waits, time waiting for a
+/// CPU): the figures that explain a pipe hop (BENCHMARKS.md), for the capture, backend and
+/// sink threads.
 #[test]
 fn verbose_runs_say_what_each_thread_spent() {
     let size = FrameSize::new(320, 240);
@@ -369,7 +370,8 @@ fn verbose_runs_say_what_each_thread_spent() {
             .lines()
             .find(|l| l.contains(&format!("CPU of the {thread} thread over the run: ")))
             .unwrap_or_else(|| panic!("no CPU line for the {thread} thread:\n{err}"));
-        // "user 0.01 s, system 0.00 s, 12 waits, 0 preempted": figures, not placeholders.
+        // "user 0.01 s, system 0.00 s, 12 waits, 0 preempted, 0.001 s waiting for a CPU":
+        // figures, not placeholders.
         let figures: Vec<f64> = line
             .rsplit(": ")
             .next()
@@ -377,7 +379,7 @@ fn verbose_runs_say_what_each_thread_spent() {
             .split(", ")
             .filter_map(|part| part.split(' ').find_map(|t| t.parse().ok()))
             .collect();
-        assert_eq!(figures.len(), 4, "{line}");
+        assert_eq!(figures.len(), 5, "{line}");
         assert!(figures.iter().all(|f| *f >= 0.0), "{line}");
     }
     // The ring is made without touching its pages: they come as frames fill them.

@@ -1,13 +1,20 @@
 // How fast one thread reads 1080p I420 frames from a pipe (standard input), by where the
 // bytes go and how it waits: the pipe hop's reading side alone (scripts/pipehop.sh).
-//   piperead MODE   (MODE: hot | slots | huge | slots-batch | huge-batch | slots-locked)
+//   piperead MODE   (MODE: hot | slots | huge | slots-batch | huge-batch | slots-locked
+//                    | relayN | relayN-locked)
 // hot: a 128 KB buffer read again and again (as cat does); slots: 8 frame buffers in turn
 // (as the ring's slots); huge: the same on transparent huge pages; -batch: when the pipe
 // holds less than the frame's rest and under 512 KB and is filling, sleep 50 us instead of
 // blocking in read (fewer wake-ups of this thread and of the writer; a pipe that stops
 // filling is read at once); locked: slots mlock'ed.
+// relayN (N slots, say relay8): framepipe's hop without the GPU: one thread reads each frame
+// (with its FRAME line) into the next of N frame buffers, a second thread writes each whole
+// frame to standard output with one write, as framepipe's capture and sink threads do; a
+// buffer is read into again only once it was written out.
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +25,87 @@
 #include <time.h>
 #include <unistd.h>
 
+static char *rbuf;
+static size_t rslots, rframe, rdone;
+static sem_t rfree, rfull;
+static double rwrite_s;
+
+static void *relay_writer(void *arg) {
+    (void)arg;
+    struct timespec a, b;
+    for (size_t k = 0;; k++) {
+        sem_wait(&rfull);
+        if (k == rdone) break;
+        char *src = rbuf + (k % rslots) * rframe;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        for (size_t put = 0; put < rframe;) {
+            ssize_t n = write(1, src + put, rframe - put);
+            if (n <= 0) { perror("write"); exit(1); }
+            put += n;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        rwrite_s += (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
+        sem_post(&rfree);
+    }
+    return NULL;
+}
+
+// Reads y4m frames (1080p I420, "FRAME\n" first) into N buffers in turn; a second thread
+// writes them out (see the top).
+static int relay(const char *mode) {
+    rslots = strtoul(mode + 5, NULL, 10);
+    if (rslots < 1) rslots = 8;
+    size_t body = 1920 * 1080 * 3 / 2;
+    rframe = body + 6;
+    fcntl(0, F_SETPIPE_SZ, 1 << 20);
+    fcntl(1, F_SETPIPE_SZ, 1 << 20);
+    rbuf = mmap(NULL, rslots * rframe, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    memset(rbuf, 1, rslots * rframe);
+    if (strstr(mode, "locked") && mlock(rbuf, rslots * rframe)) perror("mlock");
+    // The stream's header line goes through as it is.
+    char line[256];
+    size_t h = 0;
+    while (h < sizeof line - 1 && read(0, line + h, 1) == 1 && line[h++] != '\n') {}
+    if (write(1, line, h) != (ssize_t)h) return 1;
+    sem_init(&rfree, 0, rslots);
+    sem_init(&rfull, 0, 0);
+    rdone = (size_t)-1;
+    pthread_t w;
+    pthread_create(&w, NULL, relay_writer, NULL);
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    size_t k = 0;
+    for (;; k++) {
+        sem_wait(&rfree);
+        char *dst = rbuf + (k % rslots) * rframe;
+        size_t got = 0;
+        while (got < rframe) {
+            ssize_t n = read(0, dst + got, rframe - got);
+            if (n <= 0) break;
+            got += n;
+        }
+        if (got < rframe) break;
+        sem_post(&rfull);
+    }
+    rdone = k;
+    sem_post(&rfull);
+    pthread_join(w, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    struct rusage r;
+    getrusage(RUSAGE_SELF, &r);
+    double s = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
+    fprintf(stderr,
+            "%-13s %zu frames in %.2f s = %.0f fps; writer in write() %.3f ms/frame; "
+            "user %.2f s, sys %.2f s, voluntary switches %ld, involuntary %ld\n",
+            mode, k, s, k / s, rwrite_s * 1e3 / (k ? k : 1),
+            r.ru_utime.tv_sec + r.ru_utime.tv_usec / 1e6, r.ru_stime.tv_sec + r.ru_stime.tv_usec / 1e6,
+            r.ru_nvcsw, r.ru_nivcsw);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "hot";
+    if (!strncmp(mode, "relay", 5)) return relay(mode);
     size_t frame = 1920 * 1080 * 3 / 2, slots = 8, huge = 2u << 20;
     int hot = !strcmp(mode, "hot"), batch = strstr(mode, "batch") != NULL;
     fcntl(0, F_SETPIPE_SZ, 1 << 20);

@@ -98,7 +98,10 @@ fn run_request(request: &Request, stop: &Stop) -> Result<()> {
             return Err(e);
         }
     };
-    report(request, &summary)
+    report(request, &summary)?;
+    drop((sink, summary));
+    crate::debug!("exiting at {:.1} ms", since());
+    Ok(())
 }
 
 /// What the sinks are opened on, decided before: the claimed output, the rate, the formats
