@@ -385,3 +385,74 @@ fn verbose_runs_say_what_each_thread_spent() {
     // The ring is made without touching its pages: they come as frames fill them.
     assert!(err.contains("ring slots allocated in"), "{err}");
 }
+
+/// Standard output is closed as soon as the last frame is written, before framepipe
+/// reports and releases the GPU, so that its reader (an encoder writing its last frames)
+/// finishes meanwhile. Proven by holding framepipe up afterwards: its standard error is a
+/// pipe filled to the brim before it starts, so its first message there (the summary, with
+/// -q) blocks until the test reads it, which the test does only once standard output ended.
+#[test]
+fn standard_output_ends_before_framepipe_does() {
+    use std::os::fd::AsRawFd;
+    let size = FrameSize::new(64, 48);
+    let (stream, _) = y4m_stream(size, 20);
+    let (mut err_rx, err_tx) = std::io::pipe().unwrap();
+    // Fill the pipe without blocking, then make it blocking again for framepipe.
+    let fd = err_tx.as_raw_fd();
+    // SAFETY: fcntl on a descriptor this test owns only reads and sets its status flags.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    // SAFETY: as above.
+    unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) };
+    let mut filler = &err_tx;
+    let chunk = [b'.'; 4096];
+    let mut filled = 0;
+    while let Ok(n) = filler.write(&chunk) {
+        filled += n;
+    }
+    // SAFETY: as above.
+    unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+    let mut child = Command::new(bin())
+        .args([
+            "-q",
+            "--backend",
+            "cpu",
+            "--input",
+            "-",
+            "--headless",
+            "--output",
+            "-",
+        ])
+        .env_remove("DISPLAY")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(err_tx.try_clone().unwrap())
+        .spawn()
+        .unwrap();
+    drop(err_tx);
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&stream);
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = stdout.read_to_end(&mut v);
+        let _ = tx.send(v);
+    });
+    let ended = rx.recv_timeout(Duration::from_secs(30));
+    // Let framepipe go on either way: its standard error is read from here on.
+    let drain = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = err_rx.read_to_end(&mut v);
+        v
+    });
+    let out = wait_with_deadline(child, Duration::from_secs(30), "framepipe --output -");
+    let _ = feeder.join();
+    let err = String::from_utf8_lossy(&drain.join().unwrap()[filled..]).into_owned();
+    let written =
+        ended.expect("standard output did not end while framepipe was held after the run");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(parse_y4m(&written).1.len(), 20);
+    assert!(err.contains("frames: 20 captured"), "{err}");
+}

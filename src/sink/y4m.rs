@@ -4,7 +4,8 @@
 //! codec; or headerless NV12 or BGR frames, which Y4M can't hold (`--output-format`).
 //!
 //! Invariants: nothing else is ever written to standard output (messages and the progress
-//! bar go to standard error); a reader that goes away (`| head`) ends the run cleanly, as
+//! bar go to standard error), and it is closed as soon as the last frame is written (its
+//! reader finishes while framepipe releases the GPU); a reader that goes away (`| head`) ends the run cleanly, as
 //! a stop; a frame counts as written only once standard output accepted all of its bytes;
 //! frames come from the backend in the format written (converted on the GPU), or
 //! in BGR where a window shares them, converted here exactly as OpenCV's `cvtColor`
@@ -161,6 +162,26 @@ impl Y4mOut {
         result
     }
 
+    /// Closes standard output once the last frame is written, so that its reader sees the
+    /// end at once and finishes (an encoder writes its last frames and its trailer) while
+    /// framepipe releases the GPU and reports: fd 1 is pointed at /dev/null (nothing is
+    /// written to it again; a later stray write can't reach a file opened in its place) and
+    /// the sink's own handle is swapped for /dev/null too, so no descriptor of the pipe is
+    /// left open. Where /dev/null can't be opened, standard output stays open until exit.
+    fn close_standard_output(&mut self) {
+        use std::os::fd::AsRawFd;
+        let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") else {
+            return;
+        };
+        // SAFETY: dup2 onto fd 1 only makes fd 1 another handle of /dev/null, which stays
+        // open as `null` while it runs; fd 1 is the process's, never owned by a File here.
+        if unsafe { libc::dup2(null.as_raw_fd(), 1) } < 0 {
+            return;
+        }
+        // Dropping the old File closes the sink's duplicate of the pipe.
+        self.out.get_mut().file = null;
+    }
+
     /// Moves the frames standard output has accepted whole from `ends` to `stored`.
     fn count_accepted(&mut self) {
         let accepted = self.out.get_ref().accepted;
@@ -224,6 +245,9 @@ impl Sink for Y4mOut {
         }
         let flushed = self.out.flush();
         self.count_accepted();
+        if flushed.is_ok() {
+            self.close_standard_output();
+        }
         match flushed {
             Err(e) if e.kind() != ErrorKind::BrokenPipe => {
                 Err(e).context("writing to standard output")
