@@ -21,6 +21,7 @@ pub mod filter;
 pub mod frame;
 pub mod msg;
 pub mod paths;
+pub mod pipe;
 pub mod pipeline;
 pub mod pixel;
 pub mod plan;

@@ -3,7 +3,9 @@
 //! `Cmono`) on standard output, for `… | ffmpeg -f yuv4mpegpipe -i - …` to encode with any
 //! codec; or headerless NV12 or BGR frames, which Y4M can't hold (`--output-format`).
 //!
-//! Invariants: nothing else is ever written to standard output (messages and the progress
+//! Invariants: a frame goes to a pipe through a 128 KiB buffer hot in the cache (`pipe`:
+//! the pipe's lock is held for less), to a file straight from the slot; nothing else is
+//! ever written to standard output (messages and the progress
 //! bar go to standard error), and it is closed as soon as the last frame is written (its
 //! reader finishes while framepipe releases the GPU); a reader that goes away (`| head`) ends the run cleanly, as
 //! a stop; a frame counts as written only once standard output accepted all of its bytes;
@@ -76,6 +78,9 @@ pub struct Y4mOut {
     layout: Layout,
     /// A frame converted from BGR, where frames come as BGR.
     converted: Vec<u8>,
+    /// What a frame is copied into, a piece at a time, to be written to a pipe
+    /// (`pipe::stage_for`: empty for a file, written straight from the slot).
+    stage: Vec<u8>,
     started: bool,
     closed: bool,
     written: u64,
@@ -95,11 +100,8 @@ impl Y4mOut {
             layout.write,
             layout.given
         );
-        use std::os::fd::{AsFd, AsRawFd};
-        // A larger pipe lets a frame go out in one write and the reader run behind by one
-        // (ignored where refused, or where standard output is not a pipe).
-        // SAFETY: fcntl on fd 1 with F_SETPIPE_SZ only resizes the pipe's buffer.
-        unsafe { libc::fcntl(std::io::stdout().as_raw_fd(), libc::F_SETPIPE_SZ, 1 << 20) };
+        use std::os::fd::AsFd;
+        crate::pipe::enlarge(std::io::stdout().as_fd());
         // Our own handle on fd 1, unbuffered by Rust's line buffering (frames are binary).
         let fd = std::io::stdout()
             .as_fd()
@@ -124,6 +126,7 @@ impl Y4mOut {
             } else {
                 vec![0; layout.write.bytes(size)]
             },
+            stage: crate::pipe::stage_for(std::io::stdout().as_fd()),
             started: false,
             closed: false,
             written: 0,
@@ -157,7 +160,18 @@ impl Y4mOut {
         if tag.is_some() {
             self.out.write_all(b"FRAME\n")?;
         }
-        let result = self.out.write_all(frame);
+        let result = if self.stage.is_empty() {
+            self.out.write_all(frame)
+        } else {
+            // To a pipe, through the staging buffer (`pipe`), after the FRAME line.
+            self.out.flush().and_then(|()| {
+                for chunk in frame.chunks(self.stage.len()) {
+                    self.stage[..chunk.len()].copy_from_slice(chunk);
+                    self.out.get_mut().write_all(&self.stage[..chunk.len()])?;
+                }
+                Ok(())
+            })
+        };
         self.count_accepted();
         result
     }

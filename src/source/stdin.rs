@@ -4,9 +4,11 @@
 //! `--input-format` and `--size`.
 //!
 //! Invariants: the header is read and checked before the pipeline starts (a bad one is an
-//! error naming what is wrong); frames are read straight into the ring's page-locked
-//! buffers in their own format (the backend converts them): only the bytes that come in
-//! with a FRAME line and a frame's last few pass through the reader's 8 KiB buffer; a
+//! error naming what is wrong); frames are read into the ring's page-locked buffers in
+//! their own format (the backend converts them): from a pipe through a 128 KiB buffer hot
+//! in the cache (`pipe`: the pipe's lock is held for less), from a file straight; only the
+//! bytes that come in with a FRAME line and a frame's last few pass through the reader's
+//! 8 KiB line buffer besides; a
 //! stream that ends inside a frame is an error naming the frame, after the frames before it
 //! went through; the end of the stream between frames is the end.
 
@@ -238,6 +240,9 @@ pub struct Stdin {
     tags: Option<PictureTags>,
     /// Where a skipped frame goes (allocated on the first skip).
     skipped: Vec<u8>,
+    /// What a pipe's bytes are read into before they are copied into the slot
+    /// (`pipe::stage_for`: empty for a file, read straight into the slot).
+    stage: Vec<u8>,
     frames: u64,
     what: String,
 }
@@ -250,10 +255,11 @@ impl Stdin {
         if stdin.is_terminal() {
             bail!("--input -: standard input is a terminal; pipe frames into it (ffmpeg -i IN -f yuv4mpegpipe - | framepipe --input -)");
         }
-        // A larger pipe lets the writer run ahead by a few frames (ignored where refused).
-        // SAFETY: fcntl on fd 0 with F_SETPIPE_SZ only resizes the pipe's buffer.
-        unsafe { libc::fcntl(0, libc::F_SETPIPE_SZ, 1 << 20) };
-        Self::from_reader(Box::new(stdin), "standard input".into(), format, size, fps)
+        use std::os::fd::AsFd;
+        crate::pipe::enlarge(stdin.as_fd());
+        let stage = crate::pipe::stage_for(stdin.as_fd());
+        let name = "standard input".into();
+        Self::from_reader(Box::new(stdin), name, stage, format, size, fps)
     }
 
     /// Opens the named pipe `path` (waiting for its writer, as a FIFO's open does) and reads
@@ -266,29 +272,24 @@ impl Stdin {
     ) -> Result<Self> {
         let name = format!("pipe '{}'", path.display());
         let file = std::fs::File::open(path).with_context(|| format!("opening {name}"))?;
-        // SAFETY: fcntl with F_SETPIPE_SZ on the pipe's own open descriptor only resizes
-        // its buffer.
-        unsafe {
-            libc::fcntl(
-                std::os::fd::AsRawFd::as_raw_fd(&file),
-                libc::F_SETPIPE_SZ,
-                1 << 20,
-            )
-        };
-        Self::from_reader(Box::new(file), name, format, size, fps)
+        use std::os::fd::AsFd;
+        crate::pipe::enlarge(file.as_fd());
+        let stage = crate::pipe::stage_for(file.as_fd());
+        Self::from_reader(Box::new(file), name, stage, format, size, fps)
     }
 
     fn from_reader(
         reader: Box<dyn Read + Send>,
         name: String,
+        stage: Vec<u8>,
         format: InputFormat,
         size: Option<FrameSize>,
         fps: Option<f64>,
     ) -> Result<Self> {
         // A small buffer: it holds the header and FRAME lines; a frame's bytes are read
-        // straight into the slot (`BufReader` passes a read at least its capacity past an
-        // empty buffer), and only the bytes read with a line, or a frame's last few, are
-        // copied twice. (With 1 MiB, a third of each 1080p frame went through it.)
+        // into the slot (through `stage` from a pipe) past it (`BufReader` passes a read at
+        // least its capacity past an empty buffer), and only the bytes read with a line, or
+        // a frame's last few, go through it. (With 1 MiB, a third of each 1080p frame did.)
         let mut reader = BufReader::with_capacity(LINE_BUFFER, reader);
         let mut tags = None;
         let (pixel, size, rate, y4m, notes) = match format {
@@ -328,6 +329,7 @@ impl Stdin {
             rate,
             tags,
             skipped: Vec::new(),
+            stage,
             frames: 0,
             what: format!(
                 "{name} ({}, {pixel})",
@@ -353,7 +355,15 @@ impl Stdin {
         }
         let mut got = 0;
         while got < frame.len() {
-            match self.reader.read(&mut frame[got..]) {
+            let read = if self.stage.is_empty() {
+                self.reader.read(&mut frame[got..])
+            } else {
+                let want = (frame.len() - got).min(self.stage.len());
+                self.reader.read(&mut self.stage[..want]).inspect(|&n| {
+                    frame[got..got + n].copy_from_slice(&self.stage[..n]);
+                })
+            };
+            match read {
                 Ok(0) if got == 0 && !self.y4m => return Ok(false),
                 Ok(0) => bail!(
                     "{} ended inside frame {}: {got} of its {} bytes came (the {} frames before it were processed)",
@@ -481,7 +491,15 @@ mod tests {
     }
 
     #[test]
-    fn frames_are_read_straight_into_the_slot() {
+    fn frames_are_read_into_the_slot_past_the_line_buffer() {
+        // Straight (a file), and through the staging buffer (a pipe).
+        for stage in [Vec::new(), vec![0; crate::pipe::CHUNK]] {
+            read_past_the_line_buffer(stage);
+        }
+    }
+
+    fn read_past_the_line_buffer(stage: Vec<u8>) {
+        let staged = !stage.is_empty();
         let (w, h, frames) = (640usize, 480usize, 4);
         let size = w * h * 3 / 2;
         let mut data = format!("YUV4MPEG2 W{w} H{h} F30:1 C420jpeg\n").into_bytes();
@@ -497,6 +515,7 @@ mod tests {
         let mut input = Stdin::from_reader(
             Box::new(noted),
             "standard input".into(),
+            stage,
             InputFormat::Y4m,
             None,
             None,
@@ -525,6 +544,13 @@ mod tests {
             buffered <= (frames + 1) * 2 * LINE_BUFFER && buffered < frames * size / 10,
             "{buffered} bytes of {} went through the buffer",
             frames * size
+        );
+        // Through the staging buffer, no read asks for more than it holds.
+        let largest = reads.lock().unwrap().iter().map(|(asked, _)| *asked).max();
+        assert_eq!(
+            largest.unwrap() <= crate::pipe::CHUNK,
+            staged,
+            "largest read {largest:?}"
         );
     }
 }
