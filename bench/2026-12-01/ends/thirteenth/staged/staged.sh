@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # ad hoc (thirteenth session): the pipe's copies into memory hot in the cache (a 128 KB
 # staging buffer on each side) against straight into the frame buffers, C relay and framepipe
+# Ran on an experiment build whose FRAMEPIPE_READ_CHUNK / FRAMEPIPE_WRITE_CHUNK (KiB) switched
+# the staging on; src/pipe.rs now stages every pipe end, so "fp" here is the build before it.
 set -uo pipefail
 out=${OUT:-/tmp/o}; mkdir -p $out
 . scripts/tools/wheel.sh
