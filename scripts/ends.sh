@@ -28,28 +28,8 @@ t=$(wheel_ffmpeg)
 ff="$t/ffmpeg -v error -nostdin"
 [[ $parts == *" 2 "* ]] && clip_1080p_h264 "$t/ffmpeg" "$t/in.mp4" "$frames"
 y4m="$ff -i $t/in.mp4 -f yuv4mpegpipe -"
-median() { tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-
-# Runs each of the named pipelines $runs times, interleaved; prints each one's figures
-# (UNIT ms: wall milliseconds; UNIT fps: $frames over the wall time) and their median.
-interleaved() { # UNIT NAME CMD [NAME CMD ...]
-    local unit=$1 names=() cmds=() i s e
-    shift
-    while [ $# -gt 0 ]; do names+=("$1") cmds+=("$2"); shift 2; done
-    declare -A all
-    for _ in $(seq "$runs"); do
-        for i in "${!cmds[@]}"; do
-            s=$(date +%s%N)
-            bash -o pipefail -c "${cmds[$i]}" >/dev/null 2>>"$out/ends.err" || echo "failed: ${names[$i]}" >>"$out/ends.err"
-            e=$(date +%s%N)
-            all[$i]="${all[$i]:-} $(awk -v u="$unit" -v n="$frames" -v s="$s" -v e="$e" \
-                'BEGIN { d = (e - s) / 1e9; if (u == "ms") printf "%.0f", d * 1000; else printf "%.0f", n / d }')"
-        done
-    done
-    for i in "${!cmds[@]}"; do
-        printf "%-44s %s  median %s %s\n" "${names[$i]}" "${all[$i]}" "$(echo "${all[$i]}" | median)" "$unit"
-    done
-}
+err=$out/ends.err
+. scripts/tools/interleaved.sh
 
 {
     echo "before: $($B --version) ($B), after: $($A --version); $(nproc) cores; $(date -u)"

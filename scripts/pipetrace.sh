@@ -25,18 +25,20 @@ pr="$PWD/gpu-bundle/piperead"
 clip_1080p_h264 "$t/ffmpeg" "$t/in.mp4" "$frames"
 y4m="$ff -i $t/in.mp4 -f yuv4mpegpipe -"
 
-names=() cmds=()
-add() { names+=("$1"); cmds+=("$2"); }
-add "the pipe alone: y4m | cat" "$y4m | cat"
-add "y4m | framepipe gauss:2 | cat" "$y4m | $fp --filter gauss:2 --output - | cat"
-add "y4m | framepipe copy | cat" "$y4m | $fp --output - | cat"
-add "y4m | framepipe (no output)" "$y4m | $fp"
-add "y4m | relay8 | cat (2 threads, 8 buffers)" "$y4m | $pr relay8 | cat"
-add "y4m | relay8-locked | cat" "$y4m | $pr relay8-locked | cat"
-add "y4m | relay2 | cat (2 buffers)" "$y4m | $pr relay2 | cat"
-add "y4m | cat | cat" "$y4m | cat | cat"
-add "ffmpeg writing to /dev/null (no pipe)" "$y4m"
-add "two pipes at once: (y4m | cat) x2, each" "($y4m | cat) & ($y4m | cat); wait"
+err=$out/pipetrace.err
+. scripts/tools/interleaved.sh
+pipelines=(
+    "the pipe alone: y4m | cat" "$y4m | cat"
+    "y4m | framepipe gauss:2 | cat" "$y4m | $fp --filter gauss:2 --output - | cat"
+    "y4m | framepipe copy | cat" "$y4m | $fp --output - | cat"
+    "y4m | framepipe (no output)" "$y4m | $fp"
+    "y4m | relay8 | cat (2 threads, 8 buffers)" "$y4m | $pr relay8 | cat"
+    "y4m | relay8-bounce | cat (each staged)" "$y4m | $pr relay8-bounce | cat"
+    "y4m | relay2 | cat (2 buffers)" "$y4m | $pr relay2 | cat"
+    "y4m | cat | cat" "$y4m | cat | cat"
+    "ffmpeg writing to /dev/null (no pipe)" "$y4m"
+    "two pipes at once: (y4m | cat) x2, each" "($y4m | cat) & ($y4m | cat); wait"
+)
 
 {
     echo "== machine"
@@ -45,19 +47,7 @@ add "two pipes at once: (y4m | cat) x2, each" "($y4m | cat) & ($y4m | cat); wait
     echo "uid $(id -u); perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid); kptr_restrict $(cat /proc/sys/kernel/kptr_restrict); pipe-max-size $(cat /proc/sys/fs/pipe-max-size); kernel $(uname -r)"
     echo
     echo "== 1080p H.264, $frames frames; fps of wall time, $runs runs interleaved, then the median"
-    declare -A all
-    for r in $(seq "$runs"); do
-        for i in "${!cmds[@]}"; do
-            s=$(date +%s%N)
-            bash -o pipefail -c "${cmds[$i]}" >/dev/null 2>>"$out/pipetrace.err" || echo "failed: ${names[$i]}" >>"$out/pipetrace.err"
-            e=$(date +%s%N)
-            all[$i]="${all[$i]:-} $(awk -v n="$frames" -v s="$s" -v e="$e" 'BEGIN { printf "%.0f", n / ((e - s) / 1e9) }')"
-        done
-    done
-    for i in "${!cmds[@]}"; do
-        printf "%-46s %s  median %s\n" "${names[$i]}" "${all[$i]}" \
-            "$(echo ${all[$i]} | tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')"
-    done
+    interleaved fps "${pipelines[@]}"
     echo
     echo "== the relay's own figures (last runs)"
     grep -E '^relay' "$out/pipetrace.err" | tail -3
