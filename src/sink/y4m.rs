@@ -5,12 +5,12 @@
 //!
 //! Invariants: a frame goes to a pipe through a 128 KiB buffer hot in the cache (`pipe`:
 //! the pipe's lock is held for less), to a file straight from the slot; nothing else is
-//! ever written to standard output (messages and the progress
-//! bar go to standard error), and it is closed as soon as the last frame is written (its
-//! reader finishes while framepipe releases the GPU); a reader that goes away (`| head`) ends the run cleanly, as
+//! ever written to standard output (messages and the progress bar go to standard error),
+//! and it is closed as soon as the last frame is written (its reader finishes while
+//! framepipe releases the GPU); a reader that goes away (`| head`) ends the run cleanly, as
 //! a stop; a frame counts as written only once standard output accepted all of its bytes;
-//! frames come from the backend in the format written (converted on the GPU), or
-//! in BGR where a window shares them, converted here exactly as OpenCV's `cvtColor`
+//! frames come from the backend in the format written (converted on the GPU), or in BGR
+//! where a window shares them, converted here exactly as OpenCV's `cvtColor`
 //! (`COLOR_BGR2YUV_I420`) does.
 
 use std::fs::File;

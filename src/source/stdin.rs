@@ -8,9 +8,9 @@
 //! their own format (the backend converts them): from a pipe through a 128 KiB buffer hot
 //! in the cache (`pipe`: the pipe's lock is held for less), from a file straight; only the
 //! bytes that come in with a FRAME line and a frame's last few pass through the reader's
-//! 8 KiB line buffer besides; a
-//! stream that ends inside a frame is an error naming the frame, after the frames before it
-//! went through; the end of the stream between frames is the end.
+//! 8 KiB line buffer besides; a stream that ends inside a frame is an error naming the
+//! frame, after the frames before it went through; the end of the stream between frames is
+//! the end.
 
 use std::io::{BufRead, BufReader, Read};
 
