@@ -31,22 +31,18 @@ pub fn is_pipe(fd: BorrowedFd) -> bool {
         .is_ok_and(|m| m.file_type().is_fifo())
 }
 
-/// Asks for a larger buffer on the pipe `fd` (ignored where refused, or where `fd` is not a
-/// pipe), so that one end can run ahead of the other by a part of a frame.
-pub fn enlarge(fd: BorrowedFd) {
-    // SAFETY: fcntl with F_SETPIPE_SZ on an open descriptor only resizes a pipe's buffer
-    // (and fails harmlessly on anything else).
-    unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, SIZE) };
-}
-
-/// The staging buffer an end reading or writing `fd` copies through: `CHUNK` bytes for a
-/// pipe, none (straight copies) for anything else.
-pub fn stage_for(fd: BorrowedFd) -> Vec<u8> {
-    if is_pipe(fd) {
-        vec![0; CHUNK]
-    } else {
-        Vec::new()
+/// Readies the end `fd` of a run: a pipe gets a larger buffer (where the system allows), so
+/// that one end can run ahead of the other by a part of a frame, and the staging buffer its
+/// bytes are copied through, `CHUNK` bytes; anything else is left as it is and gets none
+/// (straight copies).
+pub fn prepare(fd: BorrowedFd) -> Vec<u8> {
+    if !is_pipe(fd) {
+        return Vec::new();
     }
+    // SAFETY: fcntl with F_SETPIPE_SZ on an open pipe's descriptor only resizes its buffer
+    // (a refusal changes nothing).
+    unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, SIZE) };
+    vec![0; CHUNK]
 }
 
 #[cfg(test)]
@@ -58,10 +54,9 @@ mod tests {
     fn pipes_are_staged_and_files_are_not() {
         let (reader, writer) = std::io::pipe().unwrap();
         assert!(is_pipe(reader.as_fd()) && is_pipe(writer.as_fd()));
-        assert_eq!(stage_for(reader.as_fd()).len(), CHUNK);
+        assert_eq!(prepare(reader.as_fd()).len(), CHUNK);
         let file = std::fs::File::open("Cargo.toml").unwrap();
         assert!(!is_pipe(file.as_fd()));
-        assert!(stage_for(file.as_fd()).is_empty());
-        enlarge(file.as_fd()); // harmless on a file
+        assert!(prepare(file.as_fd()).is_empty());
     }
 }

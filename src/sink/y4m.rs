@@ -79,7 +79,7 @@ pub struct Y4mOut {
     /// A frame converted from BGR, where frames come as BGR.
     converted: Vec<u8>,
     /// What a frame is copied into, a piece at a time, to be written to a pipe
-    /// (`pipe::stage_for`: empty for a file, written straight from the slot).
+    /// (`pipe::prepare`: empty for a file, written straight from the slot).
     stage: Vec<u8>,
     started: bool,
     closed: bool,
@@ -101,7 +101,6 @@ impl Y4mOut {
             layout.given
         );
         use std::os::fd::AsFd;
-        crate::pipe::enlarge(std::io::stdout().as_fd());
         // Our own handle on fd 1, unbuffered by Rust's line buffering (frames are binary).
         let fd = std::io::stdout()
             .as_fd()
@@ -126,7 +125,7 @@ impl Y4mOut {
             } else {
                 vec![0; layout.write.bytes(size)]
             },
-            stage: crate::pipe::stage_for(std::io::stdout().as_fd()),
+            stage: crate::pipe::prepare(std::io::stdout().as_fd()),
             started: false,
             closed: false,
             written: 0,

@@ -241,7 +241,7 @@ pub struct Stdin {
     /// Where a skipped frame goes (allocated on the first skip).
     skipped: Vec<u8>,
     /// What a pipe's bytes are read into before they are copied into the slot
-    /// (`pipe::stage_for`: empty for a file, read straight into the slot).
+    /// (`pipe::prepare`: empty for a file, read straight into the slot).
     stage: Vec<u8>,
     frames: u64,
     what: String,
@@ -256,8 +256,7 @@ impl Stdin {
             bail!("--input -: standard input is a terminal; pipe frames into it (ffmpeg -i IN -f yuv4mpegpipe - | framepipe --input -)");
         }
         use std::os::fd::AsFd;
-        crate::pipe::enlarge(stdin.as_fd());
-        let stage = crate::pipe::stage_for(stdin.as_fd());
+        let stage = crate::pipe::prepare(stdin.as_fd());
         let name = "standard input".into();
         Self::from_reader(Box::new(stdin), name, stage, format, size, fps)
     }
@@ -273,8 +272,7 @@ impl Stdin {
         let name = format!("pipe '{}'", path.display());
         let file = std::fs::File::open(path).with_context(|| format!("opening {name}"))?;
         use std::os::fd::AsFd;
-        crate::pipe::enlarge(file.as_fd());
-        let stage = crate::pipe::stage_for(file.as_fd());
+        let stage = crate::pipe::prepare(file.as_fd());
         Self::from_reader(Box::new(file), name, stage, format, size, fps)
     }
 
