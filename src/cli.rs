@@ -119,9 +119,8 @@ pub struct RunArgs {
     /// frames stay on the GPU as NV12; where NVDEC can't, the CPU decodes and the run says
     /// why), auto (NVDEC where it decodes faster than this machine's cores would, by the
     /// H200's figures, with the CUDA backend; else the CPU; `framepipe doctor` says what it
-    /// picks here), or opencv (OpenCV's
-    /// capture, which converts every frame to BGR on the CPU: for comparison, and as a
-    /// fallback).
+    /// picks here), or opencv (OpenCV's capture, which converts every frame to BGR on the
+    /// CPU: for comparison, and as a fallback).
     #[arg(long, value_enum, default_value = "cpu")]
     pub decode: crate::source::open::Decode,
 

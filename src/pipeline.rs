@@ -23,20 +23,20 @@
 //! starts without waiting for a whole ring to be locked and a short run locks only the
 //! slots it uses; the filled channel holds every slot of every ring, so a capture thread
 //! never waits on another input, and the backend takes frames in the order they were
-//! captured across inputs; each input's frames
-//! reach the sink in its capture order; a live source never waits for a slot (it discards
-//! the frame and counts it dropped), any other source waits for its own ring only; an input
-//! that ends or fails ends alone (the others go on; the run ends when every input has
-//! ended, or on a stop); a control reaches the backend only once it holds no frame; on any
-//! stop the capture threads end first, then the backend finishes what it holds, then the
-//! sink drains and is finished. A stop never waits on the source: frames captured before it are finished and
-//! written, and a capture thread still blocked inside a read (a stalled camera or stream)
-//! after `CAPTURE_GRACE` is left behind, so that the output is finalized within a second of
-//! the stop. The backend thread is joined (the reloader's compile threads are detached: a
-//! late result is dropped). While it runs, the sink loop is the stop watchdog's sign of
-//! progress (`stop::beat`). A traced frame's spans (capture, backend, output) go to the
-//! first frames' trace and to a ring of the latest (`trace::Recent`), whose memory is fixed.
-//! Each thread's CPU over the run (user, system, waits) is noted as it ends, for `-v`.
+//! captured across inputs; each input's frames reach the sink in its capture order; a live
+//! source never waits for a slot (it discards the frame and counts it dropped), any other
+//! source waits for its own ring only; an input that ends or fails ends alone (the others
+//! go on; the run ends when every input has ended, or on a stop); a control reaches the
+//! backend only once it holds no frame; on any stop the capture threads end first, then the
+//! backend finishes what it holds, then the sink drains and is finished. A stop never waits
+//! on the source: frames captured before it are finished and written, and a capture thread
+//! still blocked inside a read (a stalled camera or stream) after `CAPTURE_GRACE` is left
+//! behind, so that the output is finalized within a second of the stop. The backend thread
+//! is joined (the reloader's compile threads are detached: a late result is dropped). While
+//! it runs, the sink loop is the stop watchdog's sign of progress (`stop::beat`). A traced
+//! frame's spans (capture, backend, output) go to the first frames' trace and to a ring of
+//! the latest (`trace::Recent`), whose memory is fixed. Each thread's CPU over the run
+//! (user, system, waits, time waiting for a CPU) is noted as it ends, for `-v`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,11 +1,11 @@
 //! NVDEC, the GPU's video decoder, through libavcodec's CUDA hwaccel (`--decode gpu`): the
 //! decoder's context gets a CUDA device made around device 0's primary context (the one
 //! framepipe's backend uses; NVDEC's post-processing of each picture into its output
-//! surface runs on a stream of ours) and picks the CUDA pixel format when libavcodec
-//! offers it. The first picture
-//! NVDEC decodes is brought down into a host picture (NV12, as NVDEC gives 8-bit 4:2:0), so
-//! that `decode.rs` settles the input's format from it as from any picture. Once that says
-//! NV12, as carried and upright, every later picture takes one of two ways:
+//! surface runs on a stream of ours) and picks the CUDA pixel format when libavcodec offers
+//! it. The first picture NVDEC decodes is brought down into a host picture (NV12, as NVDEC
+//! gives 8-bit 4:2:0), so that `decode.rs` settles the input's format from it as from any
+//! picture. Once that says NV12, as carried and upright, every later picture takes one of
+//! two ways:
 //! - with the CUDA backend (`keep`), it stays in device memory: the slot is lent it
 //!   (`lend`: `desc::Memory::Device`, its planes at the surface's pitches, a lease holding
 //!   a reference to the picture: in FFmpeg 5.1 NVDEC's mapped output surface itself, with
