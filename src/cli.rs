@@ -104,9 +104,24 @@ pub struct RunArgs {
     #[arg(long, value_name = "[ADDR:]PORT")]
     pub serve: Option<String>,
 
-    /// Require this token on every request to --serve (?token=… in the page's address).
-    #[arg(long, value_name = "TOKEN")]
+    /// Require this token on every request to --serve (?token=… in the page's address, or
+    /// `Authorization: Bearer`). Other users can read it with `ps`: --serve-token-file or
+    /// FRAMEPIPE_SERVE_TOKEN keep it from them.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "serve_token_file")]
     pub serve_token: Option<String>,
+
+    /// Read --serve's token from the first line of this file.
+    #[arg(long, value_name = "FILE")]
+    pub serve_token_file: Option<String>,
+
+    /// Another host name the browser view answers to (besides its IP addresses and
+    /// localhost: requests naming any other host are refused, against DNS rebinding).
+    #[arg(long, value_name = "NAME")]
+    pub serve_host: Vec<String>,
+
+    /// Serve on an address other machines reach without a token (refused otherwise).
+    #[arg(long)]
+    pub serve_insecure: bool,
 
     /// Open a live network stream again (with a growing pause, up to 8 s) when it ends or
     /// fails, until the run stops. On by default with several inputs.

@@ -535,19 +535,19 @@ fn check_args(args: &RunArgs) -> Result<Request> {
     }
     let tracing = args.trace.is_some() || args.timeline.is_some();
     let inputs = check_inputs(args)?;
-    if let Some(serve) = &args.serve {
+    if args.serve.is_some() {
         if !cfg!(feature = "opencv") {
             bail!("--serve: this build has no OpenCV (whose JPEG encoder the browser view uses)");
         }
         #[cfg(feature = "opencv")]
-        sink::web::bind_address(serve).map_err(anyhow::Error::msg)?;
-        let _ = serve;
+        crate::app::web_settings(args)?;
     }
-    if args.serve_token.is_some() && args.serve.is_none() {
-        bail!("--serve-token applies to --serve, and it is not given");
-    }
-    if args.serve_token.as_deref() == Some("") {
-        bail!("--serve-token is empty");
+    let serve_flags = args.serve_token.is_some()
+        || args.serve_token_file.is_some()
+        || !args.serve_host.is_empty()
+        || args.serve_insecure;
+    if serve_flags && args.serve.is_none() {
+        bail!("--serve-token, --serve-token-file, --serve-host and --serve-insecure apply to --serve, and it is not given");
     }
     // With several inputs, the outputs with {n} (each input's) and those without (the
     // mosaic's) are two sets, each checked as a run of one input checks its outputs.

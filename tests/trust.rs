@@ -583,3 +583,258 @@ fn standard_output_on_a_full_disk_counts_what_the_file_holds() {
     assert_eq!(written, whole, "{} bytes on disk", bytes.len());
     assert!(written > 100, "{written}");
 }
+
+/// The segments an HLS playlist lists, as paths beside it.
+fn listed_segments(playlist: &Path) -> Vec<std::path::PathBuf> {
+    let text = std::fs::read_to_string(playlist).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| playlist.with_file_name(l))
+        .collect()
+}
+
+#[test]
+fn hls_follows_no_planted_link_and_never_writes_the_input() {
+    let dir = TempDir::new("hls-links");
+    let precious = dir.join("precious.txt");
+    std::fs::write(&precious, "precious\n").unwrap();
+    let live = dir.join("live");
+    std::fs::create_dir_all(&live).unwrap();
+    for name in ["index0.ts.tmp", "index.m3u8.tmp", "index1.ts"] {
+        std::os::unix::fs::symlink(&precious, live.join(name)).unwrap();
+    }
+    let playlist = live.join("index.m3u8").display().to_string();
+    let args = |more: &[&str]| {
+        let mut a = vec!["-i", "pattern", "--size", "160x120", "--fps", "30"];
+        a.extend_from_slice(&["--frames", "150", "--headless", "-o", &playlist]);
+        a.extend_from_slice(more);
+        a.iter().map(|s| s.to_string()).collect::<Vec<_>>()
+    };
+    let refused: Vec<String> = args(&[]);
+    let refused: Vec<&str> = refused.iter().map(String::as_str).collect();
+    assert_refused(&refused, "one of the files this HLS output writes");
+    // With -y, links planted before and during the run are replaced, never followed.
+    let planting = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let planter = {
+        let (planting, live, precious) = (planting.clone(), live.clone(), precious.clone());
+        std::thread::spawn(move || {
+            while planting.load(std::sync::atomic::Ordering::SeqCst) {
+                for n in 0..6 {
+                    let _ = std::os::unix::fs::symlink(
+                        &precious,
+                        live.join(format!("index{n}.ts.tmp")),
+                    );
+                }
+                let _ = std::os::unix::fs::symlink(&precious, live.join("index.m3u8.tmp"));
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        })
+    };
+    let yes = args(&["-y"]);
+    let yes: Vec<&str> = yes.iter().map(String::as_str).collect();
+    let out = framepipe(&yes, Duration::from_secs(60));
+    planting.store(false, std::sync::atomic::Ordering::SeqCst);
+    planter.join().unwrap();
+    let err = stderr(&out);
+    assert_eq!(
+        std::fs::read_to_string(&precious).unwrap(),
+        "precious\n",
+        "{err}"
+    );
+    let meta = std::fs::symlink_metadata(&playlist).unwrap();
+    assert!(
+        meta.file_type().is_file(),
+        "the playlist is a file of its own"
+    );
+    let segments = listed_segments(Path::new(&playlist));
+    assert!(!segments.is_empty(), "{err}");
+    for s in &segments {
+        let m = std::fs::symlink_metadata(s).unwrap();
+        assert!(
+            m.file_type().is_file(),
+            "{} is not a plain file",
+            s.display()
+        );
+    }
+    // A playlist whose segments would have the input's name is refused, even with -y.
+    let input = live.join("i0.ts");
+    std::fs::copy(&segments[0], &input).unwrap();
+    let before = std::fs::read(&input).unwrap();
+    let list = live.join("i.m3u8").display().to_string();
+    let input = input.display().to_string();
+    assert_refused(
+        &["-i", &input, "--headless", "-o", &list, "-y"],
+        "which is the input file",
+    );
+    assert_eq!(
+        std::fs::read(&input).unwrap(),
+        before,
+        "the input was written"
+    );
+    // Two playlists whose segments share names.
+    let (x, big_x) = (live.join("x.m3u8"), live.join("x.M3U8"));
+    let (x, big_x) = (x.display().to_string(), big_x.display().to_string());
+    assert_refused(
+        &[
+            "-i",
+            "pattern",
+            "--frames",
+            "5",
+            "--headless",
+            "-o",
+            &x,
+            "-o",
+            &big_x,
+        ],
+        "would write the same segments",
+    );
+}
+
+#[test]
+fn hls_on_a_full_disk_is_an_error_and_keeps_only_whole_files() {
+    let Some(fs) = Tmpfs::mount("hls-full", "size=300k") else {
+        return;
+    };
+    let playlist = fs.file("i.m3u8");
+    let out = framepipe(
+        &[
+            "-i",
+            "pattern",
+            "--size",
+            "640x480",
+            "--fps",
+            "0",
+            "--frames",
+            "400",
+            "--headless",
+            "-o",
+            &playlist,
+        ],
+        Duration::from_secs(60),
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "a full disk must fail:\n{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    let summary = out
+        .summary
+        .as_ref()
+        .expect("the summary is written on failure too");
+    assert_eq!(summary["ok"], false, "{err}");
+    assert!(!err.contains("400 sent"), "{err}");
+    for s in listed_segments(Path::new(&playlist)) {
+        assert!(
+            s.exists(),
+            "the playlist lists {} which is gone:\n{err}",
+            s.display()
+        );
+        assert!(
+            frames_in(&s.display().to_string()) > 0,
+            "{} is not playable",
+            s.display()
+        );
+    }
+}
+
+#[test]
+fn a_segment_removed_during_the_run_is_said() {
+    let dir = TempDir::new("hls-removed");
+    let playlist = dir.join("index.m3u8").display().to_string();
+    let mut child = Command::new(bin())
+        .args([
+            "-i", "pattern", "--size", "160x120", "--fps", "30", "--frames", "240",
+        ])
+        .args(["--headless", "-o", &playlist])
+        .env_remove("DISPLAY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = dir.join("index0.ts");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !first.exists() {
+        assert!(Instant::now() < deadline, "no first segment");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::remove_file(&first).unwrap();
+    let out = wait_with_deadline(child, Duration::from_secs(30), "hls removed");
+    let err = stderr(&out);
+    assert!(
+        err.contains("index0.ts' was removed by something else"),
+        "{err}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{err}");
+}
+
+/// A TCP listener on loopback that accepts every connection and never reads or answers.
+fn black_hole() -> (u16, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handle = std::thread::spawn(move || {
+        listener.set_nonblocking(true).unwrap();
+        let mut held = Vec::new();
+        let end = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < end {
+            if let Ok((c, _)) = listener.accept() {
+                held.push(c);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    (port, handle)
+}
+
+#[test]
+fn a_stop_ends_within_a_second_with_several_streams_blocked() {
+    let dir = TempDir::new("blocked-streams");
+    let holes: Vec<(u16, _)> = (0..3).map(|_| black_hole()).collect();
+    for round in 0..3 {
+        let file = dir.join(&format!("a{round}.mkv")).display().to_string();
+        let summary = dir.join(&format!("s{round}.json")).display().to_string();
+        let mut args = vec![
+            "-i".to_string(),
+            "pattern".into(),
+            "--size".into(),
+            "160x120".into(),
+            "--fps".into(),
+            "30".into(),
+            "--headless".into(),
+            "-o".into(),
+            file.clone(),
+            "--summary-json".into(),
+            summary.clone(),
+        ];
+        for (port, _) in &holes {
+            args.extend(["-o".to_string(), format!("rtmp://127.0.0.1:{port}/live/s")]);
+        }
+        let mut child = Command::new(bin())
+            .args(&args)
+            .env_remove("DISPLAY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(2500));
+        let asked = Instant::now();
+        interrupt(&child);
+        let ended = common::run::ends_within(&mut child, Duration::from_secs(5));
+        let took = asked.elapsed();
+        let out = wait_with_deadline(child, Duration::from_secs(5), "blocked streams");
+        let err = stderr(&out);
+        assert!(ended, "{err}");
+        assert!(
+            took < Duration::from_millis(1300),
+            "round {round}: {took:?}:\n{err}"
+        );
+        assert!(out.status.success(), "round {round}:\n{err}");
+        assert!(!err.contains("did not end within"), "{err}");
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+        assert_eq!(json["ok"], true, "{err}");
+        assert_eq!(json["streams"].as_array().map(Vec::len), Some(3), "{json}");
+        assert!(frames_in(&file) > 30, "the file is finalized:\n{err}");
+        println!("round {round}: stopped in {took:?} with three blocked streams");
+    }
+}

@@ -38,13 +38,16 @@ fn serve(dir: &TempDir, port: u16, input: &str, extra: &[&str]) -> Child {
     child
 }
 
+/// The header the page sends with its controls.
+const CONTROL: &str = "X-Framepipe-Control: 1\r\n";
+
 /// A GET (or POST) on the view: (status, body).
 fn http(port: u16, method: &str, path: &str, headers: &str) -> (u16, Vec<u8>) {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: 0\r\n{headers}\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 0\r\n{headers}\r\n"
     )
     .unwrap();
     let mut all = Vec::new();
@@ -197,7 +200,10 @@ fn a_token_is_required_and_nothing_else_is_served() {
         404
     );
     assert_eq!(http(port, "GET", "/control?key=3&token=s3cret", "").0, 404);
-    assert_eq!(http(port, "POST", "/control?key=q&token=s3cret", "").0, 400);
+    assert_eq!(
+        http(port, "POST", "/control?key=q&token=s3cret", CONTROL).0,
+        400
+    );
     let out = stop(child, "web token");
     assert!(out.status.success(), "{}", stderr(&out));
 }
@@ -223,7 +229,7 @@ fn a_client_that_stops_reading_does_not_slow_the_pipeline() {
     let stalled = rate_with(&dir, |port| {
         // Asks for the stream, then never reads a byte.
         let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        write!(s, "GET /stream.mjpg HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        write!(s, "GET /stream.mjpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
         Some(s)
     });
     println!(
@@ -244,7 +250,7 @@ fn fifty_viewers_are_served_or_refused_cleanly() {
         .map(|_| {
             let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-            write!(s, "GET /stream.mjpg HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            write!(s, "GET /stream.mjpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
             s
         })
         .collect();
@@ -300,7 +306,11 @@ fn the_mosaic_of_several_inputs_is_served() {
     );
     // A viewer: frames are encoded while someone watches.
     let mut viewer = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(viewer, "GET /stream.mjpg HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    write!(
+        viewer,
+        "GET /stream.mjpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    )
+    .unwrap();
     let frame = || {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
@@ -330,7 +340,7 @@ fn the_mosaic_of_several_inputs_is_served() {
     let lines = stats["lines"].to_string();
     assert!(lines.contains("3 inputs"), "{lines}");
     // The gray preset, pressed on the page, reaches every input.
-    assert_eq!(http(port, "POST", "/control?key=3", "").0, 200);
+    assert_eq!(http(port, "POST", "/control?key=3", CONTROL).0, 200);
     std::thread::sleep(Duration::from_secs(1));
     let gray = colourful(&frame());
     assert!(
@@ -339,5 +349,151 @@ fn the_mosaic_of_several_inputs_is_served() {
     );
     drop(viewer);
     let out = stop(child, "mosaic view");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+#[test]
+fn other_sites_can_neither_watch_nor_steer_the_view() {
+    let dir = TempDir::new("web-rebinding");
+    let port = free_port();
+    let child = serve(&dir, port, "pattern:160x120:25", &[]);
+    // DNS rebinding: the page of evil.example, now resolving to 127.0.0.1.
+    let rebound = |path: &str| {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: evil.example:{port}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut all = Vec::new();
+        let _ = s.read_to_end(&mut all);
+        String::from_utf8_lossy(&all)
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or("")
+            .to_string()
+    };
+    for path in ["/", "/stats", "/stream.mjpg", "/frame.jpg"] {
+        assert_eq!(rebound(path), "421", "{path} was served to evil.example");
+    }
+    // CSRF: a form posted from another origin, with or without the page's header.
+    let form = "Origin: http://evil.example\r\nContent-Type: application/x-www-form-urlencoded\r\n";
+    assert_eq!(http(port, "POST", "/control?key=3", form).0, 403);
+    let both = format!("{form}{CONTROL}");
+    assert_eq!(http(port, "POST", "/control?key=3", &both).0, 403);
+    assert_eq!(
+        http(port, "POST", "/control?key=3", "").0,
+        403,
+        "no page header"
+    );
+    // Another site's page reading the figures or the stream.
+    let cross = "Sec-Fetch-Site: cross-site\r\n";
+    assert_eq!(http(port, "GET", "/stats", cross).0, 403);
+    assert_eq!(http(port, "GET", "/stream.mjpg", cross).0, 403);
+    assert_eq!(http(port, "GET", "/stats", "").0, 200);
+    let page = http(port, "GET", "/", "");
+    assert_eq!(page.0, 200);
+    let out = stop(child, "web rebinding");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    assert!(
+        !summary.contains("filter gray"),
+        "a refused control took effect: {summary}"
+    );
+}
+
+#[test]
+fn a_token_with_any_characters_opens_the_page_and_can_stay_out_of_ps() {
+    let dir = TempDir::new("web-token-chars");
+    let port = free_port();
+    let token = "p@ss word/1&x=y";
+    let child = serve(&dir, port, "pattern:160x120:25", &["--serve-token", token]);
+    assert_eq!(
+        http(port, "GET", "/?token=p%40ss%20word%2F1%26x%3Dy", "").0,
+        200
+    );
+    assert_eq!(
+        http(port, "GET", "/stats?token=p%40ss+word%2F1%26x%3Dy", "").0,
+        200
+    );
+    assert_eq!(http(port, "GET", "/stats?token=p%40ss", "").0, 401);
+    let lower = format!("Authorization: bearer {token}\r\n");
+    assert_eq!(http(port, "GET", "/stats", &lower).0, 200);
+    stop(child, "web token chars");
+    // From a file and from the environment: nothing in the command line.
+    std::fs::write(dir.join("token.txt"), "from-a-file\n").unwrap();
+    let port = free_port();
+    let child = serve(
+        &dir,
+        port,
+        "pattern:160x120:25",
+        &["--serve-token-file", "token.txt"],
+    );
+    let cmdline = std::fs::read_to_string(format!("/proc/{}/cmdline", child.id())).unwrap();
+    assert!(!cmdline.contains("from-a-file"));
+    assert_eq!(http(port, "GET", "/stats", "").0, 401);
+    assert_eq!(http(port, "GET", "/stats?token=from-a-file", "").0, 200);
+    stop(child, "web token file");
+    let out = Command::new(bin())
+        .args([
+            "--headless",
+            "--backend",
+            "cpu",
+            "-i",
+            "pattern",
+            "--frames",
+            "3",
+        ])
+        .args(["--serve", "0.0.0.0:0"])
+        .env_remove("FRAMEPIPE_SERVE_TOKEN")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no token is set"), "{err}");
+}
+
+#[test]
+fn clients_that_trickle_their_requests_hold_up_no_one() {
+    let dir = TempDir::new("web-slowloris");
+    let port = free_port();
+    let child = serve(&dir, port, "pattern:160x120:25", &[]);
+    let mut slow: Vec<TcpStream> = (0..300)
+        .map(|_| {
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            write!(s, "GET /stats HTTP/1.1\r\n").unwrap();
+            s
+        })
+        .collect();
+    for _ in 0..3 {
+        let asked = Instant::now();
+        assert_eq!(http(port, "GET", "/stats", "").0, 200);
+        assert!(
+            asked.elapsed() < Duration::from_secs(1),
+            "{:?}",
+            asked.elapsed()
+        );
+        for s in &mut slow {
+            let _ = s.write_all(b"X");
+        }
+        std::thread::sleep(Duration::from_millis(800));
+    }
+    // A head that never ends is cut off: every trickling connection is closed.
+    std::thread::sleep(Duration::from_secs(4));
+    let closed = slow
+        .iter_mut()
+        .map(|s| {
+            s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+            let mut b = [0u8; 64];
+            !matches!(s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+        })
+        .filter(|&closed| closed)
+        .count();
+    assert_eq!(closed, slow.len(), "half-sent heads were left open");
+    drop(slow);
+    let out = stop(child, "slowloris");
     assert!(out.status.success(), "{}", stderr(&out));
 }

@@ -133,9 +133,9 @@ fn open_sinks(
         bands,
         height: size.height,
     };
-    if let Some(serve) = &args.serve {
+    if args.serve.is_some() {
         // Before the outputs: the summary's verb is the last sink's (a file's "written").
-        sinks.insert(0, open_web(serve, args.serve_token.clone(), knobs.clone())?);
+        sinks.insert(0, open_web(args, knobs.clone())?);
     }
     if !args.headless {
         // At the end of a file the last frame stays up until q (or a stop).
@@ -412,17 +412,9 @@ fn check_outputs(request: &Request) -> Result<sink::claim::Claimed> {
         }
         None => {}
     }
-    for stream in &request.streams {
-        if let OutputSpec::Video {
-            path,
-            container: sink::Container::Hls,
-            ..
-        } = stream
-        {
-            check_playlist(path, overwrite)?;
-            files.push(("--output", path.clone()));
-        }
-    }
+    let inputs: Vec<InputFile> = input_file.iter().cloned().collect();
+    let playlists = claim_playlists(&request.streams, overwrite, &inputs)?;
+    files.extend(playlists.iter().map(|p| ("--output", p.to_string())));
     files.extend(args.trace.iter().map(|p| ("--trace", p.clone())));
     files.extend(args.timeline.iter().map(|p| ("--timeline", p.clone())));
     files.extend(
@@ -434,6 +426,15 @@ fn check_outputs(request: &Request) -> Result<sink::claim::Claimed> {
         if let Some((other, _)) = files[..k].iter().find(|(_, p)| paths::same_file(p, path)) {
             bail!("{other} and {flag} both name '{path}': one would replace the other; give each its own file");
         }
+    }
+    #[cfg(feature = "opencv")]
+    {
+        let others: Vec<&str> = files
+            .iter()
+            .map(|(_, p)| p.as_str())
+            .filter(|p| !playlists.contains(p))
+            .collect();
+        sink::hls::refuse_crossing(&playlists, &others).map_err(anyhow::Error::msg)?;
     }
     for (flag, path) in &files {
         paths::check_name(flag, path).map_err(anyhow::Error::msg)?;
@@ -472,16 +473,29 @@ fn check_outputs(request: &Request) -> Result<sink::claim::Claimed> {
 
 /// An HLS playlist (and its segments beside it) may be written at `path`: its folder is
 /// made when missing, an existing playlist is replaced only with `-y`.
-fn check_playlist(path: &str, overwrite: sink::claim::Overwrite) -> Result<()> {
-    let p = std::path::Path::new(path);
-    if let Some(folder) = p.parent().filter(|f| !f.as_os_str().is_empty()) {
-        std::fs::create_dir_all(folder)
-            .with_context(|| format!("--output: creating the folder '{}'", folder.display()))?;
+/// Claims every HLS output among `streams` (`sink::hls::claim`: its folder made, its
+/// names checked against the inputs and, without `-y`, against what exists); their
+/// playlists' names.
+fn claim_playlists<'a>(
+    streams: &'a [OutputSpec],
+    overwrite: sink::claim::Overwrite,
+    inputs: &[InputFile],
+) -> Result<Vec<&'a str>> {
+    let mut playlists = Vec::new();
+    for stream in streams {
+        if let OutputSpec::Video {
+            path,
+            container: sink::Container::Hls,
+            ..
+        } = stream
+        {
+            #[cfg(feature = "opencv")]
+            sink::hls::claim(path, overwrite, inputs).map_err(anyhow::Error::msg)?;
+            let _ = (overwrite, inputs);
+            playlists.push(path.as_str());
+        }
     }
-    if p.exists() && overwrite != sink::claim::Overwrite::Replace {
-        bail!("--output '{path}' exists: an HLS playlist is replaced only with -y (its old segments are then replaced as new ones are written)");
-    }
-    paths::check_writable("--output", path).map_err(anyhow::Error::msg)
+    Ok(playlists)
 }
 
 /// Drops above this share of a live input's frames are warned about at the end.
@@ -524,13 +538,26 @@ fn timing(
     sink::Timing
 }
 
+/// The browser view's settings from the flags (and the token's file or environment).
 #[cfg(feature = "opencv")]
-fn open_web(serve: &str, token: Option<String>, knobs: Knobs) -> Result<Box<dyn Sink>> {
-    Ok(Box::new(sink::web::Web::open(serve, token, knobs)?))
+pub fn web_settings(args: &RunArgs) -> Result<sink::web::Settings> {
+    let token = sink::web::TokenFrom {
+        flag: args.serve_token.clone(),
+        file: args.serve_token_file.clone(),
+        env: std::env::var(sink::web::access::TOKEN_VARIABLE).ok(),
+    };
+    let serve = args.serve.as_deref().unwrap_or_default();
+    sink::web::Settings::new(serve, &token, &args.serve_host, args.serve_insecure)
+        .map_err(anyhow::Error::msg)
+}
+
+#[cfg(feature = "opencv")]
+fn open_web(args: &RunArgs, knobs: Knobs) -> Result<Box<dyn Sink>> {
+    Ok(Box::new(sink::web::Web::open(web_settings(args)?, knobs)?))
 }
 
 #[cfg(not(feature = "opencv"))]
-fn open_web(_: &str, _: Option<String>, _: Knobs) -> Result<Box<dyn Sink>> {
+fn open_web(_: &RunArgs, _: Knobs) -> Result<Box<dyn Sink>> {
     bail!("--serve: this build has no OpenCV")
 }
 

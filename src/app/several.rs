@@ -379,7 +379,7 @@ fn open_mosaic(
     };
     // The browser view shows what the window shows: the mosaic, labelled.
     let web = match &args.serve {
-        Some(serve) => Some(super::open_web(serve, args.serve_token.clone(), knobs)?),
+        Some(_) => Some(super::open_web(args, knobs)?),
         None => None,
     };
     let window: Option<Box<dyn Sink>> = match (window, web) {
@@ -493,6 +493,17 @@ fn refuse_crossed_files(requests: &[Request], recording: Option<&Request>) -> Re
         if outputs[..k].iter().any(|o| paths::same_file(o, out)) {
             bail!("--output: two inputs would write '{out}'");
         }
+    }
+    #[cfg(feature = "opencv")]
+    {
+        use crate::sink::{hls, Container};
+        let (playlists, others): (Vec<&str>, Vec<&str>) = outputs
+            .iter()
+            .partition(|o| Container::of_path(o) == Some(Container::Hls));
+        for p in &playlists {
+            hls::refuse_inputs(p, &files).map_err(anyhow::Error::msg)?;
+        }
+        hls::refuse_crossing(&playlists, &others).map_err(anyhow::Error::msg)?;
     }
     Ok(())
 }

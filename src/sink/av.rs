@@ -279,6 +279,9 @@ pub struct AvFile {
     /// Read by the output's interrupt callback (a stream's): set, a blocked write gives up.
     /// Held here so that it outlives the context that points at it.
     _abort: Option<Arc<AtomicBool>>,
+    /// An HLS output's files (`hls`): its muxer's callbacks point at them, so they outlive
+    /// `out` (declared after it: dropped after it).
+    hls: Option<Arc<super::hls::Files>>,
     encoder: ff::encoder::Video,
     /// The encoder's time base: frames' timestamps count in it.
     tb: ff::Rational,
@@ -566,13 +569,16 @@ fn live_defaults(
 }
 
 /// The muxer's options of a stream: packets sent as they come; HLS's rolling segments
-/// (`HLS_SEGMENT_SECONDS` each, the last `HLS_SEGMENTS` in the playlist, older ones
-/// deleted, every file written under a temporary name and renamed); RTSP over TCP.
-fn stream_options(container: Container) -> ff::Dictionary<'static> {
+/// (`HLS_SEGMENT_SECONDS` each, named as `hls::Names` says, the last `HLS_SEGMENTS` in the
+/// playlist, older ones deleted, every file written under a temporary name and renamed);
+/// RTSP over TCP.
+fn stream_options(container: Container, path: &str) -> Result<ff::Dictionary<'static>> {
     let mut d = ff::Dictionary::new();
     d.set("flush_packets", "1");
     match container {
         Container::Hls => {
+            let names = super::hls::Names::new(path).map_err(anyhow::Error::msg)?;
+            d.set("hls_segment_filename", &names.segment_pattern());
             d.set("hls_time", &HLS_SEGMENT_SECONDS.to_string());
             d.set("hls_list_size", &HLS_SEGMENTS.to_string());
             d.set(
@@ -584,7 +590,7 @@ fn stream_options(container: Container) -> ff::Dictionary<'static> {
         Container::Flv => d.set("flvflags", "no_duration_filesize"),
         _ => {}
     }
-    d
+    Ok(d)
 }
 
 /// The network protocol's options: SRT waits up to a second at the end for what it has not
@@ -671,7 +677,17 @@ impl AvFile {
             .with_context(|| format!("this FFmpeg has no {name} encoder for {}", codec.name()))?;
         let container = Container::of_path(path)
             .with_context(|| format!("'{path}' does not end in a video container's extension"))?;
+        let hls = match container {
+            Container::Hls => Some(Arc::new(super::hls::Files::new(
+                super::hls::Names::new(path).map_err(anyhow::Error::msg)?,
+            ))),
+            _ => None,
+        };
         let mut out = open_output(path, container, abort.as_ref(), protocol_options(path))?;
+        if let Some(files) = &hls {
+            // SAFETY: `out` is live; `files` is kept in the AvFile beside it and dropped after.
+            unsafe { super::hls::install(out.as_mut_ptr(), Arc::as_ptr(files)) };
+        }
         let rate = rational(
             timing
                 .rate
@@ -748,7 +764,7 @@ impl AvFile {
             None => (None, 0),
         };
         let muxer = match container.is_stream() {
-            true => stream_options(container),
+            true => stream_options(container, path)?,
             false => muxer_options(fragmented && container.fragments()),
         };
         out.write_header_with(muxer)
@@ -768,6 +784,7 @@ impl AvFile {
         Ok(Self {
             out,
             _abort: abort,
+            hls,
             encoder,
             tb,
             stream,
@@ -889,6 +906,11 @@ impl AvFile {
                 .context("writing a video packet")?;
         }
         Ok(())
+    }
+
+    /// An HLS output's files, where this is one.
+    pub fn hls(&self) -> Option<Arc<super::hls::Files>> {
+        self.hls.clone()
     }
 
     /// Flushes the encoder, writes the audio up to the last frame's end, and the trailer.

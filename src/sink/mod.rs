@@ -16,6 +16,8 @@ pub mod claim;
 pub mod codec;
 pub mod encode;
 #[cfg(feature = "opencv")]
+pub mod hls;
+#[cfg(feature = "opencv")]
 pub mod mosaic;
 pub mod null;
 pub mod ppm;
@@ -158,6 +160,9 @@ pub trait Sink {
     fn idle(&mut self) -> Result<Flow> {
         Ok(Flow::Continue)
     }
+    /// Starts ending without waiting (a stream lets its thread send what is queued), so
+    /// that several sinks end together: `finish` then waits for each. Optional.
+    fn begin_finish(&mut self) {}
     /// Flushes and closes; called exactly once, also after errors.
     fn finish(&mut self) -> Result<()>;
     /// Frames the output really holds, once finished, where the sink checks (a video file
@@ -248,6 +253,7 @@ impl Sink for Tee {
     fn finish(&mut self) -> Result<()> {
         // Files first: a window may keep its last frame up until q (sinks are added window
         // first).
+        self.begin_finish();
         let mut first_err = None;
         for s in self.0.iter_mut().rev() {
             if let Err(e) = s.finish() {
@@ -255,6 +261,9 @@ impl Sink for Tee {
             }
         }
         first_err.map_or(Ok(()), Err)
+    }
+    fn begin_finish(&mut self) {
+        self.0.iter_mut().for_each(|s| s.begin_finish());
     }
     fn stored(&self) -> Option<u64> {
         self.0.iter().filter_map(|s| s.stored()).min()

@@ -87,7 +87,11 @@ impl Sink for ByInput {
         }
         Ok(flow)
     }
+    fn begin_finish(&mut self) {
+        self.sinks().for_each(|s| s.begin_finish());
+    }
     fn finish(&mut self) -> Result<()> {
+        self.begin_finish();
         let mut first_err = None;
         for s in self.sinks() {
             if let Err(e) = s.finish() {

@@ -6,10 +6,14 @@
 //! of `QUEUE` frames and dropped (and counted) when the queue is full; a peer that goes away
 //! (a failed write or connection) is connected to again with a growing pause
 //! (`FIRST_WAIT` doubling to `LONGEST_WAIT`), the frames meanwhile dropped and counted, and
-//! the run's other outputs go on; `finish` sends what is queued and ends the stream (the
-//! muxer's trailer: an HLS playlist gets its end tag) within `FINISH_WITHIN`, after which a
-//! write still blocked is interrupted (FFmpeg's interrupt callback) and the thread is left
-//! to end on its own.
+//! the run's other outputs go on; an HLS output is files, not a peer: a write that fails
+//! stops it (said, its frames dropped, the run's result an error), and it is never opened
+//! again over its own segments; `finish` sends what is queued and ends the stream (the
+//! muxer's trailer: an HLS playlist gets its end tag) within `FINISH_WITHIN` of
+//! `begin_finish`, after which a write still blocked is interrupted (FFmpeg's interrupt
+//! callback) and the thread is left to end on its own. Several streams begin finishing
+//! together, so that their waits overlap: a run's stop takes one `FINISH_WITHIN`, not one
+//! each.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -31,8 +35,10 @@ pub const QUEUE: usize = 8;
 pub const FIRST_WAIT: Duration = Duration::from_millis(250);
 /// The longest pause between two attempts.
 pub const LONGEST_WAIT: Duration = Duration::from_secs(8);
-/// How long `finish` waits for the stream to end.
-pub const FINISH_WITHIN: Duration = Duration::from_millis(700);
+/// How long `finish` waits for the stream to end, from `begin_finish`.
+pub const FINISH_WITHIN: Duration = Duration::from_millis(450);
+/// How long an interrupted write is given to return.
+const INTERRUPTED_WITHIN: Duration = Duration::from_millis(150);
 
 /// One frame for the stream's thread.
 struct Queued {
@@ -62,6 +68,10 @@ pub struct Stream {
     thread: Option<thread::JoinHandle<()>>,
     /// The frames handed over and the ones dropped here (queue full).
     taken: u64,
+    /// When the stream was told to finish (`begin_finish`).
+    finishing: Option<Instant>,
+    /// An HLS output's files, once its muxer opened (the thread sets it).
+    hls: Arc<std::sync::OnceLock<Arc<super::hls::Files>>>,
 }
 
 impl Stream {
@@ -90,8 +100,11 @@ impl Stream {
         let (tx, rx) = bounded::<Queued>(QUEUE);
         let (spare_tx, spare) = bounded::<Vec<u8>>(QUEUE + 2);
         let counts = Arc::new(Counts::default());
+        let hls = Arc::new(std::sync::OnceLock::new());
+        let network = super::Container::of_path(url).is_some_and(|c| c.is_network());
         let thread = {
             let (counts, abort, url) = (counts.clone(), abort.clone(), url.to_string());
+            let hls = hls.clone();
             thread::Builder::new()
                 .name("stream out".into())
                 .spawn(move || {
@@ -104,6 +117,9 @@ impl Stream {
                         counts,
                         abort,
                         ever: false,
+                        network,
+                        hls,
+                        stopped: false,
                     };
                     run.connect();
                     for q in rx {
@@ -122,6 +138,8 @@ impl Stream {
             abort,
             thread: Some(thread),
             taken: 0,
+            finishing: None,
+            hls,
         })
     }
 }
@@ -137,6 +155,12 @@ struct Link {
     abort: Arc<AtomicBool>,
     /// A connection was made at least once (a later one is a reconnect).
     ever: bool,
+    /// A network peer (connected to again when it fails), not HLS files.
+    network: bool,
+    /// An HLS output's files, for `Stream` to read their state.
+    hls: Arc<std::sync::OnceLock<Arc<super::hls::Files>>>,
+    /// A failed HLS output: nothing more is written.
+    stopped: bool,
 }
 
 impl Link {
@@ -150,10 +174,16 @@ impl Link {
                 }
                 self.ever = true;
                 self.wait = FIRST_WAIT;
+                if let Some(files) = out.hls() {
+                    let _ = self.hls.set(files);
+                }
                 self.out = Some(out);
             }
             Err(e) => {
-                if !self.ever && self.wait == FIRST_WAIT {
+                if !self.network {
+                    crate::warn!("{}: {e:#}; nothing is written to it", self.url);
+                    self.stopped = true;
+                } else if !self.ever && self.wait == FIRST_WAIT {
                     crate::warn!("{}: {e:#}; the run goes on, connecting again", self.url);
                 } else {
                     crate::debug!("{}: {e:#}", self.url);
@@ -165,7 +195,7 @@ impl Link {
     }
 
     fn send(&mut self, q: &Queued) {
-        if self.abort.load(Ordering::SeqCst) {
+        if self.abort.load(Ordering::SeqCst) || self.stopped {
             self.counts.dropped.fetch_add(1, Ordering::SeqCst);
             return;
         }
@@ -176,10 +206,19 @@ impl Link {
             self.counts.dropped.fetch_add(1, Ordering::SeqCst);
             return;
         };
-        match out.write(&q.bytes, q.format, q.size, q.at) {
-            Ok(()) => {
+        let written = out.write(&q.bytes, q.format, q.size, q.at);
+        let failed = self.hls.get().and_then(|f| f.failure());
+        match written {
+            Ok(()) if failed.is_none() => {
                 self.counts.sent.fetch_add(1, Ordering::SeqCst);
             }
+            _ if !self.network => {
+                // Files that can't be written: the output stops (the failure was said).
+                self.counts.dropped.fetch_add(1, Ordering::SeqCst);
+                self.stopped = true;
+                self.out = None;
+            }
+            Ok(()) => unreachable!("only HLS outputs have files"),
             Err(e) => {
                 self.counts.dropped.fetch_add(1, Ordering::SeqCst);
                 if !self.abort.load(Ordering::SeqCst) {
@@ -192,6 +231,9 @@ impl Link {
     }
 
     fn end(&mut self) {
+        if self.stopped {
+            return;
+        }
         if let Some(mut out) = self.out.take() {
             if let Err(e) = out.finish() {
                 if !self.abort.load(Ordering::SeqCst) {
@@ -236,20 +278,24 @@ impl Sink for Stream {
         }
         Ok(Flow::Continue)
     }
-    fn finish(&mut self) -> Result<()> {
+    fn begin_finish(&mut self) {
         drop(self.tx.take());
+        self.finishing.get_or_insert_with(Instant::now);
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.begin_finish();
+        let begun = self.finishing.unwrap_or_else(Instant::now);
         if let Some(thread) = self.thread.take() {
-            let deadline = Instant::now() + FINISH_WITHIN;
-            while !thread.is_finished() && Instant::now() < deadline {
-                thread::sleep(Duration::from_millis(5));
-            }
+            let wait_until = |t: Instant| {
+                while !thread.is_finished() && Instant::now() < t {
+                    thread::sleep(Duration::from_millis(5));
+                }
+            };
+            wait_until(begun + FINISH_WITHIN);
             if !thread.is_finished() {
                 // A write blocked on the peer: interrupt it, and don't wait for more.
                 self.abort.store(true, Ordering::SeqCst);
-                let deadline = Instant::now() + Duration::from_millis(200);
-                while !thread.is_finished() && Instant::now() < deadline {
-                    thread::sleep(Duration::from_millis(5));
-                }
+                wait_until(begun + FINISH_WITHIN + INTERRUPTED_WITHIN);
             }
             if thread.is_finished() {
                 let _ = thread.join();
@@ -266,7 +312,26 @@ impl Sink for Stream {
             self.url,
             self.taken
         );
-        Ok(())
+        let Some(files) = self.hls.get() else {
+            return Ok(());
+        };
+        if let Some(why) = files.failure() {
+            anyhow::bail!(
+                "HLS '{}': {why}; {sent} of {} frames were written",
+                self.url,
+                self.taken
+            );
+        }
+        match files.missing() {
+            0 => Ok(()),
+            n => anyhow::bail!(
+                "HLS '{}': {n} segment(s) were removed by something else during the run while the playlist listed them",
+                self.url
+            ),
+        }
+    }
+    fn stored(&self) -> Option<u64> {
+        Some(self.counts.sent.load(Ordering::SeqCst))
     }
     fn streams(&self) -> Vec<crate::stats::StreamStats> {
         let c = &self.counts;

@@ -1,0 +1,286 @@
+//! Who the browser view answers: the settings of `--serve` (where it listens, the token and
+//! where it comes from, the host names it answers to) and the checks every request passes
+//! before anything is served. Pure functions, tested without a server.
+//!
+//! Invariants:
+//! - a request is answered only when its `Host` names this server: an IP address, `localhost`
+//!   (or a name under `.localhost`), or a name given with `--serve-host`; any other name is
+//!   a DNS-rebinding page and gets 421, whatever it asks for;
+//! - a control (`POST /control`) is obeyed only with the page's own header
+//!   (`X-Framepipe-Control`, which no cross-origin page can send without a preflight that
+//!   is never granted) and, where the browser says where it comes from (`Origin`), only
+//!   from this server's own origin;
+//! - the stream, the frame and the figures are not served to another site's page
+//!   (`Sec-Fetch-Site` other than `same-origin` or `none`, or a foreign `Origin`);
+//! - with a token every request carries it (`?token=`, percent-decoded, or
+//!   `Authorization: Bearer`, the scheme in any case), compared in constant time;
+//! - listening beyond the loopback interface without a token is refused unless
+//!   `--serve-insecure` says so.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+
+use subtle::ConstantTimeEq;
+
+/// The environment variable a token may come from (`ps` shows no environment).
+pub const TOKEN_VARIABLE: &str = "FRAMEPIPE_SERVE_TOKEN";
+/// The header the page sends with every control.
+pub const CONTROL_HEADER: &str = "x-framepipe-control";
+
+/// What `--serve` was asked for, checked once before the run.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Where the server listens.
+    pub addr: SocketAddr,
+    token: Option<String>,
+    /// Host names answered besides IP addresses and `localhost`, lower-cased.
+    hosts: Vec<String>,
+}
+
+/// Where the token comes from, as the flags say.
+#[derive(Clone, Debug, Default)]
+pub struct TokenFrom {
+    /// `--serve-token TOKEN` (seen by `ps`).
+    pub flag: Option<String>,
+    /// `--serve-token-file PATH`: its first line.
+    pub file: Option<String>,
+    /// `FRAMEPIPE_SERVE_TOKEN`.
+    pub env: Option<String>,
+}
+
+impl TokenFrom {
+    /// The token, from the flag, the file or the environment (in that order); None for none.
+    pub fn read(&self) -> Result<Option<String>, String> {
+        let token = match (&self.flag, &self.file) {
+            (Some(t), _) => Some(t.clone()),
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(path)
+                    .map_err(|e| format!("--serve-token-file '{path}' can't be read: {e}"))?;
+                Some(text.lines().next().unwrap_or_default().to_string())
+            }
+            (None, None) => self.env.clone(),
+        };
+        match token {
+            Some(t) if t.is_empty() => Err("--serve: the token given is empty".into()),
+            Some(t) if t.chars().any(char::is_control) => {
+                Err("--serve: the token holds a control character".into())
+            }
+            t => Ok(t),
+        }
+    }
+}
+
+/// Where `--serve` binds: `PORT` is 127.0.0.1:PORT, else the address as given.
+pub fn bind_address(serve: &str) -> Result<SocketAddr, String> {
+    let text = match serve.parse::<u16>() {
+        Ok(port) => format!("127.0.0.1:{port}"),
+        Err(_) => serve.to_string(),
+    };
+    text.to_socket_addrs()
+        .map_err(|e| format!("--serve '{serve}': not a port or ADDRESS:PORT ({e})"))?
+        .next()
+        .ok_or_else(|| format!("--serve '{serve}': the address names no host"))
+}
+
+impl Settings {
+    /// Checks `--serve` and its companions: the address, the token, the host names, and that
+    /// a server reachable beyond this machine has a token unless `insecure`.
+    pub fn new(
+        serve: &str,
+        token: &TokenFrom,
+        hosts: &[String],
+        insecure: bool,
+    ) -> Result<Self, String> {
+        let addr = bind_address(serve)?;
+        let token = token.read()?;
+        if token.is_none() && !addr.ip().is_loopback() && !insecure {
+            return Err(format!(
+                "--serve {addr} answers every machine that reaches it, and no token is set: give one (--serve-token-file FILE, or {TOKEN_VARIABLE}), or --serve-insecure to serve without"
+            ));
+        }
+        let hosts = hosts.iter().map(|h| h.to_ascii_lowercase()).collect();
+        Ok(Self { addr, token, hosts })
+    }
+
+    /// Whether a token is required.
+    pub fn has_token(&self) -> bool {
+        self.token.is_some()
+    }
+
+    /// Whether `host` (a `Host` header: name or address, with or without a port) names this
+    /// server.
+    pub fn host_allowed(&self, host: Option<&str>) -> bool {
+        let Some(name) = host.map(host_name) else {
+            return false;
+        };
+        let name = name.to_ascii_lowercase();
+        name.parse::<IpAddr>().is_ok()
+            || name == "localhost"
+            || name.ends_with(".localhost")
+            || self.hosts.contains(&name)
+    }
+
+    /// Whether a request for data (stream, frame, figures) may be answered: not asked for by
+    /// another site's page. `host` is the request's (already allowed) `Host`.
+    pub fn same_origin(&self, host: &str, origin: Option<&str>, fetch_site: Option<&str>) -> bool {
+        let site_ok = matches!(fetch_site, None | Some("same-origin") | Some("none"));
+        let origin_ok = origin.is_none_or(|o| o.eq_ignore_ascii_case(&format!("http://{host}")));
+        site_ok && origin_ok
+    }
+
+    /// Whether a control may be obeyed: the page's header is there and the origin is ours.
+    pub fn control_allowed(&self, host: &str, origin: Option<&str>, marked: bool) -> bool {
+        marked && origin.is_none_or(|o| o.eq_ignore_ascii_case(&format!("http://{host}")))
+    }
+
+    /// Whether the request carries the token (where one is required): `query`'s `token`,
+    /// percent-decoded, or an `Authorization: Bearer` header.
+    pub fn token_ok(&self, query: &str, authorization: Option<&str>) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        let from_query = form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == "token")
+            .map(|(_, v)| v.into_owned());
+        let from_header = authorization.and_then(|a| {
+            let (scheme, value) = a.trim().split_once(' ')?;
+            scheme
+                .eq_ignore_ascii_case("bearer")
+                .then(|| value.trim().to_string())
+        });
+        [from_query, from_header]
+            .iter()
+            .flatten()
+            .any(|given| bool::from(given.as_bytes().ct_eq(token.as_bytes())))
+    }
+}
+
+/// The name part of a `Host` header: `[::1]:8080` is `::1`, `example:80` is `example`.
+fn host_name(host: &str) -> &str {
+    let host = host.trim();
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or_default();
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
+/// One query parameter, percent-decoded.
+pub fn query_param(query: &str, name: &str) -> Option<String> {
+    form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(token: Option<&str>) -> Settings {
+        let from = TokenFrom {
+            flag: token.map(str::to_string),
+            ..TokenFrom::default()
+        };
+        Settings::new("8080", &from, &["cams.example".into()], false).unwrap()
+    }
+
+    #[test]
+    fn binds_to_loopback_unless_told() {
+        assert_eq!(bind_address("8080").unwrap().to_string(), "127.0.0.1:8080");
+        assert_eq!(
+            bind_address("0.0.0.0:9000").unwrap().to_string(),
+            "0.0.0.0:9000"
+        );
+        assert!(bind_address("nonsense").is_err());
+    }
+
+    #[test]
+    fn every_interface_without_a_token_is_refused_unless_insecure() {
+        let none = TokenFrom::default();
+        let e = Settings::new("0.0.0.0:9000", &none, &[], false).unwrap_err();
+        assert!(e.contains("--serve-insecure"), "{e}");
+        assert!(Settings::new("0.0.0.0:9000", &none, &[], true).is_ok());
+        let env = TokenFrom {
+            env: Some("t".into()),
+            ..TokenFrom::default()
+        };
+        assert!(Settings::new("0.0.0.0:9000", &env, &[], false).is_ok());
+        assert!(Settings::new("9000", &none, &[], false).is_ok());
+    }
+
+    #[test]
+    fn only_our_own_host_names_are_answered() {
+        let s = settings(None);
+        for ok in [
+            "127.0.0.1:8080",
+            "localhost:8080",
+            "LOCALHOST",
+            "[::1]:8080",
+            "192.168.1.20:8080",
+            "cams.example:8080",
+            "app.localhost",
+        ] {
+            assert!(s.host_allowed(Some(ok)), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:8080",
+            "127.0.0.1.evil.example",
+            "",
+        ] {
+            assert!(!s.host_allowed(Some(bad)), "{bad}");
+        }
+        assert!(!s.host_allowed(None));
+    }
+
+    #[test]
+    fn controls_need_the_pages_header_and_origin() {
+        let s = settings(None);
+        let host = "127.0.0.1:8080";
+        assert!(s.control_allowed(host, Some("http://127.0.0.1:8080"), true));
+        assert!(s.control_allowed(host, None, true), "curl sends no Origin");
+        assert!(!s.control_allowed(host, Some("http://evil.example"), true));
+        assert!(!s.control_allowed(host, Some("http://127.0.0.1:8080"), false));
+        assert!(!s.same_origin(host, None, Some("cross-site")));
+        assert!(!s.same_origin(host, None, Some("same-site")));
+        assert!(s.same_origin(host, None, Some("same-origin")));
+        assert!(!s.same_origin(host, Some("http://localhost:3000"), None));
+    }
+
+    #[test]
+    fn the_token_is_percent_decoded_and_bearer_is_any_case() {
+        let s = settings(Some("p@ss word/1"));
+        assert!(s.token_ok("token=p%40ss%20word%2F1", None));
+        assert!(s.token_ok("key=3&token=p%40ss+word%2F1", None));
+        assert!(!s.token_ok("token=p%40ss", None));
+        assert!(!s.token_ok("", None));
+        assert!(s.token_ok("", Some("bearer p@ss word/1")));
+        assert!(s.token_ok("", Some("Bearer p@ss word/1")));
+        assert!(!s.token_ok("", Some("Basic p@ss word/1")));
+        assert!(settings(None).token_ok("", None));
+    }
+
+    #[test]
+    fn a_token_comes_from_a_file_or_the_environment() {
+        let dir = std::env::temp_dir().join(format!("fp-token-{}", std::process::id()));
+        std::fs::write(&dir, "from file\nsecond line\n").unwrap();
+        let from = TokenFrom {
+            file: Some(dir.to_string_lossy().into_owned()),
+            env: Some("from env".into()),
+            ..TokenFrom::default()
+        };
+        assert_eq!(from.read().unwrap().as_deref(), Some("from file"));
+        let _ = std::fs::remove_file(&dir);
+        let env = TokenFrom {
+            env: Some("from env".into()),
+            ..TokenFrom::default()
+        };
+        assert_eq!(env.read().unwrap().as_deref(), Some("from env"));
+        let empty = TokenFrom {
+            env: Some(String::new()),
+            ..TokenFrom::default()
+        };
+        assert!(empty.read().is_err());
+    }
+}

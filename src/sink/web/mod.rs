@@ -1,0 +1,262 @@
+//! The browser view (`--serve [ADDR:]PORT`): a page that shows the processed video live
+//! (Motion JPEG over HTTP, `multipart/x-mixed-replace`), the overlay's live figures, and the
+//! window's controls as buttons (filter presets, pause, page-locked/pageable, bands). With
+//! several inputs it is handed the mosaic's labelled pictures, as the window is. Who is
+//! answered is `access`; the HTTP server is `server` (hyper); the page is `page.html`.
+//!
+//! Invariants: the pipeline never waits for a browser: the sink hands the newest frame to
+//! the encoder thread only when it is idle (at most `MAX_FPS` a second, and only while a
+//! client watches), and each viewer is sent the newest JPEG when its connection takes it,
+//! so a slow or stalled viewer gets fewer frames and slows nothing else; at most
+//! `MAX_CLIENTS` streams at once (more are refused with 503); every request passes
+//! `access`'s checks first (host, token, origin); nothing but the page, its stream, one
+//! frame, the figures and the controls is served (404); the server binds to 127.0.0.1
+//! unless an address is given; `finish` stops the server and the encoder within a poll
+//! (`POLL`).
+
+pub mod access;
+mod server;
+
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use crossbeam_channel::{unbounded, Receiver};
+use opencv::core::{Mat, Vec3b, Vector};
+use opencv::prelude::*;
+
+pub use access::{bind_address, Settings, TokenFrom};
+
+use super::{Flow, Frame, Knobs, Sink};
+use crate::frame::FrameSize;
+use crate::stats::Live;
+
+/// The most frames a second sent to browsers.
+pub const MAX_FPS: f64 = 25.0;
+/// The most browsers watching the stream at once.
+pub const MAX_CLIENTS: usize = 32;
+/// JPEG quality of the stream.
+const QUALITY: i32 = 80;
+/// How often the encoder looks at the stop flag.
+const POLL: Duration = Duration::from_millis(100);
+
+/// The keys the page's buttons send (the window's, `sink::pipeline_key`).
+const KEYS: &[u8] = b"123456789pbB ";
+
+/// The page: the stream, the figures (polled twice a second), the buttons.
+const PAGE: &str = include_str!("page.html");
+
+/// The newest JPEG, numbered.
+type Jpeg = (u64, Arc<Vec<u8>>);
+
+/// What the server and the encoder share with the sink.
+pub(crate) struct Shared {
+    /// The newest JPEG; viewers wait on it.
+    latest: tokio::sync::watch::Sender<Jpeg>,
+    /// A BGR frame for the encoder (None: it is idle).
+    mailbox: Mutex<Option<(FrameSize, Vec<u8>)>>,
+    mail: Condvar,
+    /// The overlay's figures, as JSON.
+    stats: Mutex<String>,
+    clients: AtomicUsize,
+    stop: AtomicBool,
+    /// Ends the server.
+    shutdown: tokio::sync::Notify,
+    access: Settings,
+}
+
+/// The browser view's sink (module doc).
+pub struct Web {
+    shared: Arc<Shared>,
+    keys: Receiver<u8>,
+    knobs: Knobs,
+    last_handoff: Option<Instant>,
+    address: String,
+    threads: Vec<thread::JoinHandle<()>>,
+    /// A spare buffer for the next frame handed to the encoder.
+    spare: Vec<u8>,
+}
+
+impl Web {
+    /// Serves the view as `settings` say; `knobs` are the pipeline's settings the controls
+    /// change.
+    pub fn open(settings: Settings, knobs: Knobs) -> Result<Self> {
+        let addr = settings.addr;
+        let server = TcpListener::bind(addr)
+            .map_err(|e| anyhow::anyhow!("--serve {addr}: can't listen there ({e})"))?;
+        server.set_nonblocking(true)?;
+        let address = server
+            .local_addr()
+            .map_or(addr.to_string(), |a| a.to_string());
+        server::raise_open_files_limit();
+        let shared = Arc::new(Shared {
+            latest: tokio::sync::watch::Sender::new((0, Arc::new(Vec::new()))),
+            mailbox: Mutex::new(None),
+            mail: Condvar::new(),
+            stats: Mutex::new("{}".into()),
+            clients: AtomicUsize::new(0),
+            stop: AtomicBool::new(false),
+            shutdown: tokio::sync::Notify::new(),
+            access: settings,
+        });
+        let (key_tx, keys) = unbounded();
+        let serving = {
+            let shared = shared.clone();
+            thread::Builder::new()
+                .name("web server".into())
+                .spawn(move || server::run(server, shared, key_tx))?
+        };
+        let encoding = {
+            let shared = shared.clone();
+            thread::Builder::new()
+                .name("web encoder".into())
+                .spawn(move || encode_frames(&shared))?
+        };
+        let token = if shared.access.has_token() {
+            "?token=…"
+        } else {
+            ""
+        };
+        crate::info!("the browser view is at http://{address}/{token}");
+        Ok(Self {
+            shared,
+            keys,
+            knobs,
+            last_handoff: None,
+            address,
+            threads: vec![serving, encoding],
+            spare: Vec::new(),
+        })
+    }
+
+    /// The pipeline's answer to the buttons pressed since the last frame (one a frame).
+    fn pressed(&mut self) -> Result<Flow> {
+        while let Ok(key) = self.keys.try_recv() {
+            if let Some(flow) = super::pipeline_key(key, &mut self.knobs)? {
+                return Ok(flow);
+            }
+        }
+        Ok(Flow::Continue)
+    }
+}
+
+impl Sink for Web {
+    fn verb(&self) -> &'static str {
+        "served"
+    }
+    fn describe(&self) -> String {
+        format!("the browser view at http://{}/", self.address)
+    }
+    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+        let (size, bgr) = (frame.size(), super::bgr(frame, "the browser view")?);
+        let due = self
+            .last_handoff
+            .is_none_or(|t| t.elapsed().as_secs_f64() >= 1.0 / MAX_FPS);
+        if due && self.shared.clients.load(Ordering::SeqCst) > 0 {
+            if let Ok(mut mailbox) = self.shared.mailbox.try_lock() {
+                if mailbox.is_none() {
+                    // The encoder is idle: it gets this frame; a busy one misses it.
+                    let mut bytes = std::mem::take(&mut self.spare);
+                    bytes.clear();
+                    bytes.extend_from_slice(bgr);
+                    *mailbox = Some((size, bytes));
+                    self.shared.mail.notify_one();
+                    self.last_handoff = Some(Instant::now());
+                }
+            }
+        }
+        self.pressed()
+    }
+    fn status(&mut self, live: &Live) {
+        let json = serde_json::json!({
+            "fps": live.fps,
+            "frames": live.frames,
+            "dropped": live.dropped,
+            "paused": live.paused,
+            // The window's key help is not the page's (it has buttons).
+            "lines": live
+                .lines()
+                .into_iter()
+                .filter(|l| !l.starts_with("h overlay"))
+                .collect::<Vec<_>>(),
+            "clients": self.shared.clients.load(Ordering::SeqCst),
+        });
+        if let Ok(mut s) = self.shared.stats.lock() {
+            *s = json.to_string();
+        }
+    }
+    fn idle(&mut self) -> Result<Flow> {
+        self.pressed()
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.shutdown.notify_one();
+        self.shared.mail.notify_all();
+        let deadline = Instant::now() + 2 * POLL;
+        for t in self.threads.drain(..) {
+            while !t.is_finished() && Instant::now() < deadline {
+                thread::sleep(Duration::from_millis(5));
+            }
+            if t.is_finished() {
+                let _ = t.join();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The encoder thread: JPEG of each frame the sink hands over, published as the newest.
+fn encode_frames(shared: &Shared) {
+    let params = Vector::<i32>::from_slice(&[opencv::imgcodecs::IMWRITE_JPEG_QUALITY, QUALITY]);
+    let mut out = Vector::<u8>::new();
+    while !shared.stop.load(Ordering::SeqCst) {
+        let Ok(mailbox) = shared.mailbox.lock() else {
+            return;
+        };
+        let Ok((mut mailbox, _)) = shared.mail.wait_timeout(mailbox, POLL) else {
+            return;
+        };
+        let Some((size, bytes)) = mailbox.as_ref() else {
+            continue;
+        };
+        let encoded =
+            Mat::new_rows_cols_with_bytes::<Vec3b>(size.height as i32, size.width as i32, bytes)
+                .and_then(|mat| opencv::imgcodecs::imencode(".jpg", &mat, &mut out, &params));
+        *mailbox = None;
+        drop(mailbox);
+        if let Ok(true) = encoded {
+            let jpeg = Arc::new(out.to_vec());
+            shared
+                .latest
+                .send_modify(|latest| *latest = (latest.0 + 1, jpeg));
+        }
+    }
+}
+
+/// A key from the page (already percent-decoded: `space` or `+` is space too), if it is one
+/// the page may send.
+fn decode_key(k: &str) -> Option<u8> {
+    let k = match k {
+        "+" | "space" => " ",
+        k => k,
+    };
+    match k.as_bytes() {
+        [b] if KEYS.contains(b) => Some(*b),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_pages_keys_are_taken() {
+        assert_eq!(decode_key(" "), Some(b' '));
+        assert_eq!(decode_key("3"), Some(b'3'));
+        assert_eq!(decode_key("q"), None, "quitting is not a button");
+    }
+}

@@ -1,0 +1,273 @@
+//! The browser view's HTTP server: hyper's HTTP/1 on a single-threaded tokio runtime of its
+//! own thread. hyper parses every request (a head arrives whole within `HEAD_WITHIN` or the
+//! connection is closed), so a client that trickles bytes holds a socket, not a viewer's
+//! place or anyone's answer.
+//!
+//! Invariants: every request passes `access` before anything is served (Host, then the
+//! token, then where it comes from); at most `MAX_CONNECTIONS` connections are open (more
+//! are closed at once), at most `MAX_CLIENTS` of them watch the stream (more get 503); a
+//! viewer whose connection takes nothing for `CLIENT_TIMEOUT` while frames wait is closed,
+//! and a slow one gets only the newest frame (nothing queues behind it); the server ends
+//! when `Shared::shutdown` is notified, its connections with it.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use crossbeam_channel::Sender;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::{Notify, Semaphore};
+
+use super::access::{self, CONTROL_HEADER};
+use super::{Shared, MAX_CLIENTS};
+
+/// The most connections open at once (viewers, figures, half-sent heads).
+pub const MAX_CONNECTIONS: usize = 768;
+/// How long a request's head may take to arrive whole.
+pub const HEAD_WITHIN: Duration = Duration::from_secs(5);
+/// How long a viewer's connection may take nothing while a frame waits for it.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// Serves `listener` until `shared.shutdown` is notified (runs on the server's thread).
+pub fn run(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Sender<u8>) {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            crate::warn!("the browser view could not start its server: {e}");
+            return;
+        }
+    };
+    runtime.block_on(accept(listener, shared, keys));
+    runtime.shutdown_timeout(Duration::from_millis(50));
+}
+
+/// Accepts connections, each served by a task of its own.
+async fn accept(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Sender<u8>) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        crate::warn!("the browser view could not listen");
+        return;
+    };
+    let places = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let conn = tokio::select! {
+            _ = shared.shutdown.notified() => return,
+            conn = listener.accept() => conn,
+        };
+        let Ok((stream, _)) = conn else {
+            // Out of descriptors, most likely: wait a little rather than spin.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        let Ok(place) = places.clone().try_acquire_owned() else {
+            continue; // dropped: the connection is closed at once
+        };
+        let (shared, keys) = (shared.clone(), keys.clone());
+        tokio::spawn(async move {
+            let _place = place;
+            let kill = Arc::new(Notify::new());
+            let service = {
+                let kill = kill.clone();
+                hyper::service::service_fn(move |req| {
+                    let (shared, keys, kill) = (shared.clone(), keys.clone(), kill.clone());
+                    async move { Ok::<_, Infallible>(answer(&req, &shared, &keys, &kill)) }
+                })
+            };
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEAD_WITHIN)
+                .max_buf_size(16 * 1024)
+                .serve_connection(TokioIo::new(stream), service);
+            tokio::select! {
+                _ = conn => {}
+                _ = kill.notified() => {}
+            }
+        });
+    }
+}
+
+/// A whole response.
+fn respond(code: StatusCode, kind: &str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut r = Response::new(Full::new(body.into()).boxed());
+    *r.status_mut() = code;
+    let h = r.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(kind) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    // No other site may frame the page and click its buttons.
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("frame-ancestors 'none'"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    r
+}
+
+const PLAIN: &str = "text/plain; charset=utf-8";
+
+/// A header's value as text.
+fn text(req: &Request<Incoming>, name: impl header::AsHeaderName) -> Option<&str> {
+    req.headers().get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Answers one request (module doc: the checks come first).
+fn answer(
+    req: &Request<Incoming>,
+    shared: &Arc<Shared>,
+    keys: &Sender<u8>,
+    kill: &Arc<Notify>,
+) -> Response<Body> {
+    let rules = &shared.access;
+    let host = text(req, header::HOST).or_else(|| req.uri().authority().map(|a| a.as_str()));
+    if !rules.host_allowed(host) {
+        let why = "this server answers only its own address (DNS rebinding is refused); name other hosts with --serve-host";
+        return respond(StatusCode::MISDIRECTED_REQUEST, PLAIN, why);
+    }
+    let host = host.unwrap_or_default();
+    let query = req.uri().query().unwrap_or_default();
+    if !rules.token_ok(query, text(req, header::AUTHORIZATION)) {
+        let why = "a token is needed: add ?token=... to the address";
+        return respond(StatusCode::UNAUTHORIZED, PLAIN, why);
+    }
+    let origin = text(req, header::ORIGIN);
+    let same_origin = rules.same_origin(host, origin, text(req, "sec-fetch-site"));
+    match (req.method(), req.uri().path()) {
+        (&Method::GET, "/" | "/index.html") => {
+            respond(StatusCode::OK, "text/html; charset=utf-8", super::PAGE)
+        }
+        (&Method::GET, "/stats" | "/frame.jpg" | "/stream.mjpg") if !same_origin => {
+            respond(StatusCode::FORBIDDEN, PLAIN, "not for another site's page")
+        }
+        (&Method::GET, "/stats") => {
+            let stats = shared.stats.lock().map(|s| s.clone()).unwrap_or_default();
+            respond(StatusCode::OK, "application/json", stats)
+        }
+        (&Method::GET, "/frame.jpg") => {
+            let jpeg = shared.latest.borrow().1.clone();
+            match jpeg.is_empty() {
+                false => respond(StatusCode::OK, "image/jpeg", jpeg.to_vec()),
+                true => respond(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "no frame yet"),
+            }
+        }
+        (&Method::GET, "/stream.mjpg") => stream(shared, kill),
+        (&Method::POST, "/control") => {
+            let marked = req.headers().contains_key(CONTROL_HEADER);
+            if !rules.control_allowed(host, origin, marked) {
+                let why = "controls come from the page itself (its origin and its header)";
+                return respond(StatusCode::FORBIDDEN, PLAIN, why);
+            }
+            match access::query_param(query, "key").and_then(|k| super::decode_key(&k)) {
+                Some(key) => {
+                    let _ = keys.send(key);
+                    respond(StatusCode::OK, PLAIN, "ok")
+                }
+                None => respond(
+                    StatusCode::BAD_REQUEST,
+                    PLAIN,
+                    "key: one of 1-9, p, b, B, space",
+                ),
+            }
+        }
+        _ => respond(StatusCode::NOT_FOUND, PLAIN, "not here"),
+    }
+}
+
+/// A viewer's place among `MAX_CLIENTS`, given back when its stream ends.
+struct Viewer(Arc<Shared>);
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        self.0.clients.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The Motion JPEG stream: the newest JPEG each time there is a newer one.
+fn stream(shared: &Arc<Shared>, kill: &Arc<Notify>) -> Response<Body> {
+    if shared.clients.fetch_add(1, Ordering::SeqCst) >= MAX_CLIENTS {
+        shared.clients.fetch_sub(1, Ordering::SeqCst);
+        let why = format!("{MAX_CLIENTS} viewers already watch; try again later");
+        return respond(StatusCode::SERVICE_UNAVAILABLE, PLAIN, why);
+    }
+    let viewer = Viewer(shared.clone());
+    // When the last frame was taken; u64::MAX while the stream waits for a new one.
+    let started = Instant::now();
+    let taken = Arc::new(AtomicU64::new(u64::MAX));
+    watch_for_stalls(taken.clone(), started, kill.clone());
+    let frames = futures_util::stream::unfold(
+        (shared.latest.subscribe(), viewer, taken),
+        move |(mut rx, viewer, taken)| async move {
+            taken.store(u64::MAX, Ordering::SeqCst);
+            rx.changed().await.ok()?;
+            let jpeg = rx.borrow_and_update().1.clone();
+            taken.store(started.elapsed().as_millis() as u64, Ordering::SeqCst);
+            let mut part = format!(
+                "--frame\r\nContent-Type: image/jpeg\r\nContent-Length: {}\r\n\r\n",
+                jpeg.len()
+            )
+            .into_bytes();
+            part.extend_from_slice(&jpeg);
+            part.extend_from_slice(b"\r\n");
+            Some((Ok(Frame::data(Bytes::from(part))), (rx, viewer, taken)))
+        },
+    );
+    let mut r = respond(
+        StatusCode::OK,
+        "multipart/x-mixed-replace; boundary=frame",
+        "",
+    );
+    *r.body_mut() = BodyExt::boxed(StreamBody::new(frames));
+    r
+}
+
+/// Closes a viewer's connection (`kill`) once the frame it was handed has not been taken
+/// for `CLIENT_TIMEOUT`.
+fn watch_for_stalls(taken: Arc<AtomicU64>, started: Instant, kill: Arc<Notify>) {
+    let watching = Arc::downgrade(&taken);
+    drop(taken);
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let Some(taken) = watching.upgrade() else {
+                return; // the stream ended
+            };
+            let at = taken.load(Ordering::SeqCst);
+            let now = started.elapsed().as_millis() as u64;
+            if at != u64::MAX && now.saturating_sub(at) > CLIENT_TIMEOUT.as_millis() as u64 {
+                kill.notify_one();
+                return;
+            }
+        }
+    });
+}
+
+/// Raises this process's limit of open files to the most it may have, so that many viewers
+/// and half-open connections meet `MAX_CONNECTIONS` before they meet the limit.
+pub fn raise_open_files_limit() {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write the one struct given, which lives here.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
+        {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
