@@ -34,7 +34,7 @@ fn main() {
         exit(1);
     }
     if EARLY_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) != 0 {
-        framepipe::stop::Stop::process().request();
+        framepipe::stop::note_early_signal();
         framepipe::info!("a stop signal came while framepipe started: stopping");
     }
     let cli = match Cli::try_parse() {

@@ -535,11 +535,11 @@ fn check_args(args: &RunArgs) -> Result<Request> {
     }
     let tracing = args.trace.is_some() || args.timeline.is_some();
     let inputs = check_inputs(args)?;
+    if args.serve.is_some() && !cfg!(feature = "opencv") {
+        bail!("--serve: this build has no OpenCV (whose JPEG encoder the browser view uses)");
+    }
+    #[cfg(feature = "opencv")]
     if args.serve.is_some() {
-        if !cfg!(feature = "opencv") {
-            bail!("--serve: this build has no OpenCV (whose JPEG encoder the browser view uses)");
-        }
-        #[cfg(feature = "opencv")]
         crate::app::web_settings(args)?;
     }
     let serve_flags = args.serve_token.is_some()

@@ -55,6 +55,21 @@ pub fn aborting() -> bool {
     ABORTING.load(Ordering::SeqCst)
 }
 
+/// Whether a stop signal came (the run was stopped from outside, not ended by itself).
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+/// A stop signal that came before the handler was installed (`main`'s early catcher): the
+/// same stop as one that came after.
+pub fn note_early_signal() {
+    SIGNALLED.store(true, Ordering::SeqCst);
+    Stop::process().request();
+}
+
+/// Whether a stop signal came at any time in this process.
+pub fn signalled() -> bool {
+    SIGNALLED.load(Ordering::SeqCst)
+}
+
 /// The exit code of the abort under way: 130 for a second stop signal, 1 for the watchdog.
 pub fn abort_code() -> Option<i32> {
     match ABORT_CODE.load(Ordering::SeqCst) {
@@ -191,6 +206,7 @@ impl Stop {
         let on_signal = move |name: &str| {
             // The flag first, the message after, so the stop never waits on a write.
             Stop::process().request();
+            SIGNALLED.store(true, Ordering::SeqCst);
             if signalled.swap(true, Ordering::SeqCst) {
                 if FINISHING.load(Ordering::SeqCst) > 0 {
                     crate::say!("framepipe: aborting once the output is finalized");

@@ -838,3 +838,72 @@ fn a_stop_ends_within_a_second_with_several_streams_blocked() {
         println!("round {round}: stopped in {took:?} with three blocked streams");
     }
 }
+
+/// Whether process `pid` catches SIGTERM (its handler is installed: /proc's SigCgt).
+fn catches_sigterm(pid: u32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|m| m & (1 << (libc::SIGTERM - 1)) != 0)
+}
+
+#[test]
+fn a_stop_before_the_first_frame_is_clean_and_leaves_nothing() {
+    let dir = TempDir::new("early-stop");
+    let clip = make_clip(&dir.join("in.mp4").display().to_string(), "320x240", "300");
+    let (mut clean, mut before_code) = (0, 0);
+    for k in 0..20u64 {
+        let out_path = dir.join(&format!("o{k}.mp4"));
+        let summary = dir.join(&format!("s{k}.json"));
+        let child = Command::new(bin())
+            .args(["-i", &clip, "--headless", "-o"])
+            .arg(&out_path)
+            .arg("--summary-json")
+            .arg(&summary)
+            .env_remove("DISPLAY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        if k % 2 == 0 {
+            // From the moment framepipe's own handler catches SIGTERM, k ms on.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !catches_sigterm(child.id()) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            std::thread::sleep(Duration::from_millis(k * 4));
+        } else {
+            // The attack as it came: 100-130 ms after exec.
+            std::thread::sleep(Duration::from_millis(100 + k * 3 / 2));
+        }
+        // SAFETY: kill with a child's pid and SIGTERM has no memory preconditions.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        let out = wait_with_deadline(child, Duration::from_secs(10), "early stop");
+        let err = stderr(&out);
+        assert!(!err.contains("no frame was written"), "run {k}:\n{err}");
+        match out.status.code() {
+            Some(0) => {
+                clean += 1;
+                let json: serde_json::Value =
+                    serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+                assert_eq!(json["ok"], true, "run {k}: {json}\n{err}");
+                let written = json["frames"]["written"].as_u64().unwrap();
+                match written {
+                    0 => assert!(!out_path.exists(), "run {k}: an empty output was left"),
+                    n => assert_eq!(frames_in(&out_path.display().to_string()), n, "run {k}"),
+                }
+            }
+            // Killed while the dynamic loader was still mapping the libraries: no code of
+            // framepipe had run, nothing was opened (RELIABILITY.md).
+            None => {
+                before_code += 1;
+                assert!(!out_path.exists(), "run {k}");
+            }
+            Some(c) => panic!("run {k}: exit {c}:\n{err}"),
+        }
+    }
+    println!("20 early stops: {clean} clean exits, {before_code} before any code ran");
+}

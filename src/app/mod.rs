@@ -33,11 +33,41 @@ mod several;
 pub fn run(args: &RunArgs) -> Result<()> {
     let stop = Stop::process();
     Stop::install_signal_handler().context("installing the signal handlers")?;
-    let request = Request::check(args)?;
-    if request.several() {
-        return several::run(&request, &stop);
+    let ran = Request::check(args).and_then(|request| match request.several() {
+        true => several::run(&request, &stop),
+        false => run_request(&request, &stop),
+    });
+    summary_without_a_run(args, ran.as_ref().err());
+    ran
+}
+
+/// Whether `--summary-json` was written by this run.
+static SUMMARY_WRITTEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `--summary-json` for a run that ended before its pipeline did (the input could not be
+/// opened, a stop came first): no frames, and the error where there was one. Not where the
+/// summary's own name was the problem.
+fn summary_without_a_run(args: &RunArgs, error: Option<&anyhow::Error>) {
+    let Some(path) = &args.summary_json else {
+        return;
+    };
+    let error = error.map(|e| format!("{e:#}"));
+    let about_itself = error
+        .as_deref()
+        .is_some_and(|e| e.contains("--summary-json"));
+    if SUMMARY_WRITTEN.load(std::sync::atomic::Ordering::SeqCst)
+        || about_itself
+        || paths::check_file_arg("--summary-json", path, "json").is_err()
+    {
+        return;
     }
-    run_request(&request, &stop)
+    let json = serde_json::json!({
+        "ok": error.is_none(),
+        "error": error,
+        "frames": { "captured": 0, "processed": 0, "consumed": 0, "written": 0, "dropped": 0 },
+    });
+    let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+    let _ = paths::write_atomically(std::path::Path::new(path), text.as_bytes());
 }
 
 /// The run a checked request describes: outputs claimed, the input opened (while CUDA warms
@@ -308,6 +338,7 @@ fn write_summary_json(request: &Request, summary: &Summary, error: Option<&str>)
         return Ok(());
     };
     let text = serde_json::to_string_pretty(&summary.to_json(error))?;
+    SUMMARY_WRITTEN.store(true, std::sync::atomic::Ordering::SeqCst);
     paths::write_atomically(std::path::Path::new(path), (text + "\n").as_bytes())
         .with_context(|| format!("writing {path}"))
 }

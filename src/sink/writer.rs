@@ -332,6 +332,14 @@ impl Sink for VideoFile {
         let committed = open.claim.commit(held.min(self.written));
         drop(open);
         finished.with_context(|| format!("finalizing {}", self.path))?;
+        if self.written == 0 && crate::stop::signalled() {
+            // Stopped before the first frame: a clean stop that wrote nothing.
+            crate::info!(
+                "stopped before the first frame: '{}' was not written",
+                self.path
+            );
+            return Ok(());
+        }
         committed.map_err(anyhow::Error::msg)?;
         if held < self.written {
             let why = match std::fs::metadata(&self.path) {
