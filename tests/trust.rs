@@ -22,7 +22,11 @@ fn assert_refused(args: &[&str], says: &str) -> String {
     assert_eq!(out.status.code(), Some(1), "{args:?} should exit 1:\n{err}");
     assert!(!err.contains("panicked"), "{args:?} panicked:\n{err}");
     assert!(err.contains(says), "{args:?}: expected {says:?} in:\n{err}");
-    assert!(out.summary.is_none(), "{args:?} ran:\n{err}");
+    // Refused before anything ran: the summary (written on failure too) says so.
+    if let Some(summary) = &out.summary {
+        assert_eq!(summary["ok"], false, "{args:?}: {summary}");
+        assert_eq!(summary["frames"]["captured"], 0, "{args:?} ran:\n{err}");
+    }
     err
 }
 
@@ -839,16 +843,6 @@ fn a_stop_ends_within_a_second_with_several_streams_blocked() {
     }
 }
 
-/// Whether process `pid` catches SIGTERM (its handler is installed: /proc's SigCgt).
-fn catches_sigterm(pid: u32) -> bool {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("SigCgt:"))
-        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
-        .is_some_and(|m| m & (1 << (libc::SIGTERM - 1)) != 0)
-}
-
 #[test]
 fn a_stop_before_the_first_frame_is_clean_and_leaves_nothing() {
     let dir = TempDir::new("early-stop");
@@ -870,10 +864,7 @@ fn a_stop_before_the_first_frame_is_clean_and_leaves_nothing() {
             .unwrap();
         if k % 2 == 0 {
             // From the moment framepipe's own handler catches SIGTERM, k ms on.
-            let deadline = Instant::now() + Duration::from_secs(10);
-            while !catches_sigterm(child.id()) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(1));
-            }
+            common::run::wait_until_it_catches(child.id(), libc::SIGTERM);
             std::thread::sleep(Duration::from_millis(k * 4));
         } else {
             // The attack as it came: 100-130 ms after exec.
@@ -906,4 +897,251 @@ fn a_stop_before_the_first_frame_is_clean_and_leaves_nothing() {
         }
     }
     println!("20 early stops: {clean} clean exits, {before_code} before any code ran");
+}
+
+/// `ffprobe`'s (frames, seconds) of the video in `path`.
+fn probe_frames_and_seconds(path: &str) -> (u64, f64) {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
+        .args([
+            "-show_entries",
+            "stream=nb_read_frames:format=duration",
+            "-of",
+            "json",
+            path,
+        ])
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let frames = json["streams"][0]["nb_read_frames"]
+        .as_str()
+        .unwrap_or("0")
+        .parse()
+        .unwrap();
+    let seconds = json["format"]["duration"]
+        .as_str()
+        .unwrap_or("0")
+        .parse()
+        .unwrap();
+    (frames, seconds)
+}
+
+#[test]
+fn joined_files_keep_their_time_going_forward() {
+    if !have("ffmpeg") || !have("ffprobe") {
+        println!("SKIPPED: needs ffmpeg and ffprobe");
+        return;
+    }
+    let dir = TempDir::new("joined-ts");
+    let one = dir.join("a.ts");
+    let made = Command::new("ffmpeg")
+        .args([
+            "-loglevel",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=160x120:rate=30",
+        ])
+        .args(["-t", "2", "-c:v", "libx264", "-g", "30"])
+        .arg(&one)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let bytes = std::fs::read(&one).unwrap();
+    let joined = dir.join("aaa.ts");
+    std::fs::write(&joined, [&bytes[..], &bytes[..], &bytes[..]].concat()).unwrap();
+    let joined = joined.display().to_string();
+    for ext in ["mkv", "mp4"] {
+        let out_path = dir.join(&format!("out.{ext}")).display().to_string();
+        let out = framepipe(
+            &["-i", &joined, "--headless", "-o", &out_path],
+            Duration::from_secs(60),
+        );
+        let err = stderr(&out);
+        assert!(out.status.success(), "{err}");
+        assert_eq!(err.matches("timestamps jump back").count(), 2, "{err}");
+        let (frames, seconds) = probe_frames_and_seconds(&out_path);
+        assert_eq!(frames, 180, "{ext}");
+        assert!(
+            (seconds - 6.0).abs() < 0.1,
+            "{ext}: {seconds} s where ffmpeg writes 6 s"
+        );
+    }
+}
+
+#[test]
+fn an_absurd_rate_in_a_header_falls_back_to_fps() {
+    if !have("ffmpeg") || !have("ffprobe") {
+        println!("SKIPPED: needs ffmpeg and ffprobe");
+        return;
+    }
+    let dir = TempDir::new("flipped-avi");
+    let avi = dir.join("in.avi");
+    let made = Command::new("ffmpeg")
+        .args([
+            "-loglevel",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=160x120:rate=30",
+        ])
+        .args(["-t", "5", "-c:v", "mjpeg"])
+        .arg(&avi)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    // The stream header's scale and rate flipped: 10/2796203 frames a second.
+    let mut bytes = std::fs::read(&avi).unwrap();
+    let at = bytes.windows(4).position(|w| w == b"strh").unwrap() + 8 + 16 + 4;
+    bytes[at..at + 4].copy_from_slice(&2_796_203u32.to_le_bytes());
+    bytes[at + 4..at + 8].copy_from_slice(&10u32.to_le_bytes());
+    std::fs::write(&avi, &bytes).unwrap();
+    let avi = avi.display().to_string();
+    for (fps, rate) in [(None, 30.0), (Some("25"), 25.0)] {
+        let out_path = dir.join("out.mp4").display().to_string();
+        let mut args = vec!["-i", avi.as_str(), "--headless", "-y", "-o", &out_path];
+        if let Some(f) = fps {
+            args.extend(["--fps", f]);
+        }
+        let out = framepipe(&args, Duration::from_secs(60));
+        let err = stderr(&out);
+        assert!(out.status.success(), "{err}");
+        assert!(err.contains("which no video has"), "{err}");
+        let (frames, seconds) = probe_frames_and_seconds(&out_path);
+        assert_eq!(frames, 150, "{err}");
+        assert!(
+            (seconds - 150.0 / rate).abs() < 0.1,
+            "{seconds} s at {rate} fps"
+        );
+    }
+}
+
+/// The most memory process `child` held (VmHWM) once it has ended, polled from /proc.
+fn peak_rss_kb(mut child: Child) -> (u64, std::process::Output) {
+    let mut peak = 0;
+    let status = format!("/proc/{}/status", child.id());
+    while child.try_wait().unwrap().is_none() {
+        let text = std::fs::read_to_string(&status).unwrap_or_default();
+        let hwm = text
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0);
+        peak = peak.max(hwm);
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    (peak, child.wait_with_output().unwrap())
+}
+
+#[test]
+fn reading_a_file_keeps_none_of_its_packets() {
+    if !have("ffmpeg") {
+        println!("SKIPPED: needs ffmpeg");
+        return;
+    }
+    let dir = TempDir::new("packets-kept");
+    let made = |name: &str, seconds: &str| {
+        let path = dir.join(name);
+        let ok = Command::new("ffmpeg")
+            .args([
+                "-loglevel",
+                "error",
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc2=size=640x480:rate=30",
+            ])
+            .args([
+                "-t",
+                seconds,
+                "-c:v",
+                "libx264",
+                "-qp",
+                "0",
+                "-preset",
+                "ultrafast",
+            ])
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        path
+    };
+    let (short, long) = (made("short.mp4", "1"), made("long.mp4", "30"));
+    let peak = |path: &Path| {
+        let child = Command::new(bin())
+            .args(["--headless", "-q", "--backend", "cpu", "-i"])
+            .arg(path)
+            .env_remove("DISPLAY")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (kb, out) = peak_rss_kb(child);
+        assert!(out.status.success(), "{}", stderr(&out));
+        kb
+    };
+    let size_kb = std::fs::metadata(&long).unwrap().len() / 1024;
+    let (alone, whole) = (peak(&short), peak(&long));
+    println!("peak RSS {alone} kB for 1 s, {whole} kB for 30 s of a {size_kb} kB file");
+    assert!(
+        whole < alone + size_kb / 2,
+        "decoding a {size_kb} kB file peaked at {whole} kB, against {alone} kB for a short one: its packets were kept"
+    );
+}
+
+#[test]
+fn a_file_sent_to_hls_counts_what_reached_the_playlist() {
+    let dir = TempDir::new("hls-counts");
+    let clip = make_clip(&dir.join("in.mp4").display().to_string(), "320x240", "150");
+    let playlist = dir.join("live/index.m3u8").display().to_string();
+    let out = framepipe(
+        &["-i", &clip, "--headless", "-o", &playlist],
+        Duration::from_secs(60),
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("is read at its own rate"), "{err}");
+    let (in_playlist, _) = probe_frames_and_seconds(&playlist);
+    let [_, _, written, _] = out.counts().unwrap();
+    assert_eq!(in_playlist, 150, "a paced file reaches HLS whole:\n{err}");
+    assert_eq!(written, in_playlist, "{err}");
+    // Unpaced (--no-pace), what the summary says is what the playlist holds.
+    let fast = dir.join("fast/index.m3u8").display().to_string();
+    let out = framepipe(
+        &["-i", &clip, "--headless", "--no-pace", "-o", &fast],
+        Duration::from_secs(60),
+    );
+    let [_, _, written, _] = out.counts().unwrap();
+    assert_eq!(
+        written,
+        probe_frames_and_seconds(&fast).0,
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn standard_output_counts_what_its_reader_took() {
+    let frame = 320 * 240 * 3 / 2 + "FRAME\n".len();
+    for (bytes, whole) in [(1000, 0), (2 * frame + 400, 2), (6 * frame + 300, 6)] {
+        let dir = TempDir::new(&format!("stdout-head-{bytes}"));
+        let summary = dir.join("s.json").display().to_string();
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "{} -i pattern --size 320x240 --fps 0 --frames 300 --headless -q -o - --summary-json {summary} | head -c {bytes} > /dev/null",
+                bin()
+            ))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+        // The header's bytes come first: the reader took `whole` frames, the next only in part.
+        assert_eq!(json["frames"]["written"], whole, "head -c {bytes}: {json}");
+    }
 }

@@ -71,6 +71,10 @@ pub struct Decoded {
     time_base: ff::Rational,
     /// The file's start, in ticks of `time_base`: frame times count from there.
     start: i64,
+    /// Times kept going forward across a jump back (joined files).
+    continuity: super::continuity::Continuity,
+    /// The stream's rate was absurd: its timestamps are not taken (`MediaInfo::untimed`).
+    untimed: bool,
     fps: Option<f64>,
     frame_count: Option<u64>,
     live: bool,
@@ -268,6 +272,22 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     let time_base = stream.time_base();
     let rate = super::media::frame_rate(&stream);
     let fps = rate.map(|(n, d)| f64::from(n) / f64::from(d));
+    let stated = super::media::stated_rate(&stream);
+    let untimed = stated.is_some() && rate.is_none();
+    if let Some((n, d)) = stated.filter(|_| untimed) {
+        crate::warn!(
+            "{kind} '{url}' says {n}/{d} frames per second, which no video has (a damaged header?): its frames are timed by --fps, or {} fps",
+            crate::frame::DEFAULT_FPS
+        );
+    }
+    // SAFETY: the input's format struct, read while `input` (which owns it) is alive.
+    let discontinuous =
+        unsafe { (*(*input.as_ptr()).iformat).flags } & ff::ffi::AVFMT_TS_DISCONT != 0;
+    let continuity = super::continuity::Continuity::new(
+        crate::timebase::seconds(1, time_base),
+        fps,
+        discontinuous,
+    );
     let rotation = super::media::rotation_of(&stream);
     // SAFETY: the stream's own struct, read while `input` (which owns it) is alive.
     let stream_sar = unsafe { (*stream.as_ptr()).sample_aspect_ratio };
@@ -346,6 +366,8 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         conversion: Conversion::Planes { turns: 0 },
         time_base,
         start,
+        continuity,
+        untimed,
         fps,
         frame_count,
         live,
@@ -504,6 +526,9 @@ impl Decoded {
             if self.drained {
                 return Ok(false);
             }
+            // av_read_frame fills a blank packet: the last one's buffer is given back first
+            // (reading into it again leaked every packet of the input).
+            self.packet = ff::Packet::empty();
             match self.packet.read(&mut self.input) {
                 Ok(()) => {
                     if self.packet.stream() != self.stream {
@@ -535,9 +560,24 @@ impl Decoded {
         }
     }
 
-    /// The picture's time, from the file's start, in the stream's time base.
-    fn picture_time(&self) -> Option<Timestamp> {
+    /// The picture's time, from the file's start, in the stream's time base, kept going
+    /// forward across a discontinuity (`continuity`, said once each); None where the
+    /// stream's times are not taken.
+    fn picture_time(&mut self) -> Option<Timestamp> {
+        if self.untimed {
+            return None;
+        }
         let ticks = self.picture.timestamp().or(self.picture.pts())? - self.start;
+        let (ticks, jump) = self.continuity.next(ticks);
+        if let Some(step) = jump {
+            let way = if step < 0.0 { "back" } else { "forward" };
+            crate::warn!(
+                "{}: its timestamps jump {way} {:.3} s at frame {} (joined files, or a clock reset): the frames after it follow on from the one before, as ffmpeg keeps them",
+                self.what,
+                step.abs(),
+                self.frames + 1
+            );
+        }
         Some(Timestamp {
             ticks,
             base: (self.time_base.numerator(), self.time_base.denominator()),
