@@ -176,10 +176,16 @@ pub struct RunArgs {
     #[arg(long)]
     pub headless: bool,
 
-    /// In the window, show a file as fast as it decodes instead of at its own rate (so does
-    /// --fps 0). Headless runs are never paced.
-    #[arg(long)]
+    /// Show or send a file as fast as it decodes instead of at its own rate (so does --fps
+    /// 0): in the window, and where every output is live (--realtime's default).
+    #[arg(long, conflicts_with = "realtime")]
     pub no_pace: bool,
+
+    /// Read a file at its own rate, as ffmpeg's -re. On by default where a file's only
+    /// outputs are live (streams, HLS, --serve) or in the window; headless runs that write
+    /// a file or standard output go as fast as they can.
+    #[arg(long, visible_alias = "re")]
+    pub realtime: bool,
 
     /// In the window, close at the end of a file instead of keeping its last frame up
     /// until q.

@@ -350,6 +350,13 @@ impl Request {
         }))
     }
 
+    /// Whether every output of the run is live (streams, HLS, the browser view) and there
+    /// is one: a file is then sent at its own rate, as a live source would send it.
+    pub fn live_outputs_only(&self) -> bool {
+        let live = !self.streams.is_empty() || self.flags.serve.is_some();
+        live && self.output.is_none()
+    }
+
     /// What the input is asked for (`source::open`).
     pub fn asked(&self) -> crate::source::open::Asked {
         let args = &self.flags;
@@ -359,6 +366,7 @@ impl Request {
             fps: args.fps,
             window: !args.headless,
             no_pace: args.no_pace,
+            realtime: args.realtime || self.live_outputs_only(),
             decode: args.decode,
             // The CUDA backend, where it will be the one (`backend::create`), takes frames
             // NVDEC leaves in device memory.

@@ -554,9 +554,10 @@ fn every_stop_signal_stops_cleanly_even_before_the_first_frame() {
             dir.path(),
             &["-i", "pattern", "--headless", "--frames", "100000"],
         );
-        // After the dynamic loader has mapped the 250-odd shared libraries OpenCV brings
-        // (before that no code of the process runs; README, exit codes).
-        std::thread::sleep(Duration::from_millis(300));
+        // Once framepipe's first code has run: before that the dynamic loader maps the
+        // 250-odd shared libraries OpenCV brings and no code of the process runs (README,
+        // exit codes), 0.17-0.26 s on the 2-core machine, more under a loaded test run.
+        common::run::wait_until_it_catches(child.id(), sig);
         send(&child, sig);
         let o = wait_with_deadline(child, Duration::from_secs(10), "early signal");
         assert_eq!(

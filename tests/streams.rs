@@ -295,3 +295,71 @@ fn an_hls_playlist_plays_end_to_end() {
         stderr(&again)
     );
 }
+
+/// An SRT peer killed and started again: what the summary says was sent is what the two
+/// peers got (within a second of frames), not what was handed to the connection while the
+/// dead peer went unnoticed.
+#[test]
+fn a_killed_srt_peer_counts_its_lost_frames_as_dropped() {
+    assert!(have("ffmpeg"), "scripts/test.sh installs ffmpeg");
+    let dir = TempDir::new("streams-srt-killed");
+    let port = free_port();
+    let receive = |file: &str| {
+        let url = format!("srt://127.0.0.1:{port}?mode=listener");
+        listener(
+            &[
+                "-probesize",
+                "32",
+                "-analyzeduration",
+                "0",
+                "-i",
+                &url,
+                "-f",
+                "mpegts",
+            ],
+            &dir.join(file),
+        )
+    };
+    let mut first = receive("first.ts");
+    std::thread::sleep(Duration::from_millis(500));
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args([
+            "--headless",
+            "--backend",
+            "cpu",
+            "--input",
+            "pattern:320x240:30",
+        ])
+        .args(["--output", &format!("srt://127.0.0.1:{port}")])
+        .args(["--summary-json", "s.json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(4));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let second = receive("second.ts");
+    std::thread::sleep(Duration::from_secs(8));
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(10), "srt killed");
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill with a child's pid and SIGINT has no memory preconditions.
+    unsafe { libc::kill(second.id() as i32, libc::SIGINT) };
+    wait_for(second, Duration::from_secs(10));
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let got = probe(&dir.join("first.ts")).1 + probe(&dir.join("second.ts")).1;
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+    let sent = summary["streams"][0]["sent"].as_u64().unwrap();
+    println!("the peers got {got} frames; the summary says {sent} sent");
+    assert!(got > 100, "the peers got {got}:\n{err}");
+    assert!(
+        sent <= got + 30 && sent + 30 >= got,
+        "{sent} sent, {got} received:\n{err}"
+    );
+}

@@ -554,7 +554,7 @@ fn timing(
     }
     sink::Timing {
         rate: media.and_then(|m| m.rate).or(Some(av::ratio_of(fps))),
-        time_base: media.map(|m| m.time_base),
+        time_base: media.filter(|m| !m.untimed).map(|m| m.time_base),
         audio: audio.filter(|_| !args.no_audio),
     }
 }

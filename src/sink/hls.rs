@@ -123,7 +123,7 @@ pub fn claim(path: &str, overwrite: Overwrite, inputs: &[InputFile]) -> Result<N
         let shown = file.display();
         if overwrite != Overwrite::Replace {
             return Err(format!(
-                "--output '{path}': '{shown}' exists, one of the files this HLS output writes; -y replaces them, or choose another name"
+                "--output '{path}': '{shown}' exists (one of the files this HLS output writes); they are replaced only with -y, or choose another name"
             ));
         }
     }

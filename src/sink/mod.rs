@@ -265,8 +265,12 @@ impl Sink for Tee {
     fn begin_finish(&mut self) {
         self.0.iter_mut().for_each(|s| s.begin_finish());
     }
+    /// What the outputs hold: the files' (the least), else the streams' (what they sent).
     fn stored(&self) -> Option<u64> {
-        self.0.iter().filter_map(|s| s.stored()).min()
+        let (streams, files): (Vec<_>, Vec<_>) =
+            self.0.iter().partition(|s| !s.streams().is_empty());
+        let least = |sinks: Vec<&Box<dyn Sink>>| sinks.iter().filter_map(|s| s.stored()).min();
+        least(files).or_else(|| least(streams))
     }
     fn stored_of(&self, input: usize) -> Option<u64> {
         self.0.iter().filter_map(|s| s.stored_of(input)).min()

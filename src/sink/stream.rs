@@ -120,6 +120,7 @@ impl Stream {
                         network,
                         hls,
                         stopped: false,
+                        recent: std::collections::VecDeque::new(),
                     };
                     run.connect();
                     for q in rx {
@@ -161,7 +162,14 @@ struct Link {
     hls: Arc<std::sync::OnceLock<Arc<super::hls::Files>>>,
     /// A failed HLS output: nothing more is written.
     stopped: bool,
+    /// When the frames of the last `UNCONFIRMED` were handed to the connection (SRT).
+    recent: std::collections::VecDeque<Instant>,
 }
+
+/// How long an SRT peer may be gone before a write fails (SRT's peer idle timeout, which
+/// FFmpeg 5's libsrt options leave at its default): frames handed over in that time before
+/// a failure were never acknowledged, and are counted as lost, not sent.
+const UNCONFIRMED: Duration = Duration::from_secs(5);
 
 impl Link {
     /// Connects (opens the muxer), saying why where it fails the first time.
@@ -211,6 +219,7 @@ impl Link {
         match written {
             Ok(()) if failed.is_none() => {
                 self.counts.sent.fetch_add(1, Ordering::SeqCst);
+                self.note_sent();
             }
             _ if !self.network => {
                 // Files that can't be written: the output stops (the failure was said).
@@ -221,6 +230,7 @@ impl Link {
             Ok(()) => unreachable!("only HLS outputs have files"),
             Err(e) => {
                 self.counts.dropped.fetch_add(1, Ordering::SeqCst);
+                self.uncount_unconfirmed();
                 if !self.abort.load(Ordering::SeqCst) {
                     crate::warn!("{}: {e:#}; connecting again", self.url);
                 }
@@ -228,6 +238,40 @@ impl Link {
                 self.retry_at = Instant::now() + self.wait;
             }
         }
+    }
+
+    /// Keeps the times of an SRT stream's frames of the last `UNCONFIRMED`.
+    fn note_sent(&mut self) {
+        if !self.url.to_ascii_lowercase().starts_with("srt://") {
+            return;
+        }
+        let now = Instant::now();
+        self.recent.push_back(now);
+        while self.recent.front().is_some_and(|t| now - *t > UNCONFIRMED) {
+            self.recent.pop_front();
+        }
+    }
+
+    /// A lost SRT peer: the frames handed over in the `UNCONFIRMED` before the failure were
+    /// never acknowledged; they move from sent to dropped, and the run says so.
+    fn uncount_unconfirmed(&mut self) {
+        let now = Instant::now();
+        let lost = self
+            .recent
+            .iter()
+            .filter(|t| now - **t <= UNCONFIRMED)
+            .count() as u64;
+        self.recent.clear();
+        if lost == 0 {
+            return;
+        }
+        self.counts.sent.fetch_sub(lost, Ordering::SeqCst);
+        self.counts.dropped.fetch_add(lost, Ordering::SeqCst);
+        crate::info!(
+            "{}: the peer was lost; the {lost} frames sent in the {} s before it was found gone were never acknowledged and count as dropped",
+            self.url,
+            UNCONFIRMED.as_secs()
+        );
     }
 
     fn end(&mut self) {

@@ -63,6 +63,10 @@ impl Write for Counted {
     }
 }
 
+/// Frames whose ends `Y4mOut` keeps: more than a pipe's largest buffer (1 MiB by default,
+/// `pipe::prepare` asks for it) holds of the smallest frames.
+const TAKEN_KEPT: usize = 4096;
+
 /// A Y4M (or headerless) stream on standard output.
 pub struct Y4mOut {
     out: std::io::BufWriter<Counted>,
@@ -73,6 +77,9 @@ pub struct Y4mOut {
     queued: u64,
     /// Frames standard output accepted whole.
     stored: u64,
+    /// Where each of the last frames accepted whole ends (the pipe holds at most this many
+    /// unread), for `uncount_unread`.
+    taken_ends: std::collections::VecDeque<u64>,
     size: FrameSize,
     rate: (i32, i32),
     layout: Layout,
@@ -117,6 +124,7 @@ impl Y4mOut {
             ends: std::collections::VecDeque::new(),
             queued: 0,
             stored: 0,
+            taken_ends: std::collections::VecDeque::new(),
             size,
             rate,
             layout,
@@ -198,10 +206,38 @@ impl Y4mOut {
     /// Moves the frames standard output has accepted whole from `ends` to `stored`.
     fn count_accepted(&mut self) {
         let accepted = self.out.get_ref().accepted;
-        while self.ends.front().is_some_and(|&end| end <= accepted) {
+        while let Some(end) = self.ends.front().copied().filter(|&end| end <= accepted) {
             self.ends.pop_front();
             self.stored += 1;
+            self.taken_ends.push_back(end);
+            if self.taken_ends.len() > TAKEN_KEPT {
+                self.taken_ends.pop_front();
+            }
         }
+    }
+
+    /// Once the reader of a pipe went away: the frames it never read (still in the pipe,
+    /// which keeps its bytes until the writer closes too) are taken back from `stored`, so
+    /// that it counts what the reader took.
+    fn uncount_unread(&mut self) {
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&self.out.get_ref().file);
+        let mut unread: libc::c_int = 0;
+        // SAFETY: fstat and FIONREAD on our own open descriptor write only the values given.
+        let is_pipe = unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            libc::fstat(fd, &mut st) == 0 && st.st_mode & libc::S_IFMT == libc::S_IFIFO
+        };
+        // SAFETY: as above.
+        if !is_pipe || unsafe { libc::ioctl(fd, libc::FIONREAD, &mut unread) } != 0 {
+            return;
+        }
+        let read = self
+            .out
+            .get_ref()
+            .accepted
+            .saturating_sub(unread.max(0) as u64);
+        let taken = self.taken_ends.iter().filter(|&&end| end <= read).count() as u64;
+        self.stored = self.stored.min(taken);
     }
 }
 
@@ -243,9 +279,11 @@ impl Sink for Y4mOut {
             }
             Err(e) if e.kind() == ErrorKind::BrokenPipe => {
                 self.closed = true;
+                self.count_accepted();
+                self.uncount_unread();
                 crate::info!(
-                    "standard output was closed by its reader: stopping after {} frames",
-                    self.written
+                    "standard output was closed by its reader: stopping; it took {} frames",
+                    self.stored
                 );
                 Ok(Flow::Quit)
             }
@@ -258,6 +296,12 @@ impl Sink for Y4mOut {
         }
         let flushed = self.out.flush();
         self.count_accepted();
+        if flushed
+            .as_ref()
+            .is_err_and(|e| e.kind() == ErrorKind::BrokenPipe)
+        {
+            self.uncount_unread();
+        }
         if flushed.is_ok() {
             self.close_standard_output();
         }

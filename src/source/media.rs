@@ -30,6 +30,9 @@ pub struct MediaInfo {
     pub video_offset: f64,
     /// The audio streams: (index, codec name).
     pub audio: Vec<(usize, String)>,
+    /// The stream states an absurd rate, so its timestamps (on the same time base) are not
+    /// taken either: frames are timed by the run's rate.
+    pub untimed: bool,
 }
 
 /// How long a network input may stay silent while its header is read, in microseconds.
@@ -79,9 +82,23 @@ pub(crate) fn rotation_of(stream: &ff::format::stream::Stream) -> u32 {
     0
 }
 
-/// A video stream's frame rate as ffmpeg reads it: `avg_frame_rate`, else `r_frame_rate`.
-pub(crate) fn frame_rate(stream: &ff::format::stream::Stream) -> Option<Ratio> {
+/// The frame rate a video stream states, as ffmpeg reads it: `avg_frame_rate`, else
+/// `r_frame_rate`, whatever its value.
+pub(crate) fn stated_rate(stream: &ff::format::stream::Stream) -> Option<Ratio> {
     ratio(stream.avg_frame_rate()).or_else(|| ratio(stream.rate()))
+}
+
+/// Whether a stated rate is one a video can have (`frame::MIN_FPS` to `MAX_FPS`): a damaged
+/// header (a flipped AVI's 10/2796203) is not taken.
+pub(crate) fn sane_rate((n, d): Ratio) -> bool {
+    d > 0
+        && (crate::frame::MIN_FPS..=crate::frame::MAX_FPS).contains(&(f64::from(n) / f64::from(d)))
+}
+
+/// A video stream's frame rate: the stated one where it is sane, else None (the run's
+/// `--fps`, or the default, then times the frames).
+pub(crate) fn frame_rate(stream: &ff::format::stream::Stream) -> Option<Ratio> {
+    stated_rate(stream).filter(|&r| sane_rate(r))
 }
 
 /// Reads `path`'s header; None where libavformat can't open it (OpenCV then says why).
@@ -110,5 +127,6 @@ pub fn probe(path: &Path) -> Option<MediaInfo> {
         rotation: rotation_of(&video),
         video_offset: (video_start - file_start).max(0.0),
         audio,
+        untimed: stated_rate(&video).is_some_and(|r| !sane_rate(r)),
     })
 }

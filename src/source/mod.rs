@@ -18,6 +18,8 @@ pub mod stdin;
 #[cfg(feature = "opencv")]
 pub mod capture;
 #[cfg(feature = "ffmpeg")]
+pub mod continuity;
+#[cfg(feature = "ffmpeg")]
 pub mod decode;
 #[cfg(feature = "ffmpeg")]
 mod ffmpeg_log;

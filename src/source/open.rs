@@ -52,6 +52,10 @@ pub struct Asked {
     /// `--no-pace`.
     #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub no_pace: bool,
+    /// A file is read at its own rate though no window shows it: `--realtime`, or every
+    /// output is live (`plan::Request::asked`).
+    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
+    pub realtime: bool,
     /// `--decode`: who decodes files and network streams.
     #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub decode: Decode,
@@ -271,6 +275,12 @@ fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> 
     };
     let source = super::decode::open(&url, decode)?;
     say_size_and_fps_dont_apply(&source, asked);
+    if decode.pace && !asked.window && !source.is_live() {
+        info!(
+            "{} is read at its own rate, as ffmpeg's -re (--realtime, or every output is live); --no-pace reads it as fast as it decodes",
+            source.describe()
+        );
+    }
     Ok(Some(Box::new(source)))
 }
 
@@ -285,17 +295,20 @@ fn libav_url(input: &InputSpec) -> Option<String> {
     }
 }
 
-/// In a window a file plays at its own rate, unless `--no-pace` or `--fps 0`.
+/// In a window, or in real time (`Asked::realtime`), a file plays at its own rate, unless
+/// `--no-pace` or `--fps 0`.
 #[cfg(feature = "ffmpeg")]
 fn paced(asked: Asked) -> bool {
-    asked.window && !asked.no_pace && asked.fps != Some(0.0)
+    (asked.window || asked.realtime) && !asked.no_pace && asked.fps != Some(0.0)
 }
 
 /// `--size` and `--fps` set the pattern and ask a camera; any other source keeps its own,
 /// and is said to.
 #[cfg(feature = "ffmpeg")]
 fn say_size_and_fps_dont_apply(source: &dyn Source, asked: Asked) {
-    if asked.size.is_some() || asked.fps.is_some_and(|f| f != 0.0) {
+    // --fps times a file whose own rate is absurd (`media::frame_rate`).
+    let fps_ignored = asked.fps.is_some_and(|f| f != 0.0) && source.fps().is_some();
+    if asked.size.is_some() || fps_ignored {
         crate::warn!(
             "--size and --fps don't apply to {}: it keeps its own size and rate (they set the test pattern, and ask a camera)",
             source.describe()

@@ -273,3 +273,26 @@ pub fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
+
+/// Whether process `pid` has its own handler for `sig` installed (`/proc/PID/status`'s
+/// SigCgt): from then on framepipe's code runs, and a stop signal is a stop.
+pub fn catches(pid: u32, sig: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|m| m & (1 << (sig - 1)) != 0)
+}
+
+/// Waits (at most 20 s) until process `pid` catches `sig` (`catches`).
+pub fn wait_until_it_catches(pid: u32, sig: i32) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !catches(pid, sig) {
+        assert!(
+            Instant::now() < deadline,
+            "pid {pid} never caught signal {sig}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
