@@ -46,7 +46,8 @@ fn main() {
                 exit(0);
             }
             // An error quotes the value it refuses: a huge one (a 13 KB chain) is cut short.
-            framepipe::say!("{}", shorten_lines(e.to_string().trim_end(), 300));
+            let line = usage_error_line(&e.to_string());
+            framepipe::say!("framepipe: error: {}", shorten_lines(&line, 300));
             exit(1);
         }
     };
@@ -93,6 +94,22 @@ fn exit(code: i32) -> ! {
 
 /// `text` with every line longer than `max` characters cut in the middle, saying how long it
 /// was.
+/// clap's usage error (an `error:` line, hints, a usage block) as one line, as every other
+/// error of framepipe is: the cause, its hints in brackets, and where the options are listed.
+fn usage_error_line(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("bad arguments");
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    for more in lines {
+        if more.starts_with("Usage:") || more.starts_with("For more information") {
+            break;
+        }
+        line.push(' ');
+        line.push_str(more);
+    }
+    line + " (framepipe --help lists the options)"
+}
+
 fn shorten_lines(text: &str, max: usize) -> String {
     text.lines()
         .map(|line| {
@@ -109,4 +126,21 @@ fn shorten_lines(text: &str, max: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_usage_error_is_one_line() {
+        let clap = "error: invalid value 'nosuch' for '--decode <DECODE>'\n  [possible values: cpu, opencv, gpu, auto]\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            usage_error_line(clap),
+            "invalid value 'nosuch' for '--decode <DECODE>' [possible values: cpu, opencv, gpu, auto] (framepipe --help lists the options)"
+        );
+        let unknown = "error: unexpected argument '--x' found\n\n  tip: to pass '--x' as a value, use '-- --x'\n\nUsage: framepipe [OPTIONS]\n";
+        let line = usage_error_line(unknown);
+        assert!(!line.contains('\n') && line.contains("tip:"), "{line}");
+    }
 }

@@ -178,3 +178,48 @@ fn bench_and_doctor_without_a_gpu() {
         );
     }
 }
+
+#[test]
+fn usage_errors_are_one_framepipe_line() {
+    for (args, says) in [
+        (
+            vec!["--no-such-flag"],
+            "unexpected argument '--no-such-flag'",
+        ),
+        (
+            vec!["--decode", "nosuch"],
+            "possible values: cpu, opencv, gpu, auto",
+        ),
+        (vec!["--fps", "abc"], "invalid value 'abc'"),
+    ] {
+        let out = framepipe(&args, Duration::from_secs(30));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{args:?}:\n{err}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?} said more than one line:\n{err}");
+        assert!(lines[0].starts_with("framepipe: error: "), "{err}");
+        assert!(
+            lines[0].contains(says),
+            "{args:?}: expected {says:?} in:\n{err}"
+        );
+    }
+}
+
+/// A server that takes the connection and never sends a byte: named a time-out.
+#[cfg(feature = "ffmpeg")]
+#[test]
+fn a_server_that_never_answers_is_named_a_time_out() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let holder = std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().take(1).collect();
+        std::thread::sleep(Duration::from_secs(12));
+        drop(held);
+    });
+    let url = format!("tcp://127.0.0.1:{port}");
+    expect_error(
+        &["-i", &url, "--headless"],
+        "timed out: nothing came for 10 s",
+    );
+    holder.join().unwrap();
+}

@@ -25,7 +25,7 @@
 //! - a network read never blocks a stop: FFmpeg's interrupt callback reads the process's
 //!   stop flag, and a silent server is given up after `media::URL_TIMEOUT_US`.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use ffmpeg_next as ff;
@@ -243,6 +243,28 @@ fn serves_files(url: &str) -> bool {
         .any(|p| lower.starts_with(p))
 }
 
+/// Why a network input did not open, in words: a time-out named as one (FFmpeg says
+/// "Invalid data" or "Input/output error" when nothing came), and FFmpeg's own line where it
+/// says more than its error code ("Failed to resolve hostname …").
+fn open_failure(e: &ff::Error, took: Duration, logged: Option<String>) -> String {
+    let timeout = Duration::from_micros(super::media::URL_TIMEOUT_US as u64);
+    let silent = matches!(e, ff::Error::InvalidData)
+        || matches!(e, ff::Error::Other { errno } if *errno == libc::EIO || *errno == libc::ETIMEDOUT);
+    if silent && took + Duration::from_millis(500) >= timeout {
+        return format!(
+            "timed out: nothing came for {} s (is the server up, and sending?)",
+            timeout.as_secs()
+        );
+    }
+    match logged {
+        Some(line) if line.to_ascii_lowercase().contains("resolve") => {
+            format!("unknown host ({line})")
+        }
+        Some(line) if !line.is_empty() && !line.contains(&e.to_string()) => format!("{e} ({line})"),
+        _ => e.to_string(),
+    }
+}
+
 /// Opens a video file or a network stream (`url`), decoding with libavcodec.
 pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     super::media::init();
@@ -257,12 +279,17 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         }
     }
     let kind = if network { "stream" } else { "video file" };
+    let started = std::time::Instant::now();
+    let _ = super::ffmpeg_log::take_last_error();
     let input = open_input(url, options).map_err(|e| match e {
         ff::Error::Exit => anyhow::anyhow!("opening {kind} '{url}': stopped"),
         ff::Error::InvalidData if !network => anyhow::anyhow!(
             "'{url}' is not a video FFmpeg can decode ({e}); --decode opencv tries OpenCV's reader"
         ),
-        e => anyhow::anyhow!("opening {kind} '{url}': {e}"),
+        e => anyhow::anyhow!(
+            "opening {kind} '{url}': {}",
+            open_failure(&e, started.elapsed(), super::ffmpeg_log::take_last_error())
+        ),
     })?;
     let stream = input
         .streams()

@@ -80,6 +80,23 @@ unsafe extern "C" fn hook(avcl: *mut c_void, level: c_int, fmt: *const c_char, v
         }
         return;
     }
+    if level <= AV_LOG_ERROR && !fmt.is_null() {
+        // Kept for the error framepipe says ("Failed to resolve hostname …" is only here),
+        // then printed as FFmpeg's printer prints it (formatting consumes `vl`).
+        let mut line = [0 as c_char; 1024];
+        let mut prefix: c_int = 1;
+        // SAFETY: as above; `line` is writable for its length, NUL-terminated within.
+        let text = unsafe {
+            format_line(avcl, level, fmt, vl, line.as_mut_ptr(), 1024, &mut prefix);
+            CStr::from_ptr(line.as_ptr()).to_string_lossy().into_owned()
+        };
+        let cause = text.split("] ").last().unwrap_or(&text).trim().to_string();
+        LAST_ERROR.with(|e| *e.borrow_mut() = Some(cause));
+        if crate::msg::enabled(crate::msg::Level::Normal) {
+            eprint!("{text}");
+        }
+        return;
+    }
     // -q: framepipe's own lines only (FFmpeg's "Duplicate element" and the like say
     // nothing a user can act on that framepipe does not say itself).
     if !crate::msg::enabled(crate::msg::Level::Normal) {
@@ -87,6 +104,20 @@ unsafe extern "C" fn hook(avcl: *mut c_void, level: c_int, fmt: *const c_char, v
     }
     // SAFETY: the arguments are FFmpeg's own, passed on to its default printer.
     unsafe { default(avcl, level, fmt, vl) };
+}
+
+/// FFmpeg's `AV_LOG_ERROR`.
+const AV_LOG_ERROR: c_int = 16;
+
+thread_local! {
+    /// The last error line FFmpeg logged on this thread, without its `[tcp @ …]` prefix.
+    static LAST_ERROR: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+/// The last error line FFmpeg logged on this thread since the last call, if any: the cause
+/// behind a bare "Input/output error" (an unknown host, a refused connection).
+pub fn take_last_error() -> Option<String> {
+    LAST_ERROR.with(|e| e.borrow_mut().take())
 }
 
 /// "… Reinit context to 1280x720, pix_fmt: yuv420p" → (1280, 720).
