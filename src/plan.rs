@@ -34,6 +34,19 @@ use crate::stop::Stop;
 /// the tests): frames being captured, waiting and consumed while others are on the GPU.
 pub const RING_SPARE: usize = 4;
 
+/// The browser view's settings from the flags (and the token's file or environment).
+#[cfg(feature = "opencv")]
+pub fn web_settings(args: &RunArgs) -> Result<sink::web::Settings> {
+    let token = sink::web::TokenFrom {
+        flag: args.serve_token.clone(),
+        file: args.serve_token_file.clone(),
+        env: std::env::var(sink::web::access::TOKEN_VARIABLE).ok(),
+    };
+    let serve = args.serve.as_deref().unwrap_or_default();
+    sink::web::Settings::new(serve, &token, &args.serve_host, args.serve_insecure)
+        .map_err(anyhow::Error::msg)
+}
+
 /// The rates `--fps` (and a pattern's rate) take, besides 0 (`frame` keeps them, below the
 /// sources that read them too).
 pub use crate::frame::{MAX_FPS, MIN_FPS};
@@ -548,7 +561,7 @@ fn check_args(args: &RunArgs) -> Result<Request> {
     }
     #[cfg(feature = "opencv")]
     if args.serve.is_some() {
-        crate::app::web_settings(args)?;
+        web_settings(args)?;
     }
     let serve_flags = args.serve_token.is_some()
         || args.serve_token_file.is_some()

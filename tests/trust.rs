@@ -926,14 +926,10 @@ fn probe_frames_and_seconds(path: &str) -> (u64, f64) {
     (frames, seconds)
 }
 
-#[test]
-fn joined_files_keep_their_time_going_forward() {
-    if !have("ffmpeg") || !have("ffprobe") {
-        println!("SKIPPED: needs ffmpeg and ffprobe");
-        return;
-    }
-    let dir = TempDir::new("joined-ts");
-    let one = dir.join("a.ts");
+/// `seconds` of ffmpeg's 160x120 test source at 30 fps, encoded as `codec` says, in `dir`.
+fn ffmpeg_clip(dir: &TempDir, name: &str, seconds: &str, codec: &[&str]) -> std::path::PathBuf {
+    let path = dir.join(name);
+    let source = "testsrc2=size=160x120:rate=30";
     let made = Command::new("ffmpeg")
         .args([
             "-loglevel",
@@ -941,13 +937,26 @@ fn joined_files_keep_their_time_going_forward() {
             "-f",
             "lavfi",
             "-i",
-            "testsrc2=size=160x120:rate=30",
+            source,
+            "-t",
+            seconds,
         ])
-        .args(["-t", "2", "-c:v", "libx264", "-g", "30"])
-        .arg(&one)
+        .args(codec)
+        .arg(&path)
         .status()
         .unwrap();
-    assert!(made.success());
+    assert!(made.success(), "ffmpeg made no {name}");
+    path
+}
+
+#[test]
+fn joined_files_keep_their_time_going_forward() {
+    if !have("ffmpeg") || !have("ffprobe") {
+        println!("SKIPPED: needs ffmpeg and ffprobe");
+        return;
+    }
+    let dir = TempDir::new("joined-ts");
+    let one = ffmpeg_clip(&dir, "a.ts", "2", &["-c:v", "libx264", "-g", "30"]);
     let bytes = std::fs::read(&one).unwrap();
     let joined = dir.join("aaa.ts");
     std::fs::write(&joined, [&bytes[..], &bytes[..], &bytes[..]].concat()).unwrap();
@@ -977,21 +986,7 @@ fn an_absurd_rate_in_a_header_falls_back_to_fps() {
         return;
     }
     let dir = TempDir::new("flipped-avi");
-    let avi = dir.join("in.avi");
-    let made = Command::new("ffmpeg")
-        .args([
-            "-loglevel",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=size=160x120:rate=30",
-        ])
-        .args(["-t", "5", "-c:v", "mjpeg"])
-        .arg(&avi)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    let avi = ffmpeg_clip(&dir, "in.avi", "5", &["-c:v", "mjpeg"]);
     // The stream header's scale and rate flipped: 10/2796203 frames a second.
     let mut bytes = std::fs::read(&avi).unwrap();
     let at = bytes.windows(4).position(|w| w == b"strh").unwrap() + 8 + 16 + 4;

@@ -458,7 +458,7 @@ fn check_outputs(request: &Request) -> Result<sink::claim::Claimed> {
             bail!("{other} and {flag} both name '{path}': one would replace the other; give each its own file");
         }
     }
-    #[cfg(feature = "opencv")]
+    #[cfg(feature = "ffmpeg")]
     {
         let others: Vec<&str> = files
             .iter()
@@ -520,7 +520,7 @@ fn claim_playlists<'a>(
             ..
         } = stream
         {
-            #[cfg(feature = "opencv")]
+            #[cfg(feature = "ffmpeg")]
             sink::hls::claim(path, overwrite, inputs).map_err(anyhow::Error::msg)?;
             let _ = (overwrite, inputs);
             playlists.push(path.as_str());
@@ -533,7 +533,7 @@ fn claim_playlists<'a>(
 const DROP_WARNING_PERCENT: u64 = 3;
 /// How a video output is timed, and whose audio it copies: a file input's exact rate, time
 /// base and audio streams; else `fps` as a fraction.
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 fn timing(
     media: Option<&crate::source::open::Media>,
     fps: f64,
@@ -559,7 +559,7 @@ fn timing(
     }
 }
 
-#[cfg(not(feature = "opencv"))]
+#[cfg(not(feature = "ffmpeg"))]
 fn timing(
     _: Option<&crate::source::open::Media>,
     _: f64,
@@ -569,22 +569,10 @@ fn timing(
     sink::Timing
 }
 
-/// The browser view's settings from the flags (and the token's file or environment).
-#[cfg(feature = "opencv")]
-pub fn web_settings(args: &RunArgs) -> Result<sink::web::Settings> {
-    let token = sink::web::TokenFrom {
-        flag: args.serve_token.clone(),
-        file: args.serve_token_file.clone(),
-        env: std::env::var(sink::web::access::TOKEN_VARIABLE).ok(),
-    };
-    let serve = args.serve.as_deref().unwrap_or_default();
-    sink::web::Settings::new(serve, &token, &args.serve_host, args.serve_insecure)
-        .map_err(anyhow::Error::msg)
-}
-
 #[cfg(feature = "opencv")]
 fn open_web(args: &RunArgs, knobs: Knobs) -> Result<Box<dyn Sink>> {
-    Ok(Box::new(sink::web::Web::open(web_settings(args)?, knobs)?))
+    let settings = crate::plan::web_settings(args)?;
+    Ok(Box::new(sink::web::Web::open(settings, knobs)?))
 }
 
 #[cfg(not(feature = "opencv"))]
