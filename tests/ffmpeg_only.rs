@@ -162,3 +162,73 @@ fn what_needs_opencv_is_refused_by_name() {
         "{err}"
     );
 }
+
+/// ffprobe's (codec, frames) of the video in `path`.
+fn probe(path: &std::path::Path) -> (String, u64) {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
+        .args([
+            "-show_entries",
+            "stream=codec_name,nb_read_frames",
+            "-of",
+            "csv=p=0",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut parts = text.lines().next().unwrap_or_default().split(',');
+    let codec = parts.next().unwrap_or_default().to_string();
+    (
+        codec,
+        parts
+            .next()
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0),
+    )
+}
+
+/// The headless product writes what FFmpeg's libraries write, without OpenCV: video files,
+/// HLS, and a stream beside them.
+#[test]
+fn video_files_hls_and_streams_are_written_without_opencv() {
+    let dir = TempDir::new("ffmpeg-only-outputs");
+    let clip = dir.join("clip.mp4");
+    make(&clip, "testsrc2=s=160x120:r=30:d=2", &["-c:v", "libx264"]);
+    for (name, codec) in [
+        ("out.mp4", "h264"),
+        ("out.mkv", "ffv1"),
+        ("out.webm", "vp9"),
+    ] {
+        let out = dir.join(name);
+        let run = Command::new(bin())
+            .arg("--input")
+            .arg(&clip)
+            .args(["--headless", "--filter", "gray", "--output"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            run.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        assert_eq!(probe(&out), (codec.to_string(), 60), "{name}");
+    }
+    let playlist = dir.join("live/index.m3u8");
+    let run = Command::new(bin())
+        .arg("--input")
+        .arg(&clip)
+        .args(["--headless", "--output"])
+        .arg(&playlist)
+        .args(["--output", "udp://127.0.0.1:9?pkt_size=1316"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{err}");
+    assert_eq!(probe(&playlist), ("h264".to_string(), 60), "{err}");
+    assert!(
+        err.contains("udp://127.0.0.1:9?pkt_size=1316: 60 of 60 frames sent"),
+        "{err}"
+    );
+}

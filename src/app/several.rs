@@ -494,7 +494,7 @@ fn refuse_crossed_files(requests: &[Request], recording: Option<&Request>) -> Re
             bail!("--output: two inputs would write '{out}'");
         }
     }
-    #[cfg(feature = "opencv")]
+    #[cfg(feature = "ffmpeg")]
     {
         use crate::sink::{hls, Container};
         let (playlists, others): (Vec<&str>, Vec<&str>) = outputs

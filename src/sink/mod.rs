@@ -10,13 +10,15 @@
 //! are always `finish`ed, also after an error, so that files are finalized. A sink that
 //! takes BGR only checks the descriptor (`bgr`), so a frame is never misread.
 
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 pub mod av;
 pub mod claim;
 pub mod codec;
 pub mod encode;
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 pub mod hls;
+#[cfg(feature = "opencv")]
+pub mod images;
 #[cfg(feature = "opencv")]
 pub mod mosaic;
 pub mod null;
@@ -24,7 +26,7 @@ pub mod ppm;
 pub mod progress;
 pub mod route;
 pub mod spec;
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 pub mod stream;
 #[cfg(feature = "opencv")]
 pub mod strip;
@@ -32,7 +34,7 @@ pub mod strip;
 pub mod web;
 #[cfg(feature = "opencv")]
 pub mod window;
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 pub mod writer;
 #[cfg(feature = "opencv")]
 mod xscreen;
@@ -281,10 +283,10 @@ impl Sink for Tee {
 }
 
 /// What a video file needs to keep the input's timing and audio (see `av::Timing`).
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 pub use av::Timing;
-/// Without OpenCV there are no video files, and nothing to time.
-#[cfg(not(feature = "opencv"))]
+/// Without FFmpeg's libraries there are no video files, and nothing to time.
+#[cfg(not(feature = "ffmpeg"))]
 #[derive(Clone, Debug, Default)]
 pub struct Timing;
 
@@ -301,7 +303,7 @@ pub fn open_output(
     fragmented: bool,
 ) -> Result<Box<dyn Sink>> {
     match (spec, claimed) {
-        #[cfg(feature = "opencv")]
+        #[cfg(feature = "ffmpeg")]
         (
             OutputSpec::Video {
                 path,
@@ -326,9 +328,9 @@ pub fn open_output(
         }
         #[cfg(feature = "opencv")]
         (OutputSpec::Sequence { pattern, .. }, claim::Claimed::Folder(lock)) => Ok(Box::new(
-            writer::ImageSequence::new(pattern.clone(), size, lock)?,
+            images::ImageSequence::new(pattern.clone(), size, lock)?,
         )),
-        #[cfg(feature = "opencv")]
+        #[cfg(feature = "ffmpeg")]
         (
             OutputSpec::Video {
                 codec,

@@ -155,9 +155,9 @@ impl OutputSpec {
         if s.split_once("://").is_some_and(|(_, rest)| rest.is_empty()) {
             return Err(format!("--output '{s}': the address is missing"));
         }
-        if !cfg!(feature = "opencv") {
+        if !cfg!(feature = "ffmpeg") {
             return Err(format!(
-                "--output '{s}': this build has no OpenCV (whose FFmpeg libraries send streams)"
+                "--output '{s}': this build has no FFmpeg libraries, which send streams"
             ));
         }
         Ok(Self::video(s, container))
@@ -188,9 +188,9 @@ impl OutputSpec {
             // An HLS playlist's folder is made when missing, as an image sequence's.
             crate::paths::check_folder("--output", s)?;
         }
-        if !cfg!(feature = "opencv") {
+        if !cfg!(feature = "ffmpeg") {
             return Err(format!(
-                "--output '{s}': this build has no OpenCV; write a .ppm sequence such as frames/%05d.ppm"
+                "--output '{s}': this build has no FFmpeg libraries, which write video files; write a .ppm sequence such as frames/%05d.ppm"
             ));
         }
         Ok(Self::video(s, container))
