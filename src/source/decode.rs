@@ -864,6 +864,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_open_that_failed_is_named_by_its_cause() {
+        let eio = ff::Error::Other { errno: libc::EIO };
+        let quick = Duration::from_millis(30);
+        let resolve =
+            Some("Failed to resolve hostname cam.invalid: Name or service not known".into());
+        let said = open_failure(&eio, quick, resolve);
+        assert!(
+            said.starts_with("unknown host (Failed to resolve hostname cam.invalid"),
+            "{said}"
+        );
+        let slow = Duration::from_secs(10);
+        let said = open_failure(&ff::Error::InvalidData, slow, None);
+        assert!(
+            said.starts_with("timed out: nothing came for 10 s"),
+            "{said}"
+        );
+        let refused = ff::Error::Other {
+            errno: libc::ECONNREFUSED,
+        };
+        assert_eq!(open_failure(&refused, quick, None), refused.to_string());
+    }
+
+    #[test]
     fn planes_turn_a_quarter_clockwise() {
         // 3 wide, 2 high: a b c / d e f → turned clockwise: d a / e b / f c.
         let data = b"abc.def.";
