@@ -215,29 +215,26 @@ impl Link {
             return;
         };
         let written = out.write(&q.bytes, q.format, q.size, q.at);
-        let failed = self.hls.get().and_then(|f| f.failure());
-        match written {
-            Ok(()) if failed.is_none() => {
-                self.counts.sent.fetch_add(1, Ordering::SeqCst);
-                self.note_sent();
-            }
-            _ if !self.network => {
-                // Files that can't be written: the output stops (the failure was said).
-                self.counts.dropped.fetch_add(1, Ordering::SeqCst);
-                self.stopped = true;
-                self.out = None;
-            }
-            Ok(()) => unreachable!("only HLS outputs have files"),
-            Err(e) => {
-                self.counts.dropped.fetch_add(1, Ordering::SeqCst);
-                self.uncount_unconfirmed();
-                if !self.abort.load(Ordering::SeqCst) {
-                    crate::warn!("{}: {e:#}; connecting again", self.url);
-                }
-                self.out = None; // dropped: the connection is closed
-                self.retry_at = Instant::now() + self.wait;
+        let files_failed = self.hls.get().is_some_and(|f| f.failure().is_some());
+        if written.is_ok() && !files_failed {
+            self.counts.sent.fetch_add(1, Ordering::SeqCst);
+            self.note_sent();
+            return;
+        }
+        self.counts.dropped.fetch_add(1, Ordering::SeqCst);
+        self.out = None; // dropped: the connection or the files are closed
+        if !self.network {
+            // Files that can't be written: the output stops (the failure was said).
+            self.stopped = true;
+            return;
+        }
+        self.uncount_unconfirmed();
+        if let Err(e) = written {
+            if !self.abort.load(Ordering::SeqCst) {
+                crate::warn!("{}: {e:#}; connecting again", self.url);
             }
         }
+        self.retry_at = Instant::now() + self.wait;
     }
 
     /// Keeps the times of an SRT stream's frames of the last `UNCONFIRMED`.
