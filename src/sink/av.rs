@@ -542,6 +542,25 @@ fn open_output(
     }
 }
 
+/// `open_output`, and for HLS the files its muxer opens through `hls` (kept beside the
+/// context in the `AvFile`, which drops them after it).
+fn open_output_files(
+    path: &str,
+    container: Container,
+    abort: Option<&Arc<AtomicBool>>,
+) -> Result<(ff::format::context::Output, Option<Arc<super::hls::Files>>)> {
+    let mut out = open_output(path, container, abort, protocol_options(path))?;
+    if container != Container::Hls {
+        return Ok((out, None));
+    }
+    let names = super::hls::Names::new(path).map_err(anyhow::Error::msg)?;
+    let files = Arc::new(super::hls::Files::new(names));
+    // SAFETY: `out` is live; `files` is returned beside it, and the caller keeps it for as
+    // long as the context (the AvFile drops it after `out`).
+    unsafe { super::hls::install(out.as_mut_ptr(), Arc::as_ptr(&files)) };
+    Ok((out, Some(files)))
+}
+
 /// A stream's encoder settings where the flags leave them: a keyframe every second, no
 /// B-frames (nothing held back), and for H.264/HEVC the `veryfast` preset with the
 /// `zerolatency` tune (what `ffmpeg` users pass for live streaming).
@@ -677,17 +696,7 @@ impl AvFile {
             .with_context(|| format!("this FFmpeg has no {name} encoder for {}", codec.name()))?;
         let container = Container::of_path(path)
             .with_context(|| format!("'{path}' does not end in a video container's extension"))?;
-        let hls = match container {
-            Container::Hls => Some(Arc::new(super::hls::Files::new(
-                super::hls::Names::new(path).map_err(anyhow::Error::msg)?,
-            ))),
-            _ => None,
-        };
-        let mut out = open_output(path, container, abort.as_ref(), protocol_options(path))?;
-        if let Some(files) = &hls {
-            // SAFETY: `out` is live; `files` is kept in the AvFile beside it and dropped after.
-            unsafe { super::hls::install(out.as_mut_ptr(), Arc::as_ptr(files)) };
-        }
+        let (mut out, hls) = open_output_files(path, container, abort.as_ref())?;
         let rate = rational(
             timing
                 .rate

@@ -243,6 +243,32 @@ fn serves_files(url: &str) -> bool {
         .any(|p| lower.starts_with(p))
 }
 
+/// How `stream`'s frames are timed: its rate where sane (else None, and said: the run's
+/// `--fps` times them), whether its timestamps are left aside with an absurd rate, and the
+/// running offset that keeps its times going forward.
+fn timing_of(
+    input: &ff::format::context::Input,
+    stream: &ff::format::stream::Stream,
+    what: &str,
+) -> (Option<f64>, bool, super::continuity::Continuity) {
+    let rate = super::media::frame_rate(stream);
+    let fps = rate.map(|(n, d)| f64::from(n) / f64::from(d));
+    let stated = super::media::stated_rate(stream);
+    let untimed = stated.is_some() && rate.is_none();
+    if let Some((n, d)) = stated.filter(|_| untimed) {
+        crate::warn!(
+            "{what} says {n}/{d} frames per second, which no video has (a damaged header?): its frames are timed by --fps, or {} fps",
+            crate::frame::DEFAULT_FPS
+        );
+    }
+    // SAFETY: the input's format struct, read while `input` (which owns it) is alive.
+    let discontinuous =
+        unsafe { (*(*input.as_ptr()).iformat).flags } & ff::ffi::AVFMT_TS_DISCONT != 0;
+    let tick = crate::timebase::seconds(1, stream.time_base());
+    let continuity = super::continuity::Continuity::new(tick, fps, discontinuous);
+    (fps, untimed, continuity)
+}
+
 /// Why a network input did not open, in words: a time-out named as one (FFmpeg says
 /// "Invalid data" or "Input/output error" when nothing came), and FFmpeg's own line where it
 /// says more than its error code ("Failed to resolve hostname …").
@@ -297,24 +323,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         .with_context(|| format!("{kind} '{url}' has no video stream"))?;
     let index = stream.index();
     let time_base = stream.time_base();
-    let rate = super::media::frame_rate(&stream);
-    let fps = rate.map(|(n, d)| f64::from(n) / f64::from(d));
-    let stated = super::media::stated_rate(&stream);
-    let untimed = stated.is_some() && rate.is_none();
-    if let Some((n, d)) = stated.filter(|_| untimed) {
-        crate::warn!(
-            "{kind} '{url}' says {n}/{d} frames per second, which no video has (a damaged header?): its frames are timed by --fps, or {} fps",
-            crate::frame::DEFAULT_FPS
-        );
-    }
-    // SAFETY: the input's format struct, read while `input` (which owns it) is alive.
-    let discontinuous =
-        unsafe { (*(*input.as_ptr()).iformat).flags } & ff::ffi::AVFMT_TS_DISCONT != 0;
-    let continuity = super::continuity::Continuity::new(
-        crate::timebase::seconds(1, time_base),
-        fps,
-        discontinuous,
-    );
+    let (fps, untimed, continuity) = timing_of(&input, &stream, &format!("{kind} '{url}'"));
     let rotation = super::media::rotation_of(&stream);
     // SAFETY: the stream's own struct, read while `input` (which owns it) is alive.
     let stream_sar = unsafe { (*stream.as_ptr()).sample_aspect_ratio };
