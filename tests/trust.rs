@@ -743,17 +743,22 @@ fn hls_on_a_full_disk_is_an_error_and_keeps_only_whole_files() {
 fn a_segment_removed_during_the_run_is_said() {
     let dir = TempDir::new("hls-removed");
     let playlist = dir.join("index.m3u8").display().to_string();
-    let mut child = Command::new(bin())
-        .args([
-            "-i", "pattern", "--size", "160x120", "--fps", "30", "--frames", "240",
-        ])
-        .args(["--headless", "-o", &playlist])
-        .env_remove("DISPLAY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn(
+        &[
+            "-i",
+            "pattern",
+            "--size",
+            "160x120",
+            "--fps",
+            "30",
+            "--frames",
+            "240",
+            "--headless",
+            "-o",
+            &playlist,
+        ],
+        false,
+    );
     let first = dir.join("index0.ts");
     let deadline = Instant::now() + Duration::from_secs(20);
     while !first.exists() {
@@ -812,14 +817,7 @@ fn a_stop_ends_within_a_second_with_several_streams_blocked() {
         for (port, _) in &holes {
             args.extend(["-o".to_string(), format!("rtmp://127.0.0.1:{port}/live/s")]);
         }
-        let mut child = Command::new(bin())
-            .args(&args)
-            .env_remove("DISPLAY")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn(&args.iter().map(String::as_str).collect::<Vec<_>>(), false);
         std::thread::sleep(Duration::from_millis(2500));
         let asked = Instant::now();
         interrupt(&child);
@@ -851,17 +849,14 @@ fn a_stop_before_the_first_frame_is_clean_and_leaves_nothing() {
     for k in 0..20u64 {
         let out_path = dir.join(&format!("o{k}.mp4"));
         let summary = dir.join(&format!("s{k}.json"));
-        let child = Command::new(bin())
-            .args(["-i", &clip, "--headless", "-o"])
-            .arg(&out_path)
-            .arg("--summary-json")
-            .arg(&summary)
-            .env_remove("DISPLAY")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let (o, s) = (
+            out_path.display().to_string(),
+            summary.display().to_string(),
+        );
+        let child = spawn(
+            &["-i", &clip, "--headless", "-o", &o, "--summary-json", &s],
+            false,
+        );
         if k % 2 == 0 {
             // From the moment framepipe's own handler catches SIGTERM, k ms on.
             common::run::wait_until_it_catches(child.id(), libc::SIGTERM);
@@ -1066,15 +1061,11 @@ fn reading_a_file_keeps_none_of_its_packets() {
     };
     let (short, long) = (made("short.mp4", "1"), made("long.mp4", "30"));
     let peak = |path: &Path| {
-        let child = Command::new(bin())
-            .args(["--headless", "-q", "--backend", "cpu", "-i"])
-            .arg(path)
-            .env_remove("DISPLAY")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let input = path.display().to_string();
+        let child = spawn(
+            &["--headless", "-q", "--backend", "cpu", "-i", &input],
+            false,
+        );
         let (kb, out) = peak_rss_kb(child);
         assert!(out.status.success(), "{}", stderr(&out));
         kb

@@ -225,13 +225,18 @@ fn rate_with(dir: &TempDir, client: impl FnOnce(u16) -> Option<TcpStream>) -> f6
 #[test]
 fn a_client_that_stops_reading_does_not_slow_the_pipeline() {
     let dir = TempDir::new("web-stalled");
-    let alone = rate_with(&dir, |_| None);
-    let stalled = rate_with(&dir, |port| {
-        // Asks for the stream, then never reads a byte.
-        let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-        write!(s, "GET /stream.mjpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
-        Some(s)
-    });
+    // Runs of 1500 frames last a few tenths of a second: the best of three, interleaved,
+    // so that a moment's load on a 2-core machine is not taken for the viewer's effect.
+    let (mut alone, mut stalled) = (0.0f64, 0.0f64);
+    for _ in 0..3 {
+        alone = alone.max(rate_with(&dir, |_| None));
+        stalled = stalled.max(rate_with(&dir, |port| {
+            // Asks for the stream, then never reads a byte.
+            let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            write!(s, "GET /stream.mjpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+            Some(s)
+        }));
+    }
     println!(
         "unpaced: {alone:.0} fps without a viewer, {stalled:.0} fps with one that stopped reading"
     );
