@@ -221,6 +221,15 @@ pub fn bgr<'a>(frame: &Frame<'a>, who: &str) -> Result<&'a [u8]> {
 /// Several sinks fed the same frames (a window and a file).
 pub struct Tee(pub Vec<Box<dyn Sink>>);
 
+/// `sinks` as one sink: None for none, the one itself, else a `Tee` of them.
+pub fn tee(mut sinks: Vec<Box<dyn Sink>>) -> Option<Box<dyn Sink>> {
+    match sinks.len() {
+        0 => None,
+        1 => sinks.pop(),
+        _ => Some(Box::new(Tee(sinks))),
+    }
+}
+
 impl Sink for Tee {
     fn verb(&self) -> &'static str {
         self.0.last().map_or("consumed", |s| s.verb())

@@ -1,6 +1,6 @@
-//! Sinks of a run of several inputs: each input's own sinks (its output file, its window
-//! with `--no-mosaic`), picked by the frame's `InputId`, and one sink that sees every
-//! input's frames (the mosaic).
+//! Sinks of a run: each input's own sinks (its output file, its window with `--no-mosaic`),
+//! picked by the frame's `InputId`, and one sink that sees every input's frames (the
+//! mosaic). A run of one input without a mosaic is its own sinks alone (`by_input`).
 //!
 //! Invariants: a frame reaches only its own input's sinks and the shared one, in the order
 //! the pipeline hands it over (each input's frames in capture order); every sink is
@@ -11,6 +11,18 @@ use anyhow::Result;
 
 use super::{Flow, Frame, Sink};
 use crate::stats::Live;
+
+/// The run's sink: `each` input's own sinks (by `InputId`) and the one that sees every
+/// frame; one input's own sinks alone where nothing else looks (none: `null::Null`).
+pub fn by_input(mut each: Vec<Option<Box<dyn Sink>>>, all: Option<Box<dyn Sink>>) -> Box<dyn Sink> {
+    if each.len() == 1 && all.is_none() {
+        return each
+            .pop()
+            .flatten()
+            .unwrap_or_else(|| Box::new(super::null::Null));
+    }
+    Box::new(ByInput::new(each, all))
+}
 
 /// Frames routed by input (module doc).
 pub struct ByInput {

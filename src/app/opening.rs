@@ -1,0 +1,237 @@
+//! Opens every input of the run side by side, each on a helper thread, while CUDA warms
+//! up, and settles each opened input's `Plan`.
+//!
+//! Invariants: a stop while inputs are opening ends the run at once (None); an input that
+//! can't be opened is kept with its error, and the others run (a run of one input fails
+//! with that error); in a run of several inputs, one slow to open holds the others up at
+//! most `LATE_AFTER` after the first one opened, then joins the run when it opens (only one
+//! without outputs of its own: theirs are made for its frames before the run, so such an
+//! input is waited for).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use super::Parts;
+use crate::info;
+use crate::pipeline::{self, Arrival};
+use crate::plan::{Plan, Request};
+use crate::source::open::{self, Opened};
+use crate::stop::Stop;
+
+/// How long the run waits for the other inputs once one has opened: those still opening then
+/// (and allowed to) join the run when they open.
+const LATE_AFTER: Duration = Duration::from_secs(2);
+
+/// Slots each input's ring holds in a run of several inputs when `--ring` is not given
+/// (fewer than one input's default: many rings share the host's memory).
+pub(super) const RING_EACH: usize = 6;
+
+/// An input that opened: its place among `--input`s, the source (and its media), its plan.
+pub(super) struct Running {
+    pub at: usize,
+    pub opened: Opened,
+    pub plan: Plan,
+}
+
+/// Every input of the run as it starts.
+pub(super) struct Inputs {
+    /// Open, in `--input` order (their `InputId`s are 0, 1, …).
+    pub running: Vec<Running>,
+    /// Still opening: they join when open (`InputId`s after the running ones).
+    pub late: Vec<(usize, pipeline::Opener)>,
+    /// Could not be opened: why.
+    pub failed: Vec<(usize, anyhow::Error)>,
+}
+
+impl Inputs {
+    /// The run's inputs by `InputId`: their places among the `--input`s.
+    pub fn order(&self) -> Vec<usize> {
+        let late = self.late.iter().map(|(i, _)| *i);
+        self.running.iter().map(|r| r.at).chain(late).collect()
+    }
+
+    /// The pipeline's inputs: those open, then those joining late (rings of `ring` slots).
+    pub fn into_pipeline(self, names: &[String], ring: usize) -> Vec<pipeline::Input> {
+        let open = self.running.into_iter().map(|r| pipeline::Input {
+            source: Arrival::Open {
+                source: r.opened.0,
+                formats: r.plan.backend.formats,
+            },
+            ring: r.plan.ring,
+        });
+        let late = self.late.into_iter().map(|(i, open)| pipeline::Input {
+            source: Arrival::Late {
+                name: names[i].clone(),
+                open,
+            },
+            ring,
+        });
+        open.chain(late).collect()
+    }
+}
+
+/// Opens every input of `parts` (module doc); None when a stop came first.
+pub(super) fn open(stop: &Stop, parts: &Parts) -> Result<Option<Inputs>> {
+    let args = &parts.inputs[0].flags;
+    let several = parts.inputs.len() > 1;
+    // An input with outputs of its own must be open before the run (its outputs are made
+    // for its frames); one that only the mosaic shows may join later.
+    let may_join_late: Vec<bool> = parts
+        .inputs
+        .iter()
+        .map(|r| {
+            several
+                && r.output.is_none()
+                && r.streams.is_empty()
+                && (args.headless || !args.no_mosaic)
+        })
+        .collect();
+    let Some(openings) = open_all(stop, &parts.inputs, &may_join_late) else {
+        return Ok(None);
+    };
+    let mut inputs = Inputs {
+        running: Vec::new(),
+        late: Vec::new(),
+        failed: Vec::new(),
+    };
+    for (at, opening) in openings.into_iter().enumerate() {
+        let request = &parts.inputs[at];
+        match opening {
+            Opening::Late(rx) => {
+                info!(
+                    "input {at} ({}) is still opening after {} s; the others start, and it joins when it opens",
+                    request.input_name,
+                    LATE_AFTER.as_secs()
+                );
+                inputs.late.push((at, late_opener(rx, request.clone(), at)));
+            }
+            Opening::Done(Ok(opened)) => inputs.running.push(settle(request, at, opened, several)?),
+            Opening::Done(Err(e)) if !several => return Err(e),
+            Opening::Done(Err(e)) => {
+                crate::warn!(
+                    "input {at} ({}) could not be opened: {e:#}; the other inputs go on",
+                    request.input_name
+                );
+                inputs.failed.push((at, e));
+            }
+        }
+    }
+    if inputs.running.is_empty() {
+        anyhow::bail!(
+            "none of the {} inputs could be opened ({})",
+            parts.inputs.len(),
+            why_failed(&inputs.failed)
+        );
+    }
+    Ok(Some(inputs))
+}
+
+/// "input 0: why; input 2: why".
+fn why_failed(failed: &[(usize, anyhow::Error)]) -> String {
+    let each: Vec<String> = failed
+        .iter()
+        .map(|(i, e)| format!("input {i}: {e:#}"))
+        .collect();
+    each.join("; ")
+}
+
+/// The plan of input `at`, opened: its own ring, or `RING_EACH` slots beside others
+/// (the backend's frames in flight are taken from every input's ring, not from this one
+/// alone: they stay as planned, or as `--in-flight` says).
+fn settle(request: &Request, at: usize, opened: Opened, several: bool) -> Result<Running> {
+    let source = opened.0.as_ref();
+    let mut plan = match several {
+        true => {
+            info!("input {at}: {}", source.describe());
+            Plan::settle(request, source)
+                .with_context(|| format!("input {at} ({})", request.input_name))?
+        }
+        false => {
+            let plan = Plan::settle(request, source)?;
+            info!("input: {}", source.describe());
+            plan
+        }
+    };
+    if several && request.flags.ring.is_none() {
+        plan.ring = plan.ring.min(RING_EACH);
+    }
+    Ok(Running { at, opened, plan })
+}
+
+/// An input's opening, as the run starts.
+enum Opening {
+    /// Opened, or failed.
+    Done(Result<Opened>),
+    /// Still opening: its answer comes on this channel.
+    Late(open::Opening),
+}
+
+/// Opens every input at once, each on its own helper thread (a slow one doesn't hold the
+/// others' opening up), and waits until each has opened or failed; those that
+/// `may_join_late` are waited for at most `LATE_AFTER` after the first input opened. None
+/// when a stop came first.
+fn open_all(stop: &Stop, requests: &[Request], may_join_late: &[bool]) -> Option<Vec<Opening>> {
+    let mut openings: Vec<Opening> = requests
+        .iter()
+        .map(|r| match open::start(r.input.clone(), r.asked()) {
+            Ok(rx) => Opening::Late(rx),
+            Err(e) => Opening::Done(Err(e.context("starting its opening thread"))),
+        })
+        .collect();
+    let mut first_open: Option<Instant> = None;
+    loop {
+        crate::stop::beat();
+        wait_for_one(&openings);
+        for opening in &mut openings {
+            let Opening::Late(rx) = opening else { continue };
+            let Some(result) = open::answer(rx) else {
+                continue;
+            };
+            if result.is_ok() {
+                first_open.get_or_insert_with(Instant::now);
+            }
+            *opening = Opening::Done(result);
+        }
+        // An open that gave up because of a stop is a stop, not a failure.
+        if stop.is_requested() {
+            return None;
+        }
+        let waiting = |i: &usize| matches!(openings[*i], Opening::Late(_));
+        let late_now = first_open.is_some_and(|t| t.elapsed() >= LATE_AFTER);
+        let mut still = (0..openings.len()).filter(waiting).peekable();
+        if still.peek().is_none() || (late_now && still.all(|i| may_join_late[i])) {
+            return Some(openings);
+        }
+    }
+}
+
+/// Waits until one of the openings still under way answers, or `Stop::TICK` passes.
+fn wait_for_one(openings: &[Opening]) {
+    let mut select = crossbeam_channel::Select::new();
+    let mut any = false;
+    for opening in openings {
+        if let Opening::Late(rx) = opening {
+            select.recv(rx);
+            any = true;
+        }
+    }
+    if any {
+        // Only readiness: the answer is taken by `open::answer`.
+        let _ = select.ready_timeout(Stop::TICK);
+    }
+}
+
+/// What a late input's capture thread waits on (`pipeline::Arrival::Late`): its opening's
+/// answer, then its plan's formats (as an input open at the start gets them).
+fn late_opener(answer: open::Opening, request: Request, i: usize) -> pipeline::Opener {
+    Box::new(move |stop: &Stop| {
+        let Some((source, _media)) = open::wait(stop, &answer).context("it could not be opened")?
+        else {
+            return Ok(None);
+        };
+        let plan = Plan::settle(&request, source.as_ref())
+            .with_context(|| format!("input {i} ({})", request.input_name))?;
+        Ok(Some((source, plan.backend.formats)))
+    })
+}

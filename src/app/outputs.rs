@@ -1,0 +1,164 @@
+//! Each input's own outputs, opened for its frames once it is open: the streams `--output`
+//! names (network outputs, HLS) and its file, image sequence or standard output, timed by
+//! the input's own clock and carrying its audio where the output takes it.
+//!
+//! Invariants: an output is opened on its claim (`claims`), at the rate the plan settled
+//! and in the format the backend hands it (`Formats::output`); a Y4M header keeps the
+//! source's chroma siting and range only where the samples pass untouched.
+
+use anyhow::Result;
+
+use crate::cli::RunArgs;
+use crate::pixel::{Formats, PixelFormat};
+use crate::plan::Request;
+use crate::sink::{self, OutputSpec, Sink};
+use crate::source::Source;
+
+/// What an input's outputs are opened on, decided before: the claimed output, the rate, the
+/// formats the backend hands over, and the input's timing and audio.
+pub(super) struct Places<'a> {
+    pub claimed: sink::claim::Claimed,
+    pub fps: f64,
+    pub formats: Formats,
+    pub media: Option<&'a crate::source::open::Media>,
+}
+
+/// Every output of `request` for `source`'s frames: its streams, then its file.
+pub(super) fn open(
+    request: &Request,
+    source: &dyn Source,
+    places: Places,
+) -> Result<Vec<Box<dyn Sink>>> {
+    let mut sinks = open_streams(request, source, &places)?;
+    sinks.extend(open_file_output(request, source, places)?);
+    Ok(sinks)
+}
+
+/// The frames `source` will give in this run, where known (a file's count, or `--frames`).
+pub(super) fn frames_to_go(source: &dyn Source, args: &RunArgs) -> Option<u64> {
+    match (source.frame_count(), args.frames) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Starts the streams `--output` names (network outputs, HLS) for `source`'s frames.
+fn open_streams(
+    checked: &Request,
+    source: &dyn Source,
+    places: &Places,
+) -> Result<Vec<Box<dyn Sink>>> {
+    let args = &checked.flags;
+    let mut sinks = Vec::new();
+    for spec in &checked.streams {
+        sink::check_rate(spec, places.fps).map_err(anyhow::Error::msg)?;
+        let timing = timing(places.media, places.fps, args, None);
+        let stdout = sink::y4m::Layout {
+            write: PixelFormat::I420,
+            given: places.formats.output,
+            tags: y4m_tags(checked, source, places.formats),
+        };
+        sinks.push(sink::open_output(
+            spec,
+            sink::claim::Claimed::Nothing,
+            source.size(),
+            places.fps,
+            &timing,
+            stdout,
+            false,
+        )?);
+    }
+    Ok(sinks)
+}
+
+/// What a Y4M output's header says of `source`'s pictures: the source's own tags, with the
+/// chroma siting and the range kept only where the samples pass untouched (a chain that changes
+/// nothing, from a 4:2:0 input: `Formats::passthrough`, `Formats::repacked`); framepipe's
+/// conversions from BGR are written as centred.
+fn y4m_tags(
+    checked: &Request,
+    source: &dyn Source,
+    formats: Formats,
+) -> crate::source::PictureTags {
+    let mut tags = source.picture_tags().unwrap_or_default();
+    // The backend hands I420 on (not BGR for a window to share, converted again here).
+    let identity = checked.flags.filter.is_identity();
+    let untouched = formats.output == PixelFormat::I420
+        && (formats.passthrough(identity) || formats.repacked(identity));
+    if !untouched {
+        tags.chroma = crate::source::Siting::Center;
+        tags.range = None;
+    }
+    tags
+}
+
+/// Opens the file, image sequence or standard output `--output` names for `source`'s
+/// frames, where it names one.
+fn open_file_output(
+    checked: &Request,
+    source: &dyn Source,
+    places: Places,
+) -> Result<Option<Box<dyn Sink>>> {
+    let args = &checked.flags;
+    let Some(spec) = &checked.output else {
+        return Ok(None);
+    };
+    sink::check_rate(spec, places.fps).map_err(anyhow::Error::msg)?;
+    let timing = timing(places.media, places.fps, args, Some(spec));
+    let stdout = sink::y4m::Layout {
+        write: checked.output_format.unwrap_or(PixelFormat::I420),
+        given: places.formats.output,
+        tags: y4m_tags(checked, source, places.formats),
+    };
+    // A source with no known end (a camera, a stream, the pattern, standard input) is
+    // recorded in MP4/MOV fragments, so that a crash keeps all but the last fragment.
+    let fragmented = args.fragmented || source.is_live() || source.frame_count().is_none();
+    sink::open_output(
+        spec,
+        places.claimed,
+        source.size(),
+        places.fps,
+        &timing,
+        stdout,
+        fragmented,
+    )
+    .map(Some)
+}
+
+/// How a video output is timed, and whose audio it copies: a file input's exact rate, time
+/// base and audio streams; else `fps` as a fraction.
+#[cfg(feature = "ffmpeg")]
+pub(super) fn timing(
+    media: Option<&crate::source::open::Media>,
+    fps: f64,
+    args: &RunArgs,
+    output: Option<&OutputSpec>,
+) -> sink::Timing {
+    use crate::sink::av;
+    let audio = media.and_then(av::audio_of);
+    if let (Some((from, streams)), Some(out)) = (&audio, output) {
+        let what = format!("{} audio stream(s) of {}", streams.len(), from.display());
+        match out {
+            _ if args.no_audio => crate::info!("--no-audio: the {what} are left out"),
+            OutputSpec::Sequence { .. } | OutputSpec::Stdout => {
+                crate::info!("an image sequence holds no audio: the {what} are left out")
+            }
+            OutputSpec::Video { .. } => {}
+        }
+    }
+    sink::Timing {
+        rate: media.and_then(|m| m.rate).or(Some(av::ratio_of(fps))),
+        time_base: media.filter(|m| !m.untimed).map(|m| m.time_base),
+        audio: audio.filter(|_| !args.no_audio),
+    }
+}
+
+#[cfg(not(feature = "ffmpeg"))]
+pub(super) fn timing(
+    _: Option<&crate::source::open::Media>,
+    _: f64,
+    _: &RunArgs,
+    _: Option<&OutputSpec>,
+) -> sink::Timing {
+    sink::Timing
+}

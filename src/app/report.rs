@@ -1,0 +1,212 @@
+//! After a run: the summary (a part per input, in `--input` order), `--summary-json`,
+//! `--trace` and `--timeline`; and the summary JSON of a run that ends without returning
+//! (an abort, an exit from inside a library) or before its pipeline started.
+//!
+//! Invariants: `--summary-json` is written whole, under a temporary name, then renamed,
+//! once per run; a run that ended with an error prints and writes what it did up to then;
+//! an input that could not be opened makes the run exit non-zero after the others ran.
+
+use anyhow::{bail, Context, Result};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use crate::cli::RunArgs;
+use crate::paths;
+use crate::pipeline;
+use crate::plan::Request;
+use crate::stats::{InputStats, Summary};
+
+/// Drops above this share of a live input's frames are warned about at the end.
+const DROP_WARNING_PERCENT: u64 = 3;
+
+/// Whether `--summary-json` was written by this run.
+static SUMMARY_WRITTEN: AtomicBool = AtomicBool::new(false);
+
+/// Where each of the run's inputs came from: `order[k]` is the `--input` place of the
+/// run's input `k`; `failed`, those that could not be opened, with why; `names`, every
+/// `--input`'s text.
+pub(super) struct Places<'a> {
+    pub order: &'a [usize],
+    pub failed: &'a [(usize, String)],
+    pub names: &'a [String],
+}
+
+/// Reports a run that returned (`ran`): its summary with its inputs in `--input` order; an
+/// error (the run's, or an input that could not be opened) after the summary.
+pub(super) fn finish(request: &Request, ran: Result<Summary>, places: Places) -> Result<()> {
+    let mut summary = match ran {
+        Ok(summary) => summary,
+        Err(e) => {
+            if let Some(failed_run) = e.downcast_ref::<pipeline::Failed>() {
+                let mut summary = (*failed_run.summary).clone();
+                summary.inputs = in_order(summary.inputs, &places);
+                crate::say!("{}", summary.render());
+                write_summary_json(request, &summary, Some(&format!("{e:#}")))?;
+            }
+            return Err(e);
+        }
+    };
+    summary.inputs = in_order(summary.inputs, &places);
+    if let Some((i, why)) = places.failed.first() {
+        let error = format!(
+            "input {i} ({}) could not be opened: {}",
+            places.names[*i],
+            why.trim_start_matches("failed: ")
+        );
+        crate::say!("{}", summary.render());
+        write_summary_json(request, &summary, Some(&error))?;
+        bail!("{error}; the other inputs ran to their end");
+    }
+    report(request, &summary)
+}
+
+/// The summary's inputs in `--input` order: the run's and those that could not be opened.
+fn in_order(ran: Vec<InputStats>, places: &Places) -> Vec<InputStats> {
+    let mut all: Vec<Option<InputStats>> = vec![None; places.names.len()];
+    for (k, stats) in ran.into_iter().enumerate() {
+        all[places.order[k]] = Some(stats);
+    }
+    for (i, why) in places.failed {
+        all[*i] = Some(InputStats {
+            name: places.names[*i].clone(),
+            ended: Some(why.clone()),
+            ..InputStats::default()
+        });
+    }
+    all.into_iter().flatten().collect()
+}
+
+/// The summary (and a warning when a live input dropped many frames), `--summary-json`,
+/// `--trace` and `--timeline`.
+fn report(request: &Request, summary: &Summary) -> Result<()> {
+    let args = &request.flags;
+    crate::say!("{}", summary.render());
+    let (captured, dropped) = (summary.capture.captured, summary.capture.dropped);
+    if dropped * 100 > (captured + dropped) * DROP_WARNING_PERCENT {
+        crate::warn!(
+            "{dropped} of {} frames ({:.0} %) were dropped: the live input came faster than the pipeline took it",
+            captured + dropped,
+            100.0 * dropped as f64 / (captured + dropped) as f64
+        );
+    }
+    write_summary_json(request, summary, None)?;
+    if let Some(trace) = &summary.trace {
+        crate::trace::write_files(
+            trace,
+            args.trace.as_deref(),
+            args.timeline.as_deref(),
+            &summary.backend,
+        )?;
+    }
+    Ok(())
+}
+
+/// Writes `--summary-json`, where asked for (whole, under a temporary name, then renamed).
+fn write_summary_json(request: &Request, summary: &Summary, error: Option<&str>) -> Result<()> {
+    let Some(path) = &request.flags.summary_json else {
+        return Ok(());
+    };
+    let text = serde_json::to_string_pretty(&summary.to_json(error))?;
+    SUMMARY_WRITTEN.store(true, Ordering::SeqCst);
+    paths::write_atomically(std::path::Path::new(path), (text + "\n").as_bytes())
+        .with_context(|| format!("writing {path}"))
+}
+
+/// `--summary-json` for a run that ended before its pipeline did (the input could not be
+/// opened, a stop came first): no frames, and the error where there was one. Not where the
+/// summary's own name was the problem.
+pub(super) fn without_a_run(args: &RunArgs, error: Option<&anyhow::Error>) {
+    let Some(path) = &args.summary_json else {
+        return;
+    };
+    let error = error.map(|e| format!("{e:#}"));
+    let about_itself = error
+        .as_deref()
+        .is_some_and(|e| e.contains("--summary-json"));
+    if SUMMARY_WRITTEN.load(Ordering::SeqCst)
+        || about_itself
+        || paths::check_file_arg("--summary-json", path, "json").is_err()
+    {
+        return;
+    }
+    let frames = [0; 4];
+    write_counts(path, error.as_deref(), frames);
+}
+
+/// Writes `path` as a summary of counts only: captured, processed, consumed, dropped.
+fn write_counts(
+    path: &str,
+    error: Option<&str>,
+    [captured, processed, consumed, dropped]: [u64; 4],
+) {
+    let json = serde_json::json!({
+        "ok": error.is_none(),
+        "error": error,
+        "frames": {
+            "captured": captured,
+            "processed": processed,
+            "consumed": consumed,
+            "written": consumed,
+            "dropped": dropped,
+        },
+    });
+    let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+    let _ = paths::write_atomically(std::path::Path::new(path), text.as_bytes());
+}
+
+/// `--summary-json` while the pipeline runs, for a run that ends without returning: an abort
+/// (a second stop signal, the stop watchdog) or `exit` from inside a library (Qt, when the
+/// display dies). Taken once the summary is written the usual way.
+static EXIT_SUMMARY: Mutex<Option<String>> = Mutex::new(None);
+/// Whether the pipeline is running (an exit now ends it from outside).
+static RUNNING: AtomicBool = AtomicBool::new(false);
+
+/// Arms `summary_at_exit` for the pipeline's run.
+pub(super) fn arm_exit_summary(request: &Request) {
+    if let Ok(mut s) = EXIT_SUMMARY.lock() {
+        s.clone_from(&request.flags.summary_json);
+    }
+    RUNNING.store(true, Ordering::SeqCst);
+    static HANDLER: std::sync::Once = std::sync::Once::new();
+    // SAFETY: `summary_at_exit` is an `extern "C" fn()` that never unwinds (every error is
+    // ignored) and takes its lock without waiting.
+    HANDLER.call_once(|| unsafe {
+        libc::atexit(summary_at_exit);
+    });
+    crate::stop::on_abort(|| summary_at_exit());
+}
+
+/// The pipeline returned: its summary is reported the usual way.
+pub(super) fn disarm_exit_summary() {
+    RUNNING.store(false, Ordering::SeqCst);
+    if let Ok(mut s) = EXIT_SUMMARY.lock() {
+        *s = None;
+    }
+}
+
+/// Says why a running pipeline ended from outside, and writes `--summary-json` with the
+/// counts so far.
+extern "C" fn summary_at_exit() {
+    if !RUNNING.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let progress = pipeline::progress();
+    let why = match crate::stop::abort_code() {
+        Some(130) => "aborted by a second stop signal".to_string(),
+        Some(code) => format!("the run did not end after the stop (exit {code})"),
+        None => {
+            let why =
+                "the process was ended from inside the window system (its display went away?)";
+            crate::say!(
+                "framepipe: error: {why}; {} frames had reached the output",
+                progress[2]
+            );
+            why.to_string()
+        }
+    };
+    let Some(path) = EXIT_SUMMARY.try_lock().ok().and_then(|mut s| s.take()) else {
+        return;
+    };
+    write_counts(&path, Some(&why), progress);
+}
