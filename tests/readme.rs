@@ -1,22 +1,36 @@
-//! Every `scripts/run.sh` example in README.md runs as written: each is taken from the
-//! README, run headless (a window example gets `--headless`, an endless one `--frames`) in
+//! Every `scripts/run.sh` example in README.md and the guide (`docs/*.md`) runs as written:
+//! each is taken from the page, run headless (a window example gets `--headless`, an endless one `--frames`) in
 //! a folder holding the media it names (`clip.mp4`, `photo.jpg`, made here), and must exit 0.
 //! Examples that need hardware or a network this machine lacks (a camera index, an rtsp://
 //! URL) are reported as not run.
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 
 use common::run::{framepipe_in, make_clip, TempDir};
 
-/// The README's `scripts/run.sh` example lines, split into arguments like a shell would
-/// (single quotes only, which is what the README uses), comments dropped.
+/// README.md, then every page of the guide (`docs/*.md`, by name).
+fn pages() -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs: Vec<_> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .map(|e| e.expect("docs/ entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    std::iter::once(root.join("README.md"))
+        .chain(docs)
+        .map(|p| std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The `scripts/run.sh` example lines of the README and the guide, split into arguments
+/// like a shell would (single quotes only, which is what the pages use), comments dropped.
 fn examples() -> Vec<Vec<String>> {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
-    readme
+    pages()
         .lines()
         .filter(|l| l.starts_with("scripts/run.sh"))
         .map(|l| {
@@ -119,4 +133,77 @@ fn every_run_example_in_the_readme_runs() {
         dir.join("frames/00000.png").exists(),
         "the frames/ example wrote nothing"
     );
+}
+
+/// The long options named in `heads` (the first words of an entry), as `--name`.
+fn long_names<'a>(heads: impl Iterator<Item = &'a str>) -> std::collections::BTreeSet<String> {
+    heads
+        .flat_map(|head| head.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')))
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The long options `--help` lists: each entry's first line (`-i, --input <SOURCE>`), and
+/// the aliases it gives (`[alias: --re]`).
+fn help_options(help: &str) -> std::collections::BTreeSet<String> {
+    long_names(help.lines().map(str::trim_start).filter(|l| {
+        l.starts_with("--")
+            || (l.starts_with('-') && l.get(2..4) == Some(", "))
+            || l.starts_with("[alias")
+    }))
+}
+
+/// The long options the table of `docs/options.md` documents: each row's first cell.
+fn documented_options(page: &str) -> std::collections::BTreeSet<String> {
+    long_names(page.lines().filter(|l| l.starts_with("| `")).map(|l| {
+        l.trim_start_matches('|')
+            .split('|')
+            .next()
+            .unwrap_or_default()
+    }))
+}
+
+#[test]
+fn the_options_reference_lists_what_help_lists() {
+    let help = std::process::Command::new(common::run::bin())
+        .arg("--help")
+        .output()
+        .expect("framepipe --help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    let mut listed = help_options(&help);
+    listed.remove("--help");
+    listed.remove("--version");
+    let page = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/options.md"))
+        .expect("docs/options.md");
+    let documented = documented_options(&page);
+    let missing: Vec<_> = listed.difference(&documented).collect();
+    let extra: Vec<_> = documented.difference(&listed).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "docs/options.md against --help: not documented {missing:?}; documented but not an option {extra:?}"
+    );
+}
+
+#[test]
+fn the_readme_stays_short() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    assert!(
+        readme.len() <= 25 * 1024,
+        "README.md is {} bytes",
+        readme.len()
+    );
+    for link in readme.split("](").skip(1) {
+        let target = link.split(')').next().unwrap_or_default();
+        let file = target.split('#').next().unwrap_or_default();
+        if file.is_empty() || file.contains("://") {
+            continue;
+        }
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+        assert!(
+            path.exists(),
+            "README.md links to {target}, which is missing"
+        );
+    }
 }

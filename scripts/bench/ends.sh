@@ -4,7 +4,7 @@
 #   scripts/gpu.sh bundle && scripts/gpu.sh ffmpeg WHEEL && scripts/gpu.sh before REV
 #   gcc -O2 -static -pthread -o gpu-bundle/piperead scripts/tools/piperead.c
 #
-#   scripts/ends.sh [FRAMES] [RUNS]      (PARTS="1 3" runs only those parts; default all four)
+#   scripts/bench/ends.sh [FRAMES] [RUNS]      (PARTS="1 3" runs only those parts; default all four)
 #
 # 1. start, one 1080p frame, exit: each build RUNS times (default 5), interleaved;
 # 2. the pipe hop, FRAMES frames (default 3000) of 1080p H.264 through the wheel's ffmpeg:
@@ -15,7 +15,7 @@
 # 4. one I420 frame alone, 1080p and 4K, each build.
 # Wall times in ms or fps of wall time (start-up included); medians last. Logs in $OUT.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/framepipe-out}
 frames=${1:-3000}
 runs=${2:-5}

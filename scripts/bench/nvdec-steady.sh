@@ -2,7 +2,7 @@
 # Steady rates through NVDEC against NVDEC alone (issue 20), on the GPU machine (device
 # tool, carry gpu-bundle, after `scripts/gpu.sh bundle` and `scripts/gpu.sh ffmpeg WHEEL`):
 #
-#   scripts/nvdec-steady.sh [FRAMES] [RUNS] [CLIP]
+#   scripts/bench/nvdec-steady.sh [FRAMES] [RUNS] [CLIP]
 #
 # CLIP is h264-1080p (the default: libx264 veryfast) or hevc-4k (libx265 ultrafast): one clip
 # of FRAMES frames (1200), looped to 2× and 4× (stream copy). Each
@@ -16,7 +16,7 @@
 # With PIPE=1, instead: NVDEC alone and framepipe --decode gpu gauss:2, each writing a Y4M
 # pipe that `cat` reads (steady-pipe-CLIP.txt).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/framepipe-out}
 frames=${1:-1200}
 runs=${2:-3}

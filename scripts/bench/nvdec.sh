@@ -2,7 +2,7 @@
 # NVDEC on the GPU machine (issue 20), after `scripts/gpu.sh bundle` and
 # `scripts/gpu.sh ffmpeg WHEEL` here (device tool, carry gpu-bundle):
 #
-#   scripts/nvdec.sh [FRAMES]
+#   scripts/bench/nvdec.sh [FRAMES]
 #
 # Makes a 1080p H.264 clip of FRAMES frames (1800) and a 4K HEVC one of a third as many
 # with the wheel's ffmpeg (testsrc2), and each clip twice over (stream copy). First, on
@@ -14,10 +14,10 @@
 # --decode cpu with gauss:2 to nothing and to a Y4M pipe, and --decode gpu with `copy`, each
 # over the whole run (start-up included) and past start-up (N frames / (time of 2N - time
 # of N), best of two runs each: this moves by ±10 % between sessions; the steady rates in
-# BENCHMARKS.md come from scripts/nvdec-steady.sh). Last, a 10-bit HEVC clip through
+# BENCHMARKS.md come from scripts/bench/nvdec-steady.sh). Last, a 10-bit HEVC clip through
 # --decode gpu. Logs in $OUT.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/framepipe-out}
 frames=${1:-1800}
 mkdir -p "$out"

@@ -2,14 +2,14 @@
 # The pipe hop (issue 23 item 2), on the GPU machine (device tool, carry gpu-bundle, after
 # `scripts/gpu.sh bundle` and `scripts/gpu.sh ffmpeg WHEEL`):
 #
-#   scripts/pipehop.sh [FRAMES] [RUNS]
+#   scripts/bench/pipehop.sh [FRAMES] [RUNS]
 #
 # One 1080p H.264 clip of FRAMES frames (default 3000) from testsrc2, then each pipeline RUNS
 # times (default 3), whole runs, start-up included, in frames per second of wall time (on a
 # machine of several NUMA nodes, also with every process held on node 0); then one traced
 # run of framepipe in the pipe, with each process's CPU time. Logs in $OUT.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/framepipe-out}
 frames=${1:-3000}
 runs=${2:-3}

@@ -3,7 +3,7 @@
 # gpu-bundle and perf-kit, after `scripts/gpu.sh bundle`, `scripts/gpu.sh ffmpeg WHEEL` and
 # `scripts/gpu.sh perf`):
 #
-#   scripts/pipetrace.sh [FRAMES] [RUNS]
+#   scripts/bench/pipetrace.sh [FRAMES] [RUNS]
 #
 # The machine's cores and caches; then each pipeline RUNS times (default 5), the pipelines
 # interleaved run by run so that a machine's noise falls on all alike, in frames per second
@@ -12,7 +12,7 @@
 # buffers), and two pipes at once; then, where perf works there, a system-wide profile of
 # the pipe alone and of framepipe's hop, by process and by kernel function. Logs in $OUT.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 out=${OUT:-/tmp/framepipe-out}
 frames=${1:-3000}
 runs=${2:-5}

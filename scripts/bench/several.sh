@@ -2,21 +2,21 @@
 # Several inputs on the GPU machine (device tool, carry gpu-bundle; run from the repository
 # root): issue 21's measurements and the per-input exactness check, logs in $OUT.
 #
-#   scripts/several.sh exact     4 inputs of other sizes and formats at once, each input's
+#   scripts/bench/several.sh exact     4 inputs of other sizes and formats at once, each input's
 #                                frames against a run of it alone (bands 1, 4, 16)
-#   scripts/several.sh live      16 inputs of 1080p at 30 fps, 10 s: drops, p99 latency
-#   scripts/several.sh unpaced   16 inputs of 1080p unpaced (BGR, then I420) beside one input
+#   scripts/bench/several.sh live      16 inputs of 1080p at 30 fps, 10 s: drops, p99 latency
+#   scripts/bench/several.sh unpaced   16 inputs of 1080p unpaced (BGR, then I420) beside one input
 #                                and the bench's copy bound, in the same run
-#   scripts/several.sh many      64 inputs of 640x360 at 25 fps, 10 s: drops, start-up
-#   scripts/several.sh fifos     16 inputs of 1080p at 30 fps from 16 ffmpeg processes (-re,
+#   scripts/bench/several.sh many      64 inputs of 640x360 at 25 fps, 10 s: drops, start-up
+#   scripts/bench/several.sh fifos     16 inputs of 1080p at 30 fps from 16 ffmpeg processes (-re,
 #                                testsrc2) through named pipes, 10 s: drops, p99 latency
-#   scripts/several.sh memcpy    the host's memory bandwidth as N threads fill rings
-#   scripts/several.sh trace FMT one input and 16 inputs of 1080p FMT unpaced (slots filled
+#   scripts/bench/several.sh memcpy    the host's memory bandwidth as N threads fill rings
+#   scripts/bench/several.sh trace FMT one input and 16 inputs of 1080p FMT unpaced (slots filled
 #                                once), their last 300 frames traced into $OUT/trace-*.json
-#   scripts/several.sh all       exact, live, unpaced, many
+#   scripts/bench/several.sh all       exact, live, unpaced, many
 # Every run's own messages go to $OUT/several.log.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 FP=${FRAMEPIPE_BIN:-$PWD/gpu-bundle/framepipe}
 BACKEND=${BACKEND:-cuda}
 OUT=${OUT:-/tmp/framepipe-out}
@@ -172,5 +172,5 @@ case "${1:-all}" in
         unpaced 2>&1 | tee "$OUT/several-unpaced.txt"
         many 2>&1 | tee "$OUT/several-many.txt"
         ;;
-    *) echo "usage: scripts/several.sh exact|live|unpaced|many|fifos|memcpy|trace [FMT]|all" >&2; exit 2 ;;
+    *) echo "usage: scripts/bench/several.sh exact|live|unpaced|many|fifos|memcpy|trace [FMT]|all" >&2; exit 2 ;;
 esac

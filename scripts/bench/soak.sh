@@ -3,10 +3,10 @@
 # (default 10) while the window's keys cycle (filter presets 1-9, p page-locking, b/B bands,
 # space pause/resume, h overlay), sampling the process's memory every 10 s. Ends with q and
 # checks the exit code and that the file holds the frames the summary reports.
-#   scripts/soak.sh [MINUTES]          log and samples in $OUT (default: a fresh folder)
+#   scripts/bench/soak.sh [MINUTES]          log and samples in $OUT (default: a fresh folder)
 # The GPU machine's soak (CUDA backend, 4K, no window) is `scripts/gpu.sh soak`.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 . scripts/setup.sh
 setup_packages xvfb xauth xdotool ffmpeg
 cargo build --release --quiet

@@ -4,9 +4,9 @@
 # OpenCV-Python loop doing the same work, on one 10 s 1080p H.264 clip. Frames per second
 # of wall time, RUNS runs each (the best is printed); the first row decodes to nothing
 # (framepipe headless with no output, ffmpeg -f null).
-#   scripts/writers.sh [RUNS]
+#   scripts/bench/writers.sh [RUNS]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 RUNS=${1:-3}
 BIN=target/release/framepipe
 T=$(mktemp -d)

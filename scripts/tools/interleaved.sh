@@ -1,5 +1,5 @@
-# Sourced by the scripts that time whole pipelines on the GPU machine (scripts/ends.sh,
-# scripts/pipetrace.sh): each pipeline run again and again in turn, so that a machine whose
+# Sourced by the scripts that time whole pipelines on the GPU machine (scripts/bench/ends.sh,
+# scripts/bench/pipetrace.sh): each pipeline run again and again in turn, so that a machine whose
 # speed drifts (by a third within minutes on the H200) weighs on all of them alike.
 
 # The median of the numbers on standard input (one or more a line).

@@ -142,8 +142,8 @@ fn has_nvdec(id: ff::codec::Id) -> bool {
 
 /// Pixels a second one NVDEC decodes, by codec, past start-up, and one CPU core decodes with
 /// libavcodec (either codec): the H200 machine's figures (BENCHMARKS.md "NVDEC": 1080p
-/// H.264 718 fps, 4K HEVC 392 fps on NVDEC, steady, `scripts/nvdec-steady.sh`; 1485 and 366
-/// fps on 16 cores, `scripts/nvdec.sh`).
+/// H.264 718 fps, 4K HEVC 392 fps on NVDEC, steady, `scripts/bench/nvdec-steady.sh`; 1485 and 366
+/// fps on 16 cores, `scripts/bench/nvdec.sh`).
 const NVDEC_PIXELS: [(ff::codec::Id, f64); 2] =
     [(ff::codec::Id::H264, 1.49e9), (ff::codec::Id::HEVC, 3.25e9)];
 const CORE_PIXELS: f64 = 1.9e8;
