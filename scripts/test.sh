@@ -27,7 +27,7 @@ LOG=$(mktemp -d)
 echo "== tests without OpenCV"
 cargo test --release --no-default-features --target-dir target/nocv 2>&1 | tee "$LOG/nocv.log"
 echo "== tests of FFmpeg without OpenCV"
-cargo test --release --no-default-features --features ffmpeg --target-dir target/ffonly --test ffmpeg_only 2>&1 | tee "$LOG/ffonly.log"
+cargo test --release --no-default-features --features ffmpeg --target-dir target/ffonly --test tests ffmpeg_only:: 2>&1 | tee "$LOG/ffonly.log"
 echo "== tests with OpenCV"
 cargo test --release 2>&1 | tee "$LOG/opencv.log"
 # GPU tests are ignored here (they need CUDA); scripts/gpu.sh runs them on the GPU machine.

@@ -2,7 +2,7 @@
 //! plain-Rust reference, through the real pipeline: bit-exact wherever the arithmetic is
 //! integer, within ±1 for `gauss` and `sharpen` (see `opencv_tolerance`).
 
-mod common;
+use crate::common;
 
 use common::{opencv_tolerance, run_case, Case, CHAINS};
 use framepipe::backend::BackendKind;

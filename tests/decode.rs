@@ -5,7 +5,7 @@
 //! far as ffmpeg decodes it; a network input that refuses or stalls ends clearly and at once.
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::io::Read as _;
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! written, and combinations the codec can't take are refused with the reason.
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::Duration;

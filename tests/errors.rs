@@ -1,6 +1,6 @@
 //! Bad input: a clear message naming the problem, a non-zero exit, no panic, no hang.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -5,7 +5,7 @@
 //! builds this file holds no test.
 #![cfg(all(feature = "ffmpeg", not(feature = "opencv")))]
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

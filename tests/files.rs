@@ -5,7 +5,7 @@
 //! tests/decode.rs.)
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

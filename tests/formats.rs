@@ -6,7 +6,7 @@
 //! neutral chroma; odd 4:2:0 sizes and impossible format requests refused with a message;
 //! and GStreamer NV12/I420 appsinks carried as they come.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! panic; the parsers answer Ok or a message, and the binary exits 0 or 1 (never 101 or a
 //! signal) in bounded time. Bounded case counts keep this a CI test.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! GPU reports them as ignored, not passed); `scripts/gpu.sh run` runs them on the GPU
 //! machine with `--include-ignored`.
 
-mod common;
+use crate::common;
 
 use common::{cuda_or_skip, run_case, run_case_in, Case, CHAINS};
 use framepipe::backend::{device, BackendKind, IssueOrder, StreamLayout};

@@ -5,7 +5,7 @@
 //! broken file keeps the last good kernel; a faulting kernel ends the run with its name and
 //! a finalized output.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! frames give the same bytes), close to what GStreamer's own conversion to BGR gives.
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! What needs the GPU (bit-exactness, the band check, swapping at a frame boundary, faults)
 //! is in tests/gpu.rs.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! signals, and GStreamer's videotestsrc through OpenCV as a live source.
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

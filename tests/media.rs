@@ -4,7 +4,7 @@
 //! matrix of 90, 180 or 270 degrees comes out upright, as ffmpeg shows it).
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -3,7 +3,7 @@
 //! (`CAP_PROP_FOURCC`) and frame counts by decoding.
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

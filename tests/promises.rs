@@ -6,7 +6,7 @@
 //! signals.
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::io::BufRead;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! under Xvfb.
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 

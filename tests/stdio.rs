@@ -3,7 +3,7 @@
 //! truncated stream, a bad header and odd sizes refused with a clear message; a reader that
 //! goes away ends the run cleanly; and the ffmpeg pipeline of the README.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};

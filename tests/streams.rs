@@ -4,7 +4,7 @@
 //! never reads and Ctrl-C; an HLS playlist played end to end.
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -224,8 +224,11 @@ fn a_peer_that_never_reads_does_not_hold_the_run() {
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
     let written = summary["frames"]["written"].as_u64().unwrap();
-    // The run kept the pattern's 25 fps: about 50 frames in 2 s.
-    assert!(written >= 40, "{summary}");
+    // The run kept the pattern's 25 fps over its own time (about 50 frames in 2 s; a start
+    // slowed by other tests shortens the run, not its rate).
+    let elapsed = summary["elapsed_s"].as_f64().unwrap();
+    assert!(written >= 20, "{summary}");
+    assert!(written as f64 >= 0.9 * 25.0 * elapsed - 1.0, "{summary}");
     let (_, frames) = probe(&dir.join("beside.mkv"));
     assert_eq!(frames, written, "{err}");
     // Nothing reached the peer, and every frame is counted as dropped (but those still

@@ -1,7 +1,7 @@
 //! `--trace` and `--timeline` from the real binary (CPU backend here; the GPU test checks
 //! CUDA spans), and the progress bar, shown only on a terminal.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::process::Command;

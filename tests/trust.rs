@@ -3,7 +3,7 @@
 //! a finalized file, and no argument or input makes it panic or allocate without bound.
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

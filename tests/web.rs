@@ -3,7 +3,7 @@
 //! HTTP clients on loopback (one that stops reading, fifty at once).
 #![cfg(feature = "opencv")]
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

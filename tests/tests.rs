@@ -1,0 +1,31 @@
+//! Every integration test, in one binary (ripgrep's shape): each file of `tests/` is a
+//! module here, `common/` holds what they share (running the binary, media, X servers). A
+//! module that needs OpenCV, or FFmpeg without it, says so in its first line (`#![cfg]`).
+//! Run one module with a filter: `cargo test --release --test tests several::`.
+
+mod common;
+
+mod cpu_backend;
+mod decode;
+mod encode;
+mod errors;
+mod ffmpeg_only;
+mod files;
+mod formats;
+mod fuzz_args;
+mod gpu;
+mod gpu_kernels;
+mod gst_yuv;
+mod kernels;
+mod live;
+mod media;
+mod outputs;
+mod promises;
+mod readme;
+mod several;
+mod stdio;
+mod streams;
+mod trace;
+mod trust;
+mod web;
+mod yuv;
