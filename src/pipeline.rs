@@ -224,66 +224,16 @@ pub fn run_inputs(
     PROGRESS.iter().for_each(|c| c.store(0, Ordering::Relaxed));
     // A signalled stop that stops progressing in here is ended by the stop watchdog.
     let _watched = crate::stop::Watched::start();
-    let t = Instant::now();
     let several = inputs.len() > 1;
-    let mut rings = Vec::with_capacity(inputs.len());
-    for (i, input) in inputs.iter().enumerate() {
-        let id = InputId(i as u16);
-        rings.push(match &input.source {
-            Arrival::Open { source, formats } => ring_of(id, input.ring, source.size(), *formats),
-            // A late input makes its ring once it knows its frames.
-            Arrival::Late { .. } => Vec::new(),
-        });
-    }
-    let slots_total: usize = inputs.iter().map(|i| i.ring).sum();
-    crate::debug!(
-        "start-up: {slots_total} ring slots allocated in {:.1} ms (each is page-locked as it first passes the backend)",
-        ms(t.elapsed())
-    );
-    let shared = Arc::new(Shared {
-        stop: stop.clone(),
-        paused: AtomicBool::new(false),
-        step: AtomicBool::new(false),
-        pauses: AtomicU64::new(0),
-        backend: Mutex::new(backend.describe()),
-        inputs: inputs
-            .iter()
-            .map(|i| Counters {
-                name: match &i.source {
-                    Arrival::Open { source, .. } => source.describe(),
-                    Arrival::Late { name, .. } => name.clone(),
-                },
-                captured: AtomicU64::new(0),
-                read_us: AtomicU64::new(0),
-                dropped: AtomicU64::new(0),
-                ended: Mutex::new(None),
-                // A late input's is set when it joins (`arrive`).
-                health: match &i.source {
-                    Arrival::Open { source, .. } => source
-                        .health()
-                        .map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
-                    Arrival::Late { .. } => std::sync::OnceLock::new(),
-                },
-            })
-            .collect(),
-        cpu: Mutex::new(Vec::new()),
-    });
+    let (free_txs, free_rxs) = free_lists(&inputs);
+    let shared = Arc::new(Shared::new(stop, backend.describe(), &inputs));
     let backend_tracks = backend.tracks();
     // Every slot of every ring fits in the filled and done channels: sending never waits.
+    let slots_total: usize = inputs.iter().map(|i| i.ring).sum();
     let (filled_tx, filled_rx) = bounded::<Slot>(slots_total);
     let (done_tx, done_rx) = bounded::<Slot>(slots_total);
     let (control_tx, control_rx) = unbounded::<Control>();
     let (picture_tx, picture_rx) = bounded::<Picture>(PICTURES_QUEUED);
-    let mut free_txs = Vec::with_capacity(inputs.len());
-    let mut free_rxs = Vec::with_capacity(inputs.len());
-    for (input, slots) in inputs.iter().zip(rings) {
-        let (tx, rx) = bounded::<Slot>(input.ring);
-        for slot in slots {
-            tx.send(slot).expect("free list has room for the ring");
-        }
-        free_txs.push(tx);
-        free_rxs.push(rx);
-    }
     let started = Instant::now();
     let reloading = opts
         .reload
@@ -291,24 +241,7 @@ pub fn run_inputs(
         .map(|r| r.start(control_tx.clone()))
         .transpose()
         .context("starting the kernel file watcher")?;
-    let mut captures = Vec::with_capacity(inputs.len());
-    for (i, (input, free_rx)) in inputs.into_iter().zip(free_rxs).enumerate() {
-        let how = Capturing {
-            input: i,
-            frames: opts.frames,
-            several,
-        };
-        // A late input's thread fills its own free list once it has made its ring.
-        let refill = (free_txs[i].clone(), input.ring);
-        captures.push(spawn_capture(
-            input.source,
-            (free_rx, refill),
-            filled_tx.clone(),
-            how,
-            &shared,
-        )?);
-    }
-    drop(filled_tx);
+    let captures = spawn_captures(inputs, (free_rxs, &free_txs), filled_tx, opts, &shared)?;
     let process = spawn_backend(
         backend,
         filled_rx,
@@ -317,11 +250,6 @@ pub fn run_inputs(
         opts,
         &shared,
     )?;
-
-    let names = shared.inputs.iter().map(|c| c.name.clone()).collect();
-    let tracks = Trace::new(started, backend_tracks).with_inputs(names);
-    let mut recent = Recent::new(&tracks, opts.trace_last as usize);
-    let mut trace = (opts.trace_frames > 0).then_some(tracks);
     let ends = SinkEnds {
         done: &done_rx,
         pictures: &picture_rx,
@@ -330,14 +258,159 @@ pub fn run_inputs(
         reload: reloading.as_ref(),
         reloader: opts.reload.as_deref(),
     };
-    let mut sink_stats = SinkStats::default();
+    let mut sunk = sink_side(sink, ends, &shared, (started, backend_tracks), opts);
+    drop(reloading);
+    if sunk.result.is_err() {
+        stop.request();
+        // Keep slots moving so that the other threads can finish.
+        while let Ok(slot) = done_rx.recv() {
+            let _ = free_txs[slot.desc.input.0 as usize].send(slot);
+        }
+    }
+    // The run's time ends here: a window may keep its last frame up in `finish`.
+    let elapsed = started.elapsed();
+    let finish = sink.finish().context("finishing the output");
+    let finished = Instant::now();
+    shared.note_cpu("sink".into(), sunk.cpu);
+    drop(free_txs);
+    let sunk_result = std::mem::replace(&mut sunk.result, Ok(()));
+    let ended = join_all(captures, process, several, (sunk_result, finish))?;
+    crate::debug!(
+        "threads joined (the backend released) {:.1} ms after the outputs finished",
+        crate::stats::ms(finished.elapsed())
+    );
+    shared.log_cpu();
+    let summary = summarize(&shared, sink, sunk, elapsed, opts);
+    ended.into_result(summary)
+}
+
+impl Shared {
+    /// The shared state of a run of `inputs` on a backend described as `backend`.
+    fn new(stop: &Stop, backend: String, inputs: &[Input]) -> Self {
+        Self {
+            stop: stop.clone(),
+            paused: AtomicBool::new(false),
+            step: AtomicBool::new(false),
+            pauses: AtomicU64::new(0),
+            backend: Mutex::new(backend),
+            inputs: inputs.iter().map(Counters::of).collect(),
+            cpu: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// `-v`: each thread's CPU over the run.
+    fn log_cpu(&self) {
+        if let Ok(cpu) = self.cpu.lock() {
+            for (name, used) in cpu.iter() {
+                crate::debug!("CPU of the {name} thread over the run: {used}");
+            }
+        }
+    }
+}
+
+impl Counters {
+    /// An input's counts at the start: its name, and its health where it is open (a late
+    /// input's is set when it joins, `arrive`).
+    fn of(input: &Input) -> Self {
+        let (name, health) = match &input.source {
+            Arrival::Open { source, .. } => (source.describe(), source.health()),
+            Arrival::Late { name, .. } => (name.clone(), None),
+        };
+        Self {
+            name,
+            captured: AtomicU64::new(0),
+            read_us: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            ended: Mutex::new(None),
+            health: health.map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
+        }
+    }
+}
+
+/// Each input's free list, holding its ring's slots (an input open at the start: its ring
+/// is allocated here, page-locked by the backend as each slot first passes; a late input's
+/// thread fills its own once it knows its frames).
+fn free_lists(inputs: &[Input]) -> (Vec<Sender<Slot>>, Vec<Receiver<Slot>>) {
+    let t = Instant::now();
+    let (mut txs, mut rxs) = (Vec::new(), Vec::new());
+    for (i, input) in inputs.iter().enumerate() {
+        let (tx, rx) = bounded::<Slot>(input.ring);
+        if let Arrival::Open { source, formats } = &input.source {
+            for slot in ring_of(InputId(i as u16), input.ring, source.size(), *formats) {
+                tx.send(slot).expect("free list has room for the ring");
+            }
+        }
+        txs.push(tx);
+        rxs.push(rx);
+    }
+    let slots: usize = inputs.iter().map(|i| i.ring).sum();
+    crate::debug!(
+        "start-up: {slots} ring slots allocated in {:.1} ms (each is page-locked as it first passes the backend)",
+        ms(t.elapsed())
+    );
+    (txs, rxs)
+}
+
+/// Starts every input's capture thread, each on its own free list (`free`: the receivers,
+/// and the senders a late input refills).
+fn spawn_captures(
+    inputs: Vec<Input>,
+    (free_rxs, free_txs): (Vec<Receiver<Slot>>, &[Sender<Slot>]),
+    filled: Sender<Slot>,
+    opts: &Options,
+    shared: &Arc<Shared>,
+) -> Result<Vec<thread::JoinHandle<Result<()>>>> {
+    let several = inputs.len() > 1;
+    let mut captures = Vec::with_capacity(inputs.len());
+    for (i, (input, free_rx)) in inputs.into_iter().zip(free_rxs).enumerate() {
+        let how = Capturing {
+            input: i,
+            frames: opts.frames,
+            several,
+        };
+        let refill = (free_txs[i].clone(), input.ring);
+        captures.push(spawn_capture(
+            input.source,
+            (free_rx, refill),
+            filled.clone(),
+            how,
+            shared,
+        )?);
+    }
+    Ok(captures)
+}
+
+/// What the sink side of a run gives back: how its loop ended, its counts, each input's,
+/// the trace, and the CPU its thread had at the start.
+struct Sunk {
+    result: Result<()>,
+    stats: SinkStats,
+    per_input: Vec<PerInput>,
+    trace: Option<Trace>,
+    cpu: Option<ThreadCpu>,
+}
+
+/// Runs the sink loop on the calling thread over `ends`, tracing as `opts` asks (the first
+/// frames, or the last ones).
+fn sink_side(
+    sink: &mut dyn Sink,
+    ends: SinkEnds,
+    shared: &Shared,
+    (started, backend_tracks): (Instant, Vec<String>),
+    opts: &Options,
+) -> Sunk {
+    let names = shared.inputs.iter().map(|c| c.name.clone()).collect();
+    let tracks = Trace::new(started, backend_tracks).with_inputs(names);
+    let mut recent = Recent::new(&tracks, opts.trace_last as usize);
+    let mut trace = (opts.trace_frames > 0).then_some(tracks);
+    let mut stats = SinkStats::default();
     let mut per_input = vec![PerInput::default(); shared.inputs.len()];
-    let sink_cpu = ThreadCpu::now();
-    let sink_result = sink_loop(
+    let cpu = ThreadCpu::now();
+    let result = sink_loop(
         sink,
         &ends,
-        &shared,
-        (&mut sink_stats, &mut per_input),
+        shared,
+        (&mut stats, &mut per_input),
         Traces {
             first: trace.as_mut(),
             first_frames: opts.trace_frames,
@@ -347,23 +420,25 @@ pub fn run_inputs(
     if opts.trace_last > 0 {
         trace = Some(recent.last(opts.trace_last));
     }
-    drop(ends);
-    drop(reloading);
-    if sink_result.is_err() {
-        stop.request();
-        // Keep slots moving so that the other threads can finish.
-        while let Ok(slot) = done_rx.recv() {
-            let _ = free_txs[slot.desc.input.0 as usize].send(slot);
-        }
+    Sunk {
+        result,
+        stats,
+        per_input,
+        trace,
+        cpu,
     }
-    // The run's time ends here: a window may keep its last frame up in `finish`.
-    let elapsed = started.elapsed();
-    let finish_result = sink.finish().context("finishing the output");
-    let finished = Instant::now();
-    shared.note_cpu("sink".into(), sink_cpu);
-    drop(free_txs);
+}
+
+/// Joins the capture threads within one shared grace (a thread left blocked in its source
+/// is left behind) and the backend thread; with the sink's results, how each part ended.
+fn join_all(
+    captures: Vec<thread::JoinHandle<Result<()>>>,
+    process: thread::JoinHandle<(ProcessStats, Result<()>)>,
+    several: bool,
+    (sink, finish): (Result<()>, Result<()>),
+) -> Result<Ended> {
     let grace = Instant::now() + CAPTURE_GRACE;
-    let ended = Ended {
+    Ok(Ended {
         captures: captures
             .into_iter()
             .map(|c| join_within(c, grace.saturating_duration_since(Instant::now())))
@@ -372,21 +447,29 @@ pub fn run_inputs(
         process: process
             .join()
             .map_err(|_| anyhow!("the backend thread panicked"))?,
-        sink: sink_result,
-        finish: finish_result,
-    };
-    crate::debug!(
-        "threads joined (the backend released) {:.1} ms after the outputs finished",
-        crate::stats::ms(finished.elapsed())
-    );
-    if let Ok(cpu) = shared.cpu.lock() {
-        for (name, used) in cpu.iter() {
-            crate::debug!("CPU of the {name} thread over the run: {used}");
-        }
-    }
-    sink_stats.pauses = shared.pauses.load(Ordering::SeqCst);
-    sink_stats.stored = sink.stored();
-    sink_stats.streams = sink.streams();
+        sink,
+        finish,
+    })
+}
+
+/// The run's summary: every input's counts (capture side and sink side), the sink's, the
+/// trace and the reloads.
+fn summarize(
+    shared: &Shared,
+    sink: &mut dyn Sink,
+    sunk: Sunk,
+    elapsed: Duration,
+    opts: &Options,
+) -> Summary {
+    let Sunk {
+        mut stats,
+        per_input,
+        trace,
+        ..
+    } = sunk;
+    stats.pauses = shared.pauses.load(Ordering::SeqCst);
+    stats.stored = sink.stored();
+    stats.streams = sink.streams();
     let inputs = shared
         .inputs
         .iter()
@@ -404,7 +487,7 @@ pub fn run_inputs(
             reconnects: c.health.get().map_or(0, |h| h.reconnects()),
         })
         .collect();
-    let summary = Summary {
+    Summary {
         input: shared.input(),
         inputs,
         backend: shared.backend.lock().map(|b| b.clone()).unwrap_or_default(),
@@ -416,11 +499,10 @@ pub fn run_inputs(
             read_ms: shared.total(|c| &c.read_us) as f64 / 1000.0,
         },
         process: ProcessStats::default(),
-        sink_stats,
+        sink_stats: stats,
         trace,
         reloads: opts.reload.as_ref().map(|r| r.log()).unwrap_or_default(),
-    };
-    ended.into_result(summary)
+    }
 }
 
 /// The most inputs one run takes.
@@ -881,6 +963,57 @@ fn sink_loop(
     (st, per_input): (&mut SinkStats, &mut [PerInput]),
     mut traces: Traces,
 ) -> Result<()> {
+    let mut live = live_of(shared);
+    let take_pictures = |sink: &mut dyn Sink| -> Result<()> {
+        match ends.pictures.try_iter().last() {
+            Some(p) => sink.composed(&p),
+            None => Ok(()),
+        }
+    };
+    loop {
+        // The watchdog of a signalled stop sees this loop turn (a sink call that blocks
+        // stops it).
+        crate::stop::beat();
+        take_pictures(sink)?;
+        match ends.done.recv_timeout(POLL) {
+            Ok(mut slot) => {
+                refresh(&mut live, shared);
+                if let Ok(b) = shared.backend.lock() {
+                    live.backend.clone_from(&b);
+                }
+                if let Some(r) = ends.reloader {
+                    live.note = r.note();
+                }
+                sink.status(&live);
+                let (flow, t, end) = consume(sink, &slot, &mut live, shared)?;
+                st.sink_ms += ms(end - t);
+                st.consumed += 1;
+                let mine = &mut per_input[slot.desc.input.0 as usize];
+                mine.consumed += 1;
+                mine.latency.record(ms(end - slot.stamps.captured));
+                if !slot.spans.is_empty() {
+                    trace_output(&mut slot, (t, end), &mut traces);
+                    live.timeline = sink
+                        .wants_timeline()
+                        .then(|| traces.recent.layout(STRIP_FRAMES).map(Arc::new))
+                        .flatten();
+                }
+                let _ = ends.free[slot.desc.input.0 as usize].send(slot);
+                act(flow, shared, ends);
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                refresh(&mut live, shared);
+                sink.status(&live);
+                act(sink.idle()?, shared, ends);
+            }
+            // The backend is done: the picture it brought down last goes to the sink.
+            Err(RecvTimeoutError::Disconnected) => return take_pictures(sink),
+        }
+    }
+}
+
+/// The figures the sink shows as the run goes (the overlay, the browser view), at the start.
+fn live_of(shared: &Shared) -> Live {
     let mut live = Live::default();
     live.input = shared.input();
     if shared.inputs.len() > 1 {
@@ -893,20 +1026,90 @@ fn sink_loop(
             })
             .collect();
     }
-    let refresh = |live: &mut Live| {
-        live.dropped = shared.total(|c| &c.dropped);
-        live.frames = PROGRESS[1].load(Ordering::Relaxed);
-        live.paused = shared.paused.load(Ordering::SeqCst);
-        for (l, c) in live.inputs.iter_mut().zip(&shared.inputs) {
-            l.captured = c.captured.load(Ordering::Relaxed);
-            l.dropped = c.dropped.load(Ordering::Relaxed);
-            if l.ended.is_none() {
-                l.ended = c.ended.lock().ok().and_then(|e| e.clone());
-            }
-            l.state = c.health.get().and_then(|h| h.state());
+    live
+}
+
+/// `live`'s counts as the threads have them now.
+fn refresh(live: &mut Live, shared: &Shared) {
+    live.dropped = shared.total(|c| &c.dropped);
+    live.frames = PROGRESS[1].load(Ordering::Relaxed);
+    live.paused = shared.paused.load(Ordering::SeqCst);
+    for (l, c) in live.inputs.iter_mut().zip(&shared.inputs) {
+        l.captured = c.captured.load(Ordering::Relaxed);
+        l.dropped = c.dropped.load(Ordering::Relaxed);
+        if l.ended.is_none() {
+            l.ended = c.ended.lock().ok().and_then(|e| e.clone());
         }
+        l.state = c.health.get().and_then(|h| h.state());
+    }
+}
+
+/// Hands `slot`'s processed frame to the sink (without its bytes where none were brought
+/// down), counting it in the progress and `live`; what the sink asked for, and when its
+/// call began and ended.
+fn consume(
+    sink: &mut dyn Sink,
+    slot: &Slot,
+    live: &mut Live,
+    shared: &Shared,
+) -> Result<(Flow, Instant, Instant)> {
+    let t = Instant::now();
+    PROGRESS[0].store(shared.total(|c| &c.captured), Ordering::Relaxed);
+    PROGRESS[1].fetch_add(1, Ordering::Relaxed);
+    PROGRESS[3].store(live.dropped, Ordering::Relaxed);
+    let desc = slot.output_desc();
+    let bytes: &[u8] = match slot.output_skipped {
+        true => &[],
+        false => &slot.output,
     };
-    let act = |flow: Flow| match flow {
+    let flow = sink.consume(&Frame { desc: &desc, bytes })?;
+    let end = Instant::now();
+    PROGRESS[2].fetch_add(1, Ordering::Relaxed);
+    let s = &slot.stamps;
+    live.update(
+        s.capture_ms,
+        ms(s.done - s.submitted),
+        slot.gpu.as_ref(),
+        ms(end - t),
+    );
+    Ok((flow, t, end))
+}
+
+/// A traced frame (its backend spans are there): its capture and output (`t`..`end`) spans
+/// join them, in the first frames' trace and in the ring.
+fn trace_output(slot: &mut Slot, (t, end): (Instant, Instant), traces: &mut Traces) {
+    let (seq, input) = (slot.seq(), slot.desc.input.0);
+    let span = |track, kind, start, end| Span {
+        track,
+        kind,
+        input,
+        frame: seq,
+        band: None,
+        start,
+        end,
+    };
+    let s = &slot.stamps;
+    let mut spans = std::mem::take(&mut slot.spans);
+    spans.push(span(
+        Track::Capture(input),
+        Kind::Capture,
+        s.read_start,
+        s.captured,
+    ));
+    spans.push(span(Track::Output, Kind::Output, t, end));
+    if let Some(first) = traces
+        .first
+        .as_deref_mut()
+        .filter(|_| seq < traces.first_frames)
+    {
+        first.spans.extend(spans.iter().cloned());
+    }
+    traces.recent.push(seq, spans);
+}
+
+/// Does what the sink asked for: quit, pause, step, a control for the backend, a reload.
+fn act(flow: Flow, shared: &Shared, ends: &SinkEnds) {
+    match flow {
         // The mosaic's own keys reach here only without a mosaic.
         Flow::Continue | Flow::NextTile | Flow::Alone | Flow::Pick { .. } => {}
         Flow::Quit => shared.stop.request(),
@@ -929,96 +1132,5 @@ fn sink_loop(
             Some(r) => r.request(reload::Why::Key),
             None => crate::info!("r: the chain has no kernel file to reload"),
         },
-    };
-    let take_pictures = |sink: &mut dyn Sink| -> Result<()> {
-        match ends.pictures.try_iter().last() {
-            Some(p) => sink.composed(&p),
-            None => Ok(()),
-        }
-    };
-    loop {
-        // The watchdog of a signalled stop sees this loop turn (a sink call that blocks
-        // stops it).
-        crate::stop::beat();
-        take_pictures(sink)?;
-        match ends.done.recv_timeout(POLL) {
-            Ok(mut slot) => {
-                refresh(&mut live);
-                if let Ok(b) = shared.backend.lock() {
-                    live.backend.clone_from(&b);
-                }
-                if let Some(r) = ends.reloader {
-                    live.note = r.note();
-                }
-                sink.status(&live);
-                let t = Instant::now();
-                PROGRESS[0].store(shared.total(|c| &c.captured), Ordering::Relaxed);
-                PROGRESS[1].fetch_add(1, Ordering::Relaxed);
-                PROGRESS[3].store(live.dropped, Ordering::Relaxed);
-                let desc = slot.output_desc();
-                let bytes: &[u8] = match slot.output_skipped {
-                    true => &[],
-                    false => &slot.output,
-                };
-                let flow = sink.consume(&Frame { desc: &desc, bytes })?;
-                let end = Instant::now();
-                st.sink_ms += ms(end - t);
-                st.consumed += 1;
-                let mine = &mut per_input[slot.desc.input.0 as usize];
-                mine.consumed += 1;
-                mine.latency.record(ms(end - slot.stamps.captured));
-                PROGRESS[2].fetch_add(1, Ordering::Relaxed);
-                let s = &slot.stamps;
-                live.update(
-                    s.capture_ms,
-                    ms(s.done - s.submitted),
-                    slot.gpu.as_ref(),
-                    ms(end - t),
-                );
-                if !slot.spans.is_empty() {
-                    // A traced frame (its backend spans are there): its capture and output
-                    // spans join them, in the first frames' trace and in the ring.
-                    let (seq, input) = (slot.seq(), slot.desc.input.0);
-                    let span = |track, kind, start, end| Span {
-                        track,
-                        kind,
-                        input,
-                        frame: seq,
-                        band: None,
-                        start,
-                        end,
-                    };
-                    let mut spans = std::mem::take(&mut slot.spans);
-                    spans.push(span(
-                        Track::Capture(input),
-                        Kind::Capture,
-                        s.read_start,
-                        s.captured,
-                    ));
-                    spans.push(span(Track::Output, Kind::Output, t, end));
-                    if let Some(first) = traces
-                        .first
-                        .as_deref_mut()
-                        .filter(|_| slot.seq() < traces.first_frames)
-                    {
-                        first.spans.extend(spans.iter().cloned());
-                    }
-                    traces.recent.push(slot.seq(), spans);
-                    live.timeline = sink
-                        .wants_timeline()
-                        .then(|| traces.recent.layout(STRIP_FRAMES).map(Arc::new))
-                        .flatten();
-                }
-                let _ = ends.free[slot.desc.input.0 as usize].send(slot);
-                act(flow);
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                refresh(&mut live);
-                sink.status(&live);
-                act(sink.idle()?);
-            }
-            // The backend is done: the picture it brought down last goes to the sink.
-            Err(RecvTimeoutError::Disconnected) => return take_pictures(sink),
-        }
     }
 }

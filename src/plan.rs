@@ -503,6 +503,36 @@ fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
 }
 
 fn check_args(args: &RunArgs) -> Result<Request> {
+    check_counts(args)?;
+    check_kernels(args)?;
+    check_reports(args)?;
+    let tracing = args.trace.is_some() || args.timeline.is_some();
+    let inputs = check_inputs(args)?;
+    check_serve(args)?;
+    let (output, streams) = outputs_of_parts(args, inputs.len())?;
+    check_encoding(args, output.as_ref(), &streams)?;
+    Ok(Request {
+        flags: args.clone(),
+        input: inputs[0].0.clone(),
+        input_name: inputs[0].1.clone(),
+        inputs,
+        output_format: args.output_format,
+        output,
+        streams,
+        mosaic: false,
+        trace_frames: match args.trace_frames {
+            crate::trace::TraceFrames::First(n) if tracing => n.max(1),
+            _ => 0,
+        },
+        trace_last: match args.trace_frames {
+            crate::trace::TraceFrames::Last(n) if tracing => n.max(1),
+            _ => 0,
+        },
+    })
+}
+
+/// `--ring`, `--in-flight`, `--fps`, `--frames`, `--busy-bands`.
+fn check_counts(args: &RunArgs) -> Result<()> {
     if let Some(ring) = args.ring.filter(|&n| n < 2) {
         bail!("--ring {ring} is too small: the ring needs at least 2 slots");
     }
@@ -526,18 +556,28 @@ fn check_args(args: &RunArgs) -> Result<Request> {
     if args.busy_bands == 0 {
         bail!("--busy-bands must be at least 1");
     }
-    if let Some(k) = args.filter.user_kernels().next() {
-        // Before the input is opened: a user kernel runs on CUDA only.
-        if args.backend == BackendKind::Cpu {
-            bail!(
-                "{} (--backend cpu was asked for)",
-                backend::cpu::needs_cuda(k)
-            );
-        }
-        if let Err(why) = backend::device::probe() {
-            bail!("{}: no CUDA here ({why})", backend::cpu::needs_cuda(k));
-        }
+    Ok(())
+}
+
+/// A user kernel runs on CUDA only: refused before the input is opened where there is none.
+fn check_kernels(args: &RunArgs) -> Result<()> {
+    let Some(k) = args.filter.user_kernels().next() else {
+        return Ok(());
+    };
+    if args.backend == BackendKind::Cpu {
+        bail!(
+            "{} (--backend cpu was asked for)",
+            backend::cpu::needs_cuda(k)
+        );
     }
+    if let Err(why) = backend::device::probe() {
+        bail!("{}: no CUDA here ({why})", backend::cpu::needs_cuda(k));
+    }
+    Ok(())
+}
+
+/// `--trace-frames`, and the names of `--trace`, `--timeline` and `--summary-json`.
+fn check_reports(args: &RunArgs) -> Result<()> {
     if args.trace_frames.count() > crate::trace::MAX_TRACE_FRAMES {
         bail!(
             "--trace-frames {} is more than the {} a trace may hold",
@@ -554,8 +594,11 @@ fn check_args(args: &RunArgs) -> Result<Request> {
             paths::check_file_arg(flag, p, ext).map_err(anyhow::Error::msg)?;
         }
     }
-    let tracing = args.trace.is_some() || args.timeline.is_some();
-    let inputs = check_inputs(args)?;
+    Ok(())
+}
+
+/// `--serve` and the flags that apply to it.
+fn check_serve(args: &RunArgs) -> Result<()> {
     if args.serve.is_some() && !cfg!(feature = "opencv") {
         bail!("--serve: this build has no OpenCV (whose JPEG encoder the browser view uses)");
     }
@@ -570,25 +613,39 @@ fn check_args(args: &RunArgs) -> Result<Request> {
     if serve_flags && args.serve.is_none() {
         bail!("--serve-token, --serve-token-file, --serve-host and --serve-insecure apply to --serve, and it is not given");
     }
-    // With several inputs, the outputs with {n} (each input's) and those without (the
-    // mosaic's) are two sets, each checked as a run of one input checks its outputs.
-    let (output, streams) = match inputs.len() {
-        1 => outputs_of(args)?,
-        _ => {
-            let (own, mosaic): (Vec<String>, Vec<String>) =
-                args.output.iter().cloned().partition(|o| o.contains("{n}"));
-            let own = RunArgs {
-                output: own.iter().map(|o| o.replace("{n}", "0")).collect(),
-                ..args.clone()
-            };
-            let (a, b) = outputs_of(&own)?;
-            let (c, d) = outputs_of(&RunArgs {
-                output: mosaic,
-                ..args.clone()
-            })?;
-            (a.or(c), [b, d].concat())
-        }
+    Ok(())
+}
+
+/// The outputs of a run of `inputs` inputs, checked: with several, the outputs with `{n}`
+/// (each input's) and those without (the mosaic's) are two sets, each checked as a run of
+/// one input checks its outputs.
+fn outputs_of_parts(
+    args: &RunArgs,
+    inputs: usize,
+) -> Result<(Option<OutputSpec>, Vec<OutputSpec>)> {
+    if inputs == 1 {
+        return outputs_of(args);
+    }
+    let (own, mosaic): (Vec<String>, Vec<String>) =
+        args.output.iter().cloned().partition(|o| o.contains("{n}"));
+    let own = RunArgs {
+        output: own.iter().map(|o| o.replace("{n}", "0")).collect(),
+        ..args.clone()
     };
+    let (a, b) = outputs_of(&own)?;
+    let (c, d) = outputs_of(&RunArgs {
+        output: mosaic,
+        ..args.clone()
+    })?;
+    Ok((a.or(c), [b, d].concat()))
+}
+
+/// The encoder flags and `--output-format` need an output they apply to.
+fn check_encoding(
+    args: &RunArgs,
+    output: Option<&OutputSpec>,
+    streams: &[OutputSpec],
+) -> Result<()> {
     let videos = output.is_some() || !streams.is_empty();
     if (args.codec.is_some() || args.quality.is_some()) && !videos {
         bail!("--codec and --quality apply to a video --output, and there is none");
@@ -597,29 +654,12 @@ fn check_args(args: &RunArgs) -> Result<Request> {
         bail!("--crf, --bitrate, --maxrate, --bufsize, --preset, --tune, --gop, --pix-fmt and --codec-opt apply to a video --output, and there is none");
     }
     if let Some(f) = args.output_format {
-        if output != Some(OutputSpec::Stdout) {
+        if output != Some(&OutputSpec::Stdout) {
             bail!("--output-format {f} applies to --output - (standard output), and that is not the output");
         }
         if !f.writable() {
             bail!("--output-format {f}: framepipe writes i420, gray, nv12 or bgr24 frames");
         }
     }
-    Ok(Request {
-        flags: args.clone(),
-        input: inputs[0].0.clone(),
-        input_name: inputs[0].1.clone(),
-        inputs,
-        output_format: args.output_format,
-        output,
-        streams,
-        mosaic: false,
-        trace_frames: match args.trace_frames {
-            crate::trace::TraceFrames::First(n) if tracing => n.max(1),
-            _ => 0,
-        },
-        trace_last: match args.trace_frames {
-            crate::trace::TraceFrames::Last(n) if tracing => n.max(1),
-            _ => 0,
-        },
-    })
+    Ok(())
 }

@@ -458,6 +458,80 @@ fn copy_audio(
     Ok((copy, kept))
 }
 
+/// What a video encoder is opened for (`open_encoder`).
+struct EncoderSetup {
+    found: ff::Codec,
+    name: &'static str,
+    codec: Codec,
+    pixel: ff::format::Pixel,
+    size: (usize, usize),
+    tb: ff::Rational,
+    rate: ff::Rational,
+    /// The container wants the codec's headers out of band.
+    global_header: bool,
+    /// Written in fragments that survive a crash: a short lookahead.
+    fragmented: bool,
+    /// A stream out: the live encoder defaults.
+    live: bool,
+}
+
+/// Opens the encoder `setup` describes with the quality and encoder flags asked for (a
+/// flag the encoder does not know is refused); the fixed quantiser's lambda, where one is.
+fn open_encoder(
+    setup: &EncoderSetup,
+    quality: Option<u8>,
+    encoding: &super::Encoding,
+    options: &[(&'static str, String)],
+) -> Result<(ff::encoder::Video, Option<i32>)> {
+    let (codec, (w, h)) = (setup.codec, setup.size);
+    let mut ctx = ff::codec::context::Context::new_with_codec(setup.found)
+        .encoder()
+        .video()?;
+    ctx.set_width(w as u32);
+    ctx.set_height(h as u32);
+    ctx.set_format(setup.pixel);
+    ctx.set_time_base(setup.tb);
+    ctx.set_frame_rate(Some(setup.rate));
+    if codec == Codec::Mjpeg {
+        ctx.set_color_range(ff::color::Range::JPEG);
+    }
+    let mut flags = ff::codec::Flags::empty();
+    if setup.global_header {
+        flags |= ff::codec::Flags::GLOBAL_HEADER;
+    }
+    let fixed = qscale(codec, quality).map(|q| q * ff::ffi::FF_QP2LAMBDA);
+    if let Some(q) = fixed {
+        flags |= ff::codec::Flags::QSCALE;
+        ctx.set_global_quality(q);
+    }
+    ctx.set_flags(flags);
+    set_rate_control(&mut ctx, codec, encoding);
+    refuse_unknown_options(&ctx, setup.name, encoding)?;
+    let fps = f64::from(setup.rate.numerator()) / f64::from(setup.rate.denominator());
+    let lookahead = setup
+        .fragmented
+        .then(|| ((fps * FRAGMENT_SECONDS / 2.0).round() as i64).clamp(1, 40));
+    let mut dict = encoder_options(codec, options, lookahead);
+    if setup.live {
+        live_defaults(&mut ctx, &mut dict, codec, encoding, fps);
+    }
+    if let Some(crf) = encoding.crf {
+        dict.set("crf", &crf.to_string());
+    }
+    for (k, v) in [("preset", &encoding.preset), ("tune", &encoding.tune)] {
+        if let Some(v) = v {
+            dict.set(k, v);
+        }
+    }
+    for (k, v) in &encoding.opts {
+        dict.set(k, v);
+    }
+    let encoder = ctx
+        .open_as_with(setup.found, dict)
+        .with_context(|| format!("opening the {} encoder for {w}x{h} frames", setup.name))?;
+    Ok((encoder, fixed))
+}
+
 /// The muxer's options: an MP4/MOV in fragments of at most `FRAGMENT_SECONDS` where
 /// `fragmented`, else none.
 fn muxer_options(fragmented: bool) -> ff::Dictionary<'static> {
@@ -713,54 +787,21 @@ impl AvFile {
         } else {
             (size.width, size.height)
         };
-        let mut ctx = ff::codec::context::Context::new_with_codec(found)
-            .encoder()
-            .video()?;
-        ctx.set_width(w as u32);
-        ctx.set_height(h as u32);
-        ctx.set_format(pixel);
-        ctx.set_time_base(tb);
-        ctx.set_frame_rate(Some(rate));
-        if codec == Codec::Mjpeg {
-            ctx.set_color_range(ff::color::Range::JPEG);
-        }
-        let mut flags = ff::codec::Flags::empty();
-        if global_header {
-            flags |= ff::codec::Flags::GLOBAL_HEADER;
-        }
-        let fixed = qscale(codec, quality).map(|q| q * ff::ffi::FF_QP2LAMBDA);
-        if let Some(q) = qscale(codec, quality) {
-            flags |= ff::codec::Flags::QSCALE;
-            ctx.set_global_quality(q * ff::ffi::FF_QP2LAMBDA);
-        }
-        ctx.set_flags(flags);
-        set_rate_control(&mut ctx, codec, encoding);
-        refuse_unknown_options(&ctx, name, encoding)?;
-        // A recording that must survive a crash keeps its encoder's delay short too: the
-        // frames inside the lookahead are lost with the process.
-        let lookahead = (fragmented && container.fragments()).then(|| {
-            let fps = f64::from(rate.numerator()) / f64::from(rate.denominator());
-            ((fps * FRAGMENT_SECONDS / 2.0).round() as i64).clamp(1, 40)
-        });
-        let mut dict = encoder_options(codec, &options, lookahead);
-        if container.is_stream() {
-            let fps = f64::from(rate.numerator()) / f64::from(rate.denominator());
-            live_defaults(&mut ctx, &mut dict, codec, encoding, fps);
-        }
-        if let Some(crf) = encoding.crf {
-            dict.set("crf", &crf.to_string());
-        }
-        for (k, v) in [("preset", &encoding.preset), ("tune", &encoding.tune)] {
-            if let Some(v) = v {
-                dict.set(k, v);
-            }
-        }
-        for (k, v) in &encoding.opts {
-            dict.set(k, v);
-        }
-        let encoder = ctx
-            .open_as_with(found, dict)
-            .with_context(|| format!("opening the {name} encoder for {w}x{h} frames"))?;
+        let setup = EncoderSetup {
+            found,
+            name,
+            codec,
+            pixel,
+            size: (w, h),
+            tb,
+            rate,
+            global_header,
+            // A recording that must survive a crash keeps its encoder's delay short too:
+            // the frames inside the lookahead are lost with the process.
+            fragmented: fragmented && container.fragments(),
+            live: container.is_stream(),
+        };
+        let (encoder, fixed) = open_encoder(&setup, quality, encoding, &options)?;
         let stream = {
             let mut st = out.add_stream(found)?;
             st.set_parameters(&encoder);

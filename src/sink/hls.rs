@@ -240,20 +240,39 @@ impl Files {
 }
 
 /// Creates `path` new: whatever has its name is unlinked first (a link is removed, not
-/// followed), then the file is made with `O_EXCL|O_NOFOLLOW`.
+/// followed), then the file is made with `O_EXCL|O_NOFOLLOW`. A name planted again between
+/// the two is unlinked again, up to `CREATE_TRIES` times; where every try lost, the name is
+/// unlinked once more before the error, so that the muxer's rename of a temporary playlist
+/// over the real one finds no planted link to rename.
 fn create_new(path: &Path) -> std::io::Result<File> {
-    match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
+    let mut tries = 0;
+    loop {
+        match std::fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        let made = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .mode(0o666)
+            .open(path);
+        match made {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                tries += 1;
+                if tries == CREATE_TRIES {
+                    let _ = std::fs::remove_file(path);
+                    return Err(e);
+                }
+            }
+            made => return made,
+        }
     }
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .mode(0o666)
-        .open(path)
 }
+
+/// How often `create_new` unlinks a name planted again before it gives up.
+const CREATE_TRIES: u32 = 64;
 
 /// One file the muxer has open.
 struct Open {

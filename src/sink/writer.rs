@@ -166,37 +166,8 @@ impl VideoFile {
         let path = claim.path.clone();
         let path = path.as_str();
         let writing = claim.writing.clone();
-        if av::needs_even_size(codec) && (size.width % 2 == 1 || size.height % 2 == 1) {
-            crate::warn!(
-                "{} stores even sizes only: {size} frames are written as {}x{} to '{path}' (mjpeg or ffv1, or an image sequence, keep every pixel)",
-                codec.name(),
-                size.width & !1,
-                size.height & !1
-            );
-        }
-        av::check_size(codec, size).map_err(|e| anyhow::anyhow!("--output '{path}': {e}"))?;
-        let mut watch = SpaceWatch {
-            max_growth: 0,
-            last_len: 0,
-            raw_frame: size.bytes() as u64,
-        };
-        if let Some(free) = paths::free_space(paths::folder_of(path)) {
-            if free < watch.need(0) {
-                bail!(
-                    "--output '{path}': no space left on its file system ({} free; the first frame and the file's index need about {})",
-                    human(free),
-                    human(watch.need(0))
-                );
-            }
-        }
-        let mut written_codec = codec;
-        if !av::available(codec) && matches!(codec, Codec::H264 | Codec::Hevc) {
-            written_codec = Codec::Mpeg4;
-            crate::warn!(
-                "this FFmpeg build has no {} encoder; writing MPEG-4 Part 2 into '{path}' instead",
-                codec.name()
-            );
-        }
+        let mut watch = check_before_writing(codec, size, path)?;
+        let written_codec = encoder_here(codec, path);
         let open = |t: &Timing| {
             AvFile::open(
                 &writing,
@@ -233,40 +204,14 @@ impl VideoFile {
                 )));
             }
         };
-        if writer.audio_kept > 0 {
-            crate::info!(
-                "'{path}': the input's {} audio stream(s) are copied as they are",
-                writer.audio_kept
-            );
-        }
-        if fragmented && Container::of_path(path).is_some_and(Container::fragments) {
-            crate::info!(
-                "'{path}' is written in fragments of at most {} s: a crash keeps all but the last",
-                av::FRAGMENT_SECONDS
-            );
-        }
-        if claim.replacing() {
-            crate::info!(
-                "'{path}' exists: the new video is written to '{writing}' and replaces it once finished"
-            );
-        }
+        say_how_written(&writer, &claim, fragmented);
         watch.last_len = std::fs::metadata(&writing).map(|m| m.len()).unwrap_or(0);
         let open = Arc::new(Mutex::new(Open {
             writer: Some(writer),
             claim,
             written: 0,
         }));
-        static HANDLER: Once = Once::new();
-        // SAFETY: `finalize_at_exit` is an `extern "C" fn()` that never unwinds (it only
-        // takes locks and ignores every error).
-        HANDLER.call_once(|| unsafe {
-            libc::atexit(finalize_at_exit);
-        });
-        crate::stop::on_abort(|| finalize_at_exit());
-        if let Ok(mut files) = OPEN_FILES.lock() {
-            files.retain(|f| f.strong_count() > 0);
-            files.push(Arc::downgrade(&open));
-        }
+        finalized_at_exit(&open);
         Ok(Self {
             open,
             codec: written_codec.name(),
@@ -276,6 +221,86 @@ impl VideoFile {
             written: 0,
             stored: None,
         })
+    }
+}
+
+/// Refuses (or warns about) a frame size the codec can't store, and a file system without
+/// room for the first frame and the file's index; the space watch that follows the file.
+fn check_before_writing(codec: Codec, size: FrameSize, path: &str) -> Result<SpaceWatch> {
+    if av::needs_even_size(codec) && (size.width % 2 == 1 || size.height % 2 == 1) {
+        crate::warn!(
+            "{} stores even sizes only: {size} frames are written as {}x{} to '{path}' (mjpeg or ffv1, or an image sequence, keep every pixel)",
+            codec.name(),
+            size.width & !1,
+            size.height & !1
+        );
+    }
+    av::check_size(codec, size).map_err(|e| anyhow::anyhow!("--output '{path}': {e}"))?;
+    let watch = SpaceWatch {
+        max_growth: 0,
+        last_len: 0,
+        raw_frame: size.bytes() as u64,
+    };
+    if let Some(free) = paths::free_space(paths::folder_of(path)) {
+        if free < watch.need(0) {
+            bail!(
+                "--output '{path}': no space left on its file system ({} free; the first frame and the file's index need about {})",
+                human(free),
+                human(watch.need(0))
+            );
+        }
+    }
+    Ok(watch)
+}
+
+/// `codec`, or MPEG-4 Part 2 (said) where this FFmpeg build has no H.264 or HEVC encoder.
+fn encoder_here(codec: Codec, path: &str) -> Codec {
+    if !av::available(codec) && matches!(codec, Codec::H264 | Codec::Hevc) {
+        crate::warn!(
+            "this FFmpeg build has no {} encoder; writing MPEG-4 Part 2 into '{path}' instead",
+            codec.name()
+        );
+        return Codec::Mpeg4;
+    }
+    codec
+}
+
+/// Says what the opened file keeps: the input's audio, fragments, a replacement.
+fn say_how_written(writer: &AvFile, claim: &VideoClaim, fragmented: bool) {
+    let path = claim.path.as_str();
+    if writer.audio_kept > 0 {
+        crate::info!(
+            "'{path}': the input's {} audio stream(s) are copied as they are",
+            writer.audio_kept
+        );
+    }
+    if fragmented && Container::of_path(path).is_some_and(Container::fragments) {
+        crate::info!(
+            "'{path}' is written in fragments of at most {} s: a crash keeps all but the last",
+            av::FRAGMENT_SECONDS
+        );
+    }
+    if claim.replacing() {
+        crate::info!(
+            "'{path}' exists: the new video is written to '{}' and replaces it once finished",
+            claim.writing
+        );
+    }
+}
+
+/// The open file is finalized by the exit and abort handlers too, if the run never
+/// finishes it (the display dies, a second stop signal).
+fn finalized_at_exit(open: &Arc<Mutex<Open>>) {
+    static HANDLER: Once = Once::new();
+    // SAFETY: `finalize_at_exit` is an `extern "C" fn()` that never unwinds (it only
+    // takes locks and ignores every error).
+    HANDLER.call_once(|| unsafe {
+        libc::atexit(finalize_at_exit);
+    });
+    crate::stop::on_abort(|| finalize_at_exit());
+    if let Ok(mut files) = OPEN_FILES.lock() {
+        files.retain(|f| f.strong_count() > 0);
+        files.push(Arc::downgrade(open));
     }
 }
 

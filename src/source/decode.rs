@@ -296,101 +296,33 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     super::media::init();
     super::ffmpeg_log::install();
     let network = url.contains("://") && !url.starts_with("file:");
-    let mut options = ff::Dictionary::new();
-    if network {
-        // A server that never answers, or stops answering, must not hold the run.
-        options.set("rw_timeout", &super::media::URL_TIMEOUT_US.to_string());
-        if url.to_ascii_lowercase().starts_with("rtsp") {
-            options.set("timeout", &super::media::URL_TIMEOUT_US.to_string());
-        }
-    }
     let kind = if network { "stream" } else { "video file" };
-    let started = std::time::Instant::now();
-    let _ = super::ffmpeg_log::take_last_error();
-    let input = open_input(url, options).map_err(|e| match e {
-        ff::Error::Exit => anyhow::anyhow!("opening {kind} '{url}': stopped"),
-        ff::Error::InvalidData if !network => anyhow::anyhow!(
-            "'{url}' is not a video FFmpeg can decode ({e}); --decode opencv tries OpenCV's reader"
-        ),
-        e => anyhow::anyhow!(
-            "opening {kind} '{url}': {}",
-            open_failure(&e, started.elapsed(), super::ffmpeg_log::take_last_error())
-        ),
-    })?;
+    let what = format!("{kind} '{url}'");
+    let input = open_demuxer(url, network)?;
     let stream = input
         .streams()
         .best(ff::media::Type::Video)
-        .with_context(|| format!("{kind} '{url}' has no video stream"))?;
-    let index = stream.index();
+        .with_context(|| format!("{what} has no video stream"))?;
     let time_base = stream.time_base();
-    let (fps, untimed, continuity) = timing_of(&input, &stream, &format!("{kind} '{url}'"));
+    let (fps, untimed, continuity) = timing_of(&input, &stream, &what);
     let rotation = super::media::rotation_of(&stream);
     // SAFETY: the stream's own struct, read while `input` (which owns it) is alive.
     let stream_sar = unsafe { (*stream.as_ptr()).sample_aspect_ratio };
-    let file_start = crate::timebase::file_start(&input);
-    let frames_said = stream.frames();
-    let duration = stream.duration();
-    let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
-        .with_context(|| format!("{kind} '{url}': reading its codec parameters"))?;
-    let codec_name = stream.parameters().id().name().to_string();
-    let has_duration = input.duration() > 0 || duration > 0;
+    let has_duration = input.duration() > 0 || stream.duration() > 0;
     let live = network && !(serves_files(url) && has_duration);
-    ctx.set_threading(ff::codec::threading::Config {
-        kind: if live {
-            ff::codec::threading::Type::Slice
-        } else {
-            ff::codec::threading::Type::Frame
-        },
-        count: 0,
-        ..Default::default()
-    });
-    let id = stream.parameters().id();
-    let what = format!("{kind} '{url}'");
-    let given = match asked.nvdec {
-        WithNvdec::No => false,
-        WithNvdec::Yes => true,
-        WithNvdec::WhereFaster if !asked.on_device => {
-            crate::info!(
-                "{what}: --decode auto: no CUDA backend to take NVDEC's frames; the CPU decodes it"
-            );
-            false
-        }
-        WithNvdec::WhereFaster => super::nvdec::prefers(id, &what),
-    };
-    let nvdec = if given {
-        super::nvdec::attach(&mut ctx, id, asked.on_device)
-            .map_err(|why| match asked.nvdec {
-                WithNvdec::Yes => crate::warn!("{what}: --decode gpu: {why}; the CPU decodes it"),
-                _ => crate::info!("{what}: --decode auto: {why}; the CPU decodes it"),
-            })
-            .ok()
-    } else {
-        None
-    };
-    let decoder = ctx.decoder().video().with_context(|| {
-        format!("{kind} '{url}': no decoder for its video ({codec_name}) in this FFmpeg")
-    })?;
-    let start = file_start
+    let codec_name = stream.parameters().id().name().to_string();
+    let (decoder, nvdec) = open_decoder(&stream, live, asked, &what)?;
+    let start = crate::timebase::file_start(&input)
         .map(|s| {
             (s * f64::from(time_base.denominator()) / f64::from(time_base.numerator())).round()
                 as i64
         })
         .unwrap_or(0);
-    let frame_count = if live {
-        None
-    } else if frames_said > 0 {
-        Some(frames_said as u64)
-    } else {
-        let seconds = if duration > 0 {
-            crate::timebase::seconds(duration, time_base)
-        } else {
-            input.duration() as f64 / f64::from(ff::ffi::AV_TIME_BASE)
-        };
-        fps.map(|f| (seconds * f).round() as u64).filter(|&n| n > 0)
-    };
+    let frame_count = (!live).then(|| frames_of(&input, &stream, fps)).flatten();
+    let stream = stream.index();
     let mut source = Decoded {
         input,
-        stream: index,
+        stream,
         decoder,
         picture: ff::frame::Video::empty(),
         packet: ff::Packet::empty(),
@@ -424,18 +356,117 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     source.settle(rotation, &codec_name, asked.untouched)?;
     source.tags = tags_of(&source.picture, (stream_sar.num, stream_sar.den), rotation);
     if network {
-        if live {
-            crate::info!(
-                "{} is read live: when the pipeline falls behind, frames are dropped (counted at the end) so that what comes out stays current; its audio, if any, is not recorded",
-                source.what
-            );
-        } else {
-            crate::info!(
-                "'{url}' is a file (it has a duration): read as one, every frame kept in order"
-            );
-        }
+        say_how_read(&source, url);
     }
     Ok(source)
+}
+
+/// Opens `url`'s demuxer: a network one with time-outs (a server that never answers, or
+/// stops answering, must not hold the run), its failure named by its cause.
+fn open_demuxer(url: &str, network: bool) -> Result<ff::format::context::Input> {
+    let mut options = ff::Dictionary::new();
+    if network {
+        options.set("rw_timeout", &super::media::URL_TIMEOUT_US.to_string());
+        if url.to_ascii_lowercase().starts_with("rtsp") {
+            options.set("timeout", &super::media::URL_TIMEOUT_US.to_string());
+        }
+    }
+    let kind = if network { "stream" } else { "video file" };
+    let started = std::time::Instant::now();
+    let _ = super::ffmpeg_log::take_last_error();
+    open_input(url, options).map_err(|e| match e {
+        ff::Error::Exit => anyhow::anyhow!("opening {kind} '{url}': stopped"),
+        ff::Error::InvalidData if !network => anyhow::anyhow!(
+            "'{url}' is not a video FFmpeg can decode ({e}); --decode opencv tries OpenCV's reader"
+        ),
+        e => anyhow::anyhow!(
+            "opening {kind} '{url}': {}",
+            open_failure(&e, started.elapsed(), super::ffmpeg_log::take_last_error())
+        ),
+    })
+}
+
+/// `stream`'s decoder, with frame threads (slice threads for a live stream, whose frames
+/// must not wait for others), and NVDEC attached where `asked` wants it and it can.
+fn open_decoder(
+    stream: &ff::format::stream::Stream,
+    live: bool,
+    asked: Asked,
+    what: &str,
+) -> Result<(ff::decoder::Video, Option<super::nvdec::Nvdec>)> {
+    let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
+        .with_context(|| format!("{what}: reading its codec parameters"))?;
+    ctx.set_threading(ff::codec::threading::Config {
+        kind: if live {
+            ff::codec::threading::Type::Slice
+        } else {
+            ff::codec::threading::Type::Frame
+        },
+        count: 0,
+        ..Default::default()
+    });
+    let id = stream.parameters().id();
+    let given = match asked.nvdec {
+        WithNvdec::No => false,
+        WithNvdec::Yes => true,
+        WithNvdec::WhereFaster if !asked.on_device => {
+            crate::info!(
+                "{what}: --decode auto: no CUDA backend to take NVDEC's frames; the CPU decodes it"
+            );
+            false
+        }
+        WithNvdec::WhereFaster => super::nvdec::prefers(id, what),
+    };
+    let nvdec = given
+        .then(|| {
+            super::nvdec::attach(&mut ctx, id, asked.on_device)
+                .map_err(|why| match asked.nvdec {
+                    WithNvdec::Yes => {
+                        crate::warn!("{what}: --decode gpu: {why}; the CPU decodes it")
+                    }
+                    _ => crate::info!("{what}: --decode auto: {why}; the CPU decodes it"),
+                })
+                .ok()
+        })
+        .flatten();
+    let decoder = ctx.decoder().video().with_context(|| {
+        format!(
+            "{what}: no decoder for its video ({}) in this FFmpeg",
+            id.name()
+        )
+    })?;
+    Ok((decoder, nvdec))
+}
+
+/// The frames a file's stream holds: as its header says, else its duration times `fps`.
+fn frames_of(
+    input: &ff::format::context::Input,
+    stream: &ff::format::stream::Stream,
+    fps: Option<f64>,
+) -> Option<u64> {
+    if stream.frames() > 0 {
+        return Some(stream.frames() as u64);
+    }
+    let seconds = if stream.duration() > 0 {
+        crate::timebase::seconds(stream.duration(), stream.time_base())
+    } else {
+        input.duration() as f64 / f64::from(ff::ffi::AV_TIME_BASE)
+    };
+    fps.map(|f| (seconds * f).round() as u64).filter(|&n| n > 0)
+}
+
+/// Says how a network input is read: live (drops when behind), or as a file.
+fn say_how_read(source: &Decoded, url: &str) {
+    if source.live {
+        crate::info!(
+            "{} is read live: when the pipeline falls behind, frames are dropped (counted at the end) so that what comes out stays current; its audio, if any, is not recorded",
+            source.what
+        );
+    } else {
+        crate::info!(
+            "'{url}' is a file (it has a duration): read as one, every frame kept in order"
+        );
+    }
 }
 
 impl Decoded {
