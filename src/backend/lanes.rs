@@ -734,17 +734,15 @@ impl LaneSet {
         slot: &mut Slot,
         timed: bool,
     ) -> Result<()> {
-        let Place { lane, plan, band } = at;
-        let geo = &self.plans[plan].bands()[band];
-        let stride = self.key.size.stride();
-        let in_bytes = geo.input_rows.len() * stride;
+        let Place { lane, band, .. } = at;
         let per_stage = dev.settings.streams == StreamLayout::PerStage;
         let capturing = self.capturing;
-        let bl = &mut self.lanes[lane][band];
-        let s = match &bl.stream {
-            Some(own) => own,
-            None => &dev.stage_streams[stage as usize],
+        let s = match &self.lanes[lane][band].stream {
+            Some(own) => own.clone(),
+            None => dev.stage_streams[stage as usize].clone(),
         };
+        let s = &s;
+        let bl = &self.lanes[lane][band];
         // With stage streams a band's stages are ordered by events; on a band's own stream
         // they are in order already.
         if let Some(before) = stage.after().filter(|_| per_stage) {
@@ -755,100 +753,12 @@ impl LaneSet {
         }
         // The slot's buffers are not touched again until its frame completes (module
         // invariant), so these asynchronous copies never outlive the memory they use.
-        let size = self.key.size;
-        let Formats { input, output } = self.key.formats;
-        let Route {
-            through,
-            repack,
-            raw_in,
-            raw_out,
-        } = self.route;
         match stage {
-            Stage::Upload if raw_in => match &slot.desc.memory {
-                Memory::Device { ptr, .. } => {
-                    let planes = &slot.desc.planes;
-                    let extent = planes.extent(input, size);
-                    for c in planes.band_copies(input, size, geo.input_rows.clone()) {
-                        // SAFETY: the source checked the planes against the surface's
-                        // buffer (`Nvdec::lend`), so their extent is its memory, and the
-                        // slot's lease keeps that buffer until the frame completes.
-                        unsafe { copy_from_device(s, *ptr, extent, &mut bl.raw_in, c)? };
-                    }
-                }
-                Memory::Host => {
-                    for c in input.band_copies(size, geo.input_rows.clone()) {
-                        copy_up(s, &slot.input, &mut bl.raw_in, c)?;
-                    }
-                }
-            },
-            Stage::Upload => {
-                let from = geo.input_rows.start * stride;
-                s.memcpy_htod(
-                    &slot.input[from..from + in_bytes],
-                    &mut bl.bufs[0].slice_mut(0..in_bytes),
-                )?;
-            }
-            Stage::Filter if through => {
-                // The planes go back as they came; the mosaic reads them as they are (BGR).
-                if let Some(tile) = self.compose.get(band) {
-                    let (src, _) = bl.raw_in.device_ptr(s);
-                    self.kernels.compose(s, src, *tile)?;
-                }
-            }
-            Stage::Filter if repack => {
-                // A chain that changes nothing reads no halo: the band's input rows are its
-                // own. (The mosaic takes BGR, so a run with one never repacks.)
-                let (src, _) = bl.raw_in.device_ptr(s);
-                let (dst, _) = bl.raw_out.device_ptr_mut(s);
-                let rows = geo.input_rows.len();
-                self.kernels
-                    .repack_420(s, src, dst, size.width, rows, input)?;
-            }
-            Stage::Filter => {
-                let (w, rows) = (size.width, geo.input_rows.len());
-                if raw_in {
-                    let (src, _) = bl.raw_in.device_ptr(s);
-                    let (dst, _) = bl.bufs[0].device_ptr_mut(s);
-                    self.kernels.convert_in(s, src, dst, w, rows, input)?;
-                }
-                let view = View {
-                    width: w,
-                    rows,
-                    row0: geo.input_rows.start,
-                    height: size.height,
-                };
-                bl.result = self.kernels.enqueue(s, &mut bl.bufs, &mut bl.tmp, view)?;
-                if raw_out {
-                    let off = (geo.offset_in_input() * stride) as u64;
-                    let (src, _) = bl.bufs[bl.result].device_ptr(s);
-                    let (dst, _) = bl.raw_out.device_ptr_mut(s);
-                    let own = geo.rows.len();
-                    self.kernels
-                        .convert_out(s, src + off, dst, w, own, output)?;
-                }
-                if let Some(tile) = self.compose.get(band) {
-                    let (src, _) = bl.bufs[bl.result].device_ptr(s);
-                    self.kernels.compose(s, src, *tile)?;
-                }
-            }
-            Stage::Download if !self.download => {} // only the mosaic needed the frame
-            Stage::Download if through || raw_out => {
-                // Passing through, a band reads no halo: its input rows are its own.
-                let from = if through { &bl.raw_in } else { &bl.raw_out };
-                for c in output.band_copies(size, geo.rows.clone()) {
-                    copy_down(s, from, &mut slot.output, c)?;
-                }
-            }
-            Stage::Download => {
-                let out_start = geo.rows.start * stride;
-                let out_len = geo.rows.len() * stride;
-                let off = geo.offset_in_input() * stride;
-                s.memcpy_dtoh(
-                    &bl.bufs[bl.result].slice(off..off + out_len),
-                    &mut slot.output[out_start..out_start + out_len],
-                )?;
-            }
+            Stage::Upload => self.upload(s, at, slot)?,
+            Stage::Filter => self.filter(s, at)?,
+            Stage::Download => self.download(s, at, slot)?,
         }
+        let bl = &self.lanes[lane][band];
         if timed {
             mark(&bl.timing.of(stage).end, s, capturing)?;
         }
@@ -856,6 +766,123 @@ impl LaneSet {
         if per_stage || matches!(stage, Stage::Download) {
             bl.done.of(stage).record(s)?;
         }
+        Ok(())
+    }
+
+    /// Queues a band's upload on `s`: its input rows from the slot (its planes as they
+    /// came where the frame is not BGR, device to device for a frame lent from device
+    /// memory), halo included.
+    fn upload(&mut self, s: &Arc<CudaStream>, at: Place, slot: &Slot) -> Result<()> {
+        let geo = &self.plans[at.plan].bands()[at.band];
+        let bl = &mut self.lanes[at.lane][at.band];
+        let (size, input) = (self.key.size, self.key.formats.input);
+        if !self.route.raw_in {
+            let stride = size.stride();
+            let (from, len) = (geo.input_rows.start * stride, geo.input_rows.len() * stride);
+            s.memcpy_htod(
+                &slot.input[from..from + len],
+                &mut bl.bufs[0].slice_mut(0..len),
+            )?;
+            return Ok(());
+        }
+        match &slot.desc.memory {
+            Memory::Device { ptr, .. } => {
+                let planes = &slot.desc.planes;
+                let extent = planes.extent(input, size);
+                for c in planes.band_copies(input, size, geo.input_rows.clone()) {
+                    // SAFETY: the source checked the planes against the surface's buffer
+                    // (`Nvdec::lend`), so their extent is its memory, and the slot's lease
+                    // keeps that buffer until the frame completes.
+                    unsafe { copy_from_device(s, *ptr, extent, &mut bl.raw_in, c)? };
+                }
+            }
+            Memory::Host => {
+                for c in input.band_copies(size, geo.input_rows.clone()) {
+                    copy_up(s, &slot.input, &mut bl.raw_in, c)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Queues a band's kernels on `s`: the planes passed through or repacked, or converted
+    /// to BGR, filtered and converted to the output format; its tile of the mosaic.
+    fn filter(&mut self, s: &Arc<CudaStream>, at: Place) -> Result<()> {
+        let geo = &self.plans[at.plan].bands()[at.band];
+        let bl = &mut self.lanes[at.lane][at.band];
+        let size = self.key.size;
+        let Formats { input, output } = self.key.formats;
+        let (w, rows) = (size.width, geo.input_rows.len());
+        let tile = self.compose.get(at.band);
+        if self.route.through {
+            // The planes go back as they came; the mosaic reads them as they are (BGR).
+            if let Some(tile) = tile {
+                let (src, _) = bl.raw_in.device_ptr(s);
+                self.kernels.compose(s, src, *tile)?;
+            }
+            return Ok(());
+        }
+        if self.route.repack {
+            // A chain that changes nothing reads no halo: the band's input rows are its
+            // own. (The mosaic takes BGR, so a run with one never repacks.)
+            let (src, _) = bl.raw_in.device_ptr(s);
+            let (dst, _) = bl.raw_out.device_ptr_mut(s);
+            return self.kernels.repack_420(s, src, dst, w, rows, input);
+        }
+        if self.route.raw_in {
+            let (src, _) = bl.raw_in.device_ptr(s);
+            let (dst, _) = bl.bufs[0].device_ptr_mut(s);
+            self.kernels.convert_in(s, src, dst, w, rows, input)?;
+        }
+        let view = View {
+            width: w,
+            rows,
+            row0: geo.input_rows.start,
+            height: size.height,
+        };
+        bl.result = self.kernels.enqueue(s, &mut bl.bufs, &mut bl.tmp, view)?;
+        if self.route.raw_out {
+            let off = (geo.offset_in_input() * size.stride()) as u64;
+            let (src, _) = bl.bufs[bl.result].device_ptr(s);
+            let (dst, _) = bl.raw_out.device_ptr_mut(s);
+            let own = geo.rows.len();
+            self.kernels
+                .convert_out(s, src + off, dst, w, own, output)?;
+        }
+        if let Some(tile) = tile {
+            let (src, _) = bl.bufs[bl.result].device_ptr(s);
+            self.kernels.compose(s, src, *tile)?;
+        }
+        Ok(())
+    }
+
+    /// Queues a band's download on `s`: its own rows into the slot's output (none where
+    /// only the mosaic needs the frame).
+    fn download(&mut self, s: &Arc<CudaStream>, at: Place, slot: &mut Slot) -> Result<()> {
+        let geo = &self.plans[at.plan].bands()[at.band];
+        let bl = &self.lanes[at.lane][at.band];
+        let (size, output) = (self.key.size, self.key.formats.output);
+        let Route {
+            through, raw_out, ..
+        } = self.route;
+        if !self.download {
+            return Ok(()); // only the mosaic needed the frame
+        }
+        if through || raw_out {
+            // Passing through, a band reads no halo: its input rows are its own.
+            let from = if through { &bl.raw_in } else { &bl.raw_out };
+            for c in output.band_copies(size, geo.rows.clone()) {
+                copy_down(s, from, &mut slot.output, c)?;
+            }
+            return Ok(());
+        }
+        let stride = size.stride();
+        let (out_start, out_len) = (geo.rows.start * stride, geo.rows.len() * stride);
+        let off = geo.offset_in_input() * stride;
+        s.memcpy_dtoh(
+            &bl.bufs[bl.result].slice(off..off + out_len),
+            &mut slot.output[out_start..out_start + out_len],
+        )?;
         Ok(())
     }
 

@@ -458,6 +458,35 @@ fn copy_audio(
     Ok((copy, kept))
 }
 
+/// The encoder's pixel format: its codec's, or the 4:2:2 or 4:4:4 `--pix-fmt` asks for.
+fn pixel_asked(pixel: ff::format::Pixel, encoding: &super::Encoding) -> ff::format::Pixel {
+    match encoding.pix_fmt {
+        Some(super::encode::OutPixel::Yuv422p) => ff::format::Pixel::YUV422P,
+        Some(super::encode::OutPixel::Yuv444p) => ff::format::Pixel::YUV444P,
+        _ => pixel,
+    }
+}
+
+/// Writes the container's header with its muxer's options: a stream's (which connects to
+/// its peer), or a file's (fragmented where asked and the container can).
+fn write_header(
+    out: &mut ff::format::context::Output,
+    container: Container,
+    path: &str,
+    fragmented: bool,
+) -> Result<()> {
+    let muxer = match container.is_stream() {
+        true => stream_options(container, path)?,
+        false => muxer_options(fragmented && container.fragments()),
+    };
+    out.write_header_with(muxer)
+        .with_context(|| match container.is_network() {
+            true => format!("connecting to '{path}'"),
+            false => format!("writing the header of '{path}'"),
+        })?;
+    Ok(())
+}
+
 /// What a video encoder is opened for (`open_encoder`).
 struct EncoderSetup {
     found: ff::Codec,
@@ -761,11 +790,7 @@ impl AvFile {
     ) -> Result<Self> {
         media::init();
         let (name, pixel, options) = encoder_for(codec);
-        let pixel = match encoding.pix_fmt {
-            Some(super::encode::OutPixel::Yuv422p) => ff::format::Pixel::YUV422P,
-            Some(super::encode::OutPixel::Yuv444p) => ff::format::Pixel::YUV444P,
-            _ => pixel,
-        };
+        let pixel = pixel_asked(pixel, encoding);
         let found = ff::encoder::find_by_name(name)
             .with_context(|| format!("this FFmpeg has no {name} encoder for {}", codec.name()))?;
         let container = Container::of_path(path)
@@ -813,15 +838,7 @@ impl AvFile {
             Some((from, streams)) => copy_audio(&mut out, from, streams, container, path)?,
             None => (None, 0),
         };
-        let muxer = match container.is_stream() {
-            true => stream_options(container, path)?,
-            false => muxer_options(fragmented && container.fragments()),
-        };
-        out.write_header_with(muxer)
-            .with_context(|| match container.is_network() {
-                true => format!("connecting to '{path}'"),
-                false => format!("writing the header of '{path}'"),
-            })?;
+        write_header(&mut out, container, path, fragmented)?;
         // JPEG's full-range YUV has no fast conversion from BGR in libswscale (9 ms a 1080p
         // frame, against 1.8 for video range): Motion JPEG goes through video range and a
         // table, the way ffmpeg itself gets there from a decoder's YUV.

@@ -368,7 +368,6 @@ impl Nvdec {
             "internal: an NVDEC picture ({:?}) does not fit a {size} NV12 slot",
             sw_format(picture)
         );
-        unsafe extern "C" fn kept(_: *mut std::ffi::c_void, _: *mut u8) {}
         // SAFETY: `dst` is a new frame describing `frame` (luma at 0, chroma at w*h, both
         // with w-byte rows: exactly `frame`'s length), wrapped in a buffer whose free does
         // nothing (the slot owns the memory and outlives the call); with a buffer set,
@@ -379,8 +378,13 @@ impl Nvdec {
             let mut dst = ffi::av_frame_alloc();
             anyhow::ensure!(!dst.is_null(), "out of memory describing a slot");
             let base = frame.as_mut_ptr();
-            (*dst).buf[0] =
-                ffi::av_buffer_create(base, frame.len(), Some(kept), std::ptr::null_mut(), 0);
+            (*dst).buf[0] = ffi::av_buffer_create(
+                base,
+                frame.len(),
+                Some(free_nothing),
+                std::ptr::null_mut(),
+                0,
+            );
             let r = if (*dst).buf[0].is_null() {
                 ffi::AVERROR(libc::ENOMEM)
             } else {
@@ -484,6 +488,12 @@ impl Nvdec {
     pub fn decoding(&self) -> bool {
         self.on_gpu > 0 && self.on_cpu == 0
     }
+}
+
+/// The free of a buffer that wraps a slot's memory for `av_hwframe_transfer_data`: nothing
+/// (the slot owns the memory, and outlives the buffer).
+unsafe extern "C" fn free_nothing(_: *mut std::ffi::c_void, _: *mut u8) {
+    // The slot's memory stays the slot's.
 }
 
 /// The format a picture's pixels are in: a CUDA picture's software format (its frames

@@ -124,61 +124,13 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
     let mut tags = PictureTags::default();
     for t in tokens {
         let (tag, value) = t.split_at(1);
-        let number = |v: &str| {
-            v.parse::<usize>()
-                .ok()
-                .filter(|n| (1..=MAX_Y4M_SIDE).contains(n))
-        };
         match tag {
-            "W" => {
-                w = Some(number(value).ok_or(format!(
-                    "Y4M header: bad width '{value}' (framepipe reads 1 to {MAX_Y4M_SIDE} pixels)"
-                ))?)
-            }
-            "H" => {
-                h = Some(number(value).ok_or(format!(
-                    "Y4M header: bad height '{value}' (framepipe reads 1 to {MAX_Y4M_SIDE} pixels)"
-                ))?)
-            }
-            "F" => {
-                let (n, d) = value
-                    .split_once(':')
-                    .ok_or(format!("Y4M header: bad rate '{value}'"))?;
-                let (n, d) = (n.parse::<i32>(), d.parse::<i32>());
-                match (n, d) {
-                    (Ok(n), Ok(d)) if n > 0 && d > 0 => rate = Some((n, d)),
-                    (Ok(0), _) => {}
-                    _ => return Err(format!("Y4M header: bad rate '{value}'")),
-                }
-            }
-            "C" => {
-                format = match value {
-                    "420jpeg" | "420" | "420mpeg2" | "420paldv" => PixelFormat::I420,
-                    "422" => PixelFormat::Yuv422p,
-                    "444" => PixelFormat::Yuv444p,
-                    "mono" => PixelFormat::Gray,
-                    other => {
-                        return Err(format!(
-                            "Y4M colour space '{other}' is not supported (8-bit 420jpeg, 420mpeg2, 420paldv, 422, 444 and mono are): convert with ffmpeg -pix_fmt yuv420p"
-                        ))
-                    }
-                };
-                tags.chroma = match value {
-                    "420mpeg2" => Siting::Left,
-                    "420paldv" => Siting::TopLeft,
-                    _ => Siting::Center,
-                };
-                if matches!(value, "420mpeg2" | "420paldv") {
-                    notes.push(format!(
-                        "chroma sited as {value}: converted as centred (as OpenCV does), kept as {value} where it passes untouched"
-                    ));
-                }
-            }
+            "W" => w = Some(side("width", value)?),
+            "H" => h = Some(side("height", value)?),
+            "F" => rate = frame_rate(value)?.or(rate),
+            "C" => format = colour(value, &mut tags, &mut notes)?,
             "A" => {
-                let aspect = value
-                    .split_once(':')
-                    .and_then(|(n, d)| Some((n.parse::<u32>().ok()?, d.parse::<u32>().ok()?)));
-                tags.aspect = aspect.ok_or(format!("Y4M header: bad aspect ratio '{value}'"))?;
+                tags.aspect = aspect(value)?;
                 if tags.aspect.0 != tags.aspect.1 {
                     notes.push(format!(
                         "pixels {}:{} wide: filtered as stored, the ratio kept in a Y4M output",
@@ -186,20 +138,7 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
                     ));
                 }
             }
-            "I" if matches!(value, "p" | "t" | "b" | "m" | "?") => {
-                tags.interlace = value.chars().next().unwrap_or('p');
-                if !matches!(value, "p" | "?") {
-                    notes.push(format!(
-                        "interlaced ({}): fields are processed as one frame, the tag kept in a Y4M output",
-                        match value {
-                            "t" => "top field first",
-                            "b" => "bottom field first",
-                            _ => "mixed",
-                        }
-                    ));
-                }
-            }
-            "I" => return Err(format!("Y4M header: bad interlacing '{value}'")),
+            "I" => tags.interlace = interlacing(value, &mut notes)?,
             "X" if value.eq_ignore_ascii_case("COLORRANGE=FULL") => {
                 tags.range = Some(Range::Full);
                 notes.push(
@@ -225,6 +164,86 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
         notes,
         tags,
     })
+}
+
+/// A `W` or `H` tag's value: 1 to `MAX_Y4M_SIDE` pixels.
+fn side(which: &str, value: &str) -> Result<usize, String> {
+    value
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (1..=MAX_Y4M_SIDE).contains(n))
+        .ok_or(format!(
+            "Y4M header: bad {which} '{value}' (framepipe reads 1 to {MAX_Y4M_SIDE} pixels)"
+        ))
+}
+
+/// An `F` tag's value, `N:D` (None for `0:…`, an unknown rate).
+fn frame_rate(value: &str) -> Result<Option<(i32, i32)>, String> {
+    let bad = || format!("Y4M header: bad rate '{value}'");
+    let (n, d) = value.split_once(':').ok_or_else(bad)?;
+    match (n.parse::<i32>(), d.parse::<i32>()) {
+        (Ok(n), Ok(d)) if n > 0 && d > 0 => Ok(Some((n, d))),
+        (Ok(0), _) => Ok(None),
+        _ => Err(bad()),
+    }
+}
+
+/// A `C` tag's colour space: its pixel format, and its chroma siting in `tags` (said in
+/// `notes` where it is not centred).
+fn colour(
+    value: &str,
+    tags: &mut PictureTags,
+    notes: &mut Vec<String>,
+) -> Result<PixelFormat, String> {
+    let format = match value {
+        "420jpeg" | "420" | "420mpeg2" | "420paldv" => PixelFormat::I420,
+        "422" => PixelFormat::Yuv422p,
+        "444" => PixelFormat::Yuv444p,
+        "mono" => PixelFormat::Gray,
+        other => {
+            return Err(format!(
+                "Y4M colour space '{other}' is not supported (8-bit 420jpeg, 420mpeg2, 420paldv, 422, 444 and mono are): convert with ffmpeg -pix_fmt yuv420p"
+            ))
+        }
+    };
+    tags.chroma = match value {
+        "420mpeg2" => Siting::Left,
+        "420paldv" => Siting::TopLeft,
+        _ => Siting::Center,
+    };
+    if matches!(value, "420mpeg2" | "420paldv") {
+        notes.push(format!(
+            "chroma sited as {value}: converted as centred (as OpenCV does), kept as {value} where it passes untouched"
+        ));
+    }
+    Ok(format)
+}
+
+/// An `A` tag's pixel aspect ratio, `N:D`.
+fn aspect(value: &str) -> Result<(u32, u32), String> {
+    value
+        .split_once(':')
+        .and_then(|(n, d)| Some((n.parse::<u32>().ok()?, d.parse::<u32>().ok()?)))
+        .ok_or(format!("Y4M header: bad aspect ratio '{value}'"))
+}
+
+/// An `I` tag's interlacing (`p`, `t`, `b`, `m`, `?`), said in `notes` where fields are
+/// interlaced.
+fn interlacing(value: &str, notes: &mut Vec<String>) -> Result<char, String> {
+    if !matches!(value, "p" | "t" | "b" | "m" | "?") {
+        return Err(format!("Y4M header: bad interlacing '{value}'"));
+    }
+    if !matches!(value, "p" | "?") {
+        notes.push(format!(
+            "interlaced ({}): fields are processed as one frame, the tag kept in a Y4M output",
+            match value {
+                "t" => "top field first",
+                "b" => "bottom field first",
+                _ => "mixed",
+            }
+        ));
+    }
+    Ok(value.chars().next().unwrap_or('p'))
 }
 
 /// Frames from standard input, or from a named pipe read the same way.
