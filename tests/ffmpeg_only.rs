@@ -6,6 +6,7 @@
 #![cfg(all(feature = "ffmpeg", not(feature = "opencv")))]
 
 use crate::common;
+use crate::common::probe::codec_and_frames;
 
 use std::process::Command;
 
@@ -163,31 +164,6 @@ fn what_needs_opencv_is_refused_by_name() {
     );
 }
 
-/// ffprobe's (codec, frames) of the video in `path`.
-fn probe(path: &std::path::Path) -> (String, u64) {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
-        .args([
-            "-show_entries",
-            "stream=codec_name,nb_read_frames",
-            "-of",
-            "csv=p=0",
-        ])
-        .arg(path)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut parts = text.lines().next().unwrap_or_default().split(',');
-    let codec = parts.next().unwrap_or_default().to_string();
-    (
-        codec,
-        parts
-            .next()
-            .and_then(|n| n.trim().parse().ok())
-            .unwrap_or(0),
-    )
-}
-
 /// The headless product writes what FFmpeg's libraries write, without OpenCV: video files,
 /// HLS, and a stream beside them.
 #[test]
@@ -213,7 +189,7 @@ fn video_files_hls_and_streams_are_written_without_opencv() {
             "{name}: {}",
             String::from_utf8_lossy(&run.stderr)
         );
-        assert_eq!(probe(&out), (codec.to_string(), 60), "{name}");
+        assert_eq!(codec_and_frames(&out), (codec.to_string(), 60), "{name}");
     }
     let playlist = dir.join("live/index.m3u8");
     let run = Command::new(bin())
@@ -226,7 +202,11 @@ fn video_files_hls_and_streams_are_written_without_opencv() {
         .unwrap();
     let err = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{err}");
-    assert_eq!(probe(&playlist), ("h264".to_string(), 60), "{err}");
+    assert_eq!(
+        codec_and_frames(&playlist),
+        ("h264".to_string(), 60),
+        "{err}"
+    );
     assert!(
         err.contains("udp://127.0.0.1:9?pkt_size=1316: 60 of 60 frames sent"),
         "{err}"

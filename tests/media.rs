@@ -5,6 +5,7 @@
 #![cfg(feature = "opencv")]
 
 use crate::common;
+use crate::common::probe::json;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -30,21 +31,9 @@ fn ffmpeg(args: &[&str]) {
     assert!(out.status.success(), "ffmpeg {args:?}: {}", stderr(&out));
 }
 
-/// ffprobe's JSON for `entries` of `path`.
-fn probe(path: &Path, args: &[&str]) -> serde_json::Value {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-of", "json"])
-        .args(args)
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "ffprobe {path:?}: {}", stderr(&out));
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
 /// (codec_type, codec_name, r_frame_rate) of every stream.
 fn streams(path: &Path) -> Vec<(String, String, String)> {
-    let v = probe(
+    let v = json(
         path,
         &["-show_entries", "stream=codec_type,codec_name,r_frame_rate"],
     );
@@ -70,7 +59,7 @@ fn times(path: &Path, stream: &str) -> Vec<f64> {
     if stream == "a" {
         args.insert(0, "-show_packets");
     }
-    let v = probe(path, &args);
+    let v = json(path, &args);
     let list = if stream == "a" {
         &v["packets"]
     } else {
@@ -364,7 +353,7 @@ fn rotated_clips_come_out_the_right_way_up() {
             "-o",
             out.to_str().unwrap(),
         ]);
-        let v = probe(
+        let v = json(
             &out,
             &["-show_entries", "stream=width,height:stream_side_data"],
         );

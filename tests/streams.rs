@@ -5,6 +5,7 @@
 #![cfg(feature = "opencv")]
 
 use crate::common;
+use crate::common::probe::codec_and_frames;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -23,30 +24,6 @@ fn listener(input: &[&str], file: &std::path::Path) -> Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap()
-}
-
-/// (codec, frames) of the video in `file`, decoded by ffprobe.
-fn probe(file: &std::path::Path) -> (String, u64) {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
-        .args([
-            "-show_entries",
-            "stream=codec_name,nb_read_frames",
-            "-of",
-            "csv=p=0",
-        ])
-        .arg(file)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().next().unwrap_or_default().to_string();
-    let mut parts = line.split(',');
-    let codec = parts.next().unwrap_or_default().to_string();
-    let frames = parts
-        .next()
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0);
-    (codec, frames)
 }
 
 fn wait_for(mut child: Child, limit: Duration) {
@@ -123,7 +100,7 @@ fn every_kind_of_stream_delivers_every_frame() {
         );
         assert!(run.status.success(), "{kind}: {}", stderr(&run));
         wait_for(peer, Duration::from_secs(10));
-        let (codec, frames) = probe(&got);
+        let (codec, frames) = codec_and_frames(&got);
         assert_eq!(codec, "h264", "{kind}");
         assert_eq!(
             frames,
@@ -172,9 +149,9 @@ fn a_lost_peer_is_connected_to_again_while_the_file_stays_whole() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("connected again"), "{err}");
-    let (_, whole) = probe(&dir.join("beside.mp4"));
+    let (_, whole) = codec_and_frames(&dir.join("beside.mp4"));
     assert_eq!(whole, 150, "the file beside the stream lost frames\n{err}");
-    let (_, after) = probe(&dir.join("second.flv"));
+    let (_, after) = codec_and_frames(&dir.join("second.flv"));
     assert!(after > 20, "the second peer got {after} frames\n{err}");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
@@ -229,7 +206,7 @@ fn a_peer_that_never_reads_does_not_hold_the_run() {
     let elapsed = summary["elapsed_s"].as_f64().unwrap();
     assert!(written >= 20, "{summary}");
     assert!(written as f64 >= 0.9 * 25.0 * elapsed - 1.0, "{summary}");
-    let (_, frames) = probe(&dir.join("beside.mkv"));
+    let (_, frames) = codec_and_frames(&dir.join("beside.mkv"));
     assert_eq!(frames, written, "{err}");
     // Nothing reached the peer, and every frame is counted as dropped (but those still
     // queued when the stop came: at most the queue's 8).
@@ -273,7 +250,7 @@ fn an_hls_playlist_plays_end_to_end() {
         .filter(|n| n.ends_with(".tmp"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
-    let (codec, frames) = probe(&dir.join("live/index.m3u8"));
+    let (codec, frames) = codec_and_frames(&dir.join("live/index.m3u8"));
     assert_eq!((codec.as_str(), frames), ("h264", 125));
     // Again without -y: the playlist is there, and is not replaced.
     let again = framepipe_in(
@@ -355,7 +332,8 @@ fn a_killed_srt_peer_counts_its_lost_frames_as_dropped() {
     wait_for(second, Duration::from_secs(10));
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
-    let got = probe(&dir.join("first.ts")).1 + probe(&dir.join("second.ts")).1;
+    let got =
+        codec_and_frames(&dir.join("first.ts")).1 + codec_and_frames(&dir.join("second.ts")).1;
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
     let sent = summary["streams"][0]["sent"].as_u64().unwrap();

@@ -4,6 +4,7 @@
 #![cfg(feature = "opencv")]
 
 use crate::common;
+use crate::common::probe::frames_and_seconds;
 
 use std::io::Write;
 use std::path::Path;
@@ -894,33 +895,6 @@ fn a_stop_before_the_first_frame_is_clean_and_leaves_nothing() {
     println!("20 early stops: {clean} clean exits, {before_code} before any code ran");
 }
 
-/// `ffprobe`'s (frames, seconds) of the video in `path`.
-fn probe_frames_and_seconds(path: &str) -> (u64, f64) {
-    let out = Command::new("ffprobe")
-        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
-        .args([
-            "-show_entries",
-            "stream=nb_read_frames:format=duration",
-            "-of",
-            "json",
-            path,
-        ])
-        .output()
-        .unwrap();
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let frames = json["streams"][0]["nb_read_frames"]
-        .as_str()
-        .unwrap_or("0")
-        .parse()
-        .unwrap();
-    let seconds = json["format"]["duration"]
-        .as_str()
-        .unwrap_or("0")
-        .parse()
-        .unwrap();
-    (frames, seconds)
-}
-
 /// `seconds` of ffmpeg's 160x120 test source at 30 fps, encoded as `codec` says, in `dir`.
 fn ffmpeg_clip(dir: &TempDir, name: &str, seconds: &str, codec: &[&str]) -> std::path::PathBuf {
     let path = dir.join(name);
@@ -965,7 +939,7 @@ fn joined_files_keep_their_time_going_forward() {
         let err = stderr(&out);
         assert!(out.status.success(), "{err}");
         assert_eq!(err.matches("timestamps jump back").count(), 2, "{err}");
-        let (frames, seconds) = probe_frames_and_seconds(&out_path);
+        let (frames, seconds) = frames_and_seconds(std::path::Path::new(&out_path));
         assert_eq!(frames, 180, "{ext}");
         assert!(
             (seconds - 6.0).abs() < 0.1,
@@ -999,7 +973,7 @@ fn an_absurd_rate_in_a_header_falls_back_to_fps() {
         let err = stderr(&out);
         assert!(out.status.success(), "{err}");
         assert!(err.contains("which no video has"), "{err}");
-        let (frames, seconds) = probe_frames_and_seconds(&out_path);
+        let (frames, seconds) = frames_and_seconds(std::path::Path::new(&out_path));
         assert_eq!(frames, 150, "{err}");
         assert!(
             (seconds - 150.0 / rate).abs() < 0.1,
@@ -1091,7 +1065,7 @@ fn a_file_sent_to_hls_counts_what_reached_the_playlist() {
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("is read at its own rate"), "{err}");
-    let (in_playlist, _) = probe_frames_and_seconds(&playlist);
+    let (in_playlist, _) = frames_and_seconds(std::path::Path::new(&playlist));
     let [_, _, written, _] = out.counts().unwrap();
     assert_eq!(in_playlist, 150, "a paced file reaches HLS whole:\n{err}");
     assert_eq!(written, in_playlist, "{err}");
@@ -1104,7 +1078,7 @@ fn a_file_sent_to_hls_counts_what_reached_the_playlist() {
     let [_, _, written, _] = out.counts().unwrap();
     assert_eq!(
         written,
-        probe_frames_and_seconds(&fast).0,
+        frames_and_seconds(std::path::Path::new(&fast)).0,
         "{}",
         stderr(&out)
     );

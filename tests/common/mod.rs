@@ -3,6 +3,7 @@
 
 pub mod composed;
 pub mod mixed;
+pub mod probe;
 pub mod run;
 pub mod x;
 
