@@ -35,7 +35,7 @@ use crate::stop::Stop;
 pub const RING_SPARE: usize = 4;
 
 /// The browser view's settings from the flags (and the token's file or environment).
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 pub fn web_settings(args: &RunArgs) -> Result<sink::web::Settings> {
     let token = sink::web::TokenFrom {
         flag: args.serve_token.clone(),
@@ -599,10 +599,10 @@ fn check_reports(args: &RunArgs) -> Result<()> {
 
 /// `--serve` and the flags that apply to it.
 fn check_serve(args: &RunArgs) -> Result<()> {
-    if args.serve.is_some() && !cfg!(feature = "opencv") {
-        bail!("--serve: this build has no OpenCV (whose JPEG encoder the browser view uses)");
+    if args.serve.is_some() && !cfg!(feature = "ffmpeg") {
+        bail!("--serve: this build has no FFmpeg libraries (whose JPEG encoder the browser view uses)");
     }
-    #[cfg(feature = "opencv")]
+    #[cfg(feature = "ffmpeg")]
     if args.serve.is_some() {
         web_settings(args)?;
     }

@@ -10,7 +10,7 @@ use crate::common::probe::codec_and_frames;
 
 use std::process::Command;
 
-use common::run::{bin, TempDir};
+use common::run::{bin, free_port, stderr, wait_with_deadline, TempDir};
 
 /// ffmpeg's frame checksums of `args`'s decoded video.
 fn framemd5(args: &[&str], stdin: Option<std::process::Stdio>) -> String {
@@ -211,4 +211,86 @@ fn video_files_hls_and_streams_are_written_without_opencv() {
         err.contains("udp://127.0.0.1:9?pkt_size=1316: 60 of 60 frames sent"),
         "{err}"
     );
+}
+
+/// Image sequences and the browser view need no OpenCV: libavcodec's PNG, BMP and TIFF
+/// hold the frames exactly (equal to the PPM sequence framepipe writes itself), and the view
+/// serves JPEG pictures.
+#[test]
+fn image_sequences_and_the_browser_view_work_without_opencv() {
+    let dir = TempDir::new("ffmpeg-only-images");
+    let pixels = |pattern: &str| {
+        let run = Command::new(bin())
+            .current_dir(dir.path())
+            .args(["-i", "pattern", "--size", "333x251", "--frames", "3"])
+            .args(["--headless", "-q", "--filter", "gauss:1", "-o", pattern])
+            .output()
+            .unwrap();
+        assert!(run.status.success(), "{pattern}: {}", stderr(&run));
+        let first = dir.join(&pattern.replace("%02d", "01"));
+        let out = Command::new("ffmpeg")
+            .args(["-v", "error", "-i"])
+            .arg(&first)
+            .args(["-f", "rawvideo", "-pix_fmt", "bgr24", "-"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{pattern}: ffmpeg can't read it");
+        out.stdout
+    };
+    let reference = pixels("ppm/%02d.ppm");
+    assert_eq!(reference.len(), 333 * 251 * 3);
+    for pattern in ["png/%02d.png", "bmp/%02d.bmp", "tif/%02d.tif"] {
+        assert!(
+            pixels(pattern) == reference,
+            "{pattern} differs from the PPM"
+        );
+    }
+    assert_eq!(pixels("jpg/%02d.jpg").len(), reference.len());
+
+    let port = free_port();
+    let child = Command::new(bin())
+        .args(["-i", "pattern", "--size", "320x240", "--headless", "-q"])
+        .args(["--serve", &port.to_string()])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A viewer of the stream: the view encodes pictures while someone watches.
+    let jpeg = first_jpeg_of_the_stream(port);
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, std::time::Duration::from_secs(5), "--serve");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(jpeg, "no JPEG picture in /stream.mjpg");
+}
+
+/// Whether `/stream.mjpg` on `port` brings a whole JPEG (its start and end markers) within
+/// 10 s, connecting as the server comes up.
+fn first_jpeg_of_the_stream(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut conn = loop {
+        if let Ok(c) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+            break c;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    conn.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .unwrap();
+    write!(conn, "GET /stream.mjpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let (mut got, mut buf) = (Vec::new(), [0u8; 65536]);
+    while std::time::Instant::now() < deadline {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+        if let Some(start) = got.windows(2).position(|w| w == [0xff, 0xd8]) {
+            if got[start..].windows(2).any(|w| w == [0xff, 0xd9]) {
+                return true;
+            }
+        }
+    }
+    false
 }

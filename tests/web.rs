@@ -10,7 +10,7 @@ use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::run::{bin, free_port, have, stderr, wait_with_deadline, TempDir};
+use common::run::{bin, free_port, have, http, stderr, wait_with_deadline, TempDir};
 use opencv::prelude::*;
 
 /// framepipe serving `input` on `port` (headless, CPU backend), its summary in `dir`.
@@ -40,30 +40,6 @@ fn serve(dir: &TempDir, port: u16, input: &str, extra: &[&str]) -> Child {
 
 /// The header the page sends with its controls.
 const CONTROL: &str = "X-Framepipe-Control: 1\r\n";
-
-/// A GET (or POST) on the view: (status, body).
-fn http(port: u16, method: &str, path: &str, headers: &str) -> (u16, Vec<u8>) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 0\r\n{headers}\r\n"
-    )
-    .unwrap();
-    let mut all = Vec::new();
-    let _ = s.read_to_end(&mut all);
-    let text = String::from_utf8_lossy(&all);
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = match all.windows(4).position(|w| w == b"\r\n\r\n") {
-        Some(i) => all[i + 4..].to_vec(),
-        None => Vec::new(),
-    };
-    (status, body)
-}
 
 fn stop(child: Child, what: &str) -> std::process::Output {
     common::run::interrupt(&child);

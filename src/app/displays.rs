@@ -216,15 +216,15 @@ pub(super) fn open_mosaic(
     anyhow::bail!("this build has no OpenCV and cannot draw the mosaic")
 }
 
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 fn open_web(args: &RunArgs, knobs: Knobs) -> Result<Box<dyn Sink>> {
     let settings = crate::plan::web_settings(args)?;
-    Ok(Box::new(sink::web::Web::open(settings, knobs)?))
+    Ok(Box::new(crate::sink::web::Web::open(settings, knobs)?))
 }
 
-#[cfg(not(feature = "opencv"))]
+#[cfg(not(feature = "ffmpeg"))]
 fn open_web(_: &RunArgs, _: Knobs) -> Result<Box<dyn Sink>> {
-    anyhow::bail!("--serve: this build has no OpenCV")
+    anyhow::bail!("--serve: this build has no FFmpeg libraries")
 }
 
 /// Checks that the run's window can open (where it has one); false when a stop came while

@@ -1,12 +1,11 @@
-//! Image sequences (PNG and friends, numbered from 0) encoded by OpenCV's `imencode`, each
-//! file written whole under a temporary name and renamed into place
+//! Image sequences (PNG, PPM, BMP, TIFF, JPEG, numbered from 0) encoded by libavcodec's image
+//! encoders (`picture`), each file written whole under a temporary name and renamed into place
 //! (`paths::write_atomically`), in a folder claimed for the run (`claim::FolderLock`).
 
-use anyhow::{bail, Context, Result};
-use opencv::core::{Mat, Vec3b, Vector};
-use opencv::imgcodecs;
+use anyhow::{bail, Result};
 
 use super::claim;
+use super::picture::{ImageFormat, PictureEncoder};
 use super::{Flow, Frame, Sink};
 use crate::budget::human;
 use crate::frame::{FrameSize, SequencePattern};
@@ -27,11 +26,13 @@ fn check_sequence_space(path: &str, size: FrameSize) -> Result<()> {
     }
 }
 
-/// An image sequence encoded with `imencode`, each file written whole and renamed into
-/// place, numbered from 0.
+/// An image sequence encoded by libavcodec, each file written whole and renamed into place,
+/// numbered from 0.
 pub struct ImageSequence {
     pattern: SequencePattern,
-    extension: String,
+    format: ImageFormat,
+    /// Made for the first frame's size (again where a frame's size differs).
+    encoder: Option<PictureEncoder>,
     next: u64,
     _lock: claim::FolderLock,
 }
@@ -41,9 +42,13 @@ impl ImageSequence {
     pub fn new(pattern: SequencePattern, size: FrameSize, lock: claim::FolderLock) -> Result<Self> {
         check_sequence_space(&pattern.path(0), size)?;
         let extension = paths::extension(std::path::Path::new(&pattern.path(0)));
+        let Some(format) = ImageFormat::of_extension(&extension) else {
+            bail!("--output '{}': .{extension} is not an image format framepipe writes (png, ppm, bmp, tif, jpg)", pattern.path(0));
+        };
         Ok(Self {
             pattern,
-            extension,
+            format,
+            encoder: PictureEncoder::new(format, size).ok(),
             next: 0,
             _lock: lock,
         })
@@ -59,24 +64,15 @@ impl Sink for ImageSequence {
     }
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
         let (size, frame) = (frame.size(), super::bgr(frame, "an image sequence")?);
-        let mat =
-            Mat::new_rows_cols_with_bytes::<Vec3b>(size.height as i32, size.width as i32, frame)?;
         let path = self.pattern.path(self.next);
-        let mut bytes = Vector::<u8>::new();
-        let ok = imgcodecs::imencode(
-            &format!(".{}", self.extension),
-            &mat,
-            &mut bytes,
-            &Vector::new(),
-        )
-        .with_context(|| format!("encoding {path}"))?;
-        if !ok {
-            bail!(
-                "writing '{path}': OpenCV could not encode the frame as .{}",
-                self.extension
-            );
+        if self.encoder.as_ref().map(PictureEncoder::size) != Some(size) {
+            self.encoder = Some(PictureEncoder::new(self.format, size)?);
         }
-        paths::write_atomically(std::path::Path::new(&path), bytes.as_slice()).map_err(|e| {
+        let encoder = self.encoder.as_mut().expect("made above");
+        let bytes = encoder
+            .encode(frame)
+            .map_err(|e| anyhow::anyhow!("writing '{path}': {e:#}"))?;
+        paths::write_atomically(std::path::Path::new(&path), &bytes).map_err(|e| {
             // The file system says why, where it can.
             let why = match paths::free_space(paths::folder_of(&path)) {
                 Some(free) if free < bytes.len() as u64 => {

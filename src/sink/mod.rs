@@ -17,11 +17,13 @@ pub mod codec;
 pub mod encode;
 #[cfg(feature = "ffmpeg")]
 pub mod hls;
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 pub mod images;
 #[cfg(feature = "opencv")]
 pub mod mosaic;
 pub mod null;
+#[cfg(feature = "ffmpeg")]
+pub mod picture;
 pub mod ppm;
 pub mod progress;
 pub mod route;
@@ -30,7 +32,7 @@ pub mod spec;
 pub mod stream;
 #[cfg(feature = "opencv")]
 pub mod strip;
-#[cfg(feature = "opencv")]
+#[cfg(feature = "ffmpeg")]
 pub mod web;
 #[cfg(feature = "opencv")]
 pub mod window;
@@ -335,7 +337,7 @@ pub fn open_output(
         {
             Ok(Box::new(ppm::PpmSequence::new(pattern.clone(), lock)))
         }
-        #[cfg(feature = "opencv")]
+        #[cfg(feature = "ffmpeg")]
         (OutputSpec::Sequence { pattern, .. }, claim::Claimed::Folder(lock)) => Ok(Box::new(
             images::ImageSequence::new(pattern.clone(), size, lock)?,
         )),

@@ -119,9 +119,9 @@ impl OutputSpec {
                 let pattern = SequencePattern::parse(s)
                     .expect("has %")
                     .map_err(|e| format!("--output: {e}"))?;
-                if !cfg!(feature = "opencv") && extension != "ppm" {
+                if !cfg!(feature = "ffmpeg") && extension != "ppm" {
                     return Err(format!(
-                        "--output '{s}': this build has no OpenCV and writes only .ppm sequences"
+                        "--output '{s}': this build has no FFmpeg libraries and writes only .ppm sequences"
                     ));
                 }
                 Ok(OutputSpec::Sequence { pattern, extension })

@@ -296,3 +296,28 @@ pub fn wait_until_it_catches(pid: u32, sig: i32) {
         std::thread::sleep(Duration::from_millis(1));
     }
 }
+
+/// A GET (or POST) on the view: (status, body).
+pub fn http(port: u16, method: &str, path: &str, headers: &str) -> (u16, Vec<u8>) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 0\r\n{headers}\r\n"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    let text = String::from_utf8_lossy(&all);
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = match all.windows(4).position(|w| w == b"\r\n\r\n") {
+        Some(i) => all[i + 4..].to_vec(),
+        None => Vec::new(),
+    };
+    (status, body)
+}

@@ -25,8 +25,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use crossbeam_channel::{unbounded, Receiver};
-use opencv::core::{Mat, Vec3b, Vector};
-use opencv::prelude::*;
 
 pub use access::{bind_address, Settings, TokenFrom};
 
@@ -38,8 +36,6 @@ use crate::stats::Live;
 pub const MAX_FPS: f64 = 25.0;
 /// The most browsers watching the stream at once.
 pub const MAX_CLIENTS: usize = 32;
-/// JPEG quality of the stream.
-const QUALITY: i32 = 80;
 /// How often the encoder looks at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -208,10 +204,13 @@ impl Sink for Web {
     }
 }
 
-/// The encoder thread: JPEG of each frame the sink hands over, published as the newest.
+/// The encoder thread: JPEG of each frame the sink hands over, published as the newest
+/// (libavcodec's encoder, made again when the picture's size changes).
 fn encode_frames(shared: &Shared) {
-    let params = Vector::<i32>::from_slice(&[opencv::imgcodecs::IMWRITE_JPEG_QUALITY, QUALITY]);
-    let mut out = Vector::<u8>::new();
+    use super::picture::{ImageFormat, PictureEncoder};
+    let mut encoder: Option<PictureEncoder> = None;
+    // A size no encoder could be made for (said once).
+    let mut refused: Option<FrameSize> = None;
     while !shared.stop.load(Ordering::SeqCst) {
         let Ok(mailbox) = shared.mailbox.lock() else {
             return;
@@ -219,16 +218,21 @@ fn encode_frames(shared: &Shared) {
         let Ok((mut mailbox, _)) = shared.mail.wait_timeout(mailbox, POLL) else {
             return;
         };
-        let Some((size, bytes)) = mailbox.as_ref() else {
+        let Some((size, bytes)) = mailbox.take() else {
             continue;
         };
-        let encoded =
-            Mat::new_rows_cols_with_bytes::<Vec3b>(size.height as i32, size.width as i32, bytes)
-                .and_then(|mat| opencv::imgcodecs::imencode(".jpg", &mat, &mut out, &params));
-        *mailbox = None;
         drop(mailbox);
-        if let Ok(true) = encoded {
-            let jpeg = Arc::new(out.to_vec());
+        let made = encoder.as_ref().map(PictureEncoder::size);
+        if made != Some(size) && refused != Some(size) {
+            encoder = PictureEncoder::new(ImageFormat::Jpeg, size)
+                .map_err(|e| {
+                    crate::warn!("--serve: {e:#}; the view shows no picture of this size");
+                    refused = Some(size);
+                })
+                .ok();
+        }
+        if let Some(Ok(jpeg)) = encoder.as_mut().map(|e| e.encode(&bytes)) {
+            let jpeg = Arc::new(jpeg);
             shared
                 .latest
                 .send_modify(|latest| *latest = (latest.0 + 1, jpeg));
