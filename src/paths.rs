@@ -193,11 +193,9 @@ pub fn check_name(flag: &str, path: &str) -> Result<(), String> {
         return Ok(());
     };
     let len = name.as_bytes().len();
-    let folder = folder_of(path);
-    let max = std::ffi::CString::new(folder.as_os_str().as_bytes())
+    let max = rustix::fs::statvfs(folder_of(path))
         .ok()
-        // SAFETY: pathconf reads a NUL-terminated path and returns a number.
-        .map(|c| unsafe { libc::pathconf(c.as_ptr(), libc::_PC_NAME_MAX) })
+        .map(|st| st.f_namemax)
         .filter(|&m| m > 0)
         .map_or(255, |m| m as usize);
     if len > max {
@@ -211,18 +209,8 @@ pub fn check_name(flag: &str, path: &str) -> Result<(), String> {
 /// Bytes an unprivileged writer may still use on the file system holding `path` (a file or
 /// a folder); None where the system does not say.
 pub fn free_space(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: `c` is a NUL-terminated path and `st` a writable statvfs; statvfs fills `st`
-    // completely when it returns 0, and only then is `st` read.
-    let st = unsafe {
-        if libc::statvfs(c.as_ptr(), st.as_mut_ptr()) != 0 {
-            return None;
-        }
-        st.assume_init()
-    };
-    (st.f_bavail as u64).checked_mul(st.f_frsize as u64)
+    let st = rustix::fs::statvfs(path).ok()?;
+    st.f_bavail.checked_mul(st.f_frsize)
 }
 
 /// The folder `path` is written into ("." for a bare file name).

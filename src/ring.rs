@@ -9,7 +9,6 @@
 
 use std::alloc::{self, Layout};
 use std::ops::{Deref, DerefMut};
-use std::ptr::NonNull;
 use std::time::Instant;
 
 use crate::desc::FrameDesc;
@@ -24,20 +23,18 @@ pub fn allocated_bytes(len: usize) -> Option<usize> {
 }
 
 /// A page-aligned, zero-initialised host buffer of fixed length: an anonymous mapping of its
-/// own, whose zeroed pages the kernel provides as they are first touched (the first frame
-/// written into it, or the page lock), so that making a ring costs no time at start-up
-/// (zeroing 100 MB through the allocator took 56 ms).
+/// own (memmap2), whose zeroed pages the kernel provides as they are first touched (the
+/// first frame written into it, or the page lock), so that making a ring costs no time at
+/// start-up (zeroing 100 MB through the allocator took 56 ms).
 pub struct HostBuffer {
-    ptr: NonNull<u8>,
-    len: usize,
-    /// Bytes mapped: `len` page-rounded.
-    mapped: usize,
-    /// Keeps the buffer page-locked while held; dropped before the memory is freed.
+    /// Keeps the buffer page-locked while held. Declared before `map`: fields drop in
+    /// order, so the lock is released before the memory is unmapped.
     lock: Option<Box<dyn Send>>,
+    /// The mapping: `len` page-rounded, at least one page.
+    map: memmap2::MmapMut,
+    len: usize,
 }
 
-// SAFETY: HostBuffer owns its allocation exclusively, like a Vec<u8>; the lock token is Send.
-unsafe impl Send for HostBuffer {}
 // SAFETY: through `&HostBuffer` only its bytes are read (`Deref`) and whether a lock token is
 // attached; the token itself is touched only through `&mut`, so sharing is as safe as a
 // `Vec<u8>`'s (the backend's mosaic pictures are shared, read-only, with the sink thread).
@@ -47,37 +44,21 @@ impl HostBuffer {
     /// A zeroed buffer of `len` bytes, page-aligned and page-rounded.
     pub fn new(len: usize) -> Self {
         let size = allocated_bytes(len).expect("frame buffer size (checked by budget)");
-        // SAFETY: a new private anonymous mapping of `size` (non-zero) bytes, readable and
-        // writable, at an address the kernel picks; nothing else refers to it.
-        let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                size,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
+        let map = memmap2::MmapMut::map_anon(size).unwrap_or_else(|_| {
+            alloc::handle_alloc_error(
+                Layout::from_size_align(size, PAGE).expect("frame buffer layout"),
             )
-        };
-        let ptr = (raw != libc::MAP_FAILED)
-            .then(|| NonNull::new(raw.cast::<u8>()))
-            .flatten()
-            .unwrap_or_else(|| {
-                alloc::handle_alloc_error(
-                    Layout::from_size_align(size, PAGE).expect("frame buffer layout"),
-                )
-            });
+        });
         Self {
-            ptr,
-            len,
-            mapped: size,
             lock: None,
+            map,
+            len,
         }
     }
 
     /// The whole page-rounded allocation, the range a page lock must cover.
     pub fn allocation(&mut self) -> (*mut u8, usize) {
-        (self.ptr.as_ptr(), self.mapped)
+        (self.map.as_mut_ptr(), self.map.len())
     }
 
     /// Attaches a page-lock token; the previous one, if any, is released first.
@@ -95,25 +76,13 @@ impl HostBuffer {
 impl Deref for HostBuffer {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        // SAFETY: ptr is valid for len initialised bytes for the life of self.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+        &self.map[..self.len]
     }
 }
 
 impl DerefMut for HostBuffer {
     fn deref_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as above, and &mut self guarantees exclusive access.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for HostBuffer {
-    fn drop(&mut self) {
-        // Unlock before the pages go away.
-        self.lock = None;
-        // SAFETY: ptr and mapped are the mapping `new` made, unmapped once, here; no borrow
-        // of the bytes outlives self.
-        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.mapped) };
+        &mut self.map[..self.len]
     }
 }
 

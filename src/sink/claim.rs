@@ -17,7 +17,6 @@
 //!   leaves a truncated image and a link planted during the run is replaced, not followed.
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -47,14 +46,13 @@ impl Overwrite {
 /// Takes an exclusive, non-blocking `flock` on `file`; fails naming the process that holds
 /// it.
 fn lock(file: &File, what: &str) -> Result<(), String> {
-    // SAFETY: flock on a file descriptor we own; it only takes an advisory lock.
-    let r = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if r == 0 {
-        return Ok(());
-    }
-    let err = std::io::Error::last_os_error();
-    if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
-        return Err(format!("{what}: can't be locked for this run: {err}"));
+    match rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => return Ok(()),
+        Err(e) if e == rustix::io::Errno::WOULDBLOCK => {}
+        Err(e) => {
+            let err = std::io::Error::from(e);
+            return Err(format!("{what}: can't be locked for this run: {err}"));
+        }
     }
     let holder = file
         .metadata()
@@ -70,7 +68,10 @@ fn lock(file: &File, what: &str) -> Result<(), String> {
 /// The process holding a `flock` on the file `dev`/`ino`, and its name, from `/proc/locks`.
 fn lock_holder(dev: u64, ino: u64) -> Option<(u32, String)> {
     let locks = std::fs::read_to_string("/proc/locks").ok()?;
-    let (major, minor) = (libc::major(dev) as u64, libc::minor(dev) as u64);
+    let (major, minor) = (
+        u64::from(rustix::fs::major(dev)),
+        u64::from(rustix::fs::minor(dev)),
+    );
     locks.lines().find_map(|line| {
         // "1: FLOCK  ADVISORY  WRITE 12345 fd:01:1234567 0 EOF"
         let f: Vec<&str> = line.split_whitespace().collect();
