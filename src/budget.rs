@@ -108,6 +108,35 @@ pub fn check_ring(slots: usize, size: FrameSize, available: Option<u64>) -> Resu
     ))
 }
 
+/// Fails when the rings of a run's inputs (`rings`: each one's slots and frame size) need
+/// more of the machine's `available` memory together than `HOST_SHARE` of it, though each
+/// fits alone (`check_ring`, as each input's plan settles).
+pub fn check_rings(rings: &[(usize, FrameSize)], available: Option<u64>) -> Result<(), String> {
+    let total = rings
+        .iter()
+        .try_fold(0u64, |sum, &(slots, size)| {
+            sum.checked_add(ring_bytes(slots, size)?)
+        })
+        .ok_or_else(|| {
+            "the inputs' rings need more memory than any machine has; lower --ring".to_string()
+        })?;
+    let Some(available) = available else {
+        return Ok(());
+    };
+    let allowed = (available as f64 * HOST_SHARE) as u64;
+    if total <= allowed {
+        return Ok(());
+    }
+    Err(format!(
+        "the {} inputs' rings need {} of frame buffers together, more than the {:.0} % of this machine's available {} a run may take; lower --ring (now {} slots each) or run fewer inputs",
+        rings.len(),
+        human(total),
+        HOST_SHARE * 100.0,
+        human(available),
+        rings.iter().map(|r| r.0).max().unwrap_or(0),
+    ))
+}
+
 /// Fails when a backend's device buffers (`need` bytes) exceed the device's free memory.
 pub fn check_device(need: u64, free: u64, device: &str) -> Result<(), String> {
     if need <= free {

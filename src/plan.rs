@@ -34,6 +34,10 @@ use crate::stop::Stop;
 /// the tests): frames being captured, waiting and consumed while others are on the GPU.
 pub const RING_SPARE: usize = 4;
 
+/// Slots each input's ring holds in a run of several inputs when `--ring` is not given
+/// (fewer than one input's default: many rings share the host's memory).
+pub const RING_EACH: usize = 6;
+
 /// The browser view's settings from the flags (and the token's file or environment).
 #[cfg(feature = "ffmpeg")]
 pub fn web_settings(args: &RunArgs) -> Result<sink::web::Settings> {
@@ -82,10 +86,17 @@ impl Counts {
         let ring = crate::budget::default_ring(size);
         Self {
             ring,
-            in_flight: (ring - 2).clamp(1, band::default_in_flight(size.height)),
+            in_flight: Self::in_flight_for(ring, size),
             bands: band::default_bands_in(size.height, align),
             busy_bands: 1,
         }
+    }
+
+    /// Frames in flight where `--in-flight` does not say: the height's (`band`), leaving two
+    /// of the `ring`'s slots for capture and display.
+    pub fn in_flight_for(ring: usize, size: FrameSize) -> usize {
+        ring.saturating_sub(2)
+            .clamp(1, band::default_in_flight(size.height))
     }
 }
 
@@ -172,7 +183,7 @@ impl Plan {
             ring,
             in_flight: args
                 .in_flight
-                .unwrap_or_else(|| (ring - 2).clamp(1, band::default_in_flight(size.height))),
+                .unwrap_or_else(|| Counts::in_flight_for(ring, size)),
             bands: args.bands.unwrap_or(defaults.bands),
             busy_bands: args.busy_bands,
         };

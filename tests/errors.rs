@@ -223,3 +223,40 @@ fn a_server_that_never_answers_is_named_a_time_out() {
     );
     holder.join().unwrap();
 }
+
+/// The memory check adds up every input's ring: a ring each input's plan allows alone (three
+/// quarters of what a run may take) is refused for two inputs, before anything is allocated.
+#[test]
+fn every_inputs_ring_counts_against_the_memory() {
+    use framepipe::budget::{host_available, slot_bytes, HOST_SHARE};
+    use framepipe::frame::FrameSize;
+    let Some(available) = host_available() else {
+        println!("SKIPPED: the kernel says no MemAvailable");
+        return;
+    };
+    let size = FrameSize::new(3840, 2160);
+    let allowed = (available as f64 * HOST_SHARE) as u64;
+    let ring = (allowed * 3 / 4 / slot_bytes(size).unwrap())
+        .max(2)
+        .to_string();
+    let input = "pattern:3840x2160:30";
+    let alone = framepipe(
+        &["-i", input, "--ring", &ring, "--headless", "--frames", "2"],
+        Duration::from_secs(30),
+    );
+    assert!(alone.status.success(), "one input: {}", stderr(&alone));
+    expect_error(
+        &[
+            "-i",
+            input,
+            "-i",
+            input,
+            "--ring",
+            &ring,
+            "--headless",
+            "--frames",
+            "2",
+        ],
+        "the 2 inputs' rings need",
+    );
+}

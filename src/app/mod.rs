@@ -122,7 +122,7 @@ fn run_request(request: &Request, stop: &Stop) -> Result<()> {
         .into_iter()
         .map(|(i, e)| (i, format!("failed: {e:#}")))
         .collect();
-    let ring = args.ring.unwrap_or(opening::RING_EACH);
+    let ring = args.ring.unwrap_or(crate::plan::RING_EACH);
     let pipeline_inputs = inputs.into_pipeline(&names, ring);
     report::arm_exit_summary(request);
     crate::debug!("start-up: sinks open at {:.1} ms", since());

@@ -15,17 +15,13 @@ use anyhow::{Context, Result};
 use super::Parts;
 use crate::info;
 use crate::pipeline::{self, Arrival};
-use crate::plan::{Plan, Request};
+use crate::plan::{Plan, Request, RING_EACH};
 use crate::source::open::{self, Opened};
 use crate::stop::Stop;
 
 /// How long the run waits for the other inputs once one has opened: those still opening then
 /// (and allowed to) join the run when they open.
 const LATE_AFTER: Duration = Duration::from_secs(2);
-
-/// Slots each input's ring holds in a run of several inputs when `--ring` is not given
-/// (fewer than one input's default: many rings share the host's memory).
-pub(super) const RING_EACH: usize = 6;
 
 /// An input that opened: its place among `--input`s, the source (and its media), its plan.
 pub(super) struct Running {
@@ -117,6 +113,13 @@ pub(super) fn open(stop: &Stop, parts: &Parts) -> Result<Option<Inputs>> {
             }
         }
     }
+    let rings: Vec<_> = inputs
+        .running
+        .iter()
+        .map(|r| (r.plan.ring, r.plan.backend.size))
+        .collect();
+    crate::budget::check_rings(&rings, crate::budget::host_available())
+        .map_err(anyhow::Error::msg)?;
     if inputs.running.is_empty() {
         anyhow::bail!(
             "none of the {} inputs could be opened ({})",
