@@ -11,7 +11,7 @@ use std::io::Read as _;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::run::{bin, framepipe, have, stderr, wait_with_deadline, TempDir};
+use common::run::{bin, framepipe, have, require, stderr, wait_with_deadline, TempDir};
 
 /// ffmpeg with `args`, quietly; panics when it fails.
 fn ffmpeg(args: &[&str]) {
@@ -122,10 +122,7 @@ const CLIPS: &[(&str, &str, &str, &str)] = &[
 
 #[test]
 fn decoded_frames_equal_ffmpeg_s_for_every_codec_and_container() {
-    if !have("ffmpeg") {
-        println!("SKIPPED: no ffmpeg here");
-        return;
-    }
+    require(&["ffmpeg"]);
     let dir = TempDir::new("decode-exact");
     let mut compared = 0;
     for (i, &(codec, container, pix, rate)) in CLIPS.iter().enumerate() {

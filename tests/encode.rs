@@ -7,7 +7,7 @@ use crate::common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::run::{framepipe, have, stderr, TempDir};
+use common::run::{framepipe, require, stderr, TempDir};
 
 /// Writes `frames` pattern frames (320x240, unpaced at 30 fps) to `out` with `flags`.
 fn write(out: &str, frames: &str, flags: &[&str]) -> String {
@@ -53,10 +53,7 @@ fn probe(path: &str, entries: &str, frames: bool) -> String {
 
 #[test]
 fn encoder_flags_change_what_ffprobe_reports() {
-    if !have("ffprobe") {
-        println!("SKIPPED: no ffprobe here");
-        return;
-    }
+    require(&["ffprobe"]);
     let dir = TempDir::new("encode");
     let p = |n: &str| dir.join(n).display().to_string();
 

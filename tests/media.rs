@@ -11,15 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::run::{framepipe, have, stderr, TempDir};
-
-fn ffmpeg_or_skip(test: &str) -> bool {
-    let ok = have("ffmpeg") && have("ffprobe");
-    if !ok {
-        println!("SKIPPED {test}: ffmpeg/ffprobe not installed (scripts/test.sh installs them)");
-    }
-    ok
-}
+use common::run::{framepipe, require, stderr, TempDir};
 
 fn ffmpeg(args: &[&str]) {
     let out = Command::new("ffmpeg")
@@ -97,9 +89,7 @@ fn same_times(want: &[f64], got: &[f64], tolerance: f64, what: &str) {
 
 #[test]
 fn audio_rate_and_frame_times_are_kept() {
-    if !ffmpeg_or_skip("audio_rate_and_frame_times_are_kept") {
-        return;
-    }
+    require(&["ffmpeg", "ffprobe"]);
     let dir = TempDir::new("media-av");
     let input = dir.join("in.mp4");
     ffmpeg(&[
@@ -205,9 +195,7 @@ fn audio_rate_and_frame_times_are_kept() {
 
 #[test]
 fn a_variable_frame_rate_keeps_every_frame_time() {
-    if !ffmpeg_or_skip("a_variable_frame_rate_keeps_every_frame_time") {
-        return;
-    }
+    require(&["ffmpeg", "ffprobe"]);
     let dir = TempDir::new("media-vfr");
     let input = dir.join("vfr.mp4");
     // 150 frames at 30 fps, then 50 at 10 fps.
@@ -254,9 +242,7 @@ fn a_variable_frame_rate_keeps_every_frame_time() {
 
 #[test]
 fn rotated_clips_come_out_the_right_way_up() {
-    if !ffmpeg_or_skip("rotated_clips_come_out_the_right_way_up") {
-        return;
-    }
+    require(&["ffmpeg", "ffprobe"]);
     let dir = TempDir::new("media-rot");
     let plain = dir.join("plain.mp4");
     ffmpeg(&[
@@ -372,3 +358,4 @@ fn rotated_clips_come_out_the_right_way_up() {
     }
     println!("90, 180 and 270 degree display matrices: framepipe's frames equal ffmpeg's");
 }
+

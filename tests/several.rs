@@ -11,7 +11,9 @@ use std::process::{Child, Command, Stdio};
 use opencv::prelude::*;
 use std::time::{Duration, Instant};
 
-use common::run::{bin, framepipe_in, have, make_clip, stderr, wait_with_deadline, TempDir};
+use common::run::{
+    bin, framepipe_in, have, make_clip, require, stderr, wait_with_deadline, TempDir,
+};
 use common::x::Xvfb;
 
 /// Each frame's line of ffmpeg's framemd5 of `path` (times and MD5 of the decoded frame).
@@ -53,7 +55,7 @@ fn fed_fifo(path: &std::path::Path, size: &str, frames: u32) -> Child {
 
 #[test]
 fn each_input_gives_what_a_run_of_it_alone_gives() {
-    assert!(have("ffmpeg"), "scripts/test.sh installs ffmpeg");
+    require(&["ffmpeg"]);
     let dir = TempDir::new("several-equal");
     let clip = make_clip(&dir.join("clip.mp4").display().to_string(), "352x288", "24");
     let inputs = [
@@ -334,7 +336,7 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
 /// the run, recorded in the mosaic beside a pattern, every one of its frames taken.
 #[test]
 fn a_slow_input_joins_the_mosaic() {
-    assert!(have("ffmpeg"), "scripts/test.sh installs ffmpeg");
+    require(&["ffmpeg"]);
     let dir = TempDir::new("several-late-mosaic");
     let fifo = dir.join("late.y4m");
     assert!(Command::new("mkfifo")
@@ -459,7 +461,7 @@ fn the_mosaic_is_recorded_by_an_output_without_n() {
 /// others running; Ctrl-C then ends the run within a second, every output finalized.
 #[test]
 fn ended_failed_and_stalled_inputs_leave_the_others_running() {
-    assert!(have("ffmpeg"), "scripts/test.sh installs ffmpeg");
+    require(&["ffmpeg"]);
     let dir = TempDir::new("several-faults");
     let clip = make_clip(
         &dir.join("short.mp4").display().to_string(),
@@ -671,7 +673,7 @@ fn live_server(port: u16) -> Child {
 /// input runs on; the summary counts the reconnect, and a stop still ends the run at once.
 #[test]
 fn a_network_input_reconnects_when_its_server_comes_back() {
-    assert!(have("ffmpeg"), "scripts/test.sh installs ffmpeg");
+    require(&["ffmpeg"]);
     let dir = TempDir::new("several-reconnect");
     let port = common::run::free_port();
     let mut server = live_server(port);

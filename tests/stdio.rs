@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::run::{bin, have, stderr, wait_with_deadline, TempDir};
+use common::run::{bin, require, stderr, wait_with_deadline, TempDir};
 use framepipe::filter::Chain;
 use framepipe::frame::FrameSize;
 use framepipe::pixel::{Formats, PixelFormat};
@@ -262,10 +262,7 @@ fn a_reader_that_goes_away_ends_the_run_cleanly() {
 
 #[test]
 fn ffmpeg_pipes_through_framepipe() {
-    if !(have("ffmpeg") && have("ffprobe")) {
-        println!("SKIPPED ffmpeg_pipes_through_framepipe: no ffmpeg (scripts/test.sh installs it)");
-        return;
-    }
+    require(&["ffmpeg", "ffprobe"]);
     let dir = common::run::TempDir::new("stdio-ffmpeg");
     let out = dir.join("out.mp4");
     let script = format!(

@@ -10,7 +10,9 @@ use crate::common::probe::codec_and_frames;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::run::{bin, framepipe_in, free_port, have, stderr, wait_with_deadline, TempDir};
+use common::run::{
+    bin, framepipe_in, free_port, have, require, stderr, wait_with_deadline, TempDir,
+};
 
 /// ffmpeg receiving `url` (listening) into `file`, stream copied.
 fn listener(input: &[&str], file: &std::path::Path) -> Child {
@@ -115,21 +117,13 @@ fn every_kind_of_stream_delivers_every_frame() {
 /// written beside it keeps every frame.
 #[test]
 fn a_lost_peer_is_connected_to_again_while_the_file_stays_whole() {
-    assert!(have("ffmpeg"), "scripts/test.sh installs ffmpeg");
+    require(&["ffmpeg"]);
     let dir = TempDir::new("streams-reconnect");
     let port = free_port();
     let url = format!("rtmp://127.0.0.1:{port}/live/x");
     let first = listener(&["-listen", "1", "-i", &url], &dir.join("first.flv"));
     std::thread::sleep(Duration::from_millis(800));
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args([
-            "--headless",
-            "--backend",
-            "cpu",
-            "--input",
-            "pattern:320x240:25",
-        ])
+    let child = pattern_run(&dir, 25)
         .args(["--frames", "150", "--codec", "h264"])
         .args(["--output", &url, "--output", "beside.mp4"])
         .args(["--summary-json", "s.json"])
@@ -174,15 +168,7 @@ fn a_peer_that_never_reads_does_not_hold_the_run() {
         std::thread::sleep(Duration::from_secs(8));
         drop(conns);
     });
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args([
-            "--headless",
-            "--backend",
-            "cpu",
-            "--input",
-            "pattern:320x240:25",
-        ])
+    let child = pattern_run(&dir, 25)
         .args(["--output", &format!("rtmp://127.0.0.1:{port}/live/x")])
         .args(["--output", "beside.mkv", "--summary-json", "s.json"])
         .stdin(Stdio::null())
@@ -216,13 +202,14 @@ fn a_peer_that_never_reads_does_not_hold_the_run() {
         stream["dropped"].as_u64().unwrap(),
         stream["taken"].as_u64().unwrap(),
     );
-    assert!(dropped + 8 >= taken && taken >= 40, "{summary}");
+    // The stream was handed every frame the file got, as the run went.
+    assert!(dropped + 8 >= taken && taken >= written, "{summary}");
     holder.join().unwrap();
 }
 
 #[test]
 fn an_hls_playlist_plays_end_to_end() {
-    assert!(have("ffprobe"), "scripts/test.sh installs ffmpeg");
+    require(&["ffprobe"]);
     let dir = TempDir::new("streams-hls");
     let run = framepipe_in(
         dir.path(),
@@ -281,7 +268,7 @@ fn an_hls_playlist_plays_end_to_end() {
 /// dead peer went unnoticed.
 #[test]
 fn a_killed_srt_peer_counts_its_lost_frames_as_dropped() {
-    assert!(have("ffmpeg"), "scripts/test.sh installs ffmpeg");
+    require(&["ffmpeg"]);
     let dir = TempDir::new("streams-srt-killed");
     let port = free_port();
     let receive = |file: &str| {
@@ -302,15 +289,7 @@ fn a_killed_srt_peer_counts_its_lost_frames_as_dropped() {
     };
     let mut first = receive("first.ts");
     std::thread::sleep(Duration::from_millis(500));
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args([
-            "--headless",
-            "--backend",
-            "cpu",
-            "--input",
-            "pattern:320x240:30",
-        ])
+    let child = pattern_run(&dir, 30)
         .args(["--output", &format!("srt://127.0.0.1:{port}")])
         .args(["--summary-json", "s.json"])
         .stdin(Stdio::null())
@@ -343,4 +322,17 @@ fn a_killed_srt_peer_counts_its_lost_frames_as_dropped() {
         sent <= got + 30 && sent + 30 >= got,
         "{sent} sent, {got} received:\n{err}"
     );
+}
+
+/// framepipe in `dir`, headless on the CPU backend, over the 320x240 pattern at `fps`.
+fn pattern_run(dir: &TempDir, fps: u32) -> Command {
+    let mut run = Command::new(bin());
+    run.current_dir(dir.path()).args([
+        "--headless",
+        "--backend",
+        "cpu",
+        "--input",
+        &format!("pattern:320x240:{fps}"),
+    ]);
+    run
 }

@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::run::{
-    bin, framepipe, frames_in, have, make_clip, stderr, wait_with_deadline, SummaryFile, TempDir,
+    bin, framepipe, frames_in, make_clip, require, stderr, wait_with_deadline, SummaryFile, TempDir,
 };
 use opencv::prelude::*;
 use opencv::videoio;
@@ -491,10 +491,7 @@ fn a_pipe_as_input_is_read_as_a_stream_and_named_as_such() {
 
 #[test]
 fn a_size_change_mid_stream_is_never_written_as_stale_frames() {
-    if !have("ffmpeg") {
-        println!("SKIPPED: ffmpeg is needed to make a stream whose size changes (scripts/test.sh installs it)");
-        return;
-    }
+    require(&["ffmpeg"]);
     let dir = TempDir::new("size-change");
     // MPEG-2 growing (OpenCV repeats the old frame), H.264 shrinking (OpenCV lays the new
     // frame out at the old size): both are stopped at the change.
@@ -920,10 +917,7 @@ fn ffmpeg_clip(dir: &TempDir, name: &str, seconds: &str, codec: &[&str]) -> std:
 
 #[test]
 fn joined_files_keep_their_time_going_forward() {
-    if !have("ffmpeg") || !have("ffprobe") {
-        println!("SKIPPED: needs ffmpeg and ffprobe");
-        return;
-    }
+    require(&["ffmpeg", "ffprobe"]);
     let dir = TempDir::new("joined-ts");
     let one = ffmpeg_clip(&dir, "a.ts", "2", &["-c:v", "libx264", "-g", "30"]);
     let bytes = std::fs::read(&one).unwrap();
@@ -950,10 +944,7 @@ fn joined_files_keep_their_time_going_forward() {
 
 #[test]
 fn an_absurd_rate_in_a_header_falls_back_to_fps() {
-    if !have("ffmpeg") || !have("ffprobe") {
-        println!("SKIPPED: needs ffmpeg and ffprobe");
-        return;
-    }
+    require(&["ffmpeg", "ffprobe"]);
     let dir = TempDir::new("flipped-avi");
     let avi = ffmpeg_clip(&dir, "in.avi", "5", &["-c:v", "mjpeg"]);
     // The stream header's scale and rate flipped: 10/2796203 frames a second.
@@ -1001,10 +992,7 @@ fn peak_rss_kb(mut child: Child) -> (u64, std::process::Output) {
 
 #[test]
 fn reading_a_file_keeps_none_of_its_packets() {
-    if !have("ffmpeg") {
-        println!("SKIPPED: needs ffmpeg");
-        return;
-    }
+    require(&["ffmpeg"]);
     let dir = TempDir::new("packets-kept");
     let made = |name: &str, seconds: &str| {
         let path = dir.join(name);

@@ -321,3 +321,15 @@ pub fn http(port: u16, method: &str, path: &str, headers: &str) -> (u16, Vec<u8>
     };
     (status, body)
 }
+
+/// Fails the test where a tool `scripts/test.sh` installs is missing: a test that needs
+/// ffmpeg never passes by skipping (the one skip idiom is for what a machine may lack for
+/// good: a GPU, root, a display).
+pub fn require(tools: &[&str]) {
+    for tool in tools {
+        assert!(
+            have(tool),
+            "{tool} is not installed: scripts/test.sh installs it"
+        );
+    }
+}
