@@ -359,3 +359,56 @@ fn rotated_clips_come_out_the_right_way_up() {
     println!("90, 180 and 270 degree display matrices: framepipe's frames equal ffmpeg's");
 }
 
+/// `.ts` and `.flv` are files too (what an NVR or an RTMP server records): every frame of
+/// the input, H.264, its AAC audio copied packet for packet, and ffmpeg decodes them clean.
+#[test]
+fn ts_and_flv_files_keep_every_frame_and_the_audio() {
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("ts-flv-files");
+    let input = dir.join("in.mp4");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        "testsrc2=s=320x240:r=30:d=2",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=f=440:d=2",
+        "-c:v",
+        "libx264",
+        "-c:a",
+        "aac",
+        "-shortest",
+        input.to_str().unwrap(),
+    ]);
+    let audio_in = times(&input, "a").len();
+    for name in ["out.ts", "out.flv"] {
+        let out = dir.join(name);
+        let err = run_ok(&[
+            "-i",
+            input.to_str().unwrap(),
+            "--headless",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(err.contains("audio stream(s) are copied"), "{name}: {err}");
+        assert_eq!(
+            crate::common::probe::codec_and_frames(&out),
+            ("h264".to_string(), 60),
+            "{name}"
+        );
+        assert_eq!(times(&out, "a").len(), audio_in, "{name}: audio packets");
+        let decoded = Command::new("ffmpeg")
+            .args(["-v", "error", "-i"])
+            .arg(&out)
+            .args(["-f", "null", "-"])
+            .output()
+            .unwrap();
+        assert!(
+            decoded.status.success() && decoded.stderr.is_empty(),
+            "{name}: {}",
+            String::from_utf8_lossy(&decoded.stderr)
+        );
+    }
+}

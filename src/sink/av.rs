@@ -403,6 +403,15 @@ fn encoder_options(
     dict
 }
 
+/// Whether an MPEG-TS file carries audio of `id` (what libavformat's muxer writes streams of).
+fn ts_holds_audio(id: ff::codec::Id) -> bool {
+    use ff::codec::Id;
+    matches!(
+        id,
+        Id::AAC | Id::MP2 | Id::MP3 | Id::AC3 | Id::EAC3 | Id::OPUS | Id::DTS
+    )
+}
+
 /// Adds to `out` a stream for each of `streams` of the file `from` that the container
 /// (`extension`) holds, warning about each it can't; the copier that feeds them, and how many
 /// were kept.
@@ -430,6 +439,12 @@ fn copy_audio(
             )
         };
         let aac_in_avi = container == Container::Avi && id == ff::codec::Id::AAC;
+        // libavformat's MPEG-TS muxer answers no query (it has no codec tags): the audio
+        // codecs it carries are named here.
+        let holds = match container {
+            Container::TsFile => i32::from(ts_holds_audio(id)),
+            _ => holds,
+        };
         if holds != 1 || aac_in_avi {
             crate::warn!(
                 "a .{} file can't hold the input's {} audio (stream {}): it is left out of '{path}' (.mkv holds any audio; --no-audio says you meant it)",

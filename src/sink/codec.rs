@@ -3,7 +3,7 @@
 //! the writer.
 
 /// Container formats `--output` writes as video, by extension.
-pub const VIDEO_EXTENSIONS: &[&str] = &["mp4", "mov", "mkv", "avi", "webm"];
+pub const VIDEO_EXTENSIONS: &[&str] = &["mp4", "mov", "mkv", "avi", "webm", "ts", "flv"];
 
 /// The network outputs `--output` sends to, by URL scheme, and the container each carries.
 pub const STREAM_SCHEMES: &[(&str, Container)] = &[
@@ -28,6 +28,10 @@ pub enum Container {
     Avi,
     /// `.webm`: VP9 only.
     Webm,
+    /// `.ts`: an MPEG-TS file (what a broadcast or an NVR records).
+    TsFile,
+    /// `.flv`: an FLV file (what an RTMP server records).
+    FlvFile,
     /// MPEG-TS, sent over `udp://` or `srt://`.
     Ts,
     /// FLV, published over `rtmp://`.
@@ -47,6 +51,8 @@ impl Container {
             "mkv" => Container::Mkv,
             "avi" => Container::Avi,
             "webm" => Container::Webm,
+            "ts" => Container::TsFile,
+            "flv" => Container::FlvFile,
             "m3u8" => Container::Hls,
             _ => return None,
         })
@@ -82,8 +88,8 @@ impl Container {
     /// libavformat's muxer for it, where the path alone does not say (a URL).
     pub fn muxer(self) -> Option<&'static str> {
         match self {
-            Container::Ts => Some("mpegts"),
-            Container::Flv => Some("flv"),
+            Container::Ts | Container::TsFile => Some("mpegts"),
+            Container::Flv | Container::FlvFile => Some("flv"),
             Container::Rtsp => Some("rtsp"),
             Container::Hls => Some("hls"),
             _ => None,
@@ -98,8 +104,8 @@ impl Container {
             Container::Mkv => "mkv",
             Container::Avi => "avi",
             Container::Webm => "webm",
-            Container::Ts => "ts",
-            Container::Flv => "flv",
+            Container::Ts | Container::TsFile => "ts",
+            Container::Flv | Container::FlvFile => "flv",
             Container::Rtsp => "rtsp",
             Container::Hls => "m3u8",
         }
@@ -114,7 +120,9 @@ impl Container {
             Container::Mp4
             | Container::Mov
             | Container::Ts
+            | Container::TsFile
             | Container::Flv
+            | Container::FlvFile
             | Container::Rtsp
             | Container::Hls => Codec::H264,
         }
@@ -130,10 +138,10 @@ impl Container {
             }
             Container::Mov => codec != Codec::Vp9,
             Container::Avi => !matches!(codec, Codec::Vp9 | Codec::Hevc),
-            Container::Ts | Container::Rtsp => {
+            Container::Ts | Container::TsFile | Container::Rtsp => {
                 matches!(codec, Codec::H264 | Codec::Hevc | Codec::Mpeg4)
             }
-            Container::Flv => codec == Codec::H264,
+            Container::Flv | Container::FlvFile => codec == Codec::H264,
             Container::Hls => matches!(codec, Codec::H264 | Codec::Hevc),
         }
     }
