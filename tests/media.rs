@@ -13,6 +13,28 @@ use std::time::Duration;
 
 use common::run::{framepipe, require, stderr, TempDir};
 
+/// An H.264 clip of the test pattern (`size`, `rate`) with AAC audio (a sine), `secs` long.
+fn clip_with_audio(path: &Path, size: &str, rate: &str, secs: u32) {
+    let video = format!("testsrc2=s={size}:r={rate}:d={secs}");
+    let audio = format!("sine=f=440:d={secs}");
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        &video,
+        "-f",
+        "lavfi",
+        "-i",
+        &audio,
+        "-c:v",
+        "libx264",
+        "-c:a",
+        "aac",
+        "-shortest",
+        path.to_str().unwrap(),
+    ]);
+}
+
 fn ffmpeg(args: &[&str]) {
     let out = Command::new("ffmpeg")
         .args(["-v", "error", "-y"])
@@ -92,22 +114,7 @@ fn audio_rate_and_frame_times_are_kept() {
     require(&["ffmpeg", "ffprobe"]);
     let dir = TempDir::new("media-av");
     let input = dir.join("in.mp4");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=s=640x360:r=30000/1001:d=4",
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=f=440:d=4",
-        "-c:v",
-        "libx264",
-        "-c:a",
-        "aac",
-        "-shortest",
-        input.to_str().unwrap(),
-    ]);
+    clip_with_audio(&input, "640x360", "30000/1001", 4);
     let frame = 1001.0 / 30000.0;
     let video_in = times(&input, "v");
     let audio_in = times(&input, "a");
@@ -366,22 +373,7 @@ fn ts_and_flv_files_keep_every_frame_and_the_audio() {
     require(&["ffmpeg", "ffprobe"]);
     let dir = TempDir::new("ts-flv-files");
     let input = dir.join("in.mp4");
-    ffmpeg(&[
-        "-f",
-        "lavfi",
-        "-i",
-        "testsrc2=s=320x240:r=30:d=2",
-        "-f",
-        "lavfi",
-        "-i",
-        "sine=f=440:d=2",
-        "-c:v",
-        "libx264",
-        "-c:a",
-        "aac",
-        "-shortest",
-        input.to_str().unwrap(),
-    ]);
+    clip_with_audio(&input, "320x240", "30", 2);
     let audio_in = times(&input, "a").len();
     for name in ["out.ts", "out.flv"] {
         let out = dir.join(name);
