@@ -8,9 +8,9 @@
 
 use anyhow::{bail, Context, Result};
 
-use super::Parts;
 use crate::paths::{self, InputFile};
-use crate::plan::Request;
+use crate::plan::run::{Outputs, Reports};
+use crate::plan::{InputPlan, RunPlan};
 use crate::sink::claim::{self, Claimed, Overwrite, VideoClaim};
 use crate::sink::{self, OutputSpec};
 use crate::source::InputSpec;
@@ -23,36 +23,50 @@ pub(super) struct Claims {
     pub recording: Option<Claimed>,
 }
 
-/// Claims every output of `parts` (module doc).
-pub(super) fn claim(parts: &Parts) -> Result<Claims> {
-    if parts.inputs.len() > 1 {
-        refuse_crossed_files(&parts.inputs, parts.recording.as_ref())?;
+/// Claims every output of `plan` (module doc).
+pub(super) fn claim(plan: &RunPlan) -> Result<Claims> {
+    if plan.several() {
+        refuse_crossed_files(plan.inputs(), plan.recording())?;
     }
-    let mut each = Vec::with_capacity(parts.inputs.len());
-    for request in &parts.inputs {
-        each.push(Some(check_outputs(request)?));
+    let (overwrite, reports) = (plan.writing().overwrite, plan.reports());
+    let mut each = Vec::with_capacity(plan.inputs().len());
+    for input in plan.inputs() {
+        let file = input_file(input);
+        each.push(Some(check_outputs(
+            &input.outputs,
+            file,
+            overwrite,
+            reports,
+        )?));
     }
-    let recording = parts.recording.as_ref().map(check_outputs).transpose()?;
+    let recording = plan
+        .recording()
+        .map(|r| check_outputs(r, None, overwrite, reports))
+        .transpose()?;
     Ok(Claims { each, recording })
 }
 
-/// `request`'s input file, where it is one (to refuse writing over it).
-fn input_file(request: &Request) -> Option<InputFile<'_>> {
-    match &request.input {
+/// `input`'s file, where it is one (to refuse writing over it).
+fn input_file(input: &InputPlan) -> Option<InputFile<'_>> {
+    match &input.spec {
         InputSpec::Video(p) | InputSpec::Image(p) => paths::file_id(p).map(|id| InputFile {
-            name: &request.input_name,
+            name: &input.name,
             id,
         }),
         _ => None,
     }
 }
 
-/// Refuses any file `request` would write that can't be written, is its input file, is not
-/// a regular file, is named twice, or exists without `-y`; then claims its output.
-fn check_outputs(request: &Request) -> Result<Claimed> {
-    let (args, output) = (&request.flags, request.output.as_ref());
-    let overwrite = Overwrite::from_flags(args.overwrite, args.no_overwrite);
-    let input_file = input_file(request);
+/// Refuses any file `outputs` (and the reports) would write that can't be written, is the
+/// input file, is not a regular file, is named twice, or exists without `-y`; then claims
+/// the file output.
+fn check_outputs(
+    outputs: &Outputs,
+    input_file: Option<InputFile>,
+    overwrite: Overwrite,
+    reports: &Reports,
+) -> Result<Claimed> {
+    let output = outputs.file.as_ref();
     let mut files: Vec<(&str, String)> = Vec::new();
     match output {
         Some(OutputSpec::Video { path, .. }) => files.push(("--output", path.clone())),
@@ -75,12 +89,13 @@ fn check_outputs(request: &Request) -> Result<Claimed> {
         Some(OutputSpec::Stdout) | None => {}
     }
     let inputs: Vec<InputFile> = input_file.iter().cloned().collect();
-    let playlists = claim_playlists(&request.streams, overwrite, &inputs)?;
+    let playlists = claim_playlists(&outputs.streams, overwrite, &inputs)?;
     files.extend(playlists.iter().map(|p| ("--output", p.to_string())));
-    files.extend(args.trace.iter().map(|p| ("--trace", p.clone())));
-    files.extend(args.timeline.iter().map(|p| ("--timeline", p.clone())));
+    files.extend(reports.trace.iter().map(|p| ("--trace", p.clone())));
+    files.extend(reports.timeline.iter().map(|p| ("--timeline", p.clone())));
     files.extend(
-        args.summary_json
+        reports
+            .summary_json
             .iter()
             .map(|p| ("--summary-json", p.clone())),
     );
@@ -179,12 +194,13 @@ fn claim_playlists<'a>(
 
 /// Refuses an input's output (or the mosaic's: `recording`) that is another input's file
 /// (each input's part checks its own input), and two outputs that are one file.
-fn refuse_crossed_files(requests: &[Request], recording: Option<&Request>) -> Result<()> {
-    let files: Vec<InputFile> = requests.iter().filter_map(input_file).collect();
-    let outputs: Vec<&str> = requests
+fn refuse_crossed_files(inputs: &[InputPlan], recording: Option<&Outputs>) -> Result<()> {
+    let files: Vec<InputFile> = inputs.iter().filter_map(input_file).collect();
+    let outputs: Vec<&str> = inputs
         .iter()
+        .map(|i| &i.outputs)
         .chain(recording)
-        .flat_map(|r| r.flags.output.iter().map(String::as_str))
+        .flat_map(|o| o.named.iter().map(String::as_str))
         .filter(|o| !o.contains("://") && *o != "-")
         .collect();
     for (k, out) in outputs.iter().enumerate() {

@@ -9,58 +9,50 @@
 use anyhow::Result;
 
 use super::opening::{Inputs, Running};
-use super::Parts;
-use crate::cli::RunArgs;
-use crate::plan::Plan;
+use crate::plan::run::{Display, Serve, Window};
+use crate::plan::{Plan, RunPlan};
 #[cfg(feature = "opencv")]
 use crate::sink;
 use crate::sink::{claim::Claimed, Knobs, Sink};
 use crate::stop::Stop;
 use crate::tiles::{Compose, FullFrames, Layout, MAX_MOSAIC};
 
-/// Each input is shown in a window of its own (one input, or `--no-mosaic`).
-pub(super) fn window_each(args: &RunArgs, several: bool) -> bool {
-    !args.headless && (!several || args.no_mosaic)
-}
-
 /// The window and the browser view of input `at` where it is shown alone (a run of one
 /// input; `--no-mosaic`): the window first, then the view.
 pub(super) fn of_input(
-    parts: &Parts,
+    plan: &RunPlan,
     running: &Running,
     stop: &Stop,
 ) -> Result<Vec<Box<dyn Sink>>> {
-    let args = &parts.inputs[running.at].flags;
-    let several = parts.inputs.len() > 1;
-    let knobs = knobs(args, &running.plan);
+    let (display, several) = (plan.display(), plan.several());
+    let knobs = knobs(&running.plan);
     let mut shown: Vec<Box<dyn Sink>> = Vec::new();
-    if window_each(args, several) {
+    if display.window == Window::Each {
         let (title, hold) = match several {
             true => (
                 format!(
                     "framepipe {}: {}",
-                    running.at, parts.inputs[running.at].input_name
+                    running.at,
+                    plan.inputs()[running.at].name
                 ),
                 None,
             ),
             // At the end of a file the last frame stays up until q (or a stop).
-            false => (
-                "framepipe".to_string(),
-                (!args.exit_at_end).then(|| stop.clone()),
-            ),
+            false => ("framepipe".to_string(), display.hold.then(|| stop.clone())),
         };
         shown.push(open_window(&title, knobs.clone(), hold)?);
     }
-    if args.serve.is_some() && !several {
-        shown.push(open_web(args, knobs)?);
+    match &display.serve {
+        Some(serve) if !several => shown.push(open_web(serve, knobs)?),
+        _ => {}
     }
     Ok(shown)
 }
 
 /// The window's knobs for an input's plan.
-fn knobs(args: &RunArgs, plan: &Plan) -> Knobs {
+fn knobs(plan: &Plan) -> Knobs {
     Knobs {
-        pageable: args.pageable,
+        pageable: plan.backend.pageable,
         bands: plan.backend.plan.len(),
         height: plan.backend.size.height,
     }
@@ -71,17 +63,14 @@ fn knobs(args: &RunArgs, plan: &Plan) -> Knobs {
 /// (`order`: open, then joining late), and whose frames come down whole (`own_outputs`:
 /// some input writes outputs of its own). None for one input, or where nothing looks.
 pub(super) fn compose(
-    parts: &Parts,
+    plan: &RunPlan,
     inputs: &Inputs,
     order: &[usize],
     own_outputs: bool,
 ) -> Option<Compose> {
-    let args = &parts.inputs[0].flags;
-    let n = parts.inputs.len();
-    let shown = !args.headless && !args.no_mosaic;
-    let looked_at = shown || parts.recording.is_some() || args.serve.is_some();
-    (n > 1 && looked_at).then(|| Compose {
-        layout: mosaic_layout(args, n, &inputs.running),
+    let display = plan.display();
+    display.mosaic.then(|| Compose {
+        layout: mosaic_layout(display, plan.inputs().len(), &inputs.running),
         tile_of: order.to_vec(),
         full: match own_outputs {
             true => FullFrames::all(),
@@ -92,15 +81,12 @@ pub(super) fn compose(
 
 /// The mosaic's layout: `--grid` or as square as `n` tiles make it, fitting the screen
 /// where it is shown, at most `MAX_MOSAIC` where it is only recorded (wherever the run is).
-fn mosaic_layout(args: &RunArgs, n: usize, running: &[Running]) -> Layout {
-    let (cols, rows) = args
-        .grid
-        .map(|g| (g.width, g.height))
-        .unwrap_or_else(|| crate::tiles::auto_grid(n));
+fn mosaic_layout(display: &Display, n: usize, running: &[Running]) -> Layout {
+    let (cols, rows) = display.grid.unwrap_or_else(|| crate::tiles::auto_grid(n));
     let sizes: Vec<_> = running.iter().map(|r| r.opened.0.size()).collect();
-    let within = match args.headless || args.no_mosaic {
-        true => MAX_MOSAIC,
-        false => shown_within(),
+    let within = match display.window {
+        Window::Mosaic => shown_within(),
+        _ => MAX_MOSAIC,
     };
     Layout::new(cols, rows, &sizes, within)
 }
@@ -118,22 +104,22 @@ fn shown_within() -> crate::frame::FrameSize {
 
 /// The mosaic of every input (`inputs`: those running, and those that failed to open, with
 /// why), in one window (unless headless or `--no-mosaic`), in the browser view, and recorded
-/// to the outputs without `{n}` (`parts.recording`, on its claim); `compose` is what the
+/// to the outputs without `{n}` (`RunPlan::recording`, on its claim); `compose` is what the
 /// backend composes.
 #[cfg(feature = "opencv")]
 pub(super) fn open_mosaic(
-    parts: &Parts,
+    plan: &RunPlan,
     inputs: &Inputs,
     compose: Compose,
     stop: &Stop,
     claim: Option<Claimed>,
 ) -> Result<Box<dyn Sink>> {
     use crate::sink::mosaic::Mosaic;
-    let args = &parts.inputs[0].flags;
+    let display = plan.display();
     let running = &inputs.running;
     let canvas = compose.layout.canvas;
     let knobs = Knobs {
-        pageable: args.pageable,
+        pageable: plan.engine().pageable,
         bands: running[0].plan.backend.plan.len(),
         height: running
             .iter()
@@ -142,30 +128,30 @@ pub(super) fn open_mosaic(
             .unwrap_or(canvas.height),
     };
     let mut shown: Vec<Box<dyn Sink>> = Vec::new();
-    if !args.headless && !args.no_mosaic {
-        let hold = (!args.exit_at_end).then(|| stop.clone());
+    if display.window == Window::Mosaic {
+        let hold = display.hold.then(|| stop.clone());
         shown.push(open_window("framepipe", knobs.clone(), hold)?);
     }
     // The browser view shows what the window shows: the mosaic, labelled.
-    if args.serve.is_some() {
-        shown.push(open_web(args, knobs)?);
+    if let Some(serve) = &display.serve {
+        shown.push(open_web(serve, knobs)?);
     }
     let failed = inputs
         .failed
         .iter()
         .map(|(i, e)| (*i, format!("failed: {e:#}")))
         .collect();
-    let names = parts.inputs.iter().map(|r| r.input_name.clone()).collect();
+    let names = plan.inputs().iter().map(|i| i.name.clone()).collect();
     let Compose {
         layout,
         tile_of,
         full,
     } = compose;
     let mosaic = Mosaic::new(sink::tee(shown), layout, full, names, tile_of, failed);
-    match (&parts.recording, claim) {
+    match (plan.recording(), claim) {
         (Some(recording), Some(claim)) => {
             let fps = sink::mosaic::RECORD_FPS;
-            let record = open_recording(recording, claim, mosaic.size(), fps)?;
+            let record = open_recording(plan, recording, claim, mosaic.size(), fps)?;
             Ok(Box::new(mosaic.with_recording(record, fps)))
         }
         _ => Ok(Box::new(mosaic)),
@@ -176,28 +162,29 @@ pub(super) fn open_mosaic(
 /// output) on `claim` and to the streams `recording` names.
 #[cfg(feature = "opencv")]
 fn open_recording(
-    recording: &crate::plan::Request,
+    plan: &RunPlan,
+    recording: &crate::plan::run::Outputs,
     claim: Claimed,
     size: crate::frame::FrameSize,
     fps: f64,
 ) -> Result<Box<dyn Sink>> {
-    let args = &recording.flags;
+    let writing = plan.writing();
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     let mut claim = Some(claim);
-    for spec in recording.output.iter().chain(&recording.streams) {
+    for spec in recording.file.iter().chain(&recording.streams) {
         sink::check_rate(spec, fps).map_err(anyhow::Error::msg)?;
         let claimed = match spec.is_stream() {
             true => Claimed::Nothing,
             false => claim.take().expect("one claim for the one file"),
         };
         let stdout = sink::y4m::Layout {
-            write: recording
+            write: writing
                 .output_format
                 .unwrap_or(crate::pixel::PixelFormat::I420),
             given: crate::pixel::PixelFormat::Bgr24,
             tags: Default::default(),
         };
-        let timing = super::outputs::timing(None, fps, args, Some(spec));
+        let timing = super::outputs::timing(None, fps, writing, Some(spec));
         sinks.push(sink::open_output(
             spec, claimed, size, fps, &timing, stdout, true,
         )?);
@@ -207,7 +194,7 @@ fn open_recording(
 
 #[cfg(not(feature = "opencv"))]
 pub(super) fn open_mosaic(
-    _: &Parts,
+    _: &RunPlan,
     _: &Inputs,
     _: Compose,
     _: &Stop,
@@ -217,20 +204,19 @@ pub(super) fn open_mosaic(
 }
 
 #[cfg(feature = "ffmpeg")]
-fn open_web(args: &RunArgs, knobs: Knobs) -> Result<Box<dyn Sink>> {
-    let settings = crate::plan::web_settings(args)?;
-    Ok(Box::new(crate::sink::web::Web::open(settings, knobs)?))
+fn open_web(serve: &Serve, knobs: Knobs) -> Result<Box<dyn Sink>> {
+    Ok(Box::new(crate::sink::web::Web::open(serve.clone(), knobs)?))
 }
 
 #[cfg(not(feature = "ffmpeg"))]
-fn open_web(_: &RunArgs, _: Knobs) -> Result<Box<dyn Sink>> {
-    anyhow::bail!("--serve: this build has no FFmpeg libraries")
+fn open_web(serve: &Serve, _: Knobs) -> Result<Box<dyn Sink>> {
+    match *serve {}
 }
 
 /// Checks that the run's window can open (where it has one); false when a stop came while
 /// the display was being asked (the run then ends, having written nothing).
-pub(super) fn window_possible_unless_stopped(args: &RunArgs, stop: &Stop) -> Result<bool> {
-    if args.headless {
+pub(super) fn window_possible_unless_stopped(display: &Display, stop: &Stop) -> Result<bool> {
+    if display.window == Window::None {
         return Ok(true);
     }
     match check_window_possible() {

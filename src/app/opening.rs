@@ -12,10 +12,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use super::Parts;
 use crate::info;
 use crate::pipeline::{self, Arrival};
-use crate::plan::{Plan, Request, RING_EACH};
+use crate::plan::{Engine, InputPlan, Plan, RunPlan};
 use crate::source::open::{self, Opened};
 use crate::stop::Stop;
 
@@ -67,23 +66,10 @@ impl Inputs {
     }
 }
 
-/// Opens every input of `parts` (module doc); None when a stop came first.
-pub(super) fn open(stop: &Stop, parts: &Parts) -> Result<Option<Inputs>> {
-    let args = &parts.inputs[0].flags;
-    let several = parts.inputs.len() > 1;
-    // An input with outputs of its own must be open before the run (its outputs are made
-    // for its frames); one that only the mosaic shows may join later.
-    let may_join_late: Vec<bool> = parts
-        .inputs
-        .iter()
-        .map(|r| {
-            several
-                && r.output.is_none()
-                && r.streams.is_empty()
-                && (args.headless || !args.no_mosaic)
-        })
-        .collect();
-    let Some(openings) = open_all(stop, &parts.inputs, &may_join_late) else {
+/// Opens every input of `plan` (module doc); None when a stop came first.
+pub(super) fn open(stop: &Stop, plan: &RunPlan) -> Result<Option<Inputs>> {
+    let several = plan.several();
+    let Some(openings) = open_all(stop, plan.inputs()) else {
         return Ok(None);
     };
     let mut inputs = Inputs {
@@ -92,22 +78,29 @@ pub(super) fn open(stop: &Stop, parts: &Parts) -> Result<Option<Inputs>> {
         failed: Vec::new(),
     };
     for (at, opening) in openings.into_iter().enumerate() {
-        let request = &parts.inputs[at];
+        let input = &plan.inputs()[at];
         match opening {
             Opening::Late(rx) => {
                 info!(
                     "input {at} ({}) is still opening after {} s; the others start, and it joins when it opens",
-                    request.input_name,
+                    input.name,
                     LATE_AFTER.as_secs()
                 );
-                inputs.late.push((at, late_opener(rx, request.clone(), at)));
+                let engine = plan.engine().clone();
+                inputs
+                    .late
+                    .push((at, late_opener(rx, engine, input.clone(), at)));
             }
-            Opening::Done(Ok(opened)) => inputs.running.push(settle(request, at, opened, several)?),
+            Opening::Done(Ok(opened)) => {
+                inputs
+                    .running
+                    .push(settle(plan.engine(), input, at, opened, several)?)
+            }
             Opening::Done(Err(e)) if !several => return Err(e),
             Opening::Done(Err(e)) => {
                 crate::warn!(
                     "input {at} ({}) could not be opened: {e:#}; the other inputs go on",
-                    request.input_name
+                    input.name
                 );
                 inputs.failed.push((at, e));
             }
@@ -123,7 +116,7 @@ pub(super) fn open(stop: &Stop, parts: &Parts) -> Result<Option<Inputs>> {
     if inputs.running.is_empty() {
         anyhow::bail!(
             "none of the {} inputs could be opened ({})",
-            parts.inputs.len(),
+            plan.inputs().len(),
             why_failed(&inputs.failed)
         );
     }
@@ -139,26 +132,27 @@ fn why_failed(failed: &[(usize, anyhow::Error)]) -> String {
     each.join("; ")
 }
 
-/// The plan of input `at`, opened: its own ring, or `RING_EACH` slots beside others
-/// (the backend's frames in flight are taken from every input's ring, not from this one
-/// alone: they stay as planned, or as `--in-flight` says).
-fn settle(request: &Request, at: usize, opened: Opened, several: bool) -> Result<Running> {
+/// The plan of input `at`, opened (`Plan::settle`: beside others, its ring is smaller).
+fn settle(
+    engine: &Engine,
+    input: &InputPlan,
+    at: usize,
+    opened: Opened,
+    several: bool,
+) -> Result<Running> {
     let source = opened.0.as_ref();
-    let mut plan = match several {
+    let plan = match several {
         true => {
             info!("input {at}: {}", source.describe());
-            Plan::settle(request, source)
-                .with_context(|| format!("input {at} ({})", request.input_name))?
+            Plan::settle(engine, input, source)
+                .with_context(|| format!("input {at} ({})", input.name))?
         }
         false => {
-            let plan = Plan::settle(request, source)?;
+            let plan = Plan::settle(engine, input, source)?;
             info!("input: {}", source.describe());
             plan
         }
     };
-    if several && request.flags.ring.is_none() {
-        plan.ring = plan.ring.min(RING_EACH);
-    }
     Ok(Running { at, opened, plan })
 }
 
@@ -171,13 +165,13 @@ enum Opening {
 }
 
 /// Opens every input at once, each on its own helper thread (a slow one doesn't hold the
-/// others' opening up), and waits until each has opened or failed; those that
-/// `may_join_late` are waited for at most `LATE_AFTER` after the first input opened. None
-/// when a stop came first.
-fn open_all(stop: &Stop, requests: &[Request], may_join_late: &[bool]) -> Option<Vec<Opening>> {
-    let mut openings: Vec<Opening> = requests
+/// others' opening up), and waits until each has opened or failed; those that may join
+/// late (`InputPlan::may_join_late`) are waited for at most `LATE_AFTER` after the first
+/// input opened. None when a stop came first.
+fn open_all(stop: &Stop, inputs: &[InputPlan]) -> Option<Vec<Opening>> {
+    let mut openings: Vec<Opening> = inputs
         .iter()
-        .map(|r| match open::start(r.input.clone(), r.asked()) {
+        .map(|i| match open::start(i.spec.clone(), i.asked) {
             Ok(rx) => Opening::Late(rx),
             Err(e) => Opening::Done(Err(e.context("starting its opening thread"))),
         })
@@ -203,7 +197,7 @@ fn open_all(stop: &Stop, requests: &[Request], may_join_late: &[bool]) -> Option
         let waiting = |i: &usize| matches!(openings[*i], Opening::Late(_));
         let late_now = first_open.is_some_and(|t| t.elapsed() >= LATE_AFTER);
         let mut still = (0..openings.len()).filter(waiting).peekable();
-        if still.peek().is_none() || (late_now && still.all(|i| may_join_late[i])) {
+        if still.peek().is_none() || (late_now && still.all(|i| inputs[i].may_join_late)) {
             return Some(openings);
         }
     }
@@ -227,14 +221,19 @@ fn wait_for_one(openings: &[Opening]) {
 
 /// What a late input's capture thread waits on (`pipeline::Arrival::Late`): its opening's
 /// answer, then its plan's formats (as an input open at the start gets them).
-fn late_opener(answer: open::Opening, request: Request, i: usize) -> pipeline::Opener {
+fn late_opener(
+    answer: open::Opening,
+    engine: Engine,
+    input: InputPlan,
+    i: usize,
+) -> pipeline::Opener {
     Box::new(move |stop: &Stop| {
         let Some((source, _media)) = open::wait(stop, &answer).context("it could not be opened")?
         else {
             return Ok(None);
         };
-        let plan = Plan::settle(&request, source.as_ref())
-            .with_context(|| format!("input {i} ({})", request.input_name))?;
+        let plan = Plan::settle(&engine, &input, source.as_ref())
+            .with_context(|| format!("input {i} ({})", input.name))?;
         Ok(Some((source, plan.backend.formats)))
     })
 }

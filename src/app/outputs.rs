@@ -8,9 +8,9 @@
 
 use anyhow::Result;
 
-use crate::cli::RunArgs;
 use crate::pixel::{Formats, PixelFormat};
-use crate::plan::Request;
+use crate::plan::run::Writing;
+use crate::plan::{InputPlan, RunPlan};
 use crate::sink::{self, OutputSpec, Sink};
 use crate::source::Source;
 
@@ -23,20 +23,29 @@ pub(super) struct Places<'a> {
     pub media: Option<&'a crate::source::open::Media>,
 }
 
-/// Every output of `request` for `source`'s frames: its streams, then its file.
+/// Every output of `input` for `source`'s frames: its streams, then its file.
 pub(super) fn open(
-    request: &Request,
+    plan: &RunPlan,
+    input: &InputPlan,
     source: &dyn Source,
     places: Places,
 ) -> Result<Vec<Box<dyn Sink>>> {
-    let mut sinks = open_streams(request, source, &places)?;
-    sinks.extend(open_file_output(request, source, places)?);
+    let identity = plan.engine().chain.is_identity();
+    let tags = y4m_tags(identity, source, places.formats);
+    let mut sinks = open_streams(plan.writing(), input, source, tags, &places)?;
+    sinks.extend(open_file_output(
+        plan.writing(),
+        input,
+        source,
+        tags,
+        places,
+    )?);
     Ok(sinks)
 }
 
 /// The frames `source` will give in this run, where known (a file's count, or `--frames`).
-pub(super) fn frames_to_go(source: &dyn Source, args: &RunArgs) -> Option<u64> {
-    match (source.frame_count(), args.frames) {
+pub(super) fn frames_to_go(source: &dyn Source, frames: Option<u64>) -> Option<u64> {
+    match (source.frame_count(), frames) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
@@ -44,19 +53,20 @@ pub(super) fn frames_to_go(source: &dyn Source, args: &RunArgs) -> Option<u64> {
 
 /// Starts the streams `--output` names (network outputs, HLS) for `source`'s frames.
 fn open_streams(
-    checked: &Request,
+    writing: Writing,
+    input: &InputPlan,
     source: &dyn Source,
+    tags: crate::source::PictureTags,
     places: &Places,
 ) -> Result<Vec<Box<dyn Sink>>> {
-    let args = &checked.flags;
     let mut sinks = Vec::new();
-    for spec in &checked.streams {
+    for spec in &input.outputs.streams {
         sink::check_rate(spec, places.fps).map_err(anyhow::Error::msg)?;
-        let timing = timing(places.media, places.fps, args, None);
+        let timing = timing(places.media, places.fps, writing, None);
         let stdout = sink::y4m::Layout {
             write: PixelFormat::I420,
             given: places.formats.output,
-            tags: y4m_tags(checked, source, places.formats),
+            tags,
         };
         sinks.push(sink::open_output(
             spec,
@@ -75,14 +85,9 @@ fn open_streams(
 /// chroma siting and the range kept only where the samples pass untouched (a chain that changes
 /// nothing, from a 4:2:0 input: `Formats::passthrough`, `Formats::repacked`); framepipe's
 /// conversions from BGR are written as centred.
-fn y4m_tags(
-    checked: &Request,
-    source: &dyn Source,
-    formats: Formats,
-) -> crate::source::PictureTags {
+fn y4m_tags(identity: bool, source: &dyn Source, formats: Formats) -> crate::source::PictureTags {
     let mut tags = source.picture_tags().unwrap_or_default();
     // The backend hands I420 on (not BGR for a window to share, converted again here).
-    let identity = checked.flags.filter.is_identity();
     let untouched = formats.output == PixelFormat::I420
         && (formats.passthrough(identity) || formats.repacked(identity));
     if !untouched {
@@ -95,24 +100,25 @@ fn y4m_tags(
 /// Opens the file, image sequence or standard output `--output` names for `source`'s
 /// frames, where it names one.
 fn open_file_output(
-    checked: &Request,
+    writing: Writing,
+    input: &InputPlan,
     source: &dyn Source,
+    tags: crate::source::PictureTags,
     places: Places,
 ) -> Result<Option<Box<dyn Sink>>> {
-    let args = &checked.flags;
-    let Some(spec) = &checked.output else {
+    let Some(spec) = &input.outputs.file else {
         return Ok(None);
     };
     sink::check_rate(spec, places.fps).map_err(anyhow::Error::msg)?;
-    let timing = timing(places.media, places.fps, args, Some(spec));
+    let timing = timing(places.media, places.fps, writing, Some(spec));
     let stdout = sink::y4m::Layout {
-        write: checked.output_format.unwrap_or(PixelFormat::I420),
+        write: writing.output_format.unwrap_or(PixelFormat::I420),
         given: places.formats.output,
-        tags: y4m_tags(checked, source, places.formats),
+        tags,
     };
     // A source with no known end (a camera, a stream, the pattern, standard input) is
     // recorded in MP4/MOV fragments, so that a crash keeps all but the last fragment.
-    let fragmented = args.fragmented || source.is_live() || source.frame_count().is_none();
+    let fragmented = writing.fragmented || source.is_live() || source.frame_count().is_none();
     sink::open_output(
         spec,
         places.claimed,
@@ -131,7 +137,7 @@ fn open_file_output(
 pub(super) fn timing(
     media: Option<&crate::source::open::Media>,
     fps: f64,
-    args: &RunArgs,
+    writing: Writing,
     output: Option<&OutputSpec>,
 ) -> sink::Timing {
     use crate::sink::av;
@@ -139,7 +145,7 @@ pub(super) fn timing(
     if let (Some((from, streams)), Some(out)) = (&audio, output) {
         let what = format!("{} audio stream(s) of {}", streams.len(), from.display());
         match out {
-            _ if args.no_audio => crate::info!("--no-audio: the {what} are left out"),
+            _ if writing.no_audio => crate::info!("--no-audio: the {what} are left out"),
             OutputSpec::Sequence { .. } | OutputSpec::Stdout => {
                 crate::info!("an image sequence holds no audio: the {what} are left out")
             }
@@ -149,7 +155,7 @@ pub(super) fn timing(
     sink::Timing {
         rate: media.and_then(|m| m.rate).or(Some(av::ratio_of(fps))),
         time_base: media.filter(|m| !m.untimed).map(|m| m.time_base),
-        audio: audio.filter(|_| !args.no_audio),
+        audio: audio.filter(|_| !writing.no_audio),
     }
 }
 
@@ -157,7 +163,7 @@ pub(super) fn timing(
 pub(super) fn timing(
     _: Option<&crate::source::open::Media>,
     _: f64,
-    _: &RunArgs,
+    _: Writing,
     _: Option<&OutputSpec>,
 ) -> sink::Timing {
     sink::Timing

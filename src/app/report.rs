@@ -11,10 +11,9 @@ use anyhow::{bail, Context, Result};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
-use crate::cli::RunArgs;
 use crate::paths;
 use crate::pipeline;
-use crate::plan::Request;
+use crate::plan::run::Reports;
 use crate::stats::{InputStats, Summary};
 
 /// Drops above this share of a live input's frames are warned about at the end.
@@ -34,7 +33,7 @@ pub(super) struct Places<'a> {
 
 /// Reports a run that returned (`ran`): its summary with its inputs in `--input` order; an
 /// error (the run's, or an input that could not be opened) after the summary.
-pub(super) fn finish(request: &Request, ran: Result<Summary>, places: Places) -> Result<()> {
+pub(super) fn finish(reports: &Reports, ran: Result<Summary>, places: Places) -> Result<()> {
     let mut summary = match ran {
         Ok(summary) => summary,
         Err(e) => {
@@ -42,7 +41,7 @@ pub(super) fn finish(request: &Request, ran: Result<Summary>, places: Places) ->
                 let mut summary = (*failed_run.summary).clone();
                 summary.inputs = in_order(summary.inputs, &places);
                 crate::say!("{}", summary.render());
-                write_summary_json(request, &summary, Some(&format!("{e:#}")))?;
+                write_summary_json(reports, &summary, Some(&format!("{e:#}")))?;
             }
             return Err(e);
         }
@@ -55,10 +54,10 @@ pub(super) fn finish(request: &Request, ran: Result<Summary>, places: Places) ->
             why.trim_start_matches("failed: ")
         );
         crate::say!("{}", summary.render());
-        write_summary_json(request, &summary, Some(&error))?;
+        write_summary_json(reports, &summary, Some(&error))?;
         bail!("{error}; the other inputs ran to their end");
     }
-    report(request, &summary)
+    report(reports, &summary)
 }
 
 /// The summary's inputs in `--input` order: the run's and those that could not be opened.
@@ -79,8 +78,7 @@ fn in_order(ran: Vec<InputStats>, places: &Places) -> Vec<InputStats> {
 
 /// The summary (and a warning when a live input dropped many frames), `--summary-json`,
 /// `--trace` and `--timeline`.
-fn report(request: &Request, summary: &Summary) -> Result<()> {
-    let args = &request.flags;
+fn report(reports: &Reports, summary: &Summary) -> Result<()> {
     crate::say!("{}", summary.render());
     let (captured, dropped) = (summary.capture.captured, summary.capture.dropped);
     if dropped * 100 > (captured + dropped) * DROP_WARNING_PERCENT {
@@ -90,12 +88,12 @@ fn report(request: &Request, summary: &Summary) -> Result<()> {
             100.0 * dropped as f64 / (captured + dropped) as f64
         );
     }
-    write_summary_json(request, summary, None)?;
+    write_summary_json(reports, summary, None)?;
     if let Some(trace) = &summary.trace {
         crate::trace::write_files(
             trace,
-            args.trace.as_deref(),
-            args.timeline.as_deref(),
+            reports.trace.as_deref(),
+            reports.timeline.as_deref(),
             &summary.backend,
         )?;
     }
@@ -103,8 +101,8 @@ fn report(request: &Request, summary: &Summary) -> Result<()> {
 }
 
 /// Writes `--summary-json`, where asked for (whole, under a temporary name, then renamed).
-fn write_summary_json(request: &Request, summary: &Summary, error: Option<&str>) -> Result<()> {
-    let Some(path) = &request.flags.summary_json else {
+fn write_summary_json(reports: &Reports, summary: &Summary, error: Option<&str>) -> Result<()> {
+    let Some(path) = &reports.summary_json else {
         return Ok(());
     };
     let text = serde_json::to_string_pretty(&summary.to_json(error))?;
@@ -115,9 +113,9 @@ fn write_summary_json(request: &Request, summary: &Summary, error: Option<&str>)
 
 /// `--summary-json` for a run that ended before its pipeline did (the input could not be
 /// opened, a stop came first): no frames, and the error where there was one. Not where the
-/// summary's own name was the problem.
-pub(super) fn without_a_run(args: &RunArgs, error: Option<&anyhow::Error>) {
-    let Some(path) = &args.summary_json else {
+/// summary's own name was the problem (`path`: `--summary-json`).
+pub(super) fn without_a_run(path: Option<&str>, error: Option<&anyhow::Error>) {
+    let Some(path) = path else {
         return;
     };
     let error = error.map(|e| format!("{e:#}"));
@@ -163,9 +161,9 @@ static EXIT_SUMMARY: Mutex<Option<String>> = Mutex::new(None);
 static RUNNING: AtomicBool = AtomicBool::new(false);
 
 /// Arms `summary_at_exit` for the pipeline's run.
-pub(super) fn arm_exit_summary(request: &Request) {
+pub(super) fn arm_exit_summary(reports: &Reports) {
     if let Ok(mut s) = EXIT_SUMMARY.lock() {
-        s.clone_from(&request.flags.summary_json);
+        s.clone_from(&reports.summary_json);
     }
     RUNNING.store(true, Ordering::SeqCst);
     static HANDLER: std::sync::Once = std::sync::Once::new();

@@ -53,7 +53,7 @@ pub struct Asked {
     #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub no_pace: bool,
     /// A file is read at its own rate though no window shows it: `--realtime`, or every
-    /// output is live (`plan::Request::asked`).
+    /// output is live (`plan::RunPlan`).
     #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub realtime: bool,
     /// `--decode`: who decodes files and network streams.

@@ -1,0 +1,31 @@
+//! Facts about the machine a run needs, gathered once, beside the plan (not while the
+//! flags are checked): whether CUDA is here.
+//!
+//! Invariants: the machine is asked only what the plan needs to know (`RunPlan::asks_cuda`),
+//! once; a fact not asked for reads as absent.
+
+use crate::backend;
+
+/// What the machine has (module doc).
+#[derive(Clone, Debug)]
+pub struct Machine {
+    cuda: Result<(), String>,
+}
+
+impl Machine {
+    /// Asks the machine whether CUDA works, where `cuda` says the plan needs to know
+    /// (CUDA starts in tens of milliseconds: a run that needs no answer doesn't wait).
+    pub fn gather(cuda: bool) -> Self {
+        Self {
+            cuda: match cuda {
+                true => backend::device::probe(),
+                false => Err("not asked".to_string()),
+            },
+        }
+    }
+
+    /// Whether CUDA works here, or why not.
+    pub fn cuda(&self) -> Result<(), &str> {
+        self.cuda.as_ref().map(|_| ()).map_err(String::as_str)
+    }
+}

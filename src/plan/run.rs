@@ -1,0 +1,639 @@
+//! `RunPlan`: what a run is asked to do, made by consuming the parsed flags (`RunArgs`), as
+//! ripgrep's `HiArgs::from_low_args` consumes its low-level arguments. Every argument that
+//! can be checked without opening anything is checked here, and every decision the flags
+//! imply is made here once: which window the run has, whether the mosaic is composed, each
+//! input's own outputs (`{n}` replaced) and the mosaic's recording, what each input's
+//! consumers take (the format negotiation's input), how each input is opened (paced,
+//! reconnected, untouched), the trace's span policy, whether progress is shown.
+//!
+//! Invariants: nothing here opens a file, a device or a window, or asks the machine
+//! anything (facts about the machine come from `Machine`, beside the plan, in `fit`); no
+//! later step of a run reads a flag: they read the plan.
+
+use anyhow::{bail, Result};
+
+use super::machine::Machine;
+use super::RING_EACH;
+use crate::backend::{self, BackendKind, StreamLayout};
+use crate::cli::RunArgs;
+use crate::filter::Chain;
+use crate::frame::{MAX_FPS, MIN_FPS};
+use crate::paths;
+use crate::pipeline;
+use crate::pixel::PixelFormat;
+use crate::sink::{self, claim::Overwrite, OutputSpec};
+use crate::source::open::{Asked, Decode};
+use crate::source::InputSpec;
+use crate::trace::{Rolling, TraceFrames};
+
+/// The browser view's settings (`--serve`): its address, token and hosts, checked.
+#[cfg(feature = "ffmpeg")]
+pub type Serve = sink::web::Settings;
+/// Without FFmpeg's libraries there is no browser view (`--serve` is refused).
+#[cfg(not(feature = "ffmpeg"))]
+pub type Serve = std::convert::Infallible;
+
+/// One run's plan (module doc).
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    inputs: Vec<InputPlan>,
+    recording: Option<Outputs>,
+    display: Display,
+    engine: Engine,
+    reports: Reports,
+    writing: Writing,
+    progress: bool,
+}
+
+/// One input of the run: what it is, what it writes of its own, how it is opened.
+#[derive(Clone, Debug)]
+pub struct InputPlan {
+    /// `--input`, classified.
+    pub spec: InputSpec,
+    /// `--input`'s text (empty for the default input).
+    pub name: String,
+    /// Its own outputs: in a run of one input every `--output`; beside others, those with
+    /// `{n}`, with its index put in.
+    pub outputs: Outputs,
+    /// How it is opened (`source::open`).
+    pub asked: Asked,
+    /// What each consumer of its frames takes (the window, its outputs, the browser view,
+    /// the mosaic), preferred first: what `sink::negotiate` settles the format from.
+    pub takes: Vec<Vec<PixelFormat>>,
+    /// It may join the run after the others started (beside others, with no outputs of its
+    /// own: only the mosaic shows it).
+    pub may_join_late: bool,
+}
+
+/// A set of outputs: a file, image sequence or standard output, and streams.
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {
+    /// The file, image sequence or standard output.
+    pub file: Option<OutputSpec>,
+    /// The streams (network outputs, HLS).
+    pub streams: Vec<OutputSpec>,
+    /// Every `--output` of the set as named (`{n}` replaced).
+    pub named: Vec<String>,
+}
+
+impl Outputs {
+    /// No output at all.
+    pub fn is_empty(&self) -> bool {
+        self.file.is_none() && self.streams.is_empty()
+    }
+}
+
+/// Which window a run has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    /// None (`--headless`).
+    None,
+    /// One per input: a run of one input, or `--no-mosaic`.
+    Each,
+    /// One, showing the mosaic of every input.
+    Mosaic,
+}
+
+/// What the run shows.
+#[derive(Clone, Debug)]
+pub struct Display {
+    /// The window.
+    pub window: Window,
+    /// At the end of a file the last frame stays up until q (a run of one input, without
+    /// `--exit-at-end`).
+    pub hold: bool,
+    /// The browser view (`--serve`).
+    pub serve: Option<Serve>,
+    /// Several inputs, shown, recorded or served: the backend composes their mosaic.
+    pub mosaic: bool,
+    /// `--grid`: columns and rows of the mosaic.
+    pub grid: Option<(usize, usize)>,
+}
+
+/// What the backend is asked for, before the input says its size.
+#[derive(Clone, Debug)]
+pub struct Engine {
+    /// `--backend`.
+    pub kind: BackendKind,
+    /// `--filter`.
+    pub chain: Chain,
+    /// `--ring`.
+    pub ring: Option<usize>,
+    /// Most slots of an input's ring where `--ring` is not given (`RING_EACH` beside others).
+    pub ring_cap: Option<usize>,
+    /// `--in-flight`.
+    pub in_flight: Option<usize>,
+    /// `--bands`.
+    pub bands: Option<usize>,
+    /// `--busy-bands`.
+    pub busy_bands: usize,
+    /// `--pageable`.
+    pub pageable: bool,
+    /// `--streams`.
+    pub streams: StreamLayout,
+    /// CUDA graphs (not `--no-graphs`).
+    pub graphs: bool,
+    /// `--frames`.
+    pub frames: Option<u64>,
+    /// `--fps`, where given and not 0: the output's rate where the input says none.
+    pub fps: Option<f64>,
+    /// Frames `0..trace_frames` are traced (0: no trace, or `last:N`).
+    pub trace_frames: u64,
+    /// `--trace-frames last:N` with a trace asked for: N.
+    pub trace_last: u64,
+    /// Spans beyond the first frames: every frame for `last:N`; bursts for the window's
+    /// timeline strip; none otherwise.
+    pub rolling: Rolling,
+    /// User kernels' files are watched and reloaded when saved (not `--no-watch`).
+    pub watch: bool,
+}
+
+/// The reports a run writes.
+#[derive(Clone, Debug, Default)]
+pub struct Reports {
+    /// `--trace`.
+    pub trace: Option<String>,
+    /// `--timeline`.
+    pub timeline: Option<String>,
+    /// `--summary-json`.
+    pub summary_json: Option<String>,
+}
+
+/// How outputs are written.
+#[derive(Clone, Copy, Debug)]
+pub struct Writing {
+    /// `-y` / `-n`.
+    pub overwrite: Overwrite,
+    /// `--fragmented`.
+    pub fragmented: bool,
+    /// `--no-audio`.
+    pub no_audio: bool,
+    /// `--output-format` (it needs `--output -`).
+    pub output_format: Option<PixelFormat>,
+}
+
+impl RunPlan {
+    /// Consumes the flags into a plan, checking every argument that can be checked without
+    /// opening anything or asking the machine.
+    pub fn from_args(args: RunArgs) -> Result<Self> {
+        check_counts(&args)?;
+        check_kernels(&args)?;
+        check_reports(&args)?;
+        let specs = check_inputs(&args)?;
+        let serve = check_serve(&args)?;
+        let parts = outputs_of_parts(&args, specs.len())?;
+        let several = specs.len() > 1;
+        let recording = parts.recording;
+        check_encoding(&args, &parts.each[0], recording.as_ref())?;
+        let display = display_of(&args, several, serve, recording.is_some());
+        let engine = engine_of(&args, several);
+        let inputs = specs
+            .into_iter()
+            .zip(parts.each)
+            .map(|((spec, name), outputs)| {
+                input_plan(&args, &display, several, spec, name, outputs)
+            })
+            .collect();
+        Ok(Self {
+            inputs,
+            recording,
+            display,
+            engine,
+            reports: Reports {
+                trace: args.trace,
+                timeline: args.timeline,
+                summary_json: args.summary_json,
+            },
+            writing: Writing {
+                overwrite: Overwrite::from_flags(args.overwrite, args.no_overwrite),
+                fragmented: args.fragmented,
+                no_audio: args.no_audio,
+                output_format: args.output_format,
+            },
+            progress: args.headless && !args.quiet,
+        })
+    }
+
+    /// The plan on this machine: refuses what it lacks (a user kernel needs CUDA), and
+    /// lets NVDEC's pictures stay on the device where the backend will be CUDA's.
+    pub fn fit(mut self, machine: &Machine) -> Result<Self> {
+        if let Some(k) = self.engine.chain.user_kernels().next() {
+            if let Err(why) = machine.cuda() {
+                bail!("{}: no CUDA here ({why})", backend::cpu::needs_cuda(k));
+            }
+        }
+        let cuda_backend = self.engine.kind != BackendKind::Cpu && machine.cuda().is_ok();
+        for input in &mut self.inputs {
+            input.asked.on_device =
+                matches!(input.asked.decode, Decode::Gpu | Decode::Auto) && cuda_backend;
+        }
+        Ok(self)
+    }
+
+    /// Whether the plan needs to know if CUDA works here (`Machine::gather`): a user kernel,
+    /// or NVDEC's pictures that may stay on a CUDA backend's device.
+    pub fn asks_cuda(&self) -> bool {
+        let nvdec = self
+            .inputs
+            .iter()
+            .any(|i| matches!(i.asked.decode, Decode::Gpu | Decode::Auto));
+        self.engine.chain.user_kernels().next().is_some()
+            || (nvdec && self.engine.kind != BackendKind::Cpu)
+    }
+
+    /// The inputs, in `--input` order.
+    pub fn inputs(&self) -> &[InputPlan] {
+        &self.inputs
+    }
+    /// Whether the run has several inputs.
+    pub fn several(&self) -> bool {
+        self.inputs.len() > 1
+    }
+    /// In a run of several inputs, the outputs without `{n}`: they record the mosaic.
+    pub fn recording(&self) -> Option<&Outputs> {
+        self.recording.as_ref()
+    }
+    /// What the run shows.
+    pub fn display(&self) -> &Display {
+        &self.display
+    }
+    /// What the backend is asked for.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+    /// The reports the run writes.
+    pub fn reports(&self) -> &Reports {
+        &self.reports
+    }
+    /// How outputs are written.
+    pub fn writing(&self) -> Writing {
+        self.writing
+    }
+    /// A headless run that is not `--quiet` shows its progress.
+    pub fn progress(&self) -> bool {
+        self.progress
+    }
+}
+
+/// The window, the browser view and the mosaic, decided once.
+fn display_of(args: &RunArgs, several: bool, serve: Option<Serve>, recorded: bool) -> Display {
+    let window = match (args.headless, several && !args.no_mosaic) {
+        (true, _) => Window::None,
+        (false, false) => Window::Each,
+        (false, true) => Window::Mosaic,
+    };
+    Display {
+        window,
+        hold: !args.exit_at_end,
+        mosaic: several && !args.no_mosaic && (!args.headless || recorded || serve.is_some()),
+        serve,
+        grid: args.grid.map(|g| (g.width, g.height)),
+    }
+}
+
+/// The backend's part of the flags.
+fn engine_of(args: &RunArgs, several: bool) -> Engine {
+    let tracing = args.trace.is_some() || args.timeline.is_some();
+    let (trace_frames, trace_last) = match args.trace_frames {
+        TraceFrames::First(n) if tracing => (n.max(1), 0),
+        TraceFrames::Last(n) if tracing => (0, n.max(1)),
+        _ => (0, 0),
+    };
+    Engine {
+        kind: args.backend,
+        chain: args.filter.clone(),
+        ring: args.ring,
+        ring_cap: (several && args.ring.is_none()).then_some(RING_EACH),
+        in_flight: args.in_flight,
+        bands: args.bands,
+        busy_bands: args.busy_bands,
+        pageable: args.pageable,
+        streams: args.streams,
+        graphs: !args.no_graphs,
+        frames: args.frames,
+        fps: args.fps.filter(|&f| f > 0.0),
+        trace_frames,
+        trace_last,
+        rolling: match (trace_last > 0, args.headless) {
+            (true, _) => Rolling::Every,
+            (false, false) => Rolling::Bursts,
+            (false, true) => Rolling::Off,
+        },
+        watch: !args.no_watch,
+    }
+}
+
+/// Input `spec`'s part of the run: its outputs, how it is opened, what its consumers take.
+fn input_plan(
+    args: &RunArgs,
+    display: &Display,
+    several: bool,
+    spec: InputSpec,
+    name: String,
+    outputs: Outputs,
+) -> InputPlan {
+    // A file is sent at its own rate, as a live source would send it, where every output
+    // of the run is live (streams, HLS, the browser view).
+    let live_only =
+        (!outputs.streams.is_empty() || display.serve.is_some()) && outputs.file.is_none();
+    let asked = Asked {
+        input_format: args.input_format,
+        size: args.size,
+        fps: args.fps,
+        window: !args.headless,
+        no_pace: args.no_pace,
+        realtime: args.realtime || live_only,
+        decode: args.decode,
+        on_device: false,
+        reconnect: args.reconnect || several,
+        untouched: args.filter.is_identity()
+            && args.headless
+            && outputs.file == Some(OutputSpec::Stdout)
+            && outputs.streams.is_empty(),
+        #[cfg(feature = "opencv")]
+        rotation: 0,
+        #[cfg(feature = "opencv")]
+        offset: 0.0,
+    };
+    // Frames cross the CPU and PCIe in the source's own format; the backend converts them
+    // to the format every consumer takes (negotiated once, when the input is open).
+    let mut takes: Vec<Vec<PixelFormat>> = Vec::new();
+    if !args.headless {
+        takes.push(sink::WINDOW_TAKES.to_vec());
+    }
+    if let Some(out) = &outputs.file {
+        takes.push(out.takes(args.output_format));
+    }
+    takes.extend(outputs.streams.iter().map(|s| s.takes(None)));
+    if display.serve.is_some() || display.mosaic {
+        // The browser view and the mosaic take BGR too.
+        takes.push(sink::WINDOW_TAKES.to_vec());
+    }
+    InputPlan {
+        may_join_late: several && outputs.is_empty() && (args.headless || !args.no_mosaic),
+        spec,
+        name,
+        outputs,
+        asked,
+        takes,
+    }
+}
+
+/// The encoder flags as asked.
+fn encoding_of(args: &RunArgs) -> sink::Encoding {
+    sink::Encoding {
+        crf: args.crf,
+        bitrate: args.bitrate,
+        maxrate: args.maxrate,
+        bufsize: args.bufsize,
+        preset: args.preset.clone(),
+        tune: args.tune.clone(),
+        gop: args.gop,
+        pix_fmt: args.pix_fmt,
+        opts: args.codec_opt.clone(),
+    }
+}
+
+/// The `--output`s `named`, parsed with the codec, quality and encoder flags: the one
+/// file, image sequence or standard output, and the streams (network outputs, HLS).
+fn outputs_of(args: &RunArgs, named: Vec<String>) -> Result<Outputs> {
+    let mut local: Option<(OutputSpec, &str)> = None;
+    let mut streams = Vec::new();
+    for (k, o) in named.iter().enumerate() {
+        let spec = OutputSpec::parse(o)
+            .and_then(|spec| spec.with_codec(args.codec))
+            .and_then(|spec| spec.with_quality(args.quality))
+            .and_then(|spec| spec.with_encoding(encoding_of(args)))
+            .map_err(anyhow::Error::msg)?;
+        if named[..k].contains(o) {
+            bail!("--output '{o}' is given twice");
+        }
+        if spec.is_stream() {
+            streams.push(spec);
+        } else if let Some((_, first)) = &local {
+            bail!(
+                "--output '{o}': a run writes one file, image sequence or standard output ('{first}' is one); more --outputs are streams (udp://, srt://, rtmp://, rtsp://, .m3u8)"
+            );
+        } else {
+            local = Some((spec, o));
+        }
+    }
+    let file = local.map(|(spec, _)| spec);
+    Ok(Outputs {
+        file,
+        streams,
+        named,
+    })
+}
+
+/// Each input's outputs and the mosaic's recording.
+struct Parts {
+    each: Vec<Outputs>,
+    recording: Option<Outputs>,
+}
+
+/// The outputs of a run of `inputs` inputs, checked: with one, every `--output` is the
+/// input's; with several, those with `{n}` are each input's (its index put in) and those
+/// without record the mosaic, each set checked as a run of one input checks its outputs.
+fn outputs_of_parts(args: &RunArgs, inputs: usize) -> Result<Parts> {
+    if inputs == 1 {
+        return Ok(Parts {
+            each: vec![outputs_of(args, args.output.clone())?],
+            recording: None,
+        });
+    }
+    let (own, mosaic): (Vec<String>, Vec<String>) =
+        args.output.iter().cloned().partition(|o| o.contains("{n}"));
+    let each = (0..inputs)
+        .map(|n| {
+            let named = own.iter().map(|o| o.replace("{n}", &n.to_string()));
+            outputs_of(args, named.collect())
+        })
+        .collect::<Result<_>>()?;
+    let recording = match mosaic.is_empty() {
+        true => None,
+        false => Some(outputs_of(args, mosaic)?),
+    };
+    Ok(Parts { each, recording })
+}
+
+/// Every `--input`, classified; with several, what a run of several inputs can't do is
+/// refused here (one standard input; the browser view and the mosaic's outputs
+/// need the mosaic).
+fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
+    if args.input.is_empty() {
+        return Ok(vec![(InputSpec::Default, String::new())]);
+    }
+    let mut inputs = Vec::with_capacity(args.input.len());
+    for (n, text) in args.input.iter().enumerate() {
+        let spec = InputSpec::parse(Some(text)).map_err(|e| match args.input.len() {
+            1 => anyhow::anyhow!("{e}"),
+            _ => anyhow::anyhow!("input {n}: {e}"),
+        })?;
+        inputs.push((spec, text.clone()));
+    }
+    if inputs.len() > 1 {
+        check_several(args, &inputs)?;
+    }
+    Ok(inputs)
+}
+
+/// What a run of several `inputs` refuses.
+fn check_several(args: &RunArgs, inputs: &[(InputSpec, String)]) -> Result<()> {
+    let n = inputs.len();
+    if n > pipeline::MAX_INPUTS {
+        bail!(
+            "{n} inputs are more than the {} one run takes",
+            pipeline::MAX_INPUTS
+        );
+    }
+    if inputs
+        .iter()
+        .filter(|(i, _)| *i == InputSpec::Stdin)
+        .count()
+        > 1
+    {
+        bail!("--input - is given more than once: there is one standard input (a named pipe, made with mkfifo, is another stream)");
+    }
+    if args.serve.is_some() && args.no_mosaic {
+        bail!("--serve with {n} inputs serves the mosaic, and --no-mosaic turns the mosaic off");
+    }
+    if let Some(grid) = args.grid {
+        if grid.width * grid.height < n {
+            bail!(
+                "--grid {}x{} has {} tiles for {n} inputs",
+                grid.width,
+                grid.height,
+                grid.width * grid.height
+            );
+        }
+    }
+    if let Some(o) = args.output.iter().find(|o| !o.contains("{n}")) {
+        if args.no_mosaic {
+            bail!(
+                "--output '{o}' with {n} inputs records the mosaic, and --no-mosaic turns the mosaic off; name one output per input with {{n}}, the input's index (--output 'cam-{{n}}.mp4', udp://host:500{{n}})"
+            );
+        }
+        if !cfg!(feature = "opencv") {
+            bail!("--output '{o}' with {n} inputs records the mosaic, which this build (no OpenCV) can't draw; name one output per input with {{n}}");
+        }
+    }
+    Ok(())
+}
+
+/// `--ring`, `--in-flight`, `--fps`, `--frames`, `--busy-bands`.
+fn check_counts(args: &RunArgs) -> Result<()> {
+    if let Some(ring) = args.ring.filter(|&n| n < 2) {
+        bail!("--ring {ring} is too small: the ring needs at least 2 slots");
+    }
+    if args.in_flight == Some(0) {
+        bail!("--in-flight must be at least 1");
+    }
+    if let Some(fps) = args.fps.filter(|f| !f.is_finite() || *f < 0.0) {
+        bail!("--fps {fps} must be 0 or a positive number");
+    }
+    if let Some(fps) = args
+        .fps
+        .filter(|&f| f != 0.0 && !(MIN_FPS..=MAX_FPS).contains(&f))
+    {
+        bail!("--fps {fps} is out of range: 0 (as fast as the pipeline goes) or {MIN_FPS} to {MAX_FPS} frames per second");
+    }
+    if args.frames == Some(0) {
+        bail!(
+            "--frames 0 would process nothing; give at least 1 (or leave it out to run to the end)"
+        );
+    }
+    if args.busy_bands == 0 {
+        bail!("--busy-bands must be at least 1");
+    }
+    Ok(())
+}
+
+/// A user kernel runs on CUDA only: refused with `--backend cpu` before the input is
+/// classified (whether CUDA is here is the machine's fact: `RunPlan::fit`).
+fn check_kernels(args: &RunArgs) -> Result<()> {
+    match args.filter.user_kernels().next() {
+        Some(k) if args.backend == BackendKind::Cpu => bail!(
+            "{} (--backend cpu was asked for)",
+            backend::cpu::needs_cuda(k)
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// `--trace-frames`, and the names of `--trace`, `--timeline` and `--summary-json`.
+fn check_reports(args: &RunArgs) -> Result<()> {
+    if args.trace_frames.count() > crate::trace::MAX_TRACE_FRAMES {
+        bail!(
+            "--trace-frames {} is more than the {} a trace may hold",
+            args.trace_frames,
+            crate::trace::MAX_TRACE_FRAMES
+        );
+    }
+    for (flag, path, ext) in [
+        ("--trace", &args.trace, "json"),
+        ("--timeline", &args.timeline, "svg"),
+        ("--summary-json", &args.summary_json, "json"),
+    ] {
+        if let Some(p) = path {
+            paths::check_file_arg(flag, p, ext).map_err(anyhow::Error::msg)?;
+        }
+    }
+    Ok(())
+}
+
+/// `--serve` and the flags that apply to it: the browser view's settings, where asked for.
+fn check_serve(args: &RunArgs) -> Result<Option<Serve>> {
+    let serve_flags = args.serve_token.is_some()
+        || args.serve_token_file.is_some()
+        || !args.serve_host.is_empty()
+        || args.serve_insecure;
+    if serve_flags && args.serve.is_none() {
+        bail!("--serve-token, --serve-token-file, --serve-host and --serve-insecure apply to --serve, and it is not given");
+    }
+    let Some(serve) = &args.serve else {
+        return Ok(None);
+    };
+    serve_settings(args, serve).map(Some)
+}
+
+#[cfg(feature = "ffmpeg")]
+fn serve_settings(args: &RunArgs, serve: &str) -> Result<Serve> {
+    let token = sink::web::TokenFrom {
+        flag: args.serve_token.clone(),
+        file: args.serve_token_file.clone(),
+        env: std::env::var(sink::web::access::TOKEN_VARIABLE).ok(),
+    };
+    sink::web::Settings::new(serve, &token, &args.serve_host, args.serve_insecure)
+        .map_err(anyhow::Error::msg)
+}
+
+#[cfg(not(feature = "ffmpeg"))]
+fn serve_settings(_: &RunArgs, _: &str) -> Result<Serve> {
+    bail!("--serve: this build has no FFmpeg libraries (whose JPEG encoder the browser view uses)");
+}
+
+/// The encoder flags and `--output-format` need an output they apply to (`first`: the
+/// first input's outputs, which every input's mirror; `recording`: the mosaic's).
+fn check_encoding(args: &RunArgs, first: &Outputs, recording: Option<&Outputs>) -> Result<()> {
+    let videos = !first.is_empty() || recording.is_some_and(|r| !r.is_empty());
+    if (args.codec.is_some() || args.quality.is_some()) && !videos {
+        bail!("--codec and --quality apply to a video --output, and there is none");
+    }
+    if !encoding_of(args).is_default() && !videos {
+        bail!("--crf, --bitrate, --maxrate, --bufsize, --preset, --tune, --gop, --pix-fmt and --codec-opt apply to a video --output, and there is none");
+    }
+    if let Some(f) = args.output_format {
+        let file = first
+            .file
+            .as_ref()
+            .or(recording.and_then(|r| r.file.as_ref()));
+        if file != Some(&OutputSpec::Stdout) {
+            bail!("--output-format {f} applies to --output - (standard output), and that is not the output");
+        }
+        if !f.writable() {
+            bail!("--output-format {f}: framepipe writes i420, gray, nv12 or bgr24 frames");
+        }
+    }
+    Ok(())
+}
