@@ -10,17 +10,15 @@ use framepipe::msg::{self, Level};
 /// A stop signal that came before `main`, while the shared libraries initialised.
 static EARLY_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
-extern "C" fn early_signal(sig: libc::c_int) {
-    EARLY_SIGNAL.store(sig, std::sync::atomic::Ordering::SeqCst);
+fn early_signal() {
+    EARLY_SIGNAL.store(1, std::sync::atomic::Ordering::SeqCst);
 }
 
 /// Runs before the shared libraries' initialisers (OpenCV's, Qt's, GStreamer's take tens of
 /// milliseconds): from then on a stop signal is remembered instead of killing the process.
 extern "C" fn catch_early_signals() {
-    for sig in framepipe::stop::STOP_SIGNALS {
-        // SAFETY: `early_signal` only stores to an atomic, which is async-signal-safe.
-        unsafe { libc::signal(sig, early_signal as *const () as libc::sighandler_t) };
-    }
+    // SAFETY: `early_signal` only stores to an atomic, which is async-signal-safe.
+    unsafe { framepipe::stop::catch_early_signals(early_signal) };
 }
 
 #[used]
@@ -64,7 +62,7 @@ fn main() {
         framepipe::source::quiet_libraries(level == Level::Quiet);
     }
     let result = match &cli.command {
-        None => framepipe::app::run(&cli.run),
+        None => framepipe::app::run(cli.run),
         Some(Command::Bench(args)) => framepipe::bench::run(args),
         Some(Command::Doctor) => framepipe::doctor::run(),
         Some(Command::CheckKernel(args)) => args

@@ -249,16 +249,17 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    fn dir(name: &str) -> std::path::PathBuf {
-        let d = std::env::temp_dir().join(format!("framepipe-paths-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    fn dir(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("framepipe-paths-{name}-"))
+            .tempdir()
+            .unwrap()
     }
 
     #[test]
     fn the_input_is_found_through_links_and_sequences() {
-        let d = dir("links");
+        let tmp = dir("links");
+        let d = tmp.path();
         let input = d.join("clip.avi");
         std::fs::write(&input, b"frames").unwrap();
         let name = input.to_str().unwrap();
@@ -287,12 +288,12 @@ mod tests {
         assert!(e.contains("00003.png"), "{e}");
         assert!(refuse_input_in_sequence("--output", &seq("%04d.png"), &input_file).is_ok());
         assert!(refuse_input_in_sequence("--output", &seq("x%05d.png"), &input_file).is_ok());
-        std::fs::remove_dir_all(d).unwrap();
     }
 
     #[test]
     fn a_writability_probe_leaves_no_trace() {
-        let d = dir("probe");
+        let tmp = dir("probe");
+        let d = tmp.path();
         let p = d.join("out.mkv");
         check_writable("--output", p.to_str().unwrap()).unwrap();
         assert!(!p.exists());
@@ -301,15 +302,15 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), b"keep");
         let e = check_writable("--output", d.join("no/such.mkv").to_str().unwrap()).unwrap_err();
         assert!(e.contains("No such file"), "{e}");
-        assert!(free_space(&d).is_some_and(|b| b > 0));
+        assert!(free_space(d).is_some_and(|b| b > 0));
         assert_eq!(folder_of("x.mkv"), Path::new("."));
         assert_eq!(folder_of("a/x.mkv"), Path::new("a"));
-        std::fs::remove_dir_all(d).unwrap();
     }
 
     #[test]
     fn an_atomic_write_replaces_a_link_instead_of_following_it() {
-        let d = dir("atomic");
+        let tmp = dir("atomic");
+        let d = tmp.path();
         let target = d.join("input.ts");
         std::fs::write(&target, b"input").unwrap();
         let link = d.join("00001.png");
@@ -321,6 +322,5 @@ mod tests {
             .unwrap()
             .file_type()
             .is_symlink());
-        std::fs::remove_dir_all(d).unwrap();
     }
 }

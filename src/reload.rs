@@ -244,8 +244,8 @@ mod tests {
 
     #[test]
     fn a_saved_file_is_a_reload_request_and_its_neighbours_are_not() {
-        let dir = std::env::temp_dir().join(format!("fp-watch-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let file = dir.join("k.cu");
         std::fs::write(&file, "// v1\n").unwrap();
         let (tx, rx) = unbounded();
@@ -260,6 +260,5 @@ mod tests {
         std::fs::write(dir.join(".k.cu.swp"), "// v3\n").unwrap();
         std::fs::rename(dir.join(".k.cu.swp"), &file).unwrap();
         assert!(rx.recv_timeout(Duration::from_secs(5)).is_ok());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -222,24 +222,41 @@ impl Stop {
                 .spawn(watchdog)
                 .ok();
         };
-        let first = on_signal.clone();
-        ctrlc::set_handler(move || first("stop signal"))?;
-        use signal_hook::consts::{SIGALRM, SIGQUIT, SIGUSR1, SIGUSR2};
-        let mut others = signal_hook::iterator::Signals::new([SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM])?;
+        let mut signals = signal_hook::iterator::Signals::new(STOP_SIGNALS)?;
         std::thread::Builder::new()
             .name("signals".into())
             .spawn(move || {
-                for sig in others.forever() {
-                    let name = match sig {
-                        SIGQUIT => "SIGQUIT",
-                        SIGUSR1 => "SIGUSR1",
-                        SIGUSR2 => "SIGUSR2",
-                        _ => "SIGALRM",
-                    };
-                    on_signal(name);
+                for sig in signals.forever() {
+                    on_signal(signal_name(sig));
                 }
             })?;
         Ok(())
+    }
+}
+
+/// A stop signal's name, for the line that says the run is stopping.
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        libc::SIGINT => "SIGINT",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGUSR1 => "SIGUSR1",
+        libc::SIGUSR2 => "SIGUSR2",
+        _ => "SIGALRM",
+    }
+}
+
+/// Makes a stop signal that comes before `install_signal_handler` (while the shared
+/// libraries initialise, before `main`) call `note`, instead of killing the process.
+///
+/// # Safety
+/// `note` runs in a signal handler: it must be async-signal-safe (store to an atomic, no
+/// allocation, no lock).
+pub unsafe fn catch_early_signals(note: fn()) {
+    for sig in STOP_SIGNALS {
+        // SAFETY: the caller's contract: `note` is async-signal-safe.
+        let _ = unsafe { signal_hook::low_level::register(sig, note) };
     }
 }
 

@@ -184,15 +184,17 @@ mod tests {
     use super::*;
     use std::cell::Cell;
 
-    fn temp(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("fp-kcache-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        d
+    fn temp(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("fp-kcache-{name}-"))
+            .tempdir()
+            .unwrap()
     }
 
     #[test]
     fn a_second_lookup_is_a_hit_and_a_changed_key_compiles() {
-        let dir = temp("hit");
+        let tmp = temp("hit");
+        let dir = tmp.path().to_path_buf();
         let cache = DiskCache::at(dir.clone());
         let compiles = Cell::new(0);
         let compile = |what: &str| {
@@ -229,12 +231,12 @@ mod tests {
             cache.get_or_compile("ptx", || Err("no".into())).unwrap(),
             (e, Outcome::Hit)
         );
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn damaged_entries_are_compiled_again_never_trusted() {
-        let dir = temp("damaged");
+        let tmp = temp("damaged");
+        let dir = tmp.path().to_path_buf();
         let cache = DiskCache::at(dir.clone());
         let key = "the key";
         let good = Entry::Cubin(vec![7; 1000]);
@@ -271,7 +273,6 @@ mod tests {
                 .unwrap();
             assert_eq!(o, Outcome::Hit, "{what}");
         }
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

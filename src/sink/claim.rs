@@ -304,16 +304,17 @@ pub fn check_sequence(
 mod tests {
     use super::*;
 
-    fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("framepipe-claim-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    fn dir(name: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!("framepipe-claim-{name}-"))
+            .tempdir()
+            .unwrap()
     }
 
     #[test]
     fn an_existing_file_is_refused_or_replaced_only_when_finished() {
-        let d = dir("replace");
+        let tmp = dir("replace");
+        let d = tmp.path();
         let p = d.join("precious.mp4");
         let s = p.to_str().unwrap();
         std::fs::write(&p, b"precious").unwrap();
@@ -338,18 +339,17 @@ mod tests {
         std::fs::write(&c.writing, b"new").unwrap();
         c.commit(1).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"new");
-        std::fs::remove_dir_all(d).unwrap();
     }
 
     #[test]
     fn a_new_file_with_no_frame_is_not_kept() {
-        let d = dir("new");
+        let tmp = dir("new");
+        let d = tmp.path();
         let p = d.join("out.mkv");
         let mut c = VideoClaim::new("--output", p.to_str().unwrap(), Overwrite::Refuse).unwrap();
         assert_eq!(c.writing, p.to_str().unwrap());
         assert!(p.exists());
         assert!(c.commit(0).is_err());
         assert!(!p.exists());
-        std::fs::remove_dir_all(d).unwrap();
     }
 }

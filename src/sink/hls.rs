@@ -454,8 +454,8 @@ mod tests {
 
     #[test]
     fn playlists_sharing_segments_are_refused() {
-        let dir = std::env::temp_dir().join(format!("fp-hls-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
         let a = dir.join("x.m3u8").to_string_lossy().into_owned();
         let b = dir.join("x.M3U8").to_string_lossy().into_owned();
         let c = dir.join("y.m3u8").to_string_lossy().into_owned();
@@ -463,6 +463,5 @@ mod tests {
         assert!(refuse_crossing(&[&a, &b], &[]).is_err());
         assert!(refuse_crossing(&[&a, &c], &[]).is_ok());
         assert!(refuse_crossing(&[&a], &[&seg]).is_err());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

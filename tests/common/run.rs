@@ -12,26 +12,23 @@ pub fn bin() -> String {
 }
 
 /// A fresh folder removed when dropped.
-pub struct TempDir(pub PathBuf);
+pub struct TempDir(tempfile::TempDir);
 
 impl TempDir {
+    /// A new empty folder under the system's temporary folder, named for the test, removed
+    /// when dropped (`tempfile`: a unique name, made atomically).
     pub fn new(name: &str) -> Self {
-        let p = std::env::temp_dir().join(format!("framepipe-test-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Self(p)
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("framepipe-test-{name}-"))
+            .tempdir()
+            .unwrap();
+        Self(dir)
     }
     pub fn join(&self, s: &str) -> PathBuf {
-        self.0.join(s)
+        self.0.path().join(s)
     }
     pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path()
     }
 }
 

@@ -263,7 +263,8 @@ mod tests {
 
     #[test]
     fn a_token_comes_from_a_file_or_the_environment() {
-        let dir = std::env::temp_dir().join(format!("fp-token-{}", std::process::id()));
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("token");
         std::fs::write(&dir, "from file\nsecond line\n").unwrap();
         let from = TokenFrom {
             file: Some(dir.to_string_lossy().into_owned()),
@@ -271,7 +272,6 @@ mod tests {
             ..TokenFrom::default()
         };
         assert_eq!(from.read().unwrap().as_deref(), Some("from file"));
-        let _ = std::fs::remove_file(&dir);
         let env = TokenFrom {
             env: Some("from env".into()),
             ..TokenFrom::default()
