@@ -6,12 +6,12 @@
 //! here; two inputs never write one file; an HLS playlist's segments are claimed with it
 //! (`sink::hls::claim`); what is claimed stays locked for the run (`sink::claim`).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use crate::paths::{self, InputFile};
 use crate::plan::run::{Outputs, Reports};
 use crate::plan::{InputPlan, RunPlan};
-use crate::sink::claim::{self, Claimed, Overwrite, VideoClaim};
+use crate::sink::claim::{Claimed, Overwrite};
 use crate::sink::{self, OutputSpec};
 use crate::source::InputSpec;
 
@@ -58,38 +58,31 @@ fn input_file(input: &InputPlan) -> Option<InputFile<'_>> {
 }
 
 /// Refuses any file `outputs` (and the reports) would write that can't be written, is the
-/// input file, is not a regular file, is named twice, or exists without `-y`; then claims
-/// the file output.
+/// input file, is not a regular file, or is named twice; then claims each output
+/// (`OutputSpec::claim`: an existing file is refused without `-y`), the file output's claim
+/// returned.
 fn check_outputs(
     outputs: &Outputs,
     input_file: Option<InputFile>,
     overwrite: Overwrite,
     reports: &Reports,
 ) -> Result<Claimed> {
-    let output = outputs.file.as_ref();
     let mut files: Vec<(&str, String)> = Vec::new();
-    match output {
-        Some(OutputSpec::Video { path, .. }) => files.push(("--output", path.clone())),
-        Some(OutputSpec::Stdout) if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
-            bail!("--output -: standard output is a terminal; redirect it to a file or a pipe (| ffmpeg -f yuv4mpegpipe -i - …), or name an output file");
-        }
-        Some(OutputSpec::Sequence { pattern, .. }) => {
-            // Like `mkdir -p`: an image sequence's folder is made when missing.
-            std::fs::create_dir_all(pattern.folder()).with_context(|| {
-                format!(
-                    "--output: creating the folder '{}'",
-                    pattern.folder().display()
-                )
-            })?;
-            if let Some(input) = &input_file {
-                paths::refuse_input_in_sequence("--output", pattern, input)
-                    .map_err(anyhow::Error::msg)?;
-            }
-        }
-        Some(OutputSpec::Stdout) | None => {}
+    if let Some(OutputSpec::Video { path, .. }) = &outputs.file {
+        files.push(("--output", path.clone()));
     }
-    let inputs: Vec<InputFile> = input_file.iter().cloned().collect();
-    let playlists = claim_playlists(&outputs.streams, overwrite, &inputs)?;
+    let playlists: Vec<&str> = outputs
+        .streams
+        .iter()
+        .filter_map(|s| match s {
+            OutputSpec::Video {
+                path,
+                container: sink::Container::Hls,
+                ..
+            } => Some(path.as_str()),
+            _ => None,
+        })
+        .collect();
     files.extend(playlists.iter().map(|p| ("--output", p.to_string())));
     files.extend(reports.trace.iter().map(|p| ("--trace", p.clone())));
     files.extend(reports.timeline.iter().map(|p| ("--timeline", p.clone())));
@@ -100,7 +93,13 @@ fn check_outputs(
             .map(|p| ("--summary-json", p.clone())),
     );
     check_files(&files, &playlists, input_file.as_ref())?;
-    claim_output(output, overwrite)
+    for stream in &outputs.streams {
+        stream.claim(overwrite, input_file.as_ref())?;
+    }
+    match &outputs.file {
+        Some(file) => file.claim(overwrite, input_file.as_ref()),
+        None => Ok(Claimed::Nothing),
+    }
 }
 
 /// Refuses two of `files` that are one file, a playlist's segments crossing another file,
@@ -137,59 +136,6 @@ fn check_files(
         }
     }
     Ok(())
-}
-
-/// Claims `output`: a video file (`VideoClaim`), or an image sequence's folder (locked, its
-/// files checked against `overwrite`, the folder proven writable).
-fn claim_output(output: Option<&OutputSpec>, overwrite: Overwrite) -> Result<Claimed> {
-    Ok(match output {
-        Some(spec @ OutputSpec::Video { path, .. }) if !spec.is_stream() => Claimed::Video(
-            VideoClaim::new("--output", path, overwrite).map_err(anyhow::Error::msg)?,
-        ),
-        Some(OutputSpec::Sequence { pattern, .. }) => {
-            let lock = claim::FolderLock::new("--output", pattern.folder(), &pattern.path(0))
-                .map_err(anyhow::Error::msg)?;
-            claim::check_sequence("--output", pattern, overwrite).map_err(anyhow::Error::msg)?;
-            let probe = pattern
-                .folder()
-                .join(format!(".framepipe-{}.probe", std::process::id()));
-            paths::check_writable("--output", &probe.to_string_lossy()).map_err(|e| {
-                anyhow::anyhow!(
-                    "--output '{}': its folder '{}' can't be written ({})",
-                    pattern.path(0),
-                    pattern.folder().display(),
-                    e.rsplit(": ").next().unwrap_or_default()
-                )
-            })?;
-            Claimed::Folder(lock)
-        }
-        _ => Claimed::Nothing,
-    })
-}
-
-/// Claims every HLS output among `streams` (`sink::hls::claim`: its folder made, its
-/// names checked against the inputs and, without `-y`, against what exists); their
-/// playlists' names.
-fn claim_playlists<'a>(
-    streams: &'a [OutputSpec],
-    overwrite: Overwrite,
-    inputs: &[InputFile],
-) -> Result<Vec<&'a str>> {
-    let mut playlists = Vec::new();
-    for stream in streams {
-        if let OutputSpec::Video {
-            path,
-            container: sink::Container::Hls,
-            ..
-        } = stream
-        {
-            #[cfg(feature = "ffmpeg")]
-            sink::hls::claim(path, overwrite, inputs).map_err(anyhow::Error::msg)?;
-            let _ = (overwrite, inputs);
-            playlists.push(path.as_str());
-        }
-    }
-    Ok(playlists)
 }
 
 /// Refuses an input's output (or the mosaic's: `recording`) that is another input's file

@@ -185,9 +185,14 @@ fn open_recording(
             tags: Default::default(),
         };
         let timing = super::outputs::timing(None, fps, writing, Some(spec));
-        sinks.push(sink::open_output(
-            spec, claimed, size, fps, &timing, stdout, true,
-        )?);
+        let at = sink::kind::OpenAt {
+            size,
+            fps,
+            timing: &timing,
+            stdout,
+            fragmented: true,
+        };
+        sinks.push(spec.open(claimed, &at)?);
     }
     Ok(sink::tee(sinks).expect("a recording has an output"))
 }
@@ -205,7 +210,10 @@ pub(super) fn open_mosaic(
 
 #[cfg(feature = "ffmpeg")]
 fn open_web(serve: &Serve, knobs: Knobs) -> Result<Box<dyn Sink>> {
-    Ok(Box::new(crate::sink::web::Web::open(serve.clone(), knobs)?))
+    Ok(crate::sink::display::boxed(crate::sink::web::Web::open(
+        serve.clone(),
+        knobs,
+    )?))
 }
 
 #[cfg(not(feature = "ffmpeg"))]
@@ -241,7 +249,9 @@ fn check_window_possible() -> Result<()> {
 
 #[cfg(feature = "opencv")]
 fn open_window(title: &str, knobs: Knobs, hold: Option<Stop>) -> Result<Box<dyn Sink>> {
-    Ok(Box::new(sink::window::Window::open(title, knobs, hold)?))
+    Ok(sink::display::boxed(sink::window::Window::open(
+        title, knobs, hold,
+    )?))
 }
 
 #[cfg(not(feature = "opencv"))]

@@ -68,15 +68,14 @@ fn open_streams(
             given: places.formats.output,
             tags,
         };
-        sinks.push(sink::open_output(
-            spec,
-            sink::claim::Claimed::Nothing,
-            source.size(),
-            places.fps,
-            &timing,
+        let at = sink::kind::OpenAt {
+            size: source.size(),
+            fps: places.fps,
+            timing: &timing,
             stdout,
-            false,
-        )?);
+            fragmented: false,
+        };
+        sinks.push(spec.open(sink::claim::Claimed::Nothing, &at)?);
     }
     Ok(sinks)
 }
@@ -119,16 +118,14 @@ fn open_file_output(
     // A source with no known end (a camera, a stream, the pattern, standard input) is
     // recorded in MP4/MOV fragments, so that a crash keeps all but the last fragment.
     let fragmented = writing.fragmented || source.is_live() || source.frame_count().is_none();
-    sink::open_output(
-        spec,
-        places.claimed,
-        source.size(),
-        places.fps,
-        &timing,
+    let at = sink::kind::OpenAt {
+        size: source.size(),
+        fps: places.fps,
+        timing: &timing,
         stdout,
         fragmented,
-    )
-    .map(Some)
+    };
+    spec.open(places.claimed, &at).map(Some)
 }
 
 /// How a video output is timed, and whose audio it copies: a file input's exact rate, time

@@ -176,7 +176,11 @@ pub(crate) fn run_setup(
                 .in_format(formats.input)
                 .cheap(),
         );
-        let summary = plan.run(source, &mut Null, &Stop::new())?;
+        let summary = plan.run(
+            source,
+            crate::sink::output::boxed(Null).as_mut(),
+            &Stop::new(),
+        )?;
         (summary.process.frames, summary.trace)
     } else {
         (

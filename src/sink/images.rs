@@ -5,8 +5,9 @@
 use anyhow::{bail, Result};
 
 use super::claim;
+use super::output::{Output, Taken};
 use super::picture::{ImageFormat, PictureEncoder};
-use super::{Flow, Frame, Sink};
+use super::Frame;
 use crate::budget::human;
 use crate::frame::{FrameSize, SequencePattern};
 use crate::paths;
@@ -55,14 +56,14 @@ impl ImageSequence {
     }
 }
 
-impl Sink for ImageSequence {
+impl Output for ImageSequence {
     fn verb(&self) -> &'static str {
         "written"
     }
     fn describe(&self) -> String {
         format!("image sequence {}", self.pattern.path(0))
     }
-    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+    fn consume(&mut self, frame: &Frame) -> Result<Taken> {
         let (size, frame) = (frame.size(), super::bgr(frame, "an image sequence")?);
         let path = self.pattern.path(self.next);
         if self.encoder.as_ref().map(PictureEncoder::size) != Some(size) {
@@ -83,7 +84,7 @@ impl Sink for ImageSequence {
             anyhow::anyhow!("writing '{path}': {why}")
         })?;
         self.next += 1;
-        Ok(Flow::Continue)
+        Ok(Taken::Kept)
     }
     fn finish(&mut self) -> Result<()> {
         Ok(())

@@ -1,27 +1,34 @@
-//! Where processed frames go: a window (or the mosaic of several inputs: `mosaic`, routed by
-//! `route`), the browser view (`web`), a video file, a stream (network or HLS: `stream`),
-//! an image sequence, standard output, or nowhere. This room holds the `Sink` trait, `Tee` (several sinks fed the same frames),
-//! the format negotiation (`negotiate`: what every sink takes) and the factory
-//! (`open_output`); what `--output` names is `spec`, the containers and codecs are `codec`,
-//! and claiming a file before writing it is `claim`.
+//! Where processed frames go. Two kinds of consumer, each a trait of its own: an **output**
+//! (`output::Output`: a video file, a stream or HLS, an image sequence, standard output,
+//! nowhere) takes frames and finishes; a **display** (`display::Display`: the window, the
+//! browser view) shows them and answers with what the person asked for (`Flow`). Each output
+//! kind's type, claim and opening are `kind`; what `--output` names is `spec`; the
+//! containers and codecs are `codec`; claiming a file before writing it is `claim`. The
+//! pipeline drives one `Sink`: the run's consumers put together by `Tee` (several fed the
+//! same frames), `route` (each input's own, by input), `mosaic` (every input's tiles) and
+//! `progress`; an output or a display becomes a `Sink` through `output::boxed` and
+//! `display::boxed`. `negotiate` decides once what format every consumer takes.
 //!
 //! Sinks run on one thread (the main thread, so that every highgui call stays there), see
 //! frames in order as `Frame`s (a descriptor and its bytes, in the negotiated format), and
-//! are always `finish`ed, also after an error, so that files are finalized. A sink that
+//! are always `finish`ed, also after an error, so that files are finalized. A consumer that
 //! takes BGR only checks the descriptor (`bgr`), so a frame is never misread.
 
 #[cfg(feature = "ffmpeg")]
 pub mod av;
 pub mod claim;
 pub mod codec;
+pub mod display;
 pub mod encode;
 #[cfg(feature = "ffmpeg")]
 pub mod hls;
 #[cfg(feature = "ffmpeg")]
 pub mod images;
+pub mod kind;
 #[cfg(feature = "opencv")]
 pub mod mosaic;
 pub mod null;
+pub mod output;
 #[cfg(feature = "ffmpeg")]
 pub mod picture;
 pub mod ppm;
@@ -138,7 +145,9 @@ pub fn pipeline_key(key: u8, knobs: &mut Knobs) -> Result<Option<Flow>> {
     }))
 }
 
-/// Where processed frames go (a window, a file, nowhere), on the pipeline's calling thread.
+/// What the pipeline drives, on its calling thread: the run's outputs and displays put
+/// together (module doc). Outputs and displays implement their own traits; a `Sink` is
+/// written only to put consumers together (and by tests that steer a run).
 pub trait Sink {
     /// One word for the summary: "shown", "written".
     fn verb(&self) -> &'static str;
@@ -300,65 +309,3 @@ pub use av::Timing;
 #[cfg(not(feature = "ffmpeg"))]
 #[derive(Clone, Debug, Default)]
 pub struct Timing;
-
-/// Opens the sink for `spec` at `fps` frames per second, on what `claimed` holds for it
-/// (`timing` says more, for video; `stdout` what standard output writes and what it is
-/// given; `fragmented` writes MP4/MOV in fragments).
-pub fn open_output(
-    spec: &OutputSpec,
-    claimed: claim::Claimed,
-    size: FrameSize,
-    fps: f64,
-    timing: &Timing,
-    stdout: y4m::Layout,
-    fragmented: bool,
-) -> Result<Box<dyn Sink>> {
-    match (spec, claimed) {
-        #[cfg(feature = "ffmpeg")]
-        (
-            OutputSpec::Video {
-                path,
-                container,
-                codec,
-                encoding,
-                ..
-            },
-            _,
-        ) if container.is_stream() => Ok(Box::new(stream::Stream::open(
-            path, *codec, encoding, size, timing,
-        )?)),
-        (OutputSpec::Stdout, _) => Ok(Box::new(y4m::Y4mOut::new(
-            size,
-            crate::frame::ratio_of(fps),
-            stdout,
-        )?)),
-        (OutputSpec::Sequence { pattern, extension }, claim::Claimed::Folder(lock))
-            if extension == "ppm" =>
-        {
-            Ok(Box::new(ppm::PpmSequence::new(pattern.clone(), lock)))
-        }
-        #[cfg(feature = "ffmpeg")]
-        (OutputSpec::Sequence { pattern, .. }, claim::Claimed::Folder(lock)) => Ok(Box::new(
-            images::ImageSequence::new(pattern.clone(), size, lock)?,
-        )),
-        #[cfg(feature = "ffmpeg")]
-        (
-            OutputSpec::Video {
-                codec,
-                quality,
-                encoding,
-                ..
-            },
-            claim::Claimed::Video(claim),
-        ) => {
-            let _ = fps;
-            Ok(Box::new(writer::VideoFile::open(
-                claim, *codec, *quality, encoding, size, timing, fragmented,
-            )?))
-        }
-        (other, _) => {
-            let _ = (size, fps, timing, fragmented);
-            anyhow::bail!("internal: {other:?} was not claimed, or this build cannot write it")
-        }
-    }
-}

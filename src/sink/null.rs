@@ -2,20 +2,21 @@
 
 use anyhow::Result;
 
-use super::{Flow, Frame, Sink};
+use super::output::{Output, Taken};
+use super::Frame;
 
 /// Discards every frame.
 pub struct Null;
 
-impl Sink for Null {
+impl Output for Null {
     fn verb(&self) -> &'static str {
         "consumed"
     }
     fn describe(&self) -> String {
         "no output (headless)".into()
     }
-    fn consume(&mut self, _frame: &Frame) -> Result<Flow> {
-        Ok(Flow::Continue)
+    fn consume(&mut self, _frame: &Frame) -> Result<Taken> {
+        Ok(Taken::Kept)
     }
     fn finish(&mut self) -> Result<()> {
         Ok(())

@@ -9,7 +9,8 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 
-use super::{Flow, Frame, Sink};
+use super::output::{Output, Taken};
+use super::Frame;
 use crate::frame::{FrameSize, SequencePattern};
 
 /// A numbered PPM sequence.
@@ -45,14 +46,14 @@ pub fn write_ppm(w: &mut impl Write, frame: &[u8], size: FrameSize) -> std::io::
     Ok(())
 }
 
-impl Sink for PpmSequence {
+impl Output for PpmSequence {
     fn verb(&self) -> &'static str {
         "written"
     }
     fn describe(&self) -> String {
         format!("PPM sequence {}", self.pattern.path(0))
     }
-    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+    fn consume(&mut self, frame: &Frame) -> Result<Taken> {
         let (size, frame) = (frame.size(), super::bgr(frame, "a PPM sequence")?);
         let path = self.pattern.path(self.next);
         self.bytes.clear();
@@ -60,7 +61,7 @@ impl Sink for PpmSequence {
         crate::paths::write_atomically(std::path::Path::new(&path), &self.bytes)
             .with_context(|| format!("writing {path}"))?;
         self.next += 1;
-        Ok(Flow::Continue)
+        Ok(Taken::Kept)
     }
     fn finish(&mut self) -> Result<()> {
         Ok(())

@@ -19,7 +19,7 @@ pub fn by_input(mut each: Vec<Option<Box<dyn Sink>>>, all: Option<Box<dyn Sink>>
         return each
             .pop()
             .flatten()
-            .unwrap_or_else(|| Box::new(super::null::Null));
+            .unwrap_or_else(|| super::output::boxed(super::null::Null));
     }
     Box::new(ByInput::new(each, all))
 }

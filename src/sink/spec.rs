@@ -10,7 +10,6 @@ use std::path::Path;
 
 use super::codec::{Codec, Container, VIDEO_EXTENSIONS};
 use crate::frame::SequencePattern;
-use crate::pixel::PixelFormat;
 
 /// Image formats `--output` writes as numbered sequences.
 pub const SEQUENCE_EXTENSIONS: &[&str] = &["png", "ppm", "bmp", "tif", "tiff", "jpg", "jpeg"];
@@ -43,29 +42,6 @@ pub enum OutputSpec {
 }
 
 impl OutputSpec {
-    /// The formats this output takes its frames in, preferred first: standard output
-    /// `write` (`--output-format`, I420 by default) or BGR (converted on the CPU); a video
-    /// file whose encoder takes 4:2:0 (`Codec::takes_i420`) I420 or BGR; other files and
-    /// image sequences BGR (their encoders convert).
-    pub fn takes(&self, write: Option<PixelFormat>) -> Vec<PixelFormat> {
-        match self {
-            OutputSpec::Video {
-                codec, encoding, ..
-            } if codec.takes_i420() && encoding.stores_420() => {
-                vec![PixelFormat::I420, PixelFormat::Bgr24]
-            }
-            OutputSpec::Stdout => {
-                let write = write.unwrap_or(PixelFormat::I420);
-                let mut v = vec![write];
-                if write != PixelFormat::Bgr24 {
-                    v.push(PixelFormat::Bgr24);
-                }
-                v
-            }
-            _ => vec![PixelFormat::Bgr24],
-        }
-    }
-
     /// Checks `--output` without opening anything.
     pub fn parse(s: &str) -> Result<Self, String> {
         if s == "-" {

@@ -25,7 +25,8 @@ use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 
 use super::av::{AvFile, Timing};
 use super::codec::Codec;
-use super::{Flow, Frame, Sink};
+use super::output::{Output, Taken};
+use super::Frame;
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 
@@ -285,22 +286,22 @@ impl Link {
     }
 }
 
-impl Sink for Stream {
+impl Output for Stream {
     fn verb(&self) -> &'static str {
         "sent"
     }
     fn describe(&self) -> String {
         self.what.clone()
     }
-    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+    fn consume(&mut self, frame: &Frame) -> Result<Taken> {
         let Some(tx) = &self.tx else {
-            return Ok(Flow::Continue);
+            return Ok(Taken::Kept);
         };
         self.taken += 1;
         if tx.is_full() {
             // The peer (or the encoder) is slower than the run: this frame is not sent.
             self.counts.dropped.fetch_add(1, Ordering::SeqCst);
-            return Ok(Flow::Continue);
+            return Ok(Taken::Kept);
         }
         let mut bytes = self.spare.try_recv().unwrap_or_default();
         bytes.clear();
@@ -317,7 +318,7 @@ impl Sink for Stream {
                 self.counts.dropped.fetch_add(1, Ordering::SeqCst);
             }
         }
-        Ok(Flow::Continue)
+        Ok(Taken::Kept)
     }
     fn begin_finish(&mut self) {
         drop(self.tx.take());

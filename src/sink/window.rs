@@ -24,7 +24,8 @@ use opencv::core::{Mat, Point, Rect, Scalar, Vec3b, Vector};
 use opencv::prelude::*;
 use opencv::{highgui, imgcodecs};
 
-use super::{strip, Flow, Frame, Knobs, Sink};
+use super::display::Display;
+use super::{strip, Flow, Frame, Knobs};
 use crate::frame::FrameSize;
 use crate::stats::Live;
 use crate::stop::Stop;
@@ -279,7 +280,7 @@ impl Window {
     }
 }
 
-impl Sink for Window {
+impl Display for Window {
     fn verb(&self) -> &'static str {
         "shown"
     }
@@ -301,7 +302,7 @@ impl Sink for Window {
     fn wants_timeline(&self) -> bool {
         self.strip
     }
-    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+    fn show(&mut self, frame: &Frame) -> Result<Flow> {
         if self.closed()? {
             return Ok(Flow::Quit);
         }

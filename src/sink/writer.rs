@@ -25,7 +25,8 @@ use anyhow::{bail, Context, Result};
 use super::av::{self, AvFile, Timing};
 use super::claim::VideoClaim;
 use super::codec::{Codec, Container};
-use super::{Flow, Frame, Sink};
+use super::output::{Output, Taken};
+use super::Frame;
 use crate::budget::human;
 use crate::frame::FrameSize;
 use crate::paths;
@@ -304,14 +305,14 @@ fn finalized_at_exit(open: &Arc<Mutex<Open>>) {
     }
 }
 
-impl Sink for VideoFile {
+impl Output for VideoFile {
     fn verb(&self) -> &'static str {
         "written"
     }
     fn describe(&self) -> String {
         format!("video file {} ({})", self.path, self.codec)
     }
-    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+    fn consume(&mut self, frame: &Frame) -> Result<Taken> {
         let (size, at, format) = (frame.size(), frame.desc.seconds(), frame.format());
         anyhow::ensure!(
             matches!(format, PixelFormat::Bgr24 | PixelFormat::I420),
@@ -336,7 +337,7 @@ impl Sink for VideoFile {
         self.watch
             .check(&self.writing, self.written)
             .map_err(anyhow::Error::msg)?;
-        Ok(Flow::Continue)
+        Ok(Taken::Kept)
     }
     fn finish(&mut self) -> Result<()> {
         let _finishing = crate::stop::Finishing::start();

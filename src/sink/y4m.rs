@@ -18,7 +18,8 @@ use std::io::{ErrorKind, Write};
 
 use anyhow::{Context, Result};
 
-use super::{Flow, Frame, Sink};
+use super::output::{Output, Taken};
+use super::Frame;
 use crate::frame::FrameSize;
 use crate::pixel::{self, PixelFormat};
 
@@ -241,7 +242,7 @@ impl Y4mOut {
     }
 }
 
-impl Sink for Y4mOut {
+impl Output for Y4mOut {
     fn verb(&self) -> &'static str {
         "written"
     }
@@ -260,9 +261,9 @@ impl Sink for Y4mOut {
             self.layout.write, self.size
         )
     }
-    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+    fn consume(&mut self, frame: &Frame) -> Result<Taken> {
         if self.closed {
-            return Ok(Flow::Quit);
+            return Ok(Taken::Closed);
         }
         let size = frame.size();
         anyhow::ensure!(size == self.size, "frame size changed to {size}");
@@ -275,7 +276,7 @@ impl Sink for Y4mOut {
         match self.put(frame.bytes) {
             Ok(()) => {
                 self.written += 1;
-                Ok(Flow::Continue)
+                Ok(Taken::Kept)
             }
             Err(e) if e.kind() == ErrorKind::BrokenPipe => {
                 self.closed = true;
@@ -285,7 +286,7 @@ impl Sink for Y4mOut {
                     "standard output was closed by its reader: stopping; it took {} frames",
                     self.stored
                 );
-                Ok(Flow::Quit)
+                Ok(Taken::Closed)
             }
             Err(e) => Err(e).context("writing to standard output"),
         }

@@ -28,8 +28,9 @@ use crossbeam_channel::{unbounded, Receiver};
 
 pub use access::{bind_address, Settings, TokenFrom};
 
-use super::{Flow, Frame, Knobs, Sink};
+use super::{Flow, Frame, Knobs};
 use crate::frame::FrameSize;
+use crate::sink::display::Display;
 use crate::stats::Live;
 
 /// The most frames a second sent to browsers.
@@ -139,14 +140,14 @@ impl Web {
     }
 }
 
-impl Sink for Web {
+impl Display for Web {
     fn verb(&self) -> &'static str {
         "served"
     }
     fn describe(&self) -> String {
         format!("the browser view at http://{}/", self.address)
     }
-    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+    fn show(&mut self, frame: &Frame) -> Result<Flow> {
         let (size, bgr) = (frame.size(), super::bgr(frame, "the browser view")?);
         let due = self
             .last_handoff
