@@ -17,6 +17,7 @@ pub mod budget;
 pub mod cli;
 pub mod desc;
 pub mod doctor;
+pub mod error;
 pub mod filter;
 pub mod frame;
 pub mod msg;

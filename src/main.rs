@@ -61,8 +61,13 @@ fn main() {
         // OpenCV's own warnings (camera probing, GStreamer) only with -v.
         framepipe::source::quiet_libraries(level == Level::Quiet);
     }
+    let mut left_behind = false;
     let result = match &cli.command {
-        None => framepipe::app::run(cli.run),
+        None => {
+            let ran = framepipe::app::run(cli.run);
+            left_behind = ran.left_behind;
+            ran.result
+        }
         Some(Command::Bench(args)) => framepipe::bench::run(args),
         Some(Command::Doctor) => framepipe::doctor::run(),
         Some(Command::CheckKernel(args)) => args
@@ -71,18 +76,24 @@ fn main() {
             .and_then(|chain| framepipe::backend::check::command(&chain, &args.size)),
     };
     match result {
-        Ok(()) => exit(0),
+        Ok(()) => exit_after_run(0, left_behind),
         Err(e) => {
             framepipe::say!("framepipe: error: {e:#}");
-            exit(1);
+            exit_after_run(1, left_behind);
         }
     }
 }
 
-/// Ends the process. Where a thread was left blocked inside a source (a stalled stream),
-/// exit-time destructors (OpenCV's, GStreamer's) must not run under its feet: `_exit` then.
+/// Ends the process.
 fn exit(code: i32) -> ! {
-    if framepipe::pipeline::left_a_thread_behind() {
+    exit_after_run(code, false)
+}
+
+/// Ends the process after a run. Where a thread was left blocked inside a source
+/// (`left_behind`: a stalled stream), exit-time destructors (OpenCV's, GStreamer's) must not
+/// run under its feet: `_exit` then.
+fn exit_after_run(code: i32, left_behind: bool) -> ! {
+    if left_behind {
         // SAFETY: _exit only ends the process; standard output and error are unbuffered or
         // flushed by msg's writers.
         unsafe { libc::_exit(code) }

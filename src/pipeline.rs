@@ -64,19 +64,17 @@ use crate::stats::{
 use crate::stop::Stop;
 use crate::trace::{Kind, Recent, Span, Trace, Track, STRIP_FRAMES};
 
-/// The running pipeline's counts (captured, processed, consumed, dropped), kept where an
-/// abort or an exit handler can read them (`progress`).
-static PROGRESS: [AtomicU64; 4] = [
-    AtomicU64::new(0),
-    AtomicU64::new(0),
-    AtomicU64::new(0),
-    AtomicU64::new(0),
-];
+/// A running pipeline's counts (captured, processed, consumed, dropped), readable from
+/// outside while it runs: the run that made it hands it to whatever must report the counts
+/// when the process ends from outside (an abort, an exit from inside a library).
+#[derive(Debug, Default)]
+pub struct Progress([AtomicU64; 4]);
 
-/// The counts of the pipeline running now, or of the last one: captured, processed (reached
-/// the sink), consumed, dropped.
-pub fn progress() -> [u64; 4] {
-    PROGRESS.each_ref().map(|c| c.load(Ordering::Relaxed))
+impl Progress {
+    /// The counts now: captured, processed (reached the sink), consumed, dropped.
+    pub fn counts(&self) -> [u64; 4] {
+        self.0.each_ref().map(|c| c.load(Ordering::Relaxed))
+    }
 }
 
 /// How the pipeline runs, apart from its three stages.
@@ -96,6 +94,8 @@ pub struct Options {
     pub trace_last: u64,
     /// Watches the chain's kernel files and swaps reloaded kernels in (`reload`).
     pub reload: Option<Arc<Reloader>>,
+    /// Where the run's counts are kept while it runs (`Progress`).
+    pub progress: Arc<Progress>,
 }
 
 /// One input's counts, kept where a capture thread left behind still counts.
@@ -128,6 +128,8 @@ struct Shared {
     inputs: Vec<Counters>,
     /// Each thread's CPU over the run, as it ended (`-v` prints them).
     cpu: Mutex<Vec<(String, ThreadCpu)>>,
+    /// The run's counts, as `Options::progress` shares them.
+    progress: Arc<Progress>,
 }
 
 impl Shared {
@@ -216,17 +218,21 @@ pub fn run_inputs(
     opts: &Options,
     stop: &Stop,
 ) -> Result<Summary> {
-    anyhow::ensure!(
+    crate::ensure_kept!(
         !inputs.is_empty() && inputs.len() <= MAX_INPUTS,
-        "internal: a run has 1 to {MAX_INPUTS} inputs, not {}",
+        "a run has 1 to {MAX_INPUTS} inputs, not {}",
         inputs.len()
     );
-    PROGRESS.iter().for_each(|c| c.store(0, Ordering::Relaxed));
     // A signalled stop that stops progressing in here is ended by the stop watchdog.
     let _watched = crate::stop::Watched::start();
     let several = inputs.len() > 1;
     let (free_txs, free_rxs) = free_lists(&inputs);
-    let shared = Arc::new(Shared::new(stop, backend.describe(), &inputs));
+    let shared = Arc::new(Shared::new(
+        stop,
+        backend.describe(),
+        &inputs,
+        opts.progress.clone(),
+    ));
     let backend_tracks = backend.tracks();
     // Every slot of every ring fits in the filled and done channels: sending never waits.
     let slots_total: usize = inputs.iter().map(|i| i.ring).sum();
@@ -286,7 +292,7 @@ pub fn run_inputs(
 
 impl Shared {
     /// The shared state of a run of `inputs` on a backend described as `backend`.
-    fn new(stop: &Stop, backend: String, inputs: &[Input]) -> Self {
+    fn new(stop: &Stop, backend: String, inputs: &[Input], progress: Arc<Progress>) -> Self {
         Self {
             stop: stop.clone(),
             paused: AtomicBool::new(false),
@@ -295,6 +301,7 @@ impl Shared {
             backend: Mutex::new(backend),
             inputs: inputs.iter().map(Counters::of).collect(),
             cpu: Mutex::new(Vec::new()),
+            progress,
         }
     }
 
@@ -502,6 +509,7 @@ fn summarize(
         sink_stats: stats,
         trace,
         reloads: opts.reload.as_ref().map(|r| r.log()).unwrap_or_default(),
+        left_behind: false,
     }
 }
 
@@ -656,7 +664,7 @@ impl Ended {
                 Some(Ok(r)) => r.context(which),
                 Some(Err(_)) => Err(anyhow!("{which}: the capture thread panicked")),
                 None => {
-                    leave_a_thread_behind();
+                    summary.left_behind = true;
                     let what = match self.several {
                         true => which,
                         false => "the input".into(),
@@ -703,19 +711,6 @@ impl std::fmt::Display for Failed {
 }
 
 impl std::error::Error for Failed {}
-
-static LEFT_BEHIND: AtomicBool = AtomicBool::new(false);
-
-/// Records that a thread was left blocked inside a source (see `left_a_thread_behind`).
-pub fn leave_a_thread_behind() {
-    LEFT_BEHIND.store(true, Ordering::SeqCst);
-}
-
-/// Whether a run left a capture thread blocked inside its source: the process should then
-/// end without running exit-time destructors under that thread's feet (`libc::_exit`).
-pub fn left_a_thread_behind() -> bool {
-    LEFT_BEHIND.load(Ordering::SeqCst)
-}
 
 const POLL: Duration = Duration::from_millis(20);
 
@@ -1032,7 +1027,7 @@ fn live_of(shared: &Shared) -> Live {
 /// `live`'s counts as the threads have them now.
 fn refresh(live: &mut Live, shared: &Shared) {
     live.dropped = shared.total(|c| &c.dropped);
-    live.frames = PROGRESS[1].load(Ordering::Relaxed);
+    live.frames = shared.progress.0[1].load(Ordering::Relaxed);
     live.paused = shared.paused.load(Ordering::SeqCst);
     for (l, c) in live.inputs.iter_mut().zip(&shared.inputs) {
         l.captured = c.captured.load(Ordering::Relaxed);
@@ -1054,9 +1049,10 @@ fn consume(
     shared: &Shared,
 ) -> Result<(Flow, Instant, Instant)> {
     let t = Instant::now();
-    PROGRESS[0].store(shared.total(|c| &c.captured), Ordering::Relaxed);
-    PROGRESS[1].fetch_add(1, Ordering::Relaxed);
-    PROGRESS[3].store(live.dropped, Ordering::Relaxed);
+    let progress = &shared.progress.0;
+    progress[0].store(shared.total(|c| &c.captured), Ordering::Relaxed);
+    progress[1].fetch_add(1, Ordering::Relaxed);
+    progress[3].store(live.dropped, Ordering::Relaxed);
     let desc = slot.output_desc();
     let bytes: &[u8] = match slot.output_skipped {
         true => &[],
@@ -1064,7 +1060,7 @@ fn consume(
     };
     let flow = sink.consume(&Frame { desc: &desc, bytes })?;
     let end = Instant::now();
-    PROGRESS[2].fetch_add(1, Ordering::Relaxed);
+    progress[2].fetch_add(1, Ordering::Relaxed);
     let s = &slot.stamps;
     live.update(
         s.capture_ms,

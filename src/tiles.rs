@@ -249,9 +249,9 @@ impl Compose {
     /// The tile a processed frame of input `input`, in `format`, fills (None: the input has
     /// no tile); refuses a format other than BGR, which the mosaic negotiated.
     pub fn tile(&self, input: u16, format: PixelFormat) -> anyhow::Result<Option<usize>> {
-        anyhow::ensure!(
+        crate::ensure_kept!(
             format == PixelFormat::Bgr24,
-            "internal: the mosaic is composed from BGR frames, not {format}"
+            "the mosaic is composed from BGR frames, not {format}"
         );
         Ok(self.tile_of.get(usize::from(input)).copied())
     }

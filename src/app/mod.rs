@@ -34,24 +34,40 @@ mod opening;
 mod outputs;
 mod report;
 
-/// Runs the pipeline as `args` say; Ok also when the user stopped it. The flags are consumed
-/// into a `RunPlan`, and every later step reads that.
-pub fn run(args: RunArgs) -> Result<()> {
+/// How a run ended: its result (Ok also when the user stopped it), and whether a thread
+/// was left blocked inside a source (a stalled stream's read, an opening that never
+/// answered): the process must then end without running exit-time destructors under that
+/// thread's feet (`libc::_exit`).
+pub struct Ran {
+    /// The run's result.
+    pub result: Result<()>,
+    /// A thread was left blocked inside a source.
+    pub left_behind: bool,
+}
+
+/// Runs the pipeline as `args` say. The flags are consumed into a `RunPlan`, and every
+/// later step reads that.
+pub fn run(args: RunArgs) -> Ran {
     let stop = Stop::process();
-    Stop::install_signal_handler().context("installing the signal handlers")?;
+    let ending = report::Ending::default();
     let summary_json = args.summary_json.clone();
-    let ran = RunPlan::from_args(args)
+    let result = Stop::install_signal_handler()
+        .context("installing the signal handlers")
+        .and_then(|()| RunPlan::from_args(args))
         .and_then(|plan| {
             let machine = Machine::gather(plan.asks_cuda());
             plan.fit(&machine)
         })
-        .and_then(|plan| run_plan(&plan, &stop));
-    report::without_a_run(summary_json.as_deref(), ran.as_ref().err());
-    ran
+        .and_then(|plan| run_plan(&plan, &stop, &ending));
+    report::without_a_run(summary_json.as_deref(), result.as_ref().err(), &ending);
+    Ran {
+        result,
+        left_behind: ending.left_a_thread_behind(),
+    }
 }
 
 /// The run `plan` describes (module doc).
-fn run_plan(plan: &RunPlan, stop: &Stop) -> Result<()> {
+fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> {
     let started = Instant::now();
     let since = || crate::stats::ms(started.elapsed());
     let mut claims = claims::claim(plan)?;
@@ -62,7 +78,7 @@ fn run_plan(plan: &RunPlan, stop: &Stop) -> Result<()> {
     let warming = (plan.engine().kind != BackendKind::Cpu)
         .then(|| backend::device::warm_up(backend::device::DEFAULT_DEVICE));
     let Some(mut inputs) = opening::open(stop, plan)? else {
-        pipeline::leave_a_thread_behind();
+        ending.leave_a_thread_behind();
         info!("stopped while the input was opening; nothing was written");
         return Ok(());
     };
@@ -79,6 +95,7 @@ fn run_plan(plan: &RunPlan, stop: &Stop) -> Result<()> {
     crate::debug!("start-up: backend made at {:.1} ms", since());
     info!("backend: {}", backend.describe());
     let opts = first.options(user_kernels(plan, &first.backend)?);
+    let progress = opts.progress.clone();
     let all = match compose {
         Some(c) => Some(displays::open_mosaic(
             plan,
@@ -101,7 +118,7 @@ fn run_plan(plan: &RunPlan, stop: &Stop) -> Result<()> {
         .collect();
     let ring = plan.engine().ring.unwrap_or(crate::plan::RING_EACH);
     let pipeline_inputs = inputs.into_pipeline(&names, ring);
-    report::arm_exit_summary(plan.reports());
+    report::arm_exit_summary(plan.reports(), progress);
     crate::debug!("start-up: sinks open at {:.1} ms", since());
     let ran = pipeline::run_inputs(pipeline_inputs, backend, sink.as_mut(), &opts, stop);
     crate::debug!("run ended at {:.1} ms", since());
@@ -111,7 +128,7 @@ fn run_plan(plan: &RunPlan, stop: &Stop) -> Result<()> {
         failed: &failed,
         names: &names,
     };
-    report::finish(plan.reports(), ran, places)
+    report::finish(plan.reports(), ran, places, ending)
 }
 
 /// Each input's own sinks, by `InputId` (its window and browser view where it is shown

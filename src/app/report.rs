@@ -8,8 +8,8 @@
 
 use anyhow::{bail, Context, Result};
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::cell::Cell;
+use std::sync::{Arc, Mutex};
 
 use crate::paths;
 use crate::pipeline;
@@ -19,8 +19,25 @@ use crate::stats::{InputStats, Summary};
 /// Drops above this share of a live input's frames are warned about at the end.
 const DROP_WARNING_PERCENT: u64 = 3;
 
-/// Whether `--summary-json` was written by this run.
-static SUMMARY_WRITTEN: AtomicBool = AtomicBool::new(false);
+/// What a run leaves for its end besides its result: whether `--summary-json` was written
+/// (a run that fails after writing it does not write it again), and whether a thread was
+/// left blocked inside a source (the process then ends without exit-time destructors).
+#[derive(Debug, Default)]
+pub(super) struct Ending {
+    written: Cell<bool>,
+    left_behind: Cell<bool>,
+}
+
+impl Ending {
+    /// A thread was left blocked inside a source (an input's opening, a capture thread).
+    pub fn leave_a_thread_behind(&self) {
+        self.left_behind.set(true);
+    }
+    /// Whether one was.
+    pub fn left_a_thread_behind(&self) -> bool {
+        self.left_behind.get()
+    }
+}
 
 /// Where each of the run's inputs came from: `order[k]` is the `--input` place of the
 /// run's input `k`; `failed`, those that could not be opened, with why; `names`, every
@@ -33,7 +50,21 @@ pub(super) struct Places<'a> {
 
 /// Reports a run that returned (`ran`): its summary with its inputs in `--input` order; an
 /// error (the run's, or an input that could not be opened) after the summary.
-pub(super) fn finish(reports: &Reports, ran: Result<Summary>, places: Places) -> Result<()> {
+pub(super) fn finish(
+    reports: &Reports,
+    ran: Result<Summary>,
+    places: Places,
+    ending: &Ending,
+) -> Result<()> {
+    let left_behind = match &ran {
+        Ok(summary) => summary.left_behind,
+        Err(e) => e
+            .downcast_ref::<pipeline::Failed>()
+            .is_some_and(|f| f.summary.left_behind),
+    };
+    if left_behind {
+        ending.leave_a_thread_behind();
+    }
     let mut summary = match ran {
         Ok(summary) => summary,
         Err(e) => {
@@ -41,7 +72,7 @@ pub(super) fn finish(reports: &Reports, ran: Result<Summary>, places: Places) ->
                 let mut summary = (*failed_run.summary).clone();
                 summary.inputs = in_order(summary.inputs, &places);
                 crate::say!("{}", summary.render());
-                write_summary_json(reports, &summary, Some(&format!("{e:#}")))?;
+                write_summary_json(reports, &summary, Some(&format!("{e:#}")), ending)?;
             }
             return Err(e);
         }
@@ -54,10 +85,10 @@ pub(super) fn finish(reports: &Reports, ran: Result<Summary>, places: Places) ->
             why.trim_start_matches("failed: ")
         );
         crate::say!("{}", summary.render());
-        write_summary_json(reports, &summary, Some(&error))?;
+        write_summary_json(reports, &summary, Some(&error), ending)?;
         bail!("{error}; the other inputs ran to their end");
     }
-    report(reports, &summary)
+    report(reports, &summary, ending)
 }
 
 /// The summary's inputs in `--input` order: the run's and those that could not be opened.
@@ -78,7 +109,7 @@ fn in_order(ran: Vec<InputStats>, places: &Places) -> Vec<InputStats> {
 
 /// The summary (and a warning when a live input dropped many frames), `--summary-json`,
 /// `--trace` and `--timeline`.
-fn report(reports: &Reports, summary: &Summary) -> Result<()> {
+fn report(reports: &Reports, summary: &Summary, ending: &Ending) -> Result<()> {
     crate::say!("{}", summary.render());
     let (captured, dropped) = (summary.capture.captured, summary.capture.dropped);
     if dropped * 100 > (captured + dropped) * DROP_WARNING_PERCENT {
@@ -88,7 +119,7 @@ fn report(reports: &Reports, summary: &Summary) -> Result<()> {
             100.0 * dropped as f64 / (captured + dropped) as f64
         );
     }
-    write_summary_json(reports, summary, None)?;
+    write_summary_json(reports, summary, None, ending)?;
     if let Some(trace) = &summary.trace {
         crate::trace::write_files(
             trace,
@@ -101,12 +132,17 @@ fn report(reports: &Reports, summary: &Summary) -> Result<()> {
 }
 
 /// Writes `--summary-json`, where asked for (whole, under a temporary name, then renamed).
-fn write_summary_json(reports: &Reports, summary: &Summary, error: Option<&str>) -> Result<()> {
+fn write_summary_json(
+    reports: &Reports,
+    summary: &Summary,
+    error: Option<&str>,
+    ending: &Ending,
+) -> Result<()> {
     let Some(path) = &reports.summary_json else {
         return Ok(());
     };
     let text = serde_json::to_string_pretty(&summary.to_json(error))?;
-    SUMMARY_WRITTEN.store(true, Ordering::SeqCst);
+    ending.written.set(true);
     paths::write_atomically(std::path::Path::new(path), (text + "\n").as_bytes())
         .with_context(|| format!("writing {path}"))
 }
@@ -114,7 +150,7 @@ fn write_summary_json(reports: &Reports, summary: &Summary, error: Option<&str>)
 /// `--summary-json` for a run that ended before its pipeline did (the input could not be
 /// opened, a stop came first): no frames, and the error where there was one. Not where the
 /// summary's own name was the problem (`path`: `--summary-json`).
-pub(super) fn without_a_run(path: Option<&str>, error: Option<&anyhow::Error>) {
+pub(super) fn without_a_run(path: Option<&str>, error: Option<&anyhow::Error>, ending: &Ending) {
     let Some(path) = path else {
         return;
     };
@@ -122,7 +158,7 @@ pub(super) fn without_a_run(path: Option<&str>, error: Option<&anyhow::Error>) {
     let about_itself = error
         .as_deref()
         .is_some_and(|e| e.contains("--summary-json"));
-    if SUMMARY_WRITTEN.load(Ordering::SeqCst)
+    if ending.written.get()
         || about_itself
         || paths::check_file_arg("--summary-json", path, "json").is_err()
     {
@@ -153,19 +189,26 @@ fn write_counts(
     let _ = paths::write_atomically(std::path::Path::new(path), text.as_bytes());
 }
 
-/// `--summary-json` while the pipeline runs, for a run that ends without returning: an abort
-/// (a second stop signal, the stop watchdog) or `exit` from inside a library (Qt, when the
-/// display dies). Taken once the summary is written the usual way.
-static EXIT_SUMMARY: Mutex<Option<String>> = Mutex::new(None);
-/// Whether the pipeline is running (an exit now ends it from outside).
-static RUNNING: AtomicBool = AtomicBool::new(false);
+/// The running pipeline, for a run that ends without returning: an abort (a second stop
+/// signal, the stop watchdog) or `exit` from inside a library (Qt, when the display dies).
+/// Set while the pipeline runs (an exit then ends it from outside); taken once it returned.
+/// The one process-wide slot of a run: exit and abort handlers take no argument.
+static AT_EXIT: Mutex<Option<AtExit>> = Mutex::new(None);
 
-/// Arms `summary_at_exit` for the pipeline's run.
-pub(super) fn arm_exit_summary(reports: &Reports) {
-    if let Ok(mut s) = EXIT_SUMMARY.lock() {
-        s.clone_from(&reports.summary_json);
+/// What `summary_at_exit` reports: `--summary-json`, and the counts so far.
+struct AtExit {
+    summary_json: Option<String>,
+    progress: Arc<pipeline::Progress>,
+}
+
+/// Arms `summary_at_exit` for the pipeline's run, whose counts `progress` keeps.
+pub(super) fn arm_exit_summary(reports: &Reports, progress: Arc<pipeline::Progress>) {
+    if let Ok(mut s) = AT_EXIT.lock() {
+        *s = Some(AtExit {
+            summary_json: reports.summary_json.clone(),
+            progress,
+        });
     }
-    RUNNING.store(true, Ordering::SeqCst);
     static HANDLER: std::sync::Once = std::sync::Once::new();
     // SAFETY: `summary_at_exit` is an `extern "C" fn()` that never unwinds (every error is
     // ignored) and takes its lock without waiting.
@@ -177,8 +220,7 @@ pub(super) fn arm_exit_summary(reports: &Reports) {
 
 /// The pipeline returned: its summary is reported the usual way.
 pub(super) fn disarm_exit_summary() {
-    RUNNING.store(false, Ordering::SeqCst);
-    if let Ok(mut s) = EXIT_SUMMARY.lock() {
+    if let Ok(mut s) = AT_EXIT.lock() {
         *s = None;
     }
 }
@@ -186,10 +228,11 @@ pub(super) fn disarm_exit_summary() {
 /// Says why a running pipeline ended from outside, and writes `--summary-json` with the
 /// counts so far.
 extern "C" fn summary_at_exit() {
-    if !RUNNING.swap(false, Ordering::SeqCst) {
+    // Without waiting: the pipeline may be ending it right now on another thread.
+    let Some(at) = AT_EXIT.try_lock().ok().and_then(|mut s| s.take()) else {
         return;
-    }
-    let progress = pipeline::progress();
+    };
+    let progress = at.progress.counts();
     let why = match crate::stop::abort_code() {
         Some(130) => "aborted by a second stop signal".to_string(),
         Some(code) => format!("the run did not end after the stop (exit {code})"),
@@ -203,8 +246,7 @@ extern "C" fn summary_at_exit() {
             why.to_string()
         }
     };
-    let Some(path) = EXIT_SUMMARY.try_lock().ok().and_then(|mut s| s.take()) else {
-        return;
-    };
-    write_counts(&path, Some(&why), progress);
+    if let Some(path) = &at.summary_json {
+        write_counts(path, Some(&why), progress);
+    }
 }

@@ -201,9 +201,9 @@ impl Backend for CpuBackend {
             return self.done_now(slot);
         }
         let need = |f: PixelFormat| f.bytes(size);
-        anyhow::ensure!(
+        crate::ensure_kept!(
             input.len() >= need(formats.input) && output.len() >= need(formats.output),
-            "internal: a {size} frame ({formats}) does not fit its slot"
+            "a {size} frame ({formats}) does not fit its slot"
         );
         let (input, output) = (
             &input[..need(formats.input)],

@@ -327,10 +327,7 @@ impl CudaBackend {
     }
 
     fn apply(&mut self, control: &Control) -> Result<()> {
-        anyhow::ensure!(
-            self.pending.is_empty(),
-            "internal: control with frames in flight"
-        );
+        crate::ensure_kept!(self.pending.is_empty(), "control with frames in flight");
         let mut cfg = self.cfg.clone();
         let height = cfg.size.height;
         let base = self.cfg.clone();

@@ -183,9 +183,9 @@ unsafe fn copy_from_device(
 /// `band` bytes.
 fn check_copy(c: BandCopy, frame: usize, band: usize) -> Result<()> {
     let end = |at: usize, pitch: usize| at + (c.height - 1) * pitch + c.width;
-    anyhow::ensure!(
+    crate::ensure_kept!(
         c.height > 0 && end(c.src, c.src_pitch) <= frame && end(c.dst, c.dst_pitch) <= band,
-        "internal: a band copy {c:?} reaches past its buffers ({frame} and {band} bytes)"
+        "a band copy {c:?} reaches past its buffers ({frame} and {band} bytes)"
     );
     Ok(())
 }

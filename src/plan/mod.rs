@@ -204,6 +204,7 @@ impl Plan {
             trace_frames: self.backend.trace_frames,
             trace_last: self.trace_last,
             reload,
+            progress: Default::default(),
         }
     }
 

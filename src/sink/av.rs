@@ -910,9 +910,9 @@ impl AvFile {
                 Some(mid) => mid,
                 None => &mut self.converted,
             };
-            anyhow::ensure!(
+            crate::ensure_kept!(
                 to.format() == ff::format::Pixel::YUV420P && size == self.size,
-                "internal: this encoder does not take {size} i420 frames"
+                "this encoder does not take {size} i420 frames"
             );
             let planes = crate::desc::Planes::packed(PixelFormat::I420, size);
             for (i, p) in planes.iter().enumerate() {

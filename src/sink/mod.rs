@@ -221,9 +221,9 @@ pub fn negotiate(source: PixelFormat, size: FrameSize, takes: &[Vec<PixelFormat>
 /// The bytes of `frame`, which must be packed BGR: what `who` (a sink that takes BGR only,
 /// as the run's format negotiation promised it) can take.
 pub fn bgr<'a>(frame: &Frame<'a>, who: &str) -> Result<&'a [u8]> {
-    anyhow::ensure!(
+    crate::ensure_kept!(
         frame.format() == crate::pixel::PixelFormat::Bgr24,
-        "internal: {who} takes bgr24 frames and was given {}",
+        "{who} takes bgr24 frames and was given {}",
         frame.format()
     );
     Ok(frame.bytes)

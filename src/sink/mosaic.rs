@@ -336,10 +336,10 @@ impl Sink for Mosaic {
     }
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
         let Some(&t) = self.tile_of.get(usize::from(frame.desc.input.0)) else {
-            anyhow::bail!(
-                "internal: the mosaic has no tile for {:?}",
+            return Err(crate::bug!(
+                "the mosaic has no tile for {:?}",
                 frame.desc.input
-            );
+            ));
         };
         let (size, bgr) = (frame.size(), super::bgr(frame, "the mosaic")?);
         // Composed on the device, a frame comes without its bytes unless its input is the
@@ -366,9 +366,9 @@ impl Sink for Mosaic {
     }
     fn composed(&mut self, picture: &Picture) -> Result<()> {
         let n = PixelFormat::Bgr24.bytes(self.layout.canvas);
-        anyhow::ensure!(
+        crate::ensure_kept!(
             picture.len() >= n,
-            "internal: the backend's mosaic holds {} bytes, the mosaic {n}",
+            "the backend's mosaic holds {} bytes, the mosaic {n}",
             picture.len()
         );
         self.picture = Some(picture.clone());

@@ -7,7 +7,7 @@
 //! OpenCV's and ffmpeg's are; an encoder is made for one size and reused for every picture
 //! of it.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use ffmpeg_next as ff;
 
 use crate::frame::FrameSize;
@@ -140,7 +140,11 @@ impl PictureEncoder {
     pub fn encode(&mut self, bgr: &[u8]) -> Result<Vec<u8>> {
         let row = self.size.stride();
         if bgr.len() != row * self.size.height {
-            bail!("internal: a {} picture of {} bytes", self.size, bgr.len());
+            return Err(crate::bug!(
+                "a {} picture of {} bytes",
+                self.size,
+                bgr.len()
+            ));
         }
         let stride = self.bgr.stride(0);
         let data = self.bgr.data_mut(0);

@@ -314,9 +314,9 @@ impl Output for VideoFile {
     }
     fn consume(&mut self, frame: &Frame) -> Result<Taken> {
         let (size, at, format) = (frame.size(), frame.desc.seconds(), frame.format());
-        anyhow::ensure!(
+        crate::ensure_kept!(
             matches!(format, PixelFormat::Bgr24 | PixelFormat::I420),
-            "internal: a video writer takes bgr24 or i420 frames and was given {format}"
+            "a video writer takes bgr24 or i420 frames and was given {format}"
         );
         let frame = frame.bytes;
         {

@@ -267,9 +267,9 @@ impl Output for Y4mOut {
         }
         let size = frame.size();
         anyhow::ensure!(size == self.size, "frame size changed to {size}");
-        anyhow::ensure!(
+        crate::ensure_kept!(
             frame.format() == self.layout.given,
-            "internal: standard output was promised {} frames and given {}",
+            "standard output was promised {} frames and given {}",
             self.layout.given,
             frame.format()
         );

@@ -167,7 +167,7 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
         }
         InputSpec::Image(path) => StillImage::open(path).map(|s| Box::new(s) as _),
         InputSpec::Default | InputSpec::Pattern(_) | InputSpec::Stdin | InputSpec::Pipe(_) => {
-            bail!("internal: {spec:?} is not an OpenCV source")
+            Err(crate::bug!("{spec:?} is not an OpenCV source"))
         }
     }
 }

@@ -94,6 +94,8 @@ pub struct Decoded {
     lent: Option<(crate::desc::Memory, crate::desc::Planes)>,
     /// What a Y4M output says of the pictures, as ffmpeg's `yuv4mpegpipe` says it.
     tags: PictureTags,
+    /// What the demuxer read of a file's header (None for a live stream).
+    media: Option<super::media::MediaInfo>,
 }
 
 /// The first picture's aspect ratio (the stream's where it gives one, as ffmpeg takes it;
@@ -319,6 +321,10 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         })
         .unwrap_or(0);
     let frame_count = (!live).then(|| frames_of(&input, &stream, fps)).flatten();
+    let media = match live {
+        true => None,
+        false => super::media::info_of(&input, std::path::Path::new(url)),
+    };
     let stream = stream.index();
     let mut source = Decoded {
         input,
@@ -348,6 +354,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         nvdec,
         lent: None,
         tags: PictureTags::default(),
+        media,
     };
     // The first picture says the size and format (the codec parameters may not).
     if !source.decode_next()? {
@@ -683,7 +690,7 @@ impl Decoded {
             let nvdec = self
                 .nvdec
                 .as_ref()
-                .context("internal: a CUDA picture without NVDEC")?;
+                .ok_or_else(|| crate::bug!("a CUDA picture without NVDEC"))?;
             if nvdec.keep {
                 self.lent = Some(nvdec.lend(p, coded)?);
                 return Ok(());
@@ -887,6 +894,10 @@ impl Source for Decoded {
 
     fn picture_tags(&self) -> Option<PictureTags> {
         Some(self.tags)
+    }
+
+    fn media(&self) -> Option<super::media::MediaInfo> {
+        self.media.clone()
     }
 
     fn due(&mut self) -> Option<Instant> {

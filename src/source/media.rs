@@ -110,11 +110,17 @@ pub fn probe(path: &Path) -> Option<MediaInfo> {
         options.set("rw_timeout", &URL_TIMEOUT_US.to_string());
     }
     let ctx = ff::format::input_with_dictionary(&path, options).ok()?;
+    info_of(&ctx, path)
+}
+
+/// What `ctx` (the demuxer of `path`, its header read) says of the file (`MediaInfo`): the
+/// decoder reads it from the demuxer it opened, so a file is not opened again for it.
+pub fn info_of(ctx: &ff::format::context::Input, path: &Path) -> Option<MediaInfo> {
     let video = ctx.streams().best(ff::media::Type::Video)?;
     let rate = frame_rate(&video);
     let tb = video.time_base();
     let video_start = stream_start(&video).unwrap_or(0.0);
-    let file_start = file_start(&ctx).unwrap_or(video_start);
+    let file_start = file_start(ctx).unwrap_or(video_start);
     let audio = ctx
         .streams()
         .filter(|s| s.parameters().medium() == ff::media::Type::Audio)

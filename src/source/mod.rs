@@ -259,6 +259,12 @@ pub trait Source: Send {
     fn health(&self) -> Option<std::sync::Arc<reconnect::Health>> {
         None
     }
+    /// What libavformat read of a file's header when the source opened it (rate, time
+    /// base, rotation, audio: the outputs keep them); None for a live stream or any other
+    /// source.
+    fn media(&self) -> Option<open::Media> {
+        None
+    }
     /// The last frame's presentation time as the source keeps it (a file's own time base,
     /// exact); by default `timestamp` to the microsecond.
     fn pts(&self) -> Option<crate::desc::Timestamp> {

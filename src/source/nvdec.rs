@@ -363,9 +363,9 @@ impl Nvdec {
         frame: &mut [u8],
     ) -> anyhow::Result<()> {
         let (w, h) = (size.width, size.height);
-        anyhow::ensure!(
+        crate::ensure_kept!(
             frame.len() == w * h * 3 / 2 && sw_format(picture) == ff::format::Pixel::NV12,
-            "internal: an NVDEC picture ({:?}) does not fit a {size} NV12 slot",
+            "an NVDEC picture ({:?}) does not fit a {size} NV12 slot",
             sw_format(picture)
         );
         // SAFETY: `dst` is a new frame describing `frame` (luma at 0, chroma at w*h, both
@@ -418,9 +418,9 @@ impl Nvdec {
         size: FrameSize,
     ) -> anyhow::Result<(Memory, Planes)> {
         let (w, h) = (size.width, size.height);
-        anyhow::ensure!(
+        crate::ensure_kept!(
             sw_format(picture) == ff::format::Pixel::NV12,
-            "internal: an NVDEC picture ({:?}) lent as NV12",
+            "an NVDEC picture ({:?}) lent as NV12",
             sw_format(picture)
         );
         self.stream
@@ -433,10 +433,7 @@ impl Nvdec {
         let (base, luma, chroma, pitches, len, frame) = unsafe {
             let f = picture.as_ptr();
             let buf = (*f).buf[0];
-            anyhow::ensure!(
-                !buf.is_null(),
-                "internal: an NVDEC picture without a buffer"
-            );
+            crate::ensure_kept!(!buf.is_null(), "an NVDEC picture without a buffer");
             (
                 (*buf).data as u64,
                 (*f).data[0] as u64,
@@ -458,9 +455,9 @@ impl Nvdec {
         let (p0, p1) = (pitches.0.max(0) as usize, pitches.1.max(0) as usize);
         let offset = chroma.saturating_sub(luma) as usize;
         let end = luma.saturating_sub(base) + (offset + p1 * (h / 2)) as u64;
-        anyhow::ensure!(
+        crate::ensure_kept!(
             p0 >= w && p1 >= w && offset >= p0 * h && (len == 0 || (luma >= base && end <= len)),
-            "internal: an NVDEC picture's planes (pitches {}, {}; chroma {offset} bytes on) do not fit its {len}-byte buffer at {size}",
+            "an NVDEC picture's planes (pitches {}, {}; chroma {offset} bytes on) do not fit its {len}-byte buffer at {size}",
             pitches.0,
             pitches.1
         );

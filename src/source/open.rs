@@ -84,11 +84,25 @@ pub type Media = super::media::MediaInfo;
 #[cfg(not(feature = "ffmpeg"))]
 pub type Media = ();
 
-fn probe_media(input: &InputSpec) -> Option<Media> {
-    match input {
-        #[cfg(feature = "ffmpeg")]
-        InputSpec::Video(path) => super::media::probe(path),
+/// A video file's header, read before OpenCV's capture opens it (`--decode opencv`: it
+/// needs the rotation and the video's start, which it can't read itself); every other input
+/// is opened once, and libavcodec's decoder says what it read (`Source::media`).
+#[cfg(feature = "opencv")]
+fn probe_for_capture(input: &InputSpec, asked: Asked) -> (Asked, Option<Media>) {
+    let media = match input {
+        InputSpec::Video(path) if asked.decode == Decode::Opencv => super::media::probe(path),
         _ => None,
+    };
+    match &media {
+        Some(m) => (
+            Asked {
+                rotation: m.rotation,
+                offset: m.video_offset,
+                ..asked
+            },
+            media,
+        ),
+        None => (asked, None),
     }
 }
 
@@ -97,8 +111,8 @@ pub type Opened = (Box<dyn Source>, Option<Media>);
 
 /// Reads the input's header (where libavformat reads it) and opens it, on a helper thread,
 /// so that a stop asked for while it opens (a stalled stream or camera) is answered at once:
-/// None then, and the helper is left behind (the caller says so: `pipeline`'s
-/// `leave_a_thread_behind`).
+/// None then, and the helper is left behind (the caller says so: the app's run ends with
+/// `Ran::left_behind`).
 pub fn interruptibly(stop: &Stop, input: InputSpec, asked: Asked) -> Result<Option<Opened>> {
     wait(stop, &start(input, asked)?)
 }
@@ -113,26 +127,14 @@ pub fn start(input: InputSpec, asked: Asked) -> Result<Opening> {
     std::thread::Builder::new()
         .name("open input".into())
         .spawn(move || {
-            let media = probe_media(&input);
             #[cfg(feature = "opencv")]
-            let asked = match &media {
-                Some(m) => Asked {
-                    rotation: m.rotation,
-                    offset: m.video_offset,
-                    ..asked
-                },
-                None => asked,
-            };
+            let (asked, probed) = probe_for_capture(&input, asked);
+            #[cfg(not(feature = "opencv"))]
+            let probed = None;
             let opened = open_source(&input, asked).map(|source| {
                 let source = reconnecting(source, &input, asked);
-                // A file at a URL: its rate, time base and audio, as a local file's.
-                let media = match &input {
-                    #[cfg(feature = "ffmpeg")]
-                    InputSpec::Stream(url) if !source.is_live() => {
-                        super::media::probe(std::path::Path::new(url))
-                    }
-                    _ => media,
-                };
+                // A file, or a file at a URL: its rate, time base and audio.
+                let media = source.media().or(probed);
                 (source, media)
             });
             let _ = tx.send(opened);
