@@ -51,14 +51,13 @@ pub fn run(args: RunArgs) -> Ran {
     let stop = Stop::process();
     let ending = report::Ending::default();
     let summary_json = args.summary_json.clone();
-    let result = Stop::install_signal_handler()
-        .context("installing the signal handlers")
-        .and_then(|()| RunPlan::from_args(args))
-        .and_then(|plan| {
-            let machine = Machine::gather(plan.asks_cuda());
-            plan.fit(&machine)
-        })
-        .and_then(|plan| run_plan(&plan, &stop, &ending));
+    let result = (|| {
+        Stop::install_signal_handler().context("installing the signal handlers")?;
+        let plan = RunPlan::from_args(args)?;
+        let machine = Machine::gather(plan.asks_cuda());
+        let plan = plan.fit(&machine)?;
+        run_plan(&plan, &stop, &ending)
+    })();
     report::without_a_run(summary_json.as_deref(), result.as_ref().err(), &ending);
     Ran {
         result,

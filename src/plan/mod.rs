@@ -29,8 +29,11 @@ use crate::source::Source;
 use crate::stats::Summary;
 use crate::stop::Stop;
 
+pub mod error;
 pub mod machine;
 pub mod run;
+
+pub use error::PlanError;
 
 pub use machine::Machine;
 pub use run::{Engine, InputPlan, RunPlan};

@@ -10,7 +10,7 @@
 //! anything (facts about the machine come from `Machine`, beside the plan, in `fit`); no
 //! later step of a run reads a flag: they read the plan.
 
-use anyhow::{bail, Result};
+use super::error::PlanError;
 
 use super::machine::Machine;
 use super::RING_EACH;
@@ -175,7 +175,7 @@ pub struct Writing {
 impl RunPlan {
     /// Consumes the flags into a plan, checking every argument that can be checked without
     /// opening anything or asking the machine.
-    pub fn from_args(args: RunArgs) -> Result<Self> {
+    pub fn from_args(args: RunArgs) -> Result<Self, PlanError> {
         check_counts(&args)?;
         check_kernels(&args)?;
         check_reports(&args)?;
@@ -216,10 +216,13 @@ impl RunPlan {
 
     /// The plan on this machine: refuses what it lacks (a user kernel needs CUDA), and
     /// lets NVDEC's pictures stay on the device where the backend will be CUDA's.
-    pub fn fit(mut self, machine: &Machine) -> Result<Self> {
+    pub fn fit(mut self, machine: &Machine) -> Result<Self, PlanError> {
         if let Some(k) = self.engine.chain.user_kernels().next() {
             if let Err(why) = machine.cuda() {
-                bail!("{}: no CUDA here ({why})", backend::cpu::needs_cuda(k));
+                return Err(PlanError::KernelWithoutCuda {
+                    kernel: backend::cpu::needs_cuda(k),
+                    why: why.to_string(),
+                });
             }
         }
         let cuda_backend = self.engine.kind != BackendKind::Cpu && machine.cuda().is_ok();
@@ -396,7 +399,7 @@ fn encoding_of(args: &RunArgs) -> sink::Encoding {
 
 /// The `--output`s `named`, parsed with the codec, quality and encoder flags: the one
 /// file, image sequence or standard output, and the streams (network outputs, HLS).
-fn outputs_of(args: &RunArgs, named: Vec<String>) -> Result<Outputs> {
+fn outputs_of(args: &RunArgs, named: Vec<String>) -> Result<Outputs, PlanError> {
     let mut local: Option<(OutputSpec, &str)> = None;
     let mut streams = Vec::new();
     for (k, o) in named.iter().enumerate() {
@@ -404,16 +407,17 @@ fn outputs_of(args: &RunArgs, named: Vec<String>) -> Result<Outputs> {
             .and_then(|spec| spec.with_codec(args.codec))
             .and_then(|spec| spec.with_quality(args.quality))
             .and_then(|spec| spec.with_encoding(encoding_of(args)))
-            .map_err(anyhow::Error::msg)?;
+            .map_err(PlanError::Output)?;
         if named[..k].contains(o) {
-            bail!("--output '{o}' is given twice");
+            return Err(PlanError::OutputTwice(o.clone()));
         }
         if spec.is_stream() {
             streams.push(spec);
         } else if let Some((_, first)) = &local {
-            bail!(
-                "--output '{o}': a run writes one file, image sequence or standard output ('{first}' is one); more --outputs are streams (udp://, srt://, rtmp://, rtsp://, .m3u8)"
-            );
+            return Err(PlanError::SecondFile {
+                output: o.clone(),
+                first: first.to_string(),
+            });
         } else {
             local = Some((spec, o));
         }
@@ -435,7 +439,7 @@ struct Parts {
 /// The outputs of a run of `inputs` inputs, checked: with one, every `--output` is the
 /// input's; with several, those with `{n}` are each input's (its index put in) and those
 /// without record the mosaic, each set checked as a run of one input checks its outputs.
-fn outputs_of_parts(args: &RunArgs, inputs: usize) -> Result<Parts> {
+fn outputs_of_parts(args: &RunArgs, inputs: usize) -> Result<Parts, PlanError> {
     if inputs == 1 {
         return Ok(Parts {
             each: vec![outputs_of(args, args.output.clone())?],
@@ -449,7 +453,7 @@ fn outputs_of_parts(args: &RunArgs, inputs: usize) -> Result<Parts> {
             let named = own.iter().map(|o| o.replace("{n}", &n.to_string()));
             outputs_of(args, named.collect())
         })
-        .collect::<Result<_>>()?;
+        .collect::<Result<_, _>>()?;
     let recording = match mosaic.is_empty() {
         true => None,
         false => Some(outputs_of(args, mosaic)?),
@@ -460,15 +464,15 @@ fn outputs_of_parts(args: &RunArgs, inputs: usize) -> Result<Parts> {
 /// Every `--input`, classified; with several, what a run of several inputs can't do is
 /// refused here (one standard input; the browser view and the mosaic's outputs
 /// need the mosaic).
-fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
+fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>, PlanError> {
     if args.input.is_empty() {
         return Ok(vec![(InputSpec::Default, String::new())]);
     }
     let mut inputs = Vec::with_capacity(args.input.len());
     for (n, text) in args.input.iter().enumerate() {
-        let spec = InputSpec::parse(Some(text)).map_err(|e| match args.input.len() {
-            1 => anyhow::anyhow!("{e}"),
-            _ => anyhow::anyhow!("input {n}: {e}"),
+        let spec = InputSpec::parse(Some(text)).map_err(|why| PlanError::Input {
+            input: (args.input.len() > 1).then_some(n),
+            why,
         })?;
         inputs.push((spec, text.clone()));
     }
@@ -479,13 +483,13 @@ fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>> {
 }
 
 /// What a run of several `inputs` refuses.
-fn check_several(args: &RunArgs, inputs: &[(InputSpec, String)]) -> Result<()> {
+fn check_several(args: &RunArgs, inputs: &[(InputSpec, String)]) -> Result<(), PlanError> {
     let n = inputs.len();
     if n > pipeline::MAX_INPUTS {
-        bail!(
-            "{n} inputs are more than the {} one run takes",
-            pipeline::MAX_INPUTS
-        );
+        return Err(PlanError::TooManyInputs {
+            n,
+            max: pipeline::MAX_INPUTS,
+        });
     }
     if inputs
         .iter()
@@ -493,82 +497,80 @@ fn check_several(args: &RunArgs, inputs: &[(InputSpec, String)]) -> Result<()> {
         .count()
         > 1
     {
-        bail!("--input - is given more than once: there is one standard input (a named pipe, made with mkfifo, is another stream)");
+        return Err(PlanError::StdinTwice);
     }
     if args.serve.is_some() && args.no_mosaic {
-        bail!("--serve with {n} inputs serves the mosaic, and --no-mosaic turns the mosaic off");
+        return Err(PlanError::ServeWithoutMosaic(n));
     }
     if let Some(grid) = args.grid {
         if grid.width * grid.height < n {
-            bail!(
-                "--grid {}x{} has {} tiles for {n} inputs",
-                grid.width,
-                grid.height,
-                grid.width * grid.height
-            );
+            return Err(PlanError::GridTooSmall {
+                cols: grid.width,
+                rows: grid.height,
+                n,
+            });
         }
     }
     if let Some(o) = args.output.iter().find(|o| !o.contains("{n}")) {
+        let output = o.clone();
         if args.no_mosaic {
-            bail!(
-                "--output '{o}' with {n} inputs records the mosaic, and --no-mosaic turns the mosaic off; name one output per input with {{n}}, the input's index (--output 'cam-{{n}}.mp4', udp://host:500{{n}})"
-            );
+            return Err(PlanError::RecordingWithoutMosaic { output, n });
         }
         if !cfg!(feature = "opencv") {
-            bail!("--output '{o}' with {n} inputs records the mosaic, which this build (no OpenCV) can't draw; name one output per input with {{n}}");
+            return Err(PlanError::MosaicNotBuilt { output, n });
         }
     }
     Ok(())
 }
 
 /// `--ring`, `--in-flight`, `--fps`, `--frames`, `--busy-bands`.
-fn check_counts(args: &RunArgs) -> Result<()> {
+fn check_counts(args: &RunArgs) -> Result<(), PlanError> {
     if let Some(ring) = args.ring.filter(|&n| n < 2) {
-        bail!("--ring {ring} is too small: the ring needs at least 2 slots");
+        return Err(PlanError::RingTooSmall(ring));
     }
     if args.in_flight == Some(0) {
-        bail!("--in-flight must be at least 1");
+        return Err(PlanError::NoneInFlight);
     }
     if let Some(fps) = args.fps.filter(|f| !f.is_finite() || *f < 0.0) {
-        bail!("--fps {fps} must be 0 or a positive number");
+        return Err(PlanError::FpsNotARate(fps));
     }
     if let Some(fps) = args
         .fps
         .filter(|&f| f != 0.0 && !(MIN_FPS..=MAX_FPS).contains(&f))
     {
-        bail!("--fps {fps} is out of range: 0 (as fast as the pipeline goes) or {MIN_FPS} to {MAX_FPS} frames per second");
+        return Err(PlanError::FpsOutOfRange {
+            fps,
+            min: MIN_FPS,
+            max: MAX_FPS,
+        });
     }
     if args.frames == Some(0) {
-        bail!(
-            "--frames 0 would process nothing; give at least 1 (or leave it out to run to the end)"
-        );
+        return Err(PlanError::NoFrames);
     }
     if args.busy_bands == 0 {
-        bail!("--busy-bands must be at least 1");
+        return Err(PlanError::NoBusyBands);
     }
     Ok(())
 }
 
 /// A user kernel runs on CUDA only: refused with `--backend cpu` before the input is
 /// classified (whether CUDA is here is the machine's fact: `RunPlan::fit`).
-fn check_kernels(args: &RunArgs) -> Result<()> {
+fn check_kernels(args: &RunArgs) -> Result<(), PlanError> {
     match args.filter.user_kernels().next() {
-        Some(k) if args.backend == BackendKind::Cpu => bail!(
-            "{} (--backend cpu was asked for)",
-            backend::cpu::needs_cuda(k)
-        ),
+        Some(k) if args.backend == BackendKind::Cpu => {
+            Err(PlanError::KernelOnCpu(backend::cpu::needs_cuda(k)))
+        }
         _ => Ok(()),
     }
 }
 
 /// `--trace-frames`, and the names of `--trace`, `--timeline` and `--summary-json`.
-fn check_reports(args: &RunArgs) -> Result<()> {
+fn check_reports(args: &RunArgs) -> Result<(), PlanError> {
     if args.trace_frames.count() > crate::trace::MAX_TRACE_FRAMES {
-        bail!(
-            "--trace-frames {} is more than the {} a trace may hold",
-            args.trace_frames,
-            crate::trace::MAX_TRACE_FRAMES
-        );
+        return Err(PlanError::TooManyTraceFrames {
+            asked: args.trace_frames.to_string(),
+            max: crate::trace::MAX_TRACE_FRAMES,
+        });
     }
     for (flag, path, ext) in [
         ("--trace", &args.trace, "json"),
@@ -576,20 +578,20 @@ fn check_reports(args: &RunArgs) -> Result<()> {
         ("--summary-json", &args.summary_json, "json"),
     ] {
         if let Some(p) = path {
-            paths::check_file_arg(flag, p, ext).map_err(anyhow::Error::msg)?;
+            paths::check_file_arg(flag, p, ext).map_err(PlanError::ReportFile)?;
         }
     }
     Ok(())
 }
 
 /// `--serve` and the flags that apply to it: the browser view's settings, where asked for.
-fn check_serve(args: &RunArgs) -> Result<Option<Serve>> {
+fn check_serve(args: &RunArgs) -> Result<Option<Serve>, PlanError> {
     let serve_flags = args.serve_token.is_some()
         || args.serve_token_file.is_some()
         || !args.serve_host.is_empty()
         || args.serve_insecure;
     if serve_flags && args.serve.is_none() {
-        bail!("--serve-token, --serve-token-file, --serve-host and --serve-insecure apply to --serve, and it is not given");
+        return Err(PlanError::ServeFlagsAlone);
     }
     let Some(serve) = &args.serve else {
         return Ok(None);
@@ -598,30 +600,34 @@ fn check_serve(args: &RunArgs) -> Result<Option<Serve>> {
 }
 
 #[cfg(feature = "ffmpeg")]
-fn serve_settings(args: &RunArgs, serve: &str) -> Result<Serve> {
+fn serve_settings(args: &RunArgs, serve: &str) -> Result<Serve, PlanError> {
     let token = sink::web::TokenFrom {
         flag: args.serve_token.clone(),
         file: args.serve_token_file.clone(),
         env: std::env::var(sink::web::access::TOKEN_VARIABLE).ok(),
     };
     sink::web::Settings::new(serve, &token, &args.serve_host, args.serve_insecure)
-        .map_err(anyhow::Error::msg)
+        .map_err(PlanError::Serve)
 }
 
 #[cfg(not(feature = "ffmpeg"))]
-fn serve_settings(_: &RunArgs, _: &str) -> Result<Serve> {
-    bail!("--serve: this build has no FFmpeg libraries (whose JPEG encoder the browser view uses)");
+fn serve_settings(_: &RunArgs, _: &str) -> Result<Serve, PlanError> {
+    Err(PlanError::ServeNotBuilt)
 }
 
 /// The encoder flags and `--output-format` need an output they apply to (`first`: the
 /// first input's outputs, which every input's mirror; `recording`: the mosaic's).
-fn check_encoding(args: &RunArgs, first: &Outputs, recording: Option<&Outputs>) -> Result<()> {
+fn check_encoding(
+    args: &RunArgs,
+    first: &Outputs,
+    recording: Option<&Outputs>,
+) -> Result<(), PlanError> {
     let videos = !first.is_empty() || recording.is_some_and(|r| !r.is_empty());
     if (args.codec.is_some() || args.quality.is_some()) && !videos {
-        bail!("--codec and --quality apply to a video --output, and there is none");
+        return Err(PlanError::CodecWithoutVideo);
     }
     if !encoding_of(args).is_default() && !videos {
-        bail!("--crf, --bitrate, --maxrate, --bufsize, --preset, --tune, --gop, --pix-fmt and --codec-opt apply to a video --output, and there is none");
+        return Err(PlanError::EncodingWithoutVideo);
     }
     if let Some(f) = args.output_format {
         let file = first
@@ -629,10 +635,10 @@ fn check_encoding(args: &RunArgs, first: &Outputs, recording: Option<&Outputs>) 
             .as_ref()
             .or(recording.and_then(|r| r.file.as_ref()));
         if file != Some(&OutputSpec::Stdout) {
-            bail!("--output-format {f} applies to --output - (standard output), and that is not the output");
+            return Err(PlanError::OutputFormatWithoutStdout(f));
         }
         if !f.writable() {
-            bail!("--output-format {f}: framepipe writes i420, gray, nv12 or bgr24 frames");
+            return Err(PlanError::OutputFormatNotWritten(f));
         }
     }
     Ok(())

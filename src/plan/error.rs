@@ -1,0 +1,147 @@
+//! What the flags can get wrong, as a type (rav1e's `InvalidConfig`): every refusal
+//! `RunPlan::from_args` and `RunPlan::fit` make is one variant, whose message names the flag
+//! and says what would work. Refusals that another room words (an output's name, an input,
+//! a report's file, the browser view's address) carry that room's line.
+
+use crate::pixel::PixelFormat;
+
+/// A refusal of the flags (module doc).
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// `--ring` below 2.
+    #[error("--ring {0} is too small: the ring needs at least 2 slots")]
+    RingTooSmall(usize),
+    /// `--in-flight 0`.
+    #[error("--in-flight must be at least 1")]
+    NoneInFlight,
+    /// `--fps` negative or not a number.
+    #[error("--fps {0} must be 0 or a positive number")]
+    FpsNotARate(f64),
+    /// `--fps` outside the rates a run takes.
+    #[error("--fps {fps} is out of range: 0 (as fast as the pipeline goes) or {min} to {max} frames per second")]
+    FpsOutOfRange {
+        /// As given.
+        fps: f64,
+        /// The least rate.
+        min: f64,
+        /// The greatest rate.
+        max: f64,
+    },
+    /// `--frames 0`.
+    #[error(
+        "--frames 0 would process nothing; give at least 1 (or leave it out to run to the end)"
+    )]
+    NoFrames,
+    /// `--busy-bands 0`.
+    #[error("--busy-bands must be at least 1")]
+    NoBusyBands,
+    /// A user kernel with `--backend cpu` (the kernel's own line, `cpu::needs_cuda`).
+    #[error("{0} (--backend cpu was asked for)")]
+    KernelOnCpu(String),
+    /// A user kernel where CUDA is not.
+    #[error("{kernel}: no CUDA here ({why})")]
+    KernelWithoutCuda {
+        /// The kernel's line (`cpu::needs_cuda`).
+        kernel: String,
+        /// Why CUDA is not here.
+        why: String,
+    },
+    /// `--trace-frames` over what a trace holds.
+    #[error("--trace-frames {asked} is more than the {max} a trace may hold")]
+    TooManyTraceFrames {
+        /// As given.
+        asked: String,
+        /// The most a trace holds.
+        max: u64,
+    },
+    /// A report's file (`--trace`, `--timeline`, `--summary-json`), as `paths` words it.
+    #[error("{0}")]
+    ReportFile(String),
+    /// An `--input`, as `source` words it (`input`: its place, with several).
+    #[error("{}{why}", input.map(|n| format!("input {n}: ")).unwrap_or_default())]
+    Input {
+        /// Its place among several `--input`s.
+        input: Option<usize>,
+        /// Why it can't be read.
+        why: String,
+    },
+    /// More inputs than a run takes.
+    #[error("{n} inputs are more than the {max} one run takes")]
+    TooManyInputs {
+        /// Given.
+        n: usize,
+        /// The most.
+        max: usize,
+    },
+    /// `--input -` twice.
+    #[error("--input - is given more than once: there is one standard input (a named pipe, made with mkfifo, is another stream)")]
+    StdinTwice,
+    /// `--serve` of several inputs with `--no-mosaic`.
+    #[error("--serve with {0} inputs serves the mosaic, and --no-mosaic turns the mosaic off")]
+    ServeWithoutMosaic(usize),
+    /// `--grid` with fewer tiles than inputs.
+    #[error("--grid {cols}x{rows} has {} tiles for {n} inputs", cols * rows)]
+    GridTooSmall {
+        /// Columns.
+        cols: usize,
+        /// Rows.
+        rows: usize,
+        /// Inputs.
+        n: usize,
+    },
+    /// An output without `{n}` (the mosaic's) with `--no-mosaic`.
+    #[error("--output '{output}' with {n} inputs records the mosaic, and --no-mosaic turns the mosaic off; name one output per input with {{n}}, the input's index (--output 'cam-{{n}}.mp4', udp://host:500{{n}})")]
+    RecordingWithoutMosaic {
+        /// The output.
+        output: String,
+        /// Inputs.
+        n: usize,
+    },
+    /// An output without `{n}` (the mosaic's) in a build that can't draw the mosaic.
+    #[error("--output '{output}' with {n} inputs records the mosaic, which this build (no OpenCV) can't draw; name one output per input with {{n}}")]
+    MosaicNotBuilt {
+        /// The output.
+        output: String,
+        /// Inputs.
+        n: usize,
+    },
+    /// An `--output`, as `sink::spec` words it.
+    #[error("{0}")]
+    Output(String),
+    /// One `--output` given twice.
+    #[error("--output '{0}' is given twice")]
+    OutputTwice(String),
+    /// A second file, image sequence or standard output.
+    #[error("--output '{output}': a run writes one file, image sequence or standard output ('{first}' is one); more --outputs are streams (udp://, srt://, rtmp://, rtsp://, .m3u8)")]
+    SecondFile {
+        /// The second.
+        output: String,
+        /// The first.
+        first: String,
+    },
+    /// `--serve-*` without `--serve`.
+    #[error("--serve-token, --serve-token-file, --serve-host and --serve-insecure apply to --serve, and it is not given")]
+    ServeFlagsAlone,
+    /// `--serve`'s address, token or hosts, as the browser view words it.
+    #[error("{0}")]
+    Serve(String),
+    /// `--serve` in a build without FFmpeg's libraries.
+    #[error(
+        "--serve: this build has no FFmpeg libraries (whose JPEG encoder the browser view uses)"
+    )]
+    ServeNotBuilt,
+    /// `--codec` or `--quality` with no video output.
+    #[error("--codec and --quality apply to a video --output, and there is none")]
+    CodecWithoutVideo,
+    /// An encoder flag with no video output.
+    #[error("--crf, --bitrate, --maxrate, --bufsize, --preset, --tune, --gop, --pix-fmt and --codec-opt apply to a video --output, and there is none")]
+    EncodingWithoutVideo,
+    /// `--output-format` without `--output -`.
+    #[error(
+        "--output-format {0} applies to --output - (standard output), and that is not the output"
+    )]
+    OutputFormatWithoutStdout(PixelFormat),
+    /// `--output-format` of a format framepipe reads only.
+    #[error("--output-format {0}: framepipe writes i420, gray, nv12 or bgr24 frames")]
+    OutputFormatNotWritten(PixelFormat),
+}
