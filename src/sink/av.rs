@@ -753,56 +753,50 @@ pub const HLS_SEGMENT_SECONDS: u32 = 2;
 /// Segments an HLS playlist lists (older ones are deleted).
 pub const HLS_SEGMENTS: u32 = 6;
 
+/// What a video output is asked to write, decided before it opens and never changed by
+/// writing (gst-plugins-rs's `Settings`); `AvFile` is the run-time state opened from it.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The file's path, or the stream's URL: its container from its extension or scheme.
+    pub path: String,
+    /// What its frames are compressed with.
+    pub codec: Codec,
+    /// Motion JPEG's quality (1–100), where asked for.
+    pub quality: Option<u8>,
+    /// The encoder's flags (`--crf`, `--bitrate`, …).
+    pub encoding: super::Encoding,
+    /// The frames' size.
+    pub size: FrameSize,
+    /// Their rate and time base, and the input's audio to copy.
+    pub timing: Timing,
+    /// An MP4/MOV is written in fragments.
+    pub fragmented: bool,
+}
+
 impl AvFile {
-    /// Opens `path` (its container from its extension, or a stream's from its URL) for
-    /// `size` frames; a stream's blocked writes give up once `abort` is set.
-    #[allow(clippy::too_many_arguments)]
-    pub fn open_stream(
-        path: &str,
-        codec: Codec,
-        encoding: &super::Encoding,
-        size: FrameSize,
-        timing: &Timing,
-        abort: Arc<AtomicBool>,
-    ) -> Result<Self> {
-        Self::open_with(
+    /// Opens the stream `settings` names (its container from its URL); its blocked writes
+    /// give up once `abort` is set.
+    pub fn open_stream(settings: &Settings, abort: Arc<AtomicBool>) -> Result<Self> {
+        Self::open_with(settings, Some(abort))
+    }
+
+    /// Opens the file `settings` names (its container from its extension).
+    pub fn open(settings: &Settings) -> Result<Self> {
+        Self::open_with(settings, None)
+    }
+
+    fn open_with(settings: &Settings, abort: Option<Arc<AtomicBool>>) -> Result<Self> {
+        let Settings {
             path,
             codec,
-            None,
+            quality,
             encoding,
             size,
             timing,
-            false,
-            Some(abort),
-        )
-    }
-
-    /// Opens `path` (its container from its extension) for `size` frames.
-    pub fn open(
-        path: &str,
-        codec: Codec,
-        quality: Option<u8>,
-        encoding: &super::Encoding,
-        size: FrameSize,
-        timing: &Timing,
-        fragmented: bool,
-    ) -> Result<Self> {
-        Self::open_with(
-            path, codec, quality, encoding, size, timing, fragmented, None,
-        )
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn open_with(
-        path: &str,
-        codec: Codec,
-        quality: Option<u8>,
-        encoding: &super::Encoding,
-        size: FrameSize,
-        timing: &Timing,
-        fragmented: bool,
-        abort: Option<Arc<AtomicBool>>,
-    ) -> Result<Self> {
+            fragmented,
+        } = settings;
+        let (path, codec, quality, size, fragmented) =
+            (path.as_str(), *codec, *quality, *size, *fragmented);
         media::init();
         let (name, pixel, options) = encoder_for(codec);
         let pixel = pixel_asked(pixel, encoding);

@@ -101,7 +101,15 @@ impl OutputSpec {
                 },
                 _,
             ) if container.is_stream() => Ok(output::boxed(super::stream::Stream::open(
-                path, *codec, encoding, size, timing,
+                super::av::Settings {
+                    path: path.clone(),
+                    codec: *codec,
+                    quality: None,
+                    encoding: encoding.clone(),
+                    size,
+                    timing: timing.clone(),
+                    fragmented: false,
+                },
             )?)),
             (OutputSpec::Stdout, _) => Ok(output::boxed(super::y4m::Y4mOut::new(
                 size,
@@ -129,9 +137,20 @@ impl OutputSpec {
                     ..
                 },
                 Claimed::Video(claim),
-            ) => Ok(output::boxed(super::writer::VideoFile::open(
-                claim, *codec, *quality, encoding, size, timing, fragmented,
-            )?)),
+            ) => {
+                let settings = super::av::Settings {
+                    path: claim.path.clone(),
+                    codec: *codec,
+                    quality: *quality,
+                    encoding: encoding.clone(),
+                    size,
+                    timing: timing.clone(),
+                    fragmented,
+                };
+                Ok(output::boxed(super::writer::VideoFile::open(
+                    claim, settings,
+                )?))
+            }
             (other, _) => {
                 let _ = (timing, fragmented);
                 anyhow::bail!(

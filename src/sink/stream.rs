@@ -24,7 +24,6 @@ use anyhow::Result;
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 
 use super::av::{AvFile, Timing};
-use super::codec::Codec;
 use super::output::{Output, Taken};
 use super::Frame;
 use crate::frame::FrameSize;
@@ -81,22 +80,22 @@ impl Stream {
     /// connection is made on the stream's thread at once, so that a peer that is slow to
     /// answer never holds up the run's start (a refusal is said, and the stream connects
     /// again).
-    pub fn open(
-        url: &str,
-        codec: Codec,
-        encoding: &super::Encoding,
-        size: FrameSize,
-        timing: &Timing,
-    ) -> Result<Self> {
+    pub fn open(settings: super::av::Settings) -> Result<Self> {
         let abort = Arc::new(AtomicBool::new(false));
         // A stream carries the video: the input's audio stays in files.
-        let timing = Timing {
-            audio: None,
-            ..timing.clone()
+        let settings = super::av::Settings {
+            timing: Timing {
+                audio: None,
+                ..settings.timing
+            },
+            quality: None,
+            fragmented: false,
+            ..settings
         };
+        let (url, codec) = (settings.path.as_str(), settings.codec);
         let opener = {
-            let (url, encoding, abort) = (url.to_string(), encoding.clone(), abort.clone());
-            move || AvFile::open_stream(&url, codec, &encoding, size, &timing, abort.clone())
+            let (settings, abort) = (settings.clone(), abort.clone());
+            move || AvFile::open_stream(&settings, abort.clone())
         };
         let (tx, rx) = bounded::<Queued>(QUEUE);
         let (spare_tx, spare) = bounded::<Vec<u8>>(QUEUE + 2);

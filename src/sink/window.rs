@@ -32,23 +32,18 @@ use crate::stop::Stop;
 
 /// The display window, with its keys and overlay.
 pub struct Window {
-    title: String,
+    /// What it was opened as (fixed from then on).
+    settings: Settings,
     shown: bool,
     knobs: Knobs,
-    overlay: bool,
+    /// The figures drawn over the picture.
+    text: Overlay,
     /// A copy of the last frame shown (for `s`, and to draw the overlay on).
     last: Mat,
     canvas: Mat,
-    lines: Vec<String>,
-    /// A message shown whatever `overlay` says (a failed kernel reload).
-    note: Vec<String>,
     saved: u64,
     /// When a Shift key was last seen.
     shift_at: Option<Instant>,
-    /// Keep the last frame up at the end of the input until q, unless this stop is asked.
-    hold: Option<Stop>,
-    /// The screen's size, where the X server said.
-    screen: Option<(u32, u32)>,
     /// The frame size the window was last sized for.
     sized: Option<FrameSize>,
     /// The timeline strip is on (`t`).
@@ -60,6 +55,25 @@ pub struct Window {
     /// Left clicks on the picture not yet handed on (picture x, y, and whether double),
     /// filled by highgui's mouse callback during `wait_key`.
     clicks: std::sync::Arc<std::sync::Mutex<Vec<(i32, i32, bool)>>>,
+}
+
+/// What a window is opened as (its settings, apart from what showing frames changes).
+struct Settings {
+    title: String,
+    /// Keep the last frame up at the end of the input until q, unless this stop is asked.
+    hold: Option<Stop>,
+    /// The screen's size, where the X server said.
+    screen: Option<(u32, u32)>,
+}
+
+/// The text drawn over the picture.
+#[derive(Default)]
+struct Overlay {
+    /// The figures are on (`h`).
+    on: bool,
+    lines: Vec<String>,
+    /// A message shown whatever `on` says (a failed kernel reload).
+    note: Vec<String>,
 }
 
 impl Window {
@@ -89,18 +103,18 @@ impl Window {
         )
         .context("watching the window's mouse")?;
         Ok(Self {
-            title: title.to_string(),
+            settings: Settings {
+                title: title.to_string(),
+                hold,
+                screen,
+            },
             shown: false,
             knobs,
-            overlay: false,
+            text: Overlay::default(),
             last: Mat::default(),
             canvas: Mat::default(),
-            lines: Vec::new(),
-            note: Vec::new(),
             saved: 0,
             shift_at: None,
-            hold,
-            screen,
             sized: None,
             strip: false,
             timeline: None,
@@ -148,7 +162,7 @@ impl Window {
     /// another highgui call than `poll`'s `wait_key` would otherwise be undone unseen.
     fn closed(&self) -> Result<bool> {
         Ok(self.shown
-            && highgui::get_window_property(&self.title, highgui::WND_PROP_VISIBLE)? < 1.0)
+            && highgui::get_window_property(&self.settings.title, highgui::WND_PROP_VISIBLE)? < 1.0)
     }
 
     fn key(&mut self, key: u8) -> Result<Flow> {
@@ -160,7 +174,7 @@ impl Window {
             b'\t' | b'n' | b'N' => Flow::NextTile,
             b'\r' | b'\n' | b'z' | b'Z' => Flow::Alone,
             b'h' | b'H' => {
-                self.overlay = !self.overlay;
+                self.text.on = !self.text.on;
                 self.redraw()?;
                 Flow::Continue
             }
@@ -195,11 +209,11 @@ impl Window {
     /// may be scaled to fit the screen, or resized by the user).
     fn scale(&self) -> f64 {
         let frame_w = f64::from(self.last.cols().max(1));
-        match highgui::get_window_image_rect(&self.title) {
+        match highgui::get_window_image_rect(&self.settings.title) {
             Ok(r) if r.width > 0 => f64::from(r.width) / frame_w,
-            _ => self
-                .sized
-                .map_or(1.0, |s| f64::from(fit(s, self.screen).0) / s.width as f64),
+            _ => self.sized.map_or(1.0, |s| {
+                f64::from(fit(s, self.settings.screen).0) / s.width as f64
+            }),
         }
     }
 
@@ -224,12 +238,12 @@ impl Window {
             if self.canvas_rows != 0 {
                 let w = (f64::from(self.last.cols()) * scale).round() as i32;
                 let h = (f64::from(rows) * scale).round() as i32;
-                highgui::resize_window(&self.title, w.max(1), h.max(1))?;
+                highgui::resize_window(&self.settings.title, w.max(1), h.max(1))?;
             }
             self.canvas_rows = rows;
         }
-        if !self.overlay && self.note.is_empty() && !self.strip {
-            highgui::imshow(&self.title, &self.last).context("showing a frame")?;
+        if !self.text.on && self.text.note.is_empty() && !self.strip {
+            highgui::imshow(&self.settings.title, &self.last).context("showing a frame")?;
             return Ok(());
         }
         if self.strip {
@@ -255,11 +269,14 @@ impl Window {
         let yellow = Scalar::new(80.0, 255.0, 255.0, 0.0);
         let red = Scalar::new(80.0, 80.0, 255.0, 0.0);
         let overlay = self
+            .text
             .lines
             .iter()
-            .filter(|_| self.overlay)
+            .filter(|_| self.text.on)
             .map(|l| (l, yellow));
-        let lines: Vec<_> = overlay.chain(self.note.iter().map(|l| (l, red))).collect();
+        let lines: Vec<_> = overlay
+            .chain(self.text.note.iter().map(|l| (l, red)))
+            .collect();
         if !lines.is_empty() {
             let widest = lines
                 .iter()
@@ -275,7 +292,7 @@ impl Window {
             let at = Point::new(ink.px(10.0), ink.px(18.0) + ink.line() * i as i32);
             ink.text(&mut self.canvas, line, at, ink_colour)?;
         }
-        highgui::imshow(&self.title, &self.canvas).context("showing a frame")?;
+        highgui::imshow(&self.settings.title, &self.canvas).context("showing a frame")?;
         Ok(())
     }
 }
@@ -287,14 +304,14 @@ impl Display for Window {
     fn describe(&self) -> String {
         format!(
             "window '{}' (q quits, h shows figures and keys)",
-            self.title
+            self.settings.title
         )
     }
     fn status(&mut self, live: &Live) {
-        if self.overlay {
-            self.lines = live.lines();
+        if self.text.on {
+            self.text.lines = live.lines();
         }
-        self.note.clone_from(&live.note);
+        self.text.note.clone_from(&live.note);
         if self.strip && live.timeline.is_some() {
             self.timeline.clone_from(&live.timeline);
         }
@@ -311,8 +328,8 @@ impl Display for Window {
             Mat::new_rows_cols_with_bytes::<Vec3b>(size.height as i32, size.width as i32, frame)?;
         mat.copy_to(&mut self.last)?;
         if self.sized != Some(size) {
-            let (w, h) = fit(size, self.screen);
-            highgui::resize_window(&self.title, w as i32, h as i32)?;
+            let (w, h) = fit(size, self.settings.screen);
+            highgui::resize_window(&self.settings.title, w as i32, h as i32)?;
             self.sized = Some(size);
         }
         self.redraw()?;
@@ -324,7 +341,12 @@ impl Display for Window {
     }
     fn finish(&mut self) -> Result<()> {
         // The input ended (nobody asked to stop): keep the last frame up, like a player.
-        if let Some(stop) = self.hold.take().filter(|s| self.shown && !s.is_requested()) {
+        if let Some(stop) = self
+            .settings
+            .hold
+            .take()
+            .filter(|s| self.shown && !s.is_requested())
+        {
             crate::info!(
                 "end of the input: the last frame stays up (q closes, --exit-at-end skips this)"
             );

@@ -155,30 +155,21 @@ impl VideoFile {
     /// Opens the claimed file for `size` frames timed by `timing` (fragmented MP4/MOV where
     /// `fragmented`); fails before writing it when its file system can't hold the first
     /// frames.
-    pub fn open(
-        claim: VideoClaim,
-        codec: Codec,
-        quality: Option<u8>,
-        encoding: &super::Encoding,
-        size: FrameSize,
-        timing: &Timing,
-        fragmented: bool,
-    ) -> Result<Self> {
+    pub fn open(claim: VideoClaim, settings: av::Settings) -> Result<Self> {
+        let (codec, size, fragmented) = (settings.codec, settings.size, settings.fragmented);
+        let timing = &settings.timing;
         let path = claim.path.clone();
         let path = path.as_str();
         let writing = claim.writing.clone();
         let mut watch = check_before_writing(codec, size, path)?;
         let written_codec = encoder_here(codec, path);
         let open = |t: &Timing| {
-            AvFile::open(
-                &writing,
-                written_codec,
-                quality,
-                encoding,
-                size,
-                t,
-                fragmented,
-            )
+            AvFile::open(&av::Settings {
+                path: writing.clone(),
+                codec: written_codec,
+                timing: t.clone(),
+                ..settings.clone()
+            })
         };
         let opened = open(timing).or_else(|e| {
             // A muxer may still refuse an audio codec it said it holds (Vorbis in MP4 is

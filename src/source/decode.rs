@@ -53,39 +53,23 @@ unsafe impl Send for Conversion {}
 
 /// A video file or network stream decoded by libavcodec (module doc).
 pub struct Decoded {
+    /// What the stream is, as it opened (fixed from then on).
+    facts: Facts,
     input: ff::format::context::Input,
-    stream: usize,
     decoder: ff::decoder::Video,
     /// The decoded picture, reused.
     picture: ff::frame::Video,
     packet: ff::Packet,
     /// The decoder was told the input ended.
     drained: bool,
-    what: String,
     /// The frame as handed out (upright).
     size: FrameSize,
     format: PixelFormat,
     /// The decoder's own picture: size and format, which every frame must keep.
     coded: (u32, u32, ff::format::Pixel),
     conversion: Conversion,
-    time_base: ff::Rational,
-    /// The file's start, in ticks of `time_base`: frame times count from there.
-    start: i64,
-    /// Times kept going forward across a jump back (joined files).
-    continuity: super::continuity::Continuity,
-    /// The stream's rate was absurd: its timestamps are not taken (`MediaInfo::untimed`).
-    untimed: bool,
-    fps: Option<f64>,
-    frame_count: Option<u64>,
-    live: bool,
-    /// A live stream's clock (its frames are timed by arrival, as the OpenCV path does).
-    live_start: Option<Instant>,
-    /// Playing a file at its own times (a window run).
-    pace: Option<super::Pace>,
-    /// The last frame's time, and the one before it (seconds, for pacing).
-    pts: Option<Timestamp>,
-    prev_seconds: Option<f64>,
-    frames: u64,
+    /// How the frames are timed as they are read.
+    clock: Clock,
     /// Packets the decoder refused (a damaged file).
     refused: u64,
     /// NVDEC, where `--decode gpu` and it could be given to the decoder.
@@ -94,8 +78,40 @@ pub struct Decoded {
     lent: Option<(crate::desc::Memory, crate::desc::Planes)>,
     /// What a Y4M output says of the pictures, as ffmpeg's `yuv4mpegpipe` says it.
     tags: PictureTags,
+}
+
+/// What an opened stream is, read from its header once (the source's settings: reading
+/// frames never changes them).
+struct Facts {
+    /// "video file 'clip.mp4'", "stream 'udp://…'".
+    what: String,
+    /// The video stream's index.
+    stream: usize,
+    time_base: ff::Rational,
+    /// The file's start, in ticks of `time_base`: frame times count from there.
+    start: i64,
+    /// The stream's rate was absurd: its timestamps are not taken (`MediaInfo::untimed`).
+    untimed: bool,
+    fps: Option<f64>,
+    frame_count: Option<u64>,
+    live: bool,
     /// What the demuxer read of a file's header (None for a live stream).
     media: Option<super::media::MediaInfo>,
+}
+
+/// How a stream's frames are timed as they are read (run-time state).
+struct Clock {
+    /// Times kept going forward across a jump back (joined files).
+    continuity: super::continuity::Continuity,
+    /// A live stream's clock (its frames are timed by arrival, as the OpenCV path does).
+    live_start: Option<Instant>,
+    /// Playing a file at its own times (a window run).
+    pace: Option<super::Pace>,
+    /// The last frame's time, and the one before it (seconds, for pacing).
+    pts: Option<Timestamp>,
+    prev_seconds: Option<f64>,
+    /// Frames handed out.
+    frames: u64,
 }
 
 /// The first picture's aspect ratio (the stream's where it gives one, as ffmpeg takes it;
@@ -327,38 +343,42 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     };
     let stream = stream.index();
     let mut source = Decoded {
+        facts: Facts {
+            what,
+            stream,
+            time_base,
+            start,
+            untimed,
+            fps,
+            frame_count,
+            live,
+            media,
+        },
         input,
-        stream,
         decoder,
         picture: ff::frame::Video::empty(),
         packet: ff::Packet::empty(),
         drained: false,
-        what,
         size: FrameSize::new(1, 1),
         format: PixelFormat::Bgr24,
         coded: (0, 0, ff::format::Pixel::None),
         conversion: Conversion::Planes { turns: 0 },
-        time_base,
-        start,
-        continuity,
-        untimed,
-        fps,
-        frame_count,
-        live,
-        live_start: None,
-        pace: fps.filter(|_| asked.pace && !live).map(super::Pace::new),
-        pts: None,
-        prev_seconds: None,
-        frames: 0,
+        clock: Clock {
+            continuity,
+            live_start: None,
+            pace: fps.filter(|_| asked.pace && !live).map(super::Pace::new),
+            pts: None,
+            prev_seconds: None,
+            frames: 0,
+        },
         refused: 0,
         nvdec,
         lent: None,
         tags: PictureTags::default(),
-        media,
     };
     // The first picture says the size and format (the codec parameters may not).
     if !source.decode_next()? {
-        bail!("{} opened, but gave no frame", source.what);
+        bail!("{} opened, but gave no frame", source.facts.what);
     }
     source.settle(rotation, &codec_name, asked.untouched)?;
     source.tags = tags_of(&source.picture, (stream_sar.num, stream_sar.den), rotation);
@@ -464,10 +484,10 @@ fn frames_of(
 
 /// Says how a network input is read: live (drops when behind), or as a file.
 fn say_how_read(source: &Decoded, url: &str) {
-    if source.live {
+    if source.facts.live {
         crate::info!(
             "{} is read live: when the pipeline falls behind, frames are dropped (counted at the end) so that what comes out stays current; its audio, if any, is not recorded",
-            source.what
+            source.facts.what
         );
     } else {
         crate::info!(
@@ -532,7 +552,7 @@ impl Decoded {
                         "its pictures ({f:?}, {coded}) are converted to BGR on the CPU (framepipe carries them as BGR)"
                     )
                 };
-                crate::warn!("{}: {why}", self.what);
+                crate::warn!("{}: {why}", self.facts.what);
                 let scaler = ff::software::scaling::Context::get(
                     f,
                     w,
@@ -544,7 +564,9 @@ impl Decoded {
                         | ff::software::scaling::Flags::ACCURATE_RND
                         | ff::software::scaling::Flags::FULL_CHR_H_INT,
                 )
-                .with_context(|| format!("{}: converting {f:?} pictures to BGR", self.what))?;
+                .with_context(|| {
+                    format!("{}: converting {f:?} pictures to BGR", self.facts.what)
+                })?;
                 if full_range {
                     set_full_range_input(&scaler);
                 }
@@ -567,9 +589,9 @@ impl Decoded {
             Some(n) if n.decoding() => "NVDEC through libavcodec",
             _ => "libavcodec",
         };
-        self.what = format!(
+        self.facts.what = format!(
             "{} (decoded by {by}: {codec}, {})",
-            self.what,
+            self.facts.what,
             match &self.conversion {
                 Conversion::Planes { .. } => format!("{} as decoded", self.format),
                 Conversion::Scaled { .. } => "converted to bgr24".to_string(),
@@ -584,7 +606,7 @@ impl Decoded {
             match self.decoder.receive_frame(&mut self.picture) {
                 Ok(()) => {
                     if let Some(nvdec) = &mut self.nvdec {
-                        nvdec.download(&mut self.picture, &self.what)?;
+                        nvdec.download(&mut self.picture, &self.facts.what)?;
                     }
                     return Ok(true);
                 }
@@ -594,7 +616,10 @@ impl Decoded {
                     // A picture the decoder could not finish (a damaged file): go on with
                     // the next packet, as ffmpeg does.
                     self.refused += 1;
-                    crate::info!("{}: a picture failed to decode ({e}); going on", self.what);
+                    crate::info!(
+                        "{}: a picture failed to decode ({e}); going on",
+                        self.facts.what
+                    );
                 }
             }
             if self.drained {
@@ -605,7 +630,7 @@ impl Decoded {
             self.packet = ff::Packet::empty();
             match self.packet.read(&mut self.input) {
                 Ok(()) => {
-                    if self.packet.stream() != self.stream {
+                    if self.packet.stream() != self.facts.stream {
                         continue;
                     }
                     if let Err(e) = self.decoder.send_packet(&self.packet) {
@@ -620,13 +645,13 @@ impl Decoded {
                     let _ = self.decoder.send_eof();
                 }
                 Err(ff::Error::Exit) => return Ok(false), // a stop interrupted the read
-                Err(e) if self.live || self.frames == 0 => {
-                    bail!("reading {}: {e}", self.what)
+                Err(e) if self.facts.live || self.clock.frames == 0 => {
+                    bail!("reading {}: {e}", self.facts.what)
                 }
                 Err(e) => {
                     // A read error inside a file (truncated, damaged): what was decoded
                     // is kept, as ffmpeg keeps it.
-                    crate::warn!("reading {}: {e}; ending the input here", self.what);
+                    crate::warn!("reading {}: {e}; ending the input here", self.facts.what);
                     self.drained = true;
                     let _ = self.decoder.send_eof();
                 }
@@ -638,23 +663,26 @@ impl Decoded {
     /// forward across a discontinuity (`continuity`, said once each); None where the
     /// stream's times are not taken.
     fn picture_time(&mut self) -> Option<Timestamp> {
-        if self.untimed {
+        if self.facts.untimed {
             return None;
         }
-        let ticks = self.picture.timestamp().or(self.picture.pts())? - self.start;
-        let (ticks, jump) = self.continuity.next(ticks);
+        let ticks = self.picture.timestamp().or(self.picture.pts())? - self.facts.start;
+        let (ticks, jump) = self.clock.continuity.next(ticks);
         if let Some(step) = jump {
             let way = if step < 0.0 { "back" } else { "forward" };
             crate::warn!(
                 "{}: its timestamps jump {way} {:.3} s at frame {} (joined files, or a clock reset): the frames after it follow on from the one before, as ffmpeg keeps them",
-                self.what,
+                self.facts.what,
                 step.abs(),
-                self.frames + 1
+                self.clock.frames + 1
             );
         }
         Some(Timestamp {
             ticks,
-            base: (self.time_base.numerator(), self.time_base.denominator()),
+            base: (
+                self.facts.time_base.numerator(),
+                self.facts.time_base.denominator(),
+            ),
         })
     }
 
@@ -678,9 +706,9 @@ impl Decoded {
             };
             bail!(
                 "frame {} of {} has another {what} than the first frames ({first}): it is {now}. framepipe carries one size and format per input, so it stops here instead of writing wrong frames (the {} frames before were processed). Split the input where it changes, or scale it to one size first (ffmpeg -i IN -vf scale={}:{} OUT)",
-                self.frames,
-                self.what,
-                self.frames,
+                self.clock.frames,
+                self.facts.what,
+                self.clock.frames,
                 self.coded.0,
                 self.coded.1
             );
@@ -711,7 +739,7 @@ impl Decoded {
             Conversion::Scaled { scaler, bgr, turns } => {
                 scaler
                     .run(p, bgr)
-                    .with_context(|| format!("{}: converting a picture to BGR", self.what))?;
+                    .with_context(|| format!("{}: converting a picture to BGR", self.facts.what))?;
                 copy_planes(bgr, PixelFormat::Bgr24, coded, *turns, frame);
             }
         }
@@ -829,7 +857,7 @@ fn turn_plane(
 
 impl Source for Decoded {
     fn describe(&self) -> String {
-        super::described(&self.what, self.size, self.fps)
+        super::described(&self.facts.what, self.size, self.facts.fps)
     }
     fn size(&self) -> FrameSize {
         self.size
@@ -838,54 +866,54 @@ impl Source for Decoded {
         self.format
     }
     fn fps(&self) -> Option<f64> {
-        self.fps
+        self.facts.fps
     }
     fn is_live(&self) -> bool {
-        self.live
+        self.facts.live
     }
     fn frame_count(&self) -> Option<u64> {
-        self.frame_count
+        self.facts.frame_count
     }
 
     fn read(&mut self, frame: &mut [u8]) -> Result<Read> {
         self.lent = None;
         // The first picture was decoded while opening.
-        if self.frames > 0 && !self.decode_next()? {
+        if self.clock.frames > 0 && !self.decode_next()? {
             if self.refused > 0 {
                 crate::info!(
                     "{}: {} packet(s) or picture(s) could not be decoded and were skipped, as ffmpeg skips them",
-                    self.what,
+                    self.facts.what,
                     self.refused
                 );
             }
             return Ok(Read::End);
         }
         self.hand_out(frame)?;
-        self.prev_seconds = self.pts.map(Timestamp::seconds);
-        self.pts = if self.live {
-            let start = *self.live_start.get_or_insert_with(Instant::now);
+        self.clock.prev_seconds = self.clock.pts.map(Timestamp::seconds);
+        self.clock.pts = if self.facts.live {
+            let start = *self.clock.live_start.get_or_insert_with(Instant::now);
             Timestamp::from_seconds(start.elapsed().as_secs_f64())
         } else {
             self.picture_time()
         };
-        self.frames += 1;
+        self.clock.frames += 1;
         Ok(Read::Frame)
     }
 
     fn skip(&mut self) -> Result<Read> {
-        if self.frames > 0 && !self.decode_next()? {
+        if self.clock.frames > 0 && !self.decode_next()? {
             return Ok(Read::End);
         }
-        self.frames += 1;
+        self.clock.frames += 1;
         Ok(Read::Frame)
     }
 
     fn timestamp(&self) -> Option<f64> {
-        self.pts.map(Timestamp::seconds)
+        self.clock.pts.map(Timestamp::seconds)
     }
 
     fn pts(&self) -> Option<Timestamp> {
-        self.pts
+        self.clock.pts
     }
 
     fn lent(&mut self) -> Option<(crate::desc::Memory, crate::desc::Planes)> {
@@ -897,16 +925,16 @@ impl Source for Decoded {
     }
 
     fn media(&self) -> Option<super::media::MediaInfo> {
-        self.media.clone()
+        self.facts.media.clone()
     }
 
     fn due(&mut self) -> Option<Instant> {
         let (frames, last, before) = (
-            self.frames,
-            self.pts.map(Timestamp::seconds),
-            self.prev_seconds,
+            self.clock.frames,
+            self.clock.pts.map(Timestamp::seconds),
+            self.clock.prev_seconds,
         );
-        Some(self.pace.as_mut()?.due(frames, last, before))
+        Some(self.clock.pace.as_mut()?.due(frames, last, before))
     }
 }
 
