@@ -1,11 +1,15 @@
 //! Command-line interface: `framepipe [OPTIONS]` runs the pipeline; `framepipe bench`,
 //! `framepipe doctor` and `framepipe check-kernel FILE` are the other commands.
 
+use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand};
 
-use crate::backend::BackendKind;
+use crate::backend::{BackendKind, IssueOrder, StreamLayout};
 use crate::filter::Chain;
 use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
+use crate::sink::{encode::OutPixel, Codec};
+use crate::source::{open::Decode, stdin::InputFormat};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -410,7 +414,7 @@ pub struct BenchArgs {
 
 /// `--output-format`: a pixel format framepipe writes (the others are read only).
 fn writable_format(s: &str) -> Result<crate::pixel::PixelFormat, String> {
-    let f = <crate::pixel::PixelFormat as clap::ValueEnum>::from_str(s, true).map_err(|_| {
+    let f = PixelFormat::from_name(s).ok_or_else(|| {
         format!("unknown pixel format '{s}' (framepipe writes i420, gray, nv12 or bgr24 frames)")
     })?;
     if !f.writable() {
@@ -419,4 +423,101 @@ fn writable_format(s: &str) -> Result<crate::pixel::PixelFormat, String> {
         ));
     }
     Ok(f)
+}
+
+/// `clap::ValueEnum` for a type of the domain: its values' names, aliases and help are the
+/// command line's, written here, so that the domain's types know nothing of clap.
+macro_rules! values {
+    ($ty:ident { $($variant:ident => $name:literal : $help:literal),+ $(,)? }) => {
+        impl clap::ValueEnum for $ty {
+            fn value_variants<'a>() -> &'a [Self] {
+                &[$($ty::$variant),+]
+            }
+            fn to_possible_value(&self) -> Option<PossibleValue> {
+                Some(match self {
+                    $($ty::$variant => PossibleValue::new($name).help($help),)+
+                })
+            }
+        }
+    };
+}
+
+values!(Decode {
+    Cpu => "cpu": "FFmpeg's libavcodec on the CPU, frames kept in its YUV layout",
+    Opencv => "opencv": "OpenCV's capture (frames converted to BGR on the CPU)",
+    Gpu => "gpu": "NVDEC, the GPU's decoder, through libavcodec's CUDA hwaccel (H.264 and HEVC where the GPU and the build have it); where it can't decode the stream, the CPU does, and the run says why",
+    Auto => "auto": "NVDEC where it decodes faster than this machine's cores would (from the H200's figures: `framepipe doctor` says what it picks here), with the CUDA backend; else libavcodec on the CPU",
+});
+
+values!(BackendKind {
+    Auto => "auto": "CUDA when a driver and a GPU are present, else the CPU",
+    Cuda => "cuda": "CUDA, or an error where it is missing",
+    Cpu => "cpu": "The CPU backend (OpenCV, or the plain-Rust reference)",
+});
+
+values!(StreamLayout {
+    PerStage => "per-stage": "One copy-in, one compute and one copy-out stream, bands ordered by events",
+    PerBand => "per-band": "One stream per (frame in flight, band)",
+});
+
+values!(IssueOrder {
+    Depth => "depth": "Band by band: upload, filter, download of band 0, then band 1, …",
+    Breadth => "breadth": "Stage by stage: every band's upload, then every band's filter, then downloads",
+});
+
+values!(Codec {
+    H264 => "h264": "H.264 (libx264 through FFmpeg): the default of .mp4 and .mov",
+    Hevc => "hevc": "HEVC / H.265 (libx265 through FFmpeg)",
+    Mpeg4 => "mpeg4": "MPEG-4 Part 2: where H.264 is missing, the fallback",
+    Mjpeg => "mjpeg": "Motion JPEG: the default of .avi (keeps odd sizes)",
+    Ffv1 => "ffv1": "FFV1, lossless: the default of .mkv (it stores framepipe's BGR, not YUV)",
+    Vp9 => "vp9": "VP9: the default and only codec of .webm",
+});
+
+values!(OutPixel {
+    Yuv420p => "yuv420p": "4:2:0, what players expect (the default)",
+    Yuv422p => "yuv422p": "4:2:2 (H.264 High 4:2:2, HEVC, VP9 profile 1)",
+    Yuv444p => "yuv444p": "4:4:4, every pixel's colour (H.264 High 4:4:4, HEVC, VP9 profile 1)",
+});
+
+/// A pixel format on the command line: its names and aliases are the domain's
+/// (`PixelFormat::names`), its help the command line's.
+impl clap::ValueEnum for PixelFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &PixelFormat::ALL
+    }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let names = self.names();
+        let help = match self {
+            PixelFormat::Bgr24 => "Packed B, G, R (the pipeline's own)",
+            PixelFormat::I420 => "Planar Y, then U and V at half width and height (`yuv420p`)",
+            PixelFormat::Nv12 => "Planar Y, then U and V interleaved at half width and height",
+            PixelFormat::Yuyv => "Packed Y0 U Y1 V at half horizontal chroma (`yuyv422`, YUY2)",
+            PixelFormat::Yuv422p => "Planar Y, U, V with half-width chroma (`yuv422p`)",
+            PixelFormat::Yuv444p => "Planar Y, U, V at full size (`yuv444p`)",
+            PixelFormat::Gray => "Luma only (`gray`; a Y4M `Cmono` stream)",
+        };
+        Some(
+            PossibleValue::new(names[0])
+                .aliases(names[1..].iter().copied())
+                .help(help),
+        )
+    }
+}
+
+/// What standard input carries: a Y4M stream, or raw frames of a pixel format.
+impl clap::ValueEnum for InputFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &InputFormat::ALL
+    }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            InputFormat::Y4m => Some(
+                PossibleValue::new("y4m")
+                    .alias("yuv4mpegpipe")
+                    .help("A YUV4MPEG2 stream (size, rate and chroma from its header)"),
+            ),
+            InputFormat::Raw(f) => f.to_possible_value(),
+        }
+    }
 }

@@ -88,7 +88,7 @@ pub enum Control {
 }
 
 /// `--backend`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendKind {
     /// CUDA when a driver and a GPU are present, else the CPU.
     Auto,
@@ -230,7 +230,7 @@ impl BackendConfig {
 pub const SAMPLE_EVERY: u64 = 16;
 
 /// How the CUDA backend maps a frame's bands to streams.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StreamLayout {
     /// One copy-in, one compute and one copy-out stream, bands ordered by events.
@@ -250,7 +250,7 @@ impl std::fmt::Display for StreamLayout {
 }
 
 /// The order in which a frame's band operations are queued on their streams.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IssueOrder {
     /// Band by band: upload, filter, download of band 0, then band 1, …

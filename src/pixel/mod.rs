@@ -20,39 +20,50 @@ pub use convert::{apply_reference, from_bgr, repack_420, to_bgr};
 use convert::{i420_rows, i420_to_nv12};
 
 /// A raw frame's layout.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PixelFormat {
     /// Packed B, G, R (the pipeline's own).
-    #[value(alias = "bgr")]
     Bgr24,
     /// Planar Y, then U and V at half width and height (`yuv420p`).
-    #[value(alias = "yuv420p", alias = "iyuv")]
     I420,
     /// Planar Y, then U and V interleaved at half width and height.
     Nv12,
     /// Packed Y0 U Y1 V at half horizontal chroma (`yuyv422`, YUY2).
-    #[value(alias = "yuyv422", alias = "yuy2")]
     Yuyv,
     /// Planar Y, U, V with half-width chroma (`yuv422p`).
     Yuv422p,
     /// Planar Y, U, V at full size (`yuv444p`).
     Yuv444p,
     /// Luma only (`gray`; a Y4M `Cmono` stream).
-    #[value(alias = "grey", alias = "mono")]
     Gray,
+}
+
+impl PixelFormat {
+    /// Its names: its own first (what `Display` writes), then the other names it is read
+    /// by (ffmpeg's, FourCCs).
+    pub fn names(self) -> &'static [&'static str] {
+        match self {
+            PixelFormat::Bgr24 => &["bgr24", "bgr"],
+            PixelFormat::I420 => &["i420", "yuv420p", "iyuv"],
+            PixelFormat::Nv12 => &["nv12"],
+            PixelFormat::Yuyv => &["yuyv", "yuyv422", "yuy2"],
+            PixelFormat::Yuv422p => &["yuv422p"],
+            PixelFormat::Yuv444p => &["yuv444p"],
+            PixelFormat::Gray => &["gray", "grey", "mono"],
+        }
+    }
+
+    /// The format one of its names names (any case).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.names().iter().any(|n| n.eq_ignore_ascii_case(name)))
+    }
 }
 
 impl fmt::Display for PixelFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            PixelFormat::Bgr24 => "bgr24",
-            PixelFormat::I420 => "i420",
-            PixelFormat::Nv12 => "nv12",
-            PixelFormat::Yuyv => "yuyv",
-            PixelFormat::Yuv422p => "yuv422p",
-            PixelFormat::Yuv444p => "yuv444p",
-            PixelFormat::Gray => "gray",
-        })
+        f.write_str(self.names()[0])
     }
 }
 
@@ -500,7 +511,7 @@ impl std::str::FromStr for Formats {
     fn from_str(s: &str) -> Result<Self, String> {
         let one = |t: &str| {
             let t = t.trim().to_ascii_lowercase();
-            <PixelFormat as clap::ValueEnum>::from_str(&t, true).map_err(|_| {
+            PixelFormat::from_name(&t).ok_or_else(|| {
                 format!(
                     "unknown pixel format '{t}' (bgr, i420, nv12, yuyv, yuv422p, yuv444p, gray)"
                 )

@@ -167,7 +167,7 @@ impl Container {
 }
 
 /// `--codec`: what a video file's frames are compressed with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Codec {
     /// H.264 (libx264 through FFmpeg): the default of .mp4 and .mov.
     H264,

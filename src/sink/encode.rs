@@ -10,7 +10,7 @@
 use super::codec::Codec;
 
 /// The pixel format a video output stores.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OutPixel {
     /// 4:2:0, what players expect (the default).
     Yuv420p,

@@ -326,8 +326,8 @@ impl PatternOpts {
             let bad = |why: String| format!("--input 'pattern:{words}': {why}");
             let size = || value.parse::<FrameSize>();
             let format = || {
-                <crate::pixel::PixelFormat as clap::ValueEnum>::from_str(value, true)
-                    .map_err(|_| format!("'{value}' is not a pixel format"))
+                crate::pixel::PixelFormat::from_name(value)
+                    .ok_or_else(|| format!("'{value}' is not a pixel format"))
             };
             let fps = || match value.parse::<f64>() {
                 Ok(f)

@@ -20,7 +20,7 @@ use crate::stop::Stop;
 const DEFAULT_SIZE: FrameSize = FrameSize::new(1280, 720);
 
 /// `--decode`: who decodes files and network streams.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decode {
     /// FFmpeg's libavcodec on the CPU, frames kept in its YUV layout.
     Cpu,

@@ -37,7 +37,7 @@ pub enum InputFormat {
 
 impl InputFormat {
     /// Y4M, then every pixel format, in `PixelFormat::ALL`'s order.
-    const ALL: [InputFormat; 8] = {
+    pub const ALL: [InputFormat; 8] = {
         let mut all = [InputFormat::Y4m; 8];
         let mut i = 0;
         while i < PixelFormat::ALL.len() {
@@ -52,23 +52,6 @@ impl InputFormat {
         match self {
             InputFormat::Y4m => None,
             InputFormat::Raw(f) => Some(f),
-        }
-    }
-}
-
-impl clap::ValueEnum for InputFormat {
-    fn value_variants<'a>() -> &'a [Self] {
-        &Self::ALL
-    }
-
-    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
-        match self {
-            InputFormat::Y4m => Some(
-                clap::builder::PossibleValue::new("y4m")
-                    .alias("yuv4mpegpipe")
-                    .help("A YUV4MPEG2 stream (size, rate and chroma from its header)"),
-            ),
-            InputFormat::Raw(f) => f.to_possible_value(),
         }
     }
 }
