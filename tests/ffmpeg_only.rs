@@ -294,3 +294,62 @@ fn first_jpeg_of_the_stream(port: u16) -> bool {
     }
     false
 }
+
+/// The mosaic needs no OpenCV: several inputs' mosaic, labelled, is recorded by an output
+/// without `{n}` in the server build (its labels are drawn by `sink::draw`), beside each
+/// input's own output.
+#[test]
+fn the_mosaic_is_recorded_without_opencv() {
+    let dir = TempDir::new("ffmpeg-only-mosaic");
+    let run = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["--headless", "--backend", "cpu", "-q", "--frames", "25"])
+        .args([
+            "--input",
+            "pattern:320x240:25",
+            "--input",
+            "pattern:160x120:nv12:25",
+        ])
+        .args([
+            "--output",
+            "wall.mkv",
+            "--output",
+            "own-{n}.mkv",
+            "--codec",
+            "ffv1",
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", stderr(&run));
+    for n in 0..2 {
+        let own = dir.join(&format!("own-{n}.mkv"));
+        assert_eq!(
+            codec_and_frames(&own),
+            ("ffv1".to_string(), 25),
+            "input {n}"
+        );
+    }
+    let wall = dir.join("wall.mkv");
+    let (codec, pictures) = codec_and_frames(&wall);
+    assert_eq!(codec, "ffv1");
+    assert!(pictures >= 20, "{pictures} pictures of the mosaic");
+    // The first picture, raw: two tiles of 320x240 side by side, the first labelled (a dark
+    // backdrop with light text over the pattern's top left corner).
+    let raw = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(&wall)
+        .args(["-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "bgr24", "-"])
+        .output()
+        .unwrap();
+    assert_eq!(raw.stdout.len(), 640 * 240 * 3, "{}", stderr(&raw));
+    let label: Vec<u8> = (2..20)
+        .flat_map(|y| (2..120).map(move |x| (y * 640 + x) * 3))
+        .map(|i| raw.stdout[i + 1])
+        .collect();
+    let light = label.iter().filter(|&&g| g > 200).count();
+    let dark = label.iter().filter(|&&g| g < 90).count();
+    assert!(
+        light > 100 && dark > 500,
+        "no label: {light} light, {dark} dark pixels"
+    );
+}

@@ -11,7 +11,6 @@ use anyhow::Result;
 use super::opening::{Inputs, Running};
 use crate::plan::run::{Display, Serve, Window};
 use crate::plan::{Plan, RunPlan};
-#[cfg(feature = "opencv")]
 use crate::sink;
 use crate::sink::{claim::Claimed, Knobs, Sink};
 use crate::stop::Stop;
@@ -106,7 +105,6 @@ fn shown_within() -> crate::frame::FrameSize {
 /// why), in one window (unless headless or `--no-mosaic`), in the browser view, and recorded
 /// to the outputs without `{n}` (`RunPlan::recording`, on its claim); `compose` is what the
 /// backend composes.
-#[cfg(feature = "opencv")]
 pub(super) fn open_mosaic(
     plan: &RunPlan,
     inputs: &Inputs,
@@ -160,7 +158,6 @@ pub(super) fn open_mosaic(
 
 /// The mosaic's recording: its pictures (BGR, `size`) at `fps`, to a file (or standard
 /// output) on `claim` and to the streams `recording` names.
-#[cfg(feature = "opencv")]
 fn open_recording(
     plan: &RunPlan,
     recording: &crate::plan::run::Outputs,
@@ -195,17 +192,6 @@ fn open_recording(
         sinks.push(spec.open(claimed, &at)?);
     }
     Ok(sink::tee(sinks).expect("a recording has an output"))
-}
-
-#[cfg(not(feature = "opencv"))]
-pub(super) fn open_mosaic(
-    _: &RunPlan,
-    _: &Inputs,
-    _: Compose,
-    _: &Stop,
-    _: Option<Claimed>,
-) -> Result<Box<dyn Sink>> {
-    anyhow::bail!("this build has no OpenCV and cannot draw the mosaic")
 }
 
 #[cfg(feature = "ffmpeg")]

@@ -97,14 +97,6 @@ pub enum PlanError {
         /// Inputs.
         n: usize,
     },
-    /// An output without `{n}` (the mosaic's) in a build that can't draw the mosaic.
-    #[error("--output '{output}' with {n} inputs records the mosaic, which this build (no OpenCV) can't draw; name one output per input with {{n}}")]
-    MosaicNotBuilt {
-        /// The output.
-        output: String,
-        /// Inputs.
-        n: usize,
-    },
     /// An `--output`, as `sink::spec` words it.
     #[error("{0}")]
     Output(String),

@@ -516,9 +516,6 @@ fn check_several(args: &RunArgs, inputs: &[(InputSpec, String)]) -> Result<(), P
         if args.no_mosaic {
             return Err(PlanError::RecordingWithoutMosaic { output, n });
         }
-        if !cfg!(feature = "opencv") {
-            return Err(PlanError::MosaicNotBuilt { output, n });
-        }
     }
     Ok(())
 }

@@ -19,13 +19,13 @@ pub mod av;
 pub mod claim;
 pub mod codec;
 pub mod display;
+pub mod draw;
 pub mod encode;
 #[cfg(feature = "ffmpeg")]
 pub mod hls;
 #[cfg(feature = "ffmpeg")]
 pub mod images;
 pub mod kind;
-#[cfg(feature = "opencv")]
 pub mod mosaic;
 pub mod null;
 pub mod output;

@@ -27,16 +27,15 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use opencv::core::{Mat, Point, Rect, Scalar, Vec3b};
-use opencv::prelude::*;
 
-use super::{strip, Flow, Frame, Sink};
+use super::draw::{Canvas, Ink, Rect};
+use super::{Flow, Frame, Sink};
 use crate::backend::Picture;
 use crate::desc::FrameDesc;
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 use crate::stats::Live;
-use crate::tiles::{Area, FullFrames, Layout};
+use crate::tiles::{FullFrames, Layout};
 
 /// The shortest time between two pictures handed to the window.
 const SHOW_EVERY: Duration = Duration::from_millis(33);
@@ -61,6 +60,20 @@ struct Tile {
     full: Option<(FrameSize, Vec<u8>)>,
 }
 
+impl Tile {
+    /// The label's two lines (`t`: its tile): the input's index and name; its rate and drops, or why it
+    /// is not playing.
+    fn label(&self, t: usize) -> (String, String) {
+        let first = format!("{t}: {}", self.name.chars().take(48).collect::<String>());
+        let second = match (&self.ended, &self.state) {
+            (Some(why), _) | (None, Some(why)) => why.chars().take(64).collect::<String>(),
+            (None, None) if self.frames == 0 => "waiting for the first frame".into(),
+            (None, None) => format!("{:.1} fps  {} dropped", self.fps, self.dropped),
+        };
+        (first, second)
+    }
+}
+
 /// The mosaic sink (module doc): composes, then hands the picture to `window` and to the
 /// recording.
 pub struct Mosaic {
@@ -78,8 +91,8 @@ pub struct Mosaic {
     /// Where this sink tells the backend which input is shown alone (its full frames are
     /// brought down).
     full: FullFrames,
-    /// What is handed to the window: `picture` with the labels.
-    shown: Mat,
+    /// What is handed to the window: `picture` with the labels (packed BGR).
+    shown: Vec<u8>,
     tiles: Vec<Tile>,
     /// Which tile each input of the run fills (inputs that failed to open have a tile and
     /// no `InputId`).
@@ -128,7 +141,7 @@ impl Mosaic {
             layout,
             picture: None,
             full,
-            shown: Mat::default(),
+            shown: Vec::new(),
             tiles,
             tile_of,
             selected: 0,
@@ -153,68 +166,56 @@ impl Mosaic {
     /// The mosaic with its labels, into `shown`.
     fn compose(&mut self) -> Result<()> {
         let canvas = self.layout.canvas;
-        let (h, w) = (canvas.height as i32, canvas.width as i32);
+        let n = PixelFormat::Bgr24.bytes(canvas);
+        self.shown.resize(n, 0);
         match &self.picture {
             Some(p) => {
-                let bytes = &p[..PixelFormat::Bgr24.bytes(canvas)];
-                Mat::new_rows_cols_with_bytes::<Vec3b>(h, w, bytes)?.copy_to(&mut self.shown)?
+                crate::ensure_kept!(
+                    p.len() >= n,
+                    "the backend's mosaic holds {} bytes, the mosaic {n}",
+                    p.len()
+                );
+                self.shown.copy_from_slice(&p[..n]);
             }
-            None => {
-                let grey = Scalar::new(16.0, 16.0, 16.0, 0.0);
-                self.shown = Mat::new_rows_cols_with_default(h, w, opencv::core::CV_8UC3, grey)?
-            }
+            None => self.shown.fill(16),
         }
-        let mat = &mut self.shown;
-        let ink = strip::Ink::new(1.0);
+        let mut c = Canvas::new(&mut self.shown, canvas).expect("sized above");
+        let first_tile = self.layout.tile_area(0);
+        let ink = Ink::for_tile(first_tile.width);
         for (t, tile) in self.tiles.iter().enumerate() {
-            let Area {
-                x,
-                y,
-                width,
-                height,
-            } = self.layout.tile_area(t);
-            let (x, y, tw, th) = (x as i32, y as i32, width as i32, height as i32);
-            let area = Rect::new(x, y, tw, th);
-            if tile.state.is_some() || tile.ended.as_deref().is_some_and(|e| e != "stopped") {
-                strip::backdrop(mat, area)?;
-            }
-            let first = format!("{t}: {}", tile.name.chars().take(48).collect::<String>());
-            let second = match (&tile.ended, &tile.state) {
-                (Some(why), _) | (None, Some(why)) => why.chars().take(64).collect::<String>(),
-                (None, None) if tile.frames == 0 => "waiting for the first frame".into(),
-                (None, None) => format!("{:.1} fps  {} dropped", tile.fps, tile.dropped),
+            let a = self.layout.tile_area(t);
+            let area = Rect {
+                x: a.x,
+                y: a.y,
+                width: a.width,
+                height: a.height,
             };
-            let widest = ink.text_width(&first)?.max(ink.text_width(&second)?);
-            strip::backdrop(
-                mat,
-                Rect::new(x, y, widest + ink.px(12.0), ink.line() * 2 + ink.px(6.0)),
-            )?;
-            let white = Scalar::new(240.0, 240.0, 240.0, 0.0);
+            if tile.state.is_some() || tile.ended.as_deref().is_some_and(|e| e != "stopped") {
+                c.backdrop(area);
+            }
+            let (first, second) = tile.label(t);
+            let widest = ink.width(&first).max(ink.width(&second));
+            c.backdrop(Rect {
+                width: widest + ink.px(12),
+                height: ink.line() * 2 + ink.px(6),
+                ..area
+            });
+            let white = [240, 240, 240];
             let colour = match &tile.ended {
-                Some(e) if e.starts_with("failed") => Scalar::new(80.0, 80.0, 255.0, 0.0),
+                Some(e) if e.starts_with("failed") => [80, 80, 255],
                 _ => white,
             };
-            ink.text(
-                mat,
-                &first,
-                Point::new(x + ink.px(6.0), y + ink.line()),
-                white,
-            )?;
-            ink.text(
-                mat,
-                &second,
-                Point::new(x + ink.px(6.0), y + 2 * ink.line()),
-                colour,
-            )?;
+            let (x, y) = (area.x + ink.px(6), area.y + ink.px(4));
+            c.text(x, y, &first, ink, white);
+            c.text(x, y + ink.line(), &second, ink, colour);
             if t == self.selected && self.tiles.len() > 1 {
-                opencv::imgproc::rectangle(
-                    mat,
-                    Rect::new(x + 1, y + 1, tw - 2, th - 2),
-                    Scalar::new(0.0, 220.0, 255.0, 0.0),
-                    2,
-                    opencv::imgproc::LINE_8,
-                    0,
-                )?;
+                let inside = Rect {
+                    x: area.x + 1,
+                    y: area.y + 1,
+                    width: area.width.saturating_sub(2),
+                    height: area.height.saturating_sub(2),
+                };
+                c.outline(inside, 2, [0, 220, 255]);
             }
         }
         Ok(())
@@ -245,9 +246,11 @@ impl Mosaic {
         let mut desc = FrameDesc::host(PixelFormat::Bgr24, self.layout.canvas);
         desc.index = tick;
         desc.pts = crate::desc::Timestamp::from_seconds(tick as f64 / self.record_fps);
-        let bytes = self.shown.data_bytes()?;
         let record = self.record.as_mut().expect("checked");
-        record.consume(&Frame { desc: &desc, bytes })
+        record.consume(&Frame {
+            desc: &desc,
+            bytes: &self.shown,
+        })
     }
 
     /// Hands the picture to the window, where one is due (`force`: now), and to the
@@ -274,9 +277,11 @@ impl Mosaic {
             _ => {
                 self.compose()?;
                 let desc = FrameDesc::host(PixelFormat::Bgr24, self.layout.canvas);
-                let bytes = self.shown.data_bytes()?;
                 let window = self.window.as_mut().expect("checked");
-                window.consume(&Frame { desc: &desc, bytes })?
+                window.consume(&Frame {
+                    desc: &desc,
+                    bytes: &self.shown,
+                })?
             }
         };
         Ok(self.keys(flow.merge(recorded)))
