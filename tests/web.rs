@@ -7,6 +7,7 @@ use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -64,6 +65,17 @@ fn colourful(jpeg: &[u8]) -> f64 {
     coloured as f64 / (bytes.len() / 3) as f64
 }
 
+/// A child and every process of its group, killed when dropped.
+struct Group(Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let group = format!("-{}", self.0.id());
+        let _ = Command::new("kill").args(["-KILL", "--", &group]).status();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn the_page_shows_the_moving_video_its_figures_and_working_buttons() {
     assert!(
@@ -74,7 +86,10 @@ fn the_page_shows_the_moving_video_its_figures_and_working_buttons() {
     let port = free_port();
     let child = serve(&dir, port, "pattern:320x240:25", &[]);
     let devtools = free_port();
-    let mut chromium = Command::new("chromium-headless-shell")
+    // In a process group of its own, killed whole when the test ends however it ends
+    // (the command is a wrapper whose browser and helpers would outlive it).
+    let chromium = Command::new("chromium-headless-shell")
+        .process_group(0)
         .args(["--no-sandbox", "--disable-gpu", "--window-size=900,600"])
         .arg(format!("--remote-debugging-port={devtools}"))
         .arg(format!(
@@ -87,6 +102,7 @@ fn the_page_shows_the_moving_video_its_figures_and_working_buttons() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let chromium = Group(chromium);
     let cdp = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/cdp.py");
     let (a, b) = (dir.join("a.png"), dir.join("b.png"));
     // The figures: the frame count (it grows every poll) and the overlay's lines.
@@ -146,8 +162,7 @@ fn the_page_shows_the_moving_video_its_figures_and_working_buttons() {
         colourful(&jpeg) < 0.01,
         "the gray preset did not reach the pipeline"
     );
-    let _ = chromium.kill();
-    let _ = chromium.wait();
+    drop(chromium);
     let out = stop(child, "web page");
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
