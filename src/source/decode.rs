@@ -538,44 +538,8 @@ impl Decoded {
                 self.conversion = Conversion::Planes { turns };
             }
             None => {
-                let why = if bit_depth(f) > 8 {
-                    format!(
-                        "its pictures are {}-bit ({f:?}) and framepipe carries 8-bit frames: each is converted to 8-bit BGR on the CPU",
-                        bit_depth(f)
-                    )
-                } else if full_range {
-                    format!(
-                        "its pictures are full-range (JPEG) YUV ({f:?}) and framepipe's YUV arithmetic is the video range: each is converted to BGR on the CPU"
-                    )
-                } else {
-                    format!(
-                        "its pictures ({f:?}, {coded}) are converted to BGR on the CPU (framepipe carries them as BGR)"
-                    )
-                };
-                crate::warn!("{}: {why}", self.facts.what);
-                let scaler = ff::software::scaling::Context::get(
-                    f,
-                    w,
-                    h,
-                    ff::format::Pixel::BGR24,
-                    w,
-                    h,
-                    ff::software::scaling::Flags::BICUBIC
-                        | ff::software::scaling::Flags::ACCURATE_RND
-                        | ff::software::scaling::Flags::FULL_CHR_H_INT,
-                )
-                .with_context(|| {
-                    format!("{}: converting {f:?} pictures to BGR", self.facts.what)
-                })?;
-                if full_range {
-                    set_full_range_input(&scaler);
-                }
                 self.format = PixelFormat::Bgr24;
-                self.conversion = Conversion::Scaled {
-                    scaler,
-                    bgr: ff::frame::Video::empty(),
-                    turns,
-                };
+                self.conversion = self.to_bgr(f, coded, full_range, turns)?;
             }
         }
         self.size = upright;
@@ -598,6 +562,53 @@ impl Decoded {
             }
         );
         Ok(())
+    }
+
+    /// The conversion of `f` pictures of `coded` size to BGR on the CPU (libswscale, which
+    /// knows a full range), `turns` quarter turns after; said, with why.
+    fn to_bgr(
+        &self,
+        f: ff::format::Pixel,
+        coded: FrameSize,
+        full_range: bool,
+        turns: u32,
+    ) -> Result<Conversion> {
+        let why = if bit_depth(f) > 8 {
+            format!(
+                "its pictures are {}-bit ({f:?}) and framepipe carries 8-bit frames: each is converted to 8-bit BGR on the CPU",
+                bit_depth(f)
+            )
+        } else if full_range {
+            format!(
+                "its pictures are full-range (JPEG) YUV ({f:?}) and framepipe's YUV arithmetic is the video range: each is converted to BGR on the CPU"
+            )
+        } else {
+            format!(
+                "its pictures ({f:?}, {coded}) are converted to BGR on the CPU (framepipe carries them as BGR)"
+            )
+        };
+        crate::warn!("{}: {why}", self.facts.what);
+        let (w, h) = (coded.width as u32, coded.height as u32);
+        let scaler = ff::software::scaling::Context::get(
+            f,
+            w,
+            h,
+            ff::format::Pixel::BGR24,
+            w,
+            h,
+            ff::software::scaling::Flags::BICUBIC
+                | ff::software::scaling::Flags::ACCURATE_RND
+                | ff::software::scaling::Flags::FULL_CHR_H_INT,
+        )
+        .with_context(|| format!("{}: converting {f:?} pictures to BGR", self.facts.what))?;
+        if full_range {
+            set_full_range_input(&scaler);
+        }
+        Ok(Conversion::Scaled {
+            scaler,
+            bgr: ff::frame::Video::empty(),
+            turns,
+        })
     }
 
     /// Decodes the next picture into `self.picture`; false at the end of the input.
