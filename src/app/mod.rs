@@ -115,7 +115,7 @@ fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> 
         .into_iter()
         .map(|(i, e)| (i, format!("failed: {e:#}")))
         .collect();
-    let ring = plan.engine().ring.unwrap_or(crate::plan::RING_EACH);
+    let ring = plan.engine().ring_beside_others();
     let pipeline_inputs = inputs.into_pipeline(&names, ring);
     report::arm_exit_summary(plan.reports(), progress);
     crate::debug!("start-up: sinks open at {:.1} ms", since());

@@ -172,6 +172,13 @@ pub struct Writing {
     pub output_format: Option<PixelFormat>,
 }
 
+impl Engine {
+    /// The ring of an input beside others (one joining late): `--ring`, else `RING_EACH`.
+    pub fn ring_beside_others(&self) -> usize {
+        self.ring.or(self.ring_cap).unwrap_or(RING_EACH)
+    }
+}
+
 impl RunPlan {
     /// Consumes the flags into a plan, checking every argument that can be checked without
     /// opening anything or asking the machine.

@@ -33,6 +33,28 @@ pub struct OpenAt<'a> {
     pub fragmented: bool,
 }
 
+impl OpenAt<'_> {
+    /// A video output's settings at `path` (a file's or a stream's), as `at` opens it.
+    #[cfg(feature = "ffmpeg")]
+    fn video(
+        &self,
+        path: &str,
+        codec: super::Codec,
+        quality: Option<u8>,
+        encoding: &super::Encoding,
+    ) -> super::av::Settings {
+        super::av::Settings {
+            path: path.to_string(),
+            codec,
+            quality,
+            encoding: encoding.clone(),
+            size: self.size,
+            timing: self.timing.clone(),
+            fragmented: self.fragmented,
+        }
+    }
+}
+
 impl OutputSpec {
     /// The formats this output takes its frames in, preferred first: standard output
     /// `write` (`--output-format`, I420 by default) or BGR (converted on the CPU); a video
@@ -101,15 +123,7 @@ impl OutputSpec {
                 },
                 _,
             ) if container.is_stream() => Ok(output::boxed(super::stream::Stream::open(
-                super::av::Settings {
-                    path: path.clone(),
-                    codec: *codec,
-                    quality: None,
-                    encoding: encoding.clone(),
-                    size,
-                    timing: timing.clone(),
-                    fragmented: false,
-                },
+                at.video(path, *codec, None, encoding),
             )?)),
             (OutputSpec::Stdout, _) => Ok(output::boxed(super::y4m::Y4mOut::new(
                 size,
@@ -138,15 +152,7 @@ impl OutputSpec {
                 },
                 Claimed::Video(claim),
             ) => {
-                let settings = super::av::Settings {
-                    path: claim.path.clone(),
-                    codec: *codec,
-                    quality: *quality,
-                    encoding: encoding.clone(),
-                    size,
-                    timing: timing.clone(),
-                    fragmented,
-                };
+                let settings = at.video(&claim.path, *codec, *quality, encoding);
                 Ok(output::boxed(super::writer::VideoFile::open(
                     claim, settings,
                 )?))
