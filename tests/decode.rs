@@ -286,8 +286,7 @@ fn a_url_that_refuses_or_stalls_ends_clearly_and_at_once() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    // SAFETY: kill sends SIGINT to the child, which is still running (not yet waited for).
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    common::run::interrupt(&child);
     let stopped = Instant::now();
     let out = wait_with_deadline(child, Duration::from_secs(10), "stalled URL");
     let took = stopped.elapsed();

@@ -15,14 +15,6 @@ use common::x::Xvfb;
 use opencv::imgcodecs;
 use opencv::prelude::*;
 
-fn signal(child: &Child, sig: &str) {
-    let ok = Command::new("kill")
-        .args([sig, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
-
 /// Starts framepipe on the test pattern in a window on `x`, working in `dir` (its summary
 /// goes to `dir/summary.json`); returns the process and the window's id once it is visible.
 fn open_window(x: &Xvfb, dir: &TempDir, extra: &[&str]) -> (Child, String) {
@@ -96,7 +88,7 @@ fn window_quits(quit: Quit, name: &str) {
             let sent = x.cmd("xdotool", &["key", key]);
             assert!(sent.status.success());
         }
-        Quit::Signal => signal(&child, "-INT"),
+        Quit::Signal => common::run::interrupt(&child),
         Quit::CloseWindow => {
             let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/close_window.py");
             let sent = x.cmd("/usr/bin/python3", &[script, &id]);
@@ -152,7 +144,7 @@ fn a_frozen_display_does_not_hold_the_stop_or_lose_the_file() {
     // SAFETY: kill with our children's pids has no memory preconditions.
     unsafe { libc::kill(x.child.id() as i32, libc::SIGSTOP) };
     std::thread::sleep(Duration::from_millis(300));
-    signal(&child, "-TERM");
+    common::run::signal(&child, libc::SIGTERM);
     let asked = Instant::now();
     let out = wait_with_deadline(child, Duration::from_secs(10), "frozen display");
     let took = asked.elapsed();
@@ -211,7 +203,7 @@ fn sigint_finalizes_the_output_file() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    signal(&child, "-INT");
+    common::run::interrupt(&child);
     let out = wait_with_deadline(child, Duration::from_secs(10), "sigint file run");
     let err = stderr(&out);
     assert!(out.status.success(), "exit {:?}\n{err}", out.status);
@@ -387,7 +379,7 @@ fn a_4k_frame_fits_the_screen() {
     );
     let aspect = f64::from(size.0) / f64::from(size.1);
     assert!((aspect - 16.0 / 9.0).abs() < 0.05, "aspect {aspect}");
-    signal(&child, "-INT");
+    common::run::interrupt(&child);
     let out = wait_with_deadline(child, Duration::from_secs(5), "4k window");
     assert!(out.status.success(), "{}", stderr(&out));
     println!("4K frames in a {}x{} window", size.0, size.1);
@@ -406,7 +398,7 @@ fn sigterm_stops_cleanly() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(800));
-    signal(&child, "-TERM");
+    common::run::signal(&child, libc::SIGTERM);
     let out = wait_with_deadline(child, Duration::from_secs(5), "sigterm");
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(summary.counts().is_some(), "{}", stderr(&out));
@@ -507,7 +499,7 @@ fn yuv_frames_are_shown_converted() {
         let (child, _) = open_window(&x, &dir, &["--input-format", format, "--fps", "0.2"]);
         std::thread::sleep(Duration::from_millis(1200));
         let shot = screenshot(&x, &dir, "shot.png");
-        signal(&child, "-INT");
+        common::run::interrupt(&child);
         let out = wait_with_deadline(child, Duration::from_secs(5), format);
         assert!(out.status.success(), "{format}: {}", stderr(&out));
         let err = stderr(&out);
@@ -631,7 +623,7 @@ fn t_shows_a_timeline_strip_under_the_picture() {
     assert_eq!(h2, h0, "the window is back to the picture's size");
     let third = screenshot(&x, &dir, "strip3.png");
     assert!(rows_with(&third, strip, Kind::Process.rgb(), 3).is_empty());
-    signal(&child, "-INT");
+    common::run::interrupt(&child);
     let out = wait_with_deadline(child, Duration::from_secs(10), "strip window");
     assert!(
         out.status.success(),

@@ -278,8 +278,7 @@ fn spawn(args: &[&str], close_err: bool) -> Child {
 }
 
 fn interrupt(child: &Child) {
-    // SAFETY: kill with a child's pid and SIGINT has no memory preconditions.
-    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    common::run::signal(child, libc::SIGINT);
 }
 
 #[test]

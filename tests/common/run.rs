@@ -256,13 +256,19 @@ pub fn set_rotation(path: &Path, degrees: u32) {
     std::fs::write(path, data).unwrap();
 }
 
-/// Sends SIGINT (Ctrl-C) to `child`.
+/// Sends SIGINT (Ctrl-C) to framepipe's `child` (`signal`).
 pub fn interrupt(child: &std::process::Child) {
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success(), "kill -INT {}", child.id());
+    signal(child, libc::SIGINT);
+}
+
+/// Sends `sig` to framepipe's `child` once its own handler catches it. Before that the
+/// dynamic loader maps the 250-odd shared libraries OpenCV brings and no code of the process
+/// runs (README, exit codes): a signal then ends it the default way, which is not what a test
+/// of a stop means to send.
+pub fn signal(child: &std::process::Child, sig: i32) {
+    wait_until_it_catches(child.id(), sig);
+    // SAFETY: kill with a child's pid has no memory preconditions.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
 }
 
 /// A loopback TCP port nobody listens on now (bound, then let go).
