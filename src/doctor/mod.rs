@@ -1,13 +1,16 @@
 //! `framepipe doctor`: what matters for this pipeline on this machine — the GPU and its
 //! copy engines, the PCIe link, measured copy bandwidth (page-locked and pageable, each way
 //! and both at once), NVRTC, decoding (NVDEC, and what `--decode auto` picks), OpenCV, the
-//! display and the cameras.
+//! display and the cameras; and what this build's FFmpeg reads and writes (`ffmpeg`).
 
 use anyhow::Result;
 use cudarc::driver::{sys, CudaContext};
 
 use crate::backend::{device, measure};
 use crate::frame::FrameSize;
+
+#[cfg(feature = "ffmpeg")]
+mod ffmpeg;
 
 /// Runs `framepipe doctor`: prints what this machine offers framepipe.
 pub fn run() -> Result<()> {
@@ -20,6 +23,8 @@ pub fn run() -> Result<()> {
     crate::out!("CPU:        {cores} cores");
     #[cfg(feature = "ffmpeg")]
     crate::out!("decoding:   {}", crate::source::nvdec::doctor(cores));
+    #[cfg(feature = "ffmpeg")]
+    ffmpeg::report();
     #[cfg(not(feature = "ffmpeg"))]
     crate::out!("decoding:   no FFmpeg libraries in this build (video files need them)");
     host_side();
