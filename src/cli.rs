@@ -205,6 +205,19 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "PATH")]
     pub output: Vec<String>,
 
+    /// Record each input's own stream as it arrives, video and audio, neither decoded nor
+    /// encoded (what an NVR keeps), beside the outputs: .mp4, .mov, .mkv, .ts or .flv;
+    /// {n} is the input's number (needed with several inputs). Written under a hidden
+    /// .NAME.part and renamed when finished; nothing is replaced.
+    #[arg(long, value_name = "PATH")]
+    pub record: Option<String>,
+
+    /// Cut each --record into files of about this length (90, 90s, 10m, 1h), each from a
+    /// keyframe; the name takes {seg} (the segment's number, 00000 on) or the local time
+    /// (%Y%m%d-%H%M%S).
+    #[arg(long, value_name = "DURATION", requires = "record", value_parser = parse_duration)]
+    pub segment: Option<std::time::Duration>,
+
     /// Replace an --output that exists (as ffmpeg -y): the new file is written beside it
     /// and renamed over it once finished with at least one frame. Without -y an existing
     /// output is refused.
@@ -413,6 +426,25 @@ pub struct BenchArgs {
 }
 
 /// `--output-format`: a pixel format framepipe writes (the others are read only).
+/// A length of time: seconds, or a number with s, m or h.
+fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    let (number, unit) = match t.char_indices().last() {
+        Some((i, 's')) => (&t[..i], 1.0),
+        Some((i, 'm')) => (&t[..i], 60.0),
+        Some((i, 'h')) => (&t[..i], 3600.0),
+        _ => (t, 1.0),
+    };
+    match number.parse::<f64>() {
+        Ok(v) if v.is_finite() && v * unit >= 0.1 && v * unit <= 86_400.0 * 7.0 => {
+            Ok(std::time::Duration::from_secs_f64(v * unit))
+        }
+        _ => Err(format!(
+            "'{s}' is not a length of time from 0.1 s to 7 days (90, 90s, 10m, 1h)"
+        )),
+    }
+}
+
 fn writable_format(s: &str) -> Result<crate::pixel::PixelFormat, String> {
     let f = PixelFormat::from_name(s).ok_or_else(|| {
         format!("unknown pixel format '{s}' (framepipe writes i420, gray, nv12 or bgr24 frames)")

@@ -444,7 +444,10 @@ fn a_live_http_stream_says_so_and_warns_about_drops() {
     let err = stderr(&o);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("is read live"), "{err}");
-    assert!(err.contains("audio, if any, is not recorded"), "{err}");
+    assert!(
+        err.contains("audio, if any, goes to --record only"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -22,6 +22,7 @@ mod media;
 mod outputs;
 mod promises;
 mod readme;
+mod record;
 mod several;
 mod stdio;
 mod streams;

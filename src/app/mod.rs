@@ -32,6 +32,7 @@ mod claims;
 mod displays;
 mod opening;
 mod outputs;
+mod recordings;
 mod report;
 
 /// How a run ended: its result (Ok also when the user stopped it), and whether a thread
@@ -76,7 +77,8 @@ fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> 
     // CUDA starts (context, kernels) while the inputs open.
     let warming = (plan.engine().kind != BackendKind::Cpu)
         .then(|| backend::device::warm_up(backend::device::DEFAULT_DEVICE));
-    let Some(mut inputs) = opening::open(stop, plan)? else {
+    let recordings = recordings::Recordings::start(plan)?;
+    let Some(mut inputs) = opening::open(stop, plan, &recordings)? else {
         ending.leave_a_thread_behind();
         info!("stopped while the input was opening; nothing was written");
         return Ok(());
@@ -121,6 +123,7 @@ fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> 
     crate::debug!("start-up: sinks open at {:.1} ms", since());
     let ran = pipeline::run_inputs(pipeline_inputs, backend, sink.as_mut(), &opts, stop);
     crate::debug!("run ended at {:.1} ms", since());
+    recordings.finish();
     report::disarm_exit_summary();
     let places = report::Places {
         order: &order,

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
+use super::recordings::{Recordings, Tap};
 use crate::info;
 use crate::pipeline::{self, Arrival};
 use crate::plan::{Engine, InputPlan, Plan, RunPlan};
@@ -67,7 +68,7 @@ impl Inputs {
 }
 
 /// Opens every input of `plan` (module doc); None when a stop came first.
-pub(super) fn open(stop: &Stop, plan: &RunPlan) -> Result<Option<Inputs>> {
+pub(super) fn open(stop: &Stop, plan: &RunPlan, recordings: &Recordings) -> Result<Option<Inputs>> {
     let several = plan.several();
     let Some(openings) = open_all(stop, plan.inputs()) else {
         return Ok(None);
@@ -87,11 +88,13 @@ pub(super) fn open(stop: &Stop, plan: &RunPlan) -> Result<Option<Inputs>> {
                     LATE_AFTER.as_secs()
                 );
                 let engine = plan.engine().clone();
+                let tap = recordings.tap(at);
                 inputs
                     .late
-                    .push((at, late_opener(rx, engine, input.clone(), at)));
+                    .push((at, late_opener(rx, engine, input.clone(), at, tap)));
             }
-            Opening::Done(Ok(opened)) => {
+            Opening::Done(Ok(mut opened)) => {
+                recordings.attach(at, opened.0.as_mut())?;
                 inputs
                     .running
                     .push(settle(plan.engine(), input, at, opened, several)?)
@@ -226,12 +229,15 @@ fn late_opener(
     engine: Engine,
     input: InputPlan,
     i: usize,
+    tap: Option<Tap>,
 ) -> pipeline::Opener {
     Box::new(move |stop: &Stop| {
-        let Some((source, _media)) = open::wait(stop, &answer).context("it could not be opened")?
+        let Some((mut source, _media)) =
+            open::wait(stop, &answer).context("it could not be opened")?
         else {
             return Ok(None);
         };
+        super::recordings::attach(tap, source.as_mut())?;
         let plan = Plan::settle(&engine, &input, source.as_ref())
             .with_context(|| format!("input {i} ({})", input.name))?;
         Ok(Some((source, plan.backend.formats)))

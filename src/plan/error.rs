@@ -8,6 +8,9 @@ use crate::pixel::PixelFormat;
 /// A refusal of the flags (module doc).
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
+    /// `--record` that can't be written as asked.
+    #[error("{0}")]
+    Record(String),
     /// `--ring` below 2.
     #[error("--ring {0} is too small: the ring needs at least 2 slots")]
     RingTooSmall(usize),

@@ -33,6 +33,13 @@ pub type Serve = sink::web::Settings;
 #[cfg(not(feature = "ffmpeg"))]
 pub type Serve = std::convert::Infallible;
 
+/// One input's recording of its own packets (`--record`, `--segment`).
+#[cfg(feature = "ffmpeg")]
+pub type Record = sink::record::RecordSpec;
+/// Without FFmpeg's libraries nothing is recorded (`--record` is refused).
+#[cfg(not(feature = "ffmpeg"))]
+pub type Record = std::convert::Infallible;
+
 /// One run's plan (module doc).
 #[derive(Clone, Debug)]
 pub struct RunPlan {
@@ -63,6 +70,8 @@ pub struct InputPlan {
     /// It may join the run after the others started (beside others, with no outputs of its
     /// own: only the mosaic shows it).
     pub may_join_late: bool,
+    /// Its packets recorded as they came (`--record`, its `{n}` put in).
+    pub record: Option<Record>,
 }
 
 /// A set of outputs: a file, image sequence or standard output, and streams.
@@ -187,6 +196,7 @@ impl RunPlan {
         check_kernels(&args)?;
         check_reports(&args)?;
         let specs = check_inputs(&args)?;
+        let records = records_of(&args, &specs)?;
         let serve = check_serve(&args)?;
         let parts = outputs_of_parts(&args, specs.len())?;
         let several = specs.len() > 1;
@@ -197,8 +207,10 @@ impl RunPlan {
         let inputs = specs
             .into_iter()
             .zip(parts.each)
-            .map(|((spec, name), outputs)| {
-                input_plan(&args, &display, several, spec, name, outputs)
+            .zip(records)
+            .map(|(((spec, name), outputs), record)| InputPlan {
+                record,
+                ..input_plan(&args, &display, several, spec, name, outputs)
             })
             .collect();
         Ok(Self {
@@ -386,7 +398,65 @@ fn input_plan(
         outputs,
         asked,
         takes,
+        record: None,
     }
+}
+
+/// Each input's `--record` (its `{n}` put in), checked: only what FFmpeg demuxes has packets
+/// to record, and several inputs need `{n}` to keep their recordings apart.
+fn records_of(
+    args: &RunArgs,
+    specs: &[(InputSpec, String)],
+) -> Result<Vec<Option<Record>>, PlanError> {
+    let Some(name) = &args.record else {
+        return Ok(specs.iter().map(|_| None).collect());
+    };
+    let refuse = |why: String| Err(PlanError::Record(format!("--record '{name}': {why}")));
+    if specs.len() > 1 && !name.contains("{n}") {
+        return refuse(format!(
+            "with {} inputs, put {{n}} (the input's number) in the name",
+            specs.len()
+        ));
+    }
+    if args.decode == Decode::Opencv {
+        return refuse("--decode opencv reads no packets; the recording needs FFmpeg's demuxer (--decode cpu, gpu or auto)".into());
+    }
+    let mut records = Vec::with_capacity(specs.len());
+    for (n, (spec, text)) in specs.iter().enumerate() {
+        let demuxed = match spec {
+            InputSpec::Video(_) => true,
+            InputSpec::Stream(url) => !url.contains('!'),
+            _ => false,
+        };
+        if !demuxed {
+            let what = if text.is_empty() {
+                "the default input"
+            } else {
+                text
+            };
+            return refuse(format!(
+                "input {n} ({what}) has no packets to record: only files and network streams do"
+            ));
+        }
+        records.push(Some(record_of(
+            name.replace("{n}", &n.to_string()),
+            args.segment,
+        )?));
+    }
+    Ok(records)
+}
+
+#[cfg(feature = "ffmpeg")]
+fn record_of(name: String, segment: Option<std::time::Duration>) -> Result<Record, PlanError> {
+    sink::record::check(&name, segment).map_err(|e| PlanError::Record(format!("{e:#}")))?;
+    Ok(Record { name, segment })
+}
+
+#[cfg(not(feature = "ffmpeg"))]
+fn record_of(name: String, _: Option<std::time::Duration>) -> Result<Record, PlanError> {
+    Err(PlanError::Record(format!(
+        "--record '{name}': this build has no FFmpeg libraries to write it"
+    )))
 }
 
 /// The encoder flags as asked.

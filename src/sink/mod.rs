@@ -33,6 +33,8 @@ pub mod output;
 pub mod picture;
 pub mod ppm;
 pub mod progress;
+#[cfg(feature = "ffmpeg")]
+pub mod record;
 pub mod route;
 pub mod spec;
 #[cfg(feature = "ffmpeg")]

@@ -78,6 +78,37 @@ pub struct Decoded {
     lent: Option<(crate::desc::Memory, crate::desc::Planes)>,
     /// What a Y4M output says of the pictures, as ffmpeg's `yuv4mpegpipe` says it.
     tags: PictureTags,
+    /// Where the packets go as they are read (`--record`).
+    tapped: Tapped,
+}
+
+/// Where a decoded input's packets go once read (`tap`).
+enum Tapped {
+    /// Opening: kept (up to `HELD_PACKETS`) until a tap is attached or the first frame is
+    /// read, so that a recording gets the packets of the first picture.
+    Holding(Vec<ff::Packet>),
+    To(super::tap::Tap),
+    Off,
+}
+
+/// The most packets kept while opening for a tap not yet attached.
+const HELD_PACKETS: usize = 512;
+
+impl Tapped {
+    fn take(&mut self, packet: ff::Packet) {
+        match self {
+            Tapped::Holding(held) if held.len() < HELD_PACKETS => held.push(packet),
+            Tapped::To(tap) => tap.packet(packet),
+            _ => {}
+        }
+    }
+
+    /// Frames are read and no tap was attached: the packets held while opening are let go.
+    fn stop_holding(&mut self) {
+        if let Tapped::Holding(_) = self {
+            *self = Tapped::Off;
+        }
+    }
 }
 
 /// What an opened stream is, read from its header once (the source's settings: reading
@@ -375,6 +406,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         nvdec,
         lent: None,
         tags: PictureTags::default(),
+        tapped: Tapped::Holding(Vec::new()),
     };
     // The first picture says the size and format (the codec parameters may not).
     if !source.decode_next()? {
@@ -486,7 +518,7 @@ fn frames_of(
 fn say_how_read(source: &Decoded, url: &str) {
     if source.facts.live {
         crate::info!(
-            "{} is read live: when the pipeline falls behind, frames are dropped (counted at the end) so that what comes out stays current; its audio, if any, is not recorded",
+            "{} is read live: when the pipeline falls behind, frames are dropped (counted at the end) so that what comes out stays current; its audio, if any, goes to --record only (the outputs carry the frames)",
             source.facts.what
         );
     } else {
@@ -641,15 +673,17 @@ impl Decoded {
             self.packet = ff::Packet::empty();
             match self.packet.read(&mut self.input) {
                 Ok(()) => {
-                    if self.packet.stream() != self.facts.stream {
-                        continue;
-                    }
-                    if let Err(e) = self.decoder.send_packet(&self.packet) {
-                        match e {
-                            ff::Error::Other { errno } if errno == libc::EAGAIN => {}
-                            _ => self.refused += 1,
+                    if self.packet.stream() == self.facts.stream {
+                        if let Err(e) = self.decoder.send_packet(&self.packet) {
+                            match e {
+                                ff::Error::Other { errno } if errno == libc::EAGAIN => {}
+                                _ => self.refused += 1,
+                            }
                         }
                     }
+                    // The decoder keeps its own reference: the packet itself goes on.
+                    let packet = std::mem::replace(&mut self.packet, ff::Packet::empty());
+                    self.tapped.take(packet);
                 }
                 Err(ff::Error::Eof) => {
                     self.drained = true;
@@ -888,6 +922,7 @@ impl Source for Decoded {
 
     fn read(&mut self, frame: &mut [u8]) -> Result<Read> {
         self.lent = None;
+        self.tapped.stop_holding();
         // The first picture was decoded while opening.
         if self.clock.frames > 0 && !self.decode_next()? {
             if self.refused > 0 {
@@ -912,6 +947,7 @@ impl Source for Decoded {
     }
 
     fn skip(&mut self) -> Result<Read> {
+        self.tapped.stop_holding();
         if self.clock.frames > 0 && !self.decode_next()? {
             return Ok(Read::End);
         }
@@ -937,6 +973,15 @@ impl Source for Decoded {
 
     fn media(&self) -> Option<super::media::MediaInfo> {
         self.facts.media.clone()
+    }
+
+    fn tap(&mut self, tap: super::tap::Tap) -> std::result::Result<(), super::tap::Tap> {
+        tap.open(&self.input, self.facts.stream);
+        if let Tapped::Holding(held) = std::mem::replace(&mut self.tapped, Tapped::Off) {
+            held.into_iter().for_each(|p| tap.packet(p));
+        }
+        self.tapped = Tapped::To(tap);
+        Ok(())
     }
 
     fn due(&mut self) -> Option<Instant> {

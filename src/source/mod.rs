@@ -2,7 +2,8 @@
 //! pipe (`stdin`: YUV4MPEG2 or raw frames), files and network streams decoded by libavcodec
 //! (`decode`), or anything OpenCV can open (`capture`: cameras, GStreamer pipelines, still
 //! images, and files with `--decode opencv`), with `media` reading a file's timing,
-//! rotation and audio through libavformat, and `reconnect` opening a lost live stream again.
+//! rotation and audio through libavformat, `reconnect` opening a lost live stream again, and
+//! `tap` handing a decoded input's packets on untouched (`--record`).
 //!
 //! A source has a fixed frame size and pixel format, known once it is open. `read` fills a
 //! ring buffer with the next frame: packed BGR, or the source's own YUV layout, which the
@@ -27,6 +28,8 @@ mod ffmpeg_log;
 pub mod media;
 #[cfg(feature = "ffmpeg")]
 pub(crate) mod nvdec;
+#[cfg(feature = "ffmpeg")]
+pub mod tap;
 
 use std::os::unix::fs::FileTypeExt;
 
@@ -270,6 +273,12 @@ pub trait Source: Send {
     fn pts(&self) -> Option<crate::desc::Timestamp> {
         self.timestamp()
             .and_then(crate::desc::Timestamp::from_seconds)
+    }
+    /// Hands every packet the source reads to `tap` from now on (`--record`); gives the tap
+    /// back where the source reads no packets (the pattern, a camera, standard input).
+    #[cfg(feature = "ffmpeg")]
+    fn tap(&mut self, tap: tap::Tap) -> std::result::Result<(), tap::Tap> {
+        Err(tap)
     }
 }
 

@@ -66,6 +66,10 @@ pub struct Reconnecting {
     name: String,
     size: FrameSize,
     format: PixelFormat,
+    /// Where the packets go (`--record`), given again to each source that replaces the lost
+    /// one.
+    #[cfg(feature = "ffmpeg")]
+    tap: Option<super::tap::Tap>,
 }
 
 impl Reconnecting {
@@ -79,6 +83,8 @@ impl Reconnecting {
             health: Arc::new(Health::default()),
             stop,
             name,
+            #[cfg(feature = "ffmpeg")]
+            tap: None,
         }
     }
 
@@ -95,9 +101,18 @@ impl Reconnecting {
             }
             crate::warn!("{}: {why}; reconnecting", self.name);
             match self.reconnect()? {
-                Some(inner) => self.inner = inner,
+                Some(inner) => self.replace(inner),
                 None => return Ok(Read::End),
             }
+        }
+    }
+
+    /// Reads from `inner` from now on, its packets going where the lost one's went.
+    fn replace(&mut self, inner: Box<dyn Source>) {
+        self.inner = inner;
+        #[cfg(feature = "ffmpeg")]
+        if let Some(tap) = &self.tap {
+            let _ = self.inner.tap(tap.clone());
         }
     }
 
@@ -174,6 +189,12 @@ impl Source for Reconnecting {
     }
     fn health(&self) -> Option<Arc<Health>> {
         Some(self.health.clone())
+    }
+    #[cfg(feature = "ffmpeg")]
+    fn tap(&mut self, tap: super::tap::Tap) -> std::result::Result<(), super::tap::Tap> {
+        self.inner.tap(tap.clone())?;
+        self.tap = Some(tap);
+        Ok(())
     }
 }
 

@@ -1,0 +1,124 @@
+//! `--record`: each input's recording started before the input opens, its tap attached to
+//! the source once open (and to every source a reconnect opens), and finished after the
+//! run, its files named in one line each.
+//!
+//! Invariant: every recording is finished however the run ends (an error, a stop, the
+//! inputs' end): `Drop` finishes what `finish` did not, so no file is left as `.part`.
+//! Without FFmpeg's libraries the plan refuses `--record`, so there is none here.
+
+use anyhow::Result;
+
+use crate::plan::RunPlan;
+use crate::source::Source;
+
+#[cfg(feature = "ffmpeg")]
+use crate::sink::record::{Recorded, Recording};
+
+/// A recording, as the source's tap.
+#[cfg(feature = "ffmpeg")]
+pub(super) type Tap = crate::source::tap::Tap;
+/// Without FFmpeg's libraries there is no recording (`plan::Record` has no value).
+#[cfg(not(feature = "ffmpeg"))]
+pub(super) type Tap = std::convert::Infallible;
+
+#[cfg(feature = "ffmpeg")]
+type Each = std::sync::Arc<Recording>;
+#[cfg(not(feature = "ffmpeg"))]
+type Each = std::convert::Infallible;
+
+/// The run's recordings, by place among the `--input`s.
+pub(super) struct Recordings(Vec<Option<Each>>);
+
+impl Recordings {
+    /// Starts every input's recording (none without `--record`).
+    pub fn start(plan: &RunPlan) -> Result<Self> {
+        let each = plan
+            .inputs()
+            .iter()
+            .zip(0..)
+            .map(|(input, _n)| match &input.record {
+                #[cfg(feature = "ffmpeg")]
+                Some(spec) => Recording::start(spec.clone(), format!("input {_n}")).map(Some),
+                #[cfg(not(feature = "ffmpeg"))]
+                Some(never) => match *never {},
+                None => Ok(None),
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self(each))
+    }
+
+    /// The tap of input `at`'s recording, if it records.
+    pub fn tap(&self, at: usize) -> Option<Tap> {
+        #[cfg(feature = "ffmpeg")]
+        let tap: Option<Tap> = self.0.get(at)?.clone().map(|r| r as Tap);
+        #[cfg(not(feature = "ffmpeg"))]
+        let tap = self.0.get(at).copied().flatten();
+        tap
+    }
+
+    /// Attaches input `at`'s recording to its `source`.
+    pub fn attach(&self, at: usize, source: &mut dyn Source) -> Result<()> {
+        use anyhow::Context;
+        attach(self.tap(at), source).with_context(|| format!("input {at}"))
+    }
+
+    /// Finishes every recording and says what each wrote.
+    pub fn finish(mut self) {
+        #[cfg(feature = "ffmpeg")]
+        for (n, rec) in self.0.iter_mut().enumerate() {
+            if let Some(rec) = rec.take() {
+                say(n, &rec.finish());
+            }
+        }
+        self.0.clear();
+    }
+}
+
+impl Drop for Recordings {
+    fn drop(&mut self) {
+        #[cfg(feature = "ffmpeg")]
+        for rec in self.0.iter_mut().filter_map(Option::take) {
+            let _ = rec.finish();
+        }
+    }
+}
+
+/// Gives `source` the `tap`, where there is one; an error where the source reads no packets.
+pub(super) fn attach(tap: Option<Tap>, source: &mut dyn Source) -> Result<()> {
+    match tap {
+        #[cfg(feature = "ffmpeg")]
+        Some(tap) => source
+            .tap(tap)
+            .map_err(|_| anyhow::anyhow!("{} reads no packets to record", source.describe())),
+        #[cfg(not(feature = "ffmpeg"))]
+        Some(never) => match never {},
+        None => {
+            let _ = source;
+            Ok(())
+        }
+    }
+}
+
+/// One line for input `n`'s recording.
+#[cfg(feature = "ffmpeg")]
+fn say(n: usize, r: &Recorded) {
+    let files = match r.files.as_slice() {
+        [] => "no file (no keyframe came)".to_string(),
+        [one] => format!("'{}'", one.display()),
+        [first, .., last] => format!(
+            "{} files, '{}' to '{}'",
+            r.files.len(),
+            first.display(),
+            last.display()
+        ),
+    };
+    let lost = match r.lost {
+        0 => String::new(),
+        k => format!(", {k} lost (the disk fell behind)"),
+    };
+    crate::info!(
+        "recorded input {n}: {} video packets ({} in all) into {files}{lost}",
+        r.video_packets,
+        r.packets
+    );
+}

@@ -1,0 +1,22 @@
+//! The packets of a decoded input, handed on untouched as the demuxer reads them (`--record`
+//! writes them: `sink::record`). A tap is told each time the input opens (its streams, which
+//! may differ after a reconnect), then given every packet of every stream, in read order.
+//!
+//! Invariants: a tap never blocks the input (what it can't take at once it counts as lost,
+//! and says so); the packets read while the input opened, before the tap was attached, are
+//! handed to it first, so a recording starts at the input's first keyframe.
+
+use std::sync::Arc;
+
+use ffmpeg_next as ff;
+
+/// Where an input's packets go.
+pub trait PacketTap: Send + Sync {
+    /// The input (re)opened with these streams; `video` is the decoded one's index.
+    fn open(&self, input: &ff::format::context::Input, video: usize);
+    /// A packet as read (its stream index is the input's).
+    fn packet(&self, packet: ff::Packet);
+}
+
+/// A tap shared by an input and the sources that replace it on a reconnect.
+pub type Tap = Arc<dyn PacketTap>;

@@ -1,0 +1,312 @@
+//! `--record` and `--segment`: each input's own packets written untouched beside the run,
+//! checked packet for packet (framemd5 of the stream copy) against what the senders sent:
+//! cameras as they arrive (ffmpeg `-re` senders of MPEG-TS over loopback UDP), a file with
+//! its audio, and the names refused before anything is opened.
+#![cfg(feature = "ffmpeg")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use crate::common;
+use common::run::{bin, framepipe, require, stderr, wait_with_deadline, TempDir};
+
+/// Each packet of `path`'s first stream of `kind` ("v" or "a"), as (size, md5), in order:
+/// framemd5 of a stream copy.
+fn packets(path: &Path, kind: &str) -> Vec<(u64, String)> {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(path)
+        .args([
+            "-map",
+            &format!("0:{kind}:0"),
+            "-c",
+            "copy",
+            "-f",
+            "framemd5",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').map(str::trim).collect();
+            Some((f.get(4)?.parse().ok()?, f.get(5)?.to_string()))
+        })
+        .collect()
+}
+
+/// The first audio stream of `path` as ADTS (AAC's own frames, however packed).
+fn adts(path: &Path) -> Vec<u8> {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(path)
+        .args(["-map", "0:a:0", "-c", "copy", "-f", "adts", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", path.display());
+    out.stdout
+}
+
+/// A clip as cameras send it: H.264 with a 1 s GOP and AAC audio (in MPEG-TS where `path`
+/// ends in .ts).
+fn camera_clip(path: &Path, seconds: u32) {
+    let made = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=320x240:rate=30",
+        ])
+        .args(["-f", "lavfi", "-i", "sine=f=440:r=48000"])
+        .args(["-t", &seconds.to_string(), "-c:v", "libx264", "-g", "30"])
+        .args(["-pix_fmt", "yuv420p", "-c:a", "aac"])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(made.success());
+}
+
+/// One camera: ffmpeg sending `clip` in real time to `port` on loopback.
+fn send(clip: &Path, port: u16) -> Child {
+    Command::new("ffmpeg")
+        .args(["-v", "error", "-re", "-i"])
+        .arg(clip)
+        .args(["-c", "copy", "-f", "mpegts"])
+        .arg(format!("udp://127.0.0.1:{port}?pkt_size=1316"))
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Input `n`'s recordings in `dir`, in segment order.
+fn recordings(dir: &Path, n: usize) -> Vec<PathBuf> {
+    let prefix = format!("cam-{n}-");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(&prefix)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Three cameras over UDP, each recorded in 2 s segments while the run processes their
+/// frames: every segment closed under its own name and starting on a keyframe, and the
+/// segments of each camera together equal, packet for packet, video and audio, to what its
+/// sender sent.
+#[test]
+fn cameras_over_udp_are_recorded_packet_for_packet_in_segments() {
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("record-udp");
+    let clip = dir.join("clip.ts");
+    camera_clip(&clip, 6);
+    let ports: Vec<u16> = (0..3).map(|_| common::run::free_port()).collect();
+    let inputs: Vec<String> = ports
+        .iter()
+        .map(|p| format!("udp://127.0.0.1:{p}?fifo_size=1000000&overrun_nonfatal=1"))
+        .collect();
+    let mut args = vec!["--headless".to_string(), "--record".into()];
+    args.push(dir.join("cam-{n}-{seg}.ts").display().to_string());
+    args.extend(["--segment".into(), "2".into()]);
+    for i in &inputs {
+        args.extend(["-i".into(), i.clone()]);
+    }
+    let child = Command::new(bin())
+        .args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::run::wait_until_it_catches(child.id(), libc::SIGINT);
+    // The inputs' sockets are bound as they open, at once.
+    std::thread::sleep(Duration::from_millis(700));
+    let senders: Vec<Child> = ports.iter().map(|&p| send(&clip, p)).collect();
+    for mut s in senders {
+        assert!(s.wait().unwrap().success());
+    }
+    std::thread::sleep(Duration::from_millis(800));
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(10), "recording cameras");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let sent_video = packets(&clip, "v");
+    assert_eq!(sent_video.len(), 180);
+    for n in 0..3 {
+        let files = recordings(dir.path(), n);
+        assert!(files.len() >= 3, "camera {n}: {files:?}\n{err}");
+        let mut video = Vec::new();
+        for f in &files {
+            let (_, frames) = common::probe::codec_and_frames(f);
+            assert!(frames > 0, "{}", f.display());
+            video.extend(packets(f, "v"));
+        }
+        // The last packet sent stays in FFmpeg's MPEG-TS demuxer until a next one begins
+        // (a live stream has no end to flush it), as it does in ffmpeg receiving the same.
+        let counts: Vec<usize> = files.iter().map(|f| packets(f, "v").len()).collect();
+        assert!(
+            video.len() + 1 >= sent_video.len(),
+            "camera {n}: video packets in {counts:?}\n{err}"
+        );
+        assert_eq!(
+            video,
+            sent_video[..video.len()],
+            "camera {n}: the video as sent"
+        );
+        // The audio of the first keyframe on, as its ADTS frames (MPEG-TS groups them into
+        // packets as its muxer likes: the frames are what was sent).
+        let sent = adts(&clip);
+        let got: Vec<u8> = files.iter().flat_map(|f| adts(f)).collect();
+        let at = sent
+            .windows(64)
+            .position(|w| got.len() >= 64 && w == &got[..64])
+            .unwrap_or_else(|| panic!("camera {n}: the audio recorded was not sent\n{err}"));
+        assert!(
+            at < 4096,
+            "camera {n}: {at} bytes of audio left out at the start"
+        );
+        assert_eq!(
+            &sent[at..at + got.len()],
+            &got[..],
+            "camera {n}: the audio as sent"
+        );
+        assert!(
+            got.len() + 4096 >= sent.len() - at,
+            "camera {n}: audio cut short"
+        );
+        let said = format!("recorded input {n}: {} video packets", video.len());
+        assert!(err.contains(&said), "{err}");
+    }
+    let parts: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".part"))
+        .collect();
+    assert!(parts.is_empty(), "unfinished files left: {parts:?}");
+}
+
+/// A file's recording (.mp4, fragmented) holds every packet of its video and audio, and a
+/// name already taken is never written over: the recording goes beside it.
+#[test]
+fn a_file_is_recorded_whole_and_nothing_is_replaced() {
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("record-file");
+    let clip = dir.join("clip.mp4");
+    camera_clip(&clip, 3);
+    let taken = dir.join("rec.mp4");
+    std::fs::write(&taken, b"somebody's file").unwrap();
+    let o = framepipe(
+        &[
+            "-i",
+            clip.to_str().unwrap(),
+            "--headless",
+            "--record",
+            taken.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(std::fs::read(&taken).unwrap(), b"somebody's file");
+    let written = dir.join("rec-1.mp4");
+    assert_eq!(packets(&written, "v"), packets(&clip, "v"), "{err}");
+    let (audio, sent) = (packets(&written, "a"), packets(&clip, "a"));
+    assert!(
+        !audio.is_empty() && sent.ends_with(&audio),
+        "{} of {}",
+        audio.len(),
+        sent.len()
+    );
+    assert!(err.contains("rec-1.mp4"), "{err}");
+}
+
+/// What can't be recorded is refused in one line before anything opens.
+#[test]
+fn a_recording_that_cannot_be_kept_apart_or_written_is_refused() {
+    let dir = TempDir::new("record-refused");
+    let inputs = TempDir::new("record-refused-in");
+    camera_clip(&inputs.join("a.mp4"), 1);
+    std::fs::copy(inputs.join("a.mp4"), inputs.join("b.mp4")).unwrap();
+    let d = |s: &str| dir.join(s).display().to_string();
+    let (a, b) = (
+        inputs.join("a.mp4").display().to_string(),
+        inputs.join("b.mp4").display().to_string(),
+    );
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["-i".into(), "pattern".into(), "--record".into(), d("a.mp4")],
+            "has no packets to record",
+        ),
+        (
+            vec!["-i".into(), a.clone(), "--record".into(), d("a.avi")],
+            ".mp4, .mov, .mkv, .ts or .flv",
+        ),
+        (
+            vec![
+                "-i".into(),
+                a.clone(),
+                "-i".into(),
+                b.clone(),
+                "--record".into(),
+                d("a.mp4"),
+            ],
+            "put {n}",
+        ),
+        (
+            vec![
+                "-i".into(),
+                a.clone(),
+                "--record".into(),
+                d("a.mp4"),
+                "--segment".into(),
+                "10".into(),
+            ],
+            "put {seg}",
+        ),
+        (
+            vec![
+                "-i".into(),
+                a.clone(),
+                "--record".into(),
+                d("no/such/a.mp4"),
+            ],
+            "does not exist",
+        ),
+        (
+            vec![
+                "-i".into(),
+                a.clone(),
+                "--record".into(),
+                d("a-{seg}.mp4"),
+                "--segment".into(),
+                "0".into(),
+            ],
+            "not a length of time",
+        ),
+    ];
+    for (args, says) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = framepipe(&args, Duration::from_secs(20));
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
