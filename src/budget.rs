@@ -1,4 +1,5 @@
-//! Memory a run will take, checked against what the machine has before anything is allocated.
+//! Memory a run will take, checked against what the machine has before anything is allocated,
+//! and the file descriptors its inputs will hold.
 //!
 //! Invariants: every figure is computed with checked arithmetic (an absurd `--ring` or frame
 //! size is an error, never an overflow or an abort); the ring may take at most
@@ -149,9 +150,49 @@ pub fn check_device(need: u64, free: u64, device: &str) -> Result<(), String> {
     ))
 }
 
+/// File descriptors a run holds for itself (standard streams, the libraries', the outputs,
+/// the browser view), before its inputs.
+const FDS_OF_THE_RUN: u64 = 64;
+/// File descriptors one input may hold at once: a network input's socket and FFmpeg's, its
+/// recording's file (and the next segment's as one closes), an output of its own.
+const FDS_PER_INPUT: u64 = 6;
+
+/// Makes room for `inputs` inputs' file descriptors: raises the soft limit (`ulimit -n`) up
+/// to the hard one where it is lower than they need, as servers do; an error naming both
+/// where even the hard limit is too low.
+pub fn make_room_for_fds(inputs: usize) -> Result<(), String> {
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let need = FDS_OF_THE_RUN + FDS_PER_INPUT * inputs as u64;
+    let now = getrlimit(Resource::Nofile);
+    let soft = now.current.unwrap_or(u64::MAX);
+    if soft >= need {
+        return Ok(());
+    }
+    let hard = now.maximum.unwrap_or(u64::MAX);
+    if hard < need {
+        return Err(format!(
+            "{inputs} inputs may need {need} open files, but this process may open {hard} at most (ulimit -Hn); raise the limit or run fewer inputs"
+        ));
+    }
+    let raised = Rlimit {
+        current: Some(need.max(soft)),
+        maximum: now.maximum,
+    };
+    setrlimit(Resource::Nofile, raised).map_err(|e| {
+        format!("{inputs} inputs may need {need} open files (ulimit -n is {soft}), and raising it failed: {e}")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_open_files_limit_is_raised_for_many_inputs() {
+        make_room_for_fds(200).unwrap();
+        let now = rustix::process::getrlimit(rustix::process::Resource::Nofile);
+        assert!(now.current.unwrap_or(u64::MAX) >= FDS_OF_THE_RUN + 200 * FDS_PER_INPUT);
+    }
 
     #[test]
     fn absurd_rings_and_sizes_are_refused_without_overflow() {

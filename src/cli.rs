@@ -206,7 +206,7 @@ pub struct RunArgs {
     pub output: Vec<String>,
 
     /// Record each input's own stream as it arrives, video and audio, neither decoded nor
-    /// encoded (what an NVR keeps), beside the outputs: .mp4, .mov, .mkv, .ts or .flv;
+    /// encoded (what an NVR keeps), beside the outputs: .mp4, .mov, .mkv or .ts;
     /// {n} is the input's number (needed with several inputs). Written under a hidden
     /// .NAME.part and renamed when finished; nothing is replaced.
     #[arg(long, value_name = "PATH")]

@@ -513,8 +513,10 @@ fn summarize(
     }
 }
 
-/// The most inputs one run takes.
-pub const MAX_INPUTS: usize = 64;
+/// The most inputs one run takes: past the 64 of the first walls, bounded in practice by
+/// memory (every input's ring is added up: `budget::check_rings`) and file descriptors
+/// (`budget::make_room_for_fds`); this only keeps an absurd command line from starting.
+pub const MAX_INPUTS: usize = 1024;
 
 /// Input `input`'s ring: slots for `size` frames in `formats`, tagged with the input (the
 /// backend attaches each as it first passes `submit`).

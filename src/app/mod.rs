@@ -77,6 +77,7 @@ fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> 
     // CUDA starts (context, kernels) while the inputs open.
     let warming = (plan.engine().kind != BackendKind::Cpu)
         .then(|| backend::device::warm_up(backend::device::DEFAULT_DEVICE));
+    crate::budget::make_room_for_fds(plan.inputs().len()).map_err(anyhow::Error::msg)?;
     let recordings = recordings::Recordings::start(plan)?;
     let Some(mut inputs) = opening::open(stop, plan, &recordings)? else {
         ending.leave_a_thread_behind();

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use crossbeam_channel::{Receiver, Sender};
+use ff::packet::Mut;
 use ff::Rescale;
 use ffmpeg_next as ff;
 
@@ -46,7 +47,6 @@ pub fn muxer_of(name: &str) -> Option<&'static str> {
         "mov" => "mov",
         "mkv" => "matroska",
         "ts" => "mpegts",
-        "flv" => "flv",
         _ => return None,
     })
 }
@@ -55,7 +55,7 @@ pub fn muxer_of(name: &str) -> Option<&'static str> {
 /// exists, and (with `--segment`) a name that changes from one segment to the next.
 pub fn check(name: &str, segment: Option<Duration>) -> Result<()> {
     if muxer_of(name).is_none() {
-        bail!("--record '{name}': a recording is written as .mp4, .mov, .mkv, .ts or .flv (the packets as they came, not re-encoded)");
+        bail!("--record '{name}': a recording is written as .mp4, .mov, .mkv or .ts (the packets as they came, not re-encoded)");
     }
     let dir = Path::new(name)
         .parent()
@@ -159,7 +159,9 @@ impl crate::source::tap::PacketTap for Recording {
     }
 
     fn packet(&self, packet: ff::Packet) {
-        if self.tx.try_send(Msg::Packet(packet)).is_err() {
+        // Disconnected: the recording stopped on an error, which it said.
+        if let Err(crossbeam_channel::TrySendError::Full(_)) = self.tx.try_send(Msg::Packet(packet))
+        {
             self.lost.fetch_add(1, Ordering::SeqCst);
             let mut said = self.said_lost.lock().unwrap_or_else(|e| e.into_inner());
             if !*said {
@@ -180,6 +182,9 @@ struct Segment {
     name: PathBuf,
     /// Per input stream: its stream in the file, if it has one.
     map: Vec<Option<usize>>,
+    /// Per input stream: AAC in ADTS (as MPEG-TS carries it) made MP4's raw AAC, where the
+    /// file is MP4 or MOV (FFmpeg 5.1's muxer refuses ADTS and does not convert it).
+    adts: Vec<Option<AdtsToAsc>>,
     /// The first keyframe's time (µs): the file's zero.
     origin_us: i64,
     /// The last decoding time written per input stream (its time base), to keep them rising.
@@ -289,9 +294,23 @@ impl Writer {
         let mut out = ff::format::output_as(&part, muxer)
             .with_context(|| format!("opening '{}'", part.display()))?;
         let map = add_streams(&mut out, &self.streams, self.video, &name)?;
+        let mp4 = matches!(muxer, "mp4" | "mov");
+        let adts = self
+            .streams
+            .iter()
+            .map(|s| match mp4 && s.params.id() == ff::codec::Id::AAC {
+                true => AdtsToAsc::new(&s.params, s.time_base).map(Some),
+                false => Ok(None),
+            })
+            .collect::<Result<_>>()?;
         let mut options = ff::Dictionary::new();
         if matches!(muxer, "mp4" | "mov") {
-            options.set("movflags", "+frag_keyframe+empty_moov+default_base_moof");
+            // delay_moov: the header waits for the first fragment, so that what a stream
+            // only says in its packets (AAC's configuration from MPEG-TS) is in it.
+            options.set(
+                "movflags",
+                "+frag_keyframe+empty_moov+delay_moov+default_base_moof",
+            );
         }
         out.write_header_with(options)
             .with_context(|| format!("writing the header of '{}'", part.display()))?;
@@ -300,6 +319,7 @@ impl Writer {
             part,
             name,
             map,
+            adts,
             origin_us,
             last_dts: vec![None; self.streams.len()],
         })
@@ -363,9 +383,106 @@ impl Segment {
         p.rescale_ts(tb, out_tb);
         p.set_stream(to);
         p.set_position(-1);
+        let p = match &mut self.adts[from] {
+            Some(bsf) => match bsf.convert(p)? {
+                Some(p) => p,
+                None => return Ok(Wrote::Skipped),
+            },
+            None => p,
+        };
         p.write_interleaved(&mut self.out)
             .with_context(|| format!("writing '{}'", self.part.display()))?;
         Ok(Wrote::Yes)
+    }
+}
+
+/// FFmpeg's `aac_adtstoasc` bitstream filter on one stream: ADTS frames in, raw AAC out, the
+/// stream's AudioSpecificConfig given to the muxer as new extradata on the first packet.
+/// (ffmpeg-sys-next has no bindings for `libavcodec/bsf.h`: the few calls are declared here.)
+struct AdtsToAsc(*mut bsf::AVBSFContext);
+
+// SAFETY: the filter is used by the recording's one thread.
+unsafe impl Send for AdtsToAsc {}
+
+mod bsf {
+    use ffmpeg_next::ffi::{AVCodecParameters, AVPacket, AVRational};
+    use std::ffi::{c_char, c_int, c_void};
+
+    /// The head of libavcodec's `AVBSFContext`, as declared from FFmpeg 4.0 to 7.1.
+    #[repr(C)]
+    pub struct AVBSFContext {
+        pub av_class: *const c_void,
+        pub filter: *const c_void,
+        pub priv_data: *mut c_void,
+        pub par_in: *mut AVCodecParameters,
+        pub par_out: *mut AVCodecParameters,
+        pub time_base_in: AVRational,
+        pub time_base_out: AVRational,
+    }
+
+    extern "C" {
+        pub fn av_bsf_get_by_name(name: *const c_char) -> *const c_void;
+        pub fn av_bsf_alloc(filter: *const c_void, ctx: *mut *mut AVBSFContext) -> c_int;
+        pub fn av_bsf_init(ctx: *mut AVBSFContext) -> c_int;
+        pub fn av_bsf_send_packet(ctx: *mut AVBSFContext, pkt: *mut AVPacket) -> c_int;
+        pub fn av_bsf_receive_packet(ctx: *mut AVBSFContext, pkt: *mut AVPacket) -> c_int;
+        pub fn av_bsf_free(ctx: *mut *mut AVBSFContext);
+    }
+}
+
+impl AdtsToAsc {
+    fn new(params: &ff::codec::Parameters, time_base: ff::Rational) -> Result<Self> {
+        // SAFETY: the filter is looked up by a static name and allocated by libavcodec; its
+        // input parameters are a copy of `params` (valid while this runs) and its time base
+        // is set before av_bsf_init, as bsf.h requires; on failure it is freed here.
+        unsafe {
+            let filter = bsf::av_bsf_get_by_name(c"aac_adtstoasc".as_ptr());
+            if filter.is_null() {
+                bail!("this FFmpeg has no aac_adtstoasc filter to write AAC from MPEG-TS into MP4");
+            }
+            let mut ctx = std::ptr::null_mut();
+            if bsf::av_bsf_alloc(filter, &mut ctx) < 0 {
+                bail!("allocating the aac_adtstoasc filter");
+            }
+            let this = Self(ctx);
+            ff::ffi::avcodec_parameters_copy((*ctx).par_in, params.as_ptr());
+            (*ctx).time_base_in = time_base.into();
+            let ret = bsf::av_bsf_init(ctx);
+            if ret < 0 {
+                bail!(
+                    "starting the aac_adtstoasc filter: {}",
+                    ff::Error::from(ret)
+                );
+            }
+            Ok(this)
+        }
+    }
+
+    /// The packet as raw AAC (None where the filter keeps it for later).
+    fn convert(&mut self, mut p: ff::Packet) -> Result<Option<ff::Packet>> {
+        let mut out = ff::Packet::empty();
+        // SAFETY: the context is initialised; send takes the packet's reference (leaving
+        // it blank), receive fills `out`, both owned here.
+        let ret = unsafe {
+            let sent = bsf::av_bsf_send_packet(self.0, p.as_mut_ptr());
+            if sent < 0 {
+                sent
+            } else {
+                bsf::av_bsf_receive_packet(self.0, out.as_mut_ptr())
+            }
+        };
+        match ret {
+            0 => Ok(Some(out)),
+            e if e == ff::ffi::AVERROR(libc::EAGAIN) => Ok(None),
+            e => bail!("converting ADTS audio for MP4: {}", ff::Error::from(e)),
+        }
+    }
+}
+
+impl Drop for AdtsToAsc {
+    fn drop(&mut self) {
+        // SAFETY: the context was allocated by av_bsf_alloc and is freed once.
+        unsafe { bsf::av_bsf_free(&mut self.0) };
     }
 }
 

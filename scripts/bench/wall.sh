@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# The live camera wall (issue 37) on the GPU machine (device tool, carry gpu-bundle and
+# wall-clips; run from the repository root): N cameras arriving as cameras do, and one
+# framepipe over them as a user runs it: NVDEC, a filter, the mosaic composed on the GPU
+# and sent out as HLS and to the browser view, every camera recorded untouched.
+#
+#   scripts/bench/wall.sh clips          here: 1080p30 clips with a 1 s GOP (H.264 and HEVC,
+#                                        20 s, AAC audio) into wall-clips/ (x265 is not in
+#                                        the server build's FFmpeg, so they are made here)
+#   scripts/bench/wall.sh run N [S] [C]  there: N cameras of clip C (h264 or hevc) for S
+#                                        seconds (60): a table row in $OUT/wall.txt, the
+#                                        summary and the samples beside it
+#
+# Each camera is an ffmpeg sender (`-re -stream_loop -1 -c copy`, MPEG-TS over loopback
+# UDP), started a frame apart from the one before so their keyframes are spread. The row:
+# frames dropped per camera (worst, and in all), p99 and max latency (capture to processed,
+# the worst camera), host CPU (cores) and memory per camera, device memory per camera,
+# NVDEC utilisation (nvidia-smi's dec, mean while running), the recordings' video packets
+# against the frames each camera's capture read (ffprobe), and whether the HLS playlist
+# and the browser view answered.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+B=$PWD/gpu-bundle
+OUT=${OUT:-/tmp/framepipe-out}
+
+clips() {
+    mkdir -p wall-clips
+    local c
+    for c in h264 hevc; do
+        local enc=(-c:v libx264 -preset veryfast -b:v 3M -x264-params keyint=30:min-keyint=30:scenecut=0)
+        [ "$c" = hevc ] && enc=(-c:v libx265 -preset veryfast -b:v 2M -x265-params keyint=30:min-keyint=30:scenecut=0:log-level=error)
+        ffmpeg -v error -y -f lavfi -i testsrc2=size=1920x1080:rate=30 -f lavfi -i sine=f=440:r=48000 \
+            -t 20 "${enc[@]}" -pix_fmt yuv420p -c:a aac -b:a 64k -f mpegts "wall-clips/$c.ts"
+    done
+    ls -la wall-clips
+}
+
+# The browser view's running figures (frames and drops so far, all cameras), as JSON.
+live_stats() {
+    python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$1/stats?token=wall', timeout=5).read().decode())" 2>/dev/null || echo "{}"
+}
+
+# Samples nvidia-smi's decoder utilisation (one line a second) into $1 until killed.
+sample_gpu() {
+    nvidia-smi dmon -s u -d 1 >"$1" 2>/dev/null
+}
+
+run() {
+    local n=$1 secs=${2:-60} codec=${3:-h264} w i
+    w=$(mktemp -d)
+    mkdir -p "$OUT" "$w/rec" "$w/hls"
+    local clip=$PWD/wall-clips/$codec.ts args=() senders=()
+    for ((i = 0; i < n; i++)); do
+        args+=(--input "udp://127.0.0.1:$((30000 + i))?fifo_size=1000000&overrun_nonfatal=1")
+    done
+    local port=$((18000 + RANDOM % 1000))
+    # WALL_OUTPUTS replaces what the run makes (to find what bounds it): by default every
+    # camera recorded, the mosaic as HLS and on the browser view.
+    local outputs=(--record "$w/rec/cam-{n}.ts" --output "$w/hls/index.m3u8")
+    [ -n "${WALL_OUTPUTS+x}" ] && read -r -a outputs <<<"${WALL_OUTPUTS//DIR/$w}"
+    "$B/framepipe" --headless --decode gpu --backend cuda --filter gauss:1 \
+        "${args[@]}" "${outputs[@]}" \
+        --serve "127.0.0.1:$port" --serve-token wall --summary-json "$w/summary.json" >"$w/fp.log" 2>&1 &
+    local fp=$!
+    sleep 2
+    for ((i = 0; i < n; i++)); do
+        "$B/ffmpeg" -nostdin -v error -re -stream_loop -1 -i "$clip" -c copy -f mpegts \
+            "udp://127.0.0.1:$((30000 + i))?pkt_size=1316" &
+        senders+=($!)
+        sleep 0.033
+    done
+    sample_gpu "$w/dmon.txt" &
+    local dmon=$!
+    local t0 cpu0 cpu1 warm=15 early late
+    t0=$(date +%s.%N)
+    # The steady state: from `warm` seconds on (every camera open and joined).
+    sleep "$warm"
+    early=$(live_stats "$port")
+    cpu0=$(awk '{print $14 + $15}' "/proc/$fp/stat")
+    sleep "$((secs - warm))"
+    cpu1=$(awk '{print $14 + $15}' "/proc/$fp/stat")
+    late=$(live_stats "$port")
+    local rss dev hls view
+    rss=$(awk '/VmRSS/ {print $2}' "/proc/$fp/status")
+    dev=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits |
+        awk -F', ' -v p="$fp" '$1 == p {print $2}')
+    hls=$(grep -c '\.ts' "$w/hls/index.m3u8" 2>/dev/null || echo 0)
+    view=$(python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$port/?token=wall', timeout=5).status)" 2>/dev/null || echo none)
+    local threads fds
+    threads=$(ls "/proc/$fp/task" | wc -l)
+    fds=$(ls "/proc/$fp/fd" | wc -l)
+    kill -INT "$fp"
+    wait "$fp" || true
+    kill "${senders[@]}" "$dmon" 2>/dev/null || true
+    wait 2>/dev/null || true
+    local elapsed
+    elapsed=$(awk -v s="$t0" -v e="$(date +%s.%N)" 'BEGIN { print e - s }')
+    : >"$w/recorded.txt"
+    for ((i = 0; i < n; i++)); do
+        local f="$w/rec/cam-$i.ts"
+        [ -f "$f" ] || f=$(ls "$w/rec/cam-$i"*.ts 2>/dev/null | head -1)
+        "$B/ffprobe" -v error -select_streams v:0 -count_packets -show_entries stream=nb_read_packets \
+            -of csv=p=0 "$f" 2>/dev/null | head -1 >>"$w/recorded.txt" || echo 0 >>"$w/recorded.txt"
+    done
+    cp "$w/summary.json" "$OUT/wall-$codec-$n.json" 2>/dev/null || true
+    cp "$w/fp.log" "$OUT/wall-$codec-$n.log"
+    cp "$w/dmon.txt" "$OUT/wall-$codec-$n-dmon.txt" 2>/dev/null || true
+    python3 - "$w/summary.json" "$w/recorded.txt" "$w/dmon.txt" "$n" "$codec" "$cpu0" "$cpu1" "$((secs - warm))" \
+        "${rss:-0}" "${dev:-0}" "$hls" "$view" "$threads" "$fds" "$early" "$late" <<'PY' | tee -a "$OUT/wall.txt"
+import json, sys
+summary, recorded, dmon, n, codec, cpu0, cpu1, secs, rss, dev, hls, view, threads, fds, early, late = sys.argv[1:]
+early, late = json.loads(early or "{}"), json.loads(late or "{}")
+steady_frames = late.get("frames", 0) - early.get("frames", 0)
+steady_drops = late.get("dropped", 0) - early.get("dropped", 0)
+n = int(n)
+s = json.load(open(summary))
+ins = s["inputs"]
+drops = [i["dropped"] for i in ins]
+p99 = max(i["latency_ms"]["p99"] for i in ins)
+mx = max(i["latency_ms"]["max"] for i in ins)
+rec = [int(l) if l.strip().isdigit() else 0 for l in open(recorded)]
+cap = [i["captured"] + i["dropped"] for i in ins]
+short = sum(1 for r, c in zip(rec, cap) if r + 1 < c)
+dec = []
+for line in open(dmon):
+    f = line.split()
+    if f and f[0].isdigit() and len(f) >= 5:
+        dec.append(float(f[4]) if f[4] != "-" else 0.0)
+busy = [d for d in dec if d > 0]
+ticks = 100
+cores = (int(cpu1) - int(cpu0)) / ticks / float(secs)
+got = [i["captured"] for i in ins]
+print(f"{codec} N={n}: {s['fps']:.0f} fps together; steady state ({secs} s after {15} s): {steady_frames} frames, "
+      f"{steady_drops} dropped; whole run: dropped worst camera {max(drops)}, all {sum(drops)}; "
+      f"frames per camera {min(got)} to {max(got)}; "
+      f"latency p99 {p99:.1f} ms, max {mx:.1f} ms (worst camera); CPU {cores:.2f} cores "
+      f"({cores / n * 100:.1f} % of a core per camera); host memory {int(rss) / 1024 / n:.1f} MiB per camera; "
+      f"device memory {int(dev) / n:.1f} MiB per camera; NVDEC {sum(busy) / max(len(busy), 1):.0f} % busy; "
+      f"recordings: {n - short} of {n} hold every frame read (packets {sum(rec)} vs frames {sum(cap)}); "
+      f"HLS segments {hls}; view HTTP {view}; {threads} threads, {fds} fds")
+PY
+    rm -rf "$w"
+}
+
+case "${1:-}" in
+    clips) clips ;;
+    run) shift; run "$@" ;;
+    *) sed -n '2,21p' "$0"; exit 2 ;;
+esac
