@@ -455,15 +455,6 @@ fn open_decoder(
 ) -> Result<(ff::decoder::Video, Option<super::nvdec::Nvdec>)> {
     let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
         .with_context(|| format!("{what}: reading its codec parameters"))?;
-    ctx.set_threading(ff::codec::threading::Config {
-        kind: if live {
-            ff::codec::threading::Type::Slice
-        } else {
-            ff::codec::threading::Type::Frame
-        },
-        count: 0,
-        ..Default::default()
-    });
     let id = stream.parameters().id();
     let given = match asked.nvdec {
         WithNvdec::No => false,
@@ -488,6 +479,18 @@ fn open_decoder(
                 .ok()
         })
         .flatten();
+    ctx.set_threading(ff::codec::threading::Config {
+        kind: if live {
+            ff::codec::threading::Type::Slice
+        } else {
+            ff::codec::threading::Type::Frame
+        },
+        // A live stream on NVDEC: the slices go to the decoder whole, and slice threads
+        // (a core's worth each, per camera: 17 threads a camera on the H200) would idle.
+        // A file keeps its frame threads, which keep several frames in NVDEC at once.
+        count: if live && nvdec.is_some() { 1 } else { 0 },
+        ..Default::default()
+    });
     let decoder = ctx.decoder().video().with_context(|| {
         format!(
             "{what}: no decoder for its video ({}) in this FFmpeg",
