@@ -201,6 +201,67 @@ fn cameras_over_udp_are_recorded_packet_for_packet_in_segments() {
     assert!(parts.is_empty(), "unfinished files left: {parts:?}");
 }
 
+/// Beside a camera that runs, one that is down at the start (nothing listens at its address)
+/// is said to be down, the run goes on, and when it comes up it joins: its recording holds
+/// what it sent.
+#[test]
+fn a_camera_down_at_the_start_joins_when_it_comes_up() {
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("record-down");
+    let clip = dir.join("clip.ts");
+    camera_clip(&clip, 4);
+    let (up, down) = (common::run::free_port(), common::run::free_port());
+    let child = Command::new(bin())
+        .args(["--headless", "--record"])
+        .arg(dir.join("cam-{n}.ts"))
+        .arg("-i")
+        .arg(format!(
+            "udp://127.0.0.1:{up}?fifo_size=1000000&overrun_nonfatal=1"
+        ))
+        .arg("-i")
+        .arg(format!("tcp://127.0.0.1:{down}"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::run::wait_until_it_catches(child.id(), libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(500));
+    let mut first = send(&clip, up);
+    std::thread::sleep(Duration::from_secs(2));
+    // The second camera comes up: it listens, and framepipe's next attempt connects.
+    let mut second = Command::new("ffmpeg")
+        .args(["-v", "error", "-re", "-i"])
+        .arg(&clip)
+        .args(["-c", "copy", "-f", "mpegts"])
+        .arg(format!("tcp://127.0.0.1:{down}?listen=1"))
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(first.wait().unwrap().success());
+    assert!(second.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(500));
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(10), "a camera down at start");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("input 1 (tcp://") && err.contains("is down"),
+        "{err}"
+    );
+    let sent = packets(&clip, "v");
+    for n in 0..2 {
+        let video = packets(&dir.join(&format!("cam-{n}.ts")), "v");
+        assert!(
+            video.len() + 1 >= sent.len(),
+            "camera {n}: {} of {}\n{err}",
+            video.len(),
+            sent.len()
+        );
+        assert_eq!(video, sent[..video.len()], "camera {n}");
+    }
+}
+
 /// A camera's MPEG-TS recorded as .mp4: its AAC made MP4's own (FFmpeg's muxer refuses
 /// ADTS), every video packet and the audio frames kept.
 #[test]

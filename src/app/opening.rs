@@ -6,7 +6,8 @@
 //! with that error); in a run of several inputs, one slow to open holds the others up at
 //! most `LATE_AFTER` after the first one opened, then joins the run when it opens (only one
 //! without outputs of its own: theirs are made for its frames before the run, so such an
-//! input is waited for).
+//! input is waited for); such a network stream that is down at the start is tried again
+//! until it comes up, and joins then.
 
 use std::time::{Duration, Instant};
 
@@ -174,7 +175,8 @@ enum Opening {
 fn open_all(stop: &Stop, inputs: &[InputPlan]) -> Option<Vec<Opening>> {
     let mut openings: Vec<Opening> = inputs
         .iter()
-        .map(|i| match open::start(i.spec.clone(), i.asked) {
+        .enumerate()
+        .map(|(at, i)| match start_opening(at, i) {
             Ok(rx) => Opening::Late(rx),
             Err(e) => Opening::Done(Err(e.context("starting its opening thread"))),
         })
@@ -204,6 +206,24 @@ fn open_all(stop: &Stop, inputs: &[InputPlan]) -> Option<Vec<Opening>> {
             return Some(openings);
         }
     }
+}
+
+/// Starts opening input `at`: a network stream that may join late (beside others, with no
+/// outputs of its own) is tried again until it comes up (`open::start_until_open`), so a
+/// camera that is down at the start joins the run when it comes up; any other is opened once.
+fn start_opening(at: usize, input: &InputPlan) -> Result<open::Opening> {
+    let network = matches!(&input.spec, crate::source::InputSpec::Stream(url)
+        if url.contains("://") && !url.starts_with("file:") && !url.contains('!'));
+    if !(input.may_join_late && network) {
+        return open::start(input.spec.clone(), input.asked);
+    }
+    let name = input.name.clone();
+    let down = Box::new(move |e: &anyhow::Error| {
+        crate::warn!(
+            "input {at} ({name}) is down ({e:#}); the others go on, and it joins the run when it comes up"
+        );
+    });
+    open::start_until_open(input.spec.clone(), input.asked, down)
 }
 
 /// Waits until one of the openings still under way answers, or `Stop::TICK` passes.

@@ -127,19 +127,67 @@ pub fn start(input: InputSpec, asked: Asked) -> Result<Opening> {
     std::thread::Builder::new()
         .name("open input".into())
         .spawn(move || {
-            #[cfg(feature = "opencv")]
-            let (asked, probed) = probe_for_capture(&input, asked);
-            #[cfg(not(feature = "opencv"))]
-            let probed = None;
-            let opened = open_source(&input, asked).map(|source| {
-                let source = reconnecting(source, &input, asked);
-                // A file, or a file at a URL: its rate, time base and audio.
-                let media = source.media().or(probed);
-                (source, media)
-            });
+            let _ = tx.send(open_once(&input, asked));
+        })?;
+    Ok(rx)
+}
+
+/// As `start`, but a network stream that can't be opened is tried again, with the pauses
+/// of a reconnect (jittered, so that a wall of cameras down at once does not come back in
+/// step), until it opens or the process stops: a camera that is down at the start joins the
+/// run when it comes up. `down` is told the first failure.
+pub fn start_until_open(
+    input: InputSpec,
+    asked: Asked,
+    down: Box<dyn FnOnce(&anyhow::Error) + Send>,
+) -> Result<Opening> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    std::thread::Builder::new()
+        .name("open input".into())
+        .spawn(move || {
+            let stop = Stop::process();
+            let mut down = Some(down);
+            let mut wait = super::reconnect::FIRST_WAIT;
+            let opened = loop {
+                match open_once(&input, asked) {
+                    Err(e) if !stop.is_requested() => {
+                        if let Some(say) = down.take() {
+                            say(&e);
+                        }
+                        crate::debug!("{input:?}: {e:#}; trying again");
+                        if stop.sleep_until(std::time::Instant::now() + jittered(wait)) {
+                            break Err(e);
+                        }
+                        wait = (wait * 2).min(super::reconnect::LONGEST_WAIT);
+                    }
+                    other => break other,
+                }
+            };
             let _ = tx.send(opened);
         })?;
     Ok(rx)
+}
+
+/// `wait` give or take a quarter, from the clock's nanoseconds.
+fn jittered(wait: std::time::Duration) -> std::time::Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    wait.mul_f64(0.75 + f64::from(nanos % 1000) / 2000.0)
+}
+
+/// Opens `input` once: the source (wrapped to reconnect where asked) and what its header says.
+fn open_once(input: &InputSpec, asked: Asked) -> Result<Opened> {
+    #[cfg(feature = "opencv")]
+    let (asked, probed) = probe_for_capture(input, asked);
+    #[cfg(not(feature = "opencv"))]
+    let probed = None;
+    open_source(input, asked).map(|source| {
+        let source = reconnecting(source, input, asked);
+        // A file, or a file at a URL: its rate, time base and audio.
+        let media = source.media().or(probed);
+        (source, media)
+    })
 }
 
 /// Why an opening gave no answer: its thread ended without one.
