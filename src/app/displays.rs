@@ -209,6 +209,33 @@ fn open_web(serve: &Serve, _: Knobs) -> Result<Box<dyn Sink>> {
 
 /// Checks that the run's window can open (where it has one); false when a stop came while
 /// the display was being asked (the run then ends, having written nothing).
+/// With no display to show a window on (DISPLAY is not set, or the build has no OpenCV), a
+/// run that did not say `--headless` goes on headless and says so in one line, so that the
+/// first command people type does something on a server; a display that is named but does
+/// not answer stays an error (`window_possible_unless_stopped`).
+/// The reason, to say once the plan is checked (a refused run says only what it refused).
+pub(super) fn headless_where_no_display(args: &mut crate::cli::RunArgs) -> Option<&'static str> {
+    if args.headless {
+        return None;
+    }
+    let why = no_display()?;
+    args.headless = true;
+    Some(why)
+}
+
+#[cfg(feature = "opencv")]
+fn no_display() -> Option<&'static str> {
+    match sink::window::display_named() {
+        true => None,
+        false => Some("no display to show a window on (DISPLAY is not set)"),
+    }
+}
+
+#[cfg(not(feature = "opencv"))]
+fn no_display() -> Option<&'static str> {
+    Some("this build has no window (it has no OpenCV)")
+}
+
 pub(super) fn window_possible_unless_stopped(display: &Display, stop: &Stop) -> Result<bool> {
     if display.window == Window::None {
         return Ok(true);

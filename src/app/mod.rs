@@ -48,13 +48,17 @@ pub struct Ran {
 
 /// Runs the pipeline as `args` say. The flags are consumed into a `RunPlan`, and every
 /// later step reads that.
-pub fn run(args: RunArgs) -> Ran {
+pub fn run(mut args: RunArgs) -> Ran {
+    let headless_because = displays::headless_where_no_display(&mut args);
     let stop = Stop::process();
     let ending = report::Ending::default();
     let summary_json = args.summary_json.clone();
     let result = (|| {
         Stop::install_signal_handler().context("installing the signal handlers")?;
         let plan = RunPlan::from_args(args)?;
+        if let Some(why) = headless_because {
+            info!("{why}: running headless, as --headless does");
+        }
         let machine = Machine::gather(plan.asks_cuda());
         let plan = plan.fit(&machine)?;
         run_plan(&plan, &stop, &ending)

@@ -208,12 +208,16 @@ fn open_all(stop: &Stop, inputs: &[InputPlan]) -> Option<Vec<Opening>> {
     }
 }
 
-/// Starts opening input `at`: a network stream that may join late (beside others, with no
+/// Starts opening input `at`: a live network stream that may join late (beside others, with no
 /// outputs of its own) is tried again until it comes up (`open::start_until_open`), so a
 /// camera that is down at the start joins the run when it comes up; any other is opened once.
 fn start_opening(at: usize, input: &InputPlan) -> Result<open::Opening> {
+    // A live stream's protocols (a file served over HTTP that is missing fails as before).
+    let live = [
+        "udp://", "rtp://", "rtsp://", "rtsps://", "srt://", "rtmp://", "tcp://",
+    ];
     let network = matches!(&input.spec, crate::source::InputSpec::Stream(url)
-        if url.contains("://") && !url.starts_with("file:") && !url.contains('!'));
+        if live.iter().any(|p| url.to_ascii_lowercase().starts_with(p)));
     if !(input.may_join_late && network) {
         return open::start(input.spec.clone(), input.asked);
     }

@@ -399,6 +399,13 @@ pub const STOPPED_WAITING: &str = "stopped while waiting for the X display to an
 /// called frozen.
 const DISPLAY_ANSWER: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// Whether a display is named at all: DISPLAY, or a Qt platform that needs none.
+pub fn display_named() -> bool {
+    let headless_qt = std::env::var("QT_QPA_PLATFORM")
+        .is_ok_and(|p| matches!(p.as_str(), "offscreen" | "minimal" | "vnc"));
+    headless_qt || std::env::var("DISPLAY").is_ok_and(|d| !d.is_empty())
+}
+
 /// Checks that a window can be opened here, with a message that says what to do if not.
 pub fn check_display() -> Result<(), String> {
     if let Ok(p) = std::env::var("QT_QPA_PLATFORM") {

@@ -92,7 +92,7 @@ unsafe extern "C" fn hook(avcl: *mut c_void, level: c_int, fmt: *const c_char, v
         };
         let cause = text.split("] ").last().unwrap_or(&text).trim().to_string();
         LAST_ERROR.with(|e| *e.borrow_mut() = Some(cause));
-        if crate::msg::enabled(crate::msg::Level::Normal) {
+        if crate::msg::enabled(crate::msg::Level::Normal) && !QUIET.with(|q| q.get()) {
             eprint!("{text}");
         }
         return;
@@ -112,6 +112,17 @@ const AV_LOG_ERROR: c_int = 16;
 thread_local! {
     /// The last error line FFmpeg logged on this thread, without its `[tcp @ …]` prefix.
     static LAST_ERROR: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
+}
+
+thread_local! {
+    /// This thread's FFmpeg errors are kept (`take_last_error`) but not printed.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// From now on FFmpeg's errors on this thread are kept but not printed: a camera tried
+/// again until it comes up said why once, not at every attempt.
+pub fn quiet_errors_here() {
+    QUIET.with(|q| q.set(true));
 }
 
 /// The last error line FFmpeg logged on this thread since the last call, if any: the cause

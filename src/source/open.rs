@@ -153,6 +153,8 @@ pub fn start_until_open(
                     Err(e) if !stop.is_requested() => {
                         if let Some(say) = down.take() {
                             say(&e);
+                            #[cfg(feature = "ffmpeg")]
+                            super::ffmpeg_log::quiet_errors_here();
                         }
                         crate::debug!("{input:?}: {e:#}; trying again");
                         if stop.sleep_until(std::time::Instant::now() + jittered(wait)) {
