@@ -79,14 +79,49 @@ fn camera_clip(path: &Path, seconds: u32) {
 
 /// One camera: ffmpeg sending `clip` in real time to `port` on loopback.
 fn send(clip: &Path, port: u16) -> Child {
+    send_to(clip, &format!("udp://127.0.0.1:{port}?pkt_size=1316"))
+}
+
+/// ffmpeg sending `clip` in real time, as MPEG-TS, to `url`.
+fn send_to(clip: &Path, url: &str) -> Child {
     Command::new("ffmpeg")
         .args(["-v", "error", "-re", "-i"])
         .arg(clip)
-        .args(["-c", "copy", "-f", "mpegts"])
-        .arg(format!("udp://127.0.0.1:{port}?pkt_size=1316"))
+        .args(["-c", "copy", "-f", "mpegts", url])
         .stdin(Stdio::null())
         .spawn()
         .unwrap()
+}
+
+/// framepipe's input for a camera sending to `port` over UDP.
+fn udp_input(port: u16) -> String {
+    format!("udp://127.0.0.1:{port}?fifo_size=1000000&overrun_nonfatal=1")
+}
+
+/// framepipe, headless, with `args`, once its stop handler is in place and its inputs have
+/// had time to bind their sockets.
+fn start(args: &[String]) -> Child {
+    let child = Command::new(bin())
+        .arg("--headless")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::run::wait_until_it_catches(child.id(), libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(600));
+    child
+}
+
+/// Ctrl-C to framepipe once what was sent has arrived: its stderr, after a clean exit.
+fn stop(child: Child) -> String {
+    std::thread::sleep(Duration::from_millis(600));
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(10), "recording");
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    err
 }
 
 /// Input `n`'s recordings in `dir`, in segment order.
@@ -117,35 +152,18 @@ fn cameras_over_udp_are_recorded_packet_for_packet_in_segments() {
     let clip = dir.join("clip.ts");
     camera_clip(&clip, 6);
     let ports: Vec<u16> = (0..3).map(|_| common::run::free_port()).collect();
-    let inputs: Vec<String> = ports
-        .iter()
-        .map(|p| format!("udp://127.0.0.1:{p}?fifo_size=1000000&overrun_nonfatal=1"))
-        .collect();
-    let mut args = vec!["--headless".to_string(), "--record".into()];
+    let mut args = vec!["--record".to_string()];
     args.push(dir.join("cam-{n}-{seg}.ts").display().to_string());
     args.extend(["--segment".into(), "2".into()]);
-    for i in &inputs {
-        args.extend(["-i".into(), i.clone()]);
+    for &p in &ports {
+        args.extend(["-i".into(), udp_input(p)]);
     }
-    let child = Command::new(bin())
-        .args(&args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    common::run::wait_until_it_catches(child.id(), libc::SIGINT);
-    // The inputs' sockets are bound as they open, at once.
-    std::thread::sleep(Duration::from_millis(700));
+    let child = start(&args);
     let senders: Vec<Child> = ports.iter().map(|&p| send(&clip, p)).collect();
     for mut s in senders {
         assert!(s.wait().unwrap().success());
     }
-    std::thread::sleep(Duration::from_millis(800));
-    common::run::interrupt(&child);
-    let out = wait_with_deadline(child, Duration::from_secs(10), "recording cameras");
-    let err = stderr(&out);
-    assert!(out.status.success(), "{err}");
+    let err = stop(child);
     let sent_video = packets(&clip, "v");
     assert_eq!(sent_video.len(), 180);
     for n in 0..3 {
@@ -211,40 +229,23 @@ fn a_camera_down_at_the_start_joins_when_it_comes_up() {
     let clip = dir.join("clip.ts");
     camera_clip(&clip, 4);
     let (up, down) = (common::run::free_port(), common::run::free_port());
-    let child = Command::new(bin())
-        .args(["--headless", "--record"])
-        .arg(dir.join("cam-{n}.ts"))
-        .arg("-i")
-        .arg(format!(
-            "udp://127.0.0.1:{up}?fifo_size=1000000&overrun_nonfatal=1"
-        ))
-        .arg("-i")
-        .arg(format!("tcp://127.0.0.1:{down}"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    common::run::wait_until_it_catches(child.id(), libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(500));
+    let record = dir.join("cam-{n}.ts").display().to_string();
+    let tcp = format!("tcp://127.0.0.1:{down}");
+    let child = start(&[
+        "--record".into(),
+        record,
+        "-i".into(),
+        udp_input(up),
+        "-i".into(),
+        tcp,
+    ]);
     let mut first = send(&clip, up);
     std::thread::sleep(Duration::from_secs(2));
     // The second camera comes up: it listens, and framepipe's next attempt connects.
-    let mut second = Command::new("ffmpeg")
-        .args(["-v", "error", "-re", "-i"])
-        .arg(&clip)
-        .args(["-c", "copy", "-f", "mpegts"])
-        .arg(format!("tcp://127.0.0.1:{down}?listen=1"))
-        .stdin(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut second = send_to(&clip, &format!("tcp://127.0.0.1:{down}?listen=1"));
     assert!(first.wait().unwrap().success());
     assert!(second.wait().unwrap().success());
-    std::thread::sleep(Duration::from_millis(500));
-    common::run::interrupt(&child);
-    let out = wait_with_deadline(child, Duration::from_secs(10), "a camera down at start");
-    let err = stderr(&out);
-    assert!(out.status.success(), "{err}");
+    let err = stop(child);
     assert!(
         err.contains("input 1 (tcp://") && err.contains("is down"),
         "{err}"
@@ -272,24 +273,14 @@ fn a_camera_is_recorded_into_mp4_with_its_audio() {
     camera_clip(&clip, 3);
     let port = common::run::free_port();
     let rec = dir.join("cam.mp4");
-    let child = Command::new(bin())
-        .args(["--headless", "--record", rec.to_str().unwrap(), "-i"])
-        .arg(format!(
-            "udp://127.0.0.1:{port}?fifo_size=1000000&overrun_nonfatal=1"
-        ))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    common::run::wait_until_it_catches(child.id(), libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(500));
+    let child = start(&[
+        "--record".into(),
+        rec.display().to_string(),
+        "-i".into(),
+        udp_input(port),
+    ]);
     assert!(send(&clip, port).wait().unwrap().success());
-    std::thread::sleep(Duration::from_millis(500));
-    common::run::interrupt(&child);
-    let out = wait_with_deadline(child, Duration::from_secs(10), "recording to mp4");
-    let err = stderr(&out);
-    assert!(out.status.success(), "{err}");
+    let err = stop(child);
     let sent = packets(&clip, "v");
     let video = packets(&rec, "v");
     assert!(
