@@ -492,6 +492,7 @@ fn summarize(
             latency: mine.latency,
             ended: c.ended.lock().ok().and_then(|e| e.clone()),
             reconnects: c.health.get().map_or(0, |h| h.reconnects()),
+            recorded: None,
         })
         .collect();
     Summary {
@@ -590,7 +591,7 @@ fn arrive(
                 let _ = shared.inputs[input].health.set(health);
             }
             crate::info!(
-                "input {input} ({name}) opened late and joins the run: {}",
+                "{name} opened late and joins the run: {}",
                 source.describe()
             );
             for slot in ring_of(InputId(input as u16), ring, source.size(), formats) {

@@ -315,6 +315,7 @@ fn a_file_is_recorded_whole_and_nothing_is_replaced() {
     camera_clip(&clip, 3);
     let taken = dir.join("rec.mp4");
     std::fs::write(&taken, b"somebody's file").unwrap();
+    let summary = dir.join("summary.json");
     let o = framepipe(
         &[
             "-i",
@@ -322,6 +323,8 @@ fn a_file_is_recorded_whole_and_nothing_is_replaced() {
             "--headless",
             "--record",
             taken.to_str().unwrap(),
+            "--summary-json",
+            summary.to_str().unwrap(),
         ],
         Duration::from_secs(60),
     );
@@ -338,6 +341,17 @@ fn a_file_is_recorded_whole_and_nothing_is_replaced() {
         sent.len()
     );
     assert!(err.contains("rec-1.mp4"), "{err}");
+    // The summary says what the recording wrote.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let recorded = &json["inputs"][0]["recorded"];
+    assert_eq!(recorded["video_packets"], 90, "{json}");
+    assert_eq!(
+        recorded["files"][0],
+        written.display().to_string(),
+        "{json}"
+    );
+    assert_eq!(recorded["lost"], 0, "{json}");
 }
 
 /// What can't be recorded is refused in one line before anything opens.

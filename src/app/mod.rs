@@ -128,12 +128,13 @@ fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> 
     crate::debug!("start-up: sinks open at {:.1} ms", since());
     let ran = pipeline::run_inputs(pipeline_inputs, backend, sink.as_mut(), &opts, stop);
     crate::debug!("run ended at {:.1} ms", since());
-    recordings.finish();
+    let recorded = recordings.finish();
     report::disarm_exit_summary();
     let places = report::Places {
         order: &order,
         failed: &failed,
         names: &names,
+        recorded: &recorded,
     };
     report::finish(plan.reports(), ran, places, ending)
 }

@@ -62,16 +62,29 @@ impl Recordings {
         attach(self.tap(at), source).with_context(|| format!("input {at}"))
     }
 
-    /// Finishes every recording and says what each wrote.
-    pub fn finish(mut self) {
-        #[cfg(feature = "ffmpeg")]
-        for (n, rec) in self.0.iter_mut().enumerate() {
-            if let Some(rec) = rec.take() {
-                say(n, &rec.finish());
-            }
-        }
-        self.0.clear();
+    /// Finishes every recording and says what each wrote; by place, for the summary.
+    pub fn finish(mut self) -> Vec<Option<crate::stats::Recorded>> {
+        let each = self.0.iter_mut().enumerate().map(|(n, rec)| finished(n, rec.take()?));
+        each.collect()
     }
+}
+
+/// Finishes input `n`'s recording and says what it wrote.
+#[cfg(feature = "ffmpeg")]
+fn finished(n: usize, rec: Each) -> Option<crate::stats::Recorded> {
+    let r = rec.finish();
+    say(n, &r);
+    Some(crate::stats::Recorded {
+        files: r.files.iter().map(|f| f.display().to_string()).collect(),
+        video_packets: r.video_packets,
+        packets: r.packets,
+        lost: r.lost,
+    })
+}
+
+#[cfg(not(feature = "ffmpeg"))]
+fn finished(_: usize, rec: Each) -> Option<crate::stats::Recorded> {
+    match rec {}
 }
 
 impl Drop for Recordings {

@@ -41,11 +41,12 @@ impl Ending {
 
 /// Where each of the run's inputs came from: `order[k]` is the `--input` place of the
 /// run's input `k`; `failed`, those that could not be opened, with why; `names`, every
-/// `--input`'s text.
+/// `--input`'s text; `recorded`, what each one's `--record` wrote, by place.
 pub(super) struct Places<'a> {
     pub order: &'a [usize],
     pub failed: &'a [(usize, String)],
     pub names: &'a [String],
+    pub recorded: &'a [Option<crate::stats::Recorded>],
 }
 
 /// Reports a run that returned (`ran`): its summary with its inputs in `--input` order; an
@@ -103,6 +104,11 @@ fn in_order(ran: Vec<InputStats>, places: &Places) -> Vec<InputStats> {
             ended: Some(why.clone()),
             ..InputStats::default()
         });
+    }
+    for (stats, recorded) in all.iter_mut().zip(places.recorded) {
+        if let Some(stats) = stats {
+            stats.recorded.clone_from(recorded);
+        }
     }
     all.into_iter().flatten().collect()
 }

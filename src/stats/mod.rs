@@ -254,11 +254,35 @@ pub struct InputStats {
     pub ended: Option<String>,
     /// Times a lost network stream was opened again.
     pub reconnects: u64,
+    /// Its own packets recorded (`--record`).
+    pub recorded: Option<Recorded>,
+}
+
+/// What an input's recording (`--record`) wrote.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Recorded {
+    /// The files closed, in order.
+    pub files: Vec<String>,
+    /// Video packets written.
+    pub video_packets: u64,
+    /// Packets written, video and audio.
+    pub packets: u64,
+    /// Packets lost because the disk fell behind.
+    pub lost: u64,
 }
 
 impl InputStats {
     fn to_json(&self) -> serde_json::Value {
+        let recorded = self.recorded.as_ref().map(|r| {
+            serde_json::json!({
+                "files": r.files,
+                "video_packets": r.video_packets,
+                "packets": r.packets,
+                "lost": r.lost,
+            })
+        });
         serde_json::json!({
+            "recorded": recorded,
             "input": self.name,
             "captured": self.captured,
             "processed": self.consumed,
