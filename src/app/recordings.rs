@@ -64,7 +64,11 @@ impl Recordings {
 
     /// Finishes every recording and says what each wrote; by place, for the summary.
     pub fn finish(mut self) -> Vec<Option<crate::stats::Recorded>> {
-        let each = self.0.iter_mut().enumerate().map(|(n, rec)| finished(n, rec.take()?));
+        let each = self
+            .0
+            .iter_mut()
+            .enumerate()
+            .map(|(n, rec)| finished(n, rec.take()?));
         each.collect()
     }
 }
