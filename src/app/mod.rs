@@ -1,7 +1,8 @@
 //! `framepipe [OPTIONS]`: one run, whatever the number of inputs. The flags are consumed once
 //! into a `RunPlan` (each input's part, the mosaic's recording, what the run shows) and
-//! fitted to the machine's facts (`Machine`); every output is claimed (`claims`); every
-//! input is opened side by side while CUDA warms up, and a `Plan` settled for each
+//! fitted to the machine's facts (`Machine`; with no display the run goes on headless,
+//! said once); every output is claimed (`claims`); each input's `--record` is started
+//! (`recordings`, finished however the run ends); every input is opened side by side while CUDA warms up, and a `Plan` settled for each
 //! (`opening`); one backend is made; each input's own outputs (`outputs`) and what the run
 //! shows (`displays`: the window, the browser view, the mosaic) are opened; one pipeline
 //! runs; the summary is reported (`report`). A run of one input is this run with one input.
