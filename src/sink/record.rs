@@ -547,12 +547,8 @@ fn holds(out: &ff::format::context::Output, id: ff::codec::Id) -> bool {
 fn expand(pattern: &str, number: u32) -> String {
     let now = local_time();
     let mut out = String::new();
-    let mut chars = pattern
-        .replace("{seg}", &format!("{number:05}"))
-        .chars()
-        .collect::<Vec<_>>()
-        .into_iter()
-        .peekable();
+    let numbered = pattern.replace("{seg}", &format!("{number:05}"));
+    let mut chars = numbered.chars().peekable();
     while let Some(c) = chars.next() {
         if c != '%' {
             out.push(c);
