@@ -23,6 +23,32 @@ impl Band {
     }
 }
 
+/// A band count a frame can't be cut into; the caller names the option it came from.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BandError {
+    /// No band.
+    #[error("must be at least 1")]
+    None,
+    /// More bands than rows.
+    #[error("{count} is more than the frame's {height} rows")]
+    MoreThanRows {
+        /// Asked.
+        count: usize,
+        /// The frame's rows.
+        height: usize,
+    },
+    /// More bands than 4:2:0 row pairs.
+    #[error(
+        "{count} is more than the frame's {pairs} pairs of rows (4:2:0 bands hold whole pairs)"
+    )]
+    MoreThanPairs {
+        /// Asked.
+        count: usize,
+        /// The frame's row pairs.
+        pairs: usize,
+    },
+}
+
 /// The bands of one frame.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BandPlan {
@@ -32,7 +58,7 @@ pub struct BandPlan {
 impl BandPlan {
     /// Cuts `height` rows into `count` bands, each reading `radius` extra rows on both sides.
     /// The error says what is wrong with `count`; the caller names the option it came from.
-    pub fn new(height: usize, count: usize, radius: usize) -> Result<Self, String> {
+    pub fn new(height: usize, count: usize, radius: usize) -> Result<Self, BandError> {
         Self::aligned(height, count, radius, 1)
     }
 
@@ -44,17 +70,20 @@ impl BandPlan {
         count: usize,
         radius: usize,
         align: usize,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, BandError> {
         let align = align.max(1);
         let units = height.div_ceil(align);
         if count == 0 {
-            return Err("must be at least 1".into());
+            return Err(BandError::None);
         }
         if count > units {
             return Err(if align == 1 {
-                format!("{count} is more than the frame's {height} rows")
+                BandError::MoreThanRows { count, height }
             } else {
-                format!("{count} is more than the frame's {units} pairs of rows (4:2:0 bands hold whole pairs)")
+                BandError::MoreThanPairs {
+                    count,
+                    pairs: units,
+                }
             });
         }
         let base = units / count;
@@ -182,14 +211,19 @@ mod tests {
         }
         assert!(BandPlan::aligned(10, 6, 0, 2)
             .unwrap_err()
+            .to_string()
             .contains("5 pairs of rows"));
     }
 
     #[test]
     fn refuses_impossible_counts() {
-        assert!(BandPlan::new(10, 0, 0).unwrap_err().contains("at least 1"));
+        assert!(BandPlan::new(10, 0, 0)
+            .unwrap_err()
+            .to_string()
+            .contains("at least 1"));
         assert!(BandPlan::new(10, 11, 0)
             .unwrap_err()
+            .to_string()
             .contains("more than the frame's 10 rows"));
     }
 

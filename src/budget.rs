@@ -77,15 +77,96 @@ pub fn human(bytes: u64) -> String {
     }
 }
 
+/// More memory, or more open files, than the machine lets a run have (each names the
+/// figures and what to lower).
+#[derive(Debug, thiserror::Error)]
+pub enum BudgetError {
+    /// One frame is over what memory can address.
+    #[error("frames of {0} are too large to hold in memory")]
+    FrameTooLarge(FrameSize),
+    /// A ring over what memory can address.
+    #[error("--ring {slots} at {size} needs more memory than any machine has; lower --ring")]
+    RingPastMemory {
+        /// Its slots.
+        slots: usize,
+        /// Its frames' size.
+        size: FrameSize,
+    },
+    /// A ring over this machine's share.
+    #[error("--ring {slots} at {size} needs {} of frame buffers ({slots} slots of {}), more than the {:.0} % of this machine's available {} it may take; {advice}", human(*.total), human(*.per_slot), HOST_SHARE * 100.0, human(*.available))]
+    Ring {
+        /// Its slots.
+        slots: usize,
+        /// Its frames' size.
+        size: FrameSize,
+        /// Bytes it needs.
+        total: u64,
+        /// Bytes a slot needs.
+        per_slot: u64,
+        /// Bytes available.
+        available: u64,
+        /// What would fit.
+        advice: String,
+    },
+    /// The inputs' rings together over what memory can address.
+    #[error("the inputs' rings need more memory than any machine has; lower --ring")]
+    RingsPastMemory,
+    /// The inputs' rings together over this machine's share.
+    #[error("the {inputs} inputs' rings need {} of frame buffers together, more than the {:.0} % of this machine's available {} a run may take; lower --ring (now {slots} slots each) or run fewer inputs", human(*.total), HOST_SHARE * 100.0, human(*.available))]
+    Rings {
+        /// Inputs.
+        inputs: usize,
+        /// Bytes they need.
+        total: u64,
+        /// Bytes available.
+        available: u64,
+        /// The most slots of a ring.
+        slots: usize,
+    },
+    /// Device buffers over the device's free memory.
+    #[error("the CUDA backend needs {} of device memory for these frames, bands and --in-flight, but {device} has {} free; lower --in-flight or --bands, or use a smaller input", human(*.need), human(*.free))]
+    Device {
+        /// Bytes needed.
+        need: u64,
+        /// Bytes free.
+        free: u64,
+        /// The device, by name.
+        device: String,
+    },
+    /// More open files than the hard limit.
+    #[error("{inputs} inputs may need {need} open files, but this process may open {hard} at most (ulimit -Hn); raise the limit or run fewer inputs")]
+    Files {
+        /// Inputs.
+        inputs: usize,
+        /// Files they may need.
+        need: u64,
+        /// The hard limit.
+        hard: u64,
+    },
+    /// Raising the soft limit failed.
+    #[error("{inputs} inputs may need {need} open files (ulimit -n is {soft}), and raising it failed: {source}")]
+    FilesNotRaised {
+        /// Inputs.
+        inputs: usize,
+        /// Files they may need.
+        need: u64,
+        /// The soft limit.
+        soft: u64,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+}
+
 /// Fails, naming the figures and `--ring`, when a ring of `slots` slots of `size` frames
 /// would take more than `HOST_SHARE` of `available` bytes.
-pub fn check_ring(slots: usize, size: FrameSize, available: Option<u64>) -> Result<(), String> {
-    let per_slot = slot_bytes(size)
-        .ok_or_else(|| format!("frames of {size} are too large to hold in memory"))?;
+pub fn check_ring(
+    slots: usize,
+    size: FrameSize,
+    available: Option<u64>,
+) -> Result<(), BudgetError> {
+    let per_slot = slot_bytes(size).ok_or(BudgetError::FrameTooLarge(size))?;
     let Some(total) = ring_bytes(slots, size) else {
-        return Err(format!(
-            "--ring {slots} at {size} needs more memory than any machine has; lower --ring"
-        ));
+        return Err(BudgetError::RingPastMemory { slots, size });
     };
     let Some(available) = available else {
         return Ok(()); // no figure to compare with (not Linux): the allocation decides
@@ -100,27 +181,29 @@ pub fn check_ring(slots: usize, size: FrameSize, available: Option<u64>) -> Resu
     } else {
         "even the smallest ring (--ring 2) does not fit: use a smaller input or --size".into()
     };
-    Err(format!(
-        "--ring {slots} at {size} needs {} of frame buffers ({slots} slots of {}), more than the {:.0} % of this machine's available {} it may take; {advice}",
-        human(total),
-        human(per_slot),
-        HOST_SHARE * 100.0,
-        human(available),
-    ))
+    Err(BudgetError::Ring {
+        slots,
+        size,
+        total,
+        per_slot,
+        available,
+        advice,
+    })
 }
 
 /// Fails when the rings of a run's inputs (`rings`: each one's slots and frame size) need
 /// more of the machine's `available` memory together than `HOST_SHARE` of it, though each
 /// fits alone (`check_ring`, as each input's plan settles).
-pub fn check_rings(rings: &[(usize, FrameSize)], available: Option<u64>) -> Result<(), String> {
+pub fn check_rings(
+    rings: &[(usize, FrameSize)],
+    available: Option<u64>,
+) -> Result<(), BudgetError> {
     let total = rings
         .iter()
         .try_fold(0u64, |sum, &(slots, size)| {
             sum.checked_add(ring_bytes(slots, size)?)
         })
-        .ok_or_else(|| {
-            "the inputs' rings need more memory than any machine has; lower --ring".to_string()
-        })?;
+        .ok_or(BudgetError::RingsPastMemory)?;
     let Some(available) = available else {
         return Ok(());
     };
@@ -128,26 +211,24 @@ pub fn check_rings(rings: &[(usize, FrameSize)], available: Option<u64>) -> Resu
     if total <= allowed {
         return Ok(());
     }
-    Err(format!(
-        "the {} inputs' rings need {} of frame buffers together, more than the {:.0} % of this machine's available {} a run may take; lower --ring (now {} slots each) or run fewer inputs",
-        rings.len(),
-        human(total),
-        HOST_SHARE * 100.0,
-        human(available),
-        rings.iter().map(|r| r.0).max().unwrap_or(0),
-    ))
+    Err(BudgetError::Rings {
+        inputs: rings.len(),
+        total,
+        available,
+        slots: rings.iter().map(|r| r.0).max().unwrap_or(0),
+    })
 }
 
 /// Fails when a backend's device buffers (`need` bytes) exceed the device's free memory.
-pub fn check_device(need: u64, free: u64, device: &str) -> Result<(), String> {
+pub fn check_device(need: u64, free: u64, device: &str) -> Result<(), BudgetError> {
     if need <= free {
         return Ok(());
     }
-    Err(format!(
-        "the CUDA backend needs {} of device memory for these frames, bands and --in-flight, but {device} has {} free; lower --in-flight or --bands, or use a smaller input",
-        human(need),
-        human(free)
-    ))
+    Err(BudgetError::Device {
+        need,
+        free,
+        device: device.into(),
+    })
 }
 
 /// File descriptors a run holds for itself (standard streams, the libraries', the outputs,
@@ -160,7 +241,7 @@ const FDS_PER_INPUT: u64 = 6;
 /// Makes room for `inputs` inputs' file descriptors: raises the soft limit (`ulimit -n`) up
 /// to the hard one where it is lower than they need, as servers do; an error naming both
 /// where even the hard limit is too low.
-pub fn make_room_for_fds(inputs: usize) -> Result<(), String> {
+pub fn make_room_for_fds(inputs: usize) -> Result<(), BudgetError> {
     use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
     let need = FDS_OF_THE_RUN + FDS_PER_INPUT * inputs as u64;
     let now = getrlimit(Resource::Nofile);
@@ -170,16 +251,17 @@ pub fn make_room_for_fds(inputs: usize) -> Result<(), String> {
     }
     let hard = now.maximum.unwrap_or(u64::MAX);
     if hard < need {
-        return Err(format!(
-            "{inputs} inputs may need {need} open files, but this process may open {hard} at most (ulimit -Hn); raise the limit or run fewer inputs"
-        ));
+        return Err(BudgetError::Files { inputs, need, hard });
     }
     let raised = Rlimit {
         current: Some(need.max(soft)),
         maximum: now.maximum,
     };
-    setrlimit(Resource::Nofile, raised).map_err(|e| {
-        format!("{inputs} inputs may need {need} open files (ulimit -n is {soft}), and raising it failed: {e}")
+    setrlimit(Resource::Nofile, raised).map_err(|e| BudgetError::FilesNotRaised {
+        inputs,
+        need,
+        soft,
+        source: e.into(),
     })
 }
 
@@ -199,12 +281,16 @@ mod tests {
         let hd = FrameSize::new(1920, 1080);
         let gib = 1u64 << 30;
         assert!(check_ring(8, hd, Some(16 * gib)).is_ok());
-        let e = check_ring(1000, hd, Some(8 * gib)).unwrap_err();
+        let e = check_ring(1000, hd, Some(8 * gib)).unwrap_err().to_string();
         assert!(e.contains("--ring 1000 at 1920x1080 needs 11.6 GiB"), "{e}");
         assert!(e.contains("lower --ring to"), "{e}");
-        let e = check_ring(usize::MAX, hd, Some(16 * gib)).unwrap_err();
+        let e = check_ring(usize::MAX, hd, Some(16 * gib))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("lower --ring"), "{e}");
-        let e = check_ring(8, FrameSize::new(32768, 32768), Some(8 * gib)).unwrap_err();
+        let e = check_ring(8, FrameSize::new(32768, 32768), Some(8 * gib))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("smallest ring"), "{e}");
         assert!(check_ring(usize::MAX, hd, None).is_err());
     }

@@ -71,7 +71,7 @@ pub struct CheckKernelArgs {
 
 impl CheckKernelArgs {
     /// The chain the check runs: this kernel alone.
-    pub fn chain(&self) -> Result<Chain, String> {
+    pub fn chain(&self) -> Result<Chain, crate::filter::user::KernelError> {
         let mut settings = vec![format!("radius={}", self.radius)];
         settings.extend(self.function.iter().map(|f| format!("fn={f}")));
         settings.extend(self.params.iter().cloned());
@@ -426,8 +426,22 @@ pub struct BenchArgs {
 }
 
 /// `--output-format`: a pixel format framepipe writes (the others are read only).
+/// A flag's value that does not parse (clap shows it after the flag's name).
+#[derive(Debug, thiserror::Error)]
+pub enum ValueError {
+    /// Not a length of time in range.
+    #[error("'{0}' is not a length of time from 0.1 s to 7 days (90, 90s, 10m, 1h)")]
+    Duration(String),
+    /// Not a pixel format.
+    #[error("unknown pixel format '{0}' (framepipe writes i420, gray, nv12 or bgr24 frames)")]
+    Format(String),
+    /// A format framepipe reads only.
+    #[error("{0} is read, not written: framepipe writes i420, gray, nv12 or bgr24 frames (a 4:2:2 or 4:4:4 input is written as 4:2:0 i420, or as bgr24 with every pixel's colour)")]
+    ReadOnly(PixelFormat),
+}
+
 /// A length of time: seconds, or a number with s, m or h.
-fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+fn parse_duration(s: &str) -> Result<std::time::Duration, ValueError> {
     let t = s.trim();
     let (number, unit) = match t.char_indices().last() {
         Some((i, 's')) => (&t[..i], 1.0),
@@ -439,20 +453,14 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         Ok(v) if v.is_finite() && v * unit >= 0.1 && v * unit <= 86_400.0 * 7.0 => {
             Ok(std::time::Duration::from_secs_f64(v * unit))
         }
-        _ => Err(format!(
-            "'{s}' is not a length of time from 0.1 s to 7 days (90, 90s, 10m, 1h)"
-        )),
+        _ => Err(ValueError::Duration(s.into())),
     }
 }
 
-fn writable_format(s: &str) -> Result<crate::pixel::PixelFormat, String> {
-    let f = PixelFormat::from_name(s).ok_or_else(|| {
-        format!("unknown pixel format '{s}' (framepipe writes i420, gray, nv12 or bgr24 frames)")
-    })?;
+fn writable_format(s: &str) -> Result<crate::pixel::PixelFormat, ValueError> {
+    let f = PixelFormat::from_name(s).ok_or_else(|| ValueError::Format(s.into()))?;
     if !f.writable() {
-        return Err(format!(
-            "{f} is read, not written: framepipe writes i420, gray, nv12 or bgr24 frames (a 4:2:2 or 4:4:4 input is written as 4:2:0 i420, or as bgr24 with every pixel's colour)"
-        ));
+        return Err(ValueError::ReadOnly(f));
     }
     Ok(f)
 }

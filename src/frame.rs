@@ -65,23 +65,42 @@ impl fmt::Display for FrameSize {
 /// The largest side accepted anywhere (OpenCV's own limit on image sides is 2^15).
 pub const MAX_SIDE: usize = 32768;
 
-impl FromStr for FrameSize {
-    type Err = String;
+/// A size or sequence pattern that does not parse (`{0}`: as given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// Not `WIDTHxHEIGHT`.
+    #[error("invalid size '{0}': expected WIDTHxHEIGHT, for example 1920x1080")]
+    NotASize(String),
+    /// A side of 0.
+    #[error("invalid size '{0}': width and height must be at least 1")]
+    ZeroSide(String),
+    /// A side over `MAX_SIDE`.
+    #[error("invalid size '{0}': sides are limited to {MAX_SIDE} pixels")]
+    SideTooLarge(String),
+    /// `%` not followed by `d` or `0Nd`.
+    #[error("invalid sequence pattern '{0}': expected %d or %0Nd, for example frames/%05d.png")]
+    NotAPattern(String),
+    /// Two `%`.
+    #[error("invalid sequence pattern '{0}': only one %d is allowed")]
+    TwoNumbers(String),
+    /// A number width over 12.
+    #[error("invalid sequence pattern '{0}': width too large")]
+    WidthTooLarge(String),
+}
 
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("invalid size '{s}': expected WIDTHxHEIGHT, for example 1920x1080");
+impl FromStr for FrameSize {
+    type Err = ParseError;
+
+    fn from_str(s: &str) -> Result<Self, ParseError> {
+        let bad = || ParseError::NotASize(s.into());
         let (w, h) = s.split_once(['x', 'X']).ok_or_else(bad)?;
         let w: usize = w.trim().parse().map_err(|_| bad())?;
         let h: usize = h.trim().parse().map_err(|_| bad())?;
         if w == 0 || h == 0 {
-            return Err(format!(
-                "invalid size '{s}': width and height must be at least 1"
-            ));
+            return Err(ParseError::ZeroSide(s.into()));
         }
         if w > MAX_SIDE || h > MAX_SIDE {
-            return Err(format!(
-                "invalid size '{s}': sides are limited to {MAX_SIDE} pixels"
-            ));
+            return Err(ParseError::SideTooLarge(s.into()));
         }
         Ok(Self::new(w, h))
     }
@@ -97,32 +116,24 @@ pub struct SequencePattern {
 
 impl SequencePattern {
     /// Parses a pattern holding exactly one `%d` or `%0Nd`; `None` when `s` holds no `%`.
-    pub fn parse(s: &str) -> Option<Result<Self, String>> {
+    pub fn parse(s: &str) -> Option<Result<Self, ParseError>> {
         let at = s.find('%')?;
         let (prefix, rest) = s.split_at(at);
         let rest = &rest[1..];
         let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
         let after = &rest[digits.len()..];
         let Some(suffix) = after.strip_prefix('d') else {
-            return Some(Err(format!(
-                "invalid sequence pattern '{s}': expected %d or %0Nd, for example frames/%05d.png"
-            )));
+            return Some(Err(ParseError::NotAPattern(s.into())));
         };
         if suffix.contains('%') {
-            return Some(Err(format!(
-                "invalid sequence pattern '{s}': only one %d is allowed"
-            )));
+            return Some(Err(ParseError::TwoNumbers(s.into())));
         }
         let width = if digits.is_empty() {
             0
         } else {
             match digits.parse::<usize>() {
                 Ok(w) if w <= 12 => w,
-                _ => {
-                    return Some(Err(format!(
-                        "invalid sequence pattern '{s}': width too large"
-                    )))
-                }
+                _ => return Some(Err(ParseError::WidthTooLarge(s.into()))),
             }
         };
         Some(Ok(Self {

@@ -72,7 +72,7 @@ fn main() {
         Some(Command::Doctor) => framepipe::doctor::run(),
         Some(Command::CheckKernel(args)) => args
             .chain()
-            .map_err(anyhow::Error::msg)
+            .map_err(anyhow::Error::from)
             .and_then(|chain| framepipe::backend::check::command(&chain, &args.size)),
     };
     match result {

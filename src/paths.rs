@@ -15,6 +15,73 @@ use std::path::Path;
 
 use crate::frame::SequencePattern;
 
+/// Why a name can't be written as given (each message names the flag and the name).
+#[derive(Debug, thiserror::Error)]
+pub enum PathError {
+    /// The folder it would be written into is missing.
+    #[error("{flag} '{path}': folder '{}' does not exist", folder.display())]
+    NoFolder {
+        /// The flag that named it.
+        flag: String,
+        /// As given.
+        path: String,
+        /// Its folder.
+        folder: std::path::PathBuf,
+    },
+    /// It does not end in the extension the flag writes.
+    #[error("{flag} '{path}' must end in .{ext}")]
+    Extension {
+        /// The flag that named it.
+        flag: String,
+        /// As given.
+        path: String,
+        /// What it must end in.
+        ext: String,
+    },
+    /// It is the input file (by identity).
+    #[error("{flag} '{path}' is the input file '{input}' (the same file on disk); writing it would destroy the input: choose another output name")]
+    IsTheInput {
+        /// The flag that named it.
+        flag: String,
+        /// The name that reaches the input.
+        path: String,
+        /// The input, as the user wrote it.
+        input: String,
+    },
+    /// The system refuses to open it for writing.
+    #[error("{flag} '{path}' can't be written: {source}")]
+    NotWritable {
+        /// The flag that named it.
+        flag: String,
+        /// As given.
+        path: String,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// It exists and is not a regular file.
+    #[error("{flag} '{path}' is a {kind}{target}, not a regular file: framepipe writes files; to write a stream to a pipe use --output - (standard output)")]
+    Special {
+        /// The flag that named it.
+        flag: String,
+        /// As given.
+        path: String,
+        /// What it is, in words.
+        kind: &'static str,
+        /// " (it leads to '…')" where it is a link, else empty.
+        target: String,
+    },
+    /// Its file name is longer than its file system allows.
+    #[error("{flag}: the file name is {len} bytes long, and its file system allows at most {max}: choose a shorter name")]
+    NameTooLong {
+        /// The flag that named it.
+        flag: String,
+        /// Its length in bytes.
+        len: usize,
+        /// The file system's limit.
+        max: usize,
+    },
+}
+
 /// The extension of `path`, lower-cased; empty when there is none.
 pub fn extension(path: &Path) -> String {
     path.extension()
@@ -24,21 +91,26 @@ pub fn extension(path: &Path) -> String {
 }
 
 /// Fails with "`flag` 'path': folder '…' does not exist" when `path`'s folder is missing.
-pub fn check_folder(flag: &str, path: &str) -> Result<(), String> {
+pub fn check_folder(flag: &str, path: &str) -> Result<(), PathError> {
     let dir = folder_of(path);
     if dir.is_dir() {
         return Ok(());
     }
-    Err(format!(
-        "{flag} '{path}': folder '{}' does not exist",
-        dir.display()
-    ))
+    Err(PathError::NoFolder {
+        flag: flag.into(),
+        path: path.into(),
+        folder: dir.to_path_buf(),
+    })
 }
 
 /// Checks that `path` ends in `.ext` and that its folder exists.
-pub fn check_file_arg(flag: &str, path: &str, ext: &str) -> Result<(), String> {
+pub fn check_file_arg(flag: &str, path: &str, ext: &str) -> Result<(), PathError> {
     if extension(Path::new(path)) != ext {
-        return Err(format!("{flag} '{path}' must end in .{ext}"));
+        return Err(PathError::Extension {
+            flag: flag.into(),
+            path: path.into(),
+            ext: ext.into(),
+        });
     }
     check_folder(flag, path)
 }
@@ -69,15 +141,16 @@ pub struct InputFile<'a> {
     pub id: FileId,
 }
 
-fn same_file_error(flag: &str, out: &str, input: &InputFile) -> String {
-    format!(
-        "{flag} '{out}' is the input file '{}' (the same file on disk); writing it would destroy the input: choose another output name",
-        input.name
-    )
+fn same_file_error(flag: &str, out: &str, input: &InputFile) -> PathError {
+    PathError::IsTheInput {
+        flag: flag.into(),
+        path: out.into(),
+        input: input.name.into(),
+    }
 }
 
 /// Fails when writing `path` (for `flag`) would write over the input file.
-pub fn refuse_input_file(flag: &str, path: &str, input: &InputFile) -> Result<(), String> {
+pub fn refuse_input_file(flag: &str, path: &str, input: &InputFile) -> Result<(), PathError> {
     match file_id(Path::new(path)) {
         Some(id) if id == input.id => Err(same_file_error(flag, path, input)),
         _ => Ok(()),
@@ -90,7 +163,7 @@ pub fn refuse_input_in_sequence(
     flag: &str,
     pattern: &SequencePattern,
     input: &InputFile,
-) -> Result<(), String> {
+) -> Result<(), PathError> {
     let Ok(entries) = std::fs::read_dir(pattern.folder()) else {
         return Ok(()); // a missing folder is reported by the writability check
     };
@@ -108,7 +181,7 @@ pub fn refuse_input_in_sequence(
 
 /// Fails, with the operating system's reason, when `path` can't be opened for writing. The
 /// file is opened without truncation; one the probe created is removed again.
-pub fn check_writable(flag: &str, path: &str) -> Result<(), String> {
+pub fn check_writable(flag: &str, path: &str) -> Result<(), PathError> {
     let existed = Path::new(path).exists();
     match OpenOptions::new()
         .write(true)
@@ -122,7 +195,11 @@ pub fn check_writable(flag: &str, path: &str) -> Result<(), String> {
             }
             Ok(())
         }
-        Err(e) => Err(format!("{flag} '{path}' can't be written: {e}")),
+        Err(source) => Err(PathError::NotWritable {
+            flag: flag.into(),
+            path: path.into(),
+            source,
+        }),
     }
 }
 
@@ -150,7 +227,7 @@ pub fn special_kind(meta: &std::fs::Metadata) -> Option<&'static str> {
 /// Fails when `path` exists and is not a regular file (after following links): a FIFO
 /// would block the run forever, a device (`/dev/null`) would swallow the output. Standard
 /// output is `-`.
-pub fn refuse_special(flag: &str, path: &str) -> Result<(), String> {
+pub fn refuse_special(flag: &str, path: &str) -> Result<(), PathError> {
     let Ok(meta) = std::fs::metadata(path) else {
         return Ok(());
     };
@@ -162,9 +239,12 @@ pub fn refuse_special(flag: &str, path: &str) -> Result<(), String> {
         .filter(|t| t.as_os_str() != path)
         .map(|t| format!(" (it leads to '{}')", t.display()))
         .unwrap_or_default();
-    Err(format!(
-        "{flag} '{path}' is a {kind}{target}, not a regular file: framepipe writes files; to write a stream to a pipe use --output - (standard output)"
-    ))
+    Err(PathError::Special {
+        flag: flag.into(),
+        path: path.into(),
+        kind,
+        target,
+    })
 }
 
 /// Whether two names given for outputs reach the same file: the same name, or the same
@@ -187,7 +267,7 @@ pub fn same_file(a: &str, b: &str) -> bool {
 
 /// Fails when `path`'s file name is longer than its file system allows (with the limit,
 /// instead of the system's "File name too long" later).
-pub fn check_name(flag: &str, path: &str) -> Result<(), String> {
+pub fn check_name(flag: &str, path: &str) -> Result<(), PathError> {
     use std::os::unix::ffi::OsStrExt;
     let Some(name) = Path::new(path).file_name() else {
         return Ok(());
@@ -199,9 +279,11 @@ pub fn check_name(flag: &str, path: &str) -> Result<(), String> {
         .filter(|&m| m > 0)
         .map_or(255, |m| m as usize);
     if len > max {
-        return Err(format!(
-            "{flag}: the file name is {len} bytes long, and its file system allows at most {max}: choose a shorter name"
-        ));
+        return Err(PathError::NameTooLong {
+            flag: flag.into(),
+            len,
+            max,
+        });
     }
     Ok(())
 }
@@ -271,7 +353,9 @@ mod tests {
         std::fs::hard_link(&input, d.join("hard.avi")).unwrap();
         for out in ["clip.avi", "sym.avi", "hard.avi"] {
             let p = d.join(out);
-            let e = refuse_input_file("--output", p.to_str().unwrap(), &input_file).unwrap_err();
+            let e = refuse_input_file("--output", p.to_str().unwrap(), &input_file)
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("would destroy the input"), "{e}");
         }
         assert!(
@@ -284,7 +368,9 @@ mod tests {
                 .unwrap()
                 .unwrap()
         };
-        let e = refuse_input_in_sequence("--output", &seq("%05d.png"), &input_file).unwrap_err();
+        let e = refuse_input_in_sequence("--output", &seq("%05d.png"), &input_file)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("00003.png"), "{e}");
         assert!(refuse_input_in_sequence("--output", &seq("%04d.png"), &input_file).is_ok());
         assert!(refuse_input_in_sequence("--output", &seq("x%05d.png"), &input_file).is_ok());
@@ -300,7 +386,9 @@ mod tests {
         std::fs::write(&p, b"keep").unwrap();
         check_writable("--output", p.to_str().unwrap()).unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"keep");
-        let e = check_writable("--output", d.join("no/such.mkv").to_str().unwrap()).unwrap_err();
+        let e = check_writable("--output", d.join("no/such.mkv").to_str().unwrap())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("No such file"), "{e}");
         assert!(free_space(d).is_some_and(|b| b > 0));
         assert_eq!(folder_of("x.mkv"), Path::new("."));

@@ -34,7 +34,19 @@ pub enum Why {
 
 /// Compiles and checks a chain before it is swapped in (the app passes
 /// `backend::check::before_run`); the error is what to show the user.
-pub type Prepare = Box<dyn Fn(&Chain) -> Result<(), String> + Send + Sync>;
+pub type Prepare = Box<dyn Fn(&Chain) -> anyhow::Result<()> + Send + Sync>;
+
+/// Why a reload did not swap the chain: a kernel file that can't be read or bound, or a
+/// chain its check refused.
+#[derive(Debug, thiserror::Error)]
+enum ReloadError {
+    /// A kernel's file.
+    #[error(transparent)]
+    Kernel(#[from] crate::filter::user::KernelError),
+    /// The check (`Prepare`).
+    #[error("{0:#}")]
+    Prepare(anyhow::Error),
+}
 
 /// Watches the chain's kernel files and prepares reloads.
 pub struct Reloader {
@@ -120,7 +132,12 @@ impl Reloader {
             };
             let outcome = current
                 .reloaded()
-                .and_then(|chain| (self.prepare)(&chain).map(|()| chain));
+                .map_err(ReloadError::from)
+                .and_then(|chain| {
+                    (self.prepare)(&chain)
+                        .map(|()| chain)
+                        .map_err(ReloadError::Prepare)
+                });
             let mut swap = None;
             let mut entry = Reload {
                 at_s: started.elapsed().as_secs_f64(),
@@ -147,6 +164,7 @@ impl Reloader {
                     }
                 }
                 Err(e) => {
+                    let e = e.to_string();
                     crate::warn!("{cause}: reload failed; the last good kernel keeps running\n{e}");
                     if let Ok(mut n) = self.note.lock() {
                         *n = std::iter::once("reload failed; the last good kernel runs:".into())

@@ -230,7 +230,7 @@ fn cuda_a_reload_swaps_kernels_at_a_frame_boundary() {
     plan.frames = Some(300);
     let reloader = Arc::new(Reloader::new(
         chain,
-        Box::new(move |c: &Chain| check::before_run(c, size, &[4, 1], 0)),
+        Box::new(move |c: &Chain| Ok(check::before_run(c, size, &[4, 1], 0)?)),
         true,
     ));
     let opts = plan.options(Some(reloader.clone()));

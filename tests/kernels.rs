@@ -135,7 +135,7 @@ fn saving_a_kernel_file_reloads_it_and_a_failure_keeps_the_last_one() {
         Box::new(|c: &Chain| {
             let k = c.user_kernels().next().unwrap();
             match k.source.contains("syntax error") {
-                true => Err(format!("{}(3): error: expected a \";\"", k.file())),
+                true => Err(anyhow::anyhow!("{}(3): error: expected a \";\"", k.file())),
                 false => Ok(()),
             }
         }),

@@ -121,18 +121,18 @@ fn check_files(
             .map(|(_, p)| p.as_str())
             .filter(|p| !playlists.contains(p))
             .collect();
-        sink::hls::refuse_crossing(playlists, &others).map_err(anyhow::Error::msg)?;
+        sink::hls::refuse_crossing(playlists, &others)?;
     }
     #[cfg(not(feature = "ffmpeg"))]
     let _ = playlists;
     for (flag, path) in files {
-        paths::check_name(flag, path).map_err(anyhow::Error::msg)?;
+        paths::check_name(flag, path)?;
         if let Some(input) = input_file {
-            paths::refuse_input_file(flag, path, input).map_err(anyhow::Error::msg)?;
+            paths::refuse_input_file(flag, path, input)?;
         }
-        paths::refuse_special(flag, path).map_err(anyhow::Error::msg)?;
+        paths::refuse_special(flag, path)?;
         if *flag != "--output" {
-            paths::check_writable(flag, path).map_err(anyhow::Error::msg)?;
+            paths::check_writable(flag, path)?;
         }
     }
     Ok(())
@@ -151,7 +151,7 @@ fn refuse_crossed_files(inputs: &[InputPlan], recording: Option<&Outputs>) -> Re
         .collect();
     for (k, out) in outputs.iter().enumerate() {
         for input in &files {
-            paths::refuse_input_file("--output", out, input).map_err(anyhow::Error::msg)?;
+            paths::refuse_input_file("--output", out, input)?;
         }
         if outputs[..k].iter().any(|o| paths::same_file(o, out)) {
             bail!("--output: two inputs would write '{out}'");
@@ -164,9 +164,9 @@ fn refuse_crossed_files(inputs: &[InputPlan], recording: Option<&Outputs>) -> Re
             .iter()
             .partition(|o| Container::of_path(o) == Some(Container::Hls));
         for p in &playlists {
-            hls::refuse_inputs(p, &files).map_err(anyhow::Error::msg)?;
+            hls::refuse_inputs(p, &files)?;
         }
-        hls::refuse_crossing(&playlists, &others).map_err(anyhow::Error::msg)?;
+        hls::refuse_crossing(&playlists, &others)?;
     }
     Ok(())
 }

@@ -169,7 +169,7 @@ fn open_recording(
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     let mut claim = Some(claim);
     for spec in recording.file.iter().chain(&recording.streams) {
-        sink::check_rate(spec, fps).map_err(anyhow::Error::msg)?;
+        sink::check_rate(spec, fps)?;
         let claimed = match spec.is_stream() {
             true => Claimed::Nothing,
             false => claim.take().expect("one claim for the one file"),
@@ -252,7 +252,7 @@ pub(super) fn window_possible_unless_stopped(display: &Display, stop: &Stop) -> 
 
 #[cfg(feature = "opencv")]
 fn check_window_possible() -> Result<()> {
-    sink::window::check_display().map_err(anyhow::Error::msg)
+    Ok(sink::window::check_display()?)
 }
 
 #[cfg(not(feature = "opencv"))]

@@ -82,7 +82,7 @@ fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> 
     // CUDA starts (context, kernels) while the inputs open.
     let warming = (plan.engine().kind != BackendKind::Cpu)
         .then(|| backend::device::warm_up(backend::device::DEFAULT_DEVICE));
-    crate::budget::make_room_for_fds(plan.inputs().len()).map_err(anyhow::Error::msg)?;
+    crate::budget::make_room_for_fds(plan.inputs().len())?;
     let recordings = recordings::Recordings::start(plan)?;
     let Some(mut inputs) = opening::open(stop, plan, &recordings)? else {
         ending.leave_a_thread_behind();
@@ -188,8 +188,10 @@ fn user_kernels(plan: &RunPlan, cfg: &BackendConfig) -> Result<Option<Arc<Reload
     }
     let (size, device) = (cfg.size, cfg.cuda.device);
     let runs = [cfg.plan.len(), cfg.busy_plan.len()];
-    let check = move |chain: &crate::filter::Chain| check::before_run(chain, size, &runs, device);
-    check(&engine.chain).map_err(anyhow::Error::msg)?;
+    let check = move |chain: &crate::filter::Chain| {
+        check::before_run(chain, size, &runs, device).map_err(anyhow::Error::from)
+    };
+    check(&engine.chain)?;
     info!(
         "{}: compiled, and band-invariant on a {size} frame with {} and {} bands",
         files.join(", "),

@@ -115,8 +115,7 @@ pub(super) fn open(stop: &Stop, plan: &RunPlan, recordings: &Recordings) -> Resu
         .iter()
         .map(|r| (r.plan.ring, r.plan.backend.size))
         .collect();
-    crate::budget::check_rings(&rings, crate::budget::host_available())
-        .map_err(anyhow::Error::msg)?;
+    crate::budget::check_rings(&rings, crate::budget::host_available())?;
     if inputs.running.is_empty() {
         anyhow::bail!(
             "none of the {} inputs could be opened ({})",

@@ -161,7 +161,7 @@ pub fn band_invariance(
             let Some((x, y, channel)) = first_difference(size, &one, &many) else {
                 continue;
             };
-            let plan = BandPlan::new(size.height, n, chain.radius()).map_err(anyhow::Error::msg)?;
+            let plan = BandPlan::new(size.height, n, chain.radius())?;
             let at = (y * size.width + x) * 3 + channel;
             let suggested_radius = (chain.radius() + 1..=LARGEST_SUGGESTION).find(|&r| {
                 with_radius(chain, r).is_some_and(|c| {
@@ -237,18 +237,26 @@ pub fn before_run(
     size: FrameSize,
     bands: &[usize],
     device: usize,
-) -> Result<(), String> {
+) -> Result<(), CheckError> {
     if chain.user_kernels().next().is_none() {
         return Ok(());
     }
     match band_invariance(chain, &[size], bands, device) {
         Ok(None) => Ok(()),
-        Ok(Some(m)) => Err(format!(
-            "{} (framepipe check-kernel FILE tells more)",
-            explain(chain, &m)
-        )),
-        Err(e) => Err(format!("{e:#}")),
+        Ok(Some(m)) => Err(CheckError::NotBandInvariant(explain(chain, &m))),
+        Err(e) => Err(CheckError::Failed(e)),
     }
+}
+
+/// Why a chain is not run: its frames differ with the band count, or it could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// 1 band and the run's band counts gave different frames (explained).
+    #[error("{0} (framepipe check-kernel FILE tells more)")]
+    NotBandInvariant(String),
+    /// Compiling or running it failed.
+    #[error("{0:#}")]
+    Failed(anyhow::Error),
 }
 
 /// `framepipe check-kernel`: checks `chain` (the kernel alone) at `sizes` (empty: the

@@ -20,20 +20,40 @@ use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 use super::CudaSettings;
 use crate::ring::HostBuffer;
 
+/// Why CUDA can't be used here.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum NoCuda {
+    /// No driver library.
+    #[error("the NVIDIA driver library libcuda was not found")]
+    NoDriver,
+    /// No runtime compiler library.
+    #[error("the CUDA runtime compiler library libnvrtc was not found")]
+    NoNvrtc,
+    /// The driver sees no device.
+    #[error("no CUDA device was found")]
+    NoDevice,
+    /// The driver did not start (its error).
+    #[error("the CUDA driver did not start: {0}")]
+    DriverFailed(String),
+    /// The plan did not need to know, so the machine was not asked (`plan::Machine`).
+    #[error("not asked")]
+    NotAsked,
+}
+
 /// Whether CUDA can be used here; the reason when not. Never panics.
-pub fn probe() -> Result<(), String> {
+pub fn probe() -> Result<(), NoCuda> {
     // SAFETY: only tries to load the shared library.
     if !unsafe { sys::is_culib_present() } {
-        return Err("the NVIDIA driver library libcuda was not found".into());
+        return Err(NoCuda::NoDriver);
     }
     // SAFETY: as above.
     if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err("the CUDA runtime compiler library libnvrtc was not found".into());
+        return Err(NoCuda::NoNvrtc);
     }
     match CudaContext::device_count() {
-        Ok(0) => Err("no CUDA device was found".into()),
+        Ok(0) => Err(NoCuda::NoDevice),
         Ok(_) => Ok(()),
-        Err(e) => Err(format!("the CUDA driver did not start: {e}")),
+        Err(e) => Err(NoCuda::DriverFailed(e.to_string())),
     }
 }
 

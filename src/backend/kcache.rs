@@ -29,7 +29,33 @@ pub enum Outcome {
     /// There was none (or one for another key): compiled and stored.
     Compiled,
     /// The entry was damaged (why): compiled again and replaced.
-    Replaced(String),
+    Replaced(Damage),
+}
+
+/// How a cache entry on disk is damaged.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Damage {
+    /// It ends before its lengths say.
+    #[error("cut short at byte {0}")]
+    CutShort(usize),
+    /// It does not start with the magic.
+    #[error("not a framepipe kernel cache entry")]
+    NotAnEntry,
+    /// A length over what memory can hold.
+    #[error("a length past memory")]
+    PastMemory,
+    /// Its checksum is not its payload's.
+    #[error("its checksum does not match")]
+    Checksum,
+    /// Bytes after its end.
+    #[error("bytes after its end")]
+    Trailing,
+    /// PTX that is not UTF-8.
+    #[error("PTX that is not text")]
+    NotText,
+    /// A kind byte that is neither cubin nor PTX.
+    #[error("an unknown kind")]
+    UnknownKind,
 }
 
 const MAGIC: &[u8; 6] = b"FPKC1\n";
@@ -81,11 +107,11 @@ impl DiskCache {
 
     /// The entry for `key` from disk, or `compile`d (and stored) where there is no whole
     /// entry for exactly this key.
-    pub fn get_or_compile(
+    pub fn get_or_compile<E>(
         &self,
         key: &str,
-        compile: impl FnOnce() -> Result<Entry, String>,
-    ) -> Result<(Entry, Outcome), String> {
+        compile: impl FnOnce() -> Result<Entry, E>,
+    ) -> Result<(Entry, Outcome), E> {
         let path = self.path_of(key);
         let outcome = match std::fs::read(&path) {
             Ok(bytes) => match decode(&bytes, key) {
@@ -140,42 +166,42 @@ fn encode(key: &str, entry: &Entry) -> Vec<u8> {
 
 /// The entry in `bytes` when it is whole and for `key`: Ok(None) for another key's entry,
 /// Err(why) for a damaged one.
-fn decode(bytes: &[u8], key: &str) -> Result<Option<Entry>, String> {
+fn decode(bytes: &[u8], key: &str) -> Result<Option<Entry>, Damage> {
     let mut at = 0usize;
-    let mut take = |n: usize| -> Result<&[u8], String> {
+    let mut take = |n: usize| -> Result<&[u8], Damage> {
         let end = at
             .checked_add(n)
             .filter(|&e| e <= bytes.len())
-            .ok_or_else(|| format!("cut short at byte {}", bytes.len()))?;
+            .ok_or(Damage::CutShort(bytes.len()))?;
         let s = &bytes[at..end];
         at = end;
         Ok(s)
     };
     let u64_of = |s: &[u8]| u64::from_le_bytes(s.try_into().expect("8 bytes"));
     if take(MAGIC.len())? != MAGIC {
-        return Err("not a framepipe kernel cache entry".into());
+        return Err(Damage::NotAnEntry);
     }
     let key_len = u64_of(take(8)?);
-    let stored_key = take(usize::try_from(key_len).map_err(|_| "a key length past memory")?)?;
+    let stored_key = take(usize::try_from(key_len).map_err(|_| Damage::PastMemory)?)?;
     if stored_key != key.as_bytes() {
         return Ok(None);
     }
     let kind = take(1)?[0];
     let len = u64_of(take(8)?);
-    let payload = take(usize::try_from(len).map_err(|_| "a length past memory")?)?.to_vec();
+    let payload = take(usize::try_from(len).map_err(|_| Damage::PastMemory)?)?.to_vec();
     let sum = u64_of(take(8)?);
     if sum != fnv(&payload, BASIS) {
-        return Err("its checksum does not match".into());
+        return Err(Damage::Checksum);
     }
     if at != bytes.len() {
-        return Err("bytes after its end".into());
+        return Err(Damage::Trailing);
     }
     match kind {
         b'B' => Ok(Some(Entry::Cubin(payload))),
         b'P' => String::from_utf8(payload)
             .map(|s| Some(Entry::Ptx(s)))
-            .map_err(|_| "PTX that is not text".into()),
-        _ => Err("an unknown kind".into()),
+            .map_err(|_| Damage::NotText),
+        _ => Err(Damage::UnknownKind),
     }
 }
 
@@ -199,7 +225,7 @@ mod tests {
         let compiles = Cell::new(0);
         let compile = |what: &str| {
             compiles.set(compiles.get() + 1);
-            Ok(Entry::Cubin(what.as_bytes().to_vec()))
+            Ok::<_, String>(Entry::Cubin(what.as_bytes().to_vec()))
         };
         let key = "source A\noptions --gpu-architecture=sm_90";
         let (e, o) = cache.get_or_compile(key, || compile("A")).unwrap();
@@ -225,10 +251,12 @@ mod tests {
         assert_eq!(o, Outcome::Hit);
         // PTX entries too.
         let (e, _) = cache
-            .get_or_compile("ptx", || Ok(Entry::Ptx(".version 8.0".into())))
+            .get_or_compile("ptx", || Ok::<_, String>(Entry::Ptx(".version 8.0".into())))
             .unwrap();
         assert_eq!(
-            cache.get_or_compile("ptx", || Err("no".into())).unwrap(),
+            cache
+                .get_or_compile("ptx", || Err::<Entry, String>("no".into()))
+                .unwrap(),
             (e, Outcome::Hit)
         );
     }
@@ -240,7 +268,9 @@ mod tests {
         let cache = DiskCache::at(dir.clone());
         let key = "the key";
         let good = Entry::Cubin(vec![7; 1000]);
-        cache.get_or_compile(key, || Ok(good.clone())).unwrap();
+        cache
+            .get_or_compile(key, || Ok::<_, String>(good.clone()))
+            .unwrap();
         let path = cache.path_of(key);
         let whole = std::fs::read(&path).unwrap();
         let damages: Vec<(&str, Vec<u8>)> = vec![
@@ -263,13 +293,13 @@ mod tests {
         for (what, bytes) in damages {
             std::fs::write(&path, &bytes).unwrap();
             let (e, o) = cache
-                .get_or_compile(key, || Ok(good.clone()))
+                .get_or_compile(key, || Ok::<_, String>(good.clone()))
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(e, good, "{what}");
             assert!(matches!(o, Outcome::Replaced(_)), "{what}: {o:?}");
             // Rewritten whole: the next lookup is a hit.
             let (_, o) = cache
-                .get_or_compile(key, || Err("compiled".into()))
+                .get_or_compile(key, || Err::<Entry, String>("compiled".into()))
                 .unwrap();
             assert_eq!(o, Outcome::Hit, "{what}");
         }
@@ -279,9 +309,11 @@ mod tests {
     fn an_unwritable_cache_still_compiles() {
         let cache = DiskCache::at(PathBuf::from("/proc/framepipe-no-such-cache"));
         let (e, o) = cache
-            .get_or_compile("k", || Ok(Entry::Ptx("p".into())))
+            .get_or_compile("k", || Ok::<_, String>(Entry::Ptx("p".into())))
             .unwrap();
         assert_eq!((e, o), (Entry::Ptx("p".into()), Outcome::Compiled));
-        assert!(cache.get_or_compile("k", || Err("fails".into())).is_err());
+        assert!(cache
+            .get_or_compile("k", || Err::<Entry, String>("fails".into()))
+            .is_err());
     }
 }

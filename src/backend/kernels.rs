@@ -195,9 +195,21 @@ fn user_program(kernel: &UserKernel, arch: &str) -> Program {
 
 /// Compiles a user kernel for `arch` (cached: compiling ahead makes the later load cheap).
 /// The error is the compiler's log, with the file's line numbers.
-pub fn compile_user(kernel: &UserKernel, arch: &str) -> Result<Ptx, String> {
-    nvrtc::compile(&user_program(kernel, arch))
-        .map_err(|log| format!("NVRTC could not compile {}:\n{log}", kernel.file()))
+pub fn compile_user(kernel: &UserKernel, arch: &str) -> Result<Ptx, UserCompileError> {
+    nvrtc::compile(&user_program(kernel, arch)).map_err(|why| UserCompileError {
+        file: kernel.file().to_string(),
+        why,
+    })
+}
+
+/// A user kernel NVRTC did not compile: the file and the compiler's log.
+#[derive(Debug, thiserror::Error)]
+#[error("NVRTC could not compile {file}:\n{why}")]
+pub struct UserCompileError {
+    /// The kernel's file.
+    file: String,
+    /// The log, or why NVRTC could not run.
+    why: nvrtc::CompileError,
 }
 
 /// `fp_band` of `kernels/framepipe.cuh`: a band buffer and its place in the frame.
@@ -333,7 +345,7 @@ impl ChainKernels {
                     stream.clone_htod(&gauss_weights(*k, *sigma))?,
                 )),
                 Filter::Kernel(user) => {
-                    let ptx = compile_user(user, &arch).map_err(anyhow::Error::msg)?;
+                    let ptx = compile_user(user, &arch)?;
                     let module = ctx
                         .load_module(ptx)
                         .with_context(|| format!("loading {}", user.file()))?;

@@ -534,8 +534,7 @@ impl LaneSet {
             lane_bytes.saturating_mul(cfg.in_flight.max(1) as u64),
             free as u64,
             &dev.name,
-        )
-        .map_err(anyhow::Error::msg)?;
+        )?;
         let lanes = (0..cfg.in_flight.max(1))
             .map(|_| {
                 (0..sizes.bands)

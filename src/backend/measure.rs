@@ -281,7 +281,7 @@ pub struct ZeroCopy {
 /// Measures `ZeroCopy` with `size` frames: `reps` back-to-back copies, best of 3.
 pub fn zero_copy(size: FrameSize, reps: usize) -> Result<ZeroCopy> {
     let mut rig = Rig::new(size, false)?;
-    let copy: Chain = "copy".parse().map_err(anyhow::Error::msg)?;
+    let copy: Chain = "copy".parse()?;
     let kernels = ChainKernels::new(&rig.ctx, &rig.s1, &copy)?;
     let (input, output) = (
         mapped(rig.host_in.as_ptr())?,

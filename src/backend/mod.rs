@@ -28,7 +28,7 @@ mod nvrtc;
 
 use anyhow::{bail, Result};
 
-use crate::band::BandPlan;
+use crate::band::{BandError, BandPlan};
 use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::pixel::Formats;
@@ -169,7 +169,7 @@ impl BackendConfig {
         chain: Chain,
         bands: usize,
         in_flight: usize,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, BandError> {
         let plan = BandPlan::new(size.height, bands, chain.radius())?;
         let busy_plan = BandPlan::new(size.height, 1, chain.radius())?;
         Ok(Self {
@@ -189,14 +189,14 @@ impl BackendConfig {
     }
 
     /// Cuts frames submitted behind others into `bands` bands instead of one.
-    pub fn with_busy_bands(mut self, bands: usize) -> Result<Self, String> {
+    pub fn with_busy_bands(mut self, bands: usize) -> Result<Self, BandError> {
         self.busy_plan = self.cut(bands, &self.chain)?;
         Ok(self)
     }
 
     /// Frames come in and go out in `formats`; bands are cut again to keep 4:2:0 row pairs
     /// whole. The error says what the formats can't carry.
-    pub fn with_formats(mut self, formats: Formats) -> Result<Self, String> {
+    pub fn with_formats(mut self, formats: Formats) -> Result<Self, ConfigError> {
         formats.check(self.size)?;
         self.formats = formats;
         self.plan = self.cut(self.plan.len(), &self.chain)?;
@@ -207,7 +207,7 @@ impl BackendConfig {
     /// This configuration for frames of another size and formats: the same chain, band
     /// counts (cut down to what the frame holds), frames in flight and settings. The error
     /// says what the formats can't carry.
-    pub fn reshaped(&self, size: FrameSize, formats: Formats) -> Result<Self, String> {
+    pub fn reshaped(&self, size: FrameSize, formats: Formats) -> Result<Self, ConfigError> {
         let mut cfg = self.clone();
         formats.check(size)?;
         cfg.size = size;
@@ -219,11 +219,22 @@ impl BackendConfig {
 
     /// `bands` bands of this config's frames for `chain`, row pairs kept whole where a
     /// format is 4:2:0. Counts above what the frame holds are cut down to it.
-    pub fn cut(&self, bands: usize, chain: &Chain) -> Result<BandPlan, String> {
+    pub fn cut(&self, bands: usize, chain: &Chain) -> Result<BandPlan, BandError> {
         let align = self.formats.row_align();
         let most = self.size.height.div_ceil(align);
         BandPlan::aligned(self.size.height, bands.min(most), chain.radius(), align)
     }
+}
+
+/// Formats a configuration can't carry, or a band count its frames can't be cut into.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The formats, for the frame's size.
+    #[error(transparent)]
+    Formats(#[from] crate::pixel::FormatError),
+    /// The band counts, for the frame's height.
+    #[error(transparent)]
+    Bands(#[from] BandError),
 }
 
 /// Stage timing is sampled on one frame in this many, to keep event traffic low.

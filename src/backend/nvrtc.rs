@@ -29,9 +29,34 @@ pub struct Program {
     pub options: Vec<String>,
 }
 
+/// Why a program did not compile: the compiler's log, or why NVRTC could not run.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum CompileError {
+    /// A text handed to NVRTC holds a NUL byte.
+    #[error("{0} holds a NUL byte")]
+    Nul(String),
+    /// NVRTC could not make a program (its error).
+    #[error("NVRTC could not create a program: {0}")]
+    Create(String),
+    /// Compiled for a real architecture, but no cubin came out.
+    #[error("NVRTC compiled {0} but gave no cubin")]
+    NoCubin(String),
+    /// Compiled, but no PTX came out.
+    #[error("NVRTC compiled {name} but gave no PTX: {why}")]
+    NoPtx {
+        /// The program.
+        name: String,
+        /// NVRTC's error.
+        why: String,
+    },
+    /// The compiler refused the source: its log.
+    #[error("{0}")]
+    Log(String),
+}
+
 /// Compiles `program` (or takes it from the cache). The error is the compiler's log, or
 /// why NVRTC could not run.
-pub fn compile(program: &Program) -> Result<Ptx, String> {
+pub fn compile(program: &Program) -> Result<Ptx, CompileError> {
     static CACHE: Mutex<Option<HashMap<Program, Ptx>>> = Mutex::new(None);
     if let Some(ptx) = CACHE
         .lock()
@@ -62,8 +87,8 @@ pub fn compile(program: &Program) -> Result<Ptx, String> {
     Ok(ptx)
 }
 
-fn c_string(what: &str, text: &str) -> Result<CString, String> {
-    CString::new(text).map_err(|_| format!("{what} holds a NUL byte"))
+fn c_string(what: &str, text: &str) -> Result<CString, CompileError> {
+    CString::new(text).map_err(|_| CompileError::Nul(what.into()))
 }
 
 fn log_text(raw: &[c_char]) -> String {
@@ -149,7 +174,7 @@ fn disk_key(program: &Program) -> String {
     )
 }
 
-fn compile_uncached(program: &Program) -> Result<Entry, String> {
+fn compile_uncached(program: &Program) -> Result<Entry, CompileError> {
     let real = program
         .options
         .iter()
@@ -174,7 +199,7 @@ fn compile_uncached(program: &Program) -> Result<Entry, String> {
         )
     }
     .result()
-    .map_err(|e| format!("NVRTC could not create a program: {e:?}"))?;
+    .map_err(|e| CompileError::Create(format!("{e:?}")))?;
     // SAFETY: nvrtcCreateProgram succeeded, so `prog` is initialised.
     let prog = unsafe { prog.assume_init() };
     // SAFETY: `prog` is a live program until `destroy_program` at the end of this block.
@@ -183,13 +208,18 @@ fn compile_uncached(program: &Program) -> Result<Entry, String> {
         let out = match compiled {
             Ok(()) if real => cubin(prog)
                 .map(Entry::Cubin)
-                .ok_or_else(|| format!("NVRTC compiled {} but gave no cubin", program.name)),
+                .ok_or_else(|| CompileError::NoCubin(program.name.clone())),
             Ok(()) => result::get_ptx(prog)
                 .map(|ptx| Entry::Ptx(log_text(&ptx)))
-                .map_err(|e| format!("NVRTC compiled {} but gave no PTX: {e:?}", program.name)),
-            Err(_) => Err(result::get_program_log(prog)
-                .map(|log| log_text(&log))
-                .unwrap_or_else(|e| format!("(NVRTC gave no log: {e:?})"))),
+                .map_err(|e| CompileError::NoPtx {
+                    name: program.name.clone(),
+                    why: format!("{e:?}"),
+                }),
+            Err(_) => Err(CompileError::Log(
+                result::get_program_log(prog)
+                    .map(|log| log_text(&log))
+                    .unwrap_or_else(|e| format!("(NVRTC gave no log: {e:?})")),
+            )),
         };
         let _ = result::destroy_program(prog);
         out

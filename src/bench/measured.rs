@@ -153,8 +153,7 @@ pub(crate) fn run_setup(
         formats,
         chain.clone(),
         setup.counts(),
-    )
-    .map_err(anyhow::Error::msg)?
+    )?
     .traced(trace_frames);
     let cfg = &mut plan.backend;
     cfg.pageable = setup.pageable;

@@ -43,7 +43,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         bail!("--bands and --in-flight values must be at least 1");
     }
     if let Some(p) = &args.timeline {
-        crate::paths::check_file_arg("--timeline", p, "svg").map_err(anyhow::Error::msg)?;
+        crate::paths::check_file_arg("--timeline", p, "svg")?;
     }
     let device = backend::device::device_name(backend::device::DEFAULT_DEVICE)?;
     crate::out!("framepipe bench on {device}");

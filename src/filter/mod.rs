@@ -70,6 +70,81 @@ pub const PRESETS: [&str; 9] = [
     "median3",
 ];
 
+/// Why a filter chain can't be parsed (each names the filter and what it takes).
+#[derive(Debug, thiserror::Error)]
+pub enum FilterError {
+    /// The wrong number of arguments.
+    #[error("filter '{name}' takes {want} argument(s), got {got} in '{whole}': expected {shape}")]
+    Arguments {
+        /// The filter.
+        name: String,
+        /// The counts it takes ("1 or 2").
+        want: String,
+        /// The count given.
+        got: usize,
+        /// The whole chain.
+        whole: String,
+        /// Its form.
+        shape: String,
+    },
+    /// An argument that is not a number.
+    #[error("filter '{name}': '{arg}' is not a number")]
+    NotANumber {
+        /// The filter.
+        name: String,
+        /// As given.
+        arg: String,
+    },
+    /// `gauss`'s sigma out of range.
+    #[error("filter 'gauss': sigma {0} must be above 0 and at most 10")]
+    Sigma(f32),
+    /// `sharpen`'s amount out of range.
+    #[error("filter 'sharpen': amount {0} must be between 0 and 20")]
+    Amount(f32),
+    /// A kernel side that is not odd, or out of range.
+    #[error("filter '{name}': kernel size {k} must be an odd whole number from 1 to {MAX_KERNEL}")]
+    KernelSide {
+        /// The filter.
+        name: String,
+        /// As given.
+        k: f32,
+    },
+    /// `kernel` without a file.
+    #[error("filter 'kernel' needs a file: kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…]")]
+    KernelWithoutFile,
+    /// A name that is no filter.
+    #[error("unknown filter '{0}' (known: {FILTER_HELP})")]
+    Unknown(String),
+    /// An empty filter between commas.
+    #[error("empty filter in '{0}' (known: {FILTER_HELP})")]
+    Empty(String),
+    /// A `name=value` setting that follows no `kernel:`.
+    #[error("'{token}' in '{whole}' is a kernel setting, but it does not follow a kernel:FILE")]
+    StraySetting {
+        /// The setting.
+        token: String,
+        /// The whole chain.
+        whole: String,
+    },
+    /// `name:` with nothing after the colon.
+    #[error("filter '{0}': missing argument after ':'")]
+    MissingArgument(String),
+    /// A token that is neither a filter nor an argument.
+    #[error("'{token}' in '{whole}' is not a filter (known: {FILTER_HELP})")]
+    NotAFilter {
+        /// The token.
+        token: String,
+        /// The whole chain.
+        whole: String,
+    },
+    /// Nothing given.
+    #[error("no filter given (known: {FILTER_HELP})")]
+    Nothing,
+    /// A user kernel's spec or file.
+    #[error(transparent)]
+    Kernel(#[from] user::KernelError),
+}
+
 /// The largest kernel side accepted by `blur` and `gauss`.
 pub const MAX_KERNEL: u32 = 31;
 
@@ -103,8 +178,8 @@ impl Filter {
         }
     }
 
-    fn parse_one(name: &str, args: &[String], whole: &str) -> Result<Filter, String> {
-        let nums = |want: &[usize]| -> Result<Vec<f32>, String> {
+    fn parse_one(name: &str, args: &[String], whole: &str) -> Result<Filter, FilterError> {
+        let nums = |want: &[usize]| -> Result<Vec<f32>, FilterError> {
             if !want.contains(&args.len()) {
                 let shape = match name {
                     "gain" => "gain:ALPHA,BETA (or gain:ALPHA)",
@@ -113,21 +188,27 @@ impl Filter {
                     "sharpen" => "sharpen:AMOUNT",
                     other => other,
                 };
-                return Err(format!(
-                    "filter '{name}' takes {} argument(s), got {} in '{whole}': expected {shape}",
-                    want.iter()
+                return Err(FilterError::Arguments {
+                    name: name.into(),
+                    want: want
+                        .iter()
                         .map(|n| n.to_string())
                         .collect::<Vec<_>>()
                         .join(" or "),
-                    args.len()
-                ));
+                    got: args.len(),
+                    whole: whole.into(),
+                    shape: shape.into(),
+                });
             }
             args.iter()
                 .map(|a| {
                     a.parse::<f32>()
                         .ok()
                         .filter(|v| v.is_finite())
-                        .ok_or_else(|| format!("filter '{name}': '{a}' is not a number"))
+                        .ok_or_else(|| FilterError::NotANumber {
+                            name: name.into(),
+                            arg: a.clone(),
+                        })
                 })
                 .collect()
         };
@@ -152,9 +233,7 @@ impl Filter {
                 let v = nums(&[1, 2])?;
                 let sigma = *v.last().expect("one or two numbers");
                 if !(sigma > 0.0 && sigma <= 10.0) {
-                    return Err(format!(
-                        "filter 'gauss': sigma {sigma} must be above 0 and at most 10"
-                    ));
+                    return Err(FilterError::Sigma(sigma));
                 }
                 let k = match v.len() {
                     2 => kernel_side(name, v[0])?,
@@ -166,30 +245,29 @@ impl Filter {
             "sharpen" => {
                 let amount = nums(&[1])?[0];
                 if !(0.0..=20.0).contains(&amount) {
-                    return Err(format!(
-                        "filter 'sharpen': amount {amount} must be between 0 and 20"
-                    ));
+                    return Err(FilterError::Amount(amount));
                 }
                 Ok(Filter::Sharpen { amount })
             }
             "median3" => nums(&[0]).map(|_| Filter::Median3),
             "kernel" => {
-                let (file, settings) = args.split_first().ok_or(
-                    "filter 'kernel' needs a file: kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…]",
-                )?;
-                user::UserKernel::parse(file, settings).map(|k| Filter::Kernel(Arc::new(k)))
+                let (file, settings) = args.split_first().ok_or(FilterError::KernelWithoutFile)?;
+                Ok(Filter::Kernel(Arc::new(user::UserKernel::parse(
+                    file, settings,
+                )?)))
             }
-            _ => Err(format!("unknown filter '{name}' (known: {FILTER_HELP})")),
+            _ => Err(FilterError::Unknown(name.into())),
         }
     }
 }
 
 /// A kernel side given as a number: odd, 1 to `MAX_KERNEL`.
-fn kernel_side(name: &str, k: f32) -> Result<u32, String> {
+fn kernel_side(name: &str, k: f32) -> Result<u32, FilterError> {
     if k.fract() != 0.0 || k < 1.0 || k > MAX_KERNEL as f32 || (k as u32).is_multiple_of(2) {
-        return Err(format!(
-            "filter '{name}': kernel size {k} must be an odd whole number from 1 to {MAX_KERNEL}"
-        ));
+        return Err(FilterError::KernelSide {
+            name: name.into(),
+            k,
+        });
     }
     Ok(k as u32)
 }
@@ -236,7 +314,7 @@ impl Chain {
     }
 
     /// The chain with every user kernel read again from its file (a reload).
-    pub fn reloaded(&self) -> Result<Chain, String> {
+    pub fn reloaded(&self) -> Result<Chain, user::KernelError> {
         self.0
             .iter()
             .map(|f| match f {
@@ -272,16 +350,16 @@ impl fmt::Display for Chain {
 }
 
 impl FromStr for Chain {
-    type Err = String;
+    type Err = FilterError;
 
     /// Parses `gray,gain:1.5,10,invert`: a comma starts a new filter unless the token is a
     /// further number of the filter before it, or a `name=value` setting of the `kernel:`
     /// before it.
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, FilterError> {
         let mut groups: Vec<(String, Vec<String>)> = Vec::new();
         for token in s.split(',').map(str::trim) {
             if token.is_empty() {
-                return Err(format!("empty filter in '{s}' (known: {FILTER_HELP})"));
+                return Err(FilterError::Empty(s.into()));
             }
             let starts_filter = token
                 .chars()
@@ -294,9 +372,10 @@ impl FromStr for Chain {
                 let (_, args) = groups.last_mut().expect("checked above");
                 args.push(token.to_string());
             } else if token.contains('=') && !token.contains(':') {
-                return Err(format!(
-                    "'{token}' in '{s}' is a kernel setting, but it does not follow a kernel:FILE"
-                ));
+                return Err(FilterError::StraySetting {
+                    token: token.into(),
+                    whole: s.into(),
+                });
             } else if starts_filter {
                 let (name, arg) = match token.split_once(':') {
                     Some((n, a)) => (n, Some(a)),
@@ -305,7 +384,7 @@ impl FromStr for Chain {
                 let mut args = Vec::new();
                 if let Some(a) = arg {
                     if a.is_empty() {
-                        return Err(format!("filter '{name}': missing argument after ':'"));
+                        return Err(FilterError::MissingArgument(name.into()));
                     }
                     args.push(a.to_string());
                 }
@@ -313,13 +392,14 @@ impl FromStr for Chain {
             } else if let Some((_, args)) = groups.last_mut().filter(|(_, a)| !a.is_empty()) {
                 args.push(token.to_string());
             } else {
-                return Err(format!(
-                    "'{token}' in '{s}' is not a filter (known: {FILTER_HELP})"
-                ));
+                return Err(FilterError::NotAFilter {
+                    token: token.into(),
+                    whole: s.into(),
+                });
             }
         }
         if groups.is_empty() {
-            return Err(format!("no filter given (known: {FILTER_HELP})"));
+            return Err(FilterError::Nothing);
         }
         groups
             .iter()
@@ -415,7 +495,7 @@ mod tests {
             ("gain:", "missing argument"),
             ("gain:inf", "not a number"),
         ] {
-            let err = bad.parse::<Chain>().unwrap_err();
+            let err = bad.parse::<Chain>().unwrap_err().to_string();
             assert!(err.contains(says), "{bad:?}: {err}");
         }
     }

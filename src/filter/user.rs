@@ -37,6 +37,159 @@ impl fmt::Display for Value {
     }
 }
 
+/// Why a `kernel:` filter can't be used: its spec, its file, or the function in it.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    /// `kernel:` without a file.
+    #[error("filter 'kernel' needs a file: kernel:FILE.cu")]
+    NoFile,
+    /// A setting that is not `name=value`.
+    #[error("'{setting}' after kernel:{file}: expected name=value (radius=R, fn=NAME or a parameter of the kernel)")]
+    Setting {
+        /// The file.
+        file: String,
+        /// As given.
+        setting: String,
+    },
+    /// A radius out of range.
+    #[error("kernel:{file}: radius '{value}' must be a whole number from 0 to {MAX_RADIUS}")]
+    Radius {
+        /// The file.
+        file: String,
+        /// As given.
+        value: String,
+    },
+    /// A parameter given twice.
+    #[error("kernel:{file}: parameter '{key}' is given twice")]
+    GivenTwice {
+        /// The file.
+        file: String,
+        /// The parameter.
+        key: String,
+    },
+    /// A setting whose key is not a name.
+    #[error("kernel:{file}: '{key}' is not a parameter name")]
+    NotAName {
+        /// The file.
+        file: String,
+        /// As given.
+        key: String,
+    },
+    /// The file can't be read.
+    #[error("kernel file '{file}': {source}")]
+    Unreadable {
+        /// The file.
+        file: String,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// The file is not a regular file.
+    #[error("kernel file '{0}' is not a regular file")]
+    NotRegular(String),
+    /// The file says it is over the limit.
+    #[error("kernel file '{file}' is {len} bytes; a kernel file is at most {MAX_SOURCE}")]
+    TooLarge {
+        /// The file.
+        file: String,
+        /// Its size.
+        len: u64,
+    },
+    /// The file read past the limit (its size lied).
+    #[error("kernel file '{0}' is larger than {MAX_SOURCE} bytes, the most a kernel file may be")]
+    ReadTooLarge(String),
+    /// The file is not UTF-8.
+    #[error("kernel file '{0}' is not UTF-8 text")]
+    NotUtf8(String),
+    /// The file holds a NUL byte.
+    #[error("kernel file '{0}' holds a NUL byte")]
+    Nul(String),
+    /// `fn=NAME` names no `__global__` function.
+    #[error("{file} has no __global__ function '{name}' (it has: {has})")]
+    NoSuchFunction {
+        /// The file.
+        file: String,
+        /// As given.
+        name: String,
+        /// The functions it has.
+        has: String,
+    },
+    /// No `__global__` function in the file.
+    #[error("{0} has no __global__ function: declare one as FP_KERNEL name(fp_band band) (see framepipe.cuh)")]
+    NoFunction(String),
+    /// Several, and no `fn=`.
+    #[error("{file} has several __global__ functions ({has}): choose one with fn=NAME")]
+    SeveralFunctions {
+        /// The file.
+        file: String,
+        /// The functions it has.
+        has: String,
+    },
+    /// Not `extern "C"`.
+    #[error("kernel '{kernel}' in {file} must be declared extern \"C\" (FP_KERNEL does that), so that framepipe can find it by name")]
+    NotExternC {
+        /// The function.
+        kernel: String,
+        /// The file.
+        file: String,
+    },
+    /// The first parameter is not the band.
+    #[error("kernel '{kernel}' in {file}: its first parameter must be `fp_band band` (see framepipe.cuh)")]
+    FirstParameter {
+        /// The function.
+        kernel: String,
+        /// The file.
+        file: String,
+    },
+    /// A parameter not given.
+    #[error("kernel '{kernel}' in {file} needs {param}=<{ty}>")]
+    Needs {
+        /// The function.
+        kernel: String,
+        /// The file.
+        file: String,
+        /// The parameter.
+        param: String,
+        /// Its type.
+        ty: String,
+    },
+    /// A value that is not of its parameter's type.
+    #[error("kernel '{kernel}': {param}={text} is not a valid {ty}")]
+    BadValue {
+        /// The function.
+        kernel: String,
+        /// The parameter.
+        param: String,
+        /// As given.
+        text: String,
+        /// Its type.
+        ty: String,
+    },
+    /// A parameter of a type framepipe does not pass.
+    #[error("kernel '{kernel}' in {file}: parameter '{param}' has type '{ty}'; framepipe passes float, int and unsigned parameters")]
+    ParameterType {
+        /// The function.
+        kernel: String,
+        /// The file.
+        file: String,
+        /// The parameter.
+        param: String,
+        /// Its type.
+        ty: String,
+    },
+    /// A value for a parameter the function does not have.
+    #[error("kernel '{kernel}' in {file} has no parameter '{unknown}' (its parameters: {known})")]
+    NoParameter {
+        /// The function.
+        kernel: String,
+        /// The file.
+        file: String,
+        /// As given.
+        unknown: String,
+        /// Its parameters, or "none".
+        known: String,
+    },
+}
+
 /// How the kernel was asked for: what the command line said.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Spec {
@@ -65,9 +218,9 @@ pub struct UserKernel {
 
 impl UserKernel {
     /// Builds the spec from `kernel:FILE` and the `name=value` tokens after it, then loads it.
-    pub fn parse(file: &str, settings: &[String]) -> Result<Self, String> {
+    pub fn parse(file: &str, settings: &[String]) -> Result<Self, KernelError> {
         if file.is_empty() {
-            return Err("filter 'kernel' needs a file: kernel:FILE.cu".into());
+            return Err(KernelError::NoFile);
         }
         let mut spec = Spec {
             path: PathBuf::from(file),
@@ -84,9 +237,10 @@ impl UserKernel {
         }
         for setting in settings {
             let Some((key, value)) = setting.split_once('=') else {
-                return Err(format!(
-                    "'{setting}' after kernel:{file}: expected name=value (radius=R, fn=NAME or a parameter of the kernel)"
-                ));
+                return Err(KernelError::Setting {
+                    file: file.into(),
+                    setting: setting.clone(),
+                });
             };
             let (key, value) = (key.trim(), value.trim());
             match key {
@@ -95,72 +249,80 @@ impl UserKernel {
                         .parse::<usize>()
                         .ok()
                         .filter(|r| *r <= MAX_RADIUS)
-                        .ok_or_else(|| {
-                            format!("kernel:{file}: radius '{value}' must be a whole number from 0 to {MAX_RADIUS}")
+                        .ok_or_else(|| KernelError::Radius {
+                            file: file.into(),
+                            value: value.into(),
                         })?
                 }
                 "fn" | "function" => spec.function = Some(value.to_string()),
                 _ if is_identifier(key) => {
                     if spec.given.iter().any(|(k, _)| k == key) {
-                        return Err(format!("kernel:{file}: parameter '{key}' is given twice"));
+                        return Err(KernelError::GivenTwice {
+                            file: file.into(),
+                            key: key.into(),
+                        });
                     }
                     spec.given.push((key.to_string(), value.to_string()))
                 }
-                _ => return Err(format!("kernel:{file}: '{key}' is not a parameter name")),
+                _ => {
+                    return Err(KernelError::NotAName {
+                        file: file.into(),
+                        key: key.into(),
+                    })
+                }
             }
         }
         Self::load(spec)
     }
 
     /// Reads the spec's file and binds its parameters.
-    pub fn load(spec: Spec) -> Result<Self, String> {
+    pub fn load(spec: Spec) -> Result<Self, KernelError> {
         let source = read_source(&spec.path)?;
         Self::bind(spec, source.into())
     }
 
     /// The same kernel read again from its file (a reload).
-    pub fn reload(&self) -> Result<Self, String> {
+    pub fn reload(&self) -> Result<Self, KernelError> {
         Self::load(self.spec.clone())
     }
 
     /// Binds `spec` to `source`: finds the function and gives each parameter its value.
-    pub fn bind(spec: Spec, source: Arc<str>) -> Result<Self, String> {
+    pub fn bind(spec: Spec, source: Arc<str>) -> Result<Self, KernelError> {
         let file = spec.path.display().to_string();
         let kernels = scan(&source);
         let chosen = match &spec.function {
             Some(name) => kernels.iter().find(|k| &k.name == name).ok_or_else(|| {
-                format!(
-                    "{file} has no __global__ function '{name}' (it has: {})",
-                    names(&kernels)
-                )
+                KernelError::NoSuchFunction {
+                    file: file.clone(),
+                    name: name.clone(),
+                    has: names(&kernels),
+                }
             })?,
             None => match kernels.as_slice() {
-                [] => return Err(format!(
-                    "{file} has no __global__ function: declare one as FP_KERNEL name(fp_band band) (see framepipe.cuh)"
-                )),
+                [] => return Err(KernelError::NoFunction(file)),
                 [one] => one,
                 _ => {
-                    return Err(format!(
-                        "{file} has several __global__ functions ({}): choose one with fn=NAME",
-                        names(&kernels)
-                    ))
+                    return Err(KernelError::SeveralFunctions {
+                        file,
+                        has: names(&kernels),
+                    })
                 }
             },
         };
         if !chosen.extern_c {
-            return Err(format!(
-                "kernel '{}' in {file} must be declared extern \"C\" (FP_KERNEL does that), so that framepipe can find it by name",
-                chosen.name
-            ));
+            return Err(KernelError::NotExternC {
+                kernel: chosen.name.clone(),
+                file,
+            });
         }
         let mut params = chosen.params.iter();
         match params.next() {
             Some(p) if p.ty == "fp_band" => {}
             _ => {
-                return Err(format!(
-                    "kernel '{}' in {file}: its first parameter must be `fp_band band` (see framepipe.cuh)",
-                    chosen.name
-                ))
+                return Err(KernelError::FirstParameter {
+                    kernel: chosen.name.clone(),
+                    file,
+                })
             }
         }
         let mut args = Vec::new();
@@ -170,17 +332,17 @@ impl UserKernel {
                 .iter()
                 .find(|(k, _)| *k == p.name)
                 .map(|(_, v)| v.as_str())
-                .ok_or_else(|| {
-                    format!(
-                        "kernel '{}' in {file} needs {}=<{}>",
-                        chosen.name, p.name, p.ty
-                    )
+                .ok_or_else(|| KernelError::Needs {
+                    kernel: chosen.name.clone(),
+                    file: file.clone(),
+                    param: p.name.clone(),
+                    ty: p.ty.clone(),
                 })?;
-            let bad = || {
-                format!(
-                    "kernel '{}': {}={text} is not a valid {}",
-                    chosen.name, p.name, p.ty
-                )
+            let bad = || KernelError::BadValue {
+                kernel: chosen.name.clone(),
+                param: p.name.clone(),
+                text: text.into(),
+                ty: p.ty.clone(),
             };
             let value = match p.ty.as_str() {
                 "float" => Value::Float(
@@ -192,10 +354,12 @@ impl UserKernel {
                 "int" => Value::Int(text.parse().map_err(|_| bad())?),
                 "unsigned" => Value::Uint(text.parse().map_err(|_| bad())?),
                 other => {
-                    return Err(format!(
-                        "kernel '{}' in {file}: parameter '{}' has type '{other}'; framepipe passes float, int and unsigned parameters",
-                        chosen.name, p.name
-                    ))
+                    return Err(KernelError::ParameterType {
+                        kernel: chosen.name.clone(),
+                        file,
+                        param: p.name.clone(),
+                        ty: other.into(),
+                    })
                 }
             };
             args.push((p.name.clone(), value));
@@ -206,15 +370,16 @@ impl UserKernel {
             .find(|(k, _)| !chosen.params.iter().any(|p| &p.name == k))
         {
             let known: Vec<&str> = chosen.params[1..].iter().map(|p| p.name.as_str()).collect();
-            return Err(format!(
-                "kernel '{}' in {file} has no parameter '{unknown}' (its parameters: {})",
-                chosen.name,
-                if known.is_empty() {
+            return Err(KernelError::NoParameter {
+                kernel: chosen.name.clone(),
+                file,
+                unknown: unknown.clone(),
+                known: if known.is_empty() {
                     "none".to_string()
                 } else {
                     known.join(", ")
-                }
-            ));
+                },
+            });
         }
         Ok(Self {
             function: chosen.name.clone(),
@@ -264,44 +429,45 @@ fn names(kernels: &[Found]) -> String {
     }
 }
 
-fn read_source(path: &Path) -> Result<String, String> {
-    let file = path.display();
-    let meta = std::fs::metadata(path).map_err(|e| format!("kernel file '{file}': {e}"))?;
+fn read_source(path: &Path) -> Result<String, KernelError> {
+    let file = path.display().to_string();
+    let unreadable = |source| KernelError::Unreadable {
+        file: file.clone(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(format!("kernel file '{file}' is not a regular file"));
+        return Err(KernelError::NotRegular(file));
     }
     if meta.len() > MAX_SOURCE {
-        return Err(format!(
-            "kernel file '{file}' is {} bytes; a kernel file is at most {MAX_SOURCE}",
-            meta.len()
-        ));
+        return Err(KernelError::TooLarge {
+            file,
+            len: meta.len(),
+        });
     }
     // Read at most the limit: a file's size may lie (`/proc` files say 0 and never end).
     // Whole 64 KiB reads (files such as /proc/self/pagemap refuse reads of odd sizes).
     let mut bytes = Vec::new();
     {
         use std::io::Read;
-        let mut f = std::fs::File::open(path).map_err(|e| format!("kernel file '{file}': {e}"))?;
+        let mut f = std::fs::File::open(path).map_err(unreadable)?;
         let mut chunk = vec![0u8; 1 << 16];
         loop {
             let n = match f.read(&mut chunk) {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(format!("kernel file '{file}': {e}")),
+                Err(e) => return Err(unreadable(e)),
             };
             bytes.extend_from_slice(&chunk[..n]);
             if bytes.len() as u64 > MAX_SOURCE {
-                return Err(format!(
-                    "kernel file '{file}' is larger than {MAX_SOURCE} bytes, the most a kernel file may be"
-                ));
+                return Err(KernelError::ReadTooLarge(file));
             }
         }
     }
-    let text =
-        String::from_utf8(bytes).map_err(|_| format!("kernel file '{file}' is not UTF-8 text"))?;
+    let text = String::from_utf8(bytes).map_err(|_| KernelError::NotUtf8(file.clone()))?;
     if text.contains('\0') {
-        return Err(format!("kernel file '{file}' holds a NUL byte"));
+        return Err(KernelError::Nul(file));
     }
     Ok(text)
 }
@@ -521,7 +687,7 @@ extern "C" __global__ void odd_type(fp_band band, double d) { }
         }
     }
 
-    fn bind(given: &[(&str, &str)], function: Option<&str>) -> Result<UserKernel, String> {
+    fn bind(given: &[(&str, &str)], function: Option<&str>) -> Result<UserKernel, KernelError> {
         UserKernel::bind(spec(given, function), EDGES.into())
     }
 
@@ -604,14 +770,16 @@ extern "C" __global__ void odd_type(fp_band band, double d) { }
             ),
             (vec![("d", "1")], Some("odd_type"), "has type 'double'"),
         ] {
-            let err = bind(&given, function).unwrap_err();
+            let err = bind(&given, function).unwrap_err().to_string();
             assert!(err.contains(says), "{given:?} {function:?}: {err}");
         }
     }
 
     #[test]
     fn parses_settings() {
-        let err = UserKernel::parse("missing-file.cu", &[]).unwrap_err();
+        let err = UserKernel::parse("missing-file.cu", &[])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("kernel file 'missing-file.cu'"), "{err}");
         for (settings, says) in [
             (vec!["radius=-1"], "radius '-1' must be a whole number"),
@@ -621,7 +789,9 @@ extern "C" __global__ void odd_type(fp_band band, double d) { }
             (vec!["1a=2"], "not a parameter name"),
         ] {
             let settings: Vec<String> = settings.iter().map(|s| s.to_string()).collect();
-            let err = UserKernel::parse("x.cu", &settings).unwrap_err();
+            let err = UserKernel::parse("x.cu", &settings)
+                .unwrap_err()
+                .to_string();
             assert!(err.contains(says), "{settings:?}: {err}");
         }
     }
@@ -630,7 +800,9 @@ extern "C" __global__ void odd_type(fp_band band, double d) { }
     fn hostile_files_are_read_and_scanned_in_bounded_time() {
         // A file whose size says 0 and that never ends is read only up to the limit.
         let t = std::time::Instant::now();
-        let err = read_source(Path::new("/proc/self/pagemap")).unwrap_err();
+        let err = read_source(Path::new("/proc/self/pagemap"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("larger than"), "{err}");
         // 90 000 declarations that never name a function: linear, not quadratic.
         let hostile = "__global__ ".repeat(90_000);
@@ -646,7 +818,9 @@ extern "C" __global__ void odd_type(fp_band band, double d) { }
         let many: String = (0..5000)
             .map(|i| format!("FP_KERNEL k{i}(fp_band band) {{}}\n"))
             .collect();
-        let err = UserKernel::bind(spec(&[], None), many.into()).unwrap_err();
+        let err = UserKernel::bind(spec(&[], None), many.into())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("and 4990 more") && err.len() < 400, "{err}");
     }
 }

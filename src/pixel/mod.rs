@@ -92,7 +92,7 @@ impl PixelFormat {
     }
 
     /// Fails for a size this format can't hold (odd dimensions of subsampled chroma).
-    pub fn check(self, size: FrameSize) -> Result<(), String> {
+    pub fn check(self, size: FrameSize) -> Result<(), FormatError> {
         let odd_w = size.width % 2 == 1;
         let odd_h = size.height % 2 == 1;
         let bad = match self {
@@ -101,10 +101,15 @@ impl PixelFormat {
             _ => false,
         };
         if bad || size.width == 0 || size.height == 0 {
-            return Err(format!(
-                "{self} frames need an even width{} (as ffmpeg's): {size} can't be carried; scale or crop it first (ffmpeg -vf crop=trunc(iw/2)*2:trunc(ih/2)*2)",
-                if matches!(self, PixelFormat::I420 | PixelFormat::Nv12) { " and height" } else { "" }
-            ));
+            return Err(FormatError::OddSize {
+                format: self,
+                size,
+                height: if matches!(self, PixelFormat::I420 | PixelFormat::Nv12) {
+                    " and height"
+                } else {
+                    ""
+                },
+            });
         }
         Ok(())
     }
@@ -491,31 +496,45 @@ impl Formats {
     }
 
     /// Fails for formats no backend can carry or a size they can't hold.
-    pub fn check(self, size: FrameSize) -> Result<(), String> {
+    pub fn check(self, size: FrameSize) -> Result<(), FormatError> {
         if !self.output.writable() {
-            return Err(format!(
-                "{} can't be written (bgr24, i420, nv12 and gray can)",
-                self.output
-            ));
+            return Err(FormatError::NotWritten(self.output));
         }
         self.input.check(size)?;
         self.output.check(size)
     }
 }
 
+/// Pixel formats that can't be named, written or hold a size.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FormatError {
+    /// A name that is no format.
+    #[error("unknown pixel format '{0}' (bgr, i420, nv12, yuyv, yuv422p, yuv444p, gray)")]
+    Unknown(String),
+    /// A format read, never written.
+    #[error("{0} can't be written (bgr24, i420, nv12 and gray can)")]
+    NotWritten(PixelFormat),
+    /// A size subsampled chroma can't hold.
+    #[error("{format} frames need an even width{height} (as ffmpeg's): {size} can't be carried; scale or crop it first (ffmpeg -vf crop=trunc(iw/2)*2:trunc(ih/2)*2)")]
+    OddSize {
+        /// The format.
+        format: PixelFormat,
+        /// The size.
+        size: FrameSize,
+        /// " and height" where the height must be even too.
+        height: &'static str,
+    },
+}
+
 impl std::str::FromStr for Formats {
-    type Err = String;
+    type Err = FormatError;
 
     /// `i420` (in and out), or `i420:bgr` (in, then out; also `i420->bgr`, `i420>bgr`,
     /// `i420/bgr`); ffmpeg's names work too (`yuv420p`, `bgr`, `yuyv422`, `grey`).
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> Result<Self, FormatError> {
         let one = |t: &str| {
             let t = t.trim().to_ascii_lowercase();
-            PixelFormat::from_name(&t).ok_or_else(|| {
-                format!(
-                    "unknown pixel format '{t}' (bgr, i420, nv12, yuyv, yuv422p, yuv444p, gray)"
-                )
-            })
+            PixelFormat::from_name(&t).ok_or(FormatError::Unknown(t))
         };
         let split = ["->", ":", ">", "/"]
             .iter()
@@ -526,9 +545,7 @@ impl std::str::FromStr for Formats {
         };
         let f = Formats { input, output };
         if !output.writable() {
-            return Err(format!(
-                "{output} can't be written (bgr24, i420, nv12 and gray can)"
-            ));
+            return Err(FormatError::NotWritten(output));
         }
         Ok(f)
     }
@@ -639,10 +656,12 @@ mod tests {
         assert!("yuyv"
             .parse::<Formats>()
             .unwrap_err()
+            .to_string()
             .contains("can't be written"));
         assert!("rgb"
             .parse::<Formats>()
             .unwrap_err()
+            .to_string()
             .contains("unknown pixel format"));
     }
 

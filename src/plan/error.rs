@@ -58,15 +58,15 @@ pub enum PlanError {
         max: u64,
     },
     /// A report's file (`--trace`, `--timeline`, `--summary-json`), as `paths` words it.
-    #[error("{0}")]
-    ReportFile(String),
+    #[error(transparent)]
+    ReportFile(crate::paths::PathError),
     /// An `--input`, as `source` words it (`input`: its place, with several).
     #[error("{}{why}", input.map(|n| format!("input {n}: ")).unwrap_or_default())]
     Input {
         /// Its place among several `--input`s.
         input: Option<usize>,
         /// Why it can't be read.
-        why: String,
+        why: crate::source::InputError,
     },
     /// More inputs than a run takes.
     #[error("{n} inputs are more than the {max} one run takes")]
@@ -101,8 +101,8 @@ pub enum PlanError {
         n: usize,
     },
     /// An `--output`, as `sink::spec` words it.
-    #[error("{0}")]
-    Output(String),
+    #[error(transparent)]
+    Output(crate::sink::spec::OutputError),
     /// One `--output` given twice.
     #[error("--output '{0}' is given twice")]
     OutputTwice(String),
@@ -118,8 +118,9 @@ pub enum PlanError {
     #[error("--serve-token, --serve-token-file, --serve-host and --serve-insecure apply to --serve, and it is not given")]
     ServeFlagsAlone,
     /// `--serve`'s address, token or hosts, as the browser view words it.
-    #[error("{0}")]
-    Serve(String),
+    #[cfg(feature = "ffmpeg")]
+    #[error(transparent)]
+    Serve(crate::sink::web::access::ServeError),
     /// `--serve` in a build without FFmpeg's libraries.
     #[error(
         "--serve: this build has no FFmpeg libraries (whose JPEG encoder the browser view uses)"

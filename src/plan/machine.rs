@@ -5,11 +5,12 @@
 //! once; a fact not asked for reads as absent.
 
 use crate::backend;
+use crate::backend::device::NoCuda;
 
 /// What the machine has (module doc).
 #[derive(Clone, Debug)]
 pub struct Machine {
-    cuda: Result<(), String>,
+    cuda: Result<(), NoCuda>,
 }
 
 impl Machine {
@@ -19,13 +20,13 @@ impl Machine {
         Self {
             cuda: match cuda {
                 true => backend::device::probe(),
-                false => Err("not asked".to_string()),
+                false => Err(NoCuda::NotAsked),
             },
         }
     }
 
     /// Whether CUDA works here, or why not.
-    pub fn cuda(&self) -> Result<(), &str> {
-        self.cuda.as_ref().map(|_| ()).map_err(String::as_str)
+    pub fn cuda(&self) -> Result<(), &NoCuda> {
+        self.cuda.as_ref().map(|_| ())
     }
 }

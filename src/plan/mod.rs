@@ -115,6 +115,48 @@ pub struct Plan {
     pub fps: f64,
 }
 
+/// Counts or formats a plan can't be made of.
+#[derive(Debug, thiserror::Error)]
+pub enum CountError {
+    /// `--ring` below 2.
+    #[error("--ring {0} is too small: the ring needs at least 2 slots")]
+    Ring(usize),
+    /// `--in-flight` 0 or over the ring.
+    #[error("--in-flight {in_flight} must be between 1 and the ring's {ring} slots")]
+    InFlight {
+        /// Asked.
+        in_flight: usize,
+        /// The ring's slots.
+        ring: usize,
+    },
+    /// `--bands` the frame can't be cut into.
+    #[error("--bands {count}: {why}")]
+    Bands {
+        /// Asked.
+        count: usize,
+        /// Why not.
+        why: crate::band::BandError,
+    },
+    /// `--busy-bands` the frame can't be cut into.
+    #[error("--busy-bands {count}: {why}")]
+    BusyBands {
+        /// Asked.
+        count: usize,
+        /// Why not.
+        why: crate::band::BandError,
+    },
+    /// Formats the frame can't be carried in (about the input, not a flag).
+    #[error(transparent)]
+    Formats(#[from] crate::backend::ConfigError),
+}
+
+impl CountError {
+    /// Whether it is about a flag (else about the input's frames).
+    fn about_flags(&self) -> bool {
+        !matches!(self, CountError::Formats(_))
+    }
+}
+
 impl Plan {
     /// `size` frames in `formats` through `chain` on `kind`, with `counts`; untraced,
     /// page-locked, CUDA's default settings, to the end of the input. The error says which
@@ -125,7 +167,7 @@ impl Plan {
         formats: Formats,
         chain: Chain,
         counts: Counts,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, CountError> {
         let Counts {
             ring,
             in_flight,
@@ -133,19 +175,18 @@ impl Plan {
             busy_bands,
         } = counts;
         if ring < 2 {
-            return Err(format!(
-                "--ring {ring} is too small: the ring needs at least 2 slots"
-            ));
+            return Err(CountError::Ring(ring));
         }
         if in_flight == 0 || in_flight > ring {
-            return Err(format!(
-                "--in-flight {in_flight} must be between 1 and the ring's {ring} slots"
-            ));
+            return Err(CountError::InFlight { in_flight, ring });
         }
         let backend = BackendConfig::new(size, chain, bands, in_flight)
-            .map_err(|e| format!("--bands {bands}: {e}"))?
+            .map_err(|why| CountError::Bands { count: bands, why })?
             .with_busy_bands(busy_bands.min(size.height))
-            .map_err(|e| format!("--busy-bands {busy_bands}: {e}"))?
+            .map_err(|why| CountError::BusyBands {
+                count: busy_bands,
+                why,
+            })?
             .with_formats(formats)?;
         Ok(Self {
             kind,
@@ -171,8 +212,8 @@ impl Plan {
             crate::warn!("{lost}");
         }
         let mut plan = Self::new(engine.kind, size, formats, engine.chain.clone(), counts)
-            .map_err(|e| match e.starts_with("--") {
-                true => anyhow::anyhow!("{e}"),
+            .map_err(|e| match e.about_flags() {
+                true => anyhow::Error::from(e),
                 false => anyhow::anyhow!("{}: {e}", source.describe()),
             })?;
         let cfg = &mut plan.backend;
@@ -259,8 +300,7 @@ fn settle_counts(engine: &Engine, size: FrameSize, align: usize) -> Result<Count
         }
         defaults.ring
     });
-    crate::budget::check_ring(ring, size, crate::budget::host_available())
-        .map_err(anyhow::Error::msg)?;
+    crate::budget::check_ring(ring, size, crate::budget::host_available())?;
     Ok(Counts {
         ring,
         in_flight: engine

@@ -104,27 +104,62 @@ fn size_limits(codec: Codec) -> (usize, usize) {
 
 /// Fails, naming the limit, when `codec` can't store frames of `size` (what the encoder
 /// would say as "Generic error in an external library" or "Invalid argument").
-pub fn check_size(codec: Codec, size: FrameSize) -> Result<(), String> {
+pub fn check_size(codec: Codec, size: FrameSize) -> Result<(), SizeError> {
     let (w, h) = if needs_even_size(codec) {
         (size.width & !1, size.height & !1)
     } else {
         (size.width, size.height)
     };
     let (low, high) = size_limits(codec);
+    let codec_name = codec.name();
     if w < low || h < low {
-        return Err(format!(
-            "{} can't store {size} frames: it needs at least {low}x{low} pixels{} (an image sequence, or --codec ffv1 in .mkv, keeps any size)",
-            codec.name(),
-            if needs_even_size(codec) { ", counted after an odd last row or column is dropped" } else { "" }
-        ));
+        let counted = if needs_even_size(codec) {
+            ", counted after an odd last row or column is dropped"
+        } else {
+            ""
+        };
+        return Err(SizeError::TooSmall {
+            codec: codec_name,
+            size,
+            low,
+            counted,
+        });
     }
     if w > high || h > high {
-        return Err(format!(
-            "{} can't store {size} frames: at most {high} pixels wide and high (an image sequence, or --codec ffv1 in .mkv, keeps any size)",
-            codec.name()
-        ));
+        return Err(SizeError::TooLarge {
+            codec: codec_name,
+            size,
+            high,
+        });
     }
     Ok(())
+}
+
+/// A frame size a codec can't store.
+#[derive(Debug, thiserror::Error)]
+pub enum SizeError {
+    /// Under its least side.
+    #[error("{codec} can't store {size} frames: it needs at least {low}x{low} pixels{counted} (an image sequence, or --codec ffv1 in .mkv, keeps any size)")]
+    TooSmall {
+        /// The codec.
+        codec: &'static str,
+        /// The frames' size.
+        size: FrameSize,
+        /// Its least side.
+        low: usize,
+        /// How an odd side is counted, where it is.
+        counted: &'static str,
+    },
+    /// Over its greatest side.
+    #[error("{codec} can't store {size} frames: at most {high} pixels wide and high (an image sequence, or --codec ffv1 in .mkv, keeps any size)")]
+    TooLarge {
+        /// The codec.
+        codec: &'static str,
+        /// The frames' size.
+        size: FrameSize,
+        /// Its greatest side.
+        high: usize,
+    },
 }
 
 /// Seconds of video in each fragment of a fragmented MP4 or MOV: what a crash may lose.
@@ -671,7 +706,7 @@ fn open_output_files(
     if container != Container::Hls {
         return Ok((out, None));
     }
-    let names = super::hls::Names::new(path).map_err(anyhow::Error::msg)?;
+    let names = super::hls::Names::new(path)?;
     let files = Arc::new(super::hls::Files::new(names));
     // SAFETY: `out` is live; `files` is returned beside it, and the caller keeps it for as
     // long as the context (the AvFile drops it after `out`).
@@ -714,7 +749,7 @@ fn stream_options(container: Container, path: &str) -> Result<ff::Dictionary<'st
     d.set("flush_packets", "1");
     match container {
         Container::Hls => {
-            let names = super::hls::Names::new(path).map_err(anyhow::Error::msg)?;
+            let names = super::hls::Names::new(path)?;
             d.set("hls_segment_filename", &names.segment_pattern());
             d.set("hls_time", &HLS_SEGMENT_SECONDS.to_string());
             d.set("hls_list_size", &HLS_SEGMENTS.to_string());

@@ -43,15 +43,94 @@ impl Overwrite {
     }
 }
 
+/// Why an output can't be claimed, or its claim not kept (`what`: the flag and the name).
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    /// The lock could not be taken, for a reason of the system's.
+    #[error("{what}: can't be locked for this run: {source}")]
+    Lock {
+        /// The flag and the name.
+        what: String,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// Another process holds the lock.
+    #[error("{what} is being written by another run: {holder}; wait for it to end, or choose another name")]
+    Held {
+        /// The flag and the name.
+        what: String,
+        /// "name (pid N)", or "another process".
+        holder: String,
+    },
+    /// It exists and `-n` never replaces.
+    #[error("{what} already exists and -n never replaces a file")]
+    NeverReplaced {
+        /// The flag and the name.
+        what: String,
+    },
+    /// It exists, without `-y`.
+    #[error("{what} already exists; -y (--overwrite) replaces it once the new one is finished, or choose another name")]
+    Exists {
+        /// The flag and the name.
+        what: String,
+    },
+    /// Files of an image sequence exist and `-n` never replaces.
+    #[error("{flag}: {what}, already exist and -n never replaces a file")]
+    SequenceNeverReplaced {
+        /// The flag.
+        flag: String,
+        /// How many files, and the first.
+        what: String,
+    },
+    /// Files of an image sequence exist, without `-y`.
+    #[error(
+        "{flag}: {what}, already exist; -y (--overwrite) replaces them, or choose another name"
+    )]
+    SequenceExists {
+        /// The flag.
+        flag: String,
+        /// How many files, and the first.
+        what: String,
+    },
+    /// A file or folder could not be opened or created.
+    #[error("{what}: {source}")]
+    Open {
+        /// The flag, the name and what was tried.
+        what: String,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// No frame was written: the new file is removed, an old one left as it was.
+    #[error("no frame was written, so '{path}' was {}", if *.replacing { "left as it was" } else { "not kept" })]
+    Empty {
+        /// The output.
+        path: String,
+        /// Whether an old file was there.
+        replacing: bool,
+    },
+    /// The finished replacement could not be renamed over the old file.
+    #[error("the new video is finished in '{writing}' but could not replace '{path}': {source}")]
+    NotReplaced {
+        /// Where it is finished.
+        writing: String,
+        /// The output.
+        path: String,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+}
+
 /// Takes an exclusive, non-blocking `flock` on `file`; fails naming the process that holds
 /// it.
-fn lock(file: &File, what: &str) -> Result<(), String> {
+fn lock(file: &File, what: &str) -> Result<(), ClaimError> {
     match rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => return Ok(()),
         Err(e) if e == rustix::io::Errno::WOULDBLOCK => {}
         Err(e) => {
-            let err = std::io::Error::from(e);
-            return Err(format!("{what}: can't be locked for this run: {err}"));
+            return Err(ClaimError::Lock {
+                what: what.into(),
+                source: e.into(),
+            });
         }
     }
     let holder = file
@@ -60,9 +139,10 @@ fn lock(file: &File, what: &str) -> Result<(), String> {
         .and_then(|m| lock_holder(m.dev(), m.ino()))
         .map(|(pid, name)| format!("{name} (pid {pid})"))
         .unwrap_or_else(|| "another process".into());
-    Err(format!(
-        "{what} is being written by another run: {holder}; wait for it to end, or choose another name"
-    ))
+    Err(ClaimError::Held {
+        what: what.into(),
+        holder,
+    })
 }
 
 /// The process holding a `flock` on the file `dev`/`ino`, and its name, from `/proc/locks`.
@@ -94,12 +174,11 @@ fn lock_holder(dev: u64, ino: u64) -> Option<(u32, String)> {
 }
 
 /// Why an existing output is not replaced.
-fn exists_error(flag: &str, path: &str, overwrite: Overwrite) -> String {
+fn exists_error(flag: &str, path: &str, overwrite: Overwrite) -> ClaimError {
+    let what = format!("{flag} '{path}'");
     match overwrite {
-        Overwrite::Never => format!("{flag} '{path}' already exists and -n never replaces a file"),
-        _ => format!(
-            "{flag} '{path}' already exists; -y (--overwrite) replaces it once the new one is finished, or choose another name"
-        ),
+        Overwrite::Never => ClaimError::NeverReplaced { what },
+        _ => ClaimError::Exists { what },
     }
 }
 
@@ -139,7 +218,7 @@ pub struct VideoClaim {
 impl VideoClaim {
     /// Claims `path`: locks it, refuses it when it exists and `overwrite` does not replace,
     /// and picks the name to write.
-    pub fn new(flag: &str, path: &str, overwrite: Overwrite) -> Result<Self, String> {
+    pub fn new(flag: &str, path: &str, overwrite: Overwrite) -> Result<Self, ClaimError> {
         let p = Path::new(path);
         match OpenOptions::new()
             .write(true)
@@ -161,7 +240,10 @@ impl VideoClaim {
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 let file = File::open(p)
                     .or_else(|_| OpenOptions::new().write(true).open(p))
-                    .map_err(|e| format!("{flag} '{path}' can't be opened: {e}"))?;
+                    .map_err(|source| ClaimError::Open {
+                        what: format!("{flag} '{path}' can't be opened"),
+                        source,
+                    })?;
                 lock(&file, &format!("{flag} '{path}'"))?;
                 if overwrite != Overwrite::Replace {
                     return Err(exists_error(flag, path, overwrite));
@@ -173,8 +255,9 @@ impl VideoClaim {
                     .custom_flags(libc::O_NOFOLLOW)
                     .mode(0o666)
                     .open(&part)
-                    .map_err(|e| {
-                        format!("{flag} '{path}': can't create '{}': {e}", part.display())
+                    .map_err(|source| ClaimError::Open {
+                        what: format!("{flag} '{path}': can't create '{}'", part.display()),
+                        source,
                     })?;
                 Ok(Self {
                     path: path.into(),
@@ -184,7 +267,10 @@ impl VideoClaim {
                     done: false,
                 })
             }
-            Err(e) => Err(format!("{flag} '{path}' can't be written: {e}")),
+            Err(source) => Err(ClaimError::Open {
+                what: format!("{flag} '{path}' can't be written"),
+                source,
+            }),
         }
     }
 
@@ -196,28 +282,25 @@ impl VideoClaim {
     /// Ends the claim once the file is finalized holding `frames` frames: a replacement is
     /// renamed over the old file when it holds at least one; otherwise what was written is
     /// removed (the old file, if any, stays as it was). Says what happened, in words.
-    pub fn commit(&mut self, frames: u64) -> Result<(), String> {
+    pub fn commit(&mut self, frames: u64) -> Result<(), ClaimError> {
         if self.done {
             return Ok(());
         }
         self.done = true;
         if frames == 0 {
             let _ = std::fs::remove_file(&self.writing);
-            return Err(if self.replacing {
-                format!(
-                    "no frame was written, so '{}' was left as it was",
-                    self.path
-                )
-            } else {
-                format!("no frame was written, so '{}' was not kept", self.path)
+            return Err(ClaimError::Empty {
+                path: self.path.clone(),
+                replacing: self.replacing,
             });
         }
         if self.replacing {
-            std::fs::rename(&self.writing, &self.path).map_err(|e| {
-                format!(
-                    "the new video is finished in '{}' but could not replace '{}': {e}",
-                    self.writing, self.path
-                )
+            std::fs::rename(&self.writing, &self.path).map_err(|source| {
+                ClaimError::NotReplaced {
+                    writing: self.writing.clone(),
+                    path: self.path.clone(),
+                    source,
+                }
             })?;
         }
         Ok(())
@@ -255,9 +338,11 @@ pub struct FolderLock(#[allow(dead_code)] File);
 
 impl FolderLock {
     /// Locks `folder` for an image sequence written by `flag`.
-    pub fn new(flag: &str, folder: &Path, pattern: &str) -> Result<Self, String> {
-        let dir = File::open(folder)
-            .map_err(|e| format!("{flag} '{pattern}': can't open its folder: {e}"))?;
+    pub fn new(flag: &str, folder: &Path, pattern: &str) -> Result<Self, ClaimError> {
+        let dir = File::open(folder).map_err(|source| ClaimError::Open {
+            what: format!("{flag} '{pattern}': can't open its folder"),
+            source,
+        })?;
         lock(&dir, &format!("{flag} '{pattern}' (its folder)"))?;
         Ok(Self(dir))
     }
@@ -268,7 +353,7 @@ pub fn check_sequence(
     flag: &str,
     pattern: &crate::frame::SequencePattern,
     overwrite: Overwrite,
-) -> Result<(), String> {
+) -> Result<(), ClaimError> {
     if overwrite == Overwrite::Replace {
         return Ok(());
     }
@@ -290,13 +375,10 @@ pub fn check_sequence(
         found.len(),
         first.display()
     );
+    let flag = flag.to_string();
     Err(match overwrite {
-        Overwrite::Never => {
-            format!("{flag}: {what}, already exist and -n never replaces a file")
-        }
-        _ => format!(
-            "{flag}: {what}, already exist; -y (--overwrite) replaces them, or choose another name"
-        ),
+        Overwrite::Never => ClaimError::SequenceNeverReplaced { flag, what },
+        _ => ClaimError::SequenceExists { flag, what },
     })
 }
 
@@ -318,9 +400,13 @@ mod tests {
         let p = d.join("precious.mp4");
         let s = p.to_str().unwrap();
         std::fs::write(&p, b"precious").unwrap();
-        let e = VideoClaim::new("--output", s, Overwrite::Refuse).unwrap_err();
+        let e = VideoClaim::new("--output", s, Overwrite::Refuse)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("already exists") && e.contains("-y"), "{e}");
-        let e = VideoClaim::new("--output", s, Overwrite::Never).unwrap_err();
+        let e = VideoClaim::new("--output", s, Overwrite::Never)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("-n never"), "{e}");
         // A replacement that ends with no frame leaves the old file.
         let mut c = VideoClaim::new("--output", s, Overwrite::Replace).unwrap();

@@ -54,8 +54,107 @@ pub struct Encoding {
     pub opts: Vec<(String, String)>,
 }
 
+/// A value of an encoder flag that does not parse.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum ValueError {
+    /// Not a number with an optional k, M or G.
+    #[error("'{0}' is not a rate: write it as ffmpeg does, e.g. 2M, 800k or 64000")]
+    NotARate(String),
+    /// A rate outside 1k to 100G.
+    #[error("'{0}': a rate is 1k to 100G bits per second")]
+    RateRange(String),
+    /// Not `KEY=VALUE`.
+    #[error("'{0}': write an encoder option as KEY=VALUE, e.g. profile=high")]
+    NotKeyValue(String),
+    /// A key that is not an option's name.
+    #[error("'{given}': '{key}' is not an option name")]
+    NotAnOptionName {
+        /// As given.
+        given: String,
+        /// The key.
+        key: String,
+    },
+}
+
+/// Encoder flags a codec can't take, or that contradict each other.
+#[derive(Debug, thiserror::Error)]
+pub enum EncodingError {
+    /// `--crf` for a codec without a constant-quality mode.
+    #[error(
+        "--crf applies to h264, hevc and vp9; {codec} has no constant-quality mode ({instead})"
+    )]
+    NoCrf {
+        /// The codec.
+        codec: &'static str,
+        /// What it has instead.
+        instead: &'static str,
+    },
+    /// `--crf` out of the codec's range.
+    #[error("--crf {crf}: {codec} takes 0 to {most}")]
+    CrfRange {
+        /// As given.
+        crf: f32,
+        /// The codec.
+        codec: &'static str,
+        /// Its greatest value.
+        most: f32,
+    },
+    /// `--crf` with `--bitrate`.
+    #[error(
+        "--crf and --bitrate both set the rate: choose one (--maxrate and --bufsize cap a --crf)"
+    )]
+    CrfAndBitrate,
+    /// A rate for FFV1.
+    #[error("ffv1 is lossless: it has no bitrate to set")]
+    LosslessRate,
+    /// `--maxrate` or `--bufsize` alone.
+    #[error("--maxrate and --bufsize go together (the rate control needs a buffer to cap the rate over)")]
+    MaxrateAlone,
+    /// `--preset` or `--tune` for a codec without them.
+    #[error(
+        "--preset and --tune apply to h264 and hevc (libx264, libx265); {codec} has none{hint}"
+    )]
+    NoPreset {
+        /// The codec.
+        codec: &'static str,
+        /// What it takes instead, where it has something.
+        hint: &'static str,
+    },
+    /// `--gop 0`.
+    #[error("--gop {0}: a keyframe interval is at least 1 frame")]
+    GopZero(u32),
+    /// `--gop` over 1 for an intra-only codec.
+    #[error("--gop {gop}: every {codec} frame is a keyframe")]
+    GopIntra {
+        /// As given.
+        gop: u32,
+        /// The codec.
+        codec: &'static str,
+    },
+    /// A stored format the codec is not written in.
+    #[error("--pix-fmt {pix}: {codec} is written in {stored} here; 4:2:2 and 4:4:4 are for h264, hevc and vp9")]
+    PixFmt {
+        /// As given.
+        pix: &'static str,
+        /// The codec.
+        codec: &'static str,
+        /// What it stores.
+        stored: &'static str,
+    },
+    /// A preset libx264/libx265 don't have.
+    #[error("--preset {preset}: {codec} takes {presets}")]
+    Preset {
+        /// As given.
+        preset: String,
+        /// The codec.
+        codec: &'static str,
+        /// The presets it takes.
+        presets: String,
+    },
+}
+
 /// A rate as ffmpeg writes it: `2M`, `800k`, `1.5M`, `64000` (bits per second).
-pub fn parse_rate(s: &str) -> Result<u64, String> {
+pub fn parse_rate(s: &str) -> Result<u64, ValueError> {
     let t = s.trim();
     let (num, mult) = match t.chars().last() {
         Some('k' | 'K') => (&t[..t.len() - 1], 1e3),
@@ -63,28 +162,29 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         Some('g' | 'G') => (&t[..t.len() - 1], 1e9),
         _ => (t, 1.0),
     };
-    let v: f64 = num.parse().map_err(|_| {
-        format!("'{s}' is not a rate: write it as ffmpeg does, e.g. 2M, 800k or 64000")
-    })?;
+    let v: f64 = num.parse().map_err(|_| ValueError::NotARate(s.into()))?;
     let bits = v * mult;
     if !(bits.is_finite() && (1000.0..=1e11).contains(&bits)) {
-        return Err(format!("'{s}': a rate is 1k to 100G bits per second"));
+        return Err(ValueError::RateRange(s.into()));
     }
     Ok(bits.round() as u64)
 }
 
 /// `KEY=VALUE`, as `--codec-opt` takes it.
-pub fn parse_opt(s: &str) -> Result<(String, String), String> {
+pub fn parse_opt(s: &str) -> Result<(String, String), ValueError> {
     let (k, v) = s
         .split_once('=')
-        .ok_or_else(|| format!("'{s}': write an encoder option as KEY=VALUE, e.g. profile=high"))?;
+        .ok_or_else(|| ValueError::NotKeyValue(s.into()))?;
     let k = k.trim();
     if k.is_empty()
         || !k
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_:".contains(c))
     {
-        return Err(format!("'{s}': '{k}' is not an option name"));
+        return Err(ValueError::NotAnOptionName {
+            given: s.into(),
+            key: k.into(),
+        });
     }
     Ok((k.to_string(), v.to_string()))
 }
@@ -101,61 +201,68 @@ impl Encoding {
     }
 
     /// Refuses what `codec` can't do, or what contradicts itself, saying why.
-    pub fn check(&self, codec: Codec) -> Result<(), String> {
+    pub fn check(&self, codec: Codec) -> Result<(), EncodingError> {
         let name = codec.name();
         let x26x = matches!(codec, Codec::H264 | Codec::Hevc);
         let lossless = codec == Codec::Ffv1;
         if let Some(crf) = self.crf {
             let most = if codec == Codec::Vp9 { 63.0 } else { 51.0 };
             if !(x26x || codec == Codec::Vp9) {
-                return Err(format!(
-                    "--crf applies to h264, hevc and vp9; {name} has no constant-quality mode ({})",
-                    if lossless {
+                return Err(EncodingError::NoCrf {
+                    codec: name,
+                    instead: if lossless {
                         "ffv1 is lossless"
                     } else {
                         "--quality sets its fixed quantiser"
-                    }
-                ));
+                    },
+                });
             }
             if !(0.0..=most).contains(&crf) {
-                return Err(format!("--crf {crf}: {name} takes 0 to {most}"));
+                return Err(EncodingError::CrfRange {
+                    crf,
+                    codec: name,
+                    most,
+                });
             }
             if self.bitrate.is_some() {
-                return Err("--crf and --bitrate both set the rate: choose one (--maxrate and --bufsize cap a --crf)".into());
+                return Err(EncodingError::CrfAndBitrate);
             }
         }
         if lossless && (self.bitrate.is_some() || self.maxrate.is_some() || self.bufsize.is_some())
         {
-            return Err("ffv1 is lossless: it has no bitrate to set".into());
+            return Err(EncodingError::LosslessRate);
         }
         if self.maxrate.is_some() != self.bufsize.is_some() {
-            return Err("--maxrate and --bufsize go together (the rate control needs a buffer to cap the rate over)".into());
+            return Err(EncodingError::MaxrateAlone);
         }
         if !x26x && (self.preset.is_some() || self.tune.is_some()) {
-            return Err(format!(
-                "--preset and --tune apply to h264 and hevc (libx264, libx265); {name} has none{}",
-                if codec == Codec::Vp9 {
+            return Err(EncodingError::NoPreset {
+                codec: name,
+                hint: if codec == Codec::Vp9 {
                     " (vp9: --codec-opt deadline=good, --codec-opt cpu-used=4)"
                 } else {
                     ""
-                }
-            ));
+                },
+            });
         }
         if let Some(g) = self.gop {
             if g == 0 || matches!(codec, Codec::Mjpeg | Codec::Ffv1) && g != 1 {
-                return Err(format!(
-                    "--gop {g}: {}",
-                    if g == 0 {
-                        "a keyframe interval is at least 1 frame".to_string()
-                    } else {
-                        format!("every {name} frame is a keyframe")
-                    }
-                ));
+                return Err(match g {
+                    0 => EncodingError::GopZero(g),
+                    _ => EncodingError::GopIntra {
+                        gop: g,
+                        codec: name,
+                    },
+                });
             }
         }
         if let Some(p) = self.pix_fmt.filter(|p| *p != OutPixel::Yuv420p) {
             if !(x26x || codec == Codec::Vp9) {
-                return Err(format!("--pix-fmt {}: {name} is written in {} here; 4:2:2 and 4:4:4 are for h264, hevc and vp9", p.name(), if lossless { "BGR (lossless)" } else { "4:2:0" }));
+                return Err(EncodingError::PixFmt {
+                    pix: p.name(),
+                    codec: name,
+                    stored: if lossless { "BGR (lossless)" } else { "4:2:0" },
+                });
             }
         }
         if let Some(p) = &self.preset {
@@ -172,7 +279,11 @@ impl Encoding {
                 "placebo",
             ];
             if !X26X.contains(&p.as_str()) {
-                return Err(format!("--preset {p}: {name} takes {}", X26X.join(", ")));
+                return Err(EncodingError::Preset {
+                    preset: p.clone(),
+                    codec: name,
+                    presets: X26X.join(", "),
+                });
             }
         }
         Ok(())
@@ -206,7 +317,7 @@ mod tests {
 
     #[test]
     fn refusals_say_why() {
-        let e = |enc: Encoding, codec| enc.check(codec).unwrap_err();
+        let e = |enc: Encoding, codec| enc.check(codec).unwrap_err().to_string();
         let crf = Encoding {
             crf: Some(23.0),
             ..Default::default()

@@ -31,6 +31,64 @@ use ffmpeg_next as ff;
 use super::claim::Overwrite;
 use crate::paths::{self, InputFile};
 
+/// Why an HLS output can't be written as named.
+#[derive(Debug, thiserror::Error)]
+pub enum HlsError {
+    /// The playlist's path has no file name.
+    #[error("--output '{0}': an HLS playlist needs a file name")]
+    NoFileName(String),
+    /// Its stem is empty or holds '%'.
+    #[error("--output '{0}': an HLS playlist's name must have a stem without '%' (its segments are named after it)")]
+    BadStem(String),
+    /// Its folder can't be made.
+    #[error("--output: creating the folder '{}': {source}", folder.display())]
+    Folder {
+        /// The folder.
+        folder: PathBuf,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// One of its names exists, without `-y`.
+    #[error("--output '{path}': '{}' exists (one of the files this HLS output writes); they are replaced only with -y, or choose another name", file.display())]
+    Exists {
+        /// The playlist.
+        path: String,
+        /// The file that exists.
+        file: PathBuf,
+    },
+    /// One of its names is an input file.
+    #[error("--output '{path}' would write '{}', which is the input file '{input}': choose another playlist name", file.display())]
+    IsAnInput {
+        /// The playlist.
+        path: String,
+        /// The name it would write.
+        file: PathBuf,
+        /// The input, as given.
+        input: String,
+    },
+    /// Two HLS outputs would write the same segments.
+    #[error("--output '{first}' and --output '{second}' would write the same segments ({stem}N.ts): give each playlist its own name")]
+    SameSegments {
+        /// The first playlist.
+        first: String,
+        /// The second.
+        second: String,
+        /// Their segments' stem.
+        stem: String,
+    },
+    /// Another output is one of its files.
+    #[error("'{other}' is one of the files the HLS output '{path}' writes: choose another name")]
+    Crossed {
+        /// The other output.
+        other: String,
+        /// The playlist.
+        path: String,
+    },
+    /// Its folder can't be written.
+    #[error(transparent)]
+    Path(#[from] paths::PathError),
+}
+
 /// The names an HLS output writes, from its playlist's path.
 #[derive(Clone, Debug)]
 pub struct Names {
@@ -43,17 +101,15 @@ pub struct Names {
 
 impl Names {
     /// The names of the playlist `path` (which ends in `.m3u8`, any case).
-    pub fn new(path: &str) -> Result<Self, String> {
+    pub fn new(path: &str) -> Result<Self, HlsError> {
         let p = Path::new(path);
         let playlist = p
             .file_name()
             .and_then(|n| n.to_str())
-            .ok_or_else(|| format!("--output '{path}': an HLS playlist needs a file name"))?;
+            .ok_or_else(|| HlsError::NoFileName(path.into()))?;
         let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
         if stem.is_empty() || stem.contains('%') {
-            return Err(format!(
-                "--output '{path}': an HLS playlist's name must have a stem without '%' (its segments are named after it)"
-            ));
+            return Err(HlsError::BadStem(path.into()));
         }
         Ok(Self {
             folder: paths::folder_of(path).to_path_buf(),
@@ -110,21 +166,19 @@ impl Names {
 
 /// Claims the HLS output `path` before the run (module doc): makes its folder, refuses an
 /// input among its names, and, without `-y`, any of its names that exists.
-pub fn claim(path: &str, overwrite: Overwrite, inputs: &[InputFile]) -> Result<Names, String> {
+pub fn claim(path: &str, overwrite: Overwrite, inputs: &[InputFile]) -> Result<Names, HlsError> {
     let names = Names::new(path)?;
-    std::fs::create_dir_all(&names.folder).map_err(|e| {
-        format!(
-            "--output: creating the folder '{}': {e}",
-            names.folder.display()
-        )
+    std::fs::create_dir_all(&names.folder).map_err(|source| HlsError::Folder {
+        folder: names.folder.clone(),
+        source,
     })?;
     refuse_inputs(path, inputs)?;
     for file in names.existing() {
-        let shown = file.display();
         if overwrite != Overwrite::Replace {
-            return Err(format!(
-                "--output '{path}': '{shown}' exists (one of the files this HLS output writes); they are replaced only with -y, or choose another name"
-            ));
+            return Err(HlsError::Exists {
+                path: path.into(),
+                file,
+            });
         }
     }
     let probe = names
@@ -135,15 +189,15 @@ pub fn claim(path: &str, overwrite: Overwrite, inputs: &[InputFile]) -> Result<N
 }
 
 /// Fails when a file the HLS output `path` would write is one of `inputs` (by identity).
-pub fn refuse_inputs(path: &str, inputs: &[InputFile]) -> Result<(), String> {
+pub fn refuse_inputs(path: &str, inputs: &[InputFile]) -> Result<(), HlsError> {
     let names = Names::new(path)?;
     for file in names.existing() {
         if let Some(input) = inputs.iter().find(|i| paths::file_id(&file) == Some(i.id)) {
-            return Err(format!(
-                "--output '{path}' would write '{}', which is the input file '{}': choose another playlist name",
-                file.display(),
-                input.name
-            ));
+            return Err(HlsError::IsAnInput {
+                path: path.into(),
+                file,
+                input: input.name.into(),
+            });
         }
     }
     Ok(())
@@ -151,7 +205,7 @@ pub fn refuse_inputs(path: &str, inputs: &[InputFile]) -> Result<(), String> {
 
 /// Refuses outputs that cross an HLS output's files: another HLS output whose segments have
 /// the same names, or another output (file, report) that is one of them.
-pub fn refuse_crossing(hls: &[&str], others: &[&str]) -> Result<(), String> {
+pub fn refuse_crossing(hls: &[&str], others: &[&str]) -> Result<(), HlsError> {
     let names: Vec<Names> = hls
         .iter()
         .map(|p| Names::new(p))
@@ -160,17 +214,18 @@ pub fn refuse_crossing(hls: &[&str], others: &[&str]) -> Result<(), String> {
         for (j, m) in names[..k].iter().enumerate() {
             let clash = n.stem == m.stem && m.owns_path(&n.folder.join(format!("{}0.ts", n.stem)));
             if clash {
-                return Err(format!(
-                    "--output '{}' and --output '{}' would write the same segments ({}N.ts): give each playlist its own name",
-                    hls[j], hls[k], n.stem
-                ));
+                return Err(HlsError::SameSegments {
+                    first: hls[j].into(),
+                    second: hls[k].into(),
+                    stem: n.stem.clone(),
+                });
             }
         }
         if let Some(o) = others.iter().find(|o| n.owns_path(Path::new(o))) {
-            return Err(format!(
-                "'{o}' is one of the files the HLS output '{}' writes: choose another name",
-                hls[k]
-            ));
+            return Err(HlsError::Crossed {
+                other: o.to_string(),
+                path: hls[k].into(),
+            });
         }
     }
     Ok(())

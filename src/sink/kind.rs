@@ -91,7 +91,7 @@ impl OutputSpec {
                 ..
             } => claim_playlist(path, overwrite, input),
             spec @ OutputSpec::Video { path, .. } if !spec.is_stream() => Ok(Claimed::Video(
-                VideoClaim::new("--output", path, overwrite).map_err(anyhow::Error::msg)?,
+                VideoClaim::new("--output", path, overwrite)?,
             )),
             OutputSpec::Video { .. } => Ok(Claimed::Nothing),
             OutputSpec::Stdout if std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
@@ -182,7 +182,7 @@ impl OutputSpec {
 #[cfg(feature = "ffmpeg")]
 fn claim_playlist(path: &str, overwrite: Overwrite, input: Option<&InputFile>) -> Result<Claimed> {
     let inputs: Vec<InputFile> = input.into_iter().cloned().collect();
-    super::hls::claim(path, overwrite, &inputs).map_err(anyhow::Error::msg)?;
+    super::hls::claim(path, overwrite, &inputs)?;
     Ok(Claimed::Nothing)
 }
 
@@ -205,20 +205,22 @@ fn claim_sequence(
         )
     })?;
     if let Some(input) = input {
-        paths::refuse_input_in_sequence("--output", pattern, input).map_err(anyhow::Error::msg)?;
+        paths::refuse_input_in_sequence("--output", pattern, input)?;
     }
-    let lock = claim::FolderLock::new("--output", pattern.folder(), &pattern.path(0))
-        .map_err(anyhow::Error::msg)?;
-    claim::check_sequence("--output", pattern, overwrite).map_err(anyhow::Error::msg)?;
+    let lock = claim::FolderLock::new("--output", pattern.folder(), &pattern.path(0))?;
+    claim::check_sequence("--output", pattern, overwrite)?;
     let probe = pattern
         .folder()
         .join(format!(".framepipe-{}.probe", std::process::id()));
     paths::check_writable("--output", &probe.to_string_lossy()).map_err(|e| {
+        let why = match &e {
+            paths::PathError::NotWritable { source, .. } => source.to_string(),
+            other => other.to_string(),
+        };
         anyhow::anyhow!(
-            "--output '{}': its folder '{}' can't be written ({})",
+            "--output '{}': its folder '{}' can't be written ({why})",
             pattern.path(0),
             pattern.folder().display(),
-            e.rsplit(": ").next().unwrap_or_default()
         )
     })?;
     Ok(Claimed::Folder(lock))

@@ -406,8 +406,33 @@ pub fn display_named() -> bool {
     headless_qt || std::env::var("DISPLAY").is_ok_and(|d| !d.is_empty())
 }
 
+/// Why no window can be opened here; each message says what to do instead.
+#[derive(Debug, thiserror::Error)]
+pub enum DisplayError {
+    /// DISPLAY is not set.
+    #[error("no display to show a window on (DISPLAY is not set); run with --headless, optionally with --output FILE")]
+    NotSet,
+    /// Nothing listens at DISPLAY.
+    #[error(
+        "cannot reach the X display '{0}'; run with --headless, optionally with --output FILE"
+    )]
+    Unreachable(String),
+    /// The probe's thread could not start.
+    #[error("probing the X display: {0}")]
+    Probe(std::io::Error),
+    /// A stop came while waiting.
+    #[error("{STOPPED_WAITING}")]
+    Stopped,
+    /// A server that accepts and does not answer.
+    #[error("the X display '{display}' accepted a connection but did not answer within {} s (a frozen X server?); run with --headless, optionally with --output FILE", DISPLAY_ANSWER.as_secs())]
+    Silent {
+        /// DISPLAY.
+        display: String,
+    },
+}
+
 /// Checks that a window can be opened here, with a message that says what to do if not.
-pub fn check_display() -> Result<(), String> {
+pub fn check_display() -> Result<(), DisplayError> {
     if let Ok(p) = std::env::var("QT_QPA_PLATFORM") {
         if matches!(p.as_str(), "offscreen" | "minimal" | "vnc") {
             return Ok(());
@@ -415,15 +440,10 @@ pub fn check_display() -> Result<(), String> {
     }
     let display = std::env::var("DISPLAY").unwrap_or_default();
     if display.is_empty() {
-        return Err(
-            "no display to show a window on (DISPLAY is not set); run with --headless, optionally with --output FILE"
-                .into(),
-        );
+        return Err(DisplayError::NotSet);
     }
     if !x_server_reachable(&display) {
-        return Err(format!(
-            "cannot reach the X display '{display}'; run with --headless, optionally with --output FILE"
-        ));
+        return Err(DisplayError::Unreachable(display));
     }
     // Qt's XOpenDisplay waits forever on a server that accepts and never answers: ask first,
     // on a helper thread, so that a stop meanwhile is answered at once.
@@ -435,20 +455,17 @@ pub fn check_display() -> Result<(), String> {
         .spawn(move || {
             let _ = tx.send(handshake(&asked, DISPLAY_ANSWER));
         })
-        .map_err(|e| format!("probing the X display: {e}"))?;
+        .map_err(DisplayError::Probe)?;
     let stop = crate::stop::Stop::process();
     let answer = loop {
         match rx.recv_timeout(crate::stop::Stop::TICK) {
             Ok(answer) => break answer,
             Err(crossbeam_channel::RecvTimeoutError::Timeout) if !stop.is_requested() => {}
-            Err(_) => return Err(STOPPED_WAITING.into()),
+            Err(_) => return Err(DisplayError::Stopped),
         }
     };
     match answer {
-        Setup::Silent => Err(format!(
-            "the X display '{display}' accepted a connection but did not answer within {} s (a frozen X server?); run with --headless, optionally with --output FILE",
-            DISPLAY_ANSWER.as_secs()
-        )),
+        Setup::Silent => Err(DisplayError::Silent { display }),
         _ => Ok(()),
     }
 }

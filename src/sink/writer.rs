@@ -58,7 +58,7 @@ impl SpaceWatch {
     }
 
     /// After frame `frames` went to `path`: fails when the next one may not fit.
-    fn check(&mut self, path: &str, frames: u64) -> Result<(), String> {
+    fn check(&mut self, path: &str, frames: u64) -> Result<(), NoSpace> {
         let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
         self.max_growth = self.max_growth.max(len.saturating_sub(self.last_len));
         self.last_len = len;
@@ -67,11 +67,11 @@ impl SpaceWatch {
         };
         let need = self.need(frames);
         if free < need {
-            return Err(format!(
-                "writing '{path}': no space left on its file system ({} free; the next frame and the file's index need about {}); stopped so that the file can be finalized",
-                human(free),
-                human(need)
-            ));
+            return Err(NoSpace {
+                path: path.into(),
+                free,
+                need,
+            });
         }
         Ok(())
     }
@@ -119,9 +119,9 @@ extern "C" fn finalize_at_exit() {
         let ok = w.finish().is_ok();
         drop(w);
         let committed = if ok {
-            open.claim.commit(written)
+            open.claim.commit(written).map_err(|e| e.to_string())
         } else {
-            Err("could not be finalized".into())
+            Err("could not be finalized".to_string())
         };
         let why = if crate::stop::aborting() {
             "aborted"
@@ -136,6 +136,18 @@ extern "C" fn finalize_at_exit() {
             Err(e) => crate::say!("framepipe: {why}; '{}': {e}", open.claim.path),
         }
     }
+}
+
+/// The file system of an output is about to fill: the run stops so the file can be finalized.
+#[derive(Debug, thiserror::Error)]
+#[error("writing '{path}': no space left on its file system ({} free; the next frame and the file's index need about {}); stopped so that the file can be finalized", human(*.free), human(*.need))]
+pub struct NoSpace {
+    /// The file.
+    path: String,
+    /// Bytes free.
+    free: u64,
+    /// Bytes the next frame and the index need.
+    need: u64,
 }
 
 /// A video file written through FFmpeg's libraries (`av::AvFile`).
@@ -325,9 +337,7 @@ impl Output for VideoFile {
             open.written += 1;
         }
         self.written += 1;
-        self.watch
-            .check(&self.writing, self.written)
-            .map_err(anyhow::Error::msg)?;
+        self.watch.check(&self.writing, self.written)?;
         Ok(Taken::Kept)
     }
     fn finish(&mut self) -> Result<()> {
@@ -354,7 +364,7 @@ impl Output for VideoFile {
             );
             return Ok(());
         }
-        committed.map_err(anyhow::Error::msg)?;
+        committed?;
         if held < self.written {
             let why = match std::fs::metadata(&self.path) {
                 Err(e) => format!("it can't be read back: {e}"),

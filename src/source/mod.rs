@@ -321,22 +321,105 @@ pub struct PatternOpts {
     pub fill_once: bool,
 }
 
+/// Why an `--input` can't be read, found before opening it.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// An empty `--input`.
+    #[error("--input is empty")]
+    Empty,
+    /// A camera index below 0.
+    #[error("camera index {0} is negative")]
+    NegativeCamera(i32),
+    /// No such file.
+    #[error("input '{0}' does not exist")]
+    Missing(String),
+    /// The file can't be read.
+    #[error("input '{input}' cannot be read: {source}")]
+    Unreadable {
+        /// As given.
+        input: String,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// A folder.
+    #[error("input '{0}' is a directory, not a video or image file")]
+    Folder(String),
+    /// A device, socket or other special file.
+    #[error("input '{input}' is a {kind}, not a file: framepipe reads video and image files, cameras, URLs, GStreamer pipelines, named pipes and standard input (YUV4MPEG2 or raw frames)")]
+    Special {
+        /// As given.
+        input: String,
+        /// What it is.
+        kind: &'static str,
+    },
+    /// An empty file.
+    #[error("input '{0}' is an empty file")]
+    EmptyFile(String),
+    /// A `pattern:` setting.
+    #[error("--input 'pattern:{words}': {why}")]
+    Pattern {
+        /// The words after `pattern:`.
+        words: String,
+        /// What is wrong with them.
+        why: PatternError,
+    },
+}
+
+/// What is wrong with the settings of a `pattern:` input.
+#[derive(Debug, thiserror::Error)]
+pub enum PatternError {
+    /// Its size.
+    #[error(transparent)]
+    Size(crate::frame::ParseError),
+    /// A name that is no pixel format.
+    #[error("'{0}' is not a pixel format")]
+    NotAFormat(String),
+    /// A rate out of range.
+    #[error(
+        "'{value}' is not a rate (0, or {} to {} frames per second)",
+        crate::frame::MIN_FPS,
+        crate::frame::MAX_FPS
+    )]
+    NotARate {
+        /// As given.
+        value: String,
+    },
+    /// A setting given twice.
+    #[error("the {0} is given twice")]
+    Twice(&'static str),
+    /// A phase outside 0 to 1.
+    #[error("phase '{0}' is not between 0 and 1")]
+    Phase(String),
+    /// A key that is no setting.
+    #[error("'{0}' is not a pattern setting (size, format, fps, phase, fill=once)")]
+    NotASetting(String),
+    /// An empty setting.
+    #[error("an empty setting")]
+    EmptySetting,
+    /// A word that is no size, format or rate.
+    #[error("'{0}' is neither a size (640x360), a pixel format (nv12) nor a rate (25)")]
+    Neither(String),
+}
+
 impl PatternOpts {
     /// Reads the words after `pattern:` (separated by ':'), each a size (`640x360`), a pixel
     /// format (`nv12`) or a rate (`25`, `29.97`, `0`), or the same as `size=`, `format=`,
     /// `fps=`; also `phase=F` (0 to 1 of a frame period) and `fill=once`; each at most once.
-    pub fn parse(words: &str) -> Result<Self, String> {
+    pub fn parse(words: &str) -> Result<Self, InputError> {
         let mut o = PatternOpts::default();
         for word in words.split(':') {
             let (key, value) = match word.split_once('=') {
                 Some((k, v)) => (Some(k.trim()), v.trim()),
                 None => (None, word.trim()),
             };
-            let bad = |why: String| format!("--input 'pattern:{words}': {why}");
-            let size = || value.parse::<FrameSize>();
+            let bad = |why: PatternError| InputError::Pattern {
+                words: words.into(),
+                why,
+            };
+            let size = || value.parse::<FrameSize>().map_err(PatternError::Size);
             let format = || {
                 crate::pixel::PixelFormat::from_name(value)
-                    .ok_or_else(|| format!("'{value}' is not a pixel format"))
+                    .ok_or_else(|| PatternError::NotAFormat(value.into()))
             };
             let fps = || match value.parse::<f64>() {
                 Ok(f)
@@ -344,13 +427,11 @@ impl PatternOpts {
                 {
                     Ok(f)
                 }
-                _ => Err(format!(
-                    "'{value}' is not a rate (0, or {} to {} frames per second)",
-                    crate::frame::MIN_FPS,
-                    crate::frame::MAX_FPS
-                )),
+                _ => Err(PatternError::NotARate {
+                    value: value.into(),
+                }),
             };
-            let twice = |what: &str| bad(format!("the {what} is given twice"));
+            let twice = |what: &'static str| bad(PatternError::Twice(what));
             match key {
                 Some("size" | "s") => {
                     if o.size.replace(size().map_err(&bad)?).is_some() {
@@ -370,15 +451,11 @@ impl PatternOpts {
                 Some("phase") => match value.parse::<f64>() {
                     Ok(p) if (0.0..=1.0).contains(&p) && o.phase.is_none() => o.phase = Some(p),
                     Ok(_) if o.phase.is_some() => return Err(twice("phase")),
-                    _ => return Err(bad(format!("phase '{value}' is not between 0 and 1"))),
+                    _ => return Err(bad(PatternError::Phase(value.into()))),
                 },
                 Some("fill") if value == "once" => o.fill_once = true,
-                Some(k) => {
-                    return Err(bad(format!(
-                        "'{k}={value}' is not a pattern setting (size, format, fps, phase, fill=once)"
-                    )))
-                }
-                None if value.is_empty() => return Err(bad("an empty setting".into())),
+                Some(k) => return Err(bad(PatternError::NotASetting(format!("{k}={value}")))),
+                None if value.is_empty() => return Err(bad(PatternError::EmptySetting)),
                 None if value.contains('x') && size().is_ok() => {
                     if o.size.replace(size().map_err(&bad)?).is_some() {
                         return Err(twice("size"));
@@ -395,11 +472,7 @@ impl PatternOpts {
                             return Err(twice("format"));
                         }
                     }
-                    Err(_) => {
-                        return Err(bad(format!(
-                            "'{value}' is neither a size (640x360), a pixel format (nv12) nor a rate (25)"
-                        )))
-                    }
+                    Err(_) => return Err(bad(PatternError::Neither(value.into()))),
                 },
             }
         }
@@ -414,13 +487,13 @@ pub const IMAGE_EXTENSIONS: &[&str] = &[
 
 impl InputSpec {
     /// Classifies `--input`, checking what can be checked without opening it.
-    pub fn parse(input: Option<&str>) -> Result<Self, String> {
+    pub fn parse(input: Option<&str>) -> Result<Self, InputError> {
         let Some(s) = input else {
             return Ok(InputSpec::Default);
         };
         let s = s.trim();
         if s.is_empty() {
-            return Err("--input is empty".into());
+            return Err(InputError::Empty);
         }
         if s == "-" {
             return Ok(InputSpec::Stdin);
@@ -437,7 +510,7 @@ impl InputSpec {
         }
         if let Ok(index) = s.parse::<i32>() {
             if index < 0 {
-                return Err(format!("camera index {index} is negative"));
+                return Err(InputError::NegativeCamera(index));
             }
             return Ok(InputSpec::Camera(index));
         }
@@ -446,13 +519,14 @@ impl InputSpec {
         }
         let path = std::path::PathBuf::from(s);
         let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => format!("input '{s}' does not exist"),
-            _ => format!("input '{s}' cannot be read: {e}"),
+            std::io::ErrorKind::NotFound => InputError::Missing(s.into()),
+            _ => InputError::Unreadable {
+                input: s.into(),
+                source: e,
+            },
         })?;
         if meta.is_dir() {
-            return Err(format!(
-                "input '{s}' is a directory, not a video or image file"
-            ));
+            return Err(InputError::Folder(s.into()));
         }
         if meta.file_type().is_fifo() {
             return Ok(InputSpec::Pipe(path)); // read as standard input is
@@ -461,15 +535,19 @@ impl InputSpec {
             if kind == "character device" && s.starts_with("/dev/video") {
                 return Ok(InputSpec::Stream(s.to_string())); // a V4L2 camera by its path
             }
-            return Err(format!(
-                "input '{s}' is a {kind}, not a file: framepipe reads video and image files, cameras, URLs, GStreamer pipelines, named pipes and standard input (YUV4MPEG2 or raw frames)"
-            ));
+            return Err(InputError::Special {
+                input: s.into(),
+                kind,
+            });
         }
         if meta.len() == 0 {
-            return Err(format!("input '{s}' is an empty file"));
+            return Err(InputError::EmptyFile(s.into()));
         }
         if let Err(e) = std::fs::File::open(&path) {
-            return Err(format!("input '{s}' cannot be read: {e}"));
+            return Err(InputError::Unreadable {
+                input: s.into(),
+                source: e,
+            });
         }
         if IMAGE_EXTENSIONS.contains(&crate::paths::extension(&path).as_str()) {
             Ok(InputSpec::Image(path))
@@ -507,7 +585,7 @@ mod tests {
             "pattern:fps=-3",
             "pattern:depth=8",
         ] {
-            let e = InputSpec::parse(Some(bad)).unwrap_err();
+            let e = InputSpec::parse(Some(bad)).unwrap_err().to_string();
             assert!(e.starts_with("--input 'pattern:"), "{bad}: {e}");
         }
         assert_eq!(InputSpec::parse(Some("2")).unwrap(), InputSpec::Camera(2));
@@ -520,13 +598,15 @@ mod tests {
             InputSpec::Stream(_)
         ));
         let dir = std::env::temp_dir();
-        let e = InputSpec::parse(dir.to_str()).unwrap_err();
+        let e = InputSpec::parse(dir.to_str()).unwrap_err().to_string();
         assert!(e.contains("is a directory"), "{e}");
-        let e = InputSpec::parse(Some("/no/such/clip.mp4")).unwrap_err();
+        let e = InputSpec::parse(Some("/no/such/clip.mp4"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("does not exist"), "{e}");
         let empty = dir.join(format!("framepipe-empty-{}.mp4", std::process::id()));
         std::fs::write(&empty, b"").unwrap();
-        let e = InputSpec::parse(empty.to_str()).unwrap_err();
+        let e = InputSpec::parse(empty.to_str()).unwrap_err().to_string();
         assert!(e.contains("empty file"), "{e}");
         std::fs::remove_file(empty).unwrap();
         let fifo = dir.join(format!("framepipe-fifo-{}", std::process::id()));

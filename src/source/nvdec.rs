@@ -228,6 +228,31 @@ pub fn doctor(cores: usize) -> String {
     )
 }
 
+/// Why NVDEC can't decode a stream here (the CPU then does).
+#[derive(Debug, thiserror::Error)]
+pub enum NvdecError {
+    /// No driver library.
+    #[error("the NVIDIA driver library libcuda was not found")]
+    NoDriver,
+    /// This libavcodec has no NVDEC for the codec.
+    #[error("this build's libavcodec has no NVDEC for {0} (it has H.264 and HEVC where built with NVIDIA's headers)")]
+    NoDecoder(&'static str),
+    /// CUDA could not give what NVDEC needs.
+    #[error("{what} ({why})")]
+    Cuda {
+        /// What could not be made.
+        what: &'static str,
+        /// The driver's or libavutil's reason.
+        why: String,
+    },
+    /// This libavutil has no CUDA device type.
+    #[error("this build's libavutil has no CUDA device type")]
+    NoDeviceType,
+    /// No memory for a reference.
+    #[error("out of memory referencing the CUDA device")]
+    OutOfMemory,
+}
+
 /// Gives the decoder context `ctx` (not opened yet) for codec `id` a CUDA device and the
 /// CUDA format; `keep`: pictures may stay on the device (`Nvdec::keep`). Err says why NVDEC
 /// can't be used (the CPU then decodes).
@@ -235,35 +260,35 @@ pub fn attach(
     ctx: &mut ff::codec::context::Context,
     id: ff::codec::Id,
     keep: bool,
-) -> Result<Nvdec, String> {
+) -> Result<Nvdec, NvdecError> {
     // SAFETY: only tries to load the shared library (FFmpeg loads it again itself).
     if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err("the NVIDIA driver library libcuda was not found".into());
+        return Err(NvdecError::NoDriver);
     }
     if !has_nvdec(id) {
-        return Err(format!(
-            "this build's libavcodec has no NVDEC for {} (it has H.264 and HEVC where built with NVIDIA's headers)",
-            id.name()
-        ));
+        return Err(NvdecError::NoDecoder(id.name()));
     }
     // Device 0's primary context, retained here (cudarc's own, the one framepipe's backend
     // uses). FFmpeg's `av_hwdevice_ctx_create` can't be asked for it: with `primary_ctx` it
     // sets the context's scheduling flags, and refuses (ENOTSUP) once the backend has made it
     // active with others; so the device context is made around the context instead, as a
     // user of hwcontext_cuda.h does.
-    let cuda = cudarc::driver::CudaContext::new(0)
-        .map_err(|e| format!("CUDA device 0 could not be opened ({e})"))?;
+    let cuda = cudarc::driver::CudaContext::new(0).map_err(|e| NvdecError::Cuda {
+        what: "CUDA device 0 could not be opened",
+        why: e.to_string(),
+    })?;
     // NVDEC's post-processing into its output surfaces goes on a stream of ours, not the
     // legacy default stream (which would wait for the backend's streams), and `lend` waits
     // for it.
-    let stream = cuda
-        .new_stream()
-        .map_err(|e| format!("a CUDA stream for NVDEC could not be made ({e})"))?;
+    let stream = cuda.new_stream().map_err(|e| NvdecError::Cuda {
+        what: "a CUDA stream for NVDEC could not be made",
+        why: e.to_string(),
+    })?;
     // SAFETY: allocates a new device context of a type libavutil knows (or returns null).
     let mut device =
         unsafe { ffi::av_hwdevice_ctx_alloc(ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA) };
     if device.is_null() {
-        return Err("this build's libavutil has no CUDA device type".into());
+        return Err(NvdecError::NoDeviceType);
     }
     // SAFETY: the new device context's `hwctx` is an AVCUDADeviceContext (the type asked
     // for above), whose `cuda_ctx` is set before `av_hwdevice_ctx_init`: the retained
@@ -280,10 +305,10 @@ pub fn attach(
     if r < 0 {
         // SAFETY: our reference, released once.
         unsafe { ffi::av_buffer_unref(&mut device) };
-        return Err(format!(
-            "CUDA device 0 could not be given to libavcodec ({})",
-            ff::Error::from(r)
-        ));
+        return Err(NvdecError::Cuda {
+            what: "CUDA device 0 could not be given to libavcodec",
+            why: ff::Error::from(r).to_string(),
+        });
     }
     // SAFETY: the context is allocated and not opened; it takes its own reference to the
     // device (freed with the context) and ours is released; `cuda_first` has get_format's
@@ -296,7 +321,7 @@ pub fn attach(
         (*c).hw_device_ctx = ffi::av_buffer_ref(device);
         ffi::av_buffer_unref(&mut device);
         if (*c).hw_device_ctx.is_null() {
-            return Err("out of memory referencing the CUDA device".into());
+            return Err(NvdecError::OutOfMemory);
         }
         (*c).get_format = Some(cuda_first);
     }

@@ -96,11 +96,56 @@ fn line(r: &mut impl BufRead, what: &str, from: &str) -> Result<Option<String>> 
 /// The widest and highest frame a Y4M header may give.
 pub const MAX_Y4M_SIDE: usize = 16384;
 
+/// A YUV4MPEG2 header framepipe can't read.
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderError {
+    /// Not `YUV4MPEG2` at the start (`{0}`: what was read, standard input or a pipe).
+    #[error("{0} is not a YUV4MPEG2 stream (it does not start with 'YUV4MPEG2'); pipe one with ffmpeg -i IN -f yuv4mpegpipe -, or give --input-format for raw frames")]
+    NotY4m(String),
+    /// A tag's value that does not parse (`what`: the tag's meaning).
+    #[error("Y4M header: bad {what} '{value}'{hint}")]
+    Bad {
+        /// The tag's meaning ("width", "rate", …).
+        what: &'static str,
+        /// As given.
+        value: String,
+        /// What framepipe reads, where it helps.
+        hint: &'static str,
+    },
+    /// A colour space framepipe does not read.
+    #[error("Y4M colour space '{0}' is not supported (8-bit 420jpeg, 420mpeg2, 420paldv, 422, 444 and mono are): convert with ffmpeg -pix_fmt yuv420p")]
+    Colour(String),
+    /// No `W` or no `H`.
+    #[error("Y4M header: no width (W) or height (H)")]
+    NoSize,
+    /// A size the format can't hold.
+    #[error(transparent)]
+    Format(#[from] crate::pixel::FormatError),
+}
+
+impl HeaderError {
+    /// The same error, naming `from` (a pipe's name) where it names the stream.
+    fn read_from(self, from: &str) -> Self {
+        match self {
+            HeaderError::NotY4m(_) => HeaderError::NotY4m(from.into()),
+            other => other,
+        }
+    }
+
+    fn bad(what: &'static str, value: &str) -> Self {
+        HeaderError::Bad {
+            what,
+            value: value.into(),
+            hint: "",
+        }
+    }
+}
+
 /// Parses a YUV4MPEG2 header line (without its newline).
-pub fn parse_header(text: &str) -> Result<Header, String> {
+pub fn parse_header(text: &str) -> Result<Header, HeaderError> {
     let mut tokens = text.split(' ').filter(|t| !t.is_empty());
     if tokens.next() != Some("YUV4MPEG2") {
-        return Err("standard input is not a YUV4MPEG2 stream (it does not start with 'YUV4MPEG2'); pipe one with ffmpeg -i IN -f yuv4mpegpipe -, or give --input-format for raw frames".into());
+        return Err(HeaderError::NotY4m("standard input".into()));
     }
     let (mut w, mut h, mut rate, mut format) = (None, None, None, PixelFormat::I420);
     let mut notes = Vec::new();
@@ -136,7 +181,7 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
         }
     }
     let (Some(w), Some(h)) = (w, h) else {
-        return Err("Y4M header: no width (W) or height (H)".into());
+        return Err(HeaderError::NoSize);
     };
     let size = FrameSize::new(w, h);
     format.check(size)?;
@@ -150,19 +195,23 @@ pub fn parse_header(text: &str) -> Result<Header, String> {
 }
 
 /// A `W` or `H` tag's value: 1 to `MAX_Y4M_SIDE` pixels.
-fn side(which: &str, value: &str) -> Result<usize, String> {
+fn side(which: &'static str, value: &str) -> Result<usize, HeaderError> {
+    const READS: &str = " (framepipe reads 1 to 16384 pixels)";
+    const _: () = assert!(MAX_Y4M_SIDE == 16384, "READS names the limit");
     value
         .parse::<usize>()
         .ok()
         .filter(|n| (1..=MAX_Y4M_SIDE).contains(n))
-        .ok_or(format!(
-            "Y4M header: bad {which} '{value}' (framepipe reads 1 to {MAX_Y4M_SIDE} pixels)"
-        ))
+        .ok_or(HeaderError::Bad {
+            what: which,
+            value: value.into(),
+            hint: READS,
+        })
 }
 
 /// An `F` tag's value, `N:D` (None for `0:…`, an unknown rate).
-fn frame_rate(value: &str) -> Result<Option<(i32, i32)>, String> {
-    let bad = || format!("Y4M header: bad rate '{value}'");
+fn frame_rate(value: &str) -> Result<Option<(i32, i32)>, HeaderError> {
+    let bad = || HeaderError::bad("rate", value);
     let (n, d) = value.split_once(':').ok_or_else(bad)?;
     match (n.parse::<i32>(), d.parse::<i32>()) {
         (Ok(n), Ok(d)) if n > 0 && d > 0 => Ok(Some((n, d))),
@@ -177,17 +226,13 @@ fn colour(
     value: &str,
     tags: &mut PictureTags,
     notes: &mut Vec<String>,
-) -> Result<PixelFormat, String> {
+) -> Result<PixelFormat, HeaderError> {
     let format = match value {
         "420jpeg" | "420" | "420mpeg2" | "420paldv" => PixelFormat::I420,
         "422" => PixelFormat::Yuv422p,
         "444" => PixelFormat::Yuv444p,
         "mono" => PixelFormat::Gray,
-        other => {
-            return Err(format!(
-                "Y4M colour space '{other}' is not supported (8-bit 420jpeg, 420mpeg2, 420paldv, 422, 444 and mono are): convert with ffmpeg -pix_fmt yuv420p"
-            ))
-        }
+        other => return Err(HeaderError::Colour(other.into())),
     };
     tags.chroma = match value {
         "420mpeg2" => Siting::Left,
@@ -203,18 +248,18 @@ fn colour(
 }
 
 /// An `A` tag's pixel aspect ratio, `N:D`.
-fn aspect(value: &str) -> Result<(u32, u32), String> {
+fn aspect(value: &str) -> Result<(u32, u32), HeaderError> {
     value
         .split_once(':')
         .and_then(|(n, d)| Some((n.parse::<u32>().ok()?, d.parse::<u32>().ok()?)))
-        .ok_or(format!("Y4M header: bad aspect ratio '{value}'"))
+        .ok_or_else(|| HeaderError::bad("aspect ratio", value))
 }
 
 /// An `I` tag's interlacing (`p`, `t`, `b`, `m`, `?`), said in `notes` where fields are
 /// interlaced.
-fn interlacing(value: &str, notes: &mut Vec<String>) -> Result<char, String> {
+fn interlacing(value: &str, notes: &mut Vec<String>) -> Result<char, HeaderError> {
     if !matches!(value, "p" | "t" | "b" | "m" | "?") {
-        return Err(format!("Y4M header: bad interlacing '{value}'"));
+        return Err(HeaderError::bad("interlacing", value));
     }
     if !matches!(value, "p" | "?") {
         notes.push(format!(
@@ -296,8 +341,7 @@ impl Stdin {
             InputFormat::Y4m => {
                 let text = line(&mut reader, "the YUV4MPEG2 header", &name)?
                     .with_context(|| format!("{name} is empty: no YUV4MPEG2 header came"))?;
-                let h = parse_header(&text)
-                    .map_err(|e| anyhow::anyhow!(e.replacen("standard input", &name, 1)))?;
+                let h = parse_header(&text).map_err(|e| e.read_from(&name))?;
                 tags = Some(h.tags);
                 (h.format, h.size, h.rate, true, h.notes)
             }
@@ -313,7 +357,7 @@ impl Stdin {
                     bail!("--input-format {pixel}: {name} is a YUV4MPEG2 stream, not raw frames; leave --input-format out (or give y4m) and its header gives the size, rate and format");
                 }
                 let size = size.context("--input-format for raw frames needs --size WxH")?;
-                pixel.check(size).map_err(anyhow::Error::msg)?;
+                pixel.check(size)?;
                 let rate = fps.filter(|f| *f > 0.0).map(crate::frame::ratio_of);
                 (pixel, size, rate, false, Vec::new())
             }
@@ -469,7 +513,7 @@ mod tests {
                 "need an even width and height",
             ),
         ] {
-            let err = parse_header(bad).unwrap_err();
+            let err = parse_header(bad).unwrap_err().to_string();
             assert!(err.contains(says), "{bad}: {err}");
         }
     }

@@ -156,20 +156,31 @@ impl TraceFrames {
     }
 }
 
+/// A `--trace-frames` value that does not parse (as given).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TraceFramesError {
+    /// The count is not a whole number.
+    #[error("'{0}': expected first:N, last:N or N (a whole number of frames)")]
+    NotACount(String),
+    /// Neither `first:` nor `last:`.
+    #[error("'{0}': expected first:N or last:N")]
+    NotFirstOrLast(String),
+}
+
 impl std::str::FromStr for TraceFrames {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = TraceFramesError;
+    fn from_str(s: &str) -> Result<Self, TraceFramesError> {
         let (which, n) = match s.split_once(':') {
             Some((w, n)) => (w.trim(), n.trim()),
             None => ("first", s.trim()),
         };
-        let n: u64 = n.parse().map_err(|_| {
-            format!("'{s}': expected first:N, last:N or N (a whole number of frames)")
-        })?;
+        let n: u64 = n
+            .parse()
+            .map_err(|_| TraceFramesError::NotACount(s.into()))?;
         match which {
             "first" => Ok(TraceFrames::First(n)),
             "last" => Ok(TraceFrames::Last(n)),
-            _ => Err(format!("'{s}': expected first:N or last:N")),
+            _ => Err(TraceFramesError::NotFirstOrLast(s.into())),
         }
     }
 }

@@ -36,6 +36,39 @@ pub struct Settings {
     hosts: Vec<String>,
 }
 
+/// Why `--serve` can't be set up as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The token file can't be read.
+    #[error("--serve-token-file '{path}' can't be read: {source}")]
+    TokenFile {
+        /// The file.
+        path: String,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// An empty token.
+    #[error("--serve: the token given is empty")]
+    EmptyToken,
+    /// A token with a control character.
+    #[error("--serve: the token holds a control character")]
+    ControlInToken,
+    /// Not a port or `ADDRESS:PORT`.
+    #[error("--serve '{serve}': not a port or ADDRESS:PORT ({source})")]
+    NotAnAddress {
+        /// As given.
+        serve: String,
+        /// The resolver's reason.
+        source: std::io::Error,
+    },
+    /// An address that resolves to nothing.
+    #[error("--serve '{0}': the address names no host")]
+    NoHost(String),
+    /// Every machine could reach it, and no token is set.
+    #[error("--serve {0} answers every machine that reaches it, and no token is set: give one (--serve-token-file FILE, or {TOKEN_VARIABLE}), or --serve-insecure to serve without")]
+    OpenWithoutToken(SocketAddr),
+}
+
 /// Where the token comes from, as the flags say.
 #[derive(Clone, Debug, Default)]
 pub struct TokenFrom {
@@ -49,36 +82,40 @@ pub struct TokenFrom {
 
 impl TokenFrom {
     /// The token, from the flag, the file or the environment (in that order); None for none.
-    pub fn read(&self) -> Result<Option<String>, String> {
+    pub fn read(&self) -> Result<Option<String>, ServeError> {
         let token = match (&self.flag, &self.file) {
             (Some(t), _) => Some(t.clone()),
             (None, Some(path)) => {
-                let text = std::fs::read_to_string(path)
-                    .map_err(|e| format!("--serve-token-file '{path}' can't be read: {e}"))?;
+                let text =
+                    std::fs::read_to_string(path).map_err(|source| ServeError::TokenFile {
+                        path: path.clone(),
+                        source,
+                    })?;
                 Some(text.lines().next().unwrap_or_default().to_string())
             }
             (None, None) => self.env.clone(),
         };
         match token {
-            Some(t) if t.is_empty() => Err("--serve: the token given is empty".into()),
-            Some(t) if t.chars().any(char::is_control) => {
-                Err("--serve: the token holds a control character".into())
-            }
+            Some(t) if t.is_empty() => Err(ServeError::EmptyToken),
+            Some(t) if t.chars().any(char::is_control) => Err(ServeError::ControlInToken),
             t => Ok(t),
         }
     }
 }
 
 /// Where `--serve` binds: `PORT` is 127.0.0.1:PORT, else the address as given.
-pub fn bind_address(serve: &str) -> Result<SocketAddr, String> {
+pub fn bind_address(serve: &str) -> Result<SocketAddr, ServeError> {
     let text = match serve.parse::<u16>() {
         Ok(port) => format!("127.0.0.1:{port}"),
         Err(_) => serve.to_string(),
     };
     text.to_socket_addrs()
-        .map_err(|e| format!("--serve '{serve}': not a port or ADDRESS:PORT ({e})"))?
+        .map_err(|source| ServeError::NotAnAddress {
+            serve: serve.into(),
+            source,
+        })?
         .next()
-        .ok_or_else(|| format!("--serve '{serve}': the address names no host"))
+        .ok_or_else(|| ServeError::NoHost(serve.into()))
 }
 
 impl Settings {
@@ -89,13 +126,11 @@ impl Settings {
         token: &TokenFrom,
         hosts: &[String],
         insecure: bool,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ServeError> {
         let addr = bind_address(serve)?;
         let token = token.read()?;
         if token.is_none() && !addr.ip().is_loopback() && !insecure {
-            return Err(format!(
-                "--serve {addr} answers every machine that reaches it, and no token is set: give one (--serve-token-file FILE, or {TOKEN_VARIABLE}), or --serve-insecure to serve without"
-            ));
+            return Err(ServeError::OpenWithoutToken(addr));
         }
         let hosts = hosts.iter().map(|h| h.to_ascii_lowercase()).collect();
         Ok(Self { addr, token, hosts })
@@ -198,7 +233,9 @@ mod tests {
     #[test]
     fn every_interface_without_a_token_is_refused_unless_insecure() {
         let none = TokenFrom::default();
-        let e = Settings::new("0.0.0.0:9000", &none, &[], false).unwrap_err();
+        let e = Settings::new("0.0.0.0:9000", &none, &[], false)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("--serve-insecure"), "{e}");
         assert!(Settings::new("0.0.0.0:9000", &none, &[], true).is_ok());
         let env = TokenFrom {
