@@ -90,7 +90,7 @@ fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> 
         return Ok(());
     };
     crate::debug!("start-up: input open at {:.1} ms", since());
-    let (each, total) = open_each(plan, &inputs, &mut claims.each, stop)?;
+    let (each, total) = open_each(plan, &mut inputs, &mut claims.each, stop)?;
     let order = inputs.order();
     let compose = displays::compose(plan, &inputs, &order, each.iter().any(Option::is_some));
     inputs.running[0].plan.backend.compose.clone_from(&compose);
@@ -148,23 +148,25 @@ type Each = (Vec<Option<Box<dyn Sink>>>, Option<u64>);
 
 fn open_each(
     plan: &RunPlan,
-    inputs: &opening::Inputs,
+    inputs: &mut opening::Inputs,
     claims: &mut [Option<sink::claim::Claimed>],
     stop: &Stop,
 ) -> Result<Each> {
     let mut each = Vec::with_capacity(inputs.running.len() + inputs.late.len());
     let mut total = Some(0u64);
-    for running in &inputs.running {
-        let (input, (source, media)) = (&plan.inputs()[running.at], &running.opened);
+    for running in &mut inputs.running {
+        let input = &plan.inputs()[running.at];
+        // Before the outputs: the summary's verb is the last sink's (a file's "written").
+        let mut own = displays::of_input(plan, running, stop)?;
+        let (source, media) = &mut running.opened;
         let places = outputs::Places {
             claimed: claims[running.at].take().expect("claimed once"),
             fps: running.plan.fps,
             formats: running.plan.backend.formats,
             media: media.as_ref(),
         };
-        // Before the outputs: the summary's verb is the last sink's (a file's "written").
-        let mut own = displays::of_input(plan, running, stop)?;
-        own.extend(outputs::open(plan, input, source.as_ref(), places)?);
+        // A file output's audio is tapped from the source: `&mut`.
+        own.extend(outputs::open(plan, input, source.as_mut(), places)?);
         total = total
             .zip(outputs::frames_to_go(source.as_ref(), plan.engine().frames))
             .map(|(a, b)| a + b);

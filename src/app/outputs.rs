@@ -27,7 +27,7 @@ pub(super) struct Places<'a> {
 pub(super) fn open(
     plan: &RunPlan,
     input: &InputPlan,
-    source: &dyn Source,
+    source: &mut dyn Source,
     places: Places,
 ) -> Result<Vec<Box<dyn Sink>>> {
     let identity = plan.engine().chain.is_identity();
@@ -61,7 +61,7 @@ fn open_streams(
 ) -> Result<Vec<Box<dyn Sink>>> {
     let mut sinks = Vec::new();
     for spec in &input.outputs.streams {
-        sink::check_rate(spec, places.fps).map_err(anyhow::Error::msg)?;
+        sink::check_rate(spec, places.fps)?;
         let timing = timing(places.media, places.fps, writing, None);
         let stdout = sink::y4m::Layout {
             write: PixelFormat::I420,
@@ -101,15 +101,18 @@ fn y4m_tags(identity: bool, source: &dyn Source, formats: Formats) -> crate::sou
 fn open_file_output(
     writing: Writing,
     input: &InputPlan,
-    source: &dyn Source,
+    source: &mut dyn Source,
     tags: crate::source::PictureTags,
     places: Places,
 ) -> Result<Option<Box<dyn Sink>>> {
     let Some(spec) = &input.outputs.file else {
         return Ok(None);
     };
-    sink::check_rate(spec, places.fps).map_err(anyhow::Error::msg)?;
-    let timing = timing(places.media, places.fps, writing, Some(spec));
+    sink::check_rate(spec, places.fps)?;
+    let timing = fed_by(
+        source,
+        timing(places.media, places.fps, writing, Some(spec)),
+    );
     let stdout = sink::y4m::Layout {
         write: writing.output_format.unwrap_or(PixelFormat::I420),
         given: places.formats.output,
@@ -128,8 +131,29 @@ fn open_file_output(
     spec.open(places.claimed, &at).map(Some)
 }
 
+/// `timing` with the input's audio handed on by `source`'s own demuxer as it reads (the
+/// input is opened once), where it reads packets; else read from its file by the copy.
+#[cfg(feature = "ffmpeg")]
+fn fed_by(source: &mut dyn Source, mut timing: sink::Timing) -> sink::Timing {
+    use sink::audio::{Audio, AudioTap};
+    if let Some(Audio::File(from, streams)) = timing.audio.take() {
+        let tap = std::sync::Arc::new(AudioTap::new(streams.clone()));
+        timing.audio = Some(match source.tap(tap.clone()) {
+            Ok(()) => Audio::Fed(tap),
+            Err(_) => Audio::File(from, streams),
+        });
+    }
+    timing
+}
+
+#[cfg(not(feature = "ffmpeg"))]
+fn fed_by(_: &mut dyn Source, timing: sink::Timing) -> sink::Timing {
+    timing
+}
+
 /// How a video output is timed, and whose audio it copies: a file input's exact rate, time
-/// base and audio streams; else `fps` as a fraction.
+/// base and audio streams (read from the file: `fed_by` hands them on from the source);
+/// else `fps` as a fraction.
 #[cfg(feature = "ffmpeg")]
 pub(super) fn timing(
     media: Option<&crate::source::open::Media>,
@@ -138,7 +162,7 @@ pub(super) fn timing(
     output: Option<&OutputSpec>,
 ) -> sink::Timing {
     use crate::sink::av;
-    let audio = media.and_then(av::audio_of);
+    let audio = media.and_then(sink::audio::audio_of);
     if let (Some((from, streams)), Some(out)) = (&audio, output) {
         let what = format!("{} audio stream(s) of {}", streams.len(), from.display());
         match out {
@@ -152,7 +176,9 @@ pub(super) fn timing(
     sink::Timing {
         rate: media.and_then(|m| m.rate).or(Some(av::ratio_of(fps))),
         time_base: media.filter(|m| !m.untimed).map(|m| m.time_base),
-        audio: audio.filter(|_| !writing.no_audio),
+        audio: audio
+            .filter(|_| !writing.no_audio && matches!(output, Some(OutputSpec::Video { .. })))
+            .map(|(from, streams)| sink::audio::Audio::File(from, streams)),
     }
 }
 

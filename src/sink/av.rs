@@ -14,7 +14,6 @@
 //! written once, by `finish` (or by the exit handler in `writer`); a fragmented MP4/MOV
 //! (`FRAGMENT_SECONDS`) holds every fragment written before a crash.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -34,13 +33,13 @@ pub struct Timing {
     pub rate: Option<Ratio>,
     /// The input video's time base; frames carry timestamps on the output's timeline.
     pub time_base: Option<Ratio>,
-    /// The file whose audio streams are copied, and those streams' indices.
-    pub audio: Option<(PathBuf, Vec<usize>)>,
+    /// The input's audio streams that are copied, and where their packets come from.
+    pub audio: Option<super::audio::Audio>,
 }
 
 pub use crate::frame::ratio_of;
 
-use crate::timebase::{rational, seconds};
+use crate::timebase::rational;
 
 /// The encoder's name, pixel format and options for `codec`.
 fn encoder_for(codec: Codec) -> (&'static str, ff::format::Pixel, Vec<(&'static str, String)>) {
@@ -244,70 +243,6 @@ impl Drop for Scaler {
     }
 }
 
-/// The input's audio, copied packet for packet.
-struct AudioCopy {
-    input: ff::format::context::Input,
-    /// Per input stream: the output stream and the input's time base.
-    map: Vec<Option<(usize, ff::Rational)>>,
-    /// The input file's start, seconds (its timeline's zero).
-    start: f64,
-    /// A packet read but later than what was written so far.
-    pending: Option<ff::Packet>,
-    done: bool,
-}
-
-impl AudioCopy {
-    /// Writes every audio packet that starts before `until` seconds (output timeline).
-    fn pump(&mut self, out: &mut ff::format::context::Output, until: f64) -> Result<()> {
-        loop {
-            let packet = match self.pending.take() {
-                Some(p) => p,
-                None if self.done => return Ok(()),
-                None => {
-                    let mut p = ff::Packet::empty();
-                    match p.read(&mut self.input) {
-                        Ok(()) => p,
-                        Err(ff::Error::Eof) => {
-                            self.done = true;
-                            return Ok(());
-                        }
-                        Err(e) => {
-                            crate::warn!(
-                                "reading the input's audio: {e}; the rest of the audio is left out"
-                            );
-                            self.done = true;
-                            return Ok(());
-                        }
-                    }
-                }
-            };
-            let Some(Some((to, tb))) = self.map.get(packet.stream()).copied() else {
-                continue;
-            };
-            let Some(ts) = packet.pts().or(packet.dts()) else {
-                continue;
-            };
-            let t = seconds(ts, tb) - self.start;
-            if t >= until {
-                self.pending = Some(packet);
-                return Ok(());
-            }
-            let shift = (self.start * f64::from(tb.denominator()) / f64::from(tb.numerator()))
-                .round() as i64;
-            let mut packet = packet;
-            packet.set_pts(packet.pts().map(|v| v - shift));
-            packet.set_dts(packet.dts().map(|v| v - shift));
-            let out_tb = out.stream(to).context("audio stream")?.time_base();
-            packet.rescale_ts(tb, out_tb);
-            packet.set_stream(to);
-            packet.set_position(-1);
-            packet
-                .write_interleaved(out)
-                .context("writing an audio packet")?;
-        }
-    }
-}
-
 /// A video file being written.
 pub struct AvFile {
     out: ff::format::context::Output,
@@ -318,21 +253,10 @@ pub struct AvFile {
     /// `out` (declared after it: dropped after it).
     hls: Option<Arc<super::hls::Files>>,
     encoder: ff::encoder::Video,
-    /// The encoder's time base: frames' timestamps count in it.
-    tb: ff::Rational,
     stream: usize,
-    scaler: Scaler,
-    bgr: ff::frame::Video,
-    converted: ff::frame::Video,
-    /// Motion JPEG: the frame in video-range YUV, before its range is widened to JPEG's.
-    video_range: Option<ff::frame::Video>,
-    size: FrameSize,
-    frame_s: f64,
-    last_pts: Option<i64>,
-    index: i64,
-    /// End of the last frame written, seconds.
-    end: f64,
-    audio: Option<AudioCopy>,
+    pictures: Pictures,
+    clock: Clock,
+    audio: Option<super::audio::AudioCopy>,
     /// Each frame's quality (a fixed quantiser, in lambda units), where the codec takes one.
     quality: Option<i32>,
     /// Audio streams kept (for the log).
@@ -340,6 +264,136 @@ pub struct AvFile {
     trailer_written: bool,
     /// Seconds spent converting and encoding (and muxing), for `-v`.
     spent: [f64; 2],
+}
+
+/// The encoder's input picture, and what a frame's pixels go through to get into it.
+struct Pictures {
+    scaler: Scaler,
+    bgr: ff::frame::Video,
+    converted: ff::frame::Video,
+    /// Motion JPEG: the frame in video-range YUV, before its range is widened to JPEG's.
+    video_range: Option<ff::frame::Video>,
+    /// The encoder's frame size (cropped to even where the codec needs it).
+    size: FrameSize,
+}
+
+impl Pictures {
+    /// Pictures of `w`×`h` in the encoder's `pixel`, reached from BGR through `via`.
+    fn new(w: usize, h: usize, pixel: ff::format::Pixel, via: ff::format::Pixel) -> Result<Self> {
+        let (cw, ch) = (w as u32, h as u32);
+        Ok(Self {
+            scaler: Scaler::new(cw, ch, ff::format::Pixel::BGR24, via)?,
+            bgr: ff::frame::Video::new(ff::format::Pixel::BGR24, cw, ch),
+            converted: ff::frame::Video::new(pixel, cw, ch),
+            video_range: (via != pixel).then(|| ff::frame::Video::new(via, cw, ch)),
+            size: FrameSize::new(w, h),
+        })
+    }
+
+    /// Fills the encoder's picture from one packed frame of `size` in `format` (BGR,
+    /// cropped to even where the codec needs it; or I420, as it is).
+    fn fill(&mut self, frame: &[u8], format: PixelFormat, size: FrameSize) -> Result<()> {
+        // The encoder may still hold the last frame (frame threads keep a reference to its
+        // buffers): give it fresh ones rather than write over a frame being encoded.
+        // SAFETY: `converted` is an allocated video frame; make_writable copies its buffers
+        // when another reference to them exists, else leaves them.
+        let writable = unsafe { ff::ffi::av_frame_make_writable(self.converted.as_mut_ptr()) };
+        anyhow::ensure!(writable >= 0, "allocating a frame for the encoder");
+        if format == PixelFormat::I420 {
+            self.fill_i420(frame, size)
+        } else {
+            self.fill_bgr(frame, size)
+        }
+    }
+
+    /// The planes as they are (video range), widened to full range for Motion JPEG.
+    fn fill_i420(&mut self, frame: &[u8], size: FrameSize) -> Result<()> {
+        let to = match &mut self.video_range {
+            Some(mid) => mid,
+            None => &mut self.converted,
+        };
+        crate::ensure_kept!(
+            to.format() == ff::format::Pixel::YUV420P && size == self.size,
+            "this encoder does not take {size} i420 frames"
+        );
+        let planes = crate::desc::Planes::packed(PixelFormat::I420, size);
+        for (i, p) in planes.iter().enumerate() {
+            let rows = size.height / p.rows_per;
+            let dst_stride = to.stride(i);
+            let data = to.data_mut(i);
+            for y in 0..rows {
+                let from = p.offset + y * p.pitch;
+                data[y * dst_stride..y * dst_stride + p.pitch]
+                    .copy_from_slice(&frame[from..from + p.pitch]);
+            }
+        }
+        if let Some(mid) = &self.video_range {
+            widen_range(mid, &mut self.converted);
+        }
+        Ok(())
+    }
+
+    /// BGR rows (the encoder's width of them) converted by libswscale.
+    fn fill_bgr(&mut self, frame: &[u8], size: FrameSize) -> Result<()> {
+        let stride = size.stride();
+        let row = self.size.stride();
+        let dst_stride = self.bgr.stride(0);
+        let data = self.bgr.data_mut(0);
+        for y in 0..self.size.height {
+            data[y * dst_stride..y * dst_stride + row]
+                .copy_from_slice(&frame[y * stride..y * stride + row]);
+        }
+        match &mut self.video_range {
+            Some(mid) => {
+                self.scaler.run(&self.bgr, mid)?;
+                widen_range(mid, &mut self.converted);
+            }
+            None => self.scaler.run(&self.bgr, &mut self.converted)?,
+        }
+        Ok(())
+    }
+}
+
+/// The video's timeline: each frame's timestamp in the encoder's time base, strictly after
+/// the one before.
+struct Clock {
+    /// The encoder's time base: frames' timestamps count in it.
+    tb: ff::Rational,
+    /// One frame's duration at the rate, seconds.
+    frame_s: f64,
+    last_pts: Option<i64>,
+    /// Frames stamped.
+    index: i64,
+    /// End of the last frame stamped, seconds.
+    end: f64,
+}
+
+impl Clock {
+    fn new(tb: ff::Rational, rate: ff::Rational) -> Self {
+        let per_frame = rate.invert();
+        Self {
+            tb,
+            frame_s: f64::from(per_frame.numerator()) / f64::from(per_frame.denominator()),
+            last_pts: None,
+            index: 0,
+            end: 0.0,
+        }
+    }
+
+    /// The timestamp of the next frame, shown at `at` seconds (None: the next frame at the
+    /// rate), and that time in seconds.
+    fn stamp(&mut self, at: Option<f64>) -> (i64, f64) {
+        let t = at.unwrap_or(self.index as f64 * self.frame_s);
+        let tick = f64::from(self.tb.numerator()) / f64::from(self.tb.denominator());
+        let mut pts = (t / tick).round() as i64;
+        if let Some(last) = self.last_pts.filter(|l| pts <= *l) {
+            pts = last + 1;
+        }
+        self.last_pts = Some(pts);
+        self.index += 1;
+        self.end = pts as f64 * tick + self.frame_s;
+        (pts, t)
+    }
 }
 
 /// The timestamps' unit: the input's own time base, unless the codec or container can't
@@ -436,76 +490,6 @@ fn encoder_options(
         dict.set("rc-lookahead", &n.to_string());
     }
     dict
-}
-
-/// Whether an MPEG-TS file carries audio of `id` (what libavformat's muxer writes streams of).
-fn ts_holds_audio(id: ff::codec::Id) -> bool {
-    use ff::codec::Id;
-    matches!(
-        id,
-        Id::AAC | Id::MP2 | Id::MP3 | Id::AC3 | Id::EAC3 | Id::OPUS | Id::DTS
-    )
-}
-
-/// Adds to `out` a stream for each of `streams` of the file `from` that the container
-/// (`extension`) holds, warning about each it can't; the copier that feeds them, and how many
-/// were kept.
-fn copy_audio(
-    out: &mut ff::format::context::Output,
-    from: &std::path::Path,
-    streams: &[usize],
-    container: Container,
-    path: &str,
-) -> Result<(Option<AudioCopy>, usize)> {
-    let input = ff::format::input(&from)
-        .with_context(|| format!("reading the audio of {}", from.display()))?;
-    let start = crate::timebase::file_start(&input).unwrap_or(0.0);
-    let mut map = vec![None; input.nb_streams() as usize];
-    let mut kept = 0;
-    for ist in input.streams().filter(|s| streams.contains(&s.index())) {
-        let params = ist.parameters();
-        let id = params.id();
-        // SAFETY: `out` is an open output context, so its oformat is valid.
-        let holds = unsafe {
-            ff::ffi::avformat_query_codec(
-                (*out.as_ptr()).oformat,
-                id.into(),
-                ff::ffi::FF_COMPLIANCE_NORMAL,
-            )
-        };
-        let aac_in_avi = container == Container::Avi && id == ff::codec::Id::AAC;
-        // libavformat's MPEG-TS muxer answers no query (it has no codec tags): the audio
-        // codecs it carries are named here.
-        let holds = match container {
-            Container::TsFile => i32::from(ts_holds_audio(id)),
-            _ => holds,
-        };
-        if holds != 1 || aac_in_avi {
-            crate::warn!(
-                "a .{} file can't hold the input's {} audio (stream {}): it is left out of '{path}' (.mkv holds any audio; --no-audio says you meant it)",
-                container.extension(),
-                id.name(),
-                ist.index()
-            );
-            continue;
-        }
-        let mut ost = out.add_stream(ff::encoder::find(ff::codec::Id::None))?;
-        ost.set_parameters(params);
-        ost.set_time_base(ist.time_base());
-        // SAFETY: the stream's parameters were just set; a zero tag lets the muxer choose
-        // its own for the codec.
-        unsafe { (*ost.parameters().as_mut_ptr()).codec_tag = 0 };
-        map[ist.index()] = Some((ost.index(), ist.time_base()));
-        kept += 1;
-    }
-    let copy = (kept > 0).then(|| AudioCopy {
-        input,
-        map,
-        start,
-        pending: None,
-        done: false,
-    });
-    Ok((copy, kept))
 }
 
 /// The encoder's pixel format: its codec's, or the 4:2:2 or 4:4:4 `--pix-fmt` asks for.
@@ -845,7 +829,6 @@ impl AvFile {
                 .rate
                 .unwrap_or_else(|| crate::frame::ratio_of(crate::frame::DEFAULT_FPS)),
         );
-        let per_frame = rate.invert();
         let tb = time_base_for(timing, rate, codec, container);
         let global_header = out
             .format()
@@ -879,7 +862,7 @@ impl AvFile {
             st.index()
         };
         let (audio, audio_kept) = match &timing.audio {
-            Some((from, streams)) => copy_audio(&mut out, from, streams, container, path)?,
+            Some(audio) => super::audio::copy(&mut out, audio, container, path)?,
             None => (None, 0),
         };
         write_header(&mut out, container, path, fragmented)?;
@@ -891,23 +874,14 @@ impl AvFile {
         } else {
             pixel
         };
-        let scaler = Scaler::new(w as u32, h as u32, ff::format::Pixel::BGR24, via)?;
         Ok(Self {
             out,
             _abort: abort,
             hls,
             encoder,
-            tb,
             stream,
-            scaler,
-            bgr: ff::frame::Video::new(ff::format::Pixel::BGR24, w as u32, h as u32),
-            converted: ff::frame::Video::new(pixel, w as u32, h as u32),
-            video_range: (via != pixel).then(|| ff::frame::Video::new(via, w as u32, h as u32)),
-            size: FrameSize::new(w, h),
-            frame_s: f64::from(per_frame.numerator()) / f64::from(per_frame.denominator()),
-            last_pts: None,
-            index: 0,
-            end: 0.0,
+            pictures: Pictures::new(w, h, pixel, via)?,
+            clock: Clock::new(tb, rate),
             audio,
             quality: fixed,
             audio_kept,
@@ -927,72 +901,19 @@ impl AvFile {
         at: Option<f64>,
     ) -> Result<()> {
         let t0 = std::time::Instant::now();
-        // The encoder may still hold the last frame (frame threads keep a reference to its
-        // buffers): give it fresh ones rather than write over a frame being encoded.
-        // SAFETY: `converted` is an allocated video frame; make_writable copies its buffers
-        // when another reference to them exists, else leaves them.
-        let writable = unsafe { ff::ffi::av_frame_make_writable(self.converted.as_mut_ptr()) };
-        anyhow::ensure!(writable >= 0, "allocating a frame for the encoder");
-        if format == PixelFormat::I420 {
-            // The planes as they are (video range), widened to full range for Motion JPEG.
-            let to = match &mut self.video_range {
-                Some(mid) => mid,
-                None => &mut self.converted,
-            };
-            crate::ensure_kept!(
-                to.format() == ff::format::Pixel::YUV420P && size == self.size,
-                "this encoder does not take {size} i420 frames"
-            );
-            let planes = crate::desc::Planes::packed(PixelFormat::I420, size);
-            for (i, p) in planes.iter().enumerate() {
-                let rows = size.height / p.rows_per;
-                let dst_stride = to.stride(i);
-                let data = to.data_mut(i);
-                for y in 0..rows {
-                    let from = p.offset + y * p.pitch;
-                    data[y * dst_stride..y * dst_stride + p.pitch]
-                        .copy_from_slice(&frame[from..from + p.pitch]);
-                }
-            }
-            if let Some(mid) = &self.video_range {
-                widen_range(mid, &mut self.converted);
-            }
-        } else {
-            let stride = size.stride();
-            let row = self.size.stride();
-            let dst_stride = self.bgr.stride(0);
-            let data = self.bgr.data_mut(0);
-            for y in 0..self.size.height {
-                data[y * dst_stride..y * dst_stride + row]
-                    .copy_from_slice(&frame[y * stride..y * stride + row]);
-            }
-            match &mut self.video_range {
-                Some(mid) => {
-                    self.scaler.run(&self.bgr, mid)?;
-                    widen_range(mid, &mut self.converted);
-                }
-                None => self.scaler.run(&self.bgr, &mut self.converted)?,
-            }
-        }
+        self.pictures.fill(frame, format, size)?;
         self.spent[0] += t0.elapsed().as_secs_f64();
-        let t = at.unwrap_or(self.index as f64 * self.frame_s);
-        let tick = f64::from(self.tb.numerator()) / f64::from(self.tb.denominator());
-        let mut pts = (t / tick).round() as i64;
-        if let Some(last) = self.last_pts.filter(|l| pts <= *l) {
-            pts = last + 1;
-        }
-        self.last_pts = Some(pts);
-        self.index += 1;
-        self.end = pts as f64 * tick + self.frame_s;
-        self.converted.set_pts(Some(pts));
+        let (pts, t) = self.clock.stamp(at);
+        let converted = &mut self.pictures.converted;
+        converted.set_pts(Some(pts));
         if let Some(q) = self.quality {
             // SAFETY: `converted` is an allocated frame; `quality` is a plain field that the
             // MPEG-family encoders read as the frame's quantiser (as `ffmpeg -q:v` sets it).
-            unsafe { (*self.converted.as_mut_ptr()).quality = q };
+            unsafe { (*converted.as_mut_ptr()).quality = q };
         }
         let t1 = std::time::Instant::now();
         self.encoder
-            .send_frame(&self.converted)
+            .send_frame(&self.pictures.converted)
             .context("encoding a frame")?;
         self.drain()?;
         self.spent[1] += t1.elapsed().as_secs_f64();
@@ -1011,7 +932,7 @@ impl AvFile {
             .time_base();
         while self.encoder.receive_packet(&mut packet).is_ok() {
             packet.set_stream(self.stream);
-            packet.rescale_ts(self.tb, out_tb);
+            packet.rescale_ts(self.clock.tb, out_tb);
             packet
                 .write_interleaved(&mut self.out)
                 .context("writing a video packet")?;
@@ -1033,13 +954,13 @@ impl AvFile {
         self.encoder.send_eof().context("flushing the encoder")?;
         self.drain()?;
         if let Some(a) = &mut self.audio {
-            a.pump(&mut self.out, self.end)?;
+            a.pump(&mut self.out, self.clock.end)?;
         }
-        let per = |s: f64| 1e3 * s / self.index.max(1) as f64;
+        let per = |s: f64| 1e3 * s / self.clock.index.max(1) as f64;
         crate::debug!(
             "writer: per frame {:.2} ms converting BGR to {:?}, {:.2} ms encoding and muxing",
             per(self.spent[0]),
-            self.converted.format(),
+            self.pictures.converted.format(),
             per(self.spent[1])
         );
         // ffmpeg-next calls any non-zero result an error, but a fragmented MP4's trailer
@@ -1086,9 +1007,4 @@ fn widen_range(from: &ff::frame::Video, to: &mut ff::frame::Video) {
                 .for_each(|(d, s)| *d = t[usize::from(*s)]);
         }
     }
-}
-
-/// Where the input's audio streams are copied from: `input`'s, unless there are none.
-pub fn audio_of(info: &media::MediaInfo) -> Option<(PathBuf, Vec<usize>)> {
-    (!info.audio.is_empty()).then(|| (info.path.clone(), info.audio.iter().map(|a| a.0).collect()))
 }

@@ -15,6 +15,8 @@
 //! takes BGR only checks the descriptor (`bgr`), so a frame is never misread.
 
 #[cfg(feature = "ffmpeg")]
+pub mod audio;
+#[cfg(feature = "ffmpeg")]
 pub mod av;
 pub mod claim;
 pub mod codec;
@@ -123,9 +125,8 @@ pub fn pipeline_key(key: u8, knobs: &mut Knobs) -> Result<Option<Flow>> {
     let k = knobs;
     Ok(Some(match key {
         b'1'..=b'9' => {
-            let chain: crate::filter::Chain = crate::filter::PRESETS[usize::from(key - b'1')]
-                .parse()
-                .map_err(anyhow::Error::msg)?;
+            let chain: crate::filter::Chain =
+                crate::filter::PRESETS[usize::from(key - b'1')].parse()?;
             Flow::Control(Control::Chain(chain))
         }
         b'p' | b'P' => {

@@ -82,32 +82,48 @@ pub struct Decoded {
     tapped: Tapped,
 }
 
-/// Where a decoded input's packets go once read (`tap`).
-enum Tapped {
-    /// Opening: kept (up to `HELD_PACKETS`) until a tap is attached or the first frame is
-    /// read, so that a recording gets the packets of the first picture.
-    Holding(Vec<ff::Packet>),
-    To(super::tap::Tap),
-    Off,
+/// Where a decoded input's packets go once read (`tap`): to every tap attached, and, while
+/// the input opens (until the first frame is read), kept (up to `HELD_PACKETS`), so that
+/// each tap attached before the run reads gets the packets of the first picture (a
+/// recording starts at it; a file output's audio copy misses none).
+struct Tapped {
+    taps: Vec<super::tap::Tap>,
+    held: Option<Vec<ff::Packet>>,
 }
 
 /// The most packets kept while opening for a tap not yet attached.
 const HELD_PACKETS: usize = 512;
 
 impl Tapped {
-    fn take(&mut self, packet: ff::Packet) {
-        match self {
-            Tapped::Holding(held) if held.len() < HELD_PACKETS => held.push(packet),
-            Tapped::To(tap) => tap.packet(packet),
-            _ => {}
+    fn new() -> Self {
+        Self {
+            taps: Vec::new(),
+            held: Some(Vec::new()),
         }
     }
 
-    /// Frames are read and no tap was attached: the packets held while opening are let go.
-    fn stop_holding(&mut self) {
-        if let Tapped::Holding(_) = self {
-            *self = Tapped::Off;
+    fn take(&mut self, packet: ff::Packet) {
+        if let Some(held) = self.held.as_mut().filter(|h| h.len() < HELD_PACKETS) {
+            held.push(packet.clone());
         }
+        if let Some((last, others)) = self.taps.split_last() {
+            others.iter().for_each(|t| t.packet(packet.clone()));
+            last.packet(packet);
+        }
+    }
+
+    /// `tap` from now on, given first what was held while opening.
+    fn attach(&mut self, input: &ff::format::context::Input, video: usize, tap: super::tap::Tap) {
+        tap.open(input, video);
+        for p in self.held.iter().flatten() {
+            tap.packet(p.clone());
+        }
+        self.taps.push(tap);
+    }
+
+    /// Frames are read: the packets held while opening are let go.
+    fn stop_holding(&mut self) {
+        self.held = None;
     }
 }
 
@@ -406,7 +422,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         nvdec,
         lent: None,
         tags: PictureTags::default(),
-        tapped: Tapped::Holding(Vec::new()),
+        tapped: Tapped::new(),
     };
     // The first picture says the size and format (the codec parameters may not).
     if !source.decode_next()? {
@@ -979,11 +995,7 @@ impl Source for Decoded {
     }
 
     fn tap(&mut self, tap: super::tap::Tap) -> std::result::Result<(), super::tap::Tap> {
-        tap.open(&self.input, self.facts.stream);
-        if let Tapped::Holding(held) = std::mem::replace(&mut self.tapped, Tapped::Off) {
-            held.into_iter().for_each(|p| tap.packet(p));
-        }
-        self.tapped = Tapped::To(tap);
+        self.tapped.attach(&self.input, self.facts.stream, tap);
         Ok(())
     }
 

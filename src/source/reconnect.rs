@@ -69,7 +69,7 @@ pub struct Reconnecting {
     /// Where the packets go (`--record`), given again to each source that replaces the lost
     /// one.
     #[cfg(feature = "ffmpeg")]
-    tap: Option<super::tap::Tap>,
+    taps: Vec<super::tap::Tap>,
 }
 
 impl Reconnecting {
@@ -84,7 +84,7 @@ impl Reconnecting {
             stop,
             name,
             #[cfg(feature = "ffmpeg")]
-            tap: None,
+            taps: Vec::new(),
         }
     }
 
@@ -111,7 +111,7 @@ impl Reconnecting {
     fn replace(&mut self, inner: Box<dyn Source>) {
         self.inner = inner;
         #[cfg(feature = "ffmpeg")]
-        if let Some(tap) = &self.tap {
+        for tap in &self.taps {
             let _ = self.inner.tap(tap.clone());
         }
     }
@@ -193,7 +193,7 @@ impl Source for Reconnecting {
     #[cfg(feature = "ffmpeg")]
     fn tap(&mut self, tap: super::tap::Tap) -> std::result::Result<(), super::tap::Tap> {
         self.inner.tap(tap.clone())?;
-        self.tap = Some(tap);
+        self.taps.push(tap);
         Ok(())
     }
 }

@@ -1,10 +1,14 @@
-//! The packets of a decoded input, handed on untouched as the demuxer reads them (`--record`
-//! writes them: `sink::record`). A tap is told each time the input opens (its streams, which
-//! may differ after a reconnect), then given every packet of every stream, in read order.
+//! The packets of a decoded input, handed on untouched as the demuxer reads them: `--record`
+//! writes them (`sink::record`), and a file output copies the audio from them
+//! (`sink::audio`), so the input is read once. An input has as many taps as are attached. A
+//! tap is told each time the input opens (its streams, which may differ after a reconnect),
+//! then given every packet of every stream, in read order.
 //!
-//! Invariants: a tap never blocks the input (what it can't take at once it counts as lost,
-//! and says so); the packets read while the input opened, before the tap was attached, are
-//! handed to it first, so a recording starts at the input's first keyframe.
+//! Invariants: a tap never blocks the input (a recording counts what it can't take at once
+//! as lost, and says so; the audio copy queues, a file being read at most a ring ahead of
+//! its writer); the packets read while the input opened, before the run read its first
+//! frame, are handed to each tap attached by then first, so a recording starts at the
+//! input's first keyframe and a copy misses no audio.
 
 use std::sync::Arc;
 

@@ -1,0 +1,320 @@
+//! A file output's copy of the input's audio, packet for packet (no decode, no encode),
+//! interleaved with the video it writes. The packets come from the input's own demuxer as it
+//! reads them (`AudioTap`, a `source::tap::PacketTap` attached before the run reads a frame),
+//! so the input is opened once; only a source that reads no packets itself (OpenCV's
+//! capture, `--decode opencv`) has its file opened a second time, by a demuxer of the copy's
+//! own (`Audio::File`).
+//!
+//! Invariants: every audio packet of a kept stream is written, in the order read, with its
+//! timestamps moved by the file's start so that audio and video share the output's zero;
+//! audio is written up to the end of the last video frame written (`pump`); the tap never
+//! blocks the input (its queue is unbounded; a file input is read at most a ring ahead of
+//! its writer, so it holds at most that much audio), and once the copy is gone what the tap
+//! is given is let go.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use ffmpeg_next as ff;
+
+use super::codec::Container;
+use crate::source::media;
+use crate::timebase::seconds;
+
+/// Where a file output's audio comes from.
+#[derive(Clone)]
+pub enum Audio {
+    /// Handed on by the input's demuxer as it reads (the input is read once).
+    Fed(Arc<AudioTap>),
+    /// Read from the file by a demuxer of the copy's own, these streams (a source that
+    /// reads no packets: OpenCV's capture).
+    File(PathBuf, Vec<usize>),
+}
+
+impl std::fmt::Debug for Audio {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Audio::Fed(tap) => write!(f, "Fed({:?})", tap.streams),
+            Audio::File(path, streams) => write!(f, "File({}, {streams:?})", path.display()),
+        }
+    }
+}
+
+/// The input's audio streams, where it has any: their file and indices.
+pub fn audio_of(info: &media::MediaInfo) -> Option<(PathBuf, Vec<usize>)> {
+    (!info.audio.is_empty()).then(|| (info.path.clone(), info.audio.iter().map(|a| a.0).collect()))
+}
+
+/// An audio stream of the input, as the demuxer opened it.
+struct Opened {
+    index: usize,
+    params: ff::codec::Parameters,
+    time_base: ff::Rational,
+}
+
+/// What the input's demuxer said when the tap was attached, and the queue of its packets.
+struct Fed {
+    streams: Vec<Opened>,
+    /// The input file's start, seconds (its timeline's zero).
+    start: f64,
+    /// Taken by the one output that copies the audio.
+    packets: Option<Receiver<ff::Packet>>,
+}
+
+/// A tap on the input's demuxer that queues the packets of `streams` for a file output.
+pub struct AudioTap {
+    streams: Vec<usize>,
+    tx: Sender<ff::Packet>,
+    fed: Mutex<Fed>,
+}
+
+impl AudioTap {
+    /// A tap for the input's audio streams `streams` (indices in the input).
+    pub fn new(streams: Vec<usize>) -> Self {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Self {
+            streams,
+            tx,
+            fed: Mutex::new(Fed {
+                streams: Vec::new(),
+                start: 0.0,
+                packets: Some(rx),
+            }),
+        }
+    }
+
+    fn fed(&self) -> std::sync::MutexGuard<'_, Fed> {
+        self.fed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl crate::source::tap::PacketTap for AudioTap {
+    fn open(&self, input: &ff::format::context::Input, _video: usize) {
+        let mut fed = self.fed();
+        fed.start = crate::timebase::file_start(input).unwrap_or(0.0);
+        fed.streams = input
+            .streams()
+            .filter(|s| self.streams.contains(&s.index()))
+            .map(|s| Opened {
+                index: s.index(),
+                // A copy of its own: the stream's are the input's, on the input's thread.
+                params: s.parameters().clone(),
+                time_base: s.time_base(),
+            })
+            .collect();
+    }
+
+    fn packet(&self, packet: ff::Packet) {
+        if self.streams.contains(&packet.stream()) {
+            // A copy that is gone (its file finished or failed) takes nothing more.
+            let _ = self.tx.send(packet);
+        }
+    }
+}
+
+/// Where the copy reads its packets.
+enum Packets {
+    /// From the input's demuxer (`AudioTap`).
+    Fed(Receiver<ff::Packet>),
+    /// From a demuxer of its own.
+    Own(ff::format::context::Input),
+}
+
+impl Packets {
+    /// The next packet; None when there is none yet (`Fed`) or none more (`done`).
+    fn next(&mut self, done: &mut bool) -> Option<ff::Packet> {
+        match self {
+            Packets::Fed(rx) => match rx.try_recv() {
+                Ok(p) => Some(p),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => {
+                    *done = true;
+                    None
+                }
+            },
+            Packets::Own(input) => {
+                let mut p = ff::Packet::empty();
+                match p.read(input) {
+                    Ok(()) => Some(p),
+                    Err(ff::Error::Eof) => {
+                        *done = true;
+                        None
+                    }
+                    Err(e) => {
+                        crate::warn!(
+                            "reading the input's audio: {e}; the rest of the audio is left out"
+                        );
+                        *done = true;
+                        None
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The input's audio, copied packet for packet.
+pub struct AudioCopy {
+    packets: Packets,
+    /// Per input stream: the output stream and the input's time base.
+    map: Vec<Option<(usize, ff::Rational)>>,
+    /// The input file's start, seconds (its timeline's zero).
+    start: f64,
+    /// A packet read but later than what was written so far.
+    pending: Option<ff::Packet>,
+    done: bool,
+}
+
+impl AudioCopy {
+    /// Writes every audio packet that starts before `until` seconds (output timeline).
+    pub fn pump(&mut self, out: &mut ff::format::context::Output, until: f64) -> Result<()> {
+        loop {
+            let packet = match self.pending.take() {
+                Some(p) => p,
+                None if self.done => return Ok(()),
+                None => match self.packets.next(&mut self.done) {
+                    Some(p) => p,
+                    None => return Ok(()),
+                },
+            };
+            let Some(Some((to, tb))) = self.map.get(packet.stream()).copied() else {
+                continue;
+            };
+            let Some(ts) = packet.pts().or(packet.dts()) else {
+                continue;
+            };
+            if seconds(ts, tb) - self.start >= until {
+                self.pending = Some(packet);
+                return Ok(());
+            }
+            self.write(out, packet, to, tb)?;
+        }
+    }
+
+    /// One packet into the output's stream `to`, its timestamps moved by the file's start.
+    fn write(
+        &self,
+        out: &mut ff::format::context::Output,
+        mut packet: ff::Packet,
+        to: usize,
+        tb: ff::Rational,
+    ) -> Result<()> {
+        let shift =
+            (self.start * f64::from(tb.denominator()) / f64::from(tb.numerator())).round() as i64;
+        packet.set_pts(packet.pts().map(|v| v - shift));
+        packet.set_dts(packet.dts().map(|v| v - shift));
+        let out_tb = out.stream(to).context("audio stream")?.time_base();
+        packet.rescale_ts(tb, out_tb);
+        packet.set_stream(to);
+        packet.set_position(-1);
+        packet
+            .write_interleaved(out)
+            .context("writing an audio packet")
+    }
+}
+
+/// Whether an MPEG-TS file carries audio of `id` (what libavformat's muxer writes streams of).
+fn ts_holds_audio(id: ff::codec::Id) -> bool {
+    use ff::codec::Id;
+    matches!(
+        id,
+        Id::AAC | Id::MP2 | Id::MP3 | Id::AC3 | Id::EAC3 | Id::OPUS | Id::DTS
+    )
+}
+
+/// Adds to `out` a stream for each of the input's audio streams (`audio`) that the
+/// container holds, warning about each it can't; the copier that feeds them, and how many
+/// were kept.
+pub fn copy(
+    out: &mut ff::format::context::Output,
+    audio: &Audio,
+    container: Container,
+    path: &str,
+) -> Result<(Option<AudioCopy>, usize)> {
+    let (packets, streams, start) = match audio {
+        Audio::Fed(tap) => {
+            let mut fed = tap.fed();
+            let rx = fed
+                .packets
+                .take()
+                .context("the input's audio is already copied by another output")?;
+            let streams: Vec<_> = fed
+                .streams
+                .iter()
+                .map(|s| (s.index, s.params.clone(), s.time_base))
+                .collect();
+            (Packets::Fed(rx), streams, fed.start)
+        }
+        Audio::File(from, indices) => {
+            let input = ff::format::input(&from)
+                .with_context(|| format!("reading the audio of {}", from.display()))?;
+            let start = crate::timebase::file_start(&input).unwrap_or(0.0);
+            let streams: Vec<_> = input
+                .streams()
+                .filter(|s| indices.contains(&s.index()))
+                .map(|s| (s.index(), s.parameters().clone(), s.time_base()))
+                .collect();
+            (Packets::Own(input), streams, start)
+        }
+    };
+    let mut map = vec![None; streams.iter().map(|s| s.0 + 1).max().unwrap_or(0)];
+    for (index, params, tb) in streams {
+        if let Some(to) = add_stream(out, params, tb, index, container, path)? {
+            map[index] = Some((to, tb));
+        }
+    }
+    let kept = map.iter().flatten().count();
+    let copy = (kept > 0).then_some(AudioCopy {
+        packets,
+        map,
+        start,
+        pending: None,
+        done: false,
+    });
+    Ok((copy, kept))
+}
+
+/// An output stream for the input's audio stream `index` where the container holds its
+/// codec (its index in `out`); None, said, where it can't.
+fn add_stream(
+    out: &mut ff::format::context::Output,
+    params: ff::codec::Parameters,
+    tb: ff::Rational,
+    index: usize,
+    container: Container,
+    path: &str,
+) -> Result<Option<usize>> {
+    let id = params.id();
+    // SAFETY: `out` is an open output context, so its oformat is valid.
+    let holds = unsafe {
+        ff::ffi::avformat_query_codec(
+            (*out.as_ptr()).oformat,
+            id.into(),
+            ff::ffi::FF_COMPLIANCE_NORMAL,
+        )
+    };
+    let aac_in_avi = container == Container::Avi && id == ff::codec::Id::AAC;
+    // libavformat's MPEG-TS muxer answers no query (it has no codec tags): the audio
+    // codecs it carries are named here.
+    let holds = match container {
+        Container::TsFile => i32::from(ts_holds_audio(id)),
+        _ => holds,
+    };
+    if holds != 1 || aac_in_avi {
+        crate::warn!(
+            "a .{} file can't hold the input's {} audio (stream {index}): it is left out of '{path}' (.mkv holds any audio; --no-audio says you meant it)",
+            container.extension(),
+            id.name(),
+        );
+        return Ok(None);
+    }
+    let mut ost = out.add_stream(ff::encoder::find(ff::codec::Id::None))?;
+    ost.set_parameters(params);
+    ost.set_time_base(tb);
+    // SAFETY: the stream's parameters were just set; a zero tag lets the muxer choose
+    // its own for the codec.
+    unsafe { (*ost.parameters().as_mut_ptr()).codec_tag = 0 };
+    Ok(Some(ost.index()))
+}
