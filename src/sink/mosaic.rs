@@ -24,6 +24,7 @@
 //! are drawn on a copy of the picture, which is handed to the window at most `SHOW_EVERY`
 //! apart, so that many inputs' frames don't each cost a window update.
 
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -43,14 +44,67 @@ const SHOW_EVERY: Duration = Duration::from_millis(33);
 /// The rate a recording of the mosaic is made at.
 pub const RECORD_FPS: f64 = 30.0;
 
+/// The span of frame times a tile's rate is measured over.
+const RATE_WINDOW: f64 = 1.0;
+
+/// The rate of an input's frames: frames over the span of their own timestamps in the last
+/// `RATE_WINDOW` of them (a live input's are its arrival times; a file's, its frames' times),
+/// so a file of 30 fps reads 30 however its frames bunch up on their way here. (The mean of
+/// inverse arrival intervals, as before, said 38648 fps for such a file: a burst's intervals
+/// are microseconds.) A frame without a timestamp is timed by its arrival.
+#[derive(Default)]
+struct Rate {
+    times: VecDeque<f64>,
+    /// When the last frame came: an input that stopped reads 0 after `RATE_WINDOW`.
+    last_at: Option<Instant>,
+    /// The arrival clock's zero, for frames without a timestamp.
+    zero: Option<Instant>,
+}
+
+impl Rate {
+    /// A frame of timestamp `pts` (seconds) came at `at`.
+    fn arrived(&mut self, pts: Option<f64>, at: Instant) {
+        let t = pts.unwrap_or_else(|| {
+            at.duration_since(*self.zero.get_or_insert(at))
+                .as_secs_f64()
+        });
+        // Times that go back (a seek, a loop, a reconnect) start the count again.
+        if self.times.back().is_some_and(|&last| t < last) {
+            self.times.clear();
+        }
+        self.times.push_back(t);
+        while self
+            .times
+            .front()
+            .is_some_and(|&first| t - first > RATE_WINDOW)
+        {
+            self.times.pop_front();
+        }
+        self.last_at = Some(at);
+    }
+
+    /// Frames a second; 0 until two frames came a measurable time apart, and once none
+    /// came for `RATE_WINDOW` (at `now`).
+    fn fps(&self, now: Instant) -> f64 {
+        let stale = self
+            .last_at
+            .is_none_or(|at| now.duration_since(at).as_secs_f64() > RATE_WINDOW);
+        match (self.times.front(), self.times.back()) {
+            (Some(&first), Some(&last)) if !stale && last - first >= 1e-3 => {
+                (self.times.len() - 1) as f64 / (last - first)
+            }
+            _ => 0.0,
+        }
+    }
+}
+
 /// One tile's input, as the mosaic knows it.
 struct Tile {
     /// The input's name for the label.
     name: String,
-    /// Its frames seen, and the rate they came at (smoothed).
+    /// Its frames seen, and the rate they came at.
     frames: u64,
-    fps: f64,
-    last_at: Option<Instant>,
+    rate: Rate,
     dropped: u64,
     /// Why it ended or failed, once it has.
     ended: Option<String>,
@@ -68,7 +122,11 @@ impl Tile {
         let second = match (&self.ended, &self.state) {
             (Some(why), _) | (None, Some(why)) => why.chars().take(64).collect::<String>(),
             (None, None) if self.frames == 0 => "waiting for the first frame".into(),
-            (None, None) => format!("{:.1} fps  {} dropped", self.fps, self.dropped),
+            (None, None) => format!(
+                "{:.1} fps  {} dropped",
+                self.rate.fps(Instant::now()),
+                self.dropped
+            ),
         };
         (first, second)
     }
@@ -121,8 +179,7 @@ impl Mosaic {
             .map(|name| Tile {
                 name,
                 frames: 0,
-                fps: 0.0,
-                last_at: None,
+                rate: Rate::default(),
                 dropped: 0,
                 ended: None,
                 state: None,
@@ -351,15 +408,8 @@ impl Sink for Mosaic {
         // one shown alone.
         let tile = &mut self.tiles[t];
         tile.frames += 1;
-        let now = Instant::now();
-        if let Some(prev) = tile.last_at.replace(now) {
-            let rate = 1.0 / (now - prev).as_secs_f64().max(1e-6);
-            tile.fps = if tile.fps == 0.0 {
-                rate
-            } else {
-                tile.fps + 0.1 * (rate - tile.fps)
-            };
-        }
+        tile.rate
+            .arrived(frame.desc.pts.map(|p| p.seconds()), Instant::now());
         if self.alone && t == self.selected && !bgr.is_empty() {
             let full = tile.full.get_or_insert_with(|| (size, Vec::new()));
             full.0 = size;
@@ -430,5 +480,38 @@ impl Sink for Mosaic {
     }
     fn streams(&self) -> Vec<crate::stats::StreamStats> {
         self.record.as_ref().map_or_else(Vec::new, |r| r.streams())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tiles_rate_is_its_frames_over_their_times_not_inverse_intervals() {
+        // A file of 30 fps whose frames come in bursts of ten, 10 µs apart.
+        let t0 = Instant::now();
+        let mut r = Rate::default();
+        for n in 0..90u32 {
+            let at = t0
+                + Duration::from_millis(u64::from(n / 10) * 333)
+                + Duration::from_micros(u64::from(n % 10) * 10);
+            r.arrived(Some(f64::from(n) / 30.0), at);
+        }
+        let now = t0 + Duration::from_millis(2700);
+        let fps = r.fps(now);
+        assert!((fps - 30.0).abs() < 0.01, "{fps}");
+        // Stopped: 0 a window later. Without timestamps: timed by arrival.
+        assert_eq!(r.fps(now + Duration::from_secs(2)), 0.0);
+        let mut live = Rate::default();
+        for n in 0..50u32 {
+            live.arrived(None, t0 + Duration::from_millis(u64::from(n) * 40));
+        }
+        let fps = live.fps(t0 + Duration::from_millis(2000));
+        assert!((fps - 25.0).abs() < 0.01, "{fps}");
+        // A loop back to the start counts again from there.
+        r.arrived(Some(0.0), now);
+        r.arrived(Some(1.0 / 30.0), now);
+        assert!((r.fps(now) - 30.0).abs() < 0.01);
     }
 }
