@@ -9,6 +9,7 @@
 use anyhow::Result;
 
 use super::opening::{Inputs, Running};
+use super::screen::{check_window_possible, no_display, open_window, shown_within};
 use crate::plan::run::{Display, Serve, Window};
 use crate::plan::{Plan, RunPlan};
 use crate::sink;
@@ -88,17 +89,6 @@ fn mosaic_layout(display: &Display, n: usize, running: &[Running]) -> Layout {
         _ => MAX_MOSAIC,
     };
     Layout::new(cols, rows, &sizes, within)
-}
-
-/// The screen's area a shown mosaic fits.
-#[cfg(feature = "opencv")]
-fn shown_within() -> crate::frame::FrameSize {
-    crate::sink::window::unscaled_area().unwrap_or(MAX_MOSAIC)
-}
-
-#[cfg(not(feature = "opencv"))]
-fn shown_within() -> crate::frame::FrameSize {
-    MAX_MOSAIC
 }
 
 /// The mosaic of every input (`inputs`: those running, and those that failed to open, with
@@ -223,19 +213,6 @@ pub(super) fn headless_where_no_display(args: &mut crate::cli::RunArgs) -> Optio
     Some(why)
 }
 
-#[cfg(feature = "opencv")]
-fn no_display() -> Option<&'static str> {
-    match sink::window::display_named() {
-        true => None,
-        false => Some("no display to show a window on (DISPLAY is not set)"),
-    }
-}
-
-#[cfg(not(feature = "opencv"))]
-fn no_display() -> Option<&'static str> {
-    Some("this build has no window (it has no OpenCV)")
-}
-
 pub(super) fn window_possible_unless_stopped(display: &Display, stop: &Stop) -> Result<bool> {
     if display.window == Window::None {
         return Ok(true);
@@ -248,26 +225,4 @@ pub(super) fn window_possible_unless_stopped(display: &Display, stop: &Stop) -> 
         }
         Err(e) => Err(e),
     }
-}
-
-#[cfg(feature = "opencv")]
-fn check_window_possible() -> Result<()> {
-    Ok(sink::window::check_display()?)
-}
-
-#[cfg(not(feature = "opencv"))]
-fn check_window_possible() -> Result<()> {
-    anyhow::bail!("this build has no OpenCV and cannot open a window; run with --headless")
-}
-
-#[cfg(feature = "opencv")]
-fn open_window(title: &str, knobs: Knobs, hold: Option<Stop>) -> Result<Box<dyn Sink>> {
-    Ok(sink::display::boxed(sink::window::Window::open(
-        title, knobs, hold,
-    )?))
-}
-
-#[cfg(not(feature = "opencv"))]
-fn open_window(_title: &str, _knobs: Knobs, _hold: Option<Stop>) -> Result<Box<dyn Sink>> {
-    anyhow::bail!("this build has no OpenCV and cannot open a window")
 }

@@ -33,8 +33,17 @@ mod claims;
 mod displays;
 mod opening;
 mod outputs;
+#[cfg(feature = "ffmpeg")]
+mod recordings;
+#[cfg(not(feature = "ffmpeg"))]
+#[path = "recordings_none.rs"]
 mod recordings;
 mod report;
+#[cfg(feature = "opencv")]
+mod screen;
+#[cfg(not(feature = "opencv"))]
+#[path = "screen_none.rs"]
+mod screen;
 
 /// How a run ended: its result (Ok also when the user stopped it), and whether a thread
 /// was left blocked inside a source (a stalled stream's read, an opening that never

@@ -4,27 +4,20 @@
 //!
 //! Invariant: every recording is finished however the run ends (an error, a stop, the
 //! inputs' end): `Drop` finishes what `finish` did not, so no file is left as `.part`.
-//! Without FFmpeg's libraries the plan refuses `--record`, so there is none here.
+//! Built with FFmpeg's libraries only; without them the plan refuses `--record`, and
+//! `recordings_none.rs` stands in (no recording, the same calls).
 
 use anyhow::Result;
 
 use crate::plan::RunPlan;
 use crate::source::Source;
 
-#[cfg(feature = "ffmpeg")]
 use crate::sink::record::{Recorded, Recording};
 
 /// A recording, as the source's tap.
-#[cfg(feature = "ffmpeg")]
 pub(super) type Tap = crate::source::tap::Tap;
-/// Without FFmpeg's libraries there is no recording (`plan::Record` has no value).
-#[cfg(not(feature = "ffmpeg"))]
-pub(super) type Tap = std::convert::Infallible;
 
-#[cfg(feature = "ffmpeg")]
 type Each = std::sync::Arc<Recording>;
-#[cfg(not(feature = "ffmpeg"))]
-type Each = std::convert::Infallible;
 
 /// The run's recordings, by place among the `--input`s.
 pub(super) struct Recordings(Vec<Option<Each>>);
@@ -36,11 +29,8 @@ impl Recordings {
             .inputs()
             .iter()
             .zip(0..)
-            .map(|(input, _n)| match &input.record {
-                #[cfg(feature = "ffmpeg")]
-                Some(spec) => Recording::start(spec.clone(), format!("input {_n}")).map(Some),
-                #[cfg(not(feature = "ffmpeg"))]
-                Some(never) => match *never {},
+            .map(|(input, n)| match &input.record {
+                Some(spec) => Recording::start(spec.clone(), format!("input {n}")).map(Some),
                 None => Ok(None),
             })
             .collect::<Result<_>>()?;
@@ -49,11 +39,7 @@ impl Recordings {
 
     /// The tap of input `at`'s recording, if it records.
     pub fn tap(&self, at: usize) -> Option<Tap> {
-        #[cfg(feature = "ffmpeg")]
-        let tap: Option<Tap> = self.0.get(at)?.clone().map(|r| r as Tap);
-        #[cfg(not(feature = "ffmpeg"))]
-        let tap = self.0.get(at).copied().flatten();
-        tap
+        self.0.get(at)?.clone().map(|r| r as Tap)
     }
 
     /// Attaches input `at`'s recording to its `source`.
@@ -74,7 +60,6 @@ impl Recordings {
 }
 
 /// Finishes input `n`'s recording and says what it wrote.
-#[cfg(feature = "ffmpeg")]
 fn finished(n: usize, rec: Each) -> Option<crate::stats::Recorded> {
     let r = rec.finish();
     say(n, &r);
@@ -86,14 +71,8 @@ fn finished(n: usize, rec: Each) -> Option<crate::stats::Recorded> {
     })
 }
 
-#[cfg(not(feature = "ffmpeg"))]
-fn finished(_: usize, rec: Each) -> Option<crate::stats::Recorded> {
-    match rec {}
-}
-
 impl Drop for Recordings {
     fn drop(&mut self) {
-        #[cfg(feature = "ffmpeg")]
         for rec in self.0.iter_mut().filter_map(Option::take) {
             let _ = rec.finish();
         }
@@ -103,21 +82,14 @@ impl Drop for Recordings {
 /// Gives `source` the `tap`, where there is one; an error where the source reads no packets.
 pub(super) fn attach(tap: Option<Tap>, source: &mut dyn Source) -> Result<()> {
     match tap {
-        #[cfg(feature = "ffmpeg")]
         Some(tap) => source
             .tap(tap)
             .map_err(|_| anyhow::anyhow!("{} reads no packets to record", source.describe())),
-        #[cfg(not(feature = "ffmpeg"))]
-        Some(never) => match never {},
-        None => {
-            let _ = source;
-            Ok(())
-        }
+        None => Ok(()),
     }
 }
 
 /// One line for input `n`'s recording.
-#[cfg(feature = "ffmpeg")]
 fn say(n: usize, r: &Recorded) {
     let files = match r.files.as_slice() {
         [] => "no file (no keyframe came)".to_string(),

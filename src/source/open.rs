@@ -37,8 +37,10 @@ pub enum Decode {
 }
 
 /// What the flags ask of the input: `--size` and `--fps` when given, what standard input
-/// carries, and how a file is played and decoded.
+/// carries, and how a file is played and decoded (how a file is played is read only where
+/// files are: with FFmpeg's libraries).
 #[derive(Clone, Copy, Debug)]
+#[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
 pub struct Asked {
     /// What standard input carries (`--input -`).
     pub input_format: crate::source::stdin::InputFormat,
@@ -47,26 +49,20 @@ pub struct Asked {
     /// `--fps`: the pattern's rate, and what a camera is asked for (0: unpaced).
     pub fps: Option<f64>,
     /// The run shows a window (a file then plays at its rate). Files need FFmpeg's libraries.
-    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub window: bool,
     /// `--no-pace`.
-    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub no_pace: bool,
     /// A file is read at its own rate though no window shows it: `--realtime`, or every
     /// output is live (`plan::RunPlan`).
-    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub realtime: bool,
     /// `--decode`: who decodes files and network streams.
-    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub decode: Decode,
     /// NVDEC's pictures may stay in device memory: the run's backend is CUDA's.
-    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub on_device: bool,
     /// A live network stream is opened again when lost (`reconnect`): several inputs, or
     /// `--reconnect`.
     pub reconnect: bool,
     /// Frames pass untouched to standard output alone (`--filter copy`, headless).
-    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub untouched: bool,
     /// A file's rotation and video start (`media::MediaInfo`).
     #[cfg(feature = "opencv")]

@@ -1,0 +1,44 @@
+//! `--record` in a build without FFmpeg's libraries: the plan refuses it (`plan::Record`
+//! has no value), so there is never a recording; the same calls as `recordings.rs`, each
+//! doing nothing.
+
+use anyhow::Result;
+
+use crate::plan::RunPlan;
+use crate::source::Source;
+
+/// No recording is ever made: no tap.
+pub(super) type Tap = std::convert::Infallible;
+
+/// The run's recordings: none.
+pub(super) struct Recordings;
+
+impl Recordings {
+    /// No recording to start.
+    pub fn start(_: &RunPlan) -> Result<Self> {
+        Ok(Self)
+    }
+
+    /// No tap.
+    pub fn tap(&self, _: usize) -> Option<Tap> {
+        None
+    }
+
+    /// Nothing to attach.
+    pub fn attach(&self, _: usize, _: &mut dyn Source) -> Result<()> {
+        Ok(())
+    }
+
+    /// Nothing recorded.
+    pub fn finish(self) -> Vec<Option<crate::stats::Recorded>> {
+        Vec::new()
+    }
+}
+
+/// Nothing to attach.
+pub(super) fn attach(tap: Option<Tap>, _: &mut dyn Source) -> Result<()> {
+    match tap {
+        Some(never) => match never {},
+        None => Ok(()),
+    }
+}
