@@ -234,8 +234,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub fragmented: bool,
 
-    /// Codec of a video --output [default: h264 in .mp4/.mov, ffv1 (lossless) in .mkv,
-    /// mjpeg in .avi, vp9 in .webm].
+    /// Codec of a video --output [default: h264 in .mp4/.mov/.mkv/.ts/.flv, mjpeg in .avi,
+    /// vp9 in .webm; ffv1 keeps every pixel].
     #[arg(long, value_enum)]
     pub codec: Option<crate::sink::Codec>,
 
@@ -510,7 +510,7 @@ values!(Codec {
     Hevc => "hevc": "HEVC / H.265 (libx265 through FFmpeg)",
     Mpeg4 => "mpeg4": "MPEG-4 Part 2: where H.264 is missing, the fallback",
     Mjpeg => "mjpeg": "Motion JPEG: the default of .avi (keeps odd sizes)",
-    Ffv1 => "ffv1": "FFV1, lossless: the default of .mkv (it stores framepipe's BGR, not YUV)",
+    Ffv1 => "ffv1": "FFV1, lossless: every pixel kept (it stores framepipe's BGR, not YUV)",
     Vp9 => "vp9": "VP9: the default and only codec of .webm",
 });
 

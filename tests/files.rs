@@ -164,30 +164,36 @@ fn video_outputs_are_finalized_and_complete() {
         size,
         30,
     );
-    for ext in ["mp4", "avi", "mkv"] {
-        let output = dir.join(&format!("out.{ext}")).display().to_string();
-        let out = framepipe(
-            &[
-                "-i",
-                &input,
-                "--headless",
-                "-o",
-                &output,
-                "-f",
-                "invert",
-                "--decode",
-                "opencv",
-            ],
-            LIMIT,
-        );
+    // .mkv twice: its default (H.264), and FFV1, the lossless choice.
+    for (ext, codec) in [
+        ("mp4", None),
+        ("avi", None),
+        ("mkv", None),
+        ("mkv", Some("ffv1")),
+    ] {
+        let name = codec.map_or(format!("out.{ext}"), |c| format!("out-{c}.{ext}"));
+        let output = dir.join(&name).display().to_string();
+        let mut args = vec![
+            "-i",
+            &input,
+            "--headless",
+            "-o",
+            &output,
+            "-f",
+            "invert",
+            "--decode",
+            "opencv",
+        ];
+        args.extend(codec.iter().flat_map(|c| ["--codec", *c]));
+        let out = framepipe(&args, LIMIT);
         assert!(out.status.success(), "{ext}: {}", stderr(&out));
         let back = read_video(&output);
         assert_eq!(back.len(), 30, "{ext}: frames in the output file");
         assert_eq!(back[0].len(), size.bytes(), "{ext}: frame size");
     }
-    // Lossless: the .mkv holds exactly the inverted input.
+    // Lossless: the FFV1 .mkv holds exactly the inverted input.
     let frames = read_video(&input);
-    let back = read_video(&dir.join("out.mkv").display().to_string());
+    let back = read_video(&dir.join("out-ffv1.mkv").display().to_string());
     let chain: Chain = "invert".parse().unwrap();
     let mut want = vec![0u8; size.bytes()];
     for (i, f) in frames.iter().enumerate() {

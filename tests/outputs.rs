@@ -26,7 +26,7 @@ fn containers_get_their_codecs() {
     for (name, codec, want) in [
         ("a.mp4", None, ["avc1", "h264"]),
         ("b.mov", None, ["avc1", "h264"]),
-        ("c.mkv", None, ["ffv1", "ffv1"]),
+        ("c.mkv", None, ["h264", "avc1"]),
         ("d.avi", None, ["mjpg", "mjpg"]),
         ("e.mp4", Some("hevc"), ["hev1", "hevc"]),
         ("f.mp4", Some("mpeg4"), ["mp4v", "fmp4"]),

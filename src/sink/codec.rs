@@ -115,7 +115,7 @@ impl Container {
     pub fn default_codec(self) -> Codec {
         match self {
             Container::Avi => Codec::Mjpeg,
-            Container::Mkv => Codec::Ffv1,
+            Container::Mkv => Codec::H264,
             Container::Webm => Codec::Vp9,
             Container::Mp4
             | Container::Mov
@@ -177,7 +177,8 @@ pub enum Codec {
     Mpeg4,
     /// Motion JPEG: the default of .avi (keeps odd sizes).
     Mjpeg,
-    /// FFV1, lossless: the default of .mkv (it stores framepipe's BGR, not YUV).
+    /// FFV1, lossless (it stores framepipe's BGR, not YUV): the choice where every pixel
+    /// must be kept (`--codec ffv1`, in .mkv, .mov or .avi).
     Ffv1,
     /// VP9: the default and only codec of .webm.
     Vp9,
