@@ -408,6 +408,51 @@ fn other_sites_can_neither_watch_nor_steer_the_view() {
     );
 }
 
+/// The start line is the page's whole address, token included: opened as it is, it answers.
+#[test]
+fn the_start_line_is_the_address_to_open_token_included() {
+    use std::io::BufRead;
+    let dir = TempDir::new("web-start-line");
+    let port = free_port();
+    let mut child = Command::new(bin())
+        .current_dir(dir.path())
+        .args([
+            "--headless",
+            "--backend",
+            "cpu",
+            "--input",
+            "pattern:160x120:25",
+        ])
+        .args(["--serve", &port.to_string(), "--serve-token", "a b&c"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read on a thread to the end, so that the run's later lines have a reader too.
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for l in std::io::BufReader::new(err).lines().map_while(Result::ok) {
+            if l.contains("the browser view is at ") {
+                let _ = tx.send(l);
+            }
+        }
+    });
+    let line = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the start line");
+    let url = line.rsplit("is at ").next().unwrap();
+    let path = url
+        .strip_prefix(&format!("http://127.0.0.1:{port}"))
+        .unwrap_or_else(|| panic!("{line}"));
+    assert_eq!(path, "/?token=a+b%26c", "{line}");
+    assert_eq!(http(port, "GET", path, "").0, 200);
+    let out = stop(child, "web start line");
+    assert!(out.status.success());
+    reader.join().unwrap();
+}
+
 #[test]
 fn a_token_with_any_characters_opens_the_page_and_can_stay_out_of_ps() {
     let dir = TempDir::new("web-token-chars");

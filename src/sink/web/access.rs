@@ -141,6 +141,17 @@ impl Settings {
         self.token.is_some()
     }
 
+    /// The page's query: `?token=…` (percent-encoded) where a token is required, so that
+    /// the start line is the address to open, as a notebook server prints its own.
+    pub fn page_query(&self) -> String {
+        self.token.as_ref().map_or_else(String::new, |t| {
+            let pair = form_urlencoded::Serializer::new(String::new())
+                .append_pair("token", t)
+                .finish();
+            format!("?{pair}")
+        })
+    }
+
     /// Whether `host` (a `Host` header: name or address, with or without a port) names this
     /// server.
     pub fn host_allowed(&self, host: Option<&str>) -> bool {
@@ -283,6 +294,14 @@ mod tests {
         assert!(!s.same_origin(host, None, Some("same-site")));
         assert!(s.same_origin(host, None, Some("same-origin")));
         assert!(!s.same_origin(host, Some("http://localhost:3000"), None));
+    }
+
+    #[test]
+    fn the_page_query_carries_the_token_encoded() {
+        assert_eq!(settings(None).page_query(), "");
+        let s = settings(Some("a b&c=d"));
+        assert_eq!(s.page_query(), "?token=a+b%26c%3Dd");
+        assert!(s.token_ok(&s.page_query()[1..], None));
     }
 
     #[test]

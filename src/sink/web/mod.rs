@@ -112,12 +112,12 @@ impl Web {
                 .name("web encoder".into())
                 .spawn(move || encode_frames(&shared))?
         };
-        let token = if shared.access.has_token() {
-            "?token=…"
-        } else {
-            ""
-        };
-        crate::info!("the browser view is at http://{address}/{token}");
+        // The whole address, token included: the user opens it as it is (the token is in
+        // this process's own log, which only its user reads).
+        crate::info!(
+            "the browser view is at http://{address}/{}",
+            shared.access.page_query()
+        );
         Ok(Self {
             shared,
             keys,
