@@ -200,6 +200,34 @@ fn audio_rate_and_frame_times_are_kept() {
     println!("audio and times kept in mp4, mkv, mov; --no-audio; cut at --frames; avi refused with a warning");
 }
 
+/// An encoder option the encoder lacks is said as such, once: not as audio the file could
+/// not take (the retry without the audio fails the same way), and nothing is left behind.
+#[test]
+fn a_bad_encoder_option_beside_audio_is_said_as_itself() {
+    require(&["ffmpeg"]);
+    let dir = TempDir::new("media-bad-opt");
+    let input = dir.join("in.mp4");
+    clip_with_audio(&input, "160x120", "25", 1);
+    let out = dir.join("out.mp4");
+    let run = framepipe(
+        &[
+            "-i",
+            input.to_str().unwrap(),
+            "--headless",
+            "--codec-opt",
+            "nosuch=1",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    let err = stderr(&run);
+    assert!(!run.status.success(), "{err}");
+    assert!(err.contains("has no option 'nosuch'"), "{err}");
+    assert!(!err.contains("audio"), "{err}");
+    assert!(!out.exists(), "{err}");
+}
+
 #[test]
 fn a_variable_frame_rate_keeps_every_frame_time() {
     require(&["ffmpeg", "ffprobe"]);

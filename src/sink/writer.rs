@@ -185,17 +185,21 @@ impl VideoFile {
         };
         let opened = open(timing).or_else(|e| {
             // A muxer may still refuse an audio codec it said it holds (Vorbis in MP4 is
-            // "experimental"): the video alone, with a warning, rather than nothing.
+            // "experimental"): the video alone, with a warning, rather than nothing. Where
+            // the video alone fails too, the audio was not the cause (a bad --codec-opt):
+            // the first error is said, and nothing of the audio.
             if timing.audio.is_none() {
                 return Err(e);
             }
-            crate::warn!(
-                "'{path}' could not take the input's audio ({e:#}); writing the video without it"
-            );
-            open(&Timing {
+            let alone = open(&Timing {
                 audio: None,
                 ..timing.clone()
             })
+            .map_err(|_| anyhow::anyhow!("{e:#}"))?;
+            crate::warn!(
+                "'{path}' could not take the input's audio ({e:#}); writing the video without it"
+            );
+            Ok(alone)
         });
         let writer = match opened {
             Ok(w) => w,
