@@ -477,6 +477,7 @@ fn summarize(
     stats.pauses = shared.pauses.load(Ordering::SeqCst);
     stats.stored = sink.stored();
     stats.streams = sink.streams();
+    stats.mosaic = sink.mosaic_recorded();
     let inputs = shared
         .inputs
         .iter()

@@ -413,6 +413,8 @@ fn the_mosaic_is_recorded_by_an_output_without_n() {
             "own-{n}.mkv",
             "--codec",
             "ffv1",
+            "--summary-json",
+            "s.json",
         ],
         Duration::from_secs(60),
     );
@@ -420,6 +422,14 @@ fn the_mosaic_is_recorded_by_an_output_without_n() {
     // 50 frames at 25 fps: 2 s of the run, recorded at 30 fps (a tick or two either way).
     let wall = framemd5(&dir.join("wall.mkv"));
     assert!((55..=66).contains(&wall.len()), "{} pictures", wall.len());
+    // The summary counts the mosaic's file as it counts any file: what it holds.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+    assert_eq!(
+        summary["mosaic"]["pictures"].as_u64(),
+        Some(wall.len() as u64),
+        "{summary}"
+    );
     let own: Vec<usize> = (0..2)
         .map(|n| framemd5(&dir.join(&format!("own-{n}.mkv"))).len())
         .collect();

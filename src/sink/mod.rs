@@ -196,6 +196,11 @@ pub trait Sink {
     fn streams(&self) -> Vec<crate::stats::StreamStats> {
         Vec::new()
     }
+    /// What the mosaic's recording holds, once finished, where the mosaic is recorded to a
+    /// file among these sinks.
+    fn mosaic_recorded(&self) -> Option<crate::stats::MosaicRecorded> {
+        None
+    }
 }
 
 /// The formats a window takes (it shows BGR).
@@ -302,6 +307,9 @@ impl Sink for Tee {
     }
     fn streams(&self) -> Vec<crate::stats::StreamStats> {
         self.0.iter().flat_map(|s| s.streams()).collect()
+    }
+    fn mosaic_recorded(&self) -> Option<crate::stats::MosaicRecorded> {
+        self.0.iter().find_map(|s| s.mosaic_recorded())
     }
 }
 

@@ -481,6 +481,13 @@ impl Sink for Mosaic {
     fn streams(&self) -> Vec<crate::stats::StreamStats> {
         self.record.as_ref().map_or_else(Vec::new, |r| r.streams())
     }
+    fn mosaic_recorded(&self) -> Option<crate::stats::MosaicRecorded> {
+        let record = self.record.as_ref()?;
+        Some(crate::stats::MosaicRecorded {
+            to: record.describe(),
+            pictures: record.stored()?,
+        })
+    }
 }
 
 #[cfg(test)]

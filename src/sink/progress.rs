@@ -75,4 +75,7 @@ impl Sink for Progress {
     fn streams(&self) -> Vec<crate::stats::StreamStats> {
         self.inner.streams()
     }
+    fn mosaic_recorded(&self) -> Option<crate::stats::MosaicRecorded> {
+        self.inner.mosaic_recorded()
+    }
 }

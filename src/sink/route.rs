@@ -127,6 +127,9 @@ impl Sink for ByInput {
     fn stored_of(&self, input: usize) -> Option<u64> {
         self.each.get(input)?.as_ref()?.stored()
     }
+    fn mosaic_recorded(&self) -> Option<crate::stats::MosaicRecorded> {
+        self.all.as_ref()?.mosaic_recorded()
+    }
     fn streams(&self) -> Vec<crate::stats::StreamStats> {
         self.each
             .iter()

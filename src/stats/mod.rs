@@ -158,6 +158,18 @@ pub struct SinkStats {
     pub stored: Option<u64>,
     /// What each stream out sent and dropped.
     pub streams: Vec<StreamStats>,
+    /// What the mosaic's recording holds, where the mosaic is recorded to a file.
+    pub mosaic: Option<MosaicRecorded>,
+}
+
+/// A recording of the mosaic (a run of several inputs, an `--output` without `{n}`): its
+/// file and the pictures in it, counted like any file's (read back once finalized).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct MosaicRecorded {
+    /// The output, described.
+    pub to: String,
+    /// Pictures the file holds (one a tick of the recording's rate, by the run's clock).
+    pub pictures: u64,
 }
 
 /// What a stream out (network or HLS) did.

@@ -51,6 +51,7 @@ impl Summary {
             "reloads": self.reloads,
             "inputs": self.inputs.iter().map(InputStats::to_json).collect::<Vec<_>>(),
             "streams": self.sink_stats.streams,
+            "mosaic": self.sink_stats.mosaic,
         })
     }
 
@@ -110,6 +111,13 @@ impl Summary {
                 out,
                 "\nstream {}: {} of {} frames sent, {} dropped, {} reconnect(s)",
                 st.url, st.sent, st.taken, st.dropped, st.reconnects
+            );
+        }
+        if let Some(m) = &self.sink_stats.mosaic {
+            let _ = write!(
+                out,
+                "\nmosaic: {} pictures written to {} (one a tick of its rate, by the run's clock)",
+                m.pictures, m.to
             );
         }
         if !p.controls.is_empty() {
