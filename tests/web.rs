@@ -199,6 +199,39 @@ fn a_token_is_required_and_nothing_else_is_served() {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
+/// Paused from the page, the figures say so and the rate reads 0; resumed, it comes back.
+#[test]
+fn a_paused_view_shows_no_rate() {
+    let dir = TempDir::new("web-pause");
+    let port = free_port();
+    let child = serve(&dir, port, "pattern:160x120:25", &[]);
+    let stats = || -> serde_json::Value {
+        serde_json::from_slice(&http(port, "GET", "/stats", "").1).unwrap_or_default()
+    };
+    let until = |want: &dyn Fn(&serde_json::Value) -> bool, what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let s = stats();
+            if want(&s) {
+                return s;
+            }
+            assert!(Instant::now() < deadline, "{what}: {s}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    until(&|s| s["fps"].as_f64().unwrap_or(0.0) > 10.0, "running");
+    assert_eq!(http(port, "POST", "/control?key=%20", CONTROL).0, 200);
+    let paused = until(&|s| s["paused"] == true, "paused");
+    assert_eq!(paused["fps"].as_f64(), Some(0.0), "{paused}");
+    assert_eq!(http(port, "POST", "/control?key=%20", CONTROL).0, 200);
+    until(
+        &|s| s["paused"] == false && s["fps"].as_f64().unwrap_or(0.0) > 10.0,
+        "resumed",
+    );
+    let out = stop(child, "web pause");
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 /// Frames per second of an unpaced run of 1500 frames, with `client` doing its part.
 fn rate_with(dir: &TempDir, client: impl FnOnce(u16) -> Option<TcpStream>) -> f64 {
     let port = free_port();

@@ -169,7 +169,8 @@ impl Display for Web {
     }
     fn status(&mut self, live: &Live) {
         let json = serde_json::json!({
-            "fps": live.fps,
+            // Paused, no frame comes: 0, not the rate before the pause.
+            "fps": if live.paused { 0.0 } else { live.fps },
             "frames": live.frames,
             "dropped": live.dropped,
             "paused": live.paused,
