@@ -290,97 +290,8 @@ impl UserKernel {
     pub fn bind(spec: Spec, source: Arc<str>) -> Result<Self, KernelError> {
         let file = spec.path.display().to_string();
         let kernels = scan(&source);
-        let chosen = match &spec.function {
-            Some(name) => kernels.iter().find(|k| &k.name == name).ok_or_else(|| {
-                KernelError::NoSuchFunction {
-                    file: file.clone(),
-                    name: name.clone(),
-                    has: names(&kernels),
-                }
-            })?,
-            None => match kernels.as_slice() {
-                [] => return Err(KernelError::NoFunction(file)),
-                [one] => one,
-                _ => {
-                    return Err(KernelError::SeveralFunctions {
-                        file,
-                        has: names(&kernels),
-                    })
-                }
-            },
-        };
-        if !chosen.extern_c {
-            return Err(KernelError::NotExternC {
-                kernel: chosen.name.clone(),
-                file,
-            });
-        }
-        let mut params = chosen.params.iter();
-        match params.next() {
-            Some(p) if p.ty == "fp_band" => {}
-            _ => {
-                return Err(KernelError::FirstParameter {
-                    kernel: chosen.name.clone(),
-                    file,
-                })
-            }
-        }
-        let mut args = Vec::new();
-        for p in params {
-            let text = spec
-                .given
-                .iter()
-                .find(|(k, _)| *k == p.name)
-                .map(|(_, v)| v.as_str())
-                .ok_or_else(|| KernelError::Needs {
-                    kernel: chosen.name.clone(),
-                    file: file.clone(),
-                    param: p.name.clone(),
-                    ty: p.ty.clone(),
-                })?;
-            let bad = || KernelError::BadValue {
-                kernel: chosen.name.clone(),
-                param: p.name.clone(),
-                text: text.into(),
-                ty: p.ty.clone(),
-            };
-            let value = match p.ty.as_str() {
-                "float" => Value::Float(
-                    text.parse::<f32>()
-                        .ok()
-                        .filter(|v| v.is_finite())
-                        .ok_or_else(bad)?,
-                ),
-                "int" => Value::Int(text.parse().map_err(|_| bad())?),
-                "unsigned" => Value::Uint(text.parse().map_err(|_| bad())?),
-                other => {
-                    return Err(KernelError::ParameterType {
-                        kernel: chosen.name.clone(),
-                        file,
-                        param: p.name.clone(),
-                        ty: other.into(),
-                    })
-                }
-            };
-            args.push((p.name.clone(), value));
-        }
-        if let Some((unknown, _)) = spec
-            .given
-            .iter()
-            .find(|(k, _)| !chosen.params.iter().any(|p| &p.name == k))
-        {
-            let known: Vec<&str> = chosen.params[1..].iter().map(|p| p.name.as_str()).collect();
-            return Err(KernelError::NoParameter {
-                kernel: chosen.name.clone(),
-                file,
-                unknown: unknown.clone(),
-                known: if known.is_empty() {
-                    "none".to_string()
-                } else {
-                    known.join(", ")
-                },
-            });
-        }
+        let chosen = choose(&spec, &kernels, &file)?;
+        let args = bind_args(&spec, chosen, &file)?;
         Ok(Self {
             function: chosen.name.clone(),
             spec,
@@ -427,6 +338,111 @@ fn names(kernels: &[Found]) -> String {
         0 => shown.join(", "),
         more => format!("{}, and {more} more", shown.join(", ")),
     }
+}
+
+/// The `__global__` function `spec` names, or the file's only one.
+fn choose<'a>(spec: &Spec, kernels: &'a [Found], file: &str) -> Result<&'a Found, KernelError> {
+    match &spec.function {
+        Some(name) => {
+            kernels
+                .iter()
+                .find(|k| &k.name == name)
+                .ok_or_else(|| KernelError::NoSuchFunction {
+                    file: file.into(),
+                    name: name.clone(),
+                    has: names(kernels),
+                })
+        }
+        None => match kernels {
+            [] => Err(KernelError::NoFunction(file.into())),
+            [one] => Ok(one),
+            _ => Err(KernelError::SeveralFunctions {
+                file: file.into(),
+                has: names(kernels),
+            }),
+        },
+    }
+}
+
+/// The values `spec` gives `chosen`'s parameters after the band, in the signature's order;
+/// refuses a function framepipe can't call and a value given to no parameter.
+fn bind_args(spec: &Spec, chosen: &Found, file: &str) -> Result<Vec<(String, Value)>, KernelError> {
+    let kernel = || chosen.name.clone();
+    if !chosen.extern_c {
+        return Err(KernelError::NotExternC {
+            kernel: kernel(),
+            file: file.into(),
+        });
+    }
+    let mut params = chosen.params.iter();
+    if params.next().is_none_or(|p| p.ty != "fp_band") {
+        return Err(KernelError::FirstParameter {
+            kernel: kernel(),
+            file: file.into(),
+        });
+    }
+    let args = params
+        .map(|p| {
+            let text = spec
+                .given
+                .iter()
+                .find(|(k, _)| *k == p.name)
+                .map(|(_, v)| v.as_str())
+                .ok_or_else(|| KernelError::Needs {
+                    kernel: kernel(),
+                    file: file.into(),
+                    param: p.name.clone(),
+                    ty: p.ty.clone(),
+                })?;
+            Ok((p.name.clone(), value_of(text, p, chosen, file)?))
+        })
+        .collect::<Result<Vec<_>, KernelError>>()?;
+    if let Some((unknown, _)) = spec
+        .given
+        .iter()
+        .find(|(k, _)| !chosen.params.iter().any(|p| &p.name == k))
+    {
+        let known: Vec<&str> = chosen.params[1..].iter().map(|p| p.name.as_str()).collect();
+        return Err(KernelError::NoParameter {
+            kernel: kernel(),
+            file: file.into(),
+            unknown: unknown.clone(),
+            known: if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            },
+        });
+    }
+    Ok(args)
+}
+
+/// `text` as a value of parameter `p`'s type.
+fn value_of(text: &str, p: &Param, chosen: &Found, file: &str) -> Result<Value, KernelError> {
+    let bad = || KernelError::BadValue {
+        kernel: chosen.name.clone(),
+        param: p.name.clone(),
+        text: text.into(),
+        ty: p.ty.clone(),
+    };
+    Ok(match p.ty.as_str() {
+        "float" => Value::Float(
+            text.parse::<f32>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(bad)?,
+        ),
+        "int" => Value::Int(text.parse().map_err(|_| bad())?),
+        "unsigned" => Value::Uint(text.parse().map_err(|_| bad())?),
+        other => {
+            return Err(KernelError::ParameterType {
+                kernel: chosen.name.clone(),
+                file: file.into(),
+                param: p.name.clone(),
+                ty: other.into(),
+            })
+        }
+    })
 }
 
 fn read_source(path: &Path) -> Result<String, KernelError> {
