@@ -2,7 +2,9 @@
 //! (Motion JPEG over HTTP, `multipart/x-mixed-replace`), the overlay's live figures, and the
 //! window's controls as buttons (filter presets, pause, page-locked/pageable, bands). With
 //! several inputs it is handed the mosaic's labelled pictures, as the window is. Who is
-//! answered is `access`; the HTTP server is `server` (hyper); the page is `page.html`.
+//! answered is `access`; the HTTP server is `server` (hyper); the page is `page.html`. The
+//! start line is the page's whole address, token included, to open as it is; the figures
+//! read 0 fps while paused.
 //!
 //! Invariants: the pipeline never waits for a browser: the sink hands the newest frame to
 //! the encoder thread only when it is idle (at most `MAX_FPS` a second, and only while a
