@@ -191,15 +191,18 @@ impl VideoFile {
             if timing.audio.is_none() {
                 return Err(e);
             }
-            let alone = open(&Timing {
+            match open(&Timing {
                 audio: None,
                 ..timing.clone()
-            })
-            .map_err(|_| anyhow::anyhow!("{e:#}"))?;
-            crate::warn!(
-                "'{path}' could not take the input's audio ({e:#}); writing the video without it"
-            );
-            Ok(alone)
+            }) {
+                Ok(alone) => {
+                    crate::warn!(
+                        "'{path}' could not take the input's audio ({e:#}); writing the video without it"
+                    );
+                    Ok(alone)
+                }
+                Err(_) => Err(e),
+            }
         });
         let writer = match opened {
             Ok(w) => w,

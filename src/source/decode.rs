@@ -103,13 +103,19 @@ impl Tapped {
     }
 
     fn take(&mut self, packet: ff::Packet) {
-        if let Some(held) = self.held.as_mut().filter(|h| h.len() < HELD_PACKETS) {
+        let held = self.held.as_mut().filter(|h| h.len() < HELD_PACKETS);
+        let Some((last, others)) = self.taps.split_last() else {
+            // No tap yet: the packet itself is kept, no copy.
+            if let Some(held) = held {
+                held.push(packet);
+            }
+            return;
+        };
+        if let Some(held) = held {
             held.push(packet.clone());
         }
-        if let Some((last, others)) = self.taps.split_last() {
-            others.iter().for_each(|t| t.packet(packet.clone()));
-            last.packet(packet);
-        }
+        others.iter().for_each(|t| t.packet(packet.clone()));
+        last.packet(packet);
     }
 
     /// `tap` from now on, given first what was held while opening.
