@@ -78,6 +78,8 @@ fn main() {
     match result {
         Ok(()) => exit_after_run(0, left_behind),
         Err(e) => {
+            // An output closed under the run by an abort is no error of the run's.
+            framepipe::stop::yield_to_abort();
             framepipe::say!("framepipe: error: {e:#}");
             exit_after_run(1, left_behind);
         }
@@ -93,6 +95,8 @@ fn exit(code: i32) -> ! {
 /// (`left_behind`: a stalled stream), exit-time destructors (OpenCV's, GStreamer's) must not
 /// run under its feet: `_exit` then.
 fn exit_after_run(code: i32, left_behind: bool) -> ! {
+    // An abort under way ends the process with its own code once its hooks are done.
+    framepipe::stop::yield_to_abort();
     if left_behind {
         // SAFETY: _exit only ends the process; standard output and error are unbuffered or
         // flushed by msg's writers.

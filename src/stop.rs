@@ -14,7 +14,10 @@
 //!   abort hooks (which finalize every open file) and exits 1 saying so; an output being
 //!   finalized (`Finishing`) counts as progress;
 //! - an abort (second signal, or the watchdog) waits for an output being finalized and runs
-//!   the abort hooks before the process ends, so a video file is always left playable.
+//!   the abort hooks before the process ends, so a video file is always left playable;
+//! - one abort only: a later one (the watchdog firing while a second signal's hooks run) and
+//!   `main`'s own exit wait for it, so the exit code and the last message are the first
+//!   abort's.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -136,9 +139,17 @@ impl Drop for Finishing {
 
 /// Runs the abort hooks, after any output being finalized is done, and ends the process
 /// with `code` without running exit handlers again (another thread may be running them).
+/// Only the first abort runs: one that comes while another is under way (the watchdog
+/// firing while a second signal's hooks finalize a file) waits for that one to end the
+/// process, so the exit code is the first abort's and no hook runs twice at once.
 fn abort_now(code: i32) -> ! {
+    if ABORTING
+        .compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst)
+        .is_err()
+    {
+        yield_to_abort(); // never returns: ABORTING is never cleared
+    }
     ABORT_CODE.store(code, Ordering::SeqCst);
-    ABORTING.store(true, Ordering::SeqCst);
     let deadline = Instant::now() + FINISH_WAIT;
     while FINISHING.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
@@ -149,6 +160,16 @@ fn abort_now(code: i32) -> ! {
     }
     // SAFETY: _exit only ends the process; messages are written unbuffered by `msg`.
     unsafe { libc::_exit(code) }
+}
+
+/// Where an abort is under way, waits for it to end the process (it always does, within
+/// `FINISH_WAIT` and its hooks); otherwise returns at once. `main` calls it before ending
+/// the process itself, so an error seen because the abort closed an output (a writer already
+/// finalized by a hook) never replaces the abort's exit code or its message.
+pub fn yield_to_abort() {
+    while aborting() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The shared quit flag.
@@ -264,6 +285,9 @@ pub unsafe fn catch_early_signals(note: fn()) {
 fn watchdog() {
     loop {
         std::thread::sleep(Stop::TICK);
+        if aborting() {
+            return; // the abort under way ends the process
+        }
         if FINISHING.load(Ordering::SeqCst) > 0 || !WATCHING.load(Ordering::SeqCst) {
             beat();
             continue;
