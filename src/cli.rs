@@ -93,6 +93,25 @@ pub struct RunArgs {
     #[arg(short, long, value_name = "SOURCE")]
     pub input: Vec<String>,
 
+    /// Read inputs from FILE too, after any --input: one a line as --input takes it, or
+    /// 'NAME = SOURCE' to name it ({name} in --output and --record); '#' starts a comment.
+    /// The file is read again when it changes and on SIGHUP (which then stops nothing):
+    /// where this process's inputs change, its run ends cleanly and starts again with them.
+    #[arg(long, value_name = "FILE")]
+    pub inputs: Option<String>,
+
+    /// Run one shard of the inputs: K/N (shard K of N, from 0), or N with K taken from
+    /// JOB_COMPLETION_INDEX (a Kubernetes indexed Job) or the -ORDINAL ending the host name
+    /// (a StatefulSet's pod). An input belongs to one shard by a stable hash of its name:
+    /// adding a camera moves no other.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<String>,
+
+    /// --serve's /healthz answers 503 once an input has been down this long (reconnecting,
+    /// or not open yet), or has failed; 200 otherwise (30s, 2m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub health_budget: std::time::Duration,
+
     /// With several inputs: the mosaic's grid, as COLUMNSxROWS [default: as square as the
     /// inputs allow, wider than tall].
     #[arg(long, value_name = "CxR")]

@@ -1,7 +1,8 @@
 //! The `framepipe` command: parses the command line, runs the command, and turns the outcome
 //! into an exit code (0: done or stopped by the user; 1: any error, bad arguments included;
 //! 130: aborted by a second stop signal; a stop signal at any moment is a clean stop, exit
-//! 0).
+//! 0). A run that ended because its share of `--inputs` changed starts again: the process
+//! executes its own command line anew (same pid), unless a stop signal came.
 
 use clap::Parser;
 use framepipe::cli::{Cli, Command};
@@ -66,6 +67,9 @@ fn main() {
         None => {
             let ran = framepipe::app::run(cli.run);
             left_behind = ran.left_behind;
+            if ran.restart && ran.result.is_ok() && !framepipe::stop::signalled() {
+                start_again();
+            }
             ran.result
         }
         Some(Command::Bench(args)) => framepipe::bench::run(args),
@@ -84,6 +88,21 @@ fn main() {
             exit_after_run(1, left_behind);
         }
     }
+}
+
+/// Replaces this process by a new run of the same command line (its `--inputs` share
+/// changed, and the run ended cleanly): the same process id, so a supervisor or a container
+/// sees no exit; every descriptor framepipe opened is closed on exec.
+fn start_again() -> ! {
+    use std::os::unix::process::CommandExt;
+    let mut args = std::env::args_os();
+    let arg0 = args.next().unwrap_or_else(|| "framepipe".into());
+    let err = std::process::Command::new("/proc/self/exe")
+        .arg0(arg0)
+        .args(args)
+        .exec();
+    framepipe::say!("framepipe: error: starting again with the new inputs: {err}");
+    exit(1)
 }
 
 /// Ends the process.

@@ -58,8 +58,8 @@ use crate::ring::{self, Slot};
 use crate::sink::{Flow, Sink};
 use crate::source::{Read, Source};
 use crate::stats::{
-    ms, CaptureStats, InputLive, InputStats, Latency, Live, ProcessStats, SinkStats, Summary,
-    ThreadCpu,
+    ms, CaptureStats, InputLive, InputStats, Latency, LatencyNow, Live, ProcessStats, SinkStats,
+    Summary, ThreadCpu,
 };
 use crate::stop::Stop;
 use crate::trace::{Kind, Recent, Span, Trace, Track, STRIP_FRAMES};
@@ -112,6 +112,8 @@ struct Counters {
     /// A reconnecting input's state and reconnects (set once it is open: at the start, or
     /// when a late input joins).
     health: std::sync::OnceLock<Arc<crate::source::reconnect::Health>>,
+    /// Whether it is open (a late input: once it joined).
+    open: AtomicBool,
 }
 
 /// What the threads share besides the slots.
@@ -319,9 +321,9 @@ impl Counters {
     /// An input's counts at the start: its name, and its health where it is open (a late
     /// input's is set when it joins, `arrive`).
     fn of(input: &Input) -> Self {
-        let (name, health) = match &input.source {
-            Arrival::Open { source, .. } => (source.describe(), source.health()),
-            Arrival::Late { name, .. } => (name.clone(), None),
+        let (name, health, open) = match &input.source {
+            Arrival::Open { source, .. } => (source.describe(), source.health(), true),
+            Arrival::Late { name, .. } => (name.clone(), None, false),
         };
         Self {
             name,
@@ -330,6 +332,7 @@ impl Counters {
             dropped: AtomicU64::new(0),
             ended: Mutex::new(None),
             health: health.map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
+            open: AtomicBool::new(open),
         }
     }
 }
@@ -591,6 +594,7 @@ fn arrive(
             if let Some(health) = source.health() {
                 let _ = shared.inputs[input].health.set(health);
             }
+            shared.inputs[input].open.store(true, Ordering::SeqCst);
             crate::info!(
                 "{name} opened late and joins the run: {}",
                 source.describe()
@@ -976,7 +980,7 @@ fn sink_loop(
         take_pictures(sink)?;
         match ends.done.recv_timeout(POLL) {
             Ok(mut slot) => {
-                refresh(&mut live, shared);
+                refresh(&mut live, shared, per_input);
                 if let Ok(b) = shared.backend.lock() {
                     live.backend.clone_from(&b);
                 }
@@ -1001,7 +1005,7 @@ fn sink_loop(
                 act(flow, shared, ends);
             }
             Err(RecvTimeoutError::Timeout) => {
-                refresh(&mut live, shared);
+                refresh(&mut live, shared, per_input);
                 sink.status(&live);
                 act(sink.idle()?, shared, ends);
             }
@@ -1011,35 +1015,48 @@ fn sink_loop(
     }
 }
 
-/// The figures the sink shows as the run goes (the overlay, the browser view), at the start.
+/// The figures the sink shows as the run goes (the overlay, the browser view), at the start:
+/// the run's, and each input's (one entry for a run of one input).
 fn live_of(shared: &Shared) -> Live {
     let mut live = Live::default();
     live.input = shared.input();
-    if shared.inputs.len() > 1 {
-        live.inputs = shared
-            .inputs
-            .iter()
-            .map(|c| InputLive {
-                name: c.name.clone(),
-                ..InputLive::default()
-            })
-            .collect();
-    }
+    live.inputs = shared
+        .inputs
+        .iter()
+        .map(|c| InputLive {
+            name: c.name.clone(),
+            ..InputLive::default()
+        })
+        .collect();
     live
 }
 
-/// `live`'s counts as the threads have them now.
-fn refresh(live: &mut Live, shared: &Shared) {
+/// `live`'s counts as the threads have them now (each input's latency figures at most every
+/// `LatencyNow::EVERY`: a quantile walks its histogram).
+fn refresh(live: &mut Live, shared: &Shared, per_input: &[PerInput]) {
     live.dropped = shared.total(|c| &c.dropped);
     live.frames = shared.progress.0[1].load(Ordering::Relaxed);
     live.paused = shared.paused.load(Ordering::SeqCst);
-    for (l, c) in live.inputs.iter_mut().zip(&shared.inputs) {
+    let latencies = live.latencies_due();
+    for ((l, c), mine) in live.inputs.iter_mut().zip(&shared.inputs).zip(per_input) {
         l.captured = c.captured.load(Ordering::Relaxed);
         l.dropped = c.dropped.load(Ordering::Relaxed);
+        l.processed = mine.consumed;
         if l.ended.is_none() {
             l.ended = c.ended.lock().ok().and_then(|e| e.clone());
         }
-        l.state = c.health.get().and_then(|h| h.state());
+        let health = c.health.get();
+        l.state = health.and_then(|h| h.state());
+        l.reconnects = health.map_or(0, |h| h.reconnects());
+        l.down = match (&l.ended, c.open.load(Ordering::SeqCst)) {
+            (Some(_), _) => None,
+            // Not open yet: down since the process began opening it.
+            (None, false) => Some(crate::stop::process_start().elapsed()),
+            (None, true) => health.and_then(|h| h.down_for()),
+        };
+        if latencies {
+            l.latency = LatencyNow::of(&mine.latency);
+        }
     }
 }
 

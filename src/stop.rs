@@ -1,6 +1,7 @@
 //! The one quit signal every thread checks: set by a stop signal (SIGINT, SIGTERM, SIGHUP,
 //! SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM), the q key, the end of the input, or an error. A
-//! second signal aborts (exit 130) once the outputs are finalized.
+//! second signal aborts (exit 130) once the outputs are finalized. A run that reads its
+//! inputs from a file makes SIGHUP read it again instead (`on_hangup`).
 //!
 //! Invariants:
 //! - the signal handler sets the flag before it does anything else, and its message is
@@ -36,6 +37,8 @@ static EPOCH: OnceLock<Instant> = OnceLock::new();
 static WATCHING: AtomicBool = AtomicBool::new(false);
 /// What an abort runs before the process ends (finalize files, write the summary).
 static ABORT_HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
+/// What SIGHUP does instead of stopping, where a run gave it a job (`on_hangup`).
+static HANGUP: Mutex<Option<fn()>> = Mutex::new(None);
 
 /// The signals that stop a run.
 pub const STOP_SIGNALS: [i32; 7] = [
@@ -81,6 +84,12 @@ pub fn abort_code() -> Option<i32> {
     }
 }
 
+/// When the process started (its stop handler installed, first thing in `main`): an input
+/// that is not open yet has been down since.
+pub fn process_start() -> Instant {
+    *EPOCH.get_or_init(Instant::now)
+}
+
 fn now_ms() -> u64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_millis() as u64
 }
@@ -115,6 +124,26 @@ pub fn on_abort(hook: fn()) {
         if !hooks.contains(&hook) {
             hooks.push(hook);
         }
+    }
+}
+
+/// Makes SIGHUP call `hook` instead of stopping the run (`--inputs`: read the file again,
+/// as daemons read their configuration again on SIGHUP). `hook` runs on the signal thread:
+/// it must not block.
+pub fn on_hangup(hook: fn()) {
+    if let Ok(mut h) = HANGUP.lock() {
+        *h = Some(hook);
+    }
+}
+
+/// Runs the SIGHUP hook where one is set; false where SIGHUP stops the run.
+fn hung_up() -> bool {
+    match HANGUP.lock().ok().and_then(|h| *h) {
+        Some(hook) => {
+            hook();
+            true
+        }
+        None => false,
     }
 }
 
@@ -248,6 +277,9 @@ impl Stop {
             .name("signals".into())
             .spawn(move || {
                 for sig in signals.forever() {
+                    if sig == libc::SIGHUP && hung_up() {
+                        continue;
+                    }
                     on_signal(signal_name(sig));
                 }
             })?;

@@ -58,7 +58,7 @@ fn adts(path: &Path) -> Vec<u8> {
 
 /// A clip as cameras send it: H.264 with a 1 s GOP and AAC audio (in MPEG-TS where `path`
 /// ends in .ts).
-fn camera_clip(path: &Path, seconds: u32) {
+pub(crate) fn camera_clip(path: &Path, seconds: u32) {
     let made = Command::new("ffmpeg")
         .args([
             "-v",
@@ -83,7 +83,7 @@ fn send(clip: &Path, port: u16) -> Child {
 }
 
 /// ffmpeg sending `clip` in real time, as MPEG-TS, to `url`.
-fn send_to(clip: &Path, url: &str) -> Child {
+pub(crate) fn send_to(clip: &Path, url: &str) -> Child {
     Command::new("ffmpeg")
         .args(["-v", "error", "-re", "-i"])
         .arg(clip)
@@ -94,7 +94,7 @@ fn send_to(clip: &Path, url: &str) -> Child {
 }
 
 /// framepipe's input for a camera sending to `port` over UDP.
-fn udp_input(port: u16) -> String {
+pub(crate) fn udp_input(port: u16) -> String {
     format!("udp://127.0.0.1:{port}?fifo_size=1000000&overrun_nonfatal=1")
 }
 

@@ -24,6 +24,7 @@ mod promises;
 mod readme;
 mod record;
 mod several;
+mod shards;
 mod stdio;
 mod streams;
 mod trace;

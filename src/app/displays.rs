@@ -43,7 +43,10 @@ pub(super) fn of_input(
         shown.push(open_window(&title, knobs.clone(), hold)?);
     }
     match &display.serve {
-        Some(serve) if !several => shown.push(open_web(serve, knobs)?),
+        Some(serve) if !several => {
+            let label = plan.inputs()[running.at].name.clone();
+            shown.push(open_web(serve, knobs, vec![label], Vec::new())?)
+        }
         _ => {}
     }
     Ok(shown)
@@ -120,16 +123,18 @@ pub(super) fn open_mosaic(
         let hold = display.hold.then(|| stop.clone());
         shown.push(open_window("framepipe", knobs.clone(), hold)?);
     }
+    let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
     // The browser view shows what the window shows: the mosaic, labelled.
     if let Some(serve) = &display.serve {
-        shown.push(open_web(serve, knobs)?);
+        let labels = compose.tile_of.iter().map(|&i| names[i].clone()).collect();
+        let failed = inputs.failed.iter().map(|(i, _)| names[*i].clone());
+        shown.push(open_web(serve, knobs, labels, failed.collect())?);
     }
     let failed = inputs
         .failed
         .iter()
         .map(|(i, e)| (*i, format!("failed: {e:#}")))
         .collect();
-    let names = plan.inputs().iter().map(|i| i.name.clone()).collect();
     let Compose {
         layout,
         tile_of,
@@ -184,16 +189,21 @@ fn open_recording(
     Ok(sink::tee(sinks).expect("a recording has an output"))
 }
 
+/// The browser view, its inputs named (`labels` by the pipeline's input number; those that
+/// `failed` to open) for `/healthz` and `/metrics`.
 #[cfg(feature = "ffmpeg")]
-fn open_web(serve: &Serve, knobs: Knobs) -> Result<Box<dyn Sink>> {
-    Ok(crate::sink::display::boxed(crate::sink::web::Web::open(
-        serve.clone(),
-        knobs,
-    )?))
+fn open_web(
+    serve: &Serve,
+    knobs: Knobs,
+    labels: Vec<String>,
+    failed: Vec<String>,
+) -> Result<Box<dyn Sink>> {
+    let web = crate::sink::web::Web::open(serve.clone(), knobs)?.with_inputs(labels, failed);
+    Ok(crate::sink::display::boxed(web))
 }
 
 #[cfg(not(feature = "ffmpeg"))]
-fn open_web(serve: &Serve, _: Knobs) -> Result<Box<dyn Sink>> {
+fn open_web(serve: &Serve, _: Knobs, _: Vec<String>, _: Vec<String>) -> Result<Box<dyn Sink>> {
     match *serve {}
 }
 

@@ -24,6 +24,7 @@ use crate::backend::{self, check, BackendConfig, BackendKind};
 use crate::cli::RunArgs;
 use crate::info;
 use crate::pipeline;
+use crate::plan::shard::{Environment, Roster};
 use crate::plan::{Machine, RunPlan};
 use crate::reload::Reloader;
 use crate::sink::{self, route, Sink};
@@ -31,6 +32,7 @@ use crate::stop::Stop;
 
 mod claims;
 mod displays;
+mod idle;
 mod opening;
 mod outputs;
 #[cfg(feature = "ffmpeg")]
@@ -39,6 +41,7 @@ mod recordings;
 #[path = "recordings_none.rs"]
 mod recordings;
 mod report;
+mod roster;
 #[cfg(feature = "opencv")]
 mod screen;
 #[cfg(not(feature = "opencv"))]
@@ -54,6 +57,9 @@ pub struct Ran {
     pub result: Result<()>,
     /// A thread was left blocked inside a source.
     pub left_behind: bool,
+    /// The run was stopped because its share of `--inputs` changed: the process is to
+    /// start again with the same flags (`roster`).
+    pub restart: bool,
 }
 
 /// Runs the pipeline as `args` say. The flags are consumed into a `RunPlan`, and every
@@ -63,9 +69,23 @@ pub fn run(mut args: RunArgs) -> Ran {
     let stop = Stop::process();
     let ending = report::Ending::default();
     let summary_json = args.summary_json.clone();
+    let mut watch = None;
     let result = (|| {
         Stop::install_signal_handler().context("installing the signal handlers")?;
-        let plan = RunPlan::from_args(args)?;
+        let roster = Roster::gather(
+            &args.input,
+            args.inputs.as_deref(),
+            args.shard.as_deref(),
+            &Environment::of_process(),
+        )?;
+        if let Some(line) = roster.describe() {
+            info!("inputs: {line}");
+        }
+        watch = roster::Watch::start(args.input.clone(), &roster, &stop);
+        if roster.listed() && roster.mine().is_empty() {
+            return idle::wait(&args, &roster, &stop);
+        }
+        let plan = RunPlan::from_args(args, &roster)?;
         if let Some(why) = headless_because {
             info!("{why}: running headless, as --headless does");
         }
@@ -77,6 +97,7 @@ pub fn run(mut args: RunArgs) -> Ran {
     Ran {
         result,
         left_behind: ending.left_a_thread_behind(),
+        restart: watch.is_some_and(|w| w.restart()),
     }
 }
 

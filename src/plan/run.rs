@@ -13,6 +13,7 @@
 use super::error::PlanError;
 
 use super::machine::Machine;
+use super::shard::{Entry, Roster};
 use super::RING_EACH;
 use crate::backend::{self, BackendKind, StreamLayout};
 use crate::cli::RunArgs;
@@ -190,15 +191,19 @@ impl Engine {
 
 impl RunPlan {
     /// Consumes the flags into a plan, checking every argument that can be checked without
-    /// opening anything or asking the machine.
-    pub fn from_args(args: RunArgs) -> Result<Self, PlanError> {
+    /// opening anything or asking the machine; the inputs are `roster`'s share (its shard's,
+    /// or every one listed).
+    pub fn from_args(mut args: RunArgs, roster: &Roster) -> Result<Self, PlanError> {
         check_counts(&args)?;
         check_kernels(&args)?;
         check_reports(&args)?;
+        let mine = roster.mine();
+        args.input = mine.iter().map(|e| e.source.clone()).collect();
         let specs = check_inputs(&args)?;
-        let records = records_of(&args, &specs)?;
+        let marks = Marks::of(&mine, roster, specs.len());
+        let records = records_of(&args, &specs, &marks)?;
         let serve = check_serve(&args)?;
-        let parts = outputs_of_parts(&args, specs.len())?;
+        let parts = outputs_of_parts(&args, &marks)?;
         let several = specs.len() > 1;
         let recording = parts.recording;
         check_encoding(&args, &parts.each[0], recording.as_ref())?;
@@ -208,9 +213,17 @@ impl RunPlan {
             .into_iter()
             .zip(parts.each)
             .zip(records)
-            .map(|(((spec, name), outputs), record)| InputPlan {
-                record,
-                ..input_plan(&args, &display, several, spec, name, outputs)
+            .enumerate()
+            .map(|(i, (((spec, text), outputs), record))| {
+                // A listed input is called by its own name (`NAME = SOURCE`).
+                let name = match roster.listed() {
+                    true => mine.get(i).map_or(text, |e| e.name.clone()),
+                    false => text,
+                };
+                InputPlan {
+                    record,
+                    ..input_plan(&args, &display, several, spec, name, outputs)
+                }
             })
             .collect();
         Ok(Self {
@@ -402,19 +415,58 @@ fn input_plan(
     }
 }
 
-/// Each input's `--record` (its `{n}` put in), checked: only what FFmpeg demuxes has packets
-/// to record, and several inputs need `{n}` to keep their recordings apart.
+/// What each input puts into the names of its outputs and recording: `{n}` its number in
+/// the whole list (the same in every shard), `{name}` its name made safe for a file name,
+/// `{shard}` this process's shard (0 without one).
+#[derive(Clone, Debug)]
+struct Marks(Vec<(usize, String)>, usize);
+
+impl Marks {
+    /// The marks of a run of `count` inputs, `mine` of `roster` (none listed: the default
+    /// input, number 0, named `default`).
+    fn of(mine: &[Entry], roster: &Roster, count: usize) -> Self {
+        let each = (0..count)
+            .map(|i| match mine.get(i) {
+                Some(e) => (e.n, e.file_name()),
+                None => (i, "default".to_string()),
+            })
+            .collect();
+        Self(each, roster.shard.map_or(0, |s| s.k))
+    }
+
+    /// `template` with input `i`'s marks put in.
+    fn fill(&self, template: &str, i: usize) -> String {
+        let (n, name) = &self.0[i];
+        self.shared(template)
+            .replace("{n}", &n.to_string())
+            .replace("{name}", name)
+    }
+
+    /// `template` with the marks every input shares put in (`{shard}`).
+    fn shared(&self, template: &str) -> String {
+        template.replace("{shard}", &self.1.to_string())
+    }
+
+    /// Whether `template` names each input's own file (`{n}` or `{name}`).
+    fn own(template: &str) -> bool {
+        template.contains("{n}") || template.contains("{name}")
+    }
+}
+
+/// Each input's `--record` (its marks put in), checked: only what FFmpeg demuxes has packets
+/// to record, and several inputs need `{n}` or `{name}` to keep their recordings apart.
 fn records_of(
     args: &RunArgs,
     specs: &[(InputSpec, String)],
+    marks: &Marks,
 ) -> Result<Vec<Option<Record>>, PlanError> {
     let Some(name) = &args.record else {
         return Ok(specs.iter().map(|_| None).collect());
     };
     let refuse = |why: String| Err(PlanError::Record(format!("--record '{name}': {why}")));
-    if specs.len() > 1 && !name.contains("{n}") {
+    if specs.len() > 1 && !Marks::own(name) {
         return refuse(format!(
-            "with {} inputs, put {{n}} (the input's number) in the name",
+            "with {} inputs, put {{n}} (the input's number) or {{name}} in the name",
             specs.len()
         ));
     }
@@ -438,10 +490,7 @@ fn records_of(
                 "input {n} ({what}) has no packets to record: only files and network streams do"
             ));
         }
-        records.push(Some(record_of(
-            name.replace("{n}", &n.to_string()),
-            args.segment,
-        )?));
+        records.push(Some(record_of(marks.fill(name, n), args.segment)?));
     }
     Ok(records)
 }
@@ -513,27 +562,29 @@ struct Parts {
     recording: Option<Outputs>,
 }
 
-/// The outputs of a run of `inputs` inputs, checked: with one, every `--output` is the
-/// input's; with several, those with `{n}` are each input's (its index put in) and those
-/// without record the mosaic, each set checked as a run of one input checks its outputs.
-fn outputs_of_parts(args: &RunArgs, inputs: usize) -> Result<Parts, PlanError> {
-    if inputs == 1 {
+/// The outputs of a run of the inputs `marks` name, checked: with one, every `--output` is
+/// the input's; with several, those with `{n}` or `{name}` are each input's (its marks put
+/// in) and those without record the mosaic, each set checked as a run of one input checks
+/// its outputs.
+fn outputs_of_parts(args: &RunArgs, marks: &Marks) -> Result<Parts, PlanError> {
+    if marks.0.len() == 1 {
+        let named = args.output.iter().map(|o| marks.fill(o, 0));
         return Ok(Parts {
-            each: vec![outputs_of(args, args.output.clone())?],
+            each: vec![outputs_of(args, named.collect())?],
             recording: None,
         });
     }
     let (own, mosaic): (Vec<String>, Vec<String>) =
-        args.output.iter().cloned().partition(|o| o.contains("{n}"));
-    let each = (0..inputs)
-        .map(|n| {
-            let named = own.iter().map(|o| o.replace("{n}", &n.to_string()));
-            outputs_of(args, named.collect())
-        })
+        args.output.iter().cloned().partition(|o| Marks::own(o));
+    let each = (0..marks.0.len())
+        .map(|i| outputs_of(args, own.iter().map(|o| marks.fill(o, i)).collect()))
         .collect::<Result<_, _>>()?;
     let recording = match mosaic.is_empty() {
         true => None,
-        false => Some(outputs_of(args, mosaic)?),
+        false => Some(outputs_of(
+            args,
+            mosaic.iter().map(|o| marks.shared(o)).collect(),
+        )?),
     };
     Ok(Parts { each, recording })
 }
@@ -588,7 +639,7 @@ fn check_several(args: &RunArgs, inputs: &[(InputSpec, String)]) -> Result<(), P
             });
         }
     }
-    if let Some(o) = args.output.iter().find(|o| !o.contains("{n}")) {
+    if let Some(o) = args.output.iter().find(|o| !Marks::own(o)) {
         let output = o.clone();
         if args.no_mosaic {
             return Err(PlanError::RecordingWithoutMosaic { output, n });
@@ -658,8 +709,9 @@ fn check_reports(args: &RunArgs) -> Result<(), PlanError> {
     Ok(())
 }
 
-/// `--serve` and the flags that apply to it: the browser view's settings, where asked for.
-fn check_serve(args: &RunArgs) -> Result<Option<Serve>, PlanError> {
+/// `--serve` and the flags that apply to it: the browser view's settings, where asked for
+/// (a run with no input of its own to run serves them too: `app::idle`).
+pub fn check_serve(args: &RunArgs) -> Result<Option<Serve>, PlanError> {
     let serve_flags = args.serve_token.is_some()
         || args.serve_token_file.is_some()
         || !args.serve_host.is_empty()
@@ -680,8 +732,11 @@ fn serve_settings(args: &RunArgs, serve: &str) -> Result<Serve, PlanError> {
         file: args.serve_token_file.clone(),
         env: std::env::var(sink::web::access::TOKEN_VARIABLE).ok(),
     };
-    sink::web::Settings::new(serve, &token, &args.serve_host, args.serve_insecure)
-        .map_err(PlanError::Serve)
+    let mut settings =
+        sink::web::Settings::new(serve, &token, &args.serve_host, args.serve_insecure)
+            .map_err(PlanError::Serve)?;
+    settings.health_budget = args.health_budget;
+    Ok(settings)
 }
 
 #[cfg(not(feature = "ffmpeg"))]

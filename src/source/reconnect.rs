@@ -31,8 +31,8 @@ pub const LONGEST_WAIT: Duration = Duration::from_secs(8);
 pub struct Health {
     /// Times the stream was opened again and gave frames.
     pub reconnects: AtomicU64,
-    /// "reconnecting (…)" while the stream is lost; None while it runs.
-    pub state: Mutex<Option<String>>,
+    /// "reconnecting (…)" while the stream is lost, and since when; None while it runs.
+    pub state: Mutex<Option<(String, Instant)>>,
 }
 
 impl Health {
@@ -43,12 +43,29 @@ impl Health {
 
     /// The current state ("reconnecting …"), None while frames come.
     pub fn state(&self) -> Option<String> {
-        self.state.lock().ok().and_then(|s| s.clone())
+        self.state
+            .lock()
+            .ok()
+            .and_then(|s| s.as_ref().map(|(t, _)| t.clone()))
     }
 
+    /// How long the stream has been lost (None while frames come).
+    pub fn down_for(&self) -> Option<Duration> {
+        self.state
+            .lock()
+            .ok()?
+            .as_ref()
+            .map(|(_, since)| since.elapsed())
+    }
+
+    /// The state now; a stream already lost stays lost since it was first lost.
     fn set(&self, state: Option<String>) {
         if let Ok(mut s) = self.state.lock() {
-            *s = state;
+            *s = match (state, s.take()) {
+                (Some(text), Some((_, since))) => Some((text, since)),
+                (Some(text), None) => Some((text, Instant::now())),
+                (None, _) => None,
+            };
         }
     }
 }

@@ -312,7 +312,8 @@ impl InputStats {
     }
 }
 
-/// One input's running figures, for the mosaic's labels.
+/// One input's running figures, for the mosaic's labels, the browser view's health and
+/// metrics.
 #[derive(Clone, Debug, Default)]
 pub struct InputLive {
     /// Its description.
@@ -321,10 +322,52 @@ pub struct InputLive {
     pub captured: u64,
     /// Frames dropped so far.
     pub dropped: u64,
+    /// Frames that went out of the sink so far.
+    pub processed: u64,
     /// How it ended, once it has ("ended", "failed: …").
     pub ended: Option<String>,
     /// "reconnecting …" while a lost stream is being opened again.
     pub state: Option<String>,
+    /// How long it has been down: lost and reconnecting, or not open yet (None while it runs
+    /// or once it ended).
+    pub down: Option<Duration>,
+    /// Times its stream came back.
+    pub reconnects: u64,
+    /// Capture to out of the sink: mean, p99 and max (ms) and the frames counted, refreshed
+    /// at most `LATENCY_EVERY`.
+    pub latency: LatencyNow,
+}
+
+/// An input's latency figures at one moment.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LatencyNow {
+    /// Mean, ms.
+    pub mean_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// Highest, ms.
+    pub max_ms: f64,
+    /// Frames counted.
+    pub frames: u64,
+    /// Their latencies added up, ms.
+    pub total_ms: f64,
+}
+
+impl LatencyNow {
+    /// How often the figures are read anew from the latency's histogram (a quantile walks
+    /// it).
+    pub const EVERY: Duration = Duration::from_millis(500);
+
+    /// `latency`'s figures now.
+    pub fn of(latency: &Latency) -> Self {
+        Self {
+            mean_ms: latency.mean_ms(),
+            p99_ms: latency.quantile_ms(0.99),
+            max_ms: latency.max_ms,
+            frames: latency.frames,
+            total_ms: latency.total_ms,
+        }
+    }
 }
 
 /// Everything the exit summary reports.
@@ -418,6 +461,8 @@ pub struct Live {
     last_frame: Option<Instant>,
     /// The time between frames, smoothed (ms); `fps` is its inverse.
     period_ms: f64,
+    /// When each input's latency figures were last read (`InputLive::latency`).
+    latencies_read: Option<Instant>,
 }
 
 const SMOOTH: f64 = 0.1;
@@ -456,6 +501,18 @@ impl Live {
             ema(&mut cur.d2h_ms, g.d2h_ms);
             ema(&mut cur.span_ms, g.span_ms);
         }
+    }
+
+    /// Whether each input's latency figures are due to be read again (at most every
+    /// `LatencyNow::EVERY`); true marks them read now.
+    pub fn latencies_due(&mut self) -> bool {
+        let due = self
+            .latencies_read
+            .is_none_or(|t| t.elapsed() >= LatencyNow::EVERY);
+        if due {
+            self.latencies_read = Some(Instant::now());
+        }
+        due
     }
 
     /// Serial sum of the stage times over the frame period: above 1 means stages overlap.
@@ -501,7 +558,7 @@ impl Live {
             v.push(format!("input: {}", self.input));
         }
         v.extend(self.backend.split("; ").map(str::to_string));
-        if !self.inputs.is_empty() {
+        if self.inputs.len() > 1 {
             v.push(format!(
                 "{} inputs: the keys act on every input; n (Tab) or a click selects a tile, Enter (z) or a double click shows it alone",
                 self.inputs.len()

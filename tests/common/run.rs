@@ -302,14 +302,19 @@ pub fn wait_until_it_catches(pid: u32, sig: i32) {
 
 /// A GET (or POST) on the view: (status, body).
 pub fn http(port: u16, method: &str, path: &str, headers: &str) -> (u16, Vec<u8>) {
+    try_http(port, method, path, headers).expect("the server answers")
+}
+
+/// `http`, or None where nothing listens on `port` (yet).
+pub fn try_http(port: u16, method: &str, path: &str, headers: &str) -> Option<(u16, Vec<u8>)> {
     use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     write!(
         s,
         "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 0\r\n{headers}\r\n"
     )
-    .unwrap();
+    .ok()?;
     let mut all = Vec::new();
     let _ = s.read_to_end(&mut all);
     let text = String::from_utf8_lossy(&all);
@@ -322,7 +327,7 @@ pub fn http(port: u16, method: &str, path: &str, headers: &str) -> (u16, Vec<u8>
         Some(i) => all[i + 4..].to_vec(),
         None => Vec::new(),
     };
-    (status, body)
+    Some((status, body))
 }
 
 /// Fails the test where a tool `scripts/test.sh` installs is missing: a test that needs

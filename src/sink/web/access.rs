@@ -23,6 +23,8 @@ use subtle::ConstantTimeEq;
 
 /// The environment variable a token may come from (`ps` shows no environment).
 pub const TOKEN_VARIABLE: &str = "FRAMEPIPE_SERVE_TOKEN";
+/// How long an input may be down before `/healthz` says so, where nothing else says.
+pub const DEFAULT_HEALTH_BUDGET: std::time::Duration = std::time::Duration::from_secs(30);
 /// The header the page sends with every control.
 pub const CONTROL_HEADER: &str = "x-framepipe-control";
 
@@ -34,6 +36,8 @@ pub struct Settings {
     token: Option<String>,
     /// Host names answered besides IP addresses and `localhost`, lower-cased.
     hosts: Vec<String>,
+    /// How long an input may be down before `/healthz` says so (`--health-budget`).
+    pub health_budget: std::time::Duration,
 }
 
 /// Why `--serve` can't be set up as asked.
@@ -133,7 +137,12 @@ impl Settings {
             return Err(ServeError::OpenWithoutToken(addr));
         }
         let hosts = hosts.iter().map(|h| h.to_ascii_lowercase()).collect();
-        Ok(Self { addr, token, hosts })
+        Ok(Self {
+            addr,
+            token,
+            hosts,
+            health_budget: DEFAULT_HEALTH_BUDGET,
+        })
     }
 
     /// Whether a token is required.

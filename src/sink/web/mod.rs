@@ -2,21 +2,23 @@
 //! (Motion JPEG over HTTP, `multipart/x-mixed-replace`), the overlay's live figures, and the
 //! window's controls as buttons (filter presets, pause, page-locked/pageable, bands). With
 //! several inputs it is handed the mosaic's labelled pictures, as the window is. Who is
-//! answered is `access`; the HTTP server is `server` (hyper); the page is `page.html`. The
-//! start line is the page's whole address, token included, to open as it is; the figures
-//! read 0 fps while paused.
+//! answered is `access`; the HTTP server is `server` (hyper); the page is `page.html`; what
+//! an orchestrator asks (`/healthz`, `/metrics`) is `health`. The start line is the page's
+//! whole address, token included, to open as it is; the figures read 0 fps while paused.
 //!
 //! Invariants: the pipeline never waits for a browser: the sink hands the newest frame to
 //! the encoder thread only when it is idle (at most `MAX_FPS` a second, and only while a
 //! client watches), and each viewer is sent the newest JPEG when its connection takes it,
 //! so a slow or stalled viewer gets fewer frames and slows nothing else; at most
 //! `MAX_CLIENTS` streams at once (more are refused with 503); every request passes
-//! `access`'s checks first (host, token, origin); nothing but the page, its stream, one
-//! frame, the figures and the controls is served (404); the server binds to 127.0.0.1
+//! `access`'s checks first (host, token, origin; `/healthz` the host only, and it names no
+//! input); nothing but the page, its stream, one frame, the figures, the controls,
+//! `/healthz` and `/metrics` is served (404); the server binds to 127.0.0.1
 //! unless an address is given; `finish` stops the server and the encoder within a poll
 //! (`POLL`).
 
 pub mod access;
+pub mod health;
 mod server;
 
 use std::net::TcpListener;
@@ -41,6 +43,8 @@ pub const MAX_FPS: f64 = 25.0;
 pub const MAX_CLIENTS: usize = 32;
 /// How often the encoder looks at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
+/// How often the figures of `/healthz` and `/metrics` are taken.
+const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
 
 /// The keys the page's buttons send (the window's, `sink::pipeline_key`).
 const KEYS: &[u8] = b"123456789pbB ";
@@ -60,6 +64,8 @@ pub(crate) struct Shared {
     mail: Condvar,
     /// The overlay's figures, as JSON.
     stats: Mutex<String>,
+    /// The figures `/healthz` and `/metrics` are made from.
+    snapshot: Mutex<health::Snapshot>,
     clients: AtomicUsize,
     stop: AtomicBool,
     /// Ends the server.
@@ -77,6 +83,10 @@ pub struct Web {
     threads: Vec<thread::JoinHandle<()>>,
     /// A spare buffer for the next frame handed to the encoder.
     spare: Vec<u8>,
+    /// Each input's name, by the pipeline's input number, and those that failed to open.
+    labels: (Vec<String>, Vec<String>),
+    /// When the figures of `/healthz` and `/metrics` were last taken.
+    snapped: Option<Instant>,
 }
 
 impl Web {
@@ -96,6 +106,7 @@ impl Web {
             mailbox: Mutex::new(None),
             mail: Condvar::new(),
             stats: Mutex::new("{}".into()),
+            snapshot: Mutex::new(health::Snapshot::default()),
             clients: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             shutdown: tokio::sync::Notify::new(),
@@ -128,7 +139,29 @@ impl Web {
             address,
             threads: vec![serving, encoding],
             spare: Vec::new(),
+            labels: (Vec::new(), Vec::new()),
+            snapped: None,
         })
+    }
+
+    /// Names the inputs in `/healthz` and `/metrics`: `labels` by the pipeline's input
+    /// number, and those that `failed` to open at the start (down for good).
+    pub fn with_inputs(mut self, labels: Vec<String>, failed: Vec<String>) -> Self {
+        self.labels = (labels, failed);
+        self
+    }
+
+    /// Takes the figures of `/healthz` and `/metrics` from `live`, at most every
+    /// `SNAPSHOT_EVERY` (the sink calls `status` for every frame).
+    fn snap(&mut self, live: &Live) {
+        if self.snapped.is_some_and(|t| t.elapsed() < SNAPSHOT_EVERY) {
+            return;
+        }
+        self.snapped = Some(Instant::now());
+        let snap = health::Snapshot::of(live, &self.labels.0, &self.labels.1);
+        if let Ok(mut s) = self.shared.snapshot.lock() {
+            *s = snap;
+        }
     }
 
     /// The pipeline's answer to the buttons pressed since the last frame (one a frame).
@@ -170,6 +203,7 @@ impl Display for Web {
         self.pressed()
     }
     fn status(&mut self, live: &Live) {
+        self.snap(live);
         let json = serde_json::json!({
             // Paused, no frame comes: 0, not the rate before the pause.
             "fps": if live.paused { 0.0 } else { live.fps },

@@ -4,7 +4,8 @@
 //! place or anyone's answer.
 //!
 //! Invariants: every request passes `access` before anything is served (Host, then the
-//! token, then where it comes from); at most `MAX_CONNECTIONS` connections are open (more
+//! token, then where it comes from), except that `/healthz` needs the Host only (an
+//! orchestrator's probe carries no token; it says healthy or how many inputs are down); at most `MAX_CONNECTIONS` connections are open (more
 //! are closed at once), at most `MAX_CLIENTS` of them watch the stream (more get 503); a
 //! viewer whose connection takes nothing for `CLIENT_TIMEOUT` while frames wait is closed,
 //! and a slow one gets only the newest frame (nothing queues behind it); the server ends
@@ -139,6 +140,10 @@ fn answer(
         return respond(StatusCode::MISDIRECTED_REQUEST, PLAIN, why);
     }
     let host = host.unwrap_or_default();
+    // The orchestrator's probe carries no token: it is told healthy or not, and no more.
+    if req.method() == Method::GET && req.uri().path() == "/healthz" {
+        return healthz(shared);
+    }
     let query = req.uri().query().unwrap_or_default();
     if !rules.token_ok(query, text(req, header::AUTHORIZATION)) {
         let why = "a token is needed: add ?token=... to the address";
@@ -150,12 +155,25 @@ fn answer(
         (&Method::GET, "/" | "/index.html") => {
             respond(StatusCode::OK, "text/html; charset=utf-8", super::PAGE)
         }
-        (&Method::GET, "/stats" | "/frame.jpg" | "/stream.mjpg") if !same_origin => {
+        (&Method::GET, "/stats" | "/frame.jpg" | "/stream.mjpg" | "/metrics") if !same_origin => {
             respond(StatusCode::FORBIDDEN, PLAIN, "not for another site's page")
         }
         (&Method::GET, "/stats") => {
             let stats = shared.stats.lock().map(|s| s.clone()).unwrap_or_default();
             respond(StatusCode::OK, "application/json", stats)
+        }
+        (&Method::GET, "/metrics") => {
+            let snap = shared
+                .snapshot
+                .lock()
+                .map(|s| s.clone())
+                .unwrap_or_default();
+            let text = super::health::metrics(&snap, rules.health_budget);
+            respond(
+                StatusCode::OK,
+                "text/plain; version=0.0.4; charset=utf-8",
+                text,
+            )
         }
         (&Method::GET, "/frame.jpg") => {
             let jpeg = shared.latest.borrow().1.clone();
@@ -185,6 +203,21 @@ fn answer(
         }
         _ => respond(StatusCode::NOT_FOUND, PLAIN, "not here"),
     }
+}
+
+/// `/healthz`: 200 while every input is live or down for less than the budget, 503 else.
+fn healthz(shared: &Arc<Shared>) -> Response<Body> {
+    let snap = shared
+        .snapshot
+        .lock()
+        .map(|s| s.clone())
+        .unwrap_or_default();
+    let (ok, said) = super::health::verdict(&snap, shared.access.health_budget);
+    let code = match ok {
+        true => StatusCode::OK,
+        false => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    respond(code, PLAIN, said)
 }
 
 /// A viewer's place among `MAX_CLIENTS`, given back when its stream ends.

@@ -1,0 +1,257 @@
+//! What an orchestrator asks the browser view's server: `/healthz` (is every input live, or
+//! down for less than its budget) and `/metrics` (each input's figures in Prometheus's text
+//! format). Pure functions over a `Snapshot` the sink takes of the run's figures.
+//!
+//! Invariants: `/healthz` says only "ok" or how many inputs are down, never their names or
+//! addresses (it is answered without the token, for probes that carry none); an input
+//! that failed, or has been down (reconnecting, or not open yet) for at least the budget,
+//! makes it unhealthy; an input that ended by itself (a file at its end) does not; every
+//! label value in `/metrics` is escaped as the format says, and an address's user and
+//! password are left out of it.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use crate::stats::{InputLive, Live};
+
+/// The figures `/healthz` and `/metrics` are made from, taken by the sink.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// Each input's figures, by the pipeline's input number.
+    pub inputs: Vec<InputLive>,
+    /// Each input's name, as `inputs` (its `--input` text or its own name).
+    pub labels: Vec<String>,
+    /// Inputs that could not be opened at the start: their names.
+    pub failed: Vec<String>,
+    /// Frames a second, recent.
+    pub fps: f64,
+    /// Whether the run is paused.
+    pub paused: bool,
+}
+
+impl Snapshot {
+    /// `live`'s figures, with the inputs called `labels` and those that `failed` at the start.
+    pub fn of(live: &Live, labels: &[String], failed: &[String]) -> Self {
+        Self {
+            inputs: live.inputs.clone(),
+            labels: labels.to_vec(),
+            failed: failed.to_vec(),
+            fps: if live.paused { 0.0 } else { live.fps },
+            paused: live.paused,
+        }
+    }
+
+    /// Input `i`'s label: its name without an address's user and password.
+    fn label(&self, i: usize) -> String {
+        let name = self.labels.get(i).unwrap_or(&self.inputs[i].name);
+        redact(name)
+    }
+}
+
+/// Whether an input is down in the sense of `/healthz`.
+fn down(input: &InputLive, budget: Duration) -> bool {
+    let failed = input
+        .ended
+        .as_deref()
+        .is_some_and(|e| e.starts_with("failed"));
+    failed || input.down.is_some_and(|d| d >= budget)
+}
+
+/// `/healthz`: healthy or not, and the one line said.
+pub fn verdict(snap: &Snapshot, budget: Duration) -> (bool, String) {
+    let count = snap.inputs.len() + snap.failed.len();
+    let down = snap.inputs.iter().filter(|i| down(i, budget)).count() + snap.failed.len();
+    match down {
+        0 => (true, format!("ok: {count} inputs live\n")),
+        d => (
+            false,
+            format!(
+                "down: {d} of {count} inputs failed or down for {} s or more\n",
+                budget.as_secs_f64()
+            ),
+        ),
+    }
+}
+
+/// `name` without the user and password of an address (`rtsp://user:pass@host/…`).
+pub fn redact(name: &str) -> String {
+    let Some((scheme, rest)) = name.split_once("://") else {
+        return name.to_string();
+    };
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..authority_end].rfind('@') {
+        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
+        None => name.to_string(),
+    }
+}
+
+/// A label value as the text format writes it: `\`, `"` and line feeds escaped.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// One metric family: its help, type and one sample per input.
+fn family(
+    out: &mut String,
+    (name, kind, help): (&str, &str, &str),
+    samples: impl Iterator<Item = (String, f64)>,
+) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+    for (labels, value) in samples {
+        let _ = writeln!(out, "{name}{labels} {value}");
+    }
+}
+
+/// One figure of an input.
+type Figure = fn(&InputLive, Duration) -> f64;
+
+/// The per-input families of `/metrics`: name, type, help, and the figure.
+const FAMILIES: [(&str, &str, &str, Figure); 6] = [
+    (
+        "framepipe_frames_captured_total",
+        "counter",
+        "Frames read from the input.",
+        |i, _| i.captured as f64,
+    ),
+    (
+        "framepipe_frames_processed_total",
+        "counter",
+        "Frames of the input that went out to its outputs and displays.",
+        |i, _| i.processed as f64,
+    ),
+    (
+        "framepipe_frames_dropped_total",
+        "counter",
+        "Frames of a live input dropped because the pipeline was behind.",
+        |i, _| i.dropped as f64,
+    ),
+    (
+        "framepipe_reconnects_total",
+        "counter",
+        "Times the input's stream was lost and came back.",
+        |i, _| i.reconnects as f64,
+    ),
+    (
+        "framepipe_input_up",
+        "gauge",
+        "1 while frames come from the input, 0 while it is down or ended.",
+        |i, budget| {
+            f64::from(u8::from(
+                !down(i, budget) && i.down.is_none() && i.ended.is_none(),
+            ))
+        },
+    ),
+    (
+        "framepipe_input_down_seconds",
+        "gauge",
+        "How long the input has been down (reconnecting or not open yet); 0 while it runs.",
+        |i, _| i.down.map_or(0.0, |d| d.as_secs_f64()),
+    ),
+];
+
+/// `/metrics`: each input's figures, and the run's, in Prometheus's text format (0.0.4).
+pub fn metrics(snap: &Snapshot, budget: Duration) -> String {
+    let mut out = String::new();
+    let labels: Vec<String> = (0..snap.inputs.len())
+        .map(|i| format!("input=\"{}\"", escape(&snap.label(i))))
+        .collect();
+    for (name, kind, help, figure) in FAMILIES {
+        let samples = snap
+            .inputs
+            .iter()
+            .zip(&labels)
+            .map(|(input, l)| (format!("{{{l}}}"), figure(input, budget)));
+        family(&mut out, (name, kind, help), samples);
+    }
+    latency(&mut out, snap, &labels);
+    let failed = snap
+        .failed
+        .iter()
+        .map(|f| (format!("{{input=\"{}\"}}", escape(&redact(f))), 1.0));
+    let help = "1 for each input that could not be opened at the start.";
+    family(&mut out, ("framepipe_input_failed", "gauge", help), failed);
+    let help = "Frames a second through the pipeline, all inputs, recent.";
+    family(
+        &mut out,
+        ("framepipe_fps", "gauge", help),
+        std::iter::once((String::new(), snap.fps)),
+    );
+    out
+}
+
+/// Each input's latency (capture to out of the sink) as a summary: the 0.99 quantile, the
+/// sum and the count.
+fn latency(out: &mut String, snap: &Snapshot, labels: &[String]) {
+    let name = "framepipe_latency_seconds";
+    let _ = writeln!(out, "# HELP {name} Capture to out of the sink, per frame.");
+    let _ = writeln!(out, "# TYPE {name} summary");
+    for (input, l) in snap.inputs.iter().zip(labels) {
+        let lat = &input.latency;
+        let _ = writeln!(out, "{name}{{{l},quantile=\"0.99\"}} {}", lat.p99_ms / 1e3);
+        let _ = writeln!(out, "{name}_sum{{{l}}} {}", lat.total_ms / 1e3);
+        let _ = writeln!(out, "{name}_count{{{l}}} {}", lat.frames);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input(down: Option<u64>, ended: Option<&str>) -> InputLive {
+        InputLive {
+            down: down.map(Duration::from_secs),
+            ended: ended.map(str::to_string),
+            ..InputLive::default()
+        }
+    }
+
+    #[test]
+    fn health_turns_on_failed_inputs_and_those_down_past_the_budget() {
+        let budget = Duration::from_secs(30);
+        let mut snap = Snapshot {
+            inputs: vec![
+                input(None, None),
+                input(Some(29), None),
+                input(None, Some("ended")),
+            ],
+            ..Snapshot::default()
+        };
+        assert!(verdict(&snap, budget).0);
+        snap.inputs[1].down = Some(Duration::from_secs(30));
+        let (ok, said) = verdict(&snap, budget);
+        assert!(!ok && said.contains("1 of 3"), "{said}");
+        snap.inputs[1].down = None;
+        snap.failed = vec!["rtsp://u:p@cam/1".into()];
+        let (ok, said) = verdict(&snap, budget);
+        assert!(!ok && !said.contains("cam"), "{said}");
+    }
+
+    #[test]
+    fn addresses_lose_their_passwords_and_labels_are_escaped() {
+        assert_eq!(
+            redact("rtsp://admin:secret@10.0.0.5:554/s?x=@"),
+            "rtsp://10.0.0.5:554/s?x=@"
+        );
+        assert_eq!(redact("udp://239.0.0.1:5000"), "udp://239.0.0.1:5000");
+        assert_eq!(redact("lobby"), "lobby");
+        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        let snap = Snapshot {
+            inputs: vec![input(None, None)],
+            labels: vec!["x\"y".into()],
+            ..Snapshot::default()
+        };
+        let text = metrics(&snap, Duration::from_secs(30));
+        assert!(
+            text.contains("framepipe_frames_captured_total{input=\"x\\\"y\"} 0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("framepipe_input_up{input=\"x\\\"y\"} 1"),
+            "{text}"
+        );
+    }
+}
