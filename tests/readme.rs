@@ -112,6 +112,9 @@ fn every_run_example_in_the_readme_runs() {
         let user_kernel = args.iter().any(|a| a.contains("kernel:"));
         for a in &mut args {
             *a = a.replace("kernel:examples/", &format!("kernel:{examples}"));
+            if let Some(file) = a.strip_prefix("examples/") {
+                *a = format!("{examples}{file}");
+            }
         }
         let out = run(&dir, &args);
         let err = String::from_utf8_lossy(&out.stderr);
