@@ -107,7 +107,7 @@ fn family(
 }
 
 /// One figure of an input.
-type Figure = fn(&InputLive, Duration) -> f64;
+type Figure = fn(&InputLive) -> f64;
 
 /// The per-input families of `/metrics`: name, type, help, and the figure.
 const FAMILIES: [(&str, &str, &str, Figure); 6] = [
@@ -115,46 +115,42 @@ const FAMILIES: [(&str, &str, &str, Figure); 6] = [
         "framepipe_frames_captured_total",
         "counter",
         "Frames read from the input.",
-        |i, _| i.captured as f64,
+        |i| i.captured as f64,
     ),
     (
         "framepipe_frames_processed_total",
         "counter",
         "Frames of the input that went out to its outputs and displays.",
-        |i, _| i.processed as f64,
+        |i| i.processed as f64,
     ),
     (
         "framepipe_frames_dropped_total",
         "counter",
         "Frames of a live input dropped because the pipeline was behind.",
-        |i, _| i.dropped as f64,
+        |i| i.dropped as f64,
     ),
     (
         "framepipe_reconnects_total",
         "counter",
         "Times the input's stream was lost and came back.",
-        |i, _| i.reconnects as f64,
+        |i| i.reconnects as f64,
     ),
     (
         "framepipe_input_up",
         "gauge",
         "1 while frames come from the input, 0 while it is down or ended.",
-        |i, budget| {
-            f64::from(u8::from(
-                !down(i, budget) && i.down.is_none() && i.ended.is_none(),
-            ))
-        },
+        |i| f64::from(u8::from(i.down.is_none() && i.ended.is_none())),
     ),
     (
         "framepipe_input_down_seconds",
         "gauge",
         "How long the input has been down (reconnecting or not open yet); 0 while it runs.",
-        |i, _| i.down.map_or(0.0, |d| d.as_secs_f64()),
+        |i| i.down.map_or(0.0, |d| d.as_secs_f64()),
     ),
 ];
 
 /// `/metrics`: each input's figures, and the run's, in Prometheus's text format (0.0.4).
-pub fn metrics(snap: &Snapshot, budget: Duration) -> String {
+pub fn metrics(snap: &Snapshot) -> String {
     let mut out = String::new();
     let labels: Vec<String> = (0..snap.inputs.len())
         .map(|i| format!("input=\"{}\"", escape(&snap.label(i))))
@@ -164,7 +160,7 @@ pub fn metrics(snap: &Snapshot, budget: Duration) -> String {
             .inputs
             .iter()
             .zip(&labels)
-            .map(|(input, l)| (format!("{{{l}}}"), figure(input, budget)));
+            .map(|(input, l)| (format!("{{{l}}}"), figure(input)));
         family(&mut out, (name, kind, help), samples);
     }
     latency(&mut out, snap, &labels);
@@ -244,7 +240,7 @@ mod tests {
             labels: vec!["x\"y".into()],
             ..Snapshot::default()
         };
-        let text = metrics(&snap, Duration::from_secs(30));
+        let text = metrics(&snap);
         assert!(
             text.contains("framepipe_frames_captured_total{input=\"x\\\"y\"} 0"),
             "{text}"

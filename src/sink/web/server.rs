@@ -168,7 +168,7 @@ fn answer(
                 .lock()
                 .map(|s| s.clone())
                 .unwrap_or_default();
-            let text = super::health::metrics(&snap, rules.health_budget);
+            let text = super::health::metrics(&snap);
             respond(
                 StatusCode::OK,
                 "text/plain; version=0.0.4; charset=utf-8",
