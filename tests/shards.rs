@@ -457,3 +457,33 @@ fn the_deploy_files_pass_their_linters() {
         stderr(&out)
     );
 }
+
+/// A shard whose cameras are all down as it starts answers `/healthz` all the same (the
+/// view opens before the inputs do): 503 once they have been down past the budget, with
+/// `/metrics` saying how long; and a camera alone in its shard is waited for, not refused.
+#[test]
+fn healthz_answers_while_every_camera_is_still_down() {
+    let dir = TempDir::new("shards-down");
+    let port = free_port();
+    let list = dir.join("cams.txt");
+    for cameras in [2, 1] {
+        let text: String = (0..cameras)
+            .map(|i| format!("cam-{i} = tcp://127.0.0.1:{}\n", free_port()))
+            .collect();
+        write_list(&list, &text);
+        let args = [format!("--serve={port}"), "--health-budget=2s".into()];
+        let shard = Shard::start(dir.path(), &list, &args);
+        let said = wait_for(Duration::from_secs(20), "/healthz 503", || {
+            try_http(port, "GET", "/healthz", "").filter(|(s, _)| *s == 503)
+        });
+        let said = String::from_utf8_lossy(&said.1).into_owned();
+        assert!(said.contains(&format!("{cameras} of {cameras}")), "{said}");
+        let m = parsed(port);
+        for i in 0..cameras {
+            let down = m["framepipe_input_down_seconds"][format!("cam-{i}")].as_f64();
+            assert!(down.is_some_and(|d| d >= 2.0), "{m}");
+        }
+        let log = stop_all(vec![shard]).remove(0);
+        assert!(log.contains("is down"), "{log}");
+    }
+}

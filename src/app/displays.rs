@@ -10,7 +10,7 @@ use anyhow::Result;
 
 use super::opening::{Inputs, Running};
 use super::screen::{check_window_possible, no_display, open_window, shown_within};
-use crate::plan::run::{Display, Serve, Window};
+use crate::plan::run::{Display, Window};
 use crate::plan::{Plan, RunPlan};
 use crate::sink;
 use crate::sink::{claim::Claimed, Knobs, Sink};
@@ -23,6 +23,7 @@ pub(super) fn of_input(
     plan: &RunPlan,
     running: &Running,
     stop: &Stop,
+    view: &mut Option<View>,
 ) -> Result<Vec<Box<dyn Sink>>> {
     let (display, several) = (plan.display(), plan.several());
     let knobs = knobs(&running.plan);
@@ -42,12 +43,10 @@ pub(super) fn of_input(
         };
         shown.push(open_window(&title, knobs.clone(), hold)?);
     }
-    match &display.serve {
-        Some(serve) if !several => {
-            let label = plan.inputs()[running.at].name.clone();
-            shown.push(open_web(serve, knobs, vec![label], Vec::new())?)
-        }
-        _ => {}
+    // Beside others the view shows the mosaic (`open_mosaic` takes it).
+    if let Some(view) = view.take_if(|_| !several) {
+        let label = plan.inputs()[running.at].name.clone();
+        shown.push(web(view, knobs, vec![label], Vec::new()));
     }
     Ok(shown)
 }
@@ -103,7 +102,7 @@ pub(super) fn open_mosaic(
     inputs: &Inputs,
     compose: Compose,
     stop: &Stop,
-    claim: Option<Claimed>,
+    (claim, view): (Option<Claimed>, Option<View>),
 ) -> Result<Box<dyn Sink>> {
     use crate::sink::mosaic::Mosaic;
     let display = plan.display();
@@ -125,10 +124,10 @@ pub(super) fn open_mosaic(
     }
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
     // The browser view shows what the window shows: the mosaic, labelled.
-    if let Some(serve) = &display.serve {
+    if let Some(view) = view {
         let labels = compose.tile_of.iter().map(|&i| names[i].clone()).collect();
         let failed = inputs.failed.iter().map(|(i, _)| names[*i].clone());
-        shown.push(open_web(serve, knobs, labels, failed.collect())?);
+        shown.push(web(view, knobs, labels, failed.collect()));
     }
     let failed = inputs
         .failed
@@ -189,22 +188,48 @@ fn open_recording(
     Ok(sink::tee(sinks).expect("a recording has an output"))
 }
 
-/// The browser view, its inputs named (`labels` by the pipeline's input number; those that
-/// `failed` to open) for `/healthz` and `/metrics`.
+/// The browser view (`--serve`), opened as the run starts, before its inputs, so that
+/// `/healthz` answers while they open; handed to the display that shows it.
 #[cfg(feature = "ffmpeg")]
-fn open_web(
-    serve: &Serve,
-    knobs: Knobs,
-    labels: Vec<String>,
-    failed: Vec<String>,
-) -> Result<Box<dyn Sink>> {
-    let web = crate::sink::web::Web::open(serve.clone(), knobs)?.with_inputs(labels, failed);
-    Ok(crate::sink::display::boxed(web))
+pub(super) type View = crate::sink::web::Web;
+/// Without FFmpeg's libraries there is no browser view.
+#[cfg(not(feature = "ffmpeg"))]
+pub(super) type View = std::convert::Infallible;
+
+/// The run's browser view, where it has one: every input down until it opens.
+#[cfg(feature = "ffmpeg")]
+pub(super) fn open_view(plan: &RunPlan) -> Result<Option<View>> {
+    let Some(serve) = &plan.display().serve else {
+        return Ok(None);
+    };
+    let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
+    let knobs = Knobs {
+        pageable: plan.engine().pageable,
+        bands: 1,
+        height: 0,
+    };
+    Ok(Some(View::open(serve.clone(), knobs)?.opening(&names)))
 }
 
 #[cfg(not(feature = "ffmpeg"))]
-fn open_web(serve: &Serve, _: Knobs, _: Vec<String>, _: Vec<String>) -> Result<Box<dyn Sink>> {
-    match *serve {}
+pub(super) fn open_view(plan: &RunPlan) -> Result<Option<View>> {
+    match plan.display().serve {
+        Some(never) => match never {},
+        None => Ok(None),
+    }
+}
+
+/// The browser view as one of the run's sinks: its controls' `knobs`, its inputs named
+/// (`labels` by the pipeline's input number; those that `failed` to open) for `/healthz`
+/// and `/metrics`.
+#[cfg(feature = "ffmpeg")]
+fn web(view: View, knobs: Knobs, labels: Vec<String>, failed: Vec<String>) -> Box<dyn Sink> {
+    crate::sink::display::boxed(view.with_knobs(knobs).with_inputs(labels, failed))
+}
+
+#[cfg(not(feature = "ffmpeg"))]
+fn web(view: View, _: Knobs, _: Vec<String>, _: Vec<String>) -> Box<dyn Sink> {
+    match view {}
 }
 
 /// Checks that the run's window can open (where it has one); false when a stop came while

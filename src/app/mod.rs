@@ -1,7 +1,8 @@
 //! `framepipe [OPTIONS]`: one run, whatever the number of inputs. The flags are consumed once
 //! into a `RunPlan` (each input's part, the mosaic's recording, what the run shows) and
 //! fitted to the machine's facts (`Machine`; with no display the run goes on headless,
-//! said once); every output is claimed (`claims`); each input's `--record` is started
+//! said once); every output is claimed (`claims`); the browser view is opened (`displays`:
+//! its `/healthz` answers while the inputs open); each input's `--record` is started
 //! (`recordings`, finished however the run ends); every input is opened side by side while CUDA warms up, and a `Plan` settled for each
 //! (`opening`); one backend is made; each input's own outputs (`outputs`) and what the run
 //! shows (`displays`: the window, the browser view, the mosaic) are opened; one pipeline
@@ -113,6 +114,7 @@ fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> 
     let warming = (plan.engine().kind != BackendKind::Cpu)
         .then(|| backend::device::warm_up(backend::device::DEFAULT_DEVICE));
     crate::budget::make_room_for_fds(plan.inputs().len())?;
+    let mut view = displays::open_view(plan)?;
     let recordings = recordings::Recordings::start(plan)?;
     let Some(mut inputs) = opening::open(stop, plan, &recordings)? else {
         ending.leave_a_thread_behind();
@@ -120,7 +122,7 @@ fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> 
         return Ok(());
     };
     crate::debug!("start-up: input open at {:.1} ms", since());
-    let (each, total) = open_each(plan, &mut inputs, &mut claims.each, stop)?;
+    let (each, total) = open_each(plan, &mut inputs, (&mut claims.each, &mut view), stop)?;
     let order = inputs.order();
     let compose = displays::compose(plan, &inputs, &order, each.iter().any(Option::is_some));
     inputs.running[0].plan.backend.compose.clone_from(&compose);
@@ -139,7 +141,7 @@ fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> 
             &inputs,
             c,
             stop,
-            claims.recording,
+            (claims.recording, view),
         )?),
         None => None,
     };
@@ -179,7 +181,10 @@ type Each = (Vec<Option<Box<dyn Sink>>>, Option<u64>);
 fn open_each(
     plan: &RunPlan,
     inputs: &mut opening::Inputs,
-    claims: &mut [Option<sink::claim::Claimed>],
+    (claims, view): (
+        &mut [Option<sink::claim::Claimed>],
+        &mut Option<displays::View>,
+    ),
     stop: &Stop,
 ) -> Result<Each> {
     let mut each = Vec::with_capacity(inputs.running.len() + inputs.late.len());
@@ -187,7 +192,7 @@ fn open_each(
     for running in &mut inputs.running {
         let input = &plan.inputs()[running.at];
         // Before the outputs: the summary's verb is the last sink's (a file's "written").
-        let mut own = displays::of_input(plan, running, stop)?;
+        let mut own = displays::of_input(plan, running, stop, view)?;
         let (source, media) = &mut running.opened;
         let places = outputs::Places {
             claimed: claims[running.at].take().expect("claimed once"),

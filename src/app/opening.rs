@@ -7,7 +7,8 @@
 //! most `LATE_AFTER` after the first one opened, then joins the run when it opens (only one
 //! without outputs of its own: theirs are made for its frames before the run, so such an
 //! input is waited for); such a network stream that is down at the start is tried again
-//! until it comes up, and joins then.
+//! until it comes up, and joins then; so is one that reconnects when lost (`--reconnect`, a
+//! camera of an `--inputs` list) where it is alone, and the run starts when it is up.
 
 use std::time::{Duration, Instant};
 
@@ -208,8 +209,10 @@ fn open_all(stop: &Stop, inputs: &[InputPlan]) -> Option<Vec<Opening>> {
 }
 
 /// Starts opening input `at`: a live network stream that may join late (beside others, with no
-/// outputs of its own) is tried again until it comes up (`open::start_until_open`), so a
-/// camera that is down at the start joins the run when it comes up; any other is opened once.
+/// outputs of its own), or that reconnects (`--reconnect`, a listed camera), is tried again
+/// until it comes up (`open::start_until_open`), so a camera that is down at the start joins
+/// the run when it comes up (or starts it, where it is the only one); any other is opened
+/// once.
 fn start_opening(at: usize, input: &InputPlan) -> Result<open::Opening> {
     // A live stream's protocols (a file served over HTTP that is missing fails as before).
     let live = [
@@ -217,14 +220,19 @@ fn start_opening(at: usize, input: &InputPlan) -> Result<open::Opening> {
     ];
     let network = matches!(&input.spec, crate::source::InputSpec::Stream(url)
         if live.iter().any(|p| url.to_ascii_lowercase().starts_with(p)));
-    if !(input.may_join_late && network) {
+    if !((input.may_join_late || input.asked.reconnect) && network) {
         return open::start(input.spec.clone(), input.asked);
     }
-    let name = input.name.clone();
+    let (name, late) = (input.name.clone(), input.may_join_late);
     let down = Box::new(move |e: &anyhow::Error| {
-        crate::warn!(
+        match late {
+        true => crate::warn!(
             "input {at} ({name}) is down ({e:#}); the others go on, and it joins the run when it comes up"
-        );
+        ),
+        false => crate::warn!(
+            "input {at} ({name}) is down ({e:#}); it is tried again until it comes up"
+        ),
+    }
     });
     open::start_until_open(input.spec.clone(), input.asked, down)
 }

@@ -215,15 +215,15 @@ impl RunPlan {
             .zip(records)
             .enumerate()
             .map(|(i, (((spec, text), outputs), record))| {
-                // A listed input is called by its own name (`NAME = SOURCE`).
-                let name = match roster.listed() {
-                    true => mine.get(i).map_or(text, |e| e.name.clone()),
-                    false => text,
+                // A listed input is called by its own name (`NAME = SOURCE`), and is a
+                // camera of a wall: opened again when lost, and at the start until it is up.
+                let (name, listed) = match roster.listed() {
+                    true => (mine.get(i).map_or(text, |e| e.name.clone()), true),
+                    false => (text, false),
                 };
-                InputPlan {
-                    record,
-                    ..input_plan(&args, &display, several, spec, name, outputs)
-                }
+                let mut input = input_plan(&args, &display, several, spec, name, outputs);
+                input.asked.reconnect |= listed;
+                InputPlan { record, ..input }
             })
             .collect();
         Ok(Self {

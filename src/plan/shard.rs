@@ -4,7 +4,8 @@
 //!
 //! The list: one input a line, written as `--input` takes it, or `NAME = SOURCE` to give it
 //! a name of its own; `#` starts a comment line; blank lines are skipped. An input's name is
-//! its own (`NAME = …`) or its source text; names are unique in a list. `--input` flags come
+//! its own (`NAME = …`, one input's only) or its source text (a source listed twice unnamed
+//! is two inputs, as `-i x -i x` is). `--input` flags come
 //! first, then the file's lines: an input's number `{n}` is its place in that whole list,
 //! the same in every shard.
 //!
@@ -88,7 +89,7 @@ pub enum ShardError {
         why: String,
     },
     /// Two inputs with one name.
-    #[error("--inputs: two inputs are named '{0}' (lines and --input flags each need a name of their own: write NAME = SOURCE)")]
+    #[error("--inputs: two inputs are named '{0}' (each name is one input's: rename one)")]
     NameTwice(String),
     /// Too many lines.
     #[error("--inputs '{path}' has more than {MAX_LINES} lines")]
@@ -245,10 +246,18 @@ pub fn list(flags: &[String], path: &str, text: &str) -> Result<Vec<Entry>, Shar
         let n = entries.len();
         entries.push(Entry { name, source, n });
     }
-    let mut names: Vec<&str> = entries.iter().map(|e| e.name.as_str()).collect();
+    // A name given twice is refused; a source listed twice unnamed (`-i clip.mp4 -i
+    // clip.mp4`) is the same input twice, told apart by `{n}`.
+    let mut names: Vec<(&str, bool)> = entries
+        .iter()
+        .map(|e| (e.name.as_str(), e.name != e.source))
+        .collect();
     names.sort_unstable();
-    if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
-        return Err(ShardError::NameTwice(w[0].to_string()));
+    let twice = names
+        .windows(2)
+        .find(|w| w[0].0 == w[1].0 && (w[0].1 || w[1].1));
+    if let Some(w) = twice {
+        return Err(ShardError::NameTwice(w[0].0.to_string()));
     }
     Ok(entries)
 }
@@ -494,6 +503,13 @@ mod tests {
     fn bad_lists_are_refused_naming_the_line() {
         let e = list(&[], "f", "a = x\na = y\n").unwrap_err();
         assert_eq!(e, ShardError::NameTwice("a".into()));
+        let e = list(&["a".into()], "f", "a = y\n").unwrap_err();
+        assert_eq!(e, ShardError::NameTwice("a".into()));
+        // The same source twice, unnamed: two inputs, as `-i x -i x` always was.
+        assert_eq!(
+            list(&["x".into(), "x".into()], "f", "x\n").unwrap().len(),
+            3
+        );
         let e = list(&[], "f", "ok\ncam = \n").unwrap_err();
         assert!(e.to_string().contains("line 2"), "{e}");
         let e = list(&[], "f", "a\u{1b}[2Jb\n").unwrap_err();

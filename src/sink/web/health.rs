@@ -10,7 +10,7 @@
 //! password are left out of it.
 
 use std::fmt::Write as _;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::stats::{InputLive, Live};
 
@@ -27,6 +27,9 @@ pub struct Snapshot {
     pub fps: f64,
     /// Whether the run is paused.
     pub paused: bool,
+    /// When it was taken: an input down then has been down that much longer now (the run
+    /// may not refresh it while its inputs open).
+    pub taken: Option<Instant>,
 }
 
 impl Snapshot {
@@ -38,7 +41,39 @@ impl Snapshot {
             failed: failed.to_vec(),
             fps: if live.paused { 0.0 } else { live.fps },
             paused: live.paused,
+            taken: Some(Instant::now()),
         }
+    }
+
+    /// Before the run: every input `labels` names is still opening, down since the process
+    /// started.
+    pub fn opening(labels: &[String]) -> Self {
+        let since = crate::stop::process_start().elapsed();
+        let inputs = labels
+            .iter()
+            .map(|l| InputLive {
+                name: l.clone(),
+                down: Some(since),
+                ..InputLive::default()
+            })
+            .collect();
+        Self {
+            inputs,
+            labels: labels.to_vec(),
+            taken: Some(Instant::now()),
+            ..Self::default()
+        }
+    }
+
+    /// The snapshot's figures as of now: each down input's time down grown by the
+    /// snapshot's age.
+    pub fn now(mut self) -> Self {
+        let age = self.taken.map_or(Duration::ZERO, |t| t.elapsed());
+        for i in &mut self.inputs {
+            i.down = i.down.map(|d| d + age);
+        }
+        self.taken = Some(Instant::now());
+        self
     }
 
     /// Input `i`'s label: its name without an address's user and password.
@@ -62,11 +97,11 @@ pub fn verdict(snap: &Snapshot, budget: Duration) -> (bool, String) {
     let count = snap.inputs.len() + snap.failed.len();
     let down = snap.inputs.iter().filter(|i| down(i, budget)).count() + snap.failed.len();
     match down {
-        0 => (true, format!("ok: {count} inputs live\n")),
+        0 => (true, format!("ok: {count} input(s) live\n")),
         d => (
             false,
             format!(
-                "down: {d} of {count} inputs failed or down for {} s or more\n",
+                "down: {d} of {count} input(s) failed or down for {} s or more\n",
                 budget.as_secs_f64()
             ),
         ),

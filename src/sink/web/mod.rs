@@ -151,6 +151,21 @@ impl Web {
         self
     }
 
+    /// The view opened before the inputs are (`/healthz` answers while they open): the
+    /// inputs `labels` names, each down until the run says otherwise.
+    pub fn opening(self, labels: &[String]) -> Self {
+        if let Ok(mut s) = self.shared.snapshot.lock() {
+            *s = health::Snapshot::opening(labels);
+        }
+        self
+    }
+
+    /// The pipeline's settings the controls change, once the run knows them.
+    pub fn with_knobs(mut self, knobs: Knobs) -> Self {
+        self.knobs = knobs;
+        self
+    }
+
     /// Takes the figures of `/healthz` and `/metrics` from `live`, at most every
     /// `SNAPSHOT_EVERY` (the sink calls `status` for every frame).
     fn snap(&mut self, live: &Live) {
@@ -172,6 +187,16 @@ impl Web {
             }
         }
         Ok(Flow::Continue)
+    }
+}
+
+impl Drop for Web {
+    /// A view dropped unfinished (the run stopped while its inputs opened) stops its server
+    /// and encoder all the same.
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+        self.shared.shutdown.notify_one();
+        self.shared.mail.notify_all();
     }
 }
 

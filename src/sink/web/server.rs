@@ -163,12 +163,7 @@ fn answer(
             respond(StatusCode::OK, "application/json", stats)
         }
         (&Method::GET, "/metrics") => {
-            let snap = shared
-                .snapshot
-                .lock()
-                .map(|s| s.clone())
-                .unwrap_or_default();
-            let text = super::health::metrics(&snap);
+            let text = super::health::metrics(&snapshot(shared));
             respond(
                 StatusCode::OK,
                 "text/plain; version=0.0.4; charset=utf-8",
@@ -205,14 +200,15 @@ fn answer(
     }
 }
 
+/// The run's figures as of now (`Snapshot::now`).
+fn snapshot(shared: &Shared) -> super::health::Snapshot {
+    let snap = shared.snapshot.lock().map(|s| s.clone());
+    snap.unwrap_or_default().now()
+}
+
 /// `/healthz`: 200 while every input is live or down for less than the budget, 503 else.
 fn healthz(shared: &Arc<Shared>) -> Response<Body> {
-    let snap = shared
-        .snapshot
-        .lock()
-        .map(|s| s.clone())
-        .unwrap_or_default();
-    let (ok, said) = super::health::verdict(&snap, shared.access.health_budget);
+    let (ok, said) = super::health::verdict(&snapshot(shared), shared.access.health_budget);
     let code = match ok {
         true => StatusCode::OK,
         false => StatusCode::SERVICE_UNAVAILABLE,
