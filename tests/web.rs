@@ -76,21 +76,21 @@ impl Drop for Group {
     }
 }
 
-#[test]
-fn the_page_shows_the_moving_video_its_figures_and_working_buttons() {
+/// The page's driver over the DevTools protocol.
+const CDP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/cdp.py");
+
+/// Headless Chromium showing the page on `port`, and its DevTools port. In a process group
+/// of its own, killed whole when the test ends however it ends (the command is a wrapper
+/// whose browser and helpers would outlive it).
+fn chromium_at(dir: &TempDir, port: u16) -> (Group, u16) {
     assert!(
         have("chromium-headless-shell"),
         "scripts/test.sh installs chromium-headless-shell"
     );
-    let dir = TempDir::new("web-page");
-    let port = free_port();
-    let child = serve(&dir, port, "pattern:320x240:25", &[]);
     let devtools = free_port();
-    // In a process group of its own, killed whole when the test ends however it ends
-    // (the command is a wrapper whose browser and helpers would outlive it).
     let chromium = Command::new("chromium-headless-shell")
         .process_group(0)
-        .args(["--no-sandbox", "--disable-gpu", "--window-size=900,600"])
+        .args(["--no-sandbox", "--disable-gpu", "--window-size=1100,700"])
         .arg(format!("--remote-debugging-port={devtools}"))
         .arg(format!(
             "--user-data-dir={}",
@@ -102,11 +102,20 @@ fn the_page_shows_the_moving_video_its_figures_and_working_buttons() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let chromium = Group(chromium);
-    let cdp = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/cdp.py");
+    (Group(chromium), devtools)
+}
+
+#[test]
+fn the_page_shows_the_moving_video_its_figures_and_working_buttons() {
+    let dir = TempDir::new("web-page");
+    let port = free_port();
+    let child = serve(&dir, port, "pattern:320x240:25", &[]);
+    let (chromium, devtools) = chromium_at(&dir, port);
+    let cdp = CDP;
     let (a, b) = (dir.join("a.png"), dir.join("b.png"));
-    // The figures: the frame count (it grows every poll) and the overlay's lines.
-    let stats = "document.getElementById('fps').textContent + ' | ' + document.getElementById('lines').textContent";
+    // The figures: the frame count (it grows every poll) and the overlay's lines (in the
+    // tooltip of "the figures in detail").
+    let stats = "document.getElementById('fps').textContent + ' | ' + document.getElementById('more').title.replace(/\\n/g, ' ')";
     let out = Command::new("timeout")
         .args([
             "60",
@@ -129,7 +138,7 @@ fn the_page_shows_the_moving_video_its_figures_and_working_buttons() {
     assert!(out.status.success(), "cdp: {said}{}", stderr(&out));
     let lines: Vec<&str> = said.lines().collect();
     assert!(
-        lines[0].contains("fps") && lines[1].contains("fps"),
+        lines[0].contains("frames a second") && lines[1].contains("frames a second"),
         "{said}"
     );
     assert_ne!(lines[0], lines[1], "the figures did not update");
@@ -167,6 +176,72 @@ fn the_page_shows_the_moving_video_its_figures_and_working_buttons() {
     assert!(out.status.success(), "{}", stderr(&out));
     let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
     assert!(summary.contains("filter gray"), "{summary}");
+}
+
+/// The page's own controls, clicked in headless Chromium on the CPU backend: the running
+/// preset is marked; the GPU's controls (page-locking, bands) are hidden; a chain typed in
+/// the box is checked as `--filter` checks it (a kernel file and an unknown filter refused,
+/// the reason shown) and runs (the pixels turn gray, its preset marked); the timeline of
+/// the last frames is drawn; "save frame" gives the frame as a JPEG; "stop" ends the run
+/// cleanly.
+#[test]
+fn the_pages_controls_act_and_say_what_they_do() {
+    let dir = TempDir::new("web-controls");
+    let port = free_port();
+    let child = serve(&dir, port, "pattern:320x240:25", &[]);
+    let (chromium, devtools) = chromium_at(&dir, port);
+    let type_chain = |chain: &str| {
+        format!(
+            "eval:(async () => {{ document.getElementById('chain').value = '{chain}'; document.getElementById('apply').click(); await new Promise(r => setTimeout(r, 700)); return document.getElementById('error').textContent; }})()"
+        )
+    };
+    let active = "eval:(document.querySelector('#presets .active') || {}).id || 'none'";
+    let shot = dir.join("controls.png");
+    let out = Command::new("timeout")
+        .args(["60", "/usr/bin/python3", CDP, &devtools.to_string(), "sleep:2"])
+        .arg(active)
+        .arg("eval:[...document.querySelectorAll('.gpu')].every(b => b.offsetParent === null)")
+        .arg(type_chain("kernel:/etc/passwd"))
+        .arg(type_chain("nosuch:3"))
+        .arg(type_chain("gray"))
+        .arg("sleep:1.5")
+        .arg(active)
+        .arg("eval:fetch(document.getElementById('save').href).then(r => r.status + ' ' + r.headers.get('content-type'))")
+        .arg("eval:document.getElementById('timeline').naturalWidth > 0 && document.getElementById('timeline').style.display")
+        .arg(format!("shot:{}", shot.display()))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "cdp: {said}{}", stderr(&out));
+    let lines: Vec<&str> = said.lines().collect();
+    assert_eq!(lines[0], "\"preset-1\"", "{said}");
+    assert_eq!(
+        lines[1], "true",
+        "the GPU's controls are shown on the CPU backend: {said}"
+    );
+    assert!(lines[2].contains("command line only"), "{said}");
+    assert!(lines[3].contains("nosuch"), "{said}");
+    assert_eq!(lines[4], "\"\"", "{said}");
+    assert_eq!(lines[5], "\"preset-3\"", "{said}");
+    assert_eq!(lines[6], "\"200 image/jpeg\"", "{said}");
+    assert_eq!(lines[7], "\"block\"", "no timeline drawn: {said}");
+    let (status, jpeg) = http(port, "GET", "/frame.jpg", "");
+    assert_eq!(status, 200);
+    assert!(
+        colourful(&jpeg) < 0.01,
+        "the chain typed did not reach the pipeline"
+    );
+    // Stop, from the page.
+    let stopped = Command::new("timeout")
+        .args(["30", "/usr/bin/python3", CDP, &devtools.to_string()])
+        .arg("eval:document.getElementById('stop').click(); 'clicked'")
+        .output()
+        .unwrap();
+    assert!(stopped.status.success(), "{}", stderr(&stopped));
+    let out = wait_with_deadline(child, Duration::from_secs(5), "stopped from the page");
+    // The pattern has no end: the run ended because the page asked, cleanly.
+    assert!(out.status.success(), "{}", stderr(&out));
+    drop(chromium);
 }
 
 #[test]

@@ -349,7 +349,8 @@ fn engine_of(args: &RunArgs, several: bool) -> Engine {
         fps: args.fps.filter(|&f| f > 0.0),
         trace_frames,
         trace_last,
-        rolling: match (trace_last > 0, args.headless) {
+        // The window's strip and the browser view's timeline draw the last frames.
+        rolling: match (trace_last > 0, args.headless && args.serve.is_none()) {
             (true, _) => Rolling::Every,
             (false, false) => Rolling::Bursts,
             (false, true) => Rolling::Off,

@@ -1,6 +1,8 @@
 //! The browser view (`--serve [ADDR:]PORT`): a page that shows the processed video live
-//! (Motion JPEG over HTTP, `multipart/x-mixed-replace`), the overlay's live figures, and the
-//! window's controls as buttons (filter presets, pause, page-locked/pageable, bands). With
+//! (Motion JPEG over HTTP, `multipart/x-mixed-replace`), its figures in plain words (the
+//! overlay's in a tooltip), the last frames' timeline (`/timeline.svg`), and the run's
+//! controls (filter presets with the running one marked, a chain typed as `--filter` takes
+//! it, pause, save frame, stop; page-locked/pageable and bands on the CUDA backend only). With
 //! several inputs it is handed the mosaic's labelled pictures, as the window is. Who is
 //! answered is `access`; the HTTP server is `server` (hyper); the page is `page.html`; what
 //! an orchestrator asks (`/healthz`, `/metrics`) is `health`. The start line is the page's
@@ -12,8 +14,9 @@
 //! so a slow or stalled viewer gets fewer frames and slows nothing else; at most
 //! `MAX_CLIENTS` streams at once (more are refused with 503); every request passes
 //! `access`'s checks first (host, token, origin; `/healthz` the host only, and it names no
-//! input); nothing but the page, its stream, one frame, the figures, the controls,
-//! `/healthz` and `/metrics` is served (404); the server binds to 127.0.0.1
+//! input); nothing but the page, its stream, one frame, the figures, the timeline, the
+//! controls, `/healthz` and `/metrics` is served (404); a chain from the page names no file
+//! (`kernel:` is refused: the server's files are named on its command line only); the server binds to 127.0.0.1
 //! unless an address is given; `finish` stops the server and the encoder within a poll
 //! (`POLL`).
 
@@ -45,9 +48,52 @@ pub const MAX_CLIENTS: usize = 32;
 const POLL: Duration = Duration::from_millis(100);
 /// How often the figures of `/healthz` and `/metrics` are taken.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
+/// How often the timeline is drawn for the page.
+const DRAW_EVERY: Duration = Duration::from_secs(1);
 
 /// The keys the page's buttons send (the window's, `sink::pipeline_key`).
 const KEYS: &[u8] = b"123456789pbB ";
+/// The longest filter chain the page's box may send.
+const MAX_CHAIN: usize = 512;
+
+/// What the page asks of the run.
+pub(crate) enum Ask {
+    /// A window key (`KEYS`).
+    Key(u8),
+    /// A filter chain typed in the page's box, checked as `--filter` checks it.
+    Chain(crate::filter::Chain),
+    /// Stop the run, as q does.
+    Stop,
+}
+
+/// What a control request (`POST /control?key=K`, `/chain?chain=C`, `/stop`) asks, or why it
+/// is refused (400). A chain with a kernel file is refused: the page may not name files on
+/// the server (kernels come from the command line).
+fn ask_of(path: &str, query: &str) -> Result<Ask, String> {
+    match path {
+        "/stop" => Ok(Ask::Stop),
+        "/chain" => {
+            let text = access::query_param(query, "chain").unwrap_or_default();
+            if text.len() > MAX_CHAIN {
+                return Err(format!("the chain is longer than {MAX_CHAIN} characters"));
+            }
+            let kernel = text
+                .split(',')
+                .any(|f| f.trim().to_ascii_lowercase().starts_with("kernel"));
+            if kernel {
+                return Err(
+                    "a kernel file is loaded from the command line only (--filter kernel:FILE)"
+                        .into(),
+                );
+            }
+            text.parse().map(Ask::Chain).map_err(|e| format!("{e}"))
+        }
+        _ => access::query_param(query, "key")
+            .and_then(|k| decode_key(&k))
+            .map(Ask::Key)
+            .ok_or_else(|| "key: one of 1-9, p, b, B, space".to_string()),
+    }
+}
 
 /// The page: the stream, the figures (polled twice a second), the buttons.
 const PAGE: &str = include_str!("page.html");
@@ -66,6 +112,8 @@ pub(crate) struct Shared {
     stats: Mutex<String>,
     /// The figures `/healthz` and `/metrics` are made from.
     snapshot: Mutex<health::Snapshot>,
+    /// The recent frames' timeline, as SVG (empty until one is drawn).
+    timeline: Mutex<String>,
     clients: AtomicUsize,
     stop: AtomicBool,
     /// Ends the server.
@@ -76,7 +124,7 @@ pub(crate) struct Shared {
 /// The browser view's sink (module doc).
 pub struct Web {
     shared: Arc<Shared>,
-    keys: Receiver<u8>,
+    keys: Receiver<Ask>,
     knobs: Knobs,
     last_handoff: Option<Instant>,
     address: String,
@@ -87,6 +135,11 @@ pub struct Web {
     labels: (Vec<String>, Vec<String>),
     /// When the figures of `/healthz` and `/metrics` were last taken.
     snapped: Option<Instant>,
+    /// When the timeline was last drawn.
+    drawn: Option<Instant>,
+    /// Each preset as the backend names its chain (`filter::PRESETS`, parsed), to mark the
+    /// one running.
+    presets: Vec<String>,
 }
 
 impl Web {
@@ -107,6 +160,7 @@ impl Web {
             mail: Condvar::new(),
             stats: Mutex::new("{}".into()),
             snapshot: Mutex::new(health::Snapshot::default()),
+            timeline: Mutex::new(String::new()),
             clients: AtomicUsize::new(0),
             stop: AtomicBool::new(false),
             shutdown: tokio::sync::Notify::new(),
@@ -141,6 +195,14 @@ impl Web {
             spare: Vec::new(),
             labels: (Vec::new(), Vec::new()),
             snapped: None,
+            drawn: None,
+            presets: crate::filter::PRESETS
+                .iter()
+                .map(|p| {
+                    p.parse::<crate::filter::Chain>()
+                        .map_or_else(|_| p.to_string(), |c| c.to_string())
+                })
+                .collect(),
         })
     }
 
@@ -179,10 +241,31 @@ impl Web {
         }
     }
 
-    /// The pipeline's answer to the buttons pressed since the last frame (one a frame).
+    /// Draws the recent frames' timeline for `/timeline.svg`, at most every `DRAW_EVERY`.
+    fn draw(&mut self, live: &Live) {
+        let Some(layout) = &live.timeline else { return };
+        if self.drawn.is_some_and(|t| t.elapsed() < DRAW_EVERY) {
+            return;
+        }
+        self.drawn = Some(Instant::now());
+        let svg = crate::trace::layouts_svg(&[("the last frames", (**layout).clone())]);
+        if let Ok(mut t) = self.shared.timeline.lock() {
+            *t = svg;
+        }
+    }
+
+    /// The pipeline's answer to what the page asked since the last frame (one a frame).
     fn pressed(&mut self) -> Result<Flow> {
-        while let Ok(key) = self.keys.try_recv() {
-            if let Some(flow) = super::pipeline_key(key, &mut self.knobs)? {
+        while let Ok(ask) = self.keys.try_recv() {
+            let flow = match ask {
+                Ask::Key(key) => super::pipeline_key(key, &mut self.knobs)?,
+                Ask::Chain(chain) => Some(Flow::Control(crate::backend::Control::Chain(chain))),
+                Ask::Stop => {
+                    crate::info!("the browser view asked to stop");
+                    Some(Flow::Quit)
+                }
+            };
+            if let Some(flow) = flow {
                 return Ok(flow);
             }
         }
@@ -227,14 +310,35 @@ impl Display for Web {
         }
         self.pressed()
     }
+    fn wants_timeline(&self) -> bool {
+        true
+    }
     fn status(&mut self, live: &Live) {
         self.snap(live);
+        self.draw(live);
+        // The running chain, as the backend names it ("…; filter gauss:13,2; …").
+        let chain = live
+            .backend
+            .split("; ")
+            .find_map(|part| part.strip_prefix("filter "))
+            .unwrap_or_default();
+        let preset = self.presets.iter().position(|p| p == chain).map(|i| i + 1);
         let json = serde_json::json!({
             // Paused, no frame comes: 0, not the rate before the pause.
             "fps": if live.paused { 0.0 } else { live.fps },
             "frames": live.frames,
             "dropped": live.dropped,
             "paused": live.paused,
+            "chain": chain,
+            "preset": preset,
+            // Page-locking and bands are the GPU pipeline's: the CPU backend has neither.
+            "gpu": live.backend.starts_with("cuda"),
+            "ms": {
+                "capture": live.capture_ms,
+                "process": live.latency_ms,
+                "output": live.output_ms,
+            },
+            // The overlay's figures, for those who want the words of the trade (a tooltip).
             // The window's key help is not the page's (it has buttons).
             "lines": live
                 .lines()

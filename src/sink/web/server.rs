@@ -25,8 +25,8 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{Notify, Semaphore};
 
-use super::access::{self, CONTROL_HEADER};
-use super::{Shared, MAX_CLIENTS};
+use super::access::CONTROL_HEADER;
+use super::{Ask, Shared, MAX_CLIENTS};
 
 /// The most connections open at once (viewers, figures, half-sent heads).
 pub const MAX_CONNECTIONS: usize = 768;
@@ -38,7 +38,7 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 type Body = BoxBody<Bytes, Infallible>;
 
 /// Serves `listener` until `shared.shutdown` is notified (runs on the server's thread).
-pub fn run(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Sender<u8>) {
+pub fn run(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Sender<Ask>) {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -54,7 +54,7 @@ pub fn run(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Sender<u8
 }
 
 /// Accepts connections, each served by a task of its own.
-async fn accept(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Sender<u8>) {
+async fn accept(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Sender<Ask>) {
     let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
         crate::warn!("the browser view could not listen");
         return;
@@ -130,7 +130,7 @@ fn text(req: &Request<Incoming>, name: impl header::AsHeaderName) -> Option<&str
 fn answer(
     req: &Request<Incoming>,
     shared: &Arc<Shared>,
-    keys: &Sender<u8>,
+    keys: &Sender<Ask>,
     kill: &Arc<Notify>,
 ) -> Response<Body> {
     let rules = &shared.access;
@@ -155,7 +155,9 @@ fn answer(
         (&Method::GET, "/" | "/index.html") => {
             respond(StatusCode::OK, "text/html; charset=utf-8", super::PAGE)
         }
-        (&Method::GET, "/stats" | "/frame.jpg" | "/stream.mjpg" | "/metrics") if !same_origin => {
+        (&Method::GET, "/stats" | "/frame.jpg" | "/stream.mjpg" | "/metrics" | "/timeline.svg")
+            if !same_origin =>
+        {
             respond(StatusCode::FORBIDDEN, PLAIN, "not for another site's page")
         }
         (&Method::GET, "/stats") => {
@@ -178,22 +180,29 @@ fn answer(
             }
         }
         (&Method::GET, "/stream.mjpg") => stream(shared, kill),
-        (&Method::POST, "/control") => {
+        (&Method::GET, "/timeline.svg") => {
+            let svg = shared
+                .timeline
+                .lock()
+                .map(|s| s.clone())
+                .unwrap_or_default();
+            match svg.is_empty() {
+                false => respond(StatusCode::OK, "image/svg+xml", svg),
+                true => respond(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "no timeline yet"),
+            }
+        }
+        (&Method::POST, "/control" | "/chain" | "/stop") => {
             let marked = req.headers().contains_key(CONTROL_HEADER);
             if !rules.control_allowed(host, origin, marked) {
                 let why = "controls come from the page itself (its origin and its header)";
                 return respond(StatusCode::FORBIDDEN, PLAIN, why);
             }
-            match access::query_param(query, "key").and_then(|k| super::decode_key(&k)) {
-                Some(key) => {
-                    let _ = keys.send(key);
+            match super::ask_of(req.uri().path(), query) {
+                Ok(ask) => {
+                    let _ = keys.send(ask);
                     respond(StatusCode::OK, PLAIN, "ok")
                 }
-                None => respond(
-                    StatusCode::BAD_REQUEST,
-                    PLAIN,
-                    "key: one of 1-9, p, b, B, space",
-                ),
+                Err(why) => respond(StatusCode::BAD_REQUEST, PLAIN, why),
             }
         }
         _ => respond(StatusCode::NOT_FOUND, PLAIN, "not here"),
