@@ -203,12 +203,7 @@ pub(super) fn open_view(plan: &RunPlan) -> Result<Option<View>> {
         return Ok(None);
     };
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
-    let knobs = Knobs {
-        pageable: plan.engine().pageable,
-        bands: 1,
-        height: 0,
-    };
-    Ok(Some(View::open(serve.clone(), knobs)?.opening(&names)))
+    Ok(Some(View::open(serve.clone())?.opening(&names)))
 }
 
 #[cfg(not(feature = "ffmpeg"))]

@@ -56,12 +56,7 @@ fn only_files(roster: &Roster) -> bool {
 /// The browser view with no input: its page, `/healthz` and `/metrics`.
 #[cfg(feature = "ffmpeg")]
 fn open_view(serve: crate::plan::run::Serve) -> Result<Box<dyn crate::sink::display::Display>> {
-    let knobs = crate::sink::Knobs {
-        pageable: false,
-        bands: 1,
-        height: 0,
-    };
-    Ok(Box::new(crate::sink::web::Web::open(serve, knobs)?))
+    Ok(Box::new(crate::sink::web::Web::open(serve)?))
 }
 
 #[cfg(not(feature = "ffmpeg"))]

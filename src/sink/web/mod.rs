@@ -143,9 +143,10 @@ pub struct Web {
 }
 
 impl Web {
-    /// Serves the view as `settings` say; `knobs` are the pipeline's settings the controls
-    /// change.
-    pub fn open(settings: Settings, knobs: Knobs) -> Result<Self> {
+    /// Serves the view as `settings` say. It opens before the run knows its pipeline's
+    /// settings: until `with_knobs` gives them, the controls act on one band of a frame
+    /// with no rows, page-locked.
+    pub fn open(settings: Settings) -> Result<Self> {
         let addr = settings.addr;
         let server = TcpListener::bind(addr)
             .map_err(|e| anyhow::anyhow!("--serve {addr}: can't listen there ({e})"))?;
@@ -188,7 +189,11 @@ impl Web {
         Ok(Self {
             shared,
             keys,
-            knobs,
+            knobs: Knobs {
+                pageable: false,
+                bands: 1,
+                height: 0,
+            },
             last_handoff: None,
             address,
             threads: vec![serving, encoding],
