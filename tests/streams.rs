@@ -1,7 +1,8 @@
 //! Streams out, with real peers on loopback: ffmpeg listening for MPEG-TS over UDP and SRT,
 //! for RTMP (`-listen 1`) and for an RTSP publisher (`-rtsp_flags listen`), each counted
 //! with ffprobe; a peer killed mid-run while a file is written beside the stream; a peer that
-//! never reads and Ctrl-C; an HLS playlist played end to end.
+//! never reads and Ctrl-C; an HLS playlist played end to end; a file with sound paced to
+//! UDP, SRT, RTMP (nginx with libnginx-mod-rtmp, recording what it is sent) and HLS.
 #![cfg(feature = "opencv")]
 
 use crate::common;
@@ -335,4 +336,154 @@ fn pattern_run(dir: &TempDir, fps: u32) -> Command {
         &format!("pattern:320x240:{fps}"),
     ]);
     run
+}
+
+const NGINX: &str = "/usr/sbin/nginx";
+
+/// nginx with libnginx-mod-rtmp on loopback, recording what is published to `live/NAME`
+/// into `dir/NAME.flv`; the server and its port.
+fn nginx_rtmp(dir: &std::path::Path) -> (Child, u16) {
+    let port = free_port();
+    let conf = dir.join("nginx.conf");
+    let d = dir.display();
+    std::fs::write(
+        &conf,
+        format!(
+            "daemon off;\nmaster_process off;\nerror_log {d}/nginx-error.log;\npid {d}/nginx.pid;\n\
+             load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;\nevents {{}}\n\
+             rtmp {{ server {{ listen 127.0.0.1:{port}; application live {{ live on; \
+             record all; record_path {d}; record_unique off; }} }} }}\n"
+        ),
+    )
+    .unwrap();
+    // Debian's nginx is in /usr/sbin, which a user's PATH may lack.
+    assert!(
+        std::path::Path::new(NGINX).exists(),
+        "scripts/test.sh installs nginx-light and libnginx-mod-rtmp"
+    );
+    let child = Command::new(NGINX)
+        .arg("-p")
+        .arg(dir)
+        .arg("-c")
+        .arg(&conf)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "nginx did not start"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (child, port)
+}
+
+/// Each stream's packets' timestamps, seconds: (video, audio).
+fn packet_times(path: &std::path::Path) -> (Vec<f64>, Vec<f64>) {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-show_entries", "packet=codec_type,pts_time"])
+        .args(["-of", "csv=p=0"])
+        .arg(path)
+        .output()
+        .unwrap();
+    let (mut video, mut audio) = (Vec::new(), Vec::new());
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let mut it = line.split(',');
+        let (Some(kind), Some(Ok(t))) = (it.next(), it.next().map(str::parse::<f64>)) else {
+            continue;
+        };
+        match kind {
+            "video" => video.push(t),
+            "audio" => audio.push(t),
+            _ => {}
+        }
+    }
+    (video, audio)
+}
+
+/// A file with sound sent to UDP, SRT, RTMP (nginx) and HLS at once: paced by default (its
+/// only outputs are live), each peer gets every frame and every audio packet of the time the
+/// video covers, and sound and picture start together as they do in the file.
+#[test]
+fn a_paced_file_reaches_every_kind_of_stream_whole_with_its_audio() {
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("streams-audio");
+    let clip = dir.join("clip.mp4");
+    let made = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=320x240:r=30:d=10",
+        ])
+        .args(["-f", "lavfi", "-i", "sine=f=440:r=48000:d=10"])
+        .args(["-c:v", "libx264", "-g", "30", "-c:a", "aac", "-shortest"])
+        .arg(&clip)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let (video_in, audio_in) = packet_times(&clip);
+    let last = video_in.iter().cloned().fold(f64::MIN, f64::max) + 1.0 / 30.0;
+    let audio_want = audio_in.iter().filter(|t| **t < last).count();
+    let offset_in = audio_in[0] - video_in.iter().cloned().fold(f64::MAX, f64::min);
+    let (udp, srt) = (free_port(), free_port());
+    let peers = [
+        listener(
+            &["-i", &format!("udp://127.0.0.1:{udp}?timeout=3000000")],
+            &dir.join("udp.ts"),
+        ),
+        listener(
+            &["-i", &format!("srt://127.0.0.1:{srt}?mode=listener")],
+            &dir.join("srt.ts"),
+        ),
+    ];
+    let (mut nginx, rtmp) = nginx_rtmp(dir.path());
+    std::thread::sleep(Duration::from_millis(800));
+    let urls = [
+        format!("udp://127.0.0.1:{udp}"),
+        format!("srt://127.0.0.1:{srt}"),
+        format!("rtmp://127.0.0.1:{rtmp}/live/cam"),
+        "hls/index.m3u8".to_string(),
+    ];
+    let mut args = vec!["--headless", "--backend", "cpu", "-i", "clip.mp4"];
+    for u in &urls {
+        args.extend(["--output", u.as_str()]);
+    }
+    let run = framepipe_in(dir.path(), &args, Duration::from_secs(60));
+    let err = stderr(&run);
+    assert!(run.status.success(), "{err}");
+    assert!(err.contains("is read at its own rate"), "{err}");
+    for p in peers {
+        wait_for(p, Duration::from_secs(10));
+    }
+    let _ = nginx.kill();
+    let _ = nginx.wait();
+    for got in ["udp.ts", "srt.ts", "cam.flv", "hls/index.m3u8"] {
+        let (video, audio) = packet_times(&dir.join(got));
+        assert_eq!(
+            video.len(),
+            300,
+            "{got}: {} of 300 frames\n{err}",
+            video.len()
+        );
+        assert_eq!(
+            audio.len(),
+            audio_want,
+            "{got}: {} of {audio_want} audio packets\n{err}",
+            audio.len()
+        );
+        let first_video = video.iter().cloned().fold(f64::MAX, f64::min);
+        let offset = audio[0] - first_video;
+        assert!(
+            (offset - offset_in).abs() < 0.050,
+            "{got}: audio starts {offset:.3} s after the video, {offset_in:.3} s in the file"
+        );
+    }
 }

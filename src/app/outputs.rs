@@ -1,6 +1,7 @@
 //! Each input's own outputs, opened for its frames once it is open: the streams `--output`
 //! names (network outputs, HLS) and its file, image sequence or standard output, timed by
-//! the input's own clock and carrying its audio where the output takes it.
+//! the input's own clock and carrying its audio where the output takes it (each video
+//! output, stream or file, with a tap of its own on the input's packets).
 //!
 //! Invariants: an output is opened on its claim (`claims`), at the rate the plan settled
 //! and in the format the backend hands it (`Formats::output`); a Y4M header keeps the
@@ -55,14 +56,17 @@ pub(super) fn frames_to_go(source: &dyn Source, frames: Option<u64>) -> Option<u
 fn open_streams(
     writing: Writing,
     input: &InputPlan,
-    source: &dyn Source,
+    source: &mut dyn Source,
     tags: crate::source::PictureTags,
     places: &Places,
 ) -> Result<Vec<Box<dyn Sink>>> {
     let mut sinks = Vec::new();
     for spec in &input.outputs.streams {
         sink::check_rate(spec, places.fps)?;
-        let timing = timing(places.media, places.fps, writing, None);
+        let timing = fed_by(
+            source,
+            timing(places.media, places.fps, writing, Some(spec)),
+        );
         let stdout = sink::y4m::Layout {
             write: PixelFormat::I420,
             given: places.formats.output,

@@ -1,16 +1,18 @@
-//! A file output's copy of the input's audio, packet for packet (no decode, no encode),
-//! interleaved with the video it writes. The packets come from the input's own demuxer as it
-//! reads them (`AudioTap`, a `source::tap::PacketTap` attached before the run reads a frame),
-//! so the input is opened once; only a source that reads no packets itself (OpenCV's
-//! capture, `--decode opencv`) has its file opened a second time, by a demuxer of the copy's
-//! own (`Audio::File`).
+//! A video output's copy of the input's audio, packet for packet (no decode, no encode),
+//! interleaved with the video it writes: files, streams and HLS alike. The packets come from
+//! the input's own demuxer as it reads them (`AudioTap`, a `source::tap::PacketTap` attached
+//! before the run reads a frame, one per output), so the input is opened once; only a source
+//! that reads no packets itself (OpenCV's capture, `--decode opencv`) has its file opened a
+//! second time, by a demuxer of the copy's own (`Audio::File`).
 //!
 //! Invariants: every audio packet of a kept stream is written, in the order read, with its
 //! timestamps moved by the file's start so that audio and video share the output's zero;
 //! audio is written up to the end of the last video frame written (`pump`); the tap never
 //! blocks the input (its queue is unbounded; a file input is read at most a ring ahead of
 //! its writer, so it holds at most that much audio), and once the copy is gone what the tap
-//! is given is let go.
+//! is given is let go. A stream that lost its peer holds the tap (`AudioTap::hold`): what
+//! comes meanwhile is let go, and the connection made again starts its audio at its first
+//! frame (`AudioCopy::skip_before`), so that sound and picture stay together.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -59,15 +61,17 @@ struct Fed {
     streams: Vec<Opened>,
     /// The input file's start, seconds (its timeline's zero).
     start: f64,
-    /// Taken by the one output that copies the audio.
-    packets: Option<Receiver<ff::Packet>>,
+    /// Read by the one output the tap is for (by each of its connections in turn).
+    packets: Receiver<ff::Packet>,
 }
 
-/// A tap on the input's demuxer that queues the packets of `streams` for a file output.
+/// A tap on the input's demuxer that queues the packets of `streams` for one video output.
 pub struct AudioTap {
     streams: Vec<usize>,
     tx: Sender<ff::Packet>,
     fed: Mutex<Fed>,
+    /// The output can't take audio now (a stream between connections): packets are let go.
+    held: std::sync::atomic::AtomicBool,
 }
 
 impl AudioTap {
@@ -80,8 +84,19 @@ impl AudioTap {
             fed: Mutex::new(Fed {
                 streams: Vec::new(),
                 start: 0.0,
-                packets: Some(rx),
+                packets: rx,
             }),
+            held: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// Lets go of what comes while `held` (a stream that lost its peer), keeping what comes
+    /// after; what was queued before is let go too.
+    pub fn hold(&self, held: bool) {
+        self.held.store(held, std::sync::atomic::Ordering::SeqCst);
+        if held {
+            let fed = self.fed();
+            while fed.packets.try_recv().is_ok() {}
         }
     }
 
@@ -107,7 +122,9 @@ impl crate::source::tap::PacketTap for AudioTap {
     }
 
     fn packet(&self, packet: ff::Packet) {
-        if self.streams.contains(&packet.stream()) {
+        if self.streams.contains(&packet.stream())
+            && !self.held.load(std::sync::atomic::Ordering::SeqCst)
+        {
             // A copy that is gone (its file finished or failed) takes nothing more.
             let _ = self.tx.send(packet);
         }
@@ -165,9 +182,17 @@ pub struct AudioCopy {
     /// A packet read but later than what was written so far.
     pending: Option<ff::Packet>,
     done: bool,
+    /// Packets before this time (output timeline, seconds) are let go: a stream connected
+    /// again starts its audio with its first frame.
+    skip_before: Option<f64>,
 }
 
 impl AudioCopy {
+    /// Lets go of the packets before `t` seconds (output timeline).
+    pub fn skip_before(&mut self, t: f64) {
+        self.skip_before = Some(t);
+    }
+
     /// Writes every audio packet that starts before `until` seconds (output timeline).
     pub fn pump(&mut self, out: &mut ff::format::context::Output, until: f64) -> Result<()> {
         loop {
@@ -185,9 +210,13 @@ impl AudioCopy {
             let Some(ts) = packet.pts().or(packet.dts()) else {
                 continue;
             };
-            if seconds(ts, tb) - self.start >= until {
+            let at = seconds(ts, tb) - self.start;
+            if at >= until {
                 self.pending = Some(packet);
                 return Ok(());
+            }
+            if self.skip_before.is_some_and(|t| at < t) {
+                continue;
             }
             self.write(out, packet, to, tb)?;
         }
@@ -215,12 +244,30 @@ impl AudioCopy {
     }
 }
 
-/// Whether an MPEG-TS file carries audio of `id` (what libavformat's muxer writes streams of).
+/// Whether an MPEG-TS file or stream (and an HLS playlist's segments) carries audio of `id`
+/// (what libavformat's muxer writes streams of).
 fn ts_holds_audio(id: ff::codec::Id) -> bool {
     use ff::codec::Id;
     matches!(
         id,
         Id::AAC | Id::MP2 | Id::MP3 | Id::AC3 | Id::EAC3 | Id::OPUS | Id::DTS
+    )
+}
+
+/// Whether RTP (an RTSP publisher's packets) carries audio of `id` (libavformat's RTP
+/// packetisers).
+fn rtp_holds_audio(id: ff::codec::Id) -> bool {
+    use ff::codec::Id;
+    matches!(
+        id,
+        Id::AAC
+            | Id::MP2
+            | Id::MP3
+            | Id::AC3
+            | Id::OPUS
+            | Id::PCM_MULAW
+            | Id::PCM_ALAW
+            | Id::PCM_S16BE
     )
 }
 
@@ -235,11 +282,9 @@ pub fn copy(
 ) -> Result<(Option<AudioCopy>, usize)> {
     let (packets, streams, start) = match audio {
         Audio::Fed(tap) => {
-            let mut fed = tap.fed();
-            let rx = fed
-                .packets
-                .take()
-                .context("the input's audio is already copied by another output")?;
+            let fed = tap.fed();
+            // The tap is this output's alone; a stream's connections read it in turn.
+            let rx = fed.packets.clone();
             let streams: Vec<_> = fed
                 .streams
                 .iter()
@@ -272,6 +317,7 @@ pub fn copy(
         start,
         pending: None,
         done: false,
+        skip_before: None,
     });
     Ok((copy, kept))
 }
@@ -296,16 +342,27 @@ fn add_stream(
         )
     };
     let aac_in_avi = container == Container::Avi && id == ff::codec::Id::AAC;
-    // libavformat's MPEG-TS muxer answers no query (it has no codec tags): the audio
-    // codecs it carries are named here.
+    // libavformat's MPEG-TS, HLS and RTSP muxers answer no query (they have no codec
+    // tags): the audio codecs they carry are named here.
     let holds = match container {
-        Container::TsFile => i32::from(ts_holds_audio(id)),
+        Container::TsFile | Container::Ts | Container::Hls => i32::from(ts_holds_audio(id)),
+        Container::Rtsp => i32::from(rtp_holds_audio(id)),
         _ => holds,
     };
     if holds != 1 || aac_in_avi {
+        let (what, hint) = if container.is_stream() {
+            (
+                "this stream".to_string(),
+                "a .mkv file beside it holds any audio",
+            )
+        } else {
+            (
+                format!("a .{} file", container.extension()),
+                ".mkv holds any audio",
+            )
+        };
         crate::warn!(
-            "a .{} file can't hold the input's {} audio (stream {index}): it is left out of '{path}' (.mkv holds any audio; --no-audio says you meant it)",
-            container.extension(),
+            "{what} can't hold the input's {} audio (stream {index}): it is left out of '{path}' ({hint}; --no-audio says you meant it)",
             id.name(),
         );
         return Ok(None);

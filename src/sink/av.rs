@@ -940,6 +940,14 @@ impl AvFile {
         Ok(())
     }
 
+    /// Lets go of the input's audio before `t` seconds (output timeline): a stream
+    /// connected again starts its sound with its first frame.
+    pub fn skip_audio_before(&mut self, t: f64) {
+        if let Some(a) = &mut self.audio {
+            a.skip_before(t);
+        }
+    }
+
     /// An HLS output's files, where this is one.
     pub fn hls(&self) -> Option<Arc<super::hls::Files>> {
         self.hls.clone()

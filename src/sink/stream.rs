@@ -1,6 +1,7 @@
 //! A stream out: MPEG-TS over `udp://` or `srt://`, FLV to `rtmp://`, RTSP publishing, or an
 //! HLS playlist with rolling segments, encoded and muxed by `av::AvFile` on a thread of its
-//! own.
+//! own, with the input's audio copied where the stream's container carries its codec
+//! (`sink::audio`).
 //!
 //! Invariants: the pipeline never waits for the peer: a frame is handed over through a queue
 //! of `QUEUE` frames and dropped (and counted) when the queue is full; a peer that goes away
@@ -23,7 +24,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 
-use super::av::{AvFile, Timing};
+use super::av::AvFile;
 use super::output::{Output, Taken};
 use super::Frame;
 use crate::frame::FrameSize;
@@ -82,12 +83,7 @@ impl Stream {
     /// again).
     pub fn open(settings: super::av::Settings) -> Result<Self> {
         let abort = Arc::new(AtomicBool::new(false));
-        // A stream carries the video: the input's audio stays in files.
         let settings = super::av::Settings {
-            timing: Timing {
-                audio: None,
-                ..settings.timing
-            },
             quality: None,
             fragmented: false,
             ..settings
@@ -102,6 +98,10 @@ impl Stream {
         let counts = Arc::new(Counts::default());
         let hls = Arc::new(std::sync::OnceLock::new());
         let network = super::Container::of_path(url).is_some_and(|c| c.is_network());
+        let tap = match &settings.timing.audio {
+            Some(super::audio::Audio::Fed(tap)) => Some(tap.clone()),
+            _ => None,
+        };
         let thread = {
             let (counts, abort, url) = (counts.clone(), abort.clone(), url.to_string());
             let hls = hls.clone();
@@ -121,6 +121,8 @@ impl Stream {
                         hls,
                         stopped: false,
                         recent: std::collections::VecDeque::new(),
+                        tap,
+                        lost: false,
                     };
                     run.connect();
                     for q in rx {
@@ -164,6 +166,10 @@ struct Link {
     stopped: bool,
     /// When the frames of the last `UNCONFIRMED` were handed to the connection (SRT).
     recent: std::collections::VecDeque<Instant>,
+    /// The input's audio for this stream, held while the peer is away.
+    tap: Option<Arc<super::audio::AudioTap>>,
+    /// The connection was lost: the next one starts its audio at its first frame.
+    lost: bool,
 }
 
 /// How long an SRT peer may be gone before a write fails (SRT's peer idle timeout, which
@@ -188,6 +194,10 @@ impl Link {
                 self.out = Some(out);
             }
             Err(e) => {
+                self.lost = true;
+                if let Some(tap) = &self.tap {
+                    tap.hold(true);
+                }
                 if !self.network {
                     crate::warn!("{}: {e:#}; nothing is written to it", self.url);
                     self.stopped = true;
@@ -214,6 +224,14 @@ impl Link {
             self.counts.dropped.fetch_add(1, Ordering::SeqCst);
             return;
         };
+        if std::mem::take(&mut self.lost) {
+            if let Some(t) = q.at {
+                out.skip_audio_before(t);
+            }
+            if let Some(tap) = &self.tap {
+                tap.hold(false);
+            }
+        }
         let written = out.write(&q.bytes, q.format, q.size, q.at);
         let files_failed = self.hls.get().is_some_and(|f| f.failure().is_some());
         if written.is_ok() && !files_failed {
@@ -229,6 +247,11 @@ impl Link {
             return;
         }
         self.uncount_unconfirmed();
+        // The audio that comes while the peer is away is let go (module `audio`).
+        self.lost = true;
+        if let Some(tap) = &self.tap {
+            tap.hold(true);
+        }
         if let Err(e) = written {
             if !self.abort.load(Ordering::SeqCst) {
                 crate::warn!("{}: {e:#}; connecting again", self.url);
