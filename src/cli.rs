@@ -185,8 +185,9 @@ pub struct RunArgs {
     pub fps: Option<f64>,
 
     /// Filter chain, e.g. 'gray,gain:1.5,10'. Filters: copy, invert, gray, gain:ALPHA[,BETA],
-    /// blur:K (K odd), gauss:SIGMA or gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3, and
-    /// your own CUDA kernel: kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…] (CUDA only;
+    /// blur:K (K odd), gauss:SIGMA or gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3,
+    /// text:TEXT[,x=X,y=Y,size=PX,color=RRGGBB,box=0] ({time} {pts} {name} {input} {frame}
+    /// put in), timestamp[:pts], and your own CUDA kernel: kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…] (CUDA only;
     /// written against kernels/framepipe.cuh; reloaded when the file is saved).
     #[arg(short, long, value_name = "CHAIN", default_value = "copy")]
     pub filter: Chain,

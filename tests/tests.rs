@@ -27,6 +27,7 @@ mod several;
 mod shards;
 mod stdio;
 mod streams;
+mod text;
 mod trace;
 mod trust;
 mod web;

@@ -126,6 +126,11 @@ fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> 
     let order = inputs.order();
     let compose = displays::compose(plan, &inputs, &order, each.iter().any(Option::is_some));
     inputs.running[0].plan.backend.compose.clone_from(&compose);
+    // A text filter's {name}: each input's name, by its number in the pipeline.
+    inputs.running[0].plan.backend.names = order
+        .iter()
+        .map(|&at| plan.inputs()[at].name.clone())
+        .collect();
     // Held until the backend exists, so that the warmed context is the one it opens.
     let _warm = warming.and_then(|w| w.join().ok().flatten());
     crate::debug!("start-up: CUDA warmed up at {:.1} ms", since());

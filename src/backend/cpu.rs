@@ -25,13 +25,15 @@ pub struct CpuBackend {
     /// (as long as the largest frame that needed them).
     bgr_in: Vec<u8>,
     bgr_out: Vec<u8>,
-    chain: Chain,
+    chain: std::sync::Arc<Chain>,
     capacity: usize,
     trace_frames: u64,
     rolling: crate::trace::Rolling,
     done: VecDeque<Slot>,
     /// The mosaic, where the run composes one.
     canvas: Option<Canvas>,
+    /// The inputs' names, for a text's `{name}`.
+    names: std::sync::Arc<[String]>,
     #[cfg(feature = "opencv")]
     scratch: imp::Scratch,
 }
@@ -67,12 +69,13 @@ impl CpuBackend {
             formats: cfg.formats,
             bgr_in: bgr(cfg.formats.input),
             bgr_out: bgr(cfg.formats.output),
-            chain: cfg.chain.clone(),
+            chain: std::sync::Arc::new(cfg.chain.clone()),
             capacity: cfg.in_flight.max(1),
             trace_frames: cfg.trace_frames,
             rolling: cfg.rolling,
             done: VecDeque::new(),
             canvas: cfg.compose.as_ref().map(Canvas::new),
+            names: cfg.names.clone(),
             #[cfg(feature = "opencv")]
             scratch: imp::Scratch::default(),
         })
@@ -107,6 +110,7 @@ impl CpuBackend {
     /// nothing changes, the chroma moved where only the 4:2:0 layout does.
     fn process(
         &mut self,
+        chain: &Chain,
         size: FrameSize,
         formats: Formats,
         input: &[u8],
@@ -116,11 +120,11 @@ impl CpuBackend {
             input: fin,
             output: fout,
         } = formats;
-        if formats.passthrough(self.chain.is_identity()) {
+        if formats.passthrough(chain.is_identity()) {
             output.copy_from_slice(input);
             return Ok(());
         }
-        if formats.repacked(self.chain.is_identity()) {
+        if formats.repacked(chain.is_identity()) {
             pixel::repack_420(formats, size, input, output);
             return Ok(());
         }
@@ -138,9 +142,9 @@ impl CpuBackend {
             &mut self.bgr_out[..size.bytes()]
         };
         #[cfg(feature = "opencv")]
-        imp::apply(&self.chain, size, src, dst, &mut self.scratch)?;
+        imp::apply(chain, size, src, dst, &mut self.scratch)?;
         #[cfg(not(feature = "opencv"))]
-        self.chain.apply_reference(size, src, dst);
+        chain.apply_reference(size, src, dst);
         if fout != PixelFormat::Bgr24 {
             pixel::from_bgr(fout, size, &self.bgr_out[..size.bytes()], output);
         }
@@ -205,18 +209,24 @@ impl Backend for CpuBackend {
             input.len() >= need(formats.input) && output.len() >= need(formats.output),
             "a {size} frame ({formats}) does not fit its slot"
         );
+        // A text that shows the frame's own facts is drawn bound to them.
+        let chain = match self.chain.changes_per_frame() {
+            true => std::sync::Arc::new(self.chain.bound(&super::facts_of(&slot, &self.names))),
+            false => self.chain.clone(),
+        };
+        let Slot { input, output, .. } = &mut slot;
         let (input, output) = (
             &input[..need(formats.input)],
             &mut output[..need(formats.output)],
         );
-        self.process(size, formats, input, output)?;
+        self.process(&chain, size, formats, input, output)?;
         self.done_now(slot)
     }
 
     fn control(&mut self, control: &Control) -> Result<()> {
         if let Control::Chain(chain) = control {
             check_chain(chain)?;
-            self.chain = chain.clone();
+            self.chain = std::sync::Arc::new(chain.clone());
         }
         // Bands and page-locking mean nothing on the CPU.
         Ok(())
@@ -297,6 +307,21 @@ mod imp {
                 (false, false) => run(f, &dst, bgr, work),
             }
             .with_context(|| format!("OpenCV failed on filter {filter}"))?;
+            if let Filter::Text(t) = filter {
+                // Drawn over the copy `run` made, by the reference's arithmetic.
+                let v = crate::filter::reference::View {
+                    width: size.width,
+                    rows: size.height,
+                    row0: 0,
+                    height: size.height,
+                };
+                let bytes = match into_output {
+                    true => dst.data_bytes_mut()?,
+                    false => scratch.bgr.data_bytes_mut()?,
+                };
+                t.place(size)
+                    .draw_in_place(crate::filter::text::atlas(), &v, bytes);
+            }
         }
         anyhow::ensure!(
             dst.data() == output.as_ptr(),
@@ -314,7 +339,7 @@ mod imp {
         const BORDER: i32 = core::BORDER_REFLECT_101;
         let square = |k: u32| Size::new(k as i32, k as i32);
         match *filter {
-            Filter::Copy => from.input_array()?.copy_to(to)?,
+            Filter::Copy | Filter::Text(_) => from.input_array()?.copy_to(to)?,
             Filter::Invert => core::bitwise_not(from, to, &core::no_array())?,
             Filter::Gray => {
                 imgproc::cvt_color(from, &mut w.gray, imgproc::COLOR_BGR2GRAY, 0)?;

@@ -299,7 +299,14 @@ impl CudaBackend {
         // A frame alone on the GPU is replayed as a graph: one launch instead of a few calls
         // per band. (Graphs of timed frames hold their timing events as nodes.)
         // (A frame in device memory is not: the graph would keep its surface's address.)
-        let graph = self.device.settings.graphs && !self.cfg.pageable && !on_device;
+        // (Nor is a frame whose texts show its own facts: a graph keeps its kernels' arguments.)
+        let changes = self.cfg.chain.changes_per_frame();
+        let graph = self.device.settings.graphs && !self.cfg.pageable && !on_device && !changes;
+        let bound = changes.then(|| {
+            self.cfg
+                .chain
+                .bound(&super::facts_of(&slot, &self.cfg.names))
+        });
         let key = LaneKey::of(&slot);
         self.use_set(key)?;
         let set = self.sets.last_mut().expect("use_set made it the last");
@@ -309,7 +316,15 @@ impl CudaBackend {
         };
         slot.output_skipped = mosaic.as_ref().is_some_and(|m| !m.download);
         let composed = mosaic.is_some();
-        let lane = set.run(&self.device, plan, &mut slot, timed, graph, mosaic.as_ref())?;
+        let lane = set.run(
+            &self.device,
+            plan,
+            &mut slot,
+            timed,
+            graph,
+            mosaic.as_ref(),
+            bound,
+        )?;
         if let (true, Some(c)) = (composed, &mut self.composer) {
             c.written(&self.device, || {
                 set.composed_on(&self.device, lane, plan, graph)

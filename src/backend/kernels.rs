@@ -31,6 +31,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ),
     ("convert.cu", include_str!("../../kernels/convert.cu")),
     ("compose.cu", include_str!("../../kernels/compose.cu")),
+    ("text.cu", include_str!("../../kernels/text.cu")),
 ];
 
 /// Every kernel in `kernels/*.cu`, by its role; `name` is its `__global__` function.
@@ -52,10 +53,11 @@ enum Kernel {
     FromBgr,
     Repack420,
     Compose,
+    Text,
 }
 
 impl Kernel {
-    const ALL: [Kernel; 16] = [
+    const ALL: [Kernel; 17] = [
         Kernel::CopyBytes,
         Kernel::Copy,
         Kernel::Invert,
@@ -72,6 +74,7 @@ impl Kernel {
         Kernel::FromBgr,
         Kernel::Repack420,
         Kernel::Compose,
+        Kernel::Text,
     ];
 
     fn name(self) -> &'static str {
@@ -92,6 +95,7 @@ impl Kernel {
             Kernel::FromBgr => "fp_from_bgr",
             Kernel::Repack420 => "fp_repack420",
             Kernel::Compose => "fp_compose",
+            Kernel::Text => "fp_text_draw",
         }
     }
 }
@@ -116,6 +120,7 @@ fn shared_constants() -> Vec<String> {
         ("FP_GRAY_SHIFT", GRAY_SHIFT),
         ("FP_GAUSS_ROW_SHIFT", GAUSS_ROW_SHIFT),
         ("FP_GAUSS_COL_SHIFT", GAUSS_COL_SHIFT),
+        ("FP_TEXT_BOX_DARKEN", crate::filter::text::BOX_DARKEN),
     ]
     .iter()
     .map(|(name, value)| format!("-D{name}={value}u"))
@@ -275,6 +280,39 @@ pub(super) struct Tile {
 // address, thirteen 32-bit ints): the layout the kernel reads.
 unsafe impl DeviceRepr for Tile {}
 
+/// `fp_text` of `kernels/text.cu`: one frame's text at its place (`filter::text::Placed`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct TextArgs {
+    x0: i32,
+    y0: i32,
+    scale: i32,
+    cols: i32,
+    color: [u8; 3],
+    boxed: u8,
+    chars: [u8; crate::filter::text::MAX_CHARS],
+}
+
+// SAFETY: `#[repr(C)]` with the field types and order of `struct fp_text` (four 32-bit ints,
+// four bytes, `FP_TEXT_MAX` = `MAX_CHARS` bytes): the layout the kernel reads.
+unsafe impl DeviceRepr for TextArgs {}
+
+impl TextArgs {
+    fn of(p: &crate::filter::text::Placed) -> Self {
+        let mut chars = [0u8; crate::filter::text::MAX_CHARS];
+        chars[..p.chars.len()].copy_from_slice(&p.chars);
+        Self {
+            x0: p.x0,
+            y0: p.y0,
+            scale: p.scale,
+            cols: p.cols,
+            color: p.color,
+            boxed: u8::from(p.boxed),
+            chars,
+        }
+    }
+}
+
 /// Launches a kernel whose arguments have been pushed on `b`.
 fn go(b: &mut LaunchArgs<'_>, cfg: LaunchConfig) -> Result<()> {
     // SAFETY: every caller (`ChainKernels::launch`, `convert`, `compose`) pushes exactly the
@@ -293,6 +331,8 @@ enum Extra {
     Weights(CudaSlice<u32>),
     /// A user kernel's function.
     User(CudaFunction),
+    /// The text filters' glyph atlas on the device (`filter::text::atlas`).
+    Atlas(CudaSlice<u8>),
 }
 
 /// A filter chain ready to run on one device: its kernels, its Gaussian weights and its
@@ -354,6 +394,9 @@ impl ChainKernels {
                     })?;
                     Ok(Extra::User(func))
                 }
+                Filter::Text(_) => Ok(Extra::Atlas(
+                    stream.clone_htod(&crate::filter::text::atlas()[..])?,
+                )),
                 _ => Ok(Extra::None),
             })
             .collect::<Result<Vec<_>>>()?;
@@ -469,16 +512,19 @@ impl ChainKernels {
 
     /// Queues the chain on `stream` over the band in `bufs[0]` (its place given by `v`),
     /// ping-ponging between the two buffers; returns the index of the one with the result.
-    /// `tmp` holds at least as many elements as the band has bytes.
+    /// `tmp` holds at least as many elements as the band has bytes. `bound` is the chain
+    /// bound to this frame (`Chain::bound`), where its texts show the frame's facts.
     pub fn enqueue(
         &self,
         stream: &CudaStream,
         bufs: &mut [CudaSlice<u8>; 2],
         tmp: &mut CudaSlice<u16>,
         v: View,
+        bound: Option<&Chain>,
     ) -> Result<usize> {
         let mut cur = 0;
-        for (filter, extra) in self.chain.filters().iter().zip(&self.extras) {
+        let chain = bound.unwrap_or(&self.chain);
+        for (filter, extra) in chain.filters().iter().zip(&self.extras) {
             let [a, b] = bufs;
             let (src, dst) = if cur == 0 { (&*a, b) } else { (&*b, a) };
             self.launch(stream, filter, extra, src, dst, tmp, v)
@@ -555,6 +601,17 @@ impl ChainKernels {
                 if kernel == Kernel::Sharpen {
                     b.arg(&keep).arg(&take);
                 }
+                go(&mut b, grid)?;
+            }
+            Filter::Text(ref t) => {
+                let Extra::Atlas(atlas) = extra else {
+                    anyhow::bail!("the text's glyphs were not uploaded");
+                };
+                let placed = t.place(crate::frame::FrameSize::new(v.width, v.height));
+                let args = TextArgs::of(&placed);
+                let band = Band::new(s, src, dst, v);
+                let mut b = s.launch_builder(self.func(Kernel::Text));
+                b.arg(&band).arg(atlas).arg(&args);
                 go(&mut b, grid)?;
             }
             Filter::Kernel(ref user) => {

@@ -480,6 +480,8 @@ pub(super) struct LaneSet {
     /// composed), and whether its bands are downloaded.
     compose: Vec<Tile>,
     download: bool,
+    /// The frame being queued: the chain bound to it, where its texts show its facts.
+    bound: Option<crate::filter::Chain>,
 }
 
 /// Where a frame goes in the mosaic the backend composes.
@@ -557,6 +559,7 @@ impl LaneSet {
             route,
             compose: Vec::new(),
             download: true,
+            bound: None,
         })
     }
 
@@ -578,6 +581,7 @@ impl LaneSet {
 
     /// Queues `slot`'s frame in the next lane, cut by `plan`, as one graph launch where
     /// `graph` allows it, composing it into the mosaic where `mosaic` says; returns the lane.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn run(
         &mut self,
         dev: &Device,
@@ -586,7 +590,9 @@ impl LaneSet {
         timed: bool,
         graph: bool,
         mosaic: Option<&FrameMosaic>,
+        bound: Option<crate::filter::Chain>,
     ) -> Result<usize> {
+        self.bound = bound;
         let lane = self.next_lane;
         self.next_lane = (lane + 1) % self.lanes.len();
         self.aim(plan, mosaic);
@@ -839,7 +845,9 @@ impl LaneSet {
             row0: geo.input_rows.start,
             height: size.height,
         };
-        bl.result = self.kernels.enqueue(s, &mut bl.bufs, &mut bl.tmp, view)?;
+        bl.result =
+            self.kernels
+                .enqueue(s, &mut bl.bufs, &mut bl.tmp, view, self.bound.as_ref())?;
         if self.route.raw_out {
             let off = (geo.offset_in_input() * size.stride()) as u64;
             let (src, _) = bl.bufs[bl.result].device_ptr(s);

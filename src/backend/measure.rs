@@ -196,7 +196,7 @@ pub fn bound(
                 let (dst, _) = r.dev[0].device_ptr(&r.s1);
                 kernels.convert_in(&r.s1, src, dst, w, h, input)?;
             }
-            let result = kernels.enqueue(&r.s1, &mut r.dev, &mut tmp, view)?;
+            let result = kernels.enqueue(&r.s1, &mut r.dev, &mut tmp, view, None)?;
             if output != PixelFormat::Bgr24 {
                 let (src, _) = r.dev[result].device_ptr(&r.s1);
                 let (dst, _) = raw.device_ptr_mut(&r.s1);

@@ -87,6 +87,18 @@ pub enum Control {
     Bands(usize),
 }
 
+/// What `slot`'s frame says of itself for a text filter (`filter::text`).
+pub fn facts_of<'a>(slot: &Slot, names: &'a [String]) -> crate::filter::text::Facts<'a> {
+    let input = usize::from(slot.desc.input.0);
+    crate::filter::text::Facts {
+        pts: slot.desc.seconds(),
+        wall: std::time::SystemTime::now() - slot.stamps.captured.elapsed(),
+        name: names.get(input).map_or("", String::as_str),
+        input,
+        frame: slot.desc.index,
+    }
+}
+
 /// `--backend`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendKind {
@@ -130,6 +142,8 @@ pub struct BackendConfig {
     /// The mosaic of a run of several inputs, which the backend composes (each processed
     /// frame scaled into its tile), where the run shows or records one.
     pub compose: Option<crate::tiles::Compose>,
+    /// The inputs' names by `InputId`, for a text filter's `{name}`.
+    pub names: std::sync::Arc<[String]>,
 }
 
 /// The CUDA backend's own settings.
@@ -185,6 +199,7 @@ impl BackendConfig {
             sample_every: SAMPLE_EVERY,
             cuda: CudaSettings::default(),
             compose: None,
+            names: std::sync::Arc::from(Vec::new()),
         })
     }
 

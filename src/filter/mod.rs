@@ -8,6 +8,7 @@
 //! below; borders are OpenCV's default, `BORDER_REFLECT_101`.
 
 pub mod reference;
+pub mod text;
 pub mod user;
 
 use std::fmt;
@@ -55,6 +56,8 @@ pub enum Filter {
     Median3,
     /// A user's kernel from a `.cu` file (CUDA only; see `user`).
     Kernel(Arc<user::UserKernel>),
+    /// Text drawn on the picture, what it shows put in from each frame (`text`).
+    Text(Arc<text::Text>),
 }
 
 /// The window's keys 1…9.
@@ -143,6 +146,9 @@ pub enum FilterError {
     /// A user kernel's spec or file.
     #[error(transparent)]
     Kernel(#[from] user::KernelError),
+    /// A text filter's template or settings.
+    #[error(transparent)]
+    Text(#[from] text::TextError),
 }
 
 /// The largest kernel side accepted by `blur` and `gauss`.
@@ -155,7 +161,7 @@ pub fn gauss_side(sigma: f32) -> u32 {
 
 /// The filters, as listed in help texts and error messages.
 pub const FILTER_HELP: &str =
-    "copy, invert, gray, gain:ALPHA,BETA, blur:K, gauss:SIGMA, gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3, kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…]";
+    "copy, invert, gray, gain:ALPHA,BETA, blur:K, gauss:SIGMA, gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3, text:TEXT[,x=X][,y=Y][,size=PX][,color=RRGGBB][,box=0|1], timestamp[:pts][,x=…], kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…]";
 
 /// OpenCV's `cvtColor(BGR2GRAY)` weights for 8-bit images (`BY15`, `GY15`, `RY15`,
 /// `gray_shift` = 15); checked equal to OpenCV 4.6 on all 2^24 colours.
@@ -250,6 +256,34 @@ impl Filter {
                 Ok(Filter::Sharpen { amount })
             }
             "median3" => nums(&[0]).map(|_| Filter::Median3),
+            "text" => {
+                let (template, settings) = args
+                    .split_first()
+                    .ok_or_else(|| FilterError::MissingArgument(name.into()))?;
+                Ok(Filter::Text(Arc::new(text::Text::parse(
+                    template, settings,
+                )?)))
+            }
+            "timestamp" => {
+                let (template, settings) = match args.split_first() {
+                    Some((kind, rest)) if !kind.contains('=') => {
+                        let template = match kind.as_str() {
+                            "pts" => "{pts}",
+                            "wall" | "time" => "{time}",
+                            other => {
+                                return Err(FilterError::Text(text::TextError::Value(format!(
+                                    "timestamp:{other}: 'pts' (the frame's time) or 'wall' (the clock)"
+                                ))))
+                            }
+                        };
+                        (template, rest)
+                    }
+                    _ => ("{time}", args),
+                };
+                Ok(Filter::Text(Arc::new(text::Text::parse(
+                    template, settings,
+                )?)))
+            }
             "kernel" => {
                 let (file, settings) = args.split_first().ok_or(FilterError::KernelWithoutFile)?;
                 Ok(Filter::Kernel(Arc::new(user::UserKernel::parse(
@@ -285,6 +319,7 @@ impl fmt::Display for Filter {
             Filter::Gray => write!(f, "gray"),
             Filter::Gain { alpha, beta } => write!(f, "gain:{alpha},{beta}"),
             Filter::Kernel(k) => write!(f, "{k}"),
+            Filter::Text(t) => write!(f, "{t}"),
         }
     }
 }
@@ -330,6 +365,27 @@ impl Chain {
         self.0.iter().map(Filter::radius).sum()
     }
 
+    /// Whether what the chain draws changes from frame to frame (a text with a placeholder):
+    /// each frame then runs the chain `bound` to it.
+    pub fn changes_per_frame(&self) -> bool {
+        self.0
+            .iter()
+            .any(|f| matches!(f, Filter::Text(t) if t.changes()))
+    }
+
+    /// The chain for a frame with `facts`: each text shows what the frame says.
+    pub fn bound(&self, facts: &text::Facts) -> Chain {
+        Chain(
+            self.0
+                .iter()
+                .map(|f| match f {
+                    Filter::Text(t) if t.changes() => Filter::Text(Arc::new(t.bound(facts))),
+                    other => other.clone(),
+                })
+                .collect(),
+        )
+    }
+
     /// Whether the chain changes no pixel (only `copy`).
     pub fn is_identity(&self) -> bool {
         self.0.iter().all(|f| matches!(f, Filter::Copy))
@@ -367,7 +423,9 @@ impl FromStr for Chain {
                 .is_some_and(|c| c.is_ascii_alphabetic());
             let kernel_setting = token.contains('=')
                 && !token.contains(':')
-                && groups.last().is_some_and(|(name, _)| name == "kernel");
+                && groups.last().is_some_and(|(name, _)| {
+                    matches!(name.as_str(), "kernel" | "text" | "timestamp")
+                });
             if kernel_setting {
                 let (_, args) = groups.last_mut().expect("checked above");
                 args.push(token.to_string());

@@ -85,6 +85,10 @@ pub fn apply(filter: &Filter, v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u
     match *filter {
         Filter::Copy => dst.copy_from_slice(src),
         Filter::Invert => dst.iter_mut().zip(src).for_each(|(d, s)| *d = 255 - s),
+        Filter::Text(ref t) => {
+            let size = FrameSize::new(v.width, v.height);
+            t.place(size).draw(super::text::atlas(), v, src, dst);
+        }
         Filter::Gray => {
             for (d, s) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
                 d.fill(gray_value(s[0], s[1], s[2]));

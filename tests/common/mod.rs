@@ -105,9 +105,16 @@ impl Sink for CheckSink {
         // The descriptor says which frame this is and what it holds.
         assert_eq!(frame.desc.index, self.seen, "frames arrive in order");
         assert_eq!(frame.format(), self.formats.output);
+        // A text that shows the frame's facts is the reference bound to them (no clock).
+        let facts = framepipe::filter::text::Facts {
+            pts: frame.desc.seconds(),
+            input: usize::from(frame.desc.input.0),
+            frame: frame.desc.index,
+            ..framepipe::filter::text::Facts::none()
+        };
         let (frame, size) = (frame.bytes, frame.size());
         assert_eq!(size, self.size);
-        let want = reference_in(&self.chain, size, self.formats, self.seen);
+        let want = reference_in(&self.chain.bound(&facts), size, self.formats, self.seen);
         assert_eq!(frame.len(), want.len(), "a frame in {}", self.formats);
         let diff = frame
             .iter()
@@ -214,6 +221,8 @@ pub const CHAINS: &[&str] = &[
     "median3",
     "gray,gauss:2,sobel",
     "invert,blur:5,median3,gain:2,-20",
+    "text:fp {frame} {input} {pts},x=3,y=2,size=8",
+    "gray,text:Hi!,x=-1,y=-1,size=16,color=ff8000,box=0,blur:3",
 ];
 
 /// How far OpenCV's own functions may be from the reference: 0 where the arithmetic is
