@@ -216,6 +216,20 @@ pub struct RunArgs {
     #[arg(long)]
     pub exit_at_end: bool,
 
+    /// Start a file at this time (seconds, or [HH:]MM:SS[.mmm]), as ffmpeg's -ss before -i:
+    /// seeked to the keyframe before, decoded from there, frames before it dropped; the
+    /// outputs' times start at 0 there.
+    #[arg(long, value_name = "TIME", value_parser = parse_time)]
+    pub ss: Option<f64>,
+
+    /// Stop reading at this time of the input (as ffmpeg's -to).
+    #[arg(long, value_name = "TIME", value_parser = parse_time, conflicts_with = "duration")]
+    pub to: Option<f64>,
+
+    /// Read this long from --ss (or the start), as ffmpeg's -t.
+    #[arg(short = 't', long, value_name = "TIME", value_parser = parse_time)]
+    pub duration: Option<f64>,
+
     /// Video file (.mp4, .mov, .mkv [lossless], .avi, .webm), image sequence
     /// ('frames/%05d.png', .ppm; its folder is created), '-' (standard output), a stream
     /// (udp://, srt://: MPEG-TS; rtmp://: FLV; rtsp://: published to a server) or an HLS
@@ -455,6 +469,9 @@ pub enum ValueError {
     /// Not a pixel format.
     #[error("unknown pixel format '{0}' (framepipe writes i420, gray, nv12 or bgr24 frames)")]
     Format(String),
+    /// Not a time.
+    #[error("'{0}' is not a time: seconds (3.2) or [HH:]MM:SS[.mmm] (00:01:02.5), not negative")]
+    Time(String),
     /// A format framepipe reads only.
     #[error("{0} is read, not written: framepipe writes i420, gray, nv12 or bgr24 frames (a 4:2:2 or 4:4:4 input is written as 4:2:0 i420, or as bgr24 with every pixel's colour)")]
     ReadOnly(PixelFormat),
@@ -475,6 +492,25 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, ValueError> {
         }
         _ => Err(ValueError::Duration(s.into())),
     }
+}
+
+/// A time as ffmpeg writes one: seconds (`3.2`), or `[HH:]MM:SS[.mmm]`.
+fn parse_time(s: &str) -> Result<f64, ValueError> {
+    let bad = || ValueError::Time(s.into());
+    let mut total = 0.0;
+    let parts: Vec<&str> = s.trim().split(':').collect();
+    if parts.len() > 3 {
+        return Err(bad());
+    }
+    for (i, part) in parts.iter().enumerate() {
+        let v: f64 = part.parse().map_err(|_| bad())?;
+        let whole_unit = i + 1 < parts.len();
+        if !v.is_finite() || v < 0.0 || (i > 0 && v >= 60.0) || (whole_unit && v.fract() != 0.0) {
+            return Err(bad());
+        }
+        total = total * 60.0 + v;
+    }
+    Ok(total)
 }
 
 fn writable_format(s: &str) -> Result<crate::pixel::PixelFormat, ValueError> {

@@ -1,7 +1,8 @@
 //! What a video output keeps of its input, checked with ffprobe on clips made by ffmpeg:
 //! the audio streams (copied, in sync, cut with the video), the exact rate (30000/1001),
 //! every frame's presentation time (a variable-rate clip), and the orientation (a display
-//! matrix of 90, 180 or 270 degrees comes out upright, as ffmpeg shows it).
+//! matrix of 90, 180 or 270 degrees comes out upright, as ffmpeg shows it); a part cut with
+//! `--ss`/`-t` is ffmpeg's frames.
 #![cfg(feature = "opencv")]
 
 use crate::common;
@@ -430,5 +431,111 @@ fn ts_and_flv_files_keep_every_frame_and_the_audio() {
             "{name}: {}",
             String::from_utf8_lossy(&decoded.stderr)
         );
+    }
+}
+
+/// The pictures' MD5s of `path` decoded by ffmpeg, with `before` as ffmpeg's input options.
+fn picture_md5s(before: &[&str], path: &Path) -> Vec<String> {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error"])
+        .args(before)
+        .arg("-i")
+        .arg(path)
+        .args(["-an", "-f", "framemd5", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit(',').next().map(|s| s.trim().to_string()))
+        .collect()
+}
+
+/// `--ss 3.2 -t 1` (and `--to 4.2`, and 00:00:03.200) are ffmpeg's `-ss 3.2 -t 1`: the same
+/// frames, from the keyframe at 3 s decoded and dropped up to 3.2; a file written of it
+/// starts at 0, its audio too, and lasts a second.
+#[test]
+fn a_cut_gives_exactly_ffmpegs_frames() {
+    let dir = TempDir::new("media-cut");
+    let clip = dir.join("clip.mp4");
+    let video = "testsrc2=s=320x240:r=30:d=8";
+    ffmpeg(&[
+        "-f",
+        "lavfi",
+        "-i",
+        video,
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=f=440:d=8",
+        "-c:v",
+        "libx264",
+        "-g",
+        "30",
+        "-c:a",
+        "aac",
+        "-shortest",
+        clip.to_str().unwrap(),
+    ]);
+    let want = picture_md5s(&["-ss", "3.2", "-t", "1"], &clip);
+    assert_eq!(want.len(), 30);
+    let c = clip.to_str().unwrap();
+    for cut in [
+        &["--ss", "3.2", "-t", "1"][..],
+        &["--ss", "3.2", "--to", "4.2"],
+        &["--ss", "00:00:03.200", "-t", "0:01"],
+    ] {
+        let y4m = dir.join("cut.y4m");
+        let out = Command::new(common::run::bin())
+            .args(["-i", c, "--headless", "-o", "-"])
+            .args(cut)
+            .stdout(std::fs::File::create(&y4m).unwrap())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(picture_md5s(&[], &y4m), want, "{cut:?}");
+    }
+    let cut = dir.join("cut.mp4");
+    run_ok(&[
+        "-i",
+        c,
+        "--headless",
+        "--ss",
+        "3.2",
+        "-t",
+        "1",
+        "-o",
+        cut.to_str().unwrap(),
+    ]);
+    let (video, audio) = (times(&cut, "v:0"), times(&cut, "a"));
+    assert_eq!(video.len(), 30);
+    assert!(
+        video[0].abs() < 1e-6 && (video[29] - 29.0 / 30.0).abs() < 1e-3,
+        "{video:?}"
+    );
+    assert!(
+        audio[0].abs() < 0.025 && *audio.last().unwrap() < 1.0,
+        "{audio:?}"
+    );
+    // What can't be cut is said.
+    for (args, says) in [
+        (
+            &["-i", "pattern", "--ss", "1", "--headless"][..],
+            "not to the test pattern",
+        ),
+        (
+            &["-i", c, "--ss", "2", "--to", "1", "--headless"],
+            "is not after --ss",
+        ),
+        (
+            &["-i", c, "--ss", "99", "--headless"],
+            "has no frame in the part",
+        ),
+        (&["-i", c, "--ss", "1:75", "--headless"], "is not a time"),
+    ] {
+        let out = framepipe(args, Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
     }
 }

@@ -8,6 +8,9 @@ use crate::pixel::PixelFormat;
 /// A refusal of the flags (module doc).
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
+    /// `--ss`, `--to`, `-t` that read nothing.
+    #[error("{0}")]
+    Trim(String),
     /// `--record` that can't be written as asked.
     #[error("{0}")]
     Record(String),

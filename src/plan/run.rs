@@ -382,6 +382,7 @@ fn input_plan(
         decode: args.decode,
         on_device: false,
         reconnect: args.reconnect || several,
+        trim: trim_of(args),
         untouched: args.filter.is_identity()
             && args.headless
             && outputs.file == Some(OutputSpec::Stdout)
@@ -676,7 +677,26 @@ fn check_counts(args: &RunArgs) -> Result<(), PlanError> {
     if args.busy_bands == 0 {
         return Err(PlanError::NoBusyBands);
     }
+    if let (Some(to), ss) = (args.to, args.ss.unwrap_or(0.0)) {
+        if to <= ss {
+            return Err(PlanError::Trim(format!(
+                "--to {to} is not after --ss {ss}: nothing would be read"
+            )));
+        }
+    }
+    if args.duration == Some(0.0) {
+        return Err(PlanError::Trim("-t 0 reads nothing".into()));
+    }
     Ok(())
+}
+
+/// The part of each input that is read: `--ss` on, until `--to` or for `-t`.
+fn trim_of(args: &RunArgs) -> crate::source::open::Trim {
+    let start = args.ss.unwrap_or(0.0);
+    crate::source::open::Trim {
+        start,
+        end: args.to.or(args.duration.map(|t| start + t)),
+    }
 }
 
 /// A user kernel runs on CUDA only: refused with `--backend cpu` before the input is

@@ -59,8 +59,10 @@ struct Opened {
 /// What the input's demuxer said when the tap was attached, and the queue of its packets.
 struct Fed {
     streams: Vec<Opened>,
-    /// The input file's start, seconds (its timeline's zero).
+    /// The input file's start, seconds (its timeline's zero), moved by `--ss`.
     start: f64,
+    /// `--ss` cut the input's start: the packets before the zero are let go.
+    trimmed: bool,
     /// Read by the one output the tap is for (by each of its connections in turn).
     packets: Receiver<ff::Packet>,
 }
@@ -84,6 +86,7 @@ impl AudioTap {
             fed: Mutex::new(Fed {
                 streams: Vec::new(),
                 start: 0.0,
+                trimmed: false,
                 packets: rx,
             }),
             held: std::sync::atomic::AtomicBool::new(false),
@@ -106,9 +109,10 @@ impl AudioTap {
 }
 
 impl crate::source::tap::PacketTap for AudioTap {
-    fn open(&self, input: &ff::format::context::Input, _video: usize) {
+    fn open(&self, input: &ff::format::context::Input, _video: usize, from: f64) {
         let mut fed = self.fed();
-        fed.start = crate::timebase::file_start(input).unwrap_or(0.0);
+        fed.start = crate::timebase::file_start(input).unwrap_or(0.0) + from;
+        fed.trimmed = from > 0.0;
         fed.streams = input
             .streams()
             .filter(|s| self.streams.contains(&s.index()))
@@ -280,7 +284,7 @@ pub fn copy(
     container: Container,
     path: &str,
 ) -> Result<(Option<AudioCopy>, usize)> {
-    let (packets, streams, start) = match audio {
+    let (packets, streams, (start, trimmed)) = match audio {
         Audio::Fed(tap) => {
             let fed = tap.fed();
             // The tap is this output's alone; a stream's connections read it in turn.
@@ -290,7 +294,7 @@ pub fn copy(
                 .iter()
                 .map(|s| (s.index, s.params.clone(), s.time_base))
                 .collect();
-            (Packets::Fed(rx), streams, fed.start)
+            (Packets::Fed(rx), streams, (fed.start, fed.trimmed))
         }
         Audio::File(from, indices) => {
             let input = ff::format::input(&from)
@@ -301,7 +305,7 @@ pub fn copy(
                 .filter(|s| indices.contains(&s.index()))
                 .map(|s| (s.index(), s.parameters().clone(), s.time_base()))
                 .collect();
-            (Packets::Own(input), streams, start)
+            (Packets::Own(input), streams, (start, false))
         }
     };
     let mut map = vec![None; streams.iter().map(|s| s.0 + 1).max().unwrap_or(0)];
@@ -317,7 +321,7 @@ pub fn copy(
         start,
         pending: None,
         done: false,
-        skip_before: None,
+        skip_before: trimmed.then_some(0.0),
     });
     Ok((copy, kept))
 }

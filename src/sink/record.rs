@@ -146,7 +146,7 @@ impl Recording {
 }
 
 impl crate::source::tap::PacketTap for Recording {
-    fn open(&self, input: &ff::format::context::Input, video: usize) {
+    fn open(&self, input: &ff::format::context::Input, video: usize, _from: f64) {
         let streams = input
             .streams()
             .map(|s| InStream {

@@ -119,8 +119,14 @@ impl Tapped {
     }
 
     /// `tap` from now on, given first what was held while opening.
-    fn attach(&mut self, input: &ff::format::context::Input, video: usize, tap: super::tap::Tap) {
-        tap.open(input, video);
+    fn attach(
+        &mut self,
+        input: &ff::format::context::Input,
+        video: usize,
+        from: f64,
+        tap: super::tap::Tap,
+    ) {
+        tap.open(input, video, from);
         for p in self.held.iter().flatten() {
             tap.packet(p.clone());
         }
@@ -143,6 +149,9 @@ struct Facts {
     time_base: ff::Rational,
     /// The file's start, in ticks of `time_base`: frame times count from there.
     start: i64,
+    /// `--ss` and the end of `--to`/`-t`, ticks from `start`: frames before the first are
+    /// dropped, the read ends at the second; the frames' times count from the first.
+    trim: (i64, Option<i64>),
     /// The stream's rate was absurd: its timestamps are not taken (`MediaInfo::untimed`).
     untimed: bool,
     fps: Option<f64>,
@@ -165,6 +174,8 @@ struct Clock {
     prev_seconds: Option<f64>,
     /// Frames handed out.
     frames: u64,
+    /// The end of `--to`/`-t` was reached.
+    past_end: bool,
 }
 
 /// The first picture's aspect ratio (the stream's where it gives one, as ffmpeg takes it;
@@ -232,6 +243,8 @@ pub struct Asked {
     /// NVDEC's pictures may stay in device memory, lent to the slot (the run's backend is
     /// CUDA's, which copies its bands from there).
     pub on_device: bool,
+    /// The part of the input read (`--ss`, `--to`, `-t`).
+    pub trim: super::open::Trim,
 }
 
 /// FFmpeg's interrupt callback: a blocked open or read gives up once a stop was asked for.
@@ -390,6 +403,11 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         })
         .unwrap_or(0);
     let frame_count = (!live).then(|| frames_of(&input, &stream, fps)).flatten();
+    let frame_count = trimmed_count(frame_count, fps, asked.trim);
+    let ticks = |s: f64| {
+        (s * f64::from(time_base.denominator()) / f64::from(time_base.numerator())).round() as i64
+    };
+    let trim = (ticks(asked.trim.start), asked.trim.end.map(ticks));
     let media = match live {
         true => None,
         false => super::media::info_of(&input, std::path::Path::new(url)),
@@ -401,6 +419,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
             stream,
             time_base,
             start,
+            trim,
             untimed,
             fps,
             frame_count,
@@ -423,6 +442,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
             pts: None,
             prev_seconds: None,
             frames: 0,
+            past_end: false,
         },
         refused: 0,
         nvdec,
@@ -430,8 +450,18 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         tags: PictureTags::default(),
         tapped: Tapped::new(),
     };
+    if asked.trim.start > 0.0 {
+        source.seek(asked.trim.start)?;
+    }
     // The first picture says the size and format (the codec parameters may not).
-    if !source.decode_next()? {
+    if !source.decode_kept()? {
+        if asked.trim.is_set() {
+            bail!(
+                "{} has no frame in the part --ss/--to/-t asked for (from {} s)",
+                source.facts.what,
+                asked.trim.start
+            );
+        }
         bail!("{} opened, but gave no frame", source.facts.what);
     }
     source.settle(rotation, &codec_name, asked.untouched)?;
@@ -440,6 +470,17 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         say_how_read(&source, url);
     }
     Ok(source)
+}
+
+/// The frames a file of `count` frames at `fps` gives of the part `trim` reads, where known.
+fn trimmed_count(count: Option<u64>, fps: Option<f64>, trim: super::open::Trim) -> Option<u64> {
+    if !trim.is_set() {
+        return count;
+    }
+    let (count, fps) = (count?, fps?);
+    let seconds = count as f64 / fps;
+    let end = trim.end.map_or(seconds, |e| e.min(seconds));
+    Some(((end - trim.start).max(0.0) * fps).round() as u64)
 }
 
 /// Opens `url`'s demuxer: a network one with time-outs (a server that never answers, or
@@ -669,6 +710,41 @@ impl Decoded {
     }
 
     /// Decodes the next picture into `self.picture`; false at the end of the input.
+    /// Seeks to the keyframe at or before `at` seconds from the file's start (as ffmpeg's
+    /// -ss before -i); `decode_kept` then drops the frames before it.
+    fn seek(&mut self, at: f64) -> Result<()> {
+        if self.facts.live {
+            bail!("--ss: {} is live and can't be seeked", self.facts.what);
+        }
+        let start = crate::timebase::file_start(&self.input).unwrap_or(0.0);
+        let target = ((start + at) * f64::from(ff::ffi::AV_TIME_BASE)).round() as i64;
+        self.input
+            .seek(target, ..target)
+            .with_context(|| format!("--ss {at}: seeking in {}", self.facts.what))
+    }
+
+    /// The next picture of the part read (`--ss`, `--to`, `-t`): those before its start are
+    /// decoded and dropped (accurate seek), and the read ends at its end.
+    fn decode_kept(&mut self) -> Result<bool> {
+        loop {
+            if self.clock.past_end || !self.decode_next()? {
+                return Ok(false);
+            }
+            let Some(at) = self.picture.timestamp().or(self.picture.pts()) else {
+                return Ok(true);
+            };
+            let at = at - self.facts.start;
+            if at < self.facts.trim.0 {
+                continue;
+            }
+            if self.facts.trim.1.is_some_and(|end| at >= end) {
+                self.clock.past_end = true;
+                return Ok(false);
+            }
+            return Ok(true);
+        }
+    }
+
     fn decode_next(&mut self) -> Result<bool> {
         loop {
             match self.decoder.receive_frame(&mut self.picture) {
@@ -736,7 +812,8 @@ impl Decoded {
         if self.facts.untimed {
             return None;
         }
-        let ticks = self.picture.timestamp().or(self.picture.pts())? - self.facts.start;
+        let ticks =
+            self.picture.timestamp().or(self.picture.pts())? - self.facts.start - self.facts.trim.0;
         let (ticks, jump) = self.clock.continuity.next(ticks);
         if let Some(step) = jump {
             let way = if step < 0.0 { "back" } else { "forward" };
@@ -949,7 +1026,7 @@ impl Source for Decoded {
         self.lent = None;
         self.tapped.stop_holding();
         // The first picture was decoded while opening.
-        if self.clock.frames > 0 && !self.decode_next()? {
+        if self.clock.frames > 0 && !self.decode_kept()? {
             if self.refused > 0 {
                 crate::info!(
                     "{}: {} packet(s) or picture(s) could not be decoded and were skipped, as ffmpeg skips them",
@@ -973,7 +1050,7 @@ impl Source for Decoded {
 
     fn skip(&mut self) -> Result<Read> {
         self.tapped.stop_holding();
-        if self.clock.frames > 0 && !self.decode_next()? {
+        if self.clock.frames > 0 && !self.decode_kept()? {
             return Ok(Read::End);
         }
         self.clock.frames += 1;
@@ -1001,7 +1078,10 @@ impl Source for Decoded {
     }
 
     fn tap(&mut self, tap: super::tap::Tap) -> std::result::Result<(), super::tap::Tap> {
-        self.tapped.attach(&self.input, self.facts.stream, tap);
+        let from = self.facts.trim.0 as f64 * f64::from(self.facts.time_base.numerator())
+            / f64::from(self.facts.time_base.denominator());
+        self.tapped
+            .attach(&self.input, self.facts.stream, from, tap);
         Ok(())
     }
 

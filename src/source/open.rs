@@ -36,6 +36,23 @@ pub enum Decode {
     Auto,
 }
 
+/// The part of an input that is read (`--ss`, `--to`, `-t`), seconds on its own timeline
+/// from its start, as ffmpeg's input options count them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Trim {
+    /// Frames before this are dropped (after a seek to the keyframe before).
+    pub start: f64,
+    /// Frames from this on are not read.
+    pub end: Option<f64>,
+}
+
+impl Trim {
+    /// Whether any part is cut.
+    pub fn is_set(&self) -> bool {
+        self.start > 0.0 || self.end.is_some()
+    }
+}
+
 /// What the flags ask of the input: `--size` and `--fps` when given, what standard input
 /// carries, and how a file is played and decoded (how a file is played is read only where
 /// files are: with FFmpeg's libraries).
@@ -64,6 +81,8 @@ pub struct Asked {
     pub reconnect: bool,
     /// Frames pass untouched to standard output alone (`--filter copy`, headless).
     pub untouched: bool,
+    /// `--ss`, `--to`, `-t`: the part of a file that is read.
+    pub trim: Trim,
     /// A file's rotation and video start (`media::MediaInfo`).
     #[cfg(feature = "opencv")]
     pub rotation: u32,
@@ -244,6 +263,21 @@ fn reconnecting(source: Box<dyn Source>, input: &InputSpec, asked: Asked) -> Box
 }
 
 fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
+    if asked.trim.is_set() && !trimmable(input, asked) {
+        let what = match input {
+            InputSpec::Default | InputSpec::Pattern(_) => "the test pattern",
+            InputSpec::Camera(_) => "a camera",
+            InputSpec::Stdin | InputSpec::Pipe(_) => "standard input or a pipe",
+            InputSpec::Image(_) => "a still image",
+            InputSpec::Stream(_) | InputSpec::Video(_) if asked.decode == Decode::Opencv => {
+                "an input OpenCV decodes (--decode opencv)"
+            }
+            _ => "a GStreamer pipeline",
+        };
+        anyhow::bail!(
+            "--ss, --to and -t apply to files and streams decoded by FFmpeg's libavcodec, not to {what}"
+        );
+    }
     let pattern = |o: super::PatternOpts| -> Result<Box<dyn Source>> {
         let size = o.size.or(asked.size).unwrap_or(DEFAULT_SIZE);
         let format = o
@@ -320,6 +354,7 @@ fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> 
             Decode::Cpu | Decode::Opencv => super::decode::WithNvdec::No,
         },
         on_device: asked.on_device,
+        trim: asked.trim,
     };
     let source = super::decode::open(&url, decode)?;
     say_size_and_fps_dont_apply(&source, asked);
@@ -330,6 +365,17 @@ fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> 
         );
     }
     Ok(Some(Box::new(source)))
+}
+
+/// Whether `input` is decoded by libavcodec, which `Trim` applies to.
+#[cfg(feature = "ffmpeg")]
+fn trimmable(input: &InputSpec, asked: Asked) -> bool {
+    libav_url(input).is_some() && asked.decode != Decode::Opencv
+}
+
+#[cfg(not(feature = "ffmpeg"))]
+fn trimmable(_: &InputSpec, _: Asked) -> bool {
+    false
 }
 
 /// What libavformat opens for `input`: a video file's path, or a URL that is not a GStreamer

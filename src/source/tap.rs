@@ -16,8 +16,10 @@ use ffmpeg_next as ff;
 
 /// Where an input's packets go.
 pub trait PacketTap: Send + Sync {
-    /// The input (re)opened with these streams; `video` is the decoded one's index.
-    fn open(&self, input: &ff::format::context::Input, video: usize);
+    /// The input (re)opened with these streams; `video` is the decoded one's index; the
+    /// run's time 0 is `from` seconds after the input's start (`--ss`), and packets before
+    /// it may come (the seek lands on the keyframe before).
+    fn open(&self, input: &ff::format::context::Input, video: usize, from: f64);
     /// A packet as read (its stream index is the input's).
     fn packet(&self, packet: ff::Packet);
 }
