@@ -141,6 +141,15 @@ impl FrameDesc {
         }
     }
 
+    /// The same frame at another size (a chain that scaled, cropped or turned it), packed.
+    pub fn resized(&self, size: FrameSize) -> Self {
+        Self {
+            size,
+            planes: Planes::packed(self.format, size),
+            ..self.clone()
+        }
+    }
+
     /// The bytes a packed frame of this format and size takes.
     pub fn bytes(&self) -> usize {
         self.format.bytes(self.size)

@@ -132,6 +132,8 @@ struct Shared {
     cpu: Mutex<Vec<(String, ThreadCpu)>>,
     /// The run's counts, as `Options::progress` shares them.
     progress: Arc<Progress>,
+    /// The size the backend makes of each frame size (a late input's ring is made for it).
+    resize: crate::backend::Resizer,
 }
 
 impl Shared {
@@ -228,12 +230,13 @@ pub fn run_inputs(
     // A signalled stop that stops progressing in here is ended by the stop watchdog.
     let _watched = crate::stop::Watched::start();
     let several = inputs.len() > 1;
-    let (free_txs, free_rxs) = free_lists(&inputs);
+    let resize = backend.resizer();
+    let (free_txs, free_rxs) = free_lists(&inputs, &resize);
     let shared = Arc::new(Shared::new(
         stop,
         backend.describe(),
         &inputs,
-        opts.progress.clone(),
+        (opts.progress.clone(), resize.clone()),
     ));
     let backend_tracks = backend.tracks();
     // Every slot of every ring fits in the filled and done channels: sending never waits.
@@ -294,8 +297,14 @@ pub fn run_inputs(
 
 impl Shared {
     /// The shared state of a run of `inputs` on a backend described as `backend`.
-    fn new(stop: &Stop, backend: String, inputs: &[Input], progress: Arc<Progress>) -> Self {
+    fn new(
+        stop: &Stop,
+        backend: String,
+        inputs: &[Input],
+        (progress, resize): (Arc<Progress>, crate::backend::Resizer),
+    ) -> Self {
         Self {
+            resize,
             stop: stop.clone(),
             paused: AtomicBool::new(false),
             step: AtomicBool::new(false),
@@ -340,13 +349,22 @@ impl Counters {
 /// Each input's free list, holding its ring's slots (an input open at the start: its ring
 /// is allocated here, page-locked by the backend as each slot first passes; a late input's
 /// thread fills its own once it knows its frames).
-fn free_lists(inputs: &[Input]) -> (Vec<Sender<Slot>>, Vec<Receiver<Slot>>) {
+fn free_lists(
+    inputs: &[Input],
+    resize: &crate::backend::Resizer,
+) -> (Vec<Sender<Slot>>, Vec<Receiver<Slot>>) {
     let t = Instant::now();
     let (mut txs, mut rxs) = (Vec::new(), Vec::new());
     for (i, input) in inputs.iter().enumerate() {
         let (tx, rx) = bounded::<Slot>(input.ring);
         if let Arrival::Open { source, formats } = &input.source {
-            for slot in ring_of(InputId(i as u16), input.ring, source.size(), *formats) {
+            let size = source.size();
+            for slot in ring_of(
+                InputId(i as u16),
+                input.ring,
+                (size, resize(size)),
+                *formats,
+            ) {
                 tx.send(slot).expect("free list has room for the ring");
             }
         }
@@ -525,8 +543,13 @@ pub const MAX_INPUTS: usize = 1024;
 
 /// Input `input`'s ring: slots for `size` frames in `formats`, tagged with the input (the
 /// backend attaches each as it first passes `submit`).
-fn ring_of(input: InputId, ring: usize, size: FrameSize, formats: Formats) -> Vec<Slot> {
-    let mut slots = ring::allocate(ring, size, formats);
+fn ring_of(
+    input: InputId,
+    ring: usize,
+    (size, out): (FrameSize, FrameSize),
+    formats: Formats,
+) -> Vec<Slot> {
+    let mut slots = ring::allocate_resized(ring, size, out, formats);
     for slot in &mut slots {
         slot.desc.input = input;
     }
@@ -599,7 +622,9 @@ fn arrive(
                 "{name} opened late and joins the run: {}",
                 source.describe()
             );
-            for slot in ring_of(InputId(input as u16), ring, source.size(), formats) {
+            let size = source.size();
+            let out = (shared.resize)(size);
+            for slot in ring_of(InputId(input as u16), ring, (size, out), formats) {
                 refill
                     .send(slot)
                     .expect("its free list has room for its ring");

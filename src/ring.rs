@@ -133,20 +133,28 @@ pub struct Slot {
     /// The backend left `output` as it was: only the mosaic it composes needed the frame
     /// (`tiles::FullFrames`).
     pub output_skipped: bool,
+    /// The processed frame's size, where the chain changed it (set by the backend).
+    pub output_size: Option<FrameSize>,
 }
 
 impl Slot {
     /// A slot for `size` frames in `formats` (input, output), buffers allocated.
     pub fn new(size: FrameSize, formats: Formats) -> Self {
+        Self::resized(size, size, formats)
+    }
+
+    /// A slot for `size` frames that the backend makes into `out` frames.
+    pub fn resized(size: FrameSize, out: FrameSize, formats: Formats) -> Self {
         Self {
             desc: FrameDesc::host(formats.input, size),
             output_format: formats.output,
             input: HostBuffer::new(formats.input.bytes(size)),
-            output: HostBuffer::new(formats.output.bytes(size)),
+            output: HostBuffer::new(formats.output.bytes(out)),
             stamps: Stamps::default(),
             gpu: None,
             spans: Vec::new(),
             output_skipped: false,
+            output_size: None,
         }
     }
 
@@ -170,7 +178,11 @@ impl Slot {
 
     /// The processed frame's descriptor: the captured frame's, in `output_format`.
     pub fn output_desc(&self) -> FrameDesc {
-        self.desc.converted(self.output_format)
+        let desc = self.desc.converted(self.output_format);
+        match self.output_size {
+            Some(size) => desc.resized(size),
+            None => desc,
+        }
     }
 
     /// The input and output buffers (for `Backend::attach`).
@@ -181,7 +193,19 @@ impl Slot {
 
 /// Allocates the ring's slots, their buffers sized for `formats`.
 pub fn allocate(count: usize, size: FrameSize, formats: Formats) -> Vec<Slot> {
-    (0..count).map(|_| Slot::new(size, formats)).collect()
+    allocate_resized(count, size, size, formats)
+}
+
+/// Allocates the ring's slots for `size` frames the backend makes into `out` frames.
+pub fn allocate_resized(
+    count: usize,
+    size: FrameSize,
+    out: FrameSize,
+    formats: Formats,
+) -> Vec<Slot> {
+    (0..count)
+        .map(|_| Slot::resized(size, out, formats))
+        .collect()
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ fn run(dir: &TempDir, args: &[String]) -> common::run::Run {
 fn every_run_example_in_the_readme_runs() {
     let dir = TempDir::new("readme");
     // The media the examples name, made by framepipe itself.
-    make_clip(dir.join("clip.mp4").to_str().unwrap(), "640x360", "20");
+    make_clip(dir.join("clip.mp4").to_str().unwrap(), "640x360", "150");
     make_clip(dir.join("photo%d.png").to_str().unwrap(), "320x240", "1");
     let png = opencv::imgcodecs::imread(
         dir.join("photo0.png").to_str().unwrap(),

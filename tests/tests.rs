@@ -13,6 +13,7 @@ mod ffmpeg_only;
 mod files;
 mod formats;
 mod fuzz_args;
+mod geometry;
 mod gpu;
 mod gpu_kernels;
 mod gst_yuv;

@@ -201,6 +201,7 @@ fn open_each(
         let (source, media) = &mut running.opened;
         let places = outputs::Places {
             claimed: claims[running.at].take().expect("claimed once"),
+            size: running.plan.output_size(),
             fps: running.plan.fps,
             formats: running.plan.backend.formats,
             media: media.as_ref(),

@@ -19,6 +19,8 @@ use crate::source::Source;
 /// formats the backend hands over, and the input's timing and audio.
 pub(super) struct Places<'a> {
     pub claimed: sink::claim::Claimed,
+    /// The frames' size as the backend hands them over (the chain's output size).
+    pub size: crate::frame::FrameSize,
     pub fps: f64,
     pub formats: Formats,
     pub media: Option<&'a crate::source::open::Media>,
@@ -73,7 +75,7 @@ fn open_streams(
             tags,
         };
         let at = sink::kind::OpenAt {
-            size: source.size(),
+            size: places.size,
             fps: places.fps,
             timing: &timing,
             stdout,
@@ -126,7 +128,7 @@ fn open_file_output(
     // recorded in MP4/MOV fragments, so that a crash keeps all but the last fragment.
     let fragmented = writing.fragmented || source.is_live() || source.frame_count().is_none();
     let at = sink::kind::OpenAt {
-        size: source.size(),
+        size: places.size,
         fps: places.fps,
         timing: &timing,
         stdout,

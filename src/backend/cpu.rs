@@ -34,8 +34,9 @@ pub struct CpuBackend {
     canvas: Option<Canvas>,
     /// The inputs' names, for a text's `{name}`.
     names: std::sync::Arc<[String]>,
-    #[cfg(feature = "opencv")]
-    scratch: imp::Scratch,
+    scratch: Scratch,
+    /// The last frame's size (a new chain must make frames of the size the outputs have).
+    last: Option<FrameSize>,
 }
 
 /// Why a user kernel can't run here.
@@ -76,8 +77,8 @@ impl CpuBackend {
             done: VecDeque::new(),
             canvas: cfg.compose.as_ref().map(Canvas::new),
             names: cfg.names.clone(),
-            #[cfg(feature = "opencv")]
-            scratch: imp::Scratch::default(),
+            scratch: Scratch::default(),
+            last: None,
         })
     }
 }
@@ -111,7 +112,7 @@ impl CpuBackend {
     fn process(
         &mut self,
         chain: &Chain,
-        size: FrameSize,
+        (size, out): (FrameSize, FrameSize),
         formats: Formats,
         input: &[u8],
         output: &mut [u8],
@@ -138,18 +139,71 @@ impl CpuBackend {
         let dst: &mut [u8] = if fout == PixelFormat::Bgr24 {
             &mut *output
         } else {
-            grow(&mut self.bgr_out, size.bytes());
-            &mut self.bgr_out[..size.bytes()]
+            grow(&mut self.bgr_out, out.bytes());
+            &mut self.bgr_out[..out.bytes()]
         };
-        #[cfg(feature = "opencv")]
-        imp::apply(chain, size, src, dst, &mut self.scratch)?;
-        #[cfg(not(feature = "opencv"))]
-        chain.apply_reference(size, src, dst);
+        match chain.changes_size() {
+            false => same_size(chain, size, src, dst, &mut self.scratch)?,
+            true => run_parts(chain, size, src, dst, &mut self.scratch)?,
+        }
         if fout != PixelFormat::Bgr24 {
-            pixel::from_bgr(fout, size, &self.bgr_out[..size.bytes()], output);
+            pixel::from_bgr(fout, out, &self.bgr_out[..out.bytes()], output);
         }
         Ok(())
     }
+}
+
+/// Scratch of the CPU backend's own filters (OpenCV's images where built with it).
+#[cfg(feature = "opencv")]
+type Scratch = imp::Scratch;
+#[cfg(not(feature = "opencv"))]
+type Scratch = ();
+
+/// Runs a chain that keeps the size, OpenCV's where built with it, from `src` into `dst`.
+fn same_size(
+    chain: &Chain,
+    size: FrameSize,
+    src: &[u8],
+    dst: &mut [u8],
+    scratch: &mut Scratch,
+) -> Result<()> {
+    #[cfg(feature = "opencv")]
+    imp::apply(chain, size, src, dst, scratch)?;
+    #[cfg(not(feature = "opencv"))]
+    {
+        let () = scratch;
+        chain.apply_reference(size, src, dst);
+    }
+    Ok(())
+}
+
+/// Runs a chain that changes the size part by part (`Chain::segments`): each geometry
+/// filter by `filter::geometry`, the runs between by `same_size`; `dst` holds the last
+/// part's frame.
+fn run_parts(
+    chain: &Chain,
+    size: FrameSize,
+    src: &[u8],
+    dst: &mut [u8],
+    scratch: &mut Scratch,
+) -> Result<()> {
+    let (mut cur, mut s) = (src.to_vec(), size);
+    for part in chain.segments() {
+        let out = part.output_size(s).map_err(anyhow::Error::msg)?;
+        let mut next = vec![0; out.bytes()];
+        match part.as_geometry() {
+            Some(g) => g.apply(s, &cur, out, &mut next),
+            None => same_size(&part, s, &cur, &mut next, scratch)?,
+        }
+        (cur, s) = (next, out);
+    }
+    crate::ensure_kept!(
+        dst.len() == cur.len(),
+        "the chain's last frame is {s}, its output {} bytes",
+        dst.len()
+    );
+    dst.copy_from_slice(&cur);
+    Ok(())
 }
 
 /// Makes `buf` at least `len` bytes long.
@@ -173,6 +227,11 @@ impl Backend for CpuBackend {
         self.formats
     }
 
+    fn resizer(&self) -> super::Resizer {
+        let chain = self.chain.clone();
+        std::sync::Arc::new(move |size| chain.output_size(size).unwrap_or(size))
+    }
+
     fn attach(&mut self, _buffer: &mut HostBuffer) -> Result<()> {
         Ok(())
     }
@@ -191,6 +250,7 @@ impl Backend for CpuBackend {
 
     fn submit(&mut self, mut slot: Slot) -> Result<()> {
         slot.stamps.submitted = Instant::now();
+        slot.output_size = None;
         let (size, formats) = (slot.size(), slot.formats());
         anyhow::ensure!(
             slot.desc.memory == crate::desc::Memory::Host,
@@ -206,7 +266,7 @@ impl Backend for CpuBackend {
         }
         let need = |f: PixelFormat| f.bytes(size);
         crate::ensure_kept!(
-            input.len() >= need(formats.input) && output.len() >= need(formats.output),
+            input.len() >= need(formats.input),
             "a {size} frame ({formats}) does not fit its slot"
         );
         // A text that shows the frame's own facts is drawn bound to them.
@@ -214,19 +274,38 @@ impl Backend for CpuBackend {
             true => std::sync::Arc::new(self.chain.bound(&super::facts_of(&slot, &self.names))),
             false => self.chain.clone(),
         };
+        let out = chain.output_size(size).map_err(anyhow::Error::msg)?;
+        crate::ensure_kept!(
+            slot.output.len() >= formats.output.bytes(out),
+            "a {out} frame ({formats}) does not fit its slot"
+        );
+        slot.output_size = (out != size).then_some(out);
+        self.last = Some(size);
         let Slot { input, output, .. } = &mut slot;
         let (input, output) = (
             &input[..need(formats.input)],
-            &mut output[..need(formats.output)],
+            &mut output[..formats.output.bytes(out)],
         );
-        self.process(&chain, size, formats, input, output)?;
+        self.process(&chain, (size, out), formats, input, output)?;
         self.done_now(slot)
     }
 
     fn control(&mut self, control: &Control) -> Result<()> {
         if let Control::Chain(chain) = control {
             check_chain(chain)?;
-            self.chain = std::sync::Arc::new(chain.clone());
+            let chain = chain.keeping_geometry_of(&self.chain);
+            if let Some(size) = self.last {
+                let (now, then) = (self.chain.output_size(size), chain.output_size(size));
+                if then.is_err() || then != now {
+                    crate::warn!(
+                        "the chain {chain} would change the frames' size ({}), which the outputs opened at: the chain stays {}",
+                        then.map_or_else(|e| e, |s| s.to_string()),
+                        self.chain
+                    );
+                    return Ok(());
+                }
+            }
+            self.chain = std::sync::Arc::new(chain);
         }
         // Bands and page-locking mean nothing on the CPU.
         Ok(())
@@ -375,6 +454,11 @@ mod imp {
                 core::lut(from, &table, to)?;
             }
             Filter::Kernel(ref k) => anyhow::bail!("{}", super::needs_cuda(k)),
+            Filter::Geometry(ref g) => {
+                anyhow::bail!(
+                    "{g} runs on whole frames between the chain's parts (`CpuBackend::run_chain`)"
+                )
+            }
         }
         Ok(())
     }

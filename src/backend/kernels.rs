@@ -603,6 +603,9 @@ impl ChainKernels {
                 }
                 go(&mut b, grid)?;
             }
+            Filter::Geometry(ref g) => {
+                anyhow::bail!("{g} changes the frame's size, which the CUDA backend does not do yet (the plan runs it on the CPU)")
+            }
             Filter::Text(ref t) => {
                 let Extra::Atlas(atlas) = extra else {
                     anyhow::bail!("the text's glyphs were not uploaded");

@@ -40,6 +40,11 @@ pub trait Backend: Send {
     fn describe(&self) -> String;
     /// The formats of the frames it takes and gives (the ring's slots are sized by them).
     fn formats(&self) -> Formats;
+    /// What size of frame it makes of each size it takes (a chain that scales, crops, pads
+    /// or turns), for the ring's output buffers; the same size unless it says otherwise.
+    fn resizer(&self) -> Resizer {
+        std::sync::Arc::new(|size| size)
+    }
     /// Prepares a ring buffer for this backend (page-locks it for CUDA).
     fn attach(&mut self, buffer: &mut HostBuffer) -> Result<()>;
     /// The most frames this backend holds at once.
@@ -59,6 +64,9 @@ pub trait Backend: Send {
     /// (None where the run has no mosaic).
     fn picture(&mut self, fetch: Fetch) -> Result<Option<Picture>>;
 }
+
+/// The size of frame a backend makes of a frame of a size (`Backend::resizer`).
+pub type Resizer = std::sync::Arc<dyn Fn(FrameSize) -> FrameSize + Send + Sync>;
 
 /// A picture of the mosaic a backend composed (packed BGR, the mosaic's size), shared with
 /// the sink thread; the backend writes the buffer again only once the sink lets go.
@@ -212,7 +220,8 @@ impl BackendConfig {
     /// Frames come in and go out in `formats`; bands are cut again to keep 4:2:0 row pairs
     /// whole. The error says what the formats can't carry.
     pub fn with_formats(mut self, formats: Formats) -> Result<Self, ConfigError> {
-        formats.check(self.size)?;
+        let out = self.chain.output_size(self.size).unwrap_or(self.size);
+        formats.check_resized(self.size, out)?;
         self.formats = formats;
         self.plan = self.cut(self.plan.len(), &self.chain)?;
         self.busy_plan = self.cut(self.busy_plan.len(), &self.chain)?;
@@ -224,7 +233,7 @@ impl BackendConfig {
     /// says what the formats can't carry.
     pub fn reshaped(&self, size: FrameSize, formats: Formats) -> Result<Self, ConfigError> {
         let mut cfg = self.clone();
-        formats.check(size)?;
+        formats.check_resized(size, self.chain.output_size(size).unwrap_or(size))?;
         cfg.size = size;
         cfg.formats = formats;
         cfg.plan = cfg.cut(self.plan.len(), &self.chain)?;

@@ -7,6 +7,7 @@
 //! same size (`gray` writes B = G = R). Neighbourhood filters read `radius()` rows above and
 //! below; borders are OpenCV's default, `BORDER_REFLECT_101`.
 
+pub mod geometry;
 pub mod reference;
 pub mod text;
 pub mod user;
@@ -58,6 +59,9 @@ pub enum Filter {
     Kernel(Arc<user::UserKernel>),
     /// Text drawn on the picture, what it shows put in from each frame (`text`).
     Text(Arc<text::Text>),
+    /// A change of the frame's size or orientation (`geometry`): scale, crop, pad, flips,
+    /// transpose.
+    Geometry(geometry::Geometry),
 }
 
 /// The window's keys 1…9.
@@ -149,6 +153,9 @@ pub enum FilterError {
     /// A text filter's template or settings.
     #[error(transparent)]
     Text(#[from] text::TextError),
+    /// A geometry filter's arguments.
+    #[error("{0}")]
+    Geometry(String),
 }
 
 /// The largest kernel side accepted by `blur` and `gauss`.
@@ -161,7 +168,7 @@ pub fn gauss_side(sigma: f32) -> u32 {
 
 /// The filters, as listed in help texts and error messages.
 pub const FILTER_HELP: &str =
-    "copy, invert, gray, gain:ALPHA,BETA, blur:K, gauss:SIGMA, gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3, text:TEXT[,x=X][,y=Y][,size=PX][,color=RRGGBB][,box=0|1], timestamp[:pts][,x=…], kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…]";
+    "copy, invert, gray, gain:ALPHA,BETA, blur:K, gauss:SIGMA, gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3, scale:W:H[:area], crop:W:H[:X:Y], pad:W:H[:X:Y[:RRGGBB]], hflip, vflip, transpose[:DIR], text:TEXT[,x=X][,y=Y][,size=PX][,color=RRGGBB][,box=0|1], timestamp[:pts][,x=…], kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…]";
 
 /// OpenCV's `cvtColor(BGR2GRAY)` weights for 8-bit images (`BY15`, `GY15`, `RY15`,
 /// `gray_shift` = 15); checked equal to OpenCV 4.6 on all 2^24 colours.
@@ -218,6 +225,9 @@ impl Filter {
                 })
                 .collect()
         };
+        if let Some(g) = geometry::Geometry::parse(name, args) {
+            return g.map(Filter::Geometry).map_err(FilterError::Geometry);
+        }
         match name {
             "copy" => nums(&[0]).map(|_| Filter::Copy),
             "invert" => nums(&[0]).map(|_| Filter::Invert),
@@ -320,6 +330,7 @@ impl fmt::Display for Filter {
             Filter::Gain { alpha, beta } => write!(f, "gain:{alpha},{beta}"),
             Filter::Kernel(k) => write!(f, "{k}"),
             Filter::Text(t) => write!(f, "{t}"),
+            Filter::Geometry(g) => write!(f, "{g}"),
         }
     }
 }
@@ -386,15 +397,78 @@ impl Chain {
         )
     }
 
+    /// Whether a filter changes the frame's size or orientation (`geometry`): the chain then
+    /// runs on whole frames, on the CPU backend.
+    pub fn changes_size(&self) -> bool {
+        self.0.iter().any(|f| matches!(f, Filter::Geometry(_)))
+    }
+
+    /// The size of the frames the chain makes of frames of `size`; why it can't.
+    pub fn output_size(&self, size: FrameSize) -> Result<FrameSize, String> {
+        self.0.iter().try_fold(size, |s, f| match f {
+            Filter::Geometry(g) => g.output(s),
+            _ => Ok(s),
+        })
+    }
+
+    /// This chain, with `old`'s geometry filters after it where it has none of its own (a
+    /// preset chosen while a scaled run plays keeps the frames' size).
+    pub fn keeping_geometry_of(&self, old: &Chain) -> Chain {
+        if self.changes_size() {
+            return self.clone();
+        }
+        let kept = old.0.iter().filter(|f| matches!(f, Filter::Geometry(_)));
+        Chain(self.0.iter().chain(kept).cloned().collect())
+    }
+
+    /// The chain cut where the size changes: runs of filters of one size, and each geometry
+    /// filter alone.
+    pub fn segments(&self) -> Vec<Chain> {
+        let mut out: Vec<Vec<Filter>> = Vec::new();
+        for f in &self.0 {
+            let alone = matches!(f, Filter::Geometry(_));
+            match out.last_mut() {
+                Some(run) if !alone && !matches!(run[0], Filter::Geometry(_)) => {
+                    run.push(f.clone())
+                }
+                _ => out.push(vec![f.clone()]),
+            }
+        }
+        out.into_iter().map(Chain).collect()
+    }
+
+    /// The chain's geometry filter, where it is one alone (`segments`).
+    pub fn as_geometry(&self) -> Option<&geometry::Geometry> {
+        match self.0.as_slice() {
+            [Filter::Geometry(g)] => Some(g),
+            _ => None,
+        }
+    }
+
     /// Whether the chain changes no pixel (only `copy`).
     pub fn is_identity(&self) -> bool {
         self.0.iter().all(|f| matches!(f, Filter::Copy))
     }
 
-    /// Applies the chain to a whole frame with the plain-Rust reference.
+    /// Applies the chain to a whole frame with the plain-Rust reference; `dst` holds a frame
+    /// of `output_size(size)`.
     pub fn apply_reference(&self, size: FrameSize, src: &[u8], dst: &mut [u8]) {
-        let plan = crate::band::BandPlan::new(size.height, 1, self.radius()).expect("one band");
-        reference::apply_banded(self, size, &plan, src, dst);
+        if !self.changes_size() {
+            let plan = crate::band::BandPlan::new(size.height, 1, self.radius()).expect("one band");
+            reference::apply_banded(self, size, &plan, src, dst);
+            return;
+        }
+        let (mut cur, mut s) = (src.to_vec(), size);
+        for part in self.segments() {
+            let out = part.output_size(s).unwrap_or(s);
+            let mut next = vec![0; out.bytes()];
+            match part.as_geometry() {
+                Some(g) => g.apply(s, &cur, out, &mut next),
+                None => part.apply_reference(s, &cur, &mut next),
+            }
+            (cur, s) = (next, out);
+        }
+        dst[..cur.len()].copy_from_slice(&cur);
     }
 }
 

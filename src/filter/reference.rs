@@ -85,6 +85,9 @@ pub fn apply(filter: &Filter, v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u
     match *filter {
         Filter::Copy => dst.copy_from_slice(src),
         Filter::Invert => dst.iter_mut().zip(src).for_each(|(d, s)| *d = 255 - s),
+        // A chain that changes the size runs on whole frames (`Chain::apply_reference`), each
+        // geometry filter alone: never banded.
+        Filter::Geometry(_) => dst.copy_from_slice(src),
         Filter::Text(ref t) => {
             let size = FrameSize::new(v.width, v.height);
             t.place(size).draw(super::text::atlas(), v, src, dst);

@@ -497,11 +497,16 @@ impl Formats {
 
     /// Fails for formats no backend can carry or a size they can't hold.
     pub fn check(self, size: FrameSize) -> Result<(), FormatError> {
+        self.check_resized(size, size)
+    }
+
+    /// `check` for `size` frames in that the backend makes into `out` frames.
+    pub fn check_resized(self, size: FrameSize, out: FrameSize) -> Result<(), FormatError> {
         if !self.output.writable() {
             return Err(FormatError::NotWritten(self.output));
         }
         self.input.check(size)?;
-        self.output.check(size)
+        self.output.check(out)
     }
 }
 

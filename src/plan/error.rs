@@ -8,6 +8,9 @@ use crate::pixel::PixelFormat;
 /// A refusal of the flags (module doc).
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
+    /// A chain that changes the size where this version can't run one.
+    #[error("{0}")]
+    Geometry(String),
     /// `--ss`, `--to`, `-t` that read nothing.
     #[error("{0}")]
     Trim(String),

@@ -205,9 +205,14 @@ impl Plan {
     pub fn settle(engine: &Engine, input: &InputPlan, source: &dyn Source) -> Result<Self> {
         let size = source.size();
         let counts = settle_counts(engine, size, source.format().row_align())?;
+        // The outputs take the chain's frames: of its output size.
+        let out = engine
+            .chain
+            .output_size(size)
+            .map_err(|why| anyhow::anyhow!("{}: {why}", source.describe()))?;
         let formats = Formats {
             input: source.format(),
-            output: sink::negotiate(source.format(), size, &input.takes),
+            output: sink::negotiate(source.format(), out, &input.takes),
         };
         if let Some(lost) = chroma_lost(formats) {
             crate::warn!("{lost}");
@@ -232,6 +237,12 @@ impl Plan {
             plan.ring = plan.ring.min(cap);
         }
         Ok(plan)
+    }
+
+    /// The size of the frames the backend hands over (the chain's output size).
+    pub fn output_size(&self) -> FrameSize {
+        let size = self.backend.size;
+        self.backend.chain.output_size(size).unwrap_or(size)
     }
 
     /// Traces frames `0..n` (spans into the summary's trace).

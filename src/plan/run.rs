@@ -205,6 +205,7 @@ impl RunPlan {
         let serve = check_serve(&args)?;
         let parts = outputs_of_parts(&args, &marks)?;
         let several = specs.len() > 1;
+        check_geometry(&args, several)?;
         let recording = parts.recording;
         check_encoding(&args, &parts.each[0], recording.as_ref())?;
         let display = display_of(&args, several, serve, recording.is_some());
@@ -334,8 +335,15 @@ fn engine_of(args: &RunArgs, several: bool) -> Engine {
         TraceFrames::Last(n) if tracing => (0, n.max(1)),
         _ => (0, 0),
     };
+    let kind = match args.filter.changes_size() {
+        true if args.backend == BackendKind::Auto => {
+            crate::info!("the chain {} changes the frame's size: it runs on the CPU backend (the CUDA backend does not resize yet)", args.filter);
+            BackendKind::Cpu
+        }
+        _ => args.backend,
+    };
     Engine {
-        kind: args.backend,
+        kind,
         chain: args.filter.clone(),
         ring: args.ring,
         ring_cap: (several && args.ring.is_none()).then_some(RING_EACH),
@@ -708,6 +716,27 @@ fn check_kernels(args: &RunArgs) -> Result<(), PlanError> {
         }
         _ => Ok(()),
     }
+}
+
+/// A chain that changes the frames' size runs on the CPU backend, for one input (this
+/// version: the CUDA lanes and the mosaic's tiles take frames of the input's size).
+fn check_geometry(args: &RunArgs, several: bool) -> Result<(), PlanError> {
+    if !args.filter.changes_size() {
+        return Ok(());
+    }
+    let why = if args.backend == BackendKind::Cuda {
+        "runs on the CPU backend in this version: --backend cpu (or auto)"
+    } else if args.filter.user_kernels().next().is_some() {
+        "runs on the CPU backend in this version, and a kernel: filter on CUDA: not both in one chain"
+    } else if several {
+        "takes one input in this version (the mosaic's tiles take frames of their input's size)"
+    } else {
+        return Ok(());
+    };
+    Err(PlanError::Geometry(format!(
+        "--filter {}: a filter that changes the frame's size (scale, crop, pad, transpose) {why}",
+        args.filter
+    )))
 }
 
 /// `--trace-frames`, and the names of `--trace`, `--timeline` and `--summary-json`.

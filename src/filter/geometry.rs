@@ -1,0 +1,556 @@
+//! Filters that change a frame's geometry: `scale`, `crop`, `pad`, `hflip`, `vflip`,
+//! `transpose`. Each maps a packed BGR frame of one size to one of another (`output`), in
+//! plain Rust (`apply`), which is what the CPU backend runs in every build.
+//!
+//! Invariants: `output` is the only place a geometry filter's size is decided, and refuses
+//! (with the reason) what does not fit the frame (a crop past its edge, a pad smaller than
+//! it); `crop`, `pad`, the flips and `transpose` move pixels untouched, as ffmpeg's filters
+//! of those names do on BGR; `scale` samples pixel centres (`bilinear`: 11-bit weights each
+//! way, rounded once; `area`: the mean over each output pixel's footprint, rounded).
+
+use std::fmt;
+
+use crate::frame::{FrameSize, CHANNELS, MAX_SIDE};
+
+/// A side of `scale`'s output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// This many pixels.
+    Fixed(usize),
+    /// Kept in the input's aspect from the other side (`-1`), rounded to a multiple of
+    /// `n` (`-2`: even).
+    Aspect(usize),
+}
+
+/// How `scale` samples.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sampling {
+    /// Bilinear between the four nearest pixel centres.
+    Bilinear,
+    /// The mean over each output pixel's footprint (for shrinking).
+    Area,
+}
+
+/// ffmpeg's `transpose` directions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turn {
+    /// A quarter counter-clockwise and flipped vertically (ffmpeg's 0, its default).
+    CclockFlip,
+    /// A quarter clockwise (1).
+    Clock,
+    /// A quarter counter-clockwise (2).
+    Cclock,
+    /// A quarter clockwise and flipped vertically (3).
+    ClockFlip,
+}
+
+/// A geometry filter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Geometry {
+    /// `scale:W:H[:bilinear|area]`.
+    Scale {
+        /// Output width.
+        w: Side,
+        /// Output height.
+        h: Side,
+        /// How it samples.
+        sampling: Sampling,
+    },
+    /// `crop:W:H[:X:Y]` (centred where X and Y are left out).
+    Crop {
+        /// Output size.
+        w: usize,
+        /// Output height.
+        h: usize,
+        /// Top-left corner in the input; None: centred.
+        at: Option<(usize, usize)>,
+    },
+    /// `pad:W:H[:X:Y[:RRGGBB]]`: the input placed at X, Y on a W×H frame of the colour.
+    Pad {
+        /// Output width.
+        w: usize,
+        /// Output height.
+        h: usize,
+        /// The input's top-left corner in the output.
+        x: usize,
+        /// Its top row.
+        y: usize,
+        /// Blue, green, red.
+        color: [u8; 3],
+    },
+    /// Mirrored left to right.
+    HFlip,
+    /// Upside down.
+    VFlip,
+    /// Rows become columns.
+    Transpose(Turn),
+}
+
+impl Geometry {
+    /// Parses `name`'s arguments (`scale:1280:720`, `crop:640,360,0,0`: colons or commas).
+    pub fn parse(name: &str, args: &[String]) -> Option<Result<Self, String>> {
+        let args: Vec<&str> = args.iter().flat_map(|a| a.split(':')).collect();
+        let shape = match name {
+            "scale" => "scale:W:H[:bilinear|area] (-1 keeps the aspect, -2 keeps it even)",
+            "crop" => "crop:W:H[:X:Y]",
+            "pad" => "pad:W:H[:X:Y[:RRGGBB]]",
+            "hflip" | "vflip" => name,
+            "transpose" => "transpose[:clock|cclock|clock_flip|cclock_flip or 0-3]",
+            _ => return None,
+        };
+        Some(
+            parse_args(name, &args)
+                .map_err(|why| format!("filter '{name}': {why}; expected {shape}")),
+        )
+    }
+
+    /// The size of the frame it makes of one of `size`; why it can't, where it can't.
+    pub fn output(&self, size: FrameSize) -> Result<FrameSize, String> {
+        let out = match *self {
+            Geometry::Scale { w, h, .. } => scaled(size, w, h)?,
+            Geometry::Crop { w, h, at } => {
+                let (x, y) = at.unwrap_or_else(|| centred(size, w, h));
+                if x + w > size.width || y + h > size.height {
+                    return Err(format!(
+                        "{self}: a {w}x{h} crop at {x},{y} reaches past the {size} frame"
+                    ));
+                }
+                FrameSize::new(w, h)
+            }
+            Geometry::Pad { w, h, x, y, .. } => {
+                if x + size.width > w || y + size.height > h {
+                    return Err(format!(
+                        "{self}: the {size} frame at {x},{y} does not fit in {w}x{h}"
+                    ));
+                }
+                FrameSize::new(w, h)
+            }
+            Geometry::HFlip | Geometry::VFlip => size,
+            Geometry::Transpose(_) => FrameSize::new(size.height, size.width),
+        };
+        if out.width == 0 || out.height == 0 || out.width > MAX_SIDE || out.height > MAX_SIDE {
+            return Err(format!(
+                "{self}: makes a {out} frame of a {size} one (sides 1 to {MAX_SIDE})"
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Makes `dst` (of `out`, which `output(size)` gave) from `src` (of `size`), packed BGR.
+    pub fn apply(&self, size: FrameSize, src: &[u8], out: FrameSize, dst: &mut [u8]) {
+        match *self {
+            Geometry::Scale { sampling, .. } => match sampling {
+                Sampling::Bilinear => bilinear(size, src, out, dst),
+                Sampling::Area => area(size, src, out, dst),
+            },
+            Geometry::Crop { w, h, at } => {
+                let (x, y) = at.unwrap_or_else(|| centred(size, w, h));
+                for (r, row) in dst.chunks_exact_mut(w * CHANNELS).take(h).enumerate() {
+                    let from = ((y + r) * size.width + x) * CHANNELS;
+                    row.copy_from_slice(&src[from..from + w * CHANNELS]);
+                }
+            }
+            Geometry::Pad { w, x, y, color, .. } => {
+                dst.chunks_exact_mut(CHANNELS)
+                    .for_each(|p| p.copy_from_slice(&color));
+                for (r, row) in src.chunks_exact(size.stride()).enumerate() {
+                    let to = ((y + r) * w + x) * CHANNELS;
+                    dst[to..to + row.len()].copy_from_slice(row);
+                }
+            }
+            Geometry::HFlip | Geometry::VFlip | Geometry::Transpose(_) => {
+                self.move_pixels(size, out, src, dst)
+            }
+        }
+    }
+
+    /// The flips and turns: each output pixel from the input pixel it names.
+    fn move_pixels(&self, size: FrameSize, out: FrameSize, src: &[u8], dst: &mut [u8]) {
+        let (w, h) = (size.width, size.height);
+        for oy in 0..out.height {
+            for ox in 0..out.width {
+                let (x, y) = match *self {
+                    Geometry::HFlip => (w - 1 - ox, oy),
+                    Geometry::VFlip => (ox, h - 1 - oy),
+                    Geometry::Transpose(Turn::CclockFlip) => (oy, ox),
+                    Geometry::Transpose(Turn::Clock) => (oy, h - 1 - ox),
+                    Geometry::Transpose(Turn::Cclock) => (w - 1 - oy, ox),
+                    Geometry::Transpose(Turn::ClockFlip) => (w - 1 - oy, h - 1 - ox),
+                    _ => (ox, oy),
+                };
+                let (to, from) = ((oy * out.width + ox) * CHANNELS, (y * w + x) * CHANNELS);
+                dst[to..to + CHANNELS].copy_from_slice(&src[from..from + CHANNELS]);
+            }
+        }
+    }
+}
+
+impl fmt::Display for Geometry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let side = |s: Side| match s {
+            Side::Fixed(n) => n.to_string(),
+            Side::Aspect(1) => "-1".into(),
+            Side::Aspect(n) => format!("-{n}"),
+        };
+        match *self {
+            Geometry::Scale { w, h, sampling } => {
+                let how = match sampling {
+                    Sampling::Bilinear => "bilinear",
+                    Sampling::Area => "area",
+                };
+                write!(f, "scale:{}:{}:{how}", side(w), side(h))
+            }
+            Geometry::Crop { w, h, at: None } => write!(f, "crop:{w}:{h}"),
+            Geometry::Crop {
+                w,
+                h,
+                at: Some((x, y)),
+            } => write!(f, "crop:{w}:{h}:{x}:{y}"),
+            Geometry::Pad {
+                w,
+                h,
+                x,
+                y,
+                color: [b, g, r],
+            } => {
+                write!(f, "pad:{w}:{h}:{x}:{y}:{r:02x}{g:02x}{b:02x}")
+            }
+            Geometry::HFlip => write!(f, "hflip"),
+            Geometry::VFlip => write!(f, "vflip"),
+            Geometry::Transpose(t) => write!(
+                f,
+                "transpose:{}",
+                match t {
+                    Turn::CclockFlip => "cclock_flip",
+                    Turn::Clock => "clock",
+                    Turn::Cclock => "cclock",
+                    Turn::ClockFlip => "clock_flip",
+                }
+            ),
+        }
+    }
+}
+
+/// A crop's corner where none is given: centred, half a pixel rounded to even (ffmpeg's
+/// `(in_w-out_w)/2` through lrint).
+fn centred(size: FrameSize, w: usize, h: usize) -> (usize, usize) {
+    let half = |a: usize, b: usize| (a.saturating_sub(b) as f64 / 2.0).round_ties_even() as usize;
+    (half(size.width, w), half(size.height, h))
+}
+
+fn parse_args(name: &str, args: &[&str]) -> Result<Geometry, String> {
+    let count = |ok: &[usize]| -> Result<(), String> {
+        match ok.contains(&args.len()) {
+            true => Ok(()),
+            false => Err(format!("{} argument(s) given", args.len())),
+        }
+    };
+    let px = |s: &str| -> Result<usize, String> {
+        s.parse::<usize>()
+            .ok()
+            .filter(|v| *v <= MAX_SIDE)
+            .ok_or_else(|| format!("'{s}' is not a number of pixels"))
+    };
+    Ok(match name {
+        "scale" => {
+            count(&[2, 3])?;
+            let side = |s: &str| match s {
+                "-1" => Ok(Side::Aspect(1)),
+                "-2" => Ok(Side::Aspect(2)),
+                _ => px(s).and_then(|v| match v {
+                    0 => Err("a side of 0".into()),
+                    v => Ok(Side::Fixed(v)),
+                }),
+            };
+            let (w, h) = (side(args[0])?, side(args[1])?);
+            if matches!((w, h), (Side::Aspect(_), Side::Aspect(_))) {
+                return Err("only one side may keep the aspect".into());
+            }
+            let sampling = match args.get(2).copied() {
+                None | Some("bilinear") => Sampling::Bilinear,
+                Some("area") => Sampling::Area,
+                Some(other) => return Err(format!("'{other}' is no sampling")),
+            };
+            Geometry::Scale { w, h, sampling }
+        }
+        "crop" => {
+            count(&[2, 4])?;
+            let at = match args.len() {
+                4 => Some((px(args[2])?, px(args[3])?)),
+                _ => None,
+            };
+            Geometry::Crop {
+                w: px(args[0])?,
+                h: px(args[1])?,
+                at,
+            }
+        }
+        "pad" => {
+            count(&[2, 4, 5])?;
+            let (x, y) = match args.len() {
+                2 => (0, 0),
+                _ => (px(args[2])?, px(args[3])?),
+            };
+            let color = match args.get(4) {
+                None => [0, 0, 0],
+                Some(c) => {
+                    let v = u32::from_str_radix(c.trim_start_matches('#'), 16)
+                        .ok()
+                        .filter(|_| c.trim_start_matches('#').len() == 6)
+                        .ok_or_else(|| format!("'{c}' is not a colour RRGGBB"))?;
+                    [v as u8, (v >> 8) as u8, (v >> 16) as u8]
+                }
+            };
+            Geometry::Pad {
+                w: px(args[0])?,
+                h: px(args[1])?,
+                x,
+                y,
+                color,
+            }
+        }
+        "hflip" => count(&[0]).map(|_| Geometry::HFlip)?,
+        "vflip" => count(&[0]).map(|_| Geometry::VFlip)?,
+        _ => {
+            count(&[0, 1])?;
+            Geometry::Transpose(match args.first().copied() {
+                None | Some("0") | Some("cclock_flip") => Turn::CclockFlip,
+                Some("1") | Some("clock") => Turn::Clock,
+                Some("2") | Some("cclock") => Turn::Cclock,
+                Some("3") | Some("clock_flip") => Turn::ClockFlip,
+                Some(other) => return Err(format!("'{other}' is no direction")),
+            })
+        }
+    })
+}
+
+/// `scale`'s output size: a side kept in the input's aspect rounds to the nearest multiple
+/// of its `n`.
+fn scaled(size: FrameSize, w: Side, h: Side) -> Result<FrameSize, String> {
+    let keep = |other: usize, of: usize, by: usize, n: usize| {
+        let exact = other as f64 * of as f64 / by as f64;
+        ((exact / n as f64).round() as usize * n).max(n)
+    };
+    Ok(match (w, h) {
+        (Side::Fixed(w), Side::Fixed(h)) => FrameSize::new(w, h),
+        (Side::Aspect(n), Side::Fixed(h)) => FrameSize::new(keep(h, size.width, size.height, n), h),
+        (Side::Fixed(w), Side::Aspect(n)) => FrameSize::new(w, keep(w, size.height, size.width, n)),
+        _ => return Err("only one side may keep the aspect".into()),
+    })
+}
+
+/// Weight bits of `bilinear`, each way.
+const BITS: u32 = 14;
+
+/// For each output coordinate: the first input coordinate it reads and the weights (of
+/// 2^BITS, summing to it) of those from there. Pixel centres are sampled (`(o + 0.5) * in /
+/// out - 0.5`); a tent one input pixel wide each side when growing, as wide as an output
+/// pixel's footprint when shrinking (as libswscale's bilinear widens it), so that shrinking
+/// averages instead of skipping pixels. Reads past an edge take the edge pixel.
+fn taps(input: usize, output: usize) -> Vec<(usize, Vec<u32>)> {
+    let ratio = input as f64 / output as f64;
+    let reach = ratio.max(1.0);
+    (0..output)
+        .map(|o| {
+            let centre = (o as f64 + 0.5) * ratio - 0.5;
+            let first = (centre - reach).floor() as isize + 1;
+            let last = (centre + reach).ceil() as isize - 1;
+            let mut weights: Vec<(usize, f64)> = Vec::new();
+            for i in first..=last {
+                let w = (1.0 - (i as f64 - centre).abs() / reach).max(0.0);
+                let at = i.clamp(0, input as isize - 1) as usize;
+                match weights.last_mut() {
+                    Some((prev, pw)) if *prev == at => *pw += w,
+                    _ => weights.push((at, w)),
+                }
+            }
+            let total: f64 = weights.iter().map(|(_, w)| w).sum();
+            let one = f64::from(1u32 << BITS);
+            let mut fixed: Vec<u32> = weights
+                .iter()
+                .map(|(_, w)| (w / total * one).round() as u32)
+                .collect();
+            // The rounding error goes to the largest weight: the weights sum to 2^BITS.
+            let sum: u32 = fixed.iter().sum();
+            let big = (0..fixed.len()).max_by_key(|&k| fixed[k]).unwrap_or(0);
+            fixed[big] = (fixed[big] + (1 << BITS)).saturating_sub(sum);
+            (weights.first().map_or(0, |w| w.0), fixed)
+        })
+        .collect()
+}
+
+fn bilinear(size: FrameSize, src: &[u8], out: FrameSize, dst: &mut [u8]) {
+    let (xs, ys) = (taps(size.width, out.width), taps(size.height, out.height));
+    // Rows first, kept to 2^BITS times their value; then columns, rounded once.
+    let mut rows = vec![0u32; size.height * out.width * CHANNELS];
+    for y in 0..size.height {
+        let line = &src[y * size.stride()..(y + 1) * size.stride()];
+        for (ox, (x0, w)) in xs.iter().enumerate() {
+            for c in 0..CHANNELS {
+                let v: u32 = w
+                    .iter()
+                    .enumerate()
+                    .map(|(k, w)| u32::from(line[(x0 + k) * CHANNELS + c]) * w)
+                    .sum();
+                rows[(y * out.width + ox) * CHANNELS + c] = v;
+            }
+        }
+    }
+    let round = 1u64 << (2 * BITS - 1);
+    for (oy, (y0, w)) in ys.iter().enumerate() {
+        for i in 0..out.width * CHANNELS {
+            let v: u64 = w
+                .iter()
+                .enumerate()
+                .map(|(k, w)| u64::from(rows[(y0 + k) * out.width * CHANNELS + i]) * u64::from(*w))
+                .sum();
+            dst[oy * out.width * CHANNELS + i] = ((v + round) >> (2 * BITS)).min(255) as u8;
+        }
+    }
+}
+
+/// For each output coordinate: the input coordinates its footprint covers and how much of
+/// each (in 1/256 of a pixel of the output's footprint scaled by `output`).
+fn spans(input: usize, output: usize) -> Vec<Vec<(usize, u64)>> {
+    (0..output)
+        .map(|o| {
+            // The footprint is [o * input, (o + 1) * input) in units of 1/output input pixel.
+            let (lo, hi) = ((o * input) as u64, ((o + 1) * input) as u64);
+            let out = output as u64;
+            (lo / out..hi.div_ceil(out))
+                .map(|i| {
+                    let (a, b) = ((i * out).max(lo), ((i + 1) * out).min(hi));
+                    (i as usize, b - a)
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn area(size: FrameSize, src: &[u8], out: FrameSize, dst: &mut [u8]) {
+    let (xs, ys) = (spans(size.width, out.width), spans(size.height, out.height));
+    // Each footprint's weights sum to `input` each way.
+    let total = (size.width * size.height) as u64;
+    for (oy, ry) in ys.iter().enumerate() {
+        for (ox, rx) in xs.iter().enumerate() {
+            for c in 0..CHANNELS {
+                let mut sum = 0u64;
+                for &(y, wy) in ry {
+                    for &(x, wx) in rx {
+                        sum += u64::from(src[(y * size.width + x) * CHANNELS + c]) * wx * wy;
+                    }
+                }
+                dst[(oy * out.width + ox) * CHANNELS + c] = ((sum + total / 2) / total) as u8;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(s: &str) -> Geometry {
+        let (name, args) = s
+            .split_once(':')
+            .map_or((s, vec![]), |(n, a)| (n, vec![a.to_string()]));
+        Geometry::parse(name, &args).unwrap().unwrap()
+    }
+
+    #[test]
+    fn sizes_follow_ffmpegs_rules() {
+        let hd = FrameSize::new(1920, 1080);
+        assert_eq!(
+            g("scale:1280:-1").output(hd).unwrap(),
+            FrameSize::new(1280, 720)
+        );
+        assert_eq!(
+            g("scale:-2:361").output(hd).unwrap(),
+            FrameSize::new(642, 361)
+        );
+        assert_eq!(
+            g("crop:640:360").output(hd).unwrap(),
+            FrameSize::new(640, 360)
+        );
+        assert!(g("crop:640:360:1300:0").output(hd).is_err());
+        assert!(g("pad:1920:1000").output(hd).is_err());
+        assert_eq!(
+            g("transpose:clock").output(hd).unwrap(),
+            FrameSize::new(1080, 1920)
+        );
+        for bad in [
+            "scale:-1:-1",
+            "scale:0:10",
+            "crop:1:2:3",
+            "transpose:9",
+            "pad:1:2:3:4:zz",
+        ] {
+            let (n, a) = bad.split_once(':').unwrap();
+            assert!(
+                Geometry::parse(n, &[a.to_string()]).unwrap().is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn pixels_move_where_ffmpeg_moves_them() {
+        // 3x2: pixel value = its index.
+        let size = FrameSize::new(3, 2);
+        let src: Vec<u8> = (0..6u8).flat_map(|i| [i; 3]).collect();
+        let run = |s: &str| {
+            let f = g(s);
+            let out = f.output(size).unwrap();
+            let mut dst = vec![0; out.bytes()];
+            f.apply(size, &src, out, &mut dst);
+            dst.chunks(3).map(|p| p[0]).collect::<Vec<_>>()
+        };
+        assert_eq!(run("hflip"), [2, 1, 0, 5, 4, 3]);
+        assert_eq!(run("vflip"), [3, 4, 5, 0, 1, 2]);
+        assert_eq!(run("transpose:clock"), [3, 0, 4, 1, 5, 2]);
+        assert_eq!(run("transpose:cclock"), [2, 5, 1, 4, 0, 3]);
+        assert_eq!(run("transpose:cclock_flip"), [0, 3, 1, 4, 2, 5]);
+        assert_eq!(run("transpose:clock_flip"), [5, 2, 4, 1, 3, 0]);
+        assert_eq!(run("crop:2:1:1:1"), [4, 5]);
+        assert_eq!(run("pad:4:3:1:1"), [0, 0, 0, 0, 0, 0, 1, 2, 0, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_flat_colour_stays_flat_at_any_size() {
+        let size = FrameSize::new(7, 5);
+        let src = vec![77u8; size.bytes()];
+        for s in ["scale:3:2", "scale:16:9", "scale:5:5:area", "scale:1:1"] {
+            let f = g(s);
+            let out = f.output(size).unwrap();
+            let mut dst = vec![0; out.bytes()];
+            f.apply(size, &src, out, &mut dst);
+            assert!(dst.iter().all(|&v| v == 77), "{s}");
+        }
+    }
+
+    #[test]
+    fn scaling_keeps_flat_colours_and_halves_by_the_mean() {
+        let size = FrameSize::new(4, 2);
+        let src: Vec<u8> = [10u8, 20, 30, 40, 50, 60, 70, 80]
+            .iter()
+            .flat_map(|&v| [v; 3])
+            .collect();
+        let run = |s: &str| {
+            let f = g(s);
+            let out = f.output(size).unwrap();
+            let mut dst = vec![0; out.bytes()];
+            f.apply(size, &src, out, &mut dst);
+            dst.chunks(3).map(|p| p[0]).collect::<Vec<_>>()
+        };
+        assert_eq!(run("scale:2:1:area"), [35, 55]);
+        // Shrinking by 2 reads a tent 2 pixels wide each side (edge pixels repeated); the
+        // two rows weigh the same, and the bottom row is the top's + 40.
+        let top = [
+            (10.0 + 0.75 * 20.0 + 0.25 * 30.0) / 2.0,
+            (0.25 * 20.0 + 0.75 * 30.0 + 40.0) / 2.0,
+        ];
+        let want: Vec<u8> = top.iter().map(|t| (t + 20.0_f64).round() as u8).collect();
+        assert_eq!(run("scale:2:1"), want);
+        assert_eq!(run("scale:4:2"), [10, 20, 30, 40, 50, 60, 70, 80]);
+    }
+}
