@@ -434,13 +434,20 @@ fn ts_and_flv_files_keep_every_frame_and_the_audio() {
     }
 }
 
-/// The pictures' MD5s of `path` decoded by ffmpeg, with `before` as ffmpeg's input options.
+/// The pictures' MD5s of `path` decoded by ffmpeg, with `before` as ffmpeg's input options
+/// (or `-vf FILTER`).
 fn picture_md5s(before: &[&str], path: &Path) -> Vec<String> {
+    // `-vf` goes after the input, the rest before it.
+    let (filters, before): (Vec<&str>, Vec<&str>) = match before {
+        ["-vf", f] => (vec!["-vf", f], vec![]),
+        other => (vec![], other.to_vec()),
+    };
     let out = Command::new("ffmpeg")
         .args(["-v", "error"])
         .args(before)
         .arg("-i")
         .arg(path)
+        .args(filters)
         .args(["-an", "-f", "framemd5", "-"])
         .output()
         .unwrap();
@@ -538,4 +545,47 @@ fn a_cut_gives_exactly_ffmpegs_frames() {
         assert_eq!(out.status.code(), Some(1), "{args:?}");
         assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
     }
+}
+
+/// `fps:N` drops and repeats frames by their times as ffmpeg's `fps` filter does: the same
+/// pictures at 12, 25, 60 and 29.97 a second from a 30 fps file; a file written so has N as
+/// its rate, N a second of frames, and the audio.
+#[test]
+fn a_rate_change_gives_ffmpegs_frames() {
+    let dir = TempDir::new("media-fps");
+    let clip = dir.join("clip.mp4");
+    clip_with_audio(&clip, "320x240", "30", 4);
+    let c = clip.to_str().unwrap();
+    for rate in ["12", "25", "60", "29.97"] {
+        let want = picture_md5s(&["-vf", &format!("fps={rate}")], &clip);
+        let y4m = dir.join("rate.y4m");
+        let out = Command::new(common::run::bin())
+            .args([
+                "-i",
+                c,
+                "--headless",
+                "-o",
+                "-",
+                "--filter",
+                &format!("fps:{rate}"),
+            ])
+            .stdout(std::fs::File::create(&y4m).unwrap())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(picture_md5s(&[], &y4m), want, "fps:{rate}");
+    }
+    let file = dir.join("rate.mp4");
+    run_ok(&[
+        "-i",
+        c,
+        "--headless",
+        "--filter",
+        "gray,fps:12",
+        "-o",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(times(&file, "v:0").len(), 48);
+    assert!(streams(&file).contains(&("video".into(), "h264".into(), "12/1".into())));
+    assert!(!times(&file, "a").is_empty());
 }

@@ -202,6 +202,7 @@ fn open_each(
         let places = outputs::Places {
             claimed: claims[running.at].take().expect("claimed once"),
             size: running.plan.output_size(),
+            rate: plan.engine().rate,
             fps: running.plan.fps,
             formats: running.plan.backend.formats,
             media: media.as_ref(),

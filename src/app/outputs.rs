@@ -21,6 +21,8 @@ pub(super) struct Places<'a> {
     pub claimed: sink::claim::Claimed,
     /// The frames' size as the backend hands them over (the chain's output size).
     pub size: crate::frame::FrameSize,
+    /// `fps:N`: the outputs' own rate, whatever the input's.
+    pub rate: Option<f64>,
     pub fps: f64,
     pub formats: Formats,
     pub media: Option<&'a crate::source::open::Media>,
@@ -35,6 +37,13 @@ pub(super) fn open(
 ) -> Result<Vec<Box<dyn Sink>>> {
     let identity = plan.engine().chain.is_identity();
     let tags = y4m_tags(identity, source, places.formats);
+    let rate = places.rate;
+    let input_fps = places.fps;
+    // `fps:N`: the outputs are made for N frames a second, and given them so.
+    let places = Places {
+        fps: rate.unwrap_or(places.fps),
+        ..places
+    };
     let mut sinks = open_streams(plan.writing(), input, source, tags, &places)?;
     sinks.extend(open_file_output(
         plan.writing(),
@@ -43,7 +52,10 @@ pub(super) fn open(
         tags,
         places,
     )?);
-    Ok(sinks)
+    Ok(match (rate, sink::tee(sinks)) {
+        (Some(rate), Some(all)) => vec![Box::new(sink::rate::Rate::new(rate, input_fps, all))],
+        (_, all) => all.into_iter().collect(),
+    })
 }
 
 /// The frames `source` will give in this run, where known (a file's count, or `--frames`).
@@ -65,10 +77,7 @@ fn open_streams(
     let mut sinks = Vec::new();
     for spec in &input.outputs.streams {
         sink::check_rate(spec, places.fps)?;
-        let timing = fed_by(
-            source,
-            timing(places.media, places.fps, writing, Some(spec)),
-        );
+        let timing = fed_by(source, timed(places, writing, Some(spec)));
         let stdout = sink::y4m::Layout {
             write: PixelFormat::I420,
             given: places.formats.output,
@@ -115,10 +124,7 @@ fn open_file_output(
         return Ok(None);
     };
     sink::check_rate(spec, places.fps)?;
-    let timing = fed_by(
-        source,
-        timing(places.media, places.fps, writing, Some(spec)),
-    );
+    let timing = fed_by(source, timed(&places, writing, Some(spec)));
     let stdout = sink::y4m::Layout {
         write: writing.output_format.unwrap_or(PixelFormat::I420),
         given: places.formats.output,
@@ -155,6 +161,21 @@ fn fed_by(source: &mut dyn Source, mut timing: sink::Timing) -> sink::Timing {
 #[cfg(not(feature = "ffmpeg"))]
 fn fed_by(_: &mut dyn Source, timing: sink::Timing) -> sink::Timing {
     timing
+}
+
+/// `timing` for an input's output: at `fps:N`'s rate where asked (its frames then count in
+/// ticks of that rate, whatever the input's time base).
+fn timed(places: &Places, writing: Writing, output: Option<&OutputSpec>) -> sink::Timing {
+    let timing = timing(places.media, places.fps, writing, output);
+    match places.rate {
+        #[cfg(feature = "ffmpeg")]
+        Some(rate) => sink::Timing {
+            rate: Some(sink::av::ratio_of(rate)),
+            time_base: None,
+            ..timing
+        },
+        _ => timing,
+    }
 }
 
 /// How a video output is timed, and whose audio it copies: a file input's exact rate, time

@@ -293,7 +293,8 @@ impl Backend for CpuBackend {
     fn control(&mut self, control: &Control) -> Result<()> {
         if let Control::Chain(chain) = control {
             check_chain(chain)?;
-            let chain = chain.keeping_geometry_of(&self.chain);
+            // The outputs' rate is set at the start (`sink::rate`).
+            let chain = chain.without_rate().0.keeping_geometry_of(&self.chain);
             if let Some(size) = self.last {
                 let (now, then) = (self.chain.output_size(size), chain.output_size(size));
                 if then.is_err() || then != now {
@@ -418,7 +419,7 @@ mod imp {
         const BORDER: i32 = core::BORDER_REFLECT_101;
         let square = |k: u32| Size::new(k as i32, k as i32);
         match *filter {
-            Filter::Copy | Filter::Text(_) => from.input_array()?.copy_to(to)?,
+            Filter::Copy | Filter::Text(_) | Filter::Rate(_) => from.input_array()?.copy_to(to)?,
             Filter::Invert => core::bitwise_not(from, to, &core::no_array())?,
             Filter::Gray => {
                 imgproc::cvt_color(from, &mut w.gray, imgproc::COLOR_BGR2GRAY, 0)?;

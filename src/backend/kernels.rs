@@ -557,10 +557,15 @@ impl ChainKernels {
         };
         let grid = grid_2d(v);
         match *filter {
-            Filter::Copy | Filter::Invert | Filter::Gray | Filter::Gain { .. } => {
-                // Bytes per thread: 16 (one uint4), 48 for gray (16 whole pixels).
+            Filter::Copy
+            | Filter::Invert
+            | Filter::Gray
+            | Filter::Gain { .. }
+            | Filter::Rate(_) => {
+                // Bytes per thread: 16 (one uint4), 48 for gray (16 whole pixels). (`fps:N`
+                // changes no pixel: the plan leaves it to the outputs, a copy here.)
                 let (kernel, per) = match filter {
-                    Filter::Copy => (Kernel::Copy, 16),
+                    Filter::Copy | Filter::Rate(_) => (Kernel::Copy, 16),
                     Filter::Invert => (Kernel::Invert, 16),
                     Filter::Gray => (Kernel::Gray, 48),
                     _ => (Kernel::Gain, 16),

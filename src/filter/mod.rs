@@ -62,6 +62,10 @@ pub enum Filter {
     /// A change of the frame's size or orientation (`geometry`): scale, crop, pad, flips,
     /// transpose.
     Geometry(geometry::Geometry),
+    /// `fps:N`: the outputs' frames at N a second, dropped or repeated by their times
+    /// (`sink::rate`); no pixel changes, so the plan takes it out of the backend's chain
+    /// (`Chain::without_rate`).
+    Rate(f64),
 }
 
 /// The window's keys 1…9.
@@ -168,7 +172,7 @@ pub fn gauss_side(sigma: f32) -> u32 {
 
 /// The filters, as listed in help texts and error messages.
 pub const FILTER_HELP: &str =
-    "copy, invert, gray, gain:ALPHA,BETA, blur:K, gauss:SIGMA, gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3, scale:W:H[:area], crop:W:H[:X:Y], pad:W:H[:X:Y[:RRGGBB]], hflip, vflip, transpose[:DIR], text:TEXT[,x=X][,y=Y][,size=PX][,color=RRGGBB][,box=0|1], timestamp[:pts][,x=…], kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…]";
+    "copy, invert, gray, gain:ALPHA,BETA, blur:K, gauss:SIGMA, gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3, scale:W:H[:area], crop:W:H[:X:Y], pad:W:H[:X:Y[:RRGGBB]], hflip, vflip, transpose[:DIR], fps:N, text:TEXT[,x=X][,y=Y][,size=PX][,color=RRGGBB][,box=0|1], timestamp[:pts][,x=…], kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…]";
 
 /// OpenCV's `cvtColor(BGR2GRAY)` weights for 8-bit images (`BY15`, `GY15`, `RY15`,
 /// `gray_shift` = 15); checked equal to OpenCV 4.6 on all 2^24 colours.
@@ -225,6 +229,17 @@ impl Filter {
                 })
                 .collect()
         };
+        if name == "fps" {
+            let rate = nums(&[1])?[0];
+            if !(crate::frame::MIN_FPS..=crate::frame::MAX_FPS).contains(&f64::from(rate)) {
+                return Err(FilterError::Geometry(format!(
+                    "filter 'fps': {rate} is not a rate from {} to {}",
+                    crate::frame::MIN_FPS,
+                    crate::frame::MAX_FPS
+                )));
+            }
+            return Ok(Filter::Rate(f64::from(rate)));
+        }
         if let Some(g) = geometry::Geometry::parse(name, args) {
             return g.map(Filter::Geometry).map_err(FilterError::Geometry);
         }
@@ -331,6 +346,7 @@ impl fmt::Display for Filter {
             Filter::Kernel(k) => write!(f, "{k}"),
             Filter::Text(t) => write!(f, "{t}"),
             Filter::Geometry(g) => write!(f, "{g}"),
+            Filter::Rate(r) => write!(f, "fps:{r}"),
         }
     }
 }
@@ -395,6 +411,25 @@ impl Chain {
                 })
                 .collect(),
         )
+    }
+
+    /// The chain without its `fps:N` (its pixels' part: copy where nothing else is left),
+    /// and the rate the last one asks for.
+    pub fn without_rate(&self) -> (Chain, Option<f64>) {
+        let rate = self.0.iter().rev().find_map(|f| match f {
+            Filter::Rate(r) => Some(*r),
+            _ => None,
+        });
+        let rest: Vec<Filter> = self
+            .0
+            .iter()
+            .filter(|f| !matches!(f, Filter::Rate(_)))
+            .cloned()
+            .collect();
+        match rest.is_empty() {
+            true => (Chain(vec![Filter::Copy]), rate),
+            false => (Chain(rest), rate),
+        }
     }
 
     /// Whether a filter changes the frame's size or orientation (`geometry`): the chain then

@@ -87,7 +87,8 @@ pub fn apply(filter: &Filter, v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u
         Filter::Invert => dst.iter_mut().zip(src).for_each(|(d, s)| *d = 255 - s),
         // A chain that changes the size runs on whole frames (`Chain::apply_reference`), each
         // geometry filter alone: never banded.
-        Filter::Geometry(_) => dst.copy_from_slice(src),
+        // `fps:N` changes no pixel (the plan takes it out of the backend's chain).
+        Filter::Geometry(_) | Filter::Rate(_) => dst.copy_from_slice(src),
         Filter::Text(ref t) => {
             let size = FrameSize::new(v.width, v.height);
             t.place(size).draw(super::text::atlas(), v, src, dst);

@@ -147,6 +147,9 @@ pub struct Engine {
     pub frames: Option<u64>,
     /// `--fps`, where given and not 0: the output's rate where the input says none.
     pub fps: Option<f64>,
+    /// `fps:N` in `--filter` (taken out of `chain`): each input's outputs take its frames at
+    /// N a second (`sink::rate`).
+    pub rate: Option<f64>,
     /// Frames `0..trace_frames` are traced (0: no trace, or `last:N`).
     pub trace_frames: u64,
     /// `--trace-frames last:N` with a trace asked for: N.
@@ -342,9 +345,11 @@ fn engine_of(args: &RunArgs, several: bool) -> Engine {
         }
         _ => args.backend,
     };
+    let (chain, rate) = args.filter.without_rate();
     Engine {
         kind,
-        chain: args.filter.clone(),
+        chain,
+        rate,
         ring: args.ring,
         ring_cap: (several && args.ring.is_none()).then_some(RING_EACH),
         in_flight: args.in_flight,

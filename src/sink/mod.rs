@@ -35,6 +35,7 @@ pub mod output;
 pub mod picture;
 pub mod ppm;
 pub mod progress;
+pub mod rate;
 #[cfg(feature = "ffmpeg")]
 pub mod record;
 pub mod route;
