@@ -487,3 +487,101 @@ fn a_paced_file_reaches_every_kind_of_stream_whole_with_its_audio() {
         );
     }
 }
+
+/// Audio a stream's container can't hold (Opus to FLV and to MPEG-TS over UDP… MPEG-TS
+/// holds Opus, so PCM there) is encoded to AAC: each peer gets AAC covering the video's
+/// time, starting with it.
+#[test]
+fn audio_a_stream_cant_hold_is_encoded_to_aac() {
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("streams-aac");
+    for (name, codec) in [("opus.mkv", "libopus"), ("pcm.mov", "pcm_s16le")] {
+        let made = Command::new("ffmpeg")
+            .args([
+                "-v",
+                "error",
+                "-y",
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc2=s=320x240:r=30:d=4",
+            ])
+            .args(["-f", "lavfi", "-i", "sine=f=440:r=48000:d=4"])
+            .args(["-c:v", "libx264", "-c:a", codec, "-shortest"])
+            .arg(dir.join(name))
+            .status()
+            .unwrap();
+        assert!(made.success());
+    }
+    let udp = free_port();
+    let (mut nginx, rtmp) = nginx_rtmp(dir.path());
+    let runs = [
+        (
+            "opus.mkv",
+            format!("rtmp://127.0.0.1:{rtmp}/live/cam"),
+            "cam.flv",
+        ),
+        ("pcm.mov", format!("udp://127.0.0.1:{udp}"), "udp.ts"),
+    ];
+    for (input, url, got) in &runs {
+        // UDP's listener stops 3 s after its last packet: it is started just before.
+        let peer = (*got == "udp.ts").then(|| {
+            let url = format!("udp://127.0.0.1:{udp}?timeout=3000000");
+            let p = listener(&["-i", &url], &dir.join("udp.ts"));
+            std::thread::sleep(Duration::from_millis(800));
+            p
+        });
+        let args = [
+            "--headless",
+            "--backend",
+            "cpu",
+            "-i",
+            input,
+            "--output",
+            url,
+        ];
+        let run = framepipe_in(dir.path(), &args, Duration::from_secs(60));
+        let err = stderr(&run);
+        assert!(run.status.success(), "{err}");
+        assert!(err.contains("it is encoded to AAC"), "{err}");
+        if let Some(p) = peer {
+            wait_for(p, Duration::from_secs(10));
+        }
+    }
+    let _ = nginx.kill();
+    let _ = nginx.wait();
+    for (_, _, got) in &runs {
+        let probe = Command::new("ffprobe")
+            .args([
+                "-v",
+                "error",
+                "-select_streams",
+                "a",
+                "-show_entries",
+                "stream=codec_name",
+            ])
+            .args(["-of", "csv=p=0"])
+            .arg(dir.join(got))
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&probe.stdout);
+        let len = std::fs::metadata(dir.join(got)).map(|m| m.len());
+        // MPEG-TS lists its streams twice (its program's, then its own).
+        let codec = said.lines().find(|l| !l.is_empty());
+        assert_eq!(codec, Some("aac"), "{got}: {said:?}, {len:?}");
+        let (video, audio) = packet_times(&dir.join(got));
+        assert_eq!(video.len(), 120, "{got}");
+        // 4 s of 1024-sample frames at 48 kHz: 187.5, and the encoder's own frame at each end.
+        assert!(
+            (186..=190).contains(&audio.len()),
+            "{got}: {} audio packets",
+            audio.len()
+        );
+        let first_video = video.iter().cloned().fold(f64::MAX, f64::min);
+        assert!(
+            (audio[0] - first_video).abs() < 0.050,
+            "{got}: {} against {first_video}",
+            audio[0]
+        );
+    }
+}

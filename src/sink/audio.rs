@@ -176,11 +176,19 @@ impl Packets {
     }
 }
 
-/// The input's audio, copied packet for packet.
+/// Where one of the input's audio streams goes.
+enum Route {
+    /// Copied into the output's stream.
+    Copy(usize),
+    /// Decoded and encoded to AAC (the container can't hold its codec).
+    Encode(Box<super::reencode::Reencode>),
+}
+
+/// The input's audio, copied packet for packet (or encoded again where it must be).
 pub struct AudioCopy {
     packets: Packets,
-    /// Per input stream: the output stream and the input's time base.
-    map: Vec<Option<(usize, ff::Rational)>>,
+    /// Per input stream: where it goes, and the input's time base.
+    map: Vec<Option<(Route, ff::Rational)>>,
     /// The input file's start, seconds (its timeline's zero).
     start: f64,
     /// A packet read but later than what was written so far.
@@ -208,9 +216,10 @@ impl AudioCopy {
                     None => return Ok(()),
                 },
             };
-            let Some(Some((to, tb))) = self.map.get(packet.stream()).copied() else {
+            let Some(Some((route, tb))) = self.map.get_mut(packet.stream()) else {
                 continue;
             };
+            let tb = *tb;
             let Some(ts) = packet.pts().or(packet.dts()) else {
                 continue;
             };
@@ -222,30 +231,47 @@ impl AudioCopy {
             if self.skip_before.is_some_and(|t| at < t) {
                 continue;
             }
-            self.write(out, packet, to, tb)?;
+            let packet = shifted(packet, self.start, tb);
+            match route {
+                Route::Copy(to) => write(out, packet, *to, tb)?,
+                Route::Encode(e) => e.feed(out, &packet, tb)?,
+            }
         }
     }
 
-    /// One packet into the output's stream `to`, its timestamps moved by the file's start.
-    fn write(
-        &self,
-        out: &mut ff::format::context::Output,
-        mut packet: ff::Packet,
-        to: usize,
-        tb: ff::Rational,
-    ) -> Result<()> {
-        let shift =
-            (self.start * f64::from(tb.denominator()) / f64::from(tb.numerator())).round() as i64;
-        packet.set_pts(packet.pts().map(|v| v - shift));
-        packet.set_dts(packet.dts().map(|v| v - shift));
-        let out_tb = out.stream(to).context("audio stream")?.time_base();
-        packet.rescale_ts(tb, out_tb);
-        packet.set_stream(to);
-        packet.set_position(-1);
-        packet
-            .write_interleaved(out)
-            .context("writing an audio packet")
+    /// Ends the audio encoded again (what is left of it is encoded).
+    pub fn finish(&mut self, out: &mut ff::format::context::Output) -> Result<()> {
+        for (route, _) in self.map.iter_mut().flatten() {
+            if let Route::Encode(e) = route {
+                e.finish(out)?;
+            }
+        }
+        Ok(())
     }
+}
+
+/// `packet` with its timestamps moved by the file's `start` (seconds; `tb` its time base).
+fn shifted(mut packet: ff::Packet, start: f64, tb: ff::Rational) -> ff::Packet {
+    let shift = (start * f64::from(tb.denominator()) / f64::from(tb.numerator())).round() as i64;
+    packet.set_pts(packet.pts().map(|v| v - shift));
+    packet.set_dts(packet.dts().map(|v| v - shift));
+    packet
+}
+
+/// One packet (on the output's timeline, in `tb`) into the output's stream `to`.
+fn write(
+    out: &mut ff::format::context::Output,
+    mut packet: ff::Packet,
+    to: usize,
+    tb: ff::Rational,
+) -> Result<()> {
+    let out_tb = out.stream(to).context("audio stream")?.time_base();
+    packet.rescale_ts(tb, out_tb);
+    packet.set_stream(to);
+    packet.set_position(-1);
+    packet
+        .write_interleaved(out)
+        .context("writing an audio packet")
 }
 
 /// Whether an MPEG-TS file or stream (and an HLS playlist's segments) carries audio of `id`
@@ -308,10 +334,13 @@ pub fn copy(
             (Packets::Own(input), streams, (start, false))
         }
     };
-    let mut map = vec![None; streams.iter().map(|s| s.0 + 1).max().unwrap_or(0)];
+    let mut map: Vec<Option<(Route, ff::Rational)>> =
+        (0..streams.iter().map(|s| s.0 + 1).max().unwrap_or(0))
+            .map(|_| None)
+            .collect();
     for (index, params, tb) in streams {
-        if let Some(to) = add_stream(out, params, tb, index, container, path)? {
-            map[index] = Some((to, tb));
+        if let Some(route) = add_stream(out, params, tb, index, container, path)? {
+            map[index] = Some((route, tb));
         }
     }
     let kept = map.iter().flatten().count();
@@ -326,8 +355,28 @@ pub fn copy(
     Ok((copy, kept))
 }
 
-/// An output stream for the input's audio stream `index` where the container holds its
-/// codec (its index in `out`); None, said, where it can't.
+/// Whether `out` (of `container`) holds audio of codec `id`.
+fn holds(out: &ff::format::context::Output, container: Container, id: ff::codec::Id) -> bool {
+    // SAFETY: `out` is an open output context, so its oformat is valid.
+    let asked = unsafe {
+        ff::ffi::avformat_query_codec(
+            (*out.as_ptr()).oformat,
+            id.into(),
+            ff::ffi::FF_COMPLIANCE_NORMAL,
+        )
+    };
+    // libavformat's MPEG-TS, HLS and RTSP muxers answer no query (they have no codec
+    // tags): the audio codecs they carry are named here.
+    match container {
+        Container::TsFile | Container::Ts | Container::Hls => ts_holds_audio(id),
+        Container::Rtsp => rtp_holds_audio(id),
+        Container::Avi if id == ff::codec::Id::AAC => false,
+        _ => asked == 1,
+    }
+}
+
+/// Where the input's audio stream `index` goes: copied where the container holds its codec,
+/// else encoded to AAC where it holds AAC; None, said, where neither.
 fn add_stream(
     out: &mut ff::format::context::Output,
     params: ff::codec::Parameters,
@@ -335,25 +384,18 @@ fn add_stream(
     index: usize,
     container: Container,
     path: &str,
-) -> Result<Option<usize>> {
+) -> Result<Option<Route>> {
     let id = params.id();
-    // SAFETY: `out` is an open output context, so its oformat is valid.
-    let holds = unsafe {
-        ff::ffi::avformat_query_codec(
-            (*out.as_ptr()).oformat,
-            id.into(),
-            ff::ffi::FF_COMPLIANCE_NORMAL,
-        )
-    };
-    let aac_in_avi = container == Container::Avi && id == ff::codec::Id::AAC;
-    // libavformat's MPEG-TS, HLS and RTSP muxers answer no query (they have no codec
-    // tags): the audio codecs they carry are named here.
-    let holds = match container {
-        Container::TsFile | Container::Ts | Container::Hls => i32::from(ts_holds_audio(id)),
-        Container::Rtsp => i32::from(rtp_holds_audio(id)),
-        _ => holds,
-    };
-    if holds != 1 || aac_in_avi {
+    if !holds(out, container, id) {
+        if holds(out, container, ff::codec::Id::AAC) {
+            if let Some(e) = super::reencode::Reencode::open(out, params)? {
+                crate::info!(
+                    "'{path}' can't hold the input's {} audio (stream {index}): it is encoded to AAC",
+                    id.name()
+                );
+                return Ok(Some(Route::Encode(Box::new(e))));
+            }
+        }
         let (what, hint) = if container.is_stream() {
             (
                 "this stream".to_string(),
@@ -377,5 +419,5 @@ fn add_stream(
     // SAFETY: the stream's parameters were just set; a zero tag lets the muxer choose
     // its own for the codec.
     unsafe { (*ost.parameters().as_mut_ptr()).codec_tag = 0 };
-    Ok(Some(ost.index()))
+    Ok(Some(Route::Copy(ost.index())))
 }

@@ -963,6 +963,7 @@ impl AvFile {
         self.drain()?;
         if let Some(a) = &mut self.audio {
             a.pump(&mut self.out, self.clock.end)?;
+            a.finish(&mut self.out)?;
         }
         let per = |s: f64| 1e3 * s / self.clock.index.max(1) as f64;
         crate::debug!(

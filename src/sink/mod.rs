@@ -38,6 +38,8 @@ pub mod progress;
 pub mod rate;
 #[cfg(feature = "ffmpeg")]
 pub mod record;
+#[cfg(feature = "ffmpeg")]
+pub mod reencode;
 pub mod route;
 pub mod spec;
 #[cfg(feature = "ffmpeg")]

@@ -1,0 +1,209 @@
+//! The input's audio encoded again where a container can't hold its codec (Opus, Vorbis or
+//! PCM to an RTMP server, an MPEG-TS stream or an MP4): decoded by libavcodec, converted by
+//! libswresample to 32-bit float planes (and to 48 kHz where AAC has no profile for the
+//! input's rate), cut into the encoder's frames and encoded to AAC, as ffmpeg does when a
+//! container takes no stream copy.
+//!
+//! Invariants: every decoded sample is encoded once, in order (the last partial frame at
+//! `finish`); the encoded frames are timed by the samples before them, from the first
+//! decoded frame's time on the output's timeline, so the sound stays where the copy would
+//! have put it; a packet that fails to decode is skipped and counted (said at `finish`).
+
+use anyhow::{Context, Result};
+use ffmpeg_next as ff;
+
+/// AAC's sampling rates (ISO 14496-3); another rate is converted to 48 kHz.
+const AAC_RATES: [u32; 12] = [
+    96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000,
+];
+
+/// One audio stream decoded and encoded to AAC into the output's stream `to`.
+pub struct Reencode {
+    decoder: ff::decoder::Audio,
+    encoder: ff::encoder::Audio,
+    resampler: Option<ff::software::resampling::Context>,
+    /// The output stream.
+    to: usize,
+    /// The encoder's rate, channels and frame length (samples).
+    rate: u32,
+    layout: ff::ChannelLayout,
+    frame: usize,
+    /// Samples decoded and converted, not yet encoded, one vector a channel.
+    fifo: Vec<Vec<f32>>,
+    /// The next encoded frame's time, samples on the output's timeline.
+    next: Option<i64>,
+    /// Packets that failed to decode.
+    failed: u64,
+}
+
+// SAFETY: the codec and resampler contexts are used by the writer that owns this, on one
+// thread at a time (moved whole into the stream's thread).
+unsafe impl Send for Reencode {}
+
+impl Reencode {
+    /// Adds to `out` an AAC stream for the input's stream of `params` (`tb` its time base);
+    /// None where this FFmpeg has no AAC encoder.
+    pub fn open(
+        out: &mut ff::format::context::Output,
+        params: ff::codec::Parameters,
+    ) -> Result<Option<Self>> {
+        let Some(codec) = ff::encoder::find(ff::codec::Id::AAC) else {
+            return Ok(None);
+        };
+        let decoder = ff::codec::context::Context::from_parameters(params)?
+            .decoder()
+            .audio()
+            .context("opening the audio's decoder")?;
+        let rate = match AAC_RATES.contains(&decoder.rate()) {
+            true => decoder.rate(),
+            false => 48000,
+        };
+        let layout = match decoder.channel_layout() {
+            l if l.is_empty() => ff::ChannelLayout::default(i32::from(decoder.channels())),
+            l => l,
+        };
+        let global = out
+            .format()
+            .flags()
+            .contains(ff::format::Flags::GLOBAL_HEADER);
+        let mut enc = ff::codec::context::Context::new_with_codec(codec)
+            .encoder()
+            .audio()?;
+        enc.set_rate(rate as i32);
+        enc.set_channel_layout(layout);
+        enc.set_channels(layout.channels());
+        enc.set_format(ff::format::Sample::F32(ff::format::sample::Type::Planar));
+        enc.set_bit_rate(64_000 * layout.channels().max(1) as usize);
+        enc.set_time_base((1, rate as i32));
+        if global {
+            enc.set_flags(ff::codec::Flags::GLOBAL_HEADER);
+        }
+        let encoder = enc.open_as(codec).context("opening the AAC encoder")?;
+        let mut ost = out.add_stream(codec)?;
+        ost.set_parameters(&encoder);
+        ost.set_time_base((1, rate as i32));
+        let frame = (encoder.frame_size() as usize).max(1);
+        Ok(Some(Self {
+            decoder,
+            encoder,
+            resampler: None,
+            to: ost.index(),
+            rate,
+            layout,
+            frame,
+            fifo: vec![Vec::new(); layout.channels().max(1) as usize],
+            next: None,
+            failed: 0,
+        }))
+    }
+
+    /// Decodes `packet` (its time already moved to the output's timeline, in `tb`) and
+    /// writes what fills whole frames.
+    pub fn feed(
+        &mut self,
+        out: &mut ff::format::context::Output,
+        packet: &ff::Packet,
+        tb: ff::Rational,
+    ) -> Result<()> {
+        if self.decoder.send_packet(packet).is_err() {
+            self.failed += 1;
+            return Ok(());
+        }
+        let mut decoded = ff::frame::Audio::empty();
+        while self.decoder.receive_frame(&mut decoded).is_ok() {
+            if self.next.is_none() {
+                let at = decoded.pts().or(packet.pts()).unwrap_or(0);
+                let seconds = crate::timebase::seconds(at, tb);
+                self.next = Some((seconds * f64::from(self.rate)).round() as i64);
+            }
+            self.convert(&decoded)?;
+            self.encode_whole(out, false)?;
+        }
+        Ok(())
+    }
+
+    /// Converts `decoded` to float planes at the encoder's rate, onto the FIFO.
+    fn convert(&mut self, decoded: &ff::frame::Audio) -> Result<()> {
+        let want = ff::format::Sample::F32(ff::format::sample::Type::Planar);
+        let resampler = match &mut self.resampler {
+            Some(r) => r,
+            None => self
+                .resampler
+                .insert(ff::software::resampling::Context::get(
+                    decoded.format(),
+                    match decoded.channel_layout() {
+                        l if l.is_empty() => {
+                            ff::ChannelLayout::default(i32::from(decoded.channels()))
+                        }
+                        l => l,
+                    },
+                    decoded.rate(),
+                    want,
+                    self.layout,
+                    self.rate,
+                )?),
+        };
+        let room = decoded.samples() * self.rate as usize / decoded.rate().max(1) as usize + 256;
+        let mut converted = ff::frame::Audio::new(want, room, self.layout);
+        resampler.run(decoded, &mut converted)?;
+        for (ch, fifo) in self.fifo.iter_mut().enumerate() {
+            fifo.extend_from_slice(&converted.plane::<f32>(ch)[..converted.samples()]);
+        }
+        Ok(())
+    }
+
+    /// Encodes the FIFO's whole frames (and, `last`, what is left).
+    fn encode_whole(&mut self, out: &mut ff::format::context::Output, last: bool) -> Result<()> {
+        loop {
+            let have = self.fifo[0].len();
+            let n = match (have >= self.frame, last && have > 0) {
+                (true, _) => self.frame,
+                (false, true) => have,
+                (false, false) => return Ok(()),
+            };
+            let mut f = ff::frame::Audio::new(
+                ff::format::Sample::F32(ff::format::sample::Type::Planar),
+                n,
+                self.layout,
+            );
+            for (ch, fifo) in self.fifo.iter_mut().enumerate() {
+                f.plane_mut::<f32>(ch)[..n].copy_from_slice(&fifo[..n]);
+                fifo.drain(..n);
+            }
+            f.set_rate(self.rate);
+            let pts = self.next.unwrap_or(0);
+            f.set_pts(Some(pts));
+            self.next = Some(pts + n as i64);
+            self.encoder.send_frame(&f).context("encoding audio")?;
+            self.drain(out)?;
+        }
+    }
+
+    /// Writes the encoder's packets.
+    fn drain(&mut self, out: &mut ff::format::context::Output) -> Result<()> {
+        let out_tb = out.stream(self.to).context("audio stream")?.time_base();
+        let mut packet = ff::Packet::empty();
+        while self.encoder.receive_packet(&mut packet).is_ok() {
+            packet.set_stream(self.to);
+            packet.rescale_ts((1, self.rate as i32), out_tb);
+            packet
+                .write_interleaved(out)
+                .context("writing an audio packet")?;
+        }
+        Ok(())
+    }
+
+    /// Encodes what is left and ends the encoder.
+    pub fn finish(&mut self, out: &mut ff::format::context::Output) -> Result<()> {
+        self.encode_whole(out, true)?;
+        self.encoder.send_eof().context("ending the audio")?;
+        self.drain(out)?;
+        if self.failed > 0 {
+            crate::info!(
+                "{} audio packet(s) could not be decoded and were skipped",
+                self.failed
+            );
+        }
+        Ok(())
+    }
+}
