@@ -2,8 +2,10 @@
 //! reference of `filter/reference.rs`. Frames are processed whole (OpenCV spreads them over cores)
 //! and synchronously in `submit`; `complete` hands them back in order. Each frame is read
 //! by its own descriptor (size, formats), so frames of several sizes and formats may be
-//! interleaved; the BGR scratch frames grow to the largest seen. Where the run has a
-//! mosaic, each processed frame is drawn into it too (`canvas`).
+//! interleaved; the BGR scratch frames grow to the largest seen. A chain that changes the
+//! size (`filter::geometry`) runs part by part and the slot says the size it made
+//! (`Slot::output_size`); a text that shows each frame's facts is drawn bound to them. Where
+//! the run has a mosaic, each processed frame is drawn into it too (`canvas`).
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -389,18 +391,17 @@ mod imp {
             .with_context(|| format!("OpenCV failed on filter {filter}"))?;
             if let Filter::Text(t) = filter {
                 // Drawn over the copy `run` made, by the reference's arithmetic.
-                let v = crate::filter::reference::View {
+                let v = crate::filter::text::Band {
                     width: size.width,
                     rows: size.height,
                     row0: 0,
-                    height: size.height,
                 };
                 let bytes = match into_output {
                     true => dst.data_bytes_mut()?,
                     false => scratch.bgr.data_bytes_mut()?,
                 };
                 t.place(size)
-                    .draw_in_place(crate::filter::text::atlas(), &v, bytes);
+                    .draw_in_place(crate::filter::text::atlas(), v, bytes);
             }
         }
         anyhow::ensure!(

@@ -6,7 +6,9 @@
 //! `pixel::apply_reference` defines it), and hands them back **in submission order**. It
 //! never keeps more than `capacity()` frames. Each frame is processed as its own descriptor
 //! says, so frames of several sizes and formats may be interleaved; `formats()` and the
-//! config's `size` are the run's first configuration, which the ring's slots are made for.
+//! config's `size` are the run's first configuration, which the ring's slots are made for;
+//! a chain that changes the size (the CPU backend's only, in this version) makes frames of
+//! the size `resizer` says, which the slots' output buffers are made for.
 //! `attach` prepares a ring buffer (the CUDA backend page-locks it); `submit` attaches the
 //! slot's buffers as they first pass (a no-op after that), and a caller may attach them
 //! ahead (the bench does). Where the config asks for a mosaic (`compose`), the backend scales

@@ -3,8 +3,12 @@
 //!
 //! The reference is what both backends are tested against: the CUDA kernels in `kernels/`
 //! reproduce it bit for bit; OpenCV's functions in the CPU backend do too, except `gauss`
-//! and `sharpen` (within ±1, see README). Every filter maps a BGR frame to a BGR frame of the
-//! same size (`gray` writes B = G = R). Neighbourhood filters read `radius()` rows above and
+//! and `sharpen` (within ±1, see README). Every filter but the geometry ones (`geometry`:
+//! scale, crop, pad, flips, transpose) maps a BGR frame to a BGR frame of the same size
+//! (`gray` writes B = G = R); a chain with a geometry filter runs on whole frames, part by
+//! part (`segments`), and `output_size` says what it makes. `text`'s filters draw what each
+//! frame says of itself (`bound`); `fps:N` changes no pixel and is taken out of the chain
+//! for the outputs (`without_rate`). Neighbourhood filters read `radius()` rows above and
 //! below; borders are OpenCV's default, `BORDER_REFLECT_101`.
 
 pub mod geometry;

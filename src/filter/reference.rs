@@ -91,7 +91,12 @@ pub fn apply(filter: &Filter, v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u
         Filter::Geometry(_) | Filter::Rate(_) => dst.copy_from_slice(src),
         Filter::Text(ref t) => {
             let size = FrameSize::new(v.width, v.height);
-            t.place(size).draw(super::text::atlas(), v, src, dst);
+            let band = super::text::Band {
+                width: v.width,
+                rows: v.rows,
+                row0: v.row0,
+            };
+            t.place(size).draw(super::text::atlas(), band, src, dst);
         }
         Filter::Gray => {
             for (d, s) in dst.chunks_exact_mut(3).zip(src.chunks_exact(3)) {

@@ -19,7 +19,6 @@ use std::time::SystemTime;
 
 use font8x8::UnicodeFonts;
 
-use super::reference::View;
 use crate::frame::{FrameSize, CHANNELS};
 
 /// The most characters a text draws.
@@ -336,6 +335,18 @@ fn local_time(t: SystemTime) -> String {
     )
 }
 
+/// A band buffer's place in its frame, as the text needs it: its width in pixels, its rows,
+/// and the frame row of its first.
+#[derive(Clone, Copy, Debug)]
+pub struct Band {
+    /// Pixels a row.
+    pub width: usize,
+    /// Rows in the buffer.
+    pub rows: usize,
+    /// Frame row of the buffer's first row.
+    pub row0: usize,
+}
+
 /// One frame's text at its place on the frame (what `kernels/text.cu` takes, as `fp_text`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placed {
@@ -379,14 +390,14 @@ impl Placed {
     }
 
     /// Draws over a band buffer (`v`: its place), from `src` into `dst`.
-    pub fn draw(&self, atlas: &[u8], v: &View, src: &[u8], dst: &mut [u8]) {
+    pub fn draw(&self, atlas: &[u8], v: Band, src: &[u8], dst: &mut [u8]) {
         let n = v.width * v.rows * CHANNELS;
         dst[..n].copy_from_slice(&src[..n]);
         self.draw_in_place(atlas, v, &mut dst[..n]);
     }
 
     /// Draws over a band buffer in place.
-    pub fn draw_in_place(&self, atlas: &[u8], v: &View, buf: &mut [u8]) {
+    pub fn draw_in_place(&self, atlas: &[u8], v: Band, buf: &mut [u8]) {
         let pad = 2 * self.scale;
         let (top, bottom) = (self.y0 - pad, self.y0 + 8 * self.scale + pad);
         let (left, right) = (self.x0 - pad, self.x0 + self.cols * 8 * self.scale + pad);
@@ -465,25 +476,23 @@ mod tests {
         let p = t.place(size);
         let atlas = atlas();
         let src: Vec<u8> = (0..size.bytes()).map(|i| (i * 7) as u8).collect();
-        let whole = View {
+        let whole = Band {
             width: 40,
             rows: 30,
             row0: 0,
-            height: 30,
         };
         let mut want = vec![0; size.bytes()];
-        p.draw(atlas, &whole, &src, &mut want);
+        p.draw(atlas, whole, &src, &mut want);
         assert_ne!(want, src);
         for (row0, rows) in [(0, 12), (12, 5), (17, 13)] {
-            let v = View {
+            let v = Band {
                 width: 40,
                 rows,
                 row0,
-                height: 30,
             };
             let band = &src[row0 * 120..(row0 + rows) * 120];
             let mut got = vec![0; band.len()];
-            p.draw(atlas, &v, band, &mut got);
+            p.draw(atlas, v, band, &mut got);
             assert_eq!(got, want[row0 * 120..(row0 + rows) * 120]);
         }
     }

@@ -704,9 +704,9 @@ fn check_counts(args: &RunArgs) -> Result<(), PlanError> {
 }
 
 /// The part of each input that is read: `--ss` on, until `--to` or for `-t`.
-fn trim_of(args: &RunArgs) -> crate::source::open::Trim {
+fn trim_of(args: &RunArgs) -> crate::source::Trim {
     let start = args.ss.unwrap_or(0.0);
-    crate::source::open::Trim {
+    crate::source::Trim {
         start,
         end: args.to.or(args.duration.map(|t| start + t)),
     }

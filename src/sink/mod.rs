@@ -5,8 +5,8 @@
 //! kind's type, claim and opening are `kind`; what `--output` names is `spec`; the
 //! containers and codecs are `codec`; claiming a file before writing it is `claim`. The
 //! pipeline drives one `Sink`: the run's consumers put together by `Tee` (several fed the
-//! same frames), `route` (each input's own, by input), `mosaic` (every input's tiles) and
-//! `progress`; an output or a display becomes a `Sink` through `output::boxed` and
+//! same frames), `route` (each input's own, by input), `mosaic` (every input's tiles),
+//! `rate` (`fps:N`: an input's frames dropped or repeated for its outputs) and `progress`; an output or a display becomes a `Sink` through `output::boxed` and
 //! `display::boxed`. `negotiate` decides once what format every consumer takes.
 //!
 //! Sinks run on one thread (the main thread, so that every highgui call stays there), see

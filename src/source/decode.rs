@@ -244,7 +244,7 @@ pub struct Asked {
     /// CUDA's, which copies its bands from there).
     pub on_device: bool,
     /// The part of the input read (`--ss`, `--to`, `-t`).
-    pub trim: super::open::Trim,
+    pub trim: super::Trim,
 }
 
 /// FFmpeg's interrupt callback: a blocked open or read gives up once a stop was asked for.
@@ -473,7 +473,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
 }
 
 /// The frames a file of `count` frames at `fps` gives of the part `trim` reads, where known.
-fn trimmed_count(count: Option<u64>, fps: Option<f64>, trim: super::open::Trim) -> Option<u64> {
+fn trimmed_count(count: Option<u64>, fps: Option<f64>, trim: super::Trim) -> Option<u64> {
     if !trim.is_set() {
         return count;
     }

@@ -282,6 +282,23 @@ pub trait Source: Send {
     }
 }
 
+/// The part of an input that is read (`--ss`, `--to`, `-t`), seconds on its own timeline
+/// from its start, as ffmpeg's input options count them.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Trim {
+    /// Frames before this are dropped (after a seek to the keyframe before).
+    pub start: f64,
+    /// Frames from this on are not read.
+    pub end: Option<f64>,
+}
+
+impl Trim {
+    /// Whether any part is cut.
+    pub fn is_set(&self) -> bool {
+        self.start > 0.0 || self.end.is_some()
+    }
+}
+
 /// What `--input` names, before anything is opened.
 #[derive(Clone, Debug, PartialEq)]
 pub enum InputSpec {

@@ -36,23 +36,6 @@ pub enum Decode {
     Auto,
 }
 
-/// The part of an input that is read (`--ss`, `--to`, `-t`), seconds on its own timeline
-/// from its start, as ffmpeg's input options count them.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Trim {
-    /// Frames before this are dropped (after a seek to the keyframe before).
-    pub start: f64,
-    /// Frames from this on are not read.
-    pub end: Option<f64>,
-}
-
-impl Trim {
-    /// Whether any part is cut.
-    pub fn is_set(&self) -> bool {
-        self.start > 0.0 || self.end.is_some()
-    }
-}
-
 /// What the flags ask of the input: `--size` and `--fps` when given, what standard input
 /// carries, and how a file is played and decoded (how a file is played is read only where
 /// files are: with FFmpeg's libraries).
@@ -82,7 +65,7 @@ pub struct Asked {
     /// Frames pass untouched to standard output alone (`--filter copy`, headless).
     pub untouched: bool,
     /// `--ss`, `--to`, `-t`: the part of a file that is read.
-    pub trim: Trim,
+    pub trim: super::Trim,
     /// A file's rotation and video start (`media::MediaInfo`).
     #[cfg(feature = "opencv")]
     pub rotation: u32,
