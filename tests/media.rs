@@ -198,7 +198,25 @@ fn audio_rate_and_frame_times_are_kept() {
     ]);
     assert!(err.contains("can't hold the input's aac audio"), "{err}");
     assert_eq!(streams(&out).len(), 1);
-    println!("audio and times kept in mp4, mkv, mov; --no-audio; cut at --frames; avi refused with a warning");
+    // .webm can't hold AAC either, but Opus: encoded again, as ffmpeg does.
+    let out = dir.join("out.webm");
+    let err = run_ok(&[
+        "-i",
+        input.to_str().unwrap(),
+        "--headless",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert!(err.contains("it is encoded to Opus"), "{err}");
+    assert!(
+        streams(&out)
+            .iter()
+            .any(|s| s.0 == "audio" && s.1 == "opus"),
+        "{:?}",
+        streams(&out)
+    );
+    assert!(times(&out, "a").len() > 10);
+    println!("audio and times kept in mp4, mkv, mov; --no-audio; cut at --frames; avi refused with a warning; webm encoded to Opus");
 }
 
 /// An encoder option the encoder lacks is said as such, once: not as audio the file could

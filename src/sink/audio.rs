@@ -387,11 +387,20 @@ fn add_stream(
 ) -> Result<Option<Route>> {
     let id = params.id();
     if !holds(out, container, id) {
-        if holds(out, container, ff::codec::Id::AAC) {
-            if let Some(e) = super::reencode::Reencode::open(out, params)? {
+        use super::reencode::{Reencode, Target};
+        // AAC where the container holds it, else Opus (WebM), as ffmpeg's defaults.
+        let target = [Target::Aac, Target::Opus]
+            .into_iter()
+            .find(|t| holds(out, container, t.id()));
+        if let Some(target) = target {
+            if let Some(e) = Reencode::open(out, params, target)? {
                 crate::info!(
-                    "'{path}' can't hold the input's {} audio (stream {index}): it is encoded to AAC",
-                    id.name()
+                    "'{path}' can't hold the input's {} audio (stream {index}): it is encoded to {}",
+                    id.name(),
+                    match target {
+                        Target::Aac => "AAC",
+                        Target::Opus => "Opus",
+                    }
                 );
                 return Ok(Some(Route::Encode(Box::new(e))));
             }

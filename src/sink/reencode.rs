@@ -1,8 +1,8 @@
 //! The input's audio encoded again where a container can't hold its codec (Opus, Vorbis or
-//! PCM to an RTMP server, an MPEG-TS stream or an MP4): decoded by libavcodec, converted by
-//! libswresample to 32-bit float planes (and to 48 kHz where AAC has no profile for the
-//! input's rate), cut into the encoder's frames and encoded to AAC, as ffmpeg does when a
-//! container takes no stream copy.
+//! PCM to an RTMP server, an MPEG-TS stream or an MP4; AAC to a WebM file): decoded by
+//! libavcodec, converted by libswresample to 32-bit float (to 48 kHz where the encoder has
+//! no profile for the input's rate), cut into the encoder's frames and encoded to AAC, or to
+//! Opus for WebM (libopus), as ffmpeg does when a container takes no stream copy.
 //!
 //! Invariants: every decoded sample is encoded once, in order (the last partial frame at
 //! `finish`); the encoded frames are timed by the samples before them, from the first
@@ -17,7 +17,57 @@ const AAC_RATES: [u32; 12] = [
     96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000,
 ];
 
-/// One audio stream decoded and encoded to AAC into the output's stream `to`.
+/// Opus's sampling rates (libopus); another rate is converted to 48 kHz.
+const OPUS_RATES: [u32; 5] = [48000, 24000, 16000, 12000, 8000];
+
+/// What the audio is encoded to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// AAC, FFmpeg's own encoder (float planes).
+    Aac,
+    /// Opus, libopus (interleaved float).
+    Opus,
+}
+
+impl Target {
+    /// Its codec.
+    pub fn id(self) -> ff::codec::Id {
+        match self {
+            Target::Aac => ff::codec::Id::AAC,
+            Target::Opus => ff::codec::Id::OPUS,
+        }
+    }
+
+    fn encoder(self) -> Option<ff::Codec> {
+        match self {
+            Target::Aac => ff::encoder::find(ff::codec::Id::AAC),
+            Target::Opus => ff::encoder::find_by_name("libopus"),
+        }
+    }
+
+    /// The encoder's rate for an input of `rate`.
+    fn rate(self, rate: u32) -> u32 {
+        let rates: &[u32] = match self {
+            Target::Aac => &AAC_RATES,
+            Target::Opus => &OPUS_RATES,
+        };
+        match rates.contains(&rate) {
+            true => rate,
+            false => 48000,
+        }
+    }
+
+    /// The samples it takes: float planes (AAC) or interleaved float (libopus).
+    fn sample(self) -> ff::format::Sample {
+        use ff::format::sample::Type;
+        match self {
+            Target::Aac => ff::format::Sample::F32(Type::Planar),
+            Target::Opus => ff::format::Sample::F32(Type::Packed),
+        }
+    }
+}
+
+/// One audio stream decoded and encoded again into the output's stream `to`.
 pub struct Reencode {
     decoder: ff::decoder::Audio,
     encoder: ff::encoder::Audio,
@@ -30,6 +80,8 @@ pub struct Reencode {
     frame: usize,
     /// Samples decoded and converted, not yet encoded, one vector a channel.
     fifo: Vec<Vec<f32>>,
+    /// What it encodes to.
+    target: Target,
     /// The next encoded frame's time, samples on the output's timeline.
     next: Option<i64>,
     /// Packets that failed to decode.
@@ -41,23 +93,21 @@ pub struct Reencode {
 unsafe impl Send for Reencode {}
 
 impl Reencode {
-    /// Adds to `out` an AAC stream for the input's stream of `params` (`tb` its time base);
-    /// None where this FFmpeg has no AAC encoder.
+    /// Adds to `out` a stream of `target` for the input's stream of `params`; None where
+    /// this FFmpeg has no encoder for it.
     pub fn open(
         out: &mut ff::format::context::Output,
         params: ff::codec::Parameters,
+        target: Target,
     ) -> Result<Option<Self>> {
-        let Some(codec) = ff::encoder::find(ff::codec::Id::AAC) else {
+        let Some(codec) = target.encoder() else {
             return Ok(None);
         };
         let decoder = ff::codec::context::Context::from_parameters(params)?
             .decoder()
             .audio()
             .context("opening the audio's decoder")?;
-        let rate = match AAC_RATES.contains(&decoder.rate()) {
-            true => decoder.rate(),
-            false => 48000,
-        };
+        let rate = target.rate(decoder.rate());
         let layout = match decoder.channel_layout() {
             l if l.is_empty() => ff::ChannelLayout::default(i32::from(decoder.channels())),
             l => l,
@@ -72,13 +122,15 @@ impl Reencode {
         enc.set_rate(rate as i32);
         enc.set_channel_layout(layout);
         enc.set_channels(layout.channels());
-        enc.set_format(ff::format::Sample::F32(ff::format::sample::Type::Planar));
+        enc.set_format(target.sample());
         enc.set_bit_rate(64_000 * layout.channels().max(1) as usize);
         enc.set_time_base((1, rate as i32));
         if global {
             enc.set_flags(ff::codec::Flags::GLOBAL_HEADER);
         }
-        let encoder = enc.open_as(codec).context("opening the AAC encoder")?;
+        let encoder = enc
+            .open_as(codec)
+            .with_context(|| format!("opening the {} encoder", target.id().name()))?;
         let mut ost = out.add_stream(codec)?;
         ost.set_parameters(&encoder);
         ost.set_time_base((1, rate as i32));
@@ -92,6 +144,7 @@ impl Reencode {
             layout,
             frame,
             fifo: vec![Vec::new(); layout.channels().max(1) as usize],
+            target,
             next: None,
             failed: 0,
         }))
@@ -161,21 +214,44 @@ impl Reencode {
                 (false, true) => have,
                 (false, false) => return Ok(()),
             };
-            let mut f = ff::frame::Audio::new(
-                ff::format::Sample::F32(ff::format::sample::Type::Planar),
-                n,
-                self.layout,
-            );
-            for (ch, fifo) in self.fifo.iter_mut().enumerate() {
-                f.plane_mut::<f32>(ch)[..n].copy_from_slice(&fifo[..n]);
-                fifo.drain(..n);
-            }
+            let mut f = ff::frame::Audio::new(self.target.sample(), n, self.layout);
+            self.take_into(&mut f, n);
             f.set_rate(self.rate);
             let pts = self.next.unwrap_or(0);
             f.set_pts(Some(pts));
             self.next = Some(pts + n as i64);
             self.encoder.send_frame(&f).context("encoding audio")?;
             self.drain(out)?;
+        }
+    }
+
+    /// Moves `n` samples of each channel from the FIFO into `f`, in its layout.
+    fn take_into(&mut self, f: &mut ff::frame::Audio, n: usize) {
+        let channels = self.fifo.len();
+        match self.target {
+            Target::Aac => {
+                for (ch, fifo) in self.fifo.iter().enumerate() {
+                    f.plane_mut::<f32>(ch)[..n].copy_from_slice(&fifo[..n]);
+                }
+            }
+            Target::Opus => {
+                // SAFETY: a packed frame's one plane holds `n * channels` samples, as
+                // `Audio::new` allocated it for `n` samples of the layout.
+                let all = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        f.data_mut(0).as_mut_ptr().cast::<f32>(),
+                        n * channels,
+                    )
+                };
+                for (ch, fifo) in self.fifo.iter().enumerate() {
+                    for (i, v) in fifo[..n].iter().enumerate() {
+                        all[i * channels + ch] = *v;
+                    }
+                }
+            }
+        }
+        for fifo in &mut self.fifo {
+            fifo.drain(..n);
         }
     }
 
