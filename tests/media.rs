@@ -92,6 +92,19 @@ fn times(path: &Path, stream: &str) -> Vec<f64> {
     t
 }
 
+/// `input` written headless to `dir/name` with the defaults: the file and what was said.
+fn written(dir: &TempDir, input: &Path, name: &str) -> (std::path::PathBuf, String) {
+    let out = dir.join(name);
+    let err = run_ok(&[
+        "-i",
+        input.to_str().unwrap(),
+        "--headless",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    (out, err)
+}
+
 fn run_ok(args: &[&str]) -> String {
     let out = framepipe(args, Duration::from_secs(120));
     let err = stderr(&out);
@@ -187,26 +200,13 @@ fn audio_rate_and_frame_times_are_kept() {
         "audio of a 30-frame output ends at {:?}, the video at {end}",
         audio.last()
     );
+    let written = |name: &str| written(&dir, &input, name);
     // .avi can't hold AAC: said, and the video is written.
-    let out = dir.join("out.avi");
-    let err = run_ok(&[
-        "-i",
-        input.to_str().unwrap(),
-        "--headless",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let (out, err) = written("out.avi");
     assert!(err.contains("can't hold the input's aac audio"), "{err}");
     assert_eq!(streams(&out).len(), 1);
     // .webm can't hold AAC either, but Opus: encoded again, as ffmpeg does.
-    let out = dir.join("out.webm");
-    let err = run_ok(&[
-        "-i",
-        input.to_str().unwrap(),
-        "--headless",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let (out, err) = written("out.webm");
     assert!(err.contains("it is encoded to Opus"), "{err}");
     assert!(
         streams(&out)
@@ -423,14 +423,7 @@ fn ts_and_flv_files_keep_every_frame_and_the_audio() {
     clip_with_audio(&input, "320x240", "30", 2);
     let audio_in = times(&input, "a").len();
     for name in ["out.ts", "out.flv"] {
-        let out = dir.join(name);
-        let err = run_ok(&[
-            "-i",
-            input.to_str().unwrap(),
-            "--headless",
-            "-o",
-            out.to_str().unwrap(),
-        ]);
+        let (out, err) = written(&dir, &input, name);
         assert!(err.contains("audio stream(s) are copied"), "{name}: {err}");
         assert_eq!(
             crate::common::probe::codec_and_frames(&out),
