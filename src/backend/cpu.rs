@@ -37,6 +37,8 @@ pub struct CpuBackend {
     /// The inputs' names, for a text's `{name}`.
     names: std::sync::Arc<[String]>,
     scratch: Scratch,
+    /// The frames between the parts of a chain that changes the size.
+    parts: crate::filter::Parts,
     /// The last frame's size (a new chain must make frames of the size the outputs have).
     last: Option<FrameSize>,
 }
@@ -80,6 +82,7 @@ impl CpuBackend {
             canvas: cfg.compose.as_ref().map(Canvas::new),
             names: cfg.names.clone(),
             scratch: Scratch::default(),
+            parts: crate::filter::Parts::default(),
             last: None,
         })
     }
@@ -146,7 +149,13 @@ impl CpuBackend {
         };
         match chain.changes_size() {
             false => same_size(chain, size, src, dst, &mut self.scratch)?,
-            true => run_parts(chain, size, src, dst, &mut self.scratch)?,
+            true => {
+                let scratch = &mut self.scratch;
+                let same = |part: &Chain, s: FrameSize, from: &[u8], to: &mut [u8]| {
+                    same_size(part, s, from, to, scratch)
+                };
+                chain.apply_parts(size, src, dst, &mut self.parts, same)?
+            }
         }
         if fout != PixelFormat::Bgr24 {
             pixel::from_bgr(fout, out, &self.bgr_out[..out.bytes()], output);
@@ -176,35 +185,6 @@ fn same_size(
         let () = scratch;
         chain.apply_reference(size, src, dst);
     }
-    Ok(())
-}
-
-/// Runs a chain that changes the size part by part (`Chain::segments`): each geometry
-/// filter by `filter::geometry`, the runs between by `same_size`; `dst` holds the last
-/// part's frame.
-fn run_parts(
-    chain: &Chain,
-    size: FrameSize,
-    src: &[u8],
-    dst: &mut [u8],
-    scratch: &mut Scratch,
-) -> Result<()> {
-    let (mut cur, mut s) = (src.to_vec(), size);
-    for part in chain.segments() {
-        let out = part.output_size(s).map_err(anyhow::Error::msg)?;
-        let mut next = vec![0; out.bytes()];
-        match part.as_geometry() {
-            Some(g) => g.apply(s, &cur, out, &mut next),
-            None => same_size(&part, s, &cur, &mut next, scratch)?,
-        }
-        (cur, s) = (next, out);
-    }
-    crate::ensure_kept!(
-        dst.len() == cur.len(),
-        "the chain's last frame is {s}, its output {} bytes",
-        dst.len()
-    );
-    dst.copy_from_slice(&cur);
     Ok(())
 }
 

@@ -615,31 +615,52 @@ impl ChainKernels {
                 let Extra::Atlas(atlas) = extra else {
                     anyhow::bail!("the text's glyphs were not uploaded");
                 };
-                let placed = t.place(crate::frame::FrameSize::new(v.width, v.height));
-                let args = TextArgs::of(&placed);
-                let band = Band::new(s, src, dst, v);
-                let mut b = s.launch_builder(self.func(Kernel::Text));
-                b.arg(&band).arg(atlas).arg(&args);
-                go(&mut b, grid)?;
+                self.text(s, t, atlas, Band::new(s, src, dst, v), grid)?;
             }
             Filter::Kernel(ref user) => {
                 let Extra::User(func) = extra else {
                     anyhow::bail!("kernel {} was not loaded", user.function);
                 };
-                let band = Band::new(s, src, dst, v);
-                let mut b = s.launch_builder(func);
-                b.arg(&band);
-                for (_, value) in &user.args {
-                    match value {
-                        Value::Float(x) => b.arg(x),
-                        Value::Int(x) => b.arg(x),
-                        Value::Uint(x) => b.arg(x),
-                    };
-                }
-                go(&mut b, grid)?;
+                Self::user(s, func, user, Band::new(s, src, dst, v), grid)?;
             }
         }
         Ok(())
+    }
+
+    /// A text over `band`, placed on its frame (`filter::text`), its glyphs from `atlas`.
+    fn text(
+        &self,
+        s: &CudaStream,
+        t: &crate::filter::text::Text,
+        atlas: &CudaSlice<u8>,
+        band: Band,
+        grid: LaunchConfig,
+    ) -> Result<()> {
+        let size = crate::frame::FrameSize::new(band.width as usize, band.height as usize);
+        let args = TextArgs::of(&t.place(size));
+        let mut b = s.launch_builder(self.func(Kernel::Text));
+        b.arg(&band).arg(atlas).arg(&args);
+        go(&mut b, grid)
+    }
+
+    /// A user's kernel over `band`, its parameters in the order its file declares them.
+    fn user(
+        s: &CudaStream,
+        func: &CudaFunction,
+        user: &UserKernel,
+        band: Band,
+        grid: LaunchConfig,
+    ) -> Result<()> {
+        let mut b = s.launch_builder(func);
+        b.arg(&band);
+        for (_, value) in &user.args {
+            match value {
+                Value::Float(x) => b.arg(x),
+                Value::Int(x) => b.arg(x),
+                Value::Uint(x) => b.arg(x),
+            };
+        }
+        go(&mut b, grid)
     }
 
     /// A separable filter's two passes over band `v`: `passes.0` along rows from `src` into

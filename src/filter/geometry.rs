@@ -457,6 +457,20 @@ mod tests {
         Geometry::parse(name, &args).unwrap().unwrap()
     }
 
+    /// `src` (of `size`) through the filter `s`.
+    fn applied(s: &str, size: FrameSize, src: &[u8]) -> Vec<u8> {
+        let f = g(s);
+        let out = f.output(size).unwrap();
+        let mut dst = vec![0; out.bytes()];
+        f.apply(size, src, out, &mut dst);
+        dst
+    }
+
+    /// Each pixel's first byte.
+    fn blue(frame: &[u8]) -> Vec<u8> {
+        frame.chunks(3).map(|p| p[0]).collect()
+    }
+
     #[test]
     fn sizes_follow_ffmpegs_rules() {
         let hd = FrameSize::new(1920, 1080);
@@ -498,13 +512,7 @@ mod tests {
         // 3x2: pixel value = its index.
         let size = FrameSize::new(3, 2);
         let src: Vec<u8> = (0..6u8).flat_map(|i| [i; 3]).collect();
-        let run = |s: &str| {
-            let f = g(s);
-            let out = f.output(size).unwrap();
-            let mut dst = vec![0; out.bytes()];
-            f.apply(size, &src, out, &mut dst);
-            dst.chunks(3).map(|p| p[0]).collect::<Vec<_>>()
-        };
+        let run = |s: &str| blue(&applied(s, size, &src));
         assert_eq!(run("hflip"), [2, 1, 0, 5, 4, 3]);
         assert_eq!(run("vflip"), [3, 4, 5, 0, 1, 2]);
         assert_eq!(run("transpose:clock"), [3, 0, 4, 1, 5, 2]);
@@ -520,11 +528,7 @@ mod tests {
         let size = FrameSize::new(7, 5);
         let src = vec![77u8; size.bytes()];
         for s in ["scale:3:2", "scale:16:9", "scale:5:5:area", "scale:1:1"] {
-            let f = g(s);
-            let out = f.output(size).unwrap();
-            let mut dst = vec![0; out.bytes()];
-            f.apply(size, &src, out, &mut dst);
-            assert!(dst.iter().all(|&v| v == 77), "{s}");
+            assert!(applied(s, size, &src).iter().all(|&v| v == 77), "{s}");
         }
     }
 
@@ -535,13 +539,7 @@ mod tests {
             .iter()
             .flat_map(|&v| [v; 3])
             .collect();
-        let run = |s: &str| {
-            let f = g(s);
-            let out = f.output(size).unwrap();
-            let mut dst = vec![0; out.bytes()];
-            f.apply(size, &src, out, &mut dst);
-            dst.chunks(3).map(|p| p[0]).collect::<Vec<_>>()
-        };
+        let run = |s: &str| blue(&applied(s, size, &src));
         assert_eq!(run("scale:2:1:area"), [35, 55]);
         // Shrinking by 2 reads a tent 2 pixels wide each side (edge pixels repeated); the
         // two rows weigh the same, and the bottom row is the top's + 40.

@@ -164,6 +164,9 @@ pub enum FilterError {
     /// A geometry filter's arguments.
     #[error("{0}")]
     Geometry(String),
+    /// `fps:N` out of range.
+    #[error("filter 'fps': {0} is not a rate from {min} to {max}", min = crate::frame::MIN_FPS, max = crate::frame::MAX_FPS)]
+    Rate(f64),
 }
 
 /// The largest kernel side accepted by `blur` and `gauss`.
@@ -200,50 +203,7 @@ impl Filter {
     }
 
     fn parse_one(name: &str, args: &[String], whole: &str) -> Result<Filter, FilterError> {
-        let nums = |want: &[usize]| -> Result<Vec<f32>, FilterError> {
-            if !want.contains(&args.len()) {
-                let shape = match name {
-                    "gain" => "gain:ALPHA,BETA (or gain:ALPHA)",
-                    "blur" => "blur:K (K odd)",
-                    "gauss" => "gauss:SIGMA or gauss:K,SIGMA",
-                    "sharpen" => "sharpen:AMOUNT",
-                    other => other,
-                };
-                return Err(FilterError::Arguments {
-                    name: name.into(),
-                    want: want
-                        .iter()
-                        .map(|n| n.to_string())
-                        .collect::<Vec<_>>()
-                        .join(" or "),
-                    got: args.len(),
-                    whole: whole.into(),
-                    shape: shape.into(),
-                });
-            }
-            args.iter()
-                .map(|a| {
-                    a.parse::<f32>()
-                        .ok()
-                        .filter(|v| v.is_finite())
-                        .ok_or_else(|| FilterError::NotANumber {
-                            name: name.into(),
-                            arg: a.clone(),
-                        })
-                })
-                .collect()
-        };
-        if name == "fps" {
-            let rate = nums(&[1])?[0];
-            if !(crate::frame::MIN_FPS..=crate::frame::MAX_FPS).contains(&f64::from(rate)) {
-                return Err(FilterError::Geometry(format!(
-                    "filter 'fps': {rate} is not a rate from {} to {}",
-                    crate::frame::MIN_FPS,
-                    crate::frame::MAX_FPS
-                )));
-            }
-            return Ok(Filter::Rate(f64::from(rate)));
-        }
+        let nums = |want: &[usize]| numbers(name, args, whole, want);
         if let Some(g) = geometry::Geometry::parse(name, args) {
             return g.map(Filter::Geometry).map_err(FilterError::Geometry);
         }
@@ -285,34 +245,8 @@ impl Filter {
                 Ok(Filter::Sharpen { amount })
             }
             "median3" => nums(&[0]).map(|_| Filter::Median3),
-            "text" => {
-                let (template, settings) = args
-                    .split_first()
-                    .ok_or_else(|| FilterError::MissingArgument(name.into()))?;
-                Ok(Filter::Text(Arc::new(text::Text::parse(
-                    template, settings,
-                )?)))
-            }
-            "timestamp" => {
-                let (template, settings) = match args.split_first() {
-                    Some((kind, rest)) if !kind.contains('=') => {
-                        let template = match kind.as_str() {
-                            "pts" => "{pts}",
-                            "wall" | "time" => "{time}",
-                            other => {
-                                return Err(FilterError::Text(text::TextError::Value(format!(
-                                    "timestamp:{other}: 'pts' (the frame's time) or 'wall' (the clock)"
-                                ))))
-                            }
-                        };
-                        (template, rest)
-                    }
-                    _ => ("{time}", args),
-                };
-                Ok(Filter::Text(Arc::new(text::Text::parse(
-                    template, settings,
-                )?)))
-            }
+            "fps" => rate(nums(&[1])?[0]),
+            "text" | "timestamp" => parse_text(name, args),
             "kernel" => {
                 let (file, settings) = args.split_first().ok_or(FilterError::KernelWithoutFile)?;
                 Ok(Filter::Kernel(Arc::new(user::UserKernel::parse(
@@ -322,6 +256,80 @@ impl Filter {
             _ => Err(FilterError::Unknown(name.into())),
         }
     }
+}
+
+/// `name`'s arguments as numbers, of one of the counts in `want`.
+fn numbers(
+    name: &str,
+    args: &[String],
+    whole: &str,
+    want: &[usize],
+) -> Result<Vec<f32>, FilterError> {
+    if !want.contains(&args.len()) {
+        let shape = match name {
+            "gain" => "gain:ALPHA,BETA (or gain:ALPHA)",
+            "blur" => "blur:K (K odd)",
+            "gauss" => "gauss:SIGMA or gauss:K,SIGMA",
+            "sharpen" => "sharpen:AMOUNT",
+            other => other,
+        };
+        return Err(FilterError::Arguments {
+            name: name.into(),
+            want: want
+                .iter()
+                .map(|n| n.to_string())
+                .collect::<Vec<_>>()
+                .join(" or "),
+            got: args.len(),
+            whole: whole.into(),
+            shape: shape.into(),
+        });
+    }
+    args.iter()
+        .map(|a| {
+            a.parse::<f32>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| FilterError::NotANumber {
+                    name: name.into(),
+                    arg: a.clone(),
+                })
+        })
+        .collect()
+}
+
+/// `fps:N`, N a rate from `MIN_FPS` to `MAX_FPS`.
+fn rate(rate: f32) -> Result<Filter, FilterError> {
+    let rate = f64::from(rate);
+    if !(crate::frame::MIN_FPS..=crate::frame::MAX_FPS).contains(&rate) {
+        return Err(FilterError::Rate(rate));
+    }
+    Ok(Filter::Rate(rate))
+}
+
+/// `text:TEMPLATE[,settings]`, or `timestamp[:pts|wall][,settings]` (a text of `{pts}` or
+/// `{time}`).
+fn parse_text(name: &str, args: &[String]) -> Result<Filter, FilterError> {
+    let (template, settings) = match (name, args.split_first()) {
+        ("text", Some((template, settings))) => (template.as_str(), settings),
+        ("text", None) => return Err(FilterError::MissingArgument(name.into())),
+        (_, Some((kind, rest))) if !kind.contains('=') => {
+            let template = match kind.as_str() {
+                "pts" => "{pts}",
+                "wall" | "time" => "{time}",
+                other => {
+                    return Err(FilterError::Text(text::TextError::Value(format!(
+                        "timestamp:{other}: 'pts' (the frame's time) or 'wall' (the clock)"
+                    ))))
+                }
+            };
+            (template, rest)
+        }
+        _ => ("{time}", args),
+    };
+    Ok(Filter::Text(Arc::new(text::Text::parse(
+        template, settings,
+    )?)))
 }
 
 /// A kernel side given as a number: odd, 1 to `MAX_KERNEL`.
@@ -497,19 +505,58 @@ impl Chain {
             reference::apply_banded(self, size, &plan, src, dst);
             return;
         }
-        let (mut cur, mut s) = (src.to_vec(), size);
-        for part in self.segments() {
-            let out = part.output_size(s).unwrap_or(s);
-            let mut next = vec![0; out.bytes()];
+        // Sizes are checked when a run is planned (`output_size`): a chain that can't make
+        // this size's frames leaves `dst` as it was.
+        let reference = |part: &Chain, s: FrameSize, from: &[u8], to: &mut [u8]| {
+            part.apply_reference(s, from, to);
+            Ok(())
+        };
+        let _ = self.apply_parts(size, src, dst, &mut Parts::default(), reference);
+    }
+
+    /// Runs a chain that changes the size part by part (`segments`): each geometry filter
+    /// by `geometry`, the runs between by `same` (from, to, both of one size); the frames
+    /// between parts are kept in `parts`, the last part writes `dst` (of `output_size`).
+    pub fn apply_parts(
+        &self,
+        size: FrameSize,
+        src: &[u8],
+        dst: &mut [u8],
+        parts: &mut Parts,
+        mut same: impl FnMut(&Chain, FrameSize, &[u8], &mut [u8]) -> anyhow::Result<()>,
+    ) -> anyhow::Result<()> {
+        let all = self.segments();
+        let [a, b] = &mut parts.0;
+        let (mut from, mut to) = (a, b);
+        let mut s = size;
+        for (i, part) in all.iter().enumerate() {
+            let out = part.output_size(s).map_err(anyhow::Error::msg)?;
+            let input: &[u8] = if i == 0 { src } else { &from[..s.bytes()] };
+            let target: &mut [u8] = if i + 1 == all.len() {
+                anyhow::ensure!(
+                    dst.len() >= out.bytes(),
+                    "a {out} frame does not fit the output"
+                );
+                &mut dst[..out.bytes()]
+            } else {
+                to.resize(out.bytes(), 0);
+                &mut to[..]
+            };
             match part.as_geometry() {
-                Some(g) => g.apply(s, &cur, out, &mut next),
-                None => part.apply_reference(s, &cur, &mut next),
+                Some(g) => g.apply(s, input, out, target),
+                None => same(part, s, input, target)?,
             }
-            (cur, s) = (next, out);
+            std::mem::swap(&mut from, &mut to);
+            s = out;
         }
-        dst[..cur.len()].copy_from_slice(&cur);
+        Ok(())
     }
 }
+
+/// The frames between the parts of a chain that changes the size (`Chain::apply_parts`),
+/// kept from frame to frame so that none is allocated per frame.
+#[derive(Default)]
+pub struct Parts([Vec<u8>; 2]);
 
 impl fmt::Display for Chain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
