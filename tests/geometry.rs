@@ -110,30 +110,7 @@ fn geometry_filters_equal_ffmpegs() {
 fn outputs_take_the_chains_size() {
     require(&["ffmpeg", "ffprobe"]);
     let dir = TempDir::new("geometry-outputs");
-    let made = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=320x240:r=30:d=2",
-        ])
-        .args([
-            "-f",
-            "lavfi",
-            "-i",
-            "sine=d=2",
-            "-c:v",
-            "libx264",
-            "-c:a",
-            "aac",
-            "-shortest",
-        ])
-        .arg(dir.join("clip.mp4"))
-        .status()
-        .unwrap();
-    assert!(made.success());
+    crate::record::camera_clip(&dir.join("clip.mp4"), 2);
     let out = framepipe_in(
         dir.path(),
         &[

@@ -59,6 +59,11 @@ fn adts(path: &Path) -> Vec<u8> {
 /// A clip as cameras send it: H.264 with a 1 s GOP and AAC audio (in MPEG-TS where `path`
 /// ends in .ts).
 pub(crate) fn camera_clip(path: &Path, seconds: u32) {
+    clip_with_audio_codec(path, seconds, "aac")
+}
+
+/// `camera_clip` with its sound (a 440 Hz sine at 48 kHz) in `codec`.
+pub(crate) fn clip_with_audio_codec(path: &Path, seconds: u32, codec: &str) {
     let made = Command::new("ffmpeg")
         .args([
             "-v",
@@ -70,7 +75,7 @@ pub(crate) fn camera_clip(path: &Path, seconds: u32) {
         ])
         .args(["-f", "lavfi", "-i", "sine=f=440:r=48000"])
         .args(["-t", &seconds.to_string(), "-c:v", "libx264", "-g", "30"])
-        .args(["-pix_fmt", "yuv420p", "-c:a", "aac"])
+        .args(["-pix_fmt", "yuv420p", "-c:a", codec])
         .arg(path)
         .status()
         .unwrap();

@@ -413,22 +413,7 @@ fn a_paced_file_reaches_every_kind_of_stream_whole_with_its_audio() {
     require(&["ffmpeg", "ffprobe"]);
     let dir = TempDir::new("streams-audio");
     let clip = dir.join("clip.mp4");
-    let made = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=320x240:r=30:d=10",
-        ])
-        .args(["-f", "lavfi", "-i", "sine=f=440:r=48000:d=10"])
-        .args(["-c:v", "libx264", "-g", "30", "-c:a", "aac", "-shortest"])
-        .arg(&clip)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    crate::record::camera_clip(&clip, 10);
     let (video_in, audio_in) = packet_times(&clip);
     let last = video_in.iter().cloned().fold(f64::MIN, f64::max) + 1.0 / 30.0;
     let audio_want = audio_in.iter().filter(|t| **t < last).count();
@@ -496,22 +481,7 @@ fn audio_a_stream_cant_hold_is_encoded_to_aac() {
     require(&["ffmpeg", "ffprobe"]);
     let dir = TempDir::new("streams-aac");
     for (name, codec) in [("opus.mkv", "libopus"), ("pcm.mov", "pcm_s16le")] {
-        let made = Command::new("ffmpeg")
-            .args([
-                "-v",
-                "error",
-                "-y",
-                "-f",
-                "lavfi",
-                "-i",
-                "testsrc2=s=320x240:r=30:d=4",
-            ])
-            .args(["-f", "lavfi", "-i", "sine=f=440:r=48000:d=4"])
-            .args(["-c:v", "libx264", "-c:a", codec, "-shortest"])
-            .arg(dir.join(name))
-            .status()
-            .unwrap();
-        assert!(made.success());
+        crate::record::clip_with_audio_codec(&dir.join(name), 4, codec);
     }
     let udp = free_port();
     let (mut nginx, rtmp) = nginx_rtmp(dir.path());

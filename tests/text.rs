@@ -66,20 +66,7 @@ fn burned_in_text_reads_back_as_written() {
 fn a_timestamp_shows_the_frames_own_time() {
     require(&["ffmpeg"]);
     let dir = TempDir::new("text-pts");
-    let made = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=320x240:r=30:d=2",
-        ])
-        .args(["-c:v", "libx264", "-g", "30"])
-        .arg(dir.join("clip.mp4"))
-        .status()
-        .unwrap();
-    assert!(made.success());
+    crate::record::camera_clip(&dir.join("clip.mp4"), 2);
     let style = "x=-8,y=-8,size=16,color=yellow";
     let stamped = format!("timestamp:pts,{style}");
     run(
