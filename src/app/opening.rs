@@ -4,7 +4,7 @@
 //! Invariants: a stop while inputs are opening ends the run at once (None); an input that
 //! can't be opened is kept with its error, and the others run (a run of one input fails
 //! with that error); in a run of several inputs, one slow to open holds the others up at
-//! most `LATE_AFTER` after the first one opened, then joins the run when it opens (only one
+//! most `LATE_AFTER` (a quarter of a second) after the first one opened, then joins the run when it opens (only one
 //! without outputs of its own: theirs are made for its frames before the run, so such an
 //! input is waited for); such a network stream that is down at the start is tried again
 //! until it comes up, and joins then; so is one that reconnects when lost (`--reconnect`, a
@@ -22,8 +22,10 @@ use crate::source::open::{self, Opened};
 use crate::stop::Stop;
 
 /// How long the run waits for the other inputs once one has opened: those still opening then
-/// (and allowed to) join the run when they open.
-const LATE_AFTER: Duration = Duration::from_secs(2);
+/// (and allowed to) join the run when they open. Short, so that an input already open does
+/// not hold its frames while a wall of cameras opens (its latency would be the wait); long
+/// enough that inputs opening together start together.
+const LATE_AFTER: Duration = Duration::from_millis(250);
 
 /// An input that opened: its place among `--input`s, the source (and its media), its plan.
 pub(super) struct Running {
@@ -80,15 +82,11 @@ pub(super) fn open(stop: &Stop, plan: &RunPlan, recordings: &Recordings) -> Resu
         late: Vec::new(),
         failed: Vec::new(),
     };
+    say_late(plan.inputs(), &openings);
     for (at, opening) in openings.into_iter().enumerate() {
         let input = &plan.inputs()[at];
         match opening {
             Opening::Late(rx) => {
-                info!(
-                    "input {at} ({}) is still opening after {} s; the others start, and it joins when it opens",
-                    input.name,
-                    LATE_AFTER.as_secs()
-                );
                 let engine = plan.engine().clone();
                 let tap = recordings.tap(at);
                 inputs
@@ -125,6 +123,26 @@ pub(super) fn open(stop: &Stop, plan: &RunPlan, recordings: &Recordings) -> Resu
         );
     }
     Ok(Some(inputs))
+}
+
+/// Says in one line which inputs are still opening as the run starts without them.
+fn say_late(inputs: &[InputPlan], openings: &[Opening]) {
+    let late: Vec<String> = (0..openings.len())
+        .filter(|&i| matches!(openings[i], Opening::Late(_)))
+        .map(|i| format!("{i} ({})", inputs[i].name))
+        .collect();
+    const NAMED: usize = 8;
+    let names = match late.len() {
+        0 => return,
+        n if n <= NAMED => late.join(", "),
+        n => format!("{} and {} more", late[..NAMED].join(", "), n - NAMED),
+    };
+    match late.len() {
+        1 => info!("input {names} is still opening; the others start, and it joins when it opens"),
+        _ => info!(
+            "inputs {names} are still opening; the others start, and each joins when it opens"
+        ),
+    }
 }
 
 /// "input 0: why; input 2: why".
