@@ -46,6 +46,40 @@ fn cpu_matches_reference_bit_for_bit() {
     }
 }
 
+/// Chains that change the size (`common::GEOMETRY_CHAINS`), through the real pipeline: the
+/// outputs get frames of the chain's size, equal to the reference.
+#[test]
+fn cpu_geometry_matches_reference() {
+    for size in [FrameSize::new(33, 17), FrameSize::new(41, 29)] {
+        for chain in common::GEOMETRY_CHAINS {
+            let case = Case {
+                kind: BackendKind::Cpu,
+                chain,
+                size,
+                bands: 1,
+                busy_bands: 1,
+                in_flight: 2,
+                pageable: true,
+                issue: Default::default(),
+                streams: Default::default(),
+                graphs: false,
+                frames: 4,
+                trace_frames: 0,
+            };
+            let (seen, bad, max) = run_case(&case);
+            assert_eq!(seen, 4);
+            let allowed = match cfg!(feature = "opencv") {
+                true => opencv_tolerance(chain),
+                false => 0,
+            };
+            assert!(
+                max <= allowed,
+                "{chain} at {size}: {bad} frames differ by up to {max}"
+            );
+        }
+    }
+}
+
 /// Filter changes while running (the window's keys) take effect between two frames, in order.
 #[test]
 fn cpu_controls_switch_between_frames() {

@@ -76,6 +76,80 @@ fn cuda_matches_reference_bit_for_bit() {
     println!("cuda == reference: {runs} configurations x 4 frames, all bit-identical");
 }
 
+/// Chains that change the size (`common::GEOMETRY_CHAINS`, and larger ones at 1080p): the
+/// part before the first geometry filter in the bands, the rest on the whole frame
+/// (`backend::reshape`), at every band count and stream layout, bit-identical to the
+/// reference; and between pixel formats.
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_geometry_matches_reference_bit_for_bit() {
+    if !cuda_or_skip("cuda_geometry_matches_reference_bit_for_bit") {
+        return;
+    }
+    let hd: &[&str] = &[
+        "scale:1280:720",
+        "scale:640:-2:area",
+        "gauss:2,scale:1000:700,sobel",
+        "transpose:clock,gray",
+        "crop:640:360,hflip",
+        "pad:2000:1200:40:60:102030",
+        "vflip,text:{frame},x=-1,y=-1,size=24",
+    ];
+    let plan: [(FrameSize, &[&str], &[usize]); 3] = [
+        (
+            FrameSize::new(33, 17),
+            common::GEOMETRY_CHAINS,
+            &[1, 2, 3, 5, 8],
+        ),
+        (FrameSize::new(41, 29), common::GEOMETRY_CHAINS, &[1, 4, 16]),
+        (FrameSize::new(1920, 1080), hd, &[1, 4, 8]),
+    ];
+    let mut runs = 0;
+    for (size, chains, band_counts) in plan {
+        for chain in chains {
+            for &bands in band_counts {
+                for (in_flight, issue, streams) in [
+                    (1, IssueOrder::Depth, StreamLayout::PerStage),
+                    (3, IssueOrder::Breadth, StreamLayout::PerStage),
+                    (2, IssueOrder::Depth, StreamLayout::PerBand),
+                ] {
+                    let case = Case {
+                        kind: BackendKind::Cuda,
+                        chain,
+                        size,
+                        bands,
+                        busy_bands: [1, bands, 3.min(size.height)][in_flight % 3],
+                        in_flight,
+                        pageable: false,
+                        issue,
+                        streams,
+                        graphs: true,
+                        frames: 4,
+                        trace_frames: 0,
+                    };
+                    let (seen, bad, max) = run_case(&case);
+                    assert_eq!(seen, 4);
+                    assert_eq!(
+                        bad, 0,
+                        "{chain} at {size}, {bands} bands, {in_flight} in flight, {issue:?}, {streams}: {bad} frames differ, max diff {max}"
+                    );
+                    runs += 1;
+                }
+            }
+        }
+    }
+    for formats in ["i420:i420", "nv12:bgr", "bgr:nv12", "i420:gray"] {
+        let formats: Formats = formats.parse().unwrap();
+        for chain in ["scale:1280:720", "transpose:cclock,blur:3", "crop:642:360"] {
+            for bands in [1, 5] {
+                check_formats(chain, formats, FrameSize::new(1920, 1080), (bands, 2));
+                runs += 1;
+            }
+        }
+    }
+    println!("cuda geometry == reference: {runs} configurations x 4 frames, all bit-identical");
+}
+
 /// Runs 4 frames of `chain` in `formats` at `size`, cut into `bands` with `in_flight` frames
 /// in flight, on the CUDA backend, and asserts they equal the reference bit for bit.
 fn check_formats(

@@ -210,8 +210,7 @@ impl Backend for CpuBackend {
     }
 
     fn resizer(&self) -> super::Resizer {
-        let chain = self.chain.clone();
-        std::sync::Arc::new(move |size| chain.output_size(size).unwrap_or(size))
+        super::resizer_of(&self.chain)
     }
 
     fn attach(&mut self, _buffer: &mut HostBuffer) -> Result<()> {
@@ -275,19 +274,9 @@ impl Backend for CpuBackend {
     fn control(&mut self, control: &Control) -> Result<()> {
         if let Control::Chain(chain) = control {
             check_chain(chain)?;
-            // The outputs' rate is set at the start (`sink::rate`).
-            let chain = chain.without_rate().0.keeping_geometry_of(&self.chain);
-            if let Some(size) = self.last {
-                let (now, then) = (self.chain.output_size(size), chain.output_size(size));
-                if then.is_err() || then != now {
-                    crate::warn!(
-                        "the chain {chain} would change the frames' size ({}), which the outputs opened at: the chain stays {}",
-                        then.map_or_else(|e| e, |s| s.to_string()),
-                        self.chain
-                    );
-                    return Ok(());
-                }
-            }
+            let Some(chain) = super::next_chain(&self.chain, chain, self.last) else {
+                return Ok(());
+            };
             self.chain = std::sync::Arc::new(chain);
         }
         // Bands and page-locking mean nothing on the CPU.

@@ -176,6 +176,10 @@ impl Backend for CudaBackend {
         self.cfg.formats
     }
 
+    fn resizer(&self) -> super::Resizer {
+        super::resizer_of(&self.cfg.chain)
+    }
+
     fn attach(&mut self, buffer: &mut HostBuffer) -> Result<()> {
         if self.cfg.pageable {
             buffer.set_lock(None);
@@ -280,7 +284,8 @@ impl CudaBackend {
             slot.seq()
         );
         slot.stamps.submitted = Instant::now();
-        // Page-lock (or unlock, after `p`) lazily: a no-op unless the mode changed.
+        slot.output_size = None; // said again where the chain changes it (`reshape`)
+                                 // Page-lock (or unlock, after `p`) lazily: a no-op unless the mode changed.
         for buf in slot.buffers_mut() {
             self.attach(buf)?;
         }
@@ -358,10 +363,13 @@ impl CudaBackend {
                 self.sets.iter_mut().for_each(LaneSet::clear_graphs);
                 return Ok(());
             }
-            Control::Chain(chain) => {
-                cfg.plan = cut(cfg.plan.len(), chain)?;
-                cfg.busy_plan = cut(cfg.busy_plan.len(), chain)?;
-                cfg.chain = chain.clone();
+            Control::Chain(asked) => {
+                let Some(chain) = super::next_chain(&cfg.chain, asked, Some(cfg.size)) else {
+                    return Ok(());
+                };
+                cfg.plan = cut(cfg.plan.len(), &chain)?;
+                cfg.busy_plan = cut(cfg.busy_plan.len(), &chain)?;
+                cfg.chain = chain;
             }
             Control::Bands(n) => cfg.plan = cut((*n).clamp(1, height), &cfg.chain)?,
         }

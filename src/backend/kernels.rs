@@ -17,9 +17,11 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 
 use super::nvrtc::{self, Program};
+use crate::filter::geometry::{centred, tap_table, Geometry, Turn};
 use crate::filter::reference::{gauss_weights, View};
 use crate::filter::user::{UserKernel, Value};
 use crate::filter::{Chain, Filter};
+use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 
 /// Every kernel source, compiled as one program.
@@ -32,6 +34,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("convert.cu", include_str!("../../kernels/convert.cu")),
     ("compose.cu", include_str!("../../kernels/compose.cu")),
     ("text.cu", include_str!("../../kernels/text.cu")),
+    ("geometry.cu", include_str!("../../kernels/geometry.cu")),
 ];
 
 /// Every kernel in `kernels/*.cu`, by its role; `name` is its `__global__` function.
@@ -54,10 +57,13 @@ enum Kernel {
     Repack420,
     Compose,
     Text,
+    GeometryMove,
+    ScaleBilinear,
+    ScaleArea,
 }
 
 impl Kernel {
-    const ALL: [Kernel; 17] = [
+    const ALL: [Kernel; 20] = [
         Kernel::CopyBytes,
         Kernel::Copy,
         Kernel::Invert,
@@ -75,6 +81,9 @@ impl Kernel {
         Kernel::Repack420,
         Kernel::Compose,
         Kernel::Text,
+        Kernel::GeometryMove,
+        Kernel::ScaleBilinear,
+        Kernel::ScaleArea,
     ];
 
     fn name(self) -> &'static str {
@@ -96,6 +105,9 @@ impl Kernel {
             Kernel::Repack420 => "fp_repack420",
             Kernel::Compose => "fp_compose",
             Kernel::Text => "fp_text_draw",
+            Kernel::GeometryMove => "fp_geometry_move",
+            Kernel::ScaleBilinear => "fp_scale_bilinear",
+            Kernel::ScaleArea => "fp_scale_area",
         }
     }
 }
@@ -121,6 +133,7 @@ fn shared_constants() -> Vec<String> {
         ("FP_GAUSS_ROW_SHIFT", GAUSS_ROW_SHIFT),
         ("FP_GAUSS_COL_SHIFT", GAUSS_COL_SHIFT),
         ("FP_TEXT_BOX_DARKEN", crate::filter::text::BOX_DARKEN),
+        ("FP_SCALE_BITS", crate::filter::geometry::BITS),
     ]
     .iter()
     .map(|(name, value)| format!("-D{name}={value}u"))
@@ -309,6 +322,73 @@ impl TextArgs {
             color: p.color,
             boxed: u8::from(p.boxed),
             chars,
+        }
+    }
+}
+
+/// A bilinear scale's taps on the device (`filter::geometry::tap_table`), each way: the
+/// table and its weights per coordinate.
+pub struct Taps {
+    xs: CudaSlice<i32>,
+    nx: i32,
+    ys: CudaSlice<i32>,
+    ny: i32,
+}
+
+impl Taps {
+    /// The taps of a bilinear scale from `from` to `to`, uploaded on `s`.
+    pub fn new(s: &Arc<CudaStream>, from: FrameSize, to: FrameSize) -> Result<Self> {
+        let (xs, nx) = tap_table(from.width, to.width);
+        let (ys, ny) = tap_table(from.height, to.height);
+        Ok(Self {
+            xs: s.clone_htod(&xs)?,
+            nx: nx as i32,
+            ys: s.clone_htod(&ys)?,
+            ny: ny as i32,
+        })
+    }
+}
+
+/// `fp_geometry_move`'s last arguments: how an output pixel finds its input pixel, the
+/// offsets, and the colour outside the input (a pad's).
+struct Move {
+    how: i32,
+    a: i32,
+    b: i32,
+    color: u32,
+}
+
+impl Move {
+    /// The arguments for `g` over frames of `from` (the `FP_MOVE_*` numbers of the kernel).
+    fn of(g: &Geometry, from: FrameSize) -> Self {
+        let at = |how, a: usize, b: usize| Move {
+            how,
+            a: a as i32,
+            b: b as i32,
+            color: 0,
+        };
+        match *g {
+            Geometry::Crop { w, h, at: corner } => {
+                let (x, y) = corner.unwrap_or_else(|| centred(from, w, h));
+                at(0, x, y)
+            }
+            Geometry::Pad { x, y, color, .. } => Move {
+                color: u32::from_le_bytes([color[0], color[1], color[2], 0]),
+                ..at(1, x, y)
+            },
+            Geometry::HFlip => at(2, 0, 0),
+            Geometry::VFlip => at(3, 0, 0),
+            Geometry::Transpose(t) => at(
+                match t {
+                    Turn::CclockFlip => 4,
+                    Turn::Clock => 5,
+                    Turn::Cclock => 6,
+                    Turn::ClockFlip => 7,
+                },
+                0,
+                0,
+            ),
+            Geometry::Scale { .. } => at(0, 0, 0),
         }
     }
 }
@@ -506,6 +586,11 @@ impl ChainKernels {
         go(&mut b, grid_2d(v)).context("launching the mosaic's kernel")
     }
 
+    /// The chain these kernels run.
+    pub fn chain(&self) -> &Chain {
+        &self.chain
+    }
+
     fn func(&self, kernel: Kernel) -> &CudaFunction {
         &self.funcs[kernel as usize] // loaded in `Kernel::ALL`'s order, which is declaration order
     }
@@ -522,9 +607,25 @@ impl ChainKernels {
         v: View,
         bound: Option<&Chain>,
     ) -> Result<usize> {
+        let all = 0..self.chain.filters().len();
+        self.enqueue_part(stream, bufs, tmp, v, bound, all)
+    }
+
+    /// `enqueue` for the chain's filters `part` only (none of them a geometry filter): the
+    /// part run in the bands, or a run between geometry filters (`backend::reshape`).
+    pub fn enqueue_part(
+        &self,
+        stream: &CudaStream,
+        bufs: &mut [CudaSlice<u8>; 2],
+        tmp: &mut CudaSlice<u16>,
+        v: View,
+        bound: Option<&Chain>,
+        part: std::ops::Range<usize>,
+    ) -> Result<usize> {
         let mut cur = 0;
         let chain = bound.unwrap_or(&self.chain);
-        for (filter, extra) in chain.filters().iter().zip(&self.extras) {
+        let filters = chain.filters()[part.clone()].iter();
+        for (filter, extra) in filters.zip(&self.extras[part]) {
             let [a, b] = bufs;
             let (src, dst) = if cur == 0 { (&*a, b) } else { (&*b, a) };
             self.launch(stream, filter, extra, src, dst, tmp, v)
@@ -532,6 +633,49 @@ impl ChainKernels {
             cur = 1 - cur;
         }
         Ok(cur)
+    }
+
+    /// Queues geometry filter `g` on `s` from the whole `from` frame at `src` into the `to`
+    /// frame at `dst` (packed BGR; `kernels/geometry.cu`); `taps` are a bilinear scale's
+    /// (`filter::geometry::tap_table`, on the device).
+    #[allow(clippy::too_many_arguments)]
+    pub fn geometry(
+        &self,
+        s: &CudaStream,
+        g: &Geometry,
+        [src, dst]: [u64; 2],
+        from: FrameSize,
+        to: FrameSize,
+        taps: Option<&Taps>,
+    ) -> Result<()> {
+        let sides = [from.width, from.height, to.width, to.height].map(|v| v as i32);
+        let grid = grid_2d(View {
+            width: to.width,
+            rows: to.height,
+            row0: 0,
+            height: to.height,
+        });
+        let kernel = match (g, taps) {
+            (Geometry::Scale { .. }, Some(_)) => Kernel::ScaleBilinear,
+            (Geometry::Scale { .. }, None) => Kernel::ScaleArea,
+            _ => Kernel::GeometryMove,
+        };
+        let mut b = s.launch_builder(self.func(kernel));
+        b.arg(&src).arg(&dst);
+        for side in &sides {
+            b.arg(side);
+        }
+        let moved = Move::of(g, from);
+        if kernel == Kernel::GeometryMove {
+            b.arg(&moved.how)
+                .arg(&moved.a)
+                .arg(&moved.b)
+                .arg(&moved.color);
+        }
+        if let (Kernel::ScaleBilinear, Some(t)) = (kernel, taps) {
+            b.arg(&t.xs).arg(&t.nx).arg(&t.ys).arg(&t.ny);
+        }
+        go(&mut b, grid).with_context(|| format!("launching the {g} kernel"))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -609,7 +753,7 @@ impl ChainKernels {
                 go(&mut b, grid)?;
             }
             Filter::Geometry(ref g) => {
-                anyhow::bail!("{g} changes the frame's size, which the CUDA backend does not do yet (the plan runs it on the CPU)")
+                anyhow::bail!("{g} runs on the whole frame after the bands (`backend::reshape`), not in a band")
             }
             Filter::Text(ref t) => {
                 let Extra::Atlas(atlas) = extra else {

@@ -22,6 +22,12 @@
 //! frame's bands fill its tile exactly once whatever the stream layout; a frame that only the
 //! mosaic needs skips its download copies (its events are still recorded).
 //!
+//! A chain that changes the size (`Reshape`): the bands run the filters before its first
+//! geometry filter and each writes its own rows into a whole frame on the device; after
+//! every band's filters, the rest of the chain runs on that frame, which is converted and
+//! downloaded whole, before the bands' download events mark the frame done. Such a frame
+//! is not replayed from a graph, and a run of several inputs (the mosaic) has none.
+//!
 //! Words: a **lane** is the device side of one frame in flight (a band's buffers, scratch
 //! and events, for each band), used by one frame at a time, in turn; the ring's `Slot` is
 //! the host side that travels between threads. A **plan** (`Plan::Idle` or `Plan::Busy`)
@@ -49,6 +55,7 @@ use cudarc::driver::{sys, CudaEvent, CudaGraph, CudaSlice, CudaStream, DevicePtr
 
 use super::device::{elapsed_ms, mark, Device};
 use super::kernels::{ChainKernels, Tile};
+use super::reshape::Reshape;
 use super::{BackendConfig, IssueOrder, StreamLayout};
 use crate::band::BandPlan;
 use crate::desc::Memory;
@@ -333,7 +340,8 @@ impl Route {
             through,
             repack: formats.repacked(chain.is_identity()),
             raw_in: formats.input != PixelFormat::Bgr24 || through,
-            raw_out: formats.output != PixelFormat::Bgr24 && !through,
+            // A chain that changes the size converts its whole frame (`Reshape`).
+            raw_out: formats.output != PixelFormat::Bgr24 && !through && !chain.changes_size(),
         }
     }
 }
@@ -482,6 +490,9 @@ pub(super) struct LaneSet {
     download: bool,
     /// The frame being queued: the chain bound to it, where its texts show its facts.
     bound: Option<crate::filter::Chain>,
+    /// The chain's part from its first geometry filter on, on whole frames (None where
+    /// the chain keeps the size).
+    reshape: Option<Reshape>,
 }
 
 /// Where a frame goes in the mosaic the backend composes.
@@ -532,6 +543,7 @@ impl LaneSet {
             .ctx
             .mem_get_info()
             .context("reading the device's free memory")?;
+        let lane_bytes = lane_bytes + Reshape::bytes(&cfg.chain, cfg.size, cfg.formats.output);
         crate::budget::check_device(
             lane_bytes.saturating_mul(cfg.in_flight.max(1) as u64),
             free as u64,
@@ -544,6 +556,8 @@ impl LaneSet {
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<Vec<_>>>()?;
+        let (s, output) = (&dev.stage_streams[0], cfg.formats.output);
+        let reshape = Reshape::new(s, &cfg.chain, cfg.size, output, cfg.in_flight.max(1))?;
         dev.ctx.synchronize().context("allocating device buffers")?;
         Ok(Self {
             key: LaneKey {
@@ -560,6 +574,7 @@ impl LaneSet {
             compose: Vec::new(),
             download: true,
             bound: None,
+            reshape,
         })
     }
 
@@ -596,7 +611,8 @@ impl LaneSet {
         let lane = self.next_lane;
         self.next_lane = (lane + 1) % self.lanes.len();
         self.aim(plan, mosaic);
-        let graph = graph && plan == Plan::Idle;
+        // (A frame whose size changes is not replayed: this version captures bands only.)
+        let graph = graph && plan == Plan::Idle && self.reshape.is_none();
         if let Some(fence) = mosaic.and_then(|m| m.fence) {
             // The tile is written after the last picture came down: waited on outside any
             // capture (a graph can't wait on an event recorded outside it).
@@ -767,8 +783,10 @@ impl LaneSet {
         if timed {
             mark(&bl.timing.of(stage).end, s, capturing)?;
         }
-        // The download's event marks the band done, whatever the layout.
-        if per_stage || matches!(stage, Stage::Download) {
+        // The download's event marks the band done, whatever the layout; the filter's is
+        // waited on by the part of the chain that runs on the whole frame.
+        let whole_waits = matches!(stage, Stage::Filter) && self.reshape.is_some();
+        if per_stage || whole_waits || matches!(stage, Stage::Download) {
             bl.done.of(stage).record(s)?;
         }
         Ok(())
@@ -845,9 +863,19 @@ impl LaneSet {
             row0: geo.input_rows.start,
             height: size.height,
         };
-        bl.result =
-            self.kernels
-                .enqueue(s, &mut bl.bufs, &mut bl.tmp, view, self.bound.as_ref())?;
+        let banded = 0..self.kernels.chain().banded();
+        let bound = self.bound.as_ref();
+        bl.result = self
+            .kernels
+            .enqueue_part(s, &mut bl.bufs, &mut bl.tmp, view, bound, banded)?;
+        if let Some(reshape) = &mut self.reshape {
+            // The band's own rows go into the frame the rest of the chain runs on.
+            let stride = size.stride();
+            let off = geo.offset_in_input() * stride;
+            let own = off..off + geo.rows.len() * stride;
+            let band = &bl.bufs[bl.result];
+            return reshape.gather(s, at.lane, band, own, geo.rows.start * stride);
+        }
         if self.route.raw_out {
             let off = (geo.offset_in_input() * size.stride()) as u64;
             let (src, _) = bl.bufs[bl.result].device_ptr(s);
@@ -872,8 +900,9 @@ impl LaneSet {
         let Route {
             through, raw_out, ..
         } = self.route;
-        if !self.download {
-            return Ok(()); // only the mosaic needed the frame
+        if !self.download || self.reshape.is_some() {
+            // Only the mosaic needed the frame, or it came down whole (`finish_whole`).
+            return Ok(());
         }
         if through || raw_out {
             // Passing through, a band reads no halo: its input rows are its own.
@@ -905,21 +934,63 @@ impl LaneSet {
     ) -> Result<()> {
         let bands = self.plans[plan].len();
         let at = |band| Place { lane, plan, band };
+        // A chain that changes the size finishes on the whole frame, after every band.
+        let stages = match self.reshape {
+            Some(_) => &Stage::ALL[..2],
+            None => &Stage::ALL[..],
+        };
         match dev.settings.issue {
             IssueOrder::Depth => {
                 for band in 0..bands {
-                    for stage in Stage::ALL {
+                    for &stage in stages {
                         self.enqueue(dev, stage, at(band), slot, timed)?;
                     }
                 }
             }
             IssueOrder::Breadth => {
-                for stage in Stage::ALL {
+                for &stage in stages {
                     for band in 0..bands {
                         self.enqueue(dev, stage, at(band), slot, timed)?;
                     }
                 }
             }
+        }
+        if self.reshape.is_some() {
+            self.finish_whole(dev, lane, plan, slot, timed)?;
+        }
+        Ok(())
+    }
+
+    /// Queues the chain's part after the bands on the frame they assembled (`Reshape`),
+    /// its download, and then each band's download stage, which marks the bands done: on
+    /// the copy-out stream, or the last band's own stream, after every band's filters.
+    fn finish_whole(
+        &mut self,
+        dev: &Device,
+        lane: usize,
+        plan: Plan,
+        slot: &mut Slot,
+        timed: bool,
+    ) -> Result<()> {
+        let bands = self.plans[plan].len();
+        let s = match &self.lanes[lane][bands - 1].stream {
+            Some(own) => own.clone(),
+            None => dev.stage_streams[Stage::Download as usize].clone(),
+        };
+        for b in &self.lanes[lane][..bands] {
+            s.wait(&b.done.filter)?;
+        }
+        let reshape = self
+            .reshape
+            .as_mut()
+            .expect("finish_whole: a chain that reshapes");
+        reshape.queue(&s, lane, &self.kernels, self.bound.as_ref())?;
+        if self.download {
+            reshape.download(&s, lane, slot)?;
+        }
+        for band in 0..bands {
+            let at = Place { lane, plan, band };
+            self.enqueue(dev, Stage::Download, at, slot, timed)?;
         }
         Ok(())
     }

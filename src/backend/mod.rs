@@ -7,8 +7,8 @@
 //! never keeps more than `capacity()` frames. Each frame is processed as its own descriptor
 //! says, so frames of several sizes and formats may be interleaved; `formats()` and the
 //! config's `size` are the run's first configuration, which the ring's slots are made for;
-//! a chain that changes the size (the CPU backend's only, in this version) makes frames of
-//! the size `resizer` says, which the slots' output buffers are made for.
+//! a chain that changes the size makes frames of the size `resizer` says, which the slots'
+//! output buffers are made for (`Slot::output_size` says it on each frame).
 //! `attach` prepares a ring buffer (the CUDA backend page-locks it); `submit` attaches the
 //! slot's buffers as they first pass (a no-op after that), and a caller may attach them
 //! ahead (the bench does). Where the config asks for a mosaic (`compose`), the backend scales
@@ -27,6 +27,7 @@ mod kernels;
 mod lanes;
 pub mod measure;
 mod nvrtc;
+mod reshape;
 
 use anyhow::{bail, Result};
 
@@ -69,6 +70,32 @@ pub trait Backend: Send {
 
 /// The size of frame a backend makes of a frame of a size (`Backend::resizer`).
 pub type Resizer = std::sync::Arc<dyn Fn(FrameSize) -> FrameSize + Send + Sync>;
+
+/// The resizer of a backend running `chain`.
+pub fn resizer_of(chain: &Chain) -> Resizer {
+    let chain = chain.clone();
+    std::sync::Arc::new(move |size| chain.output_size(size).unwrap_or(size))
+}
+
+/// The chain a backend running `now` over frames of `size` takes when a control asks for
+/// `asked`: without its rate (set for the outputs at the start, `sink::rate`) and with
+/// `now`'s geometry where it has none; None, with a warning, where it would change the
+/// frames' size, which the outputs opened at.
+pub fn next_chain(now: &Chain, asked: &Chain, size: Option<FrameSize>) -> Option<Chain> {
+    let chain = asked.without_rate().0.keeping_geometry_of(now);
+    let Some(size) = size else {
+        return Some(chain);
+    };
+    let (before, then) = (now.output_size(size), chain.output_size(size));
+    if then.is_err() || then != before {
+        crate::warn!(
+            "the chain {chain} would change the frames' size ({}), which the outputs opened at: the chain stays {now}",
+            then.map_or_else(|e| e, |s| s.to_string()),
+        );
+        return None;
+    }
+    Some(chain)
+}
 
 /// A picture of the mosaic a backend composed (packed BGR, the mosaic's size), shared with
 /// the sink thread; the backend writes the buffer again only once the sink lets go.
@@ -194,8 +221,8 @@ impl BackendConfig {
         bands: usize,
         in_flight: usize,
     ) -> Result<Self, BandError> {
-        let plan = BandPlan::new(size.height, bands, chain.radius())?;
-        let busy_plan = BandPlan::new(size.height, 1, chain.radius())?;
+        let plan = BandPlan::new(size.height, bands, chain.banded_radius())?;
+        let busy_plan = BandPlan::new(size.height, 1, chain.banded_radius())?;
         Ok(Self {
             size,
             formats: Formats::BGR,
@@ -248,7 +275,12 @@ impl BackendConfig {
     pub fn cut(&self, bands: usize, chain: &Chain) -> Result<BandPlan, BandError> {
         let align = self.formats.row_align();
         let most = self.size.height.div_ceil(align);
-        BandPlan::aligned(self.size.height, bands.min(most), chain.radius(), align)
+        BandPlan::aligned(
+            self.size.height,
+            bands.min(most),
+            chain.banded_radius(),
+            align,
+        )
     }
 }
 

@@ -5,7 +5,7 @@
 //! Invariants: `output` is the only place a geometry filter's size is decided, and refuses
 //! (with the reason) what does not fit the frame (a crop past its edge, a pad smaller than
 //! it); `crop`, `pad`, the flips and `transpose` move pixels untouched, as ffmpeg's filters
-//! of those names do on BGR; `scale` samples pixel centres (`bilinear`: 11-bit weights each
+//! of those names do on BGR; `scale` samples pixel centres (`bilinear`: 14-bit weights each
 //! way, rounded once; `area`: the mean over each output pixel's footprint, rounded).
 
 use std::fmt;
@@ -233,7 +233,7 @@ impl fmt::Display for Geometry {
 
 /// A crop's corner where none is given: centred, half a pixel rounded to even (ffmpeg's
 /// `(in_w-out_w)/2` through lrint).
-fn centred(size: FrameSize, w: usize, h: usize) -> (usize, usize) {
+pub fn centred(size: FrameSize, w: usize, h: usize) -> (usize, usize) {
     let half = |a: usize, b: usize| (a.saturating_sub(b) as f64 / 2.0).round_ties_even() as usize;
     (half(size.width, w), half(size.height, h))
 }
@@ -339,8 +339,23 @@ fn scaled(size: FrameSize, w: Side, h: Side) -> Result<FrameSize, String> {
     })
 }
 
-/// Weight bits of `bilinear`, each way.
-const BITS: u32 = 14;
+/// Weight bits of `bilinear`, each way (`kernels/geometry.cu` takes them as `FP_SCALE_BITS`).
+pub const BITS: u32 = 14;
+
+/// `bilinear`'s taps from `input` to `output` pixels as `kernels/geometry.cu` reads them:
+/// for each output coordinate its first input coordinate and then `n` weights (those it
+/// has, then zeros), and `n`.
+pub fn tap_table(input: usize, output: usize) -> (Vec<i32>, usize) {
+    let taps = taps(input, output);
+    let n = taps.iter().map(|(_, w)| w.len()).max().unwrap_or(1);
+    let mut table = Vec::with_capacity(output * (n + 1));
+    for (first, weights) in taps {
+        table.push(first as i32);
+        table.extend(weights.iter().map(|&w| w as i32));
+        table.extend(std::iter::repeat_n(0, n - weights.len()));
+    }
+    (table, n)
+}
 
 /// For each output coordinate: the first input coordinate it reads and the weights (of
 /// 2^BITS, summing to it) of those from there. Pixel centres are sampled (`(o + 0.5) * in /

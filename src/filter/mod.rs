@@ -5,8 +5,9 @@
 //! reproduce it bit for bit; OpenCV's functions in the CPU backend do too, except `gauss`
 //! and `sharpen` (within ±1, see README). Every filter but the geometry ones (`geometry`:
 //! scale, crop, pad, flips, transpose) maps a BGR frame to a BGR frame of the same size
-//! (`gray` writes B = G = R); a chain with a geometry filter runs on whole frames, part by
-//! part (`segments`), and `output_size` says what it makes. `text`'s filters draw what each
+//! (`gray` writes B = G = R); a chain with a geometry filter runs part by part (`segments`)
+//! on whole frames from its first geometry filter on (the CUDA backend runs the part before
+//! it in the bands, `banded`), and `output_size` says what it makes. `text`'s filters draw what each
 //! frame says of itself (`bound`); `fps:N` changes no pixel and is taken out of the chain
 //! for the outputs (`without_rate`). Neighbourhood filters read `radius()` rows above and
 //! below; borders are OpenCV's default, `BORDER_REFLECT_101`.
@@ -444,10 +445,25 @@ impl Chain {
         }
     }
 
-    /// Whether a filter changes the frame's size or orientation (`geometry`): the chain then
-    /// runs on whole frames, on the CPU backend.
+    /// Whether a filter changes the frame's size or orientation (`geometry`): the chain's
+    /// parts then run on whole frames from the first such filter on.
     pub fn changes_size(&self) -> bool {
         self.0.iter().any(|f| matches!(f, Filter::Geometry(_)))
+    }
+
+    /// How many of the chain's filters come before its first geometry filter: those the
+    /// CUDA backend runs in the bands (the rest runs on the frame the bands assembled,
+    /// `backend::reshape`).
+    pub fn banded(&self) -> usize {
+        self.0
+            .iter()
+            .position(|f| matches!(f, Filter::Geometry(_)))
+            .unwrap_or(self.0.len())
+    }
+
+    /// The rows of halo a band needs for the filters run in the bands (`banded`).
+    pub fn banded_radius(&self) -> usize {
+        self.0[..self.banded()].iter().map(Filter::radius).sum()
     }
 
     /// The size of the frames the chain makes of frames of `size`; why it can't.

@@ -30,9 +30,11 @@ pub fn apply_reference(
     if formats.output == Bgr24 {
         return chain.apply_reference(size, &bgr_in, dst);
     }
-    let mut bgr_out = vec![0; size.bytes()];
+    // A chain that changes the size makes a frame of its output size.
+    let out = chain.output_size(size).unwrap_or(size);
+    let mut bgr_out = vec![0; out.bytes()];
     chain.apply_reference(size, &bgr_in, &mut bgr_out);
-    formats.output.from_bgr(size, &bgr_out, dst);
+    formats.output.from_bgr(out, &bgr_out, dst);
 }
 
 /// A 4:2:0 frame of `size` from one layout to the other (`formats`: I420 to NV12 or back):

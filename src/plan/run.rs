@@ -338,16 +338,9 @@ fn engine_of(args: &RunArgs, several: bool) -> Engine {
         TraceFrames::Last(n) if tracing => (0, n.max(1)),
         _ => (0, 0),
     };
-    let kind = match args.filter.changes_size() {
-        true if args.backend == BackendKind::Auto => {
-            crate::info!("the chain {} changes the frame's size: it runs on the CPU backend (the CUDA backend does not resize yet)", args.filter);
-            BackendKind::Cpu
-        }
-        _ => args.backend,
-    };
     let (chain, rate) = args.filter.without_rate();
     Engine {
-        kind,
+        kind: args.backend,
         chain,
         rate,
         ring: args.ring,
@@ -723,23 +716,14 @@ fn check_kernels(args: &RunArgs) -> Result<(), PlanError> {
     }
 }
 
-/// A chain that changes the frames' size runs on the CPU backend, for one input (this
-/// version: the CUDA lanes and the mosaic's tiles take frames of the input's size).
+/// A chain that changes the frames' size takes one input (this version: the mosaic's tiles
+/// take frames of their input's size).
 fn check_geometry(args: &RunArgs, several: bool) -> Result<(), PlanError> {
-    if !args.filter.changes_size() {
+    if !args.filter.changes_size() || !several {
         return Ok(());
     }
-    let why = if args.backend == BackendKind::Cuda {
-        "runs on the CPU backend in this version: --backend cpu (or auto)"
-    } else if args.filter.user_kernels().next().is_some() {
-        "runs on the CPU backend in this version, and a kernel: filter on CUDA: not both in one chain"
-    } else if several {
-        "takes one input in this version (the mosaic's tiles take frames of their input's size)"
-    } else {
-        return Ok(());
-    };
     Err(PlanError::Geometry(format!(
-        "--filter {}: a filter that changes the frame's size (scale, crop, pad, transpose) {why}",
+        "--filter {}: a filter that changes the frame's size (scale, crop, pad, transpose) takes one input in this version (the mosaic's tiles take frames of their input's size)",
         args.filter
     )))
 }

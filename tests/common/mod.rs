@@ -65,7 +65,8 @@ pub fn reference_in(
     }
     let mut input = vec![0; formats.input.bytes(size)];
     pattern::draw_in(formats.input, size, seq, &mut input);
-    let mut want = vec![0; formats.output.bytes(size)];
+    let out = chain.output_size(size).unwrap_or(size);
+    let mut want = vec![0; formats.output.bytes(out)];
     framepipe::pixel::apply_reference(chain, size, formats, &input, &mut want);
     let want = Arc::new(want);
     CACHE
@@ -113,8 +114,14 @@ impl Sink for CheckSink {
             ..framepipe::filter::text::Facts::none()
         };
         let (frame, size) = (frame.bytes, frame.size());
-        assert_eq!(size, self.size);
-        let want = reference_in(&self.chain.bound(&facts), size, self.formats, self.seen);
+        let made = self.chain.output_size(self.size).unwrap_or(self.size);
+        assert_eq!(size, made, "the chain's output size");
+        let want = reference_in(
+            &self.chain.bound(&facts),
+            self.size,
+            self.formats,
+            self.seen,
+        );
         assert_eq!(frame.len(), want.len(), "a frame in {}", self.formats);
         let diff = frame
             .iter()
@@ -223,6 +230,22 @@ pub const CHAINS: &[&str] = &[
     "invert,blur:5,median3,gain:2,-20",
     "text:fp {frame} {input} {pts},x=3,y=2,size=8",
     "gray,text:Hi!,x=-1,y=-1,size=16,color=ff8000,box=0,blur:3",
+];
+
+/// Chains that change the frame's size, checked on both backends against the reference
+/// (not against OpenCV: ffmpeg's filters are their peers, `tests/geometry.rs`).
+pub const GEOMETRY_CHAINS: &[&str] = &[
+    "hflip",
+    "vflip",
+    "transpose:clock",
+    "transpose:cclock_flip,gray",
+    "crop:20:10:3:5",
+    "pad:64:40:7:9:ff8000",
+    "scale:48:30",
+    "scale:9:5:area",
+    "scale:16:9,gauss:1",
+    "blur:3,scale:40:-2,sobel,text:Hi!,x=1,y=1,size=8",
+    "median3,transpose:clock_flip,crop:11:20,pad:30:30:2:2,vflip,scale:61:33",
 ];
 
 /// How far OpenCV's own functions may be from the reference: 0 where the arithmetic is

@@ -1,0 +1,258 @@
+//! The part of a chain that changes the frame's size, on the CUDA backend: everything from
+//! its first geometry filter on (`Chain::banded`), run on the whole frame that the bands
+//! assembled on the device, then converted to the output format and downloaded.
+//!
+//! Why whole frames: a geometry filter moves pixels across bands (a turn makes columns of
+//! rows, a flip sends the top band's rows to the bottom, a scale's output band reads a band
+//! of another height), so no band of the output can be made from one band of the input.
+//! The bands still carry the upload, the conversion to BGR and the filters before the
+//! first geometry filter, each band writing its own rows into the frame here (a copy inside
+//! the device); frames in flight keep copies and kernels overlapped as before.
+//!
+//! Invariants:
+//! - each lane (frame in flight) owns its frame buffers, made once in `Reshape::new` for
+//!   the largest frame the chain makes of the lane set's size, so frames never share them;
+//! - the steps are fixed for the lane set's size: each geometry filter's input and output
+//!   sizes, a bilinear scale's taps uploaded once;
+//! - every kernel is the integer arithmetic of `filter::geometry` and `filter::reference`,
+//!   so the output is the CPU backend's, byte for byte.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use anyhow::Result;
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
+
+use super::kernels::{ChainKernels, Taps};
+use crate::filter::geometry::{Geometry, Sampling};
+use crate::filter::reference::View;
+use crate::filter::{Chain, Filter};
+use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
+use crate::ring::Slot;
+
+/// One step after the bands.
+enum Step {
+    /// A geometry filter from a `from` frame to a `to` one; a bilinear scale's taps.
+    Geometry {
+        g: Geometry,
+        from: FrameSize,
+        to: FrameSize,
+        taps: Option<Taps>,
+    },
+    /// The chain's filters `filters` (none changes the size) over a `size` frame.
+    Same {
+        filters: Range<usize>,
+        size: FrameSize,
+    },
+}
+
+/// One lane's frame buffers: two packed BGR frames to ping-pong between, the separable
+/// filters' scratch, and the output frame in the output format (where that is not BGR).
+struct Frames {
+    bufs: [CudaSlice<u8>; 2],
+    tmp: CudaSlice<u16>,
+    raw_out: CudaSlice<u8>,
+    /// Which of `bufs` holds the finished frame (BGR).
+    result: usize,
+}
+
+/// The part of a lane set's chain after the bands (module doc).
+pub(super) struct Reshape {
+    steps: Vec<Step>,
+    /// The frame the chain makes, and the format it goes down in.
+    out: FrameSize,
+    output: PixelFormat,
+    lanes: Vec<Frames>,
+}
+
+/// The steps of `chain` after its banded part, for frames of `size`, and the largest frame
+/// any of them holds.
+fn steps_of(chain: &Chain, size: FrameSize, s: &Arc<CudaStream>) -> Result<(Vec<Step>, usize)> {
+    let filters = chain.filters();
+    let mut steps = Vec::new();
+    let (mut at, mut most) = (size, size.bytes());
+    let mut i = chain.banded();
+    while i < filters.len() {
+        if let Filter::Geometry(g) = &filters[i] {
+            let to = g.output(at).map_err(anyhow::Error::msg)?;
+            let bilinear = matches!(
+                g,
+                Geometry::Scale {
+                    sampling: Sampling::Bilinear,
+                    ..
+                }
+            );
+            let taps = bilinear.then(|| Taps::new(s, at, to)).transpose()?;
+            let (g, from) = (*g, at);
+            steps.push(Step::Geometry { g, from, to, taps });
+            (at, most, i) = (to, most.max(to.bytes()), i + 1);
+            continue;
+        }
+        let end = (i..filters.len())
+            .find(|&k| matches!(filters[k], Filter::Geometry(_)))
+            .unwrap_or(filters.len());
+        steps.push(Step::Same {
+            filters: i..end,
+            size: at,
+        });
+        i = end;
+    }
+    Ok((steps, most))
+}
+
+impl Reshape {
+    /// The reshaping part of `chain` for `size` frames going down in `output`, with frame
+    /// buffers for `lanes` frames in flight; None where the chain keeps the size.
+    pub(super) fn new(
+        s: &Arc<CudaStream>,
+        chain: &Chain,
+        size: FrameSize,
+        output: PixelFormat,
+        lanes: usize,
+    ) -> Result<Option<Self>> {
+        if !chain.changes_size() {
+            return Ok(None);
+        }
+        let (steps, most) = steps_of(chain, size, s)?;
+        let out = chain.output_size(size).map_err(anyhow::Error::msg)?;
+        let separable = chain.filters()[chain.banded()..]
+            .iter()
+            .any(|f| matches!(f, Filter::Box { .. } | Filter::Gauss { .. }));
+        let raw = match output {
+            PixelFormat::Bgr24 => 1,
+            other => other.bytes(out),
+        };
+        let lanes = (0..lanes)
+            .map(|_| {
+                Ok(Frames {
+                    bufs: [s.alloc_zeros::<u8>(most)?, s.alloc_zeros::<u8>(most)?],
+                    tmp: s.alloc_zeros::<u16>(if separable { most } else { 1 })?,
+                    raw_out: s.alloc_zeros::<u8>(raw)?,
+                    result: 0,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Some(Self {
+            steps,
+            out,
+            output,
+            lanes,
+        }))
+    }
+
+    /// The device bytes `Reshape::new` allocates for `chain` over `size` frames, per lane
+    /// (for the lane set's budget check, before anything is allocated).
+    pub(super) fn bytes(chain: &Chain, size: FrameSize, output: PixelFormat) -> u64 {
+        let Ok(out) = chain.output_size(size) else {
+            return 0;
+        };
+        let mut most = size.bytes();
+        let _ = chain.filters().iter().try_fold(size, |at, f| match f {
+            Filter::Geometry(g) => g.output(at).inspect(|to| most = most.max(to.bytes())),
+            _ => Ok(at),
+        });
+        let raw = if output == PixelFormat::Bgr24 {
+            0
+        } else {
+            output.bytes(out)
+        };
+        (2 * most + 2 * most + raw) as u64
+    }
+
+    /// Queues on `s` the copy of a band's own rows into `lane`'s frame: the bytes `from` of
+    /// `band` to `at` bytes into the frame (a copy engine's, which takes any alignment).
+    pub(super) fn gather(
+        &mut self,
+        s: &Arc<CudaStream>,
+        lane: usize,
+        band: &CudaSlice<u8>,
+        from: Range<usize>,
+        at: usize,
+    ) -> Result<()> {
+        let frame = &mut self.lanes[lane].bufs[0];
+        let n = from.len();
+        crate::ensure_kept!(
+            from.end <= band.len() && at + n <= frame.len(),
+            "a band's {n} bytes do not fit the frame it is gathered into"
+        );
+        s.memcpy_dtod(&band.slice(from), &mut frame.slice_mut(at..at + n))?;
+        Ok(())
+    }
+
+    /// Queues on `s` the steps over `lane`'s assembled frame, then its conversion to the
+    /// output format. `bound` is the chain bound to this frame, where its texts show facts.
+    pub(super) fn queue(
+        &mut self,
+        s: &CudaStream,
+        lane: usize,
+        k: &ChainKernels,
+        bound: Option<&Chain>,
+    ) -> Result<()> {
+        let frames = &mut self.lanes[lane];
+        let mut cur = 0;
+        for step in &self.steps {
+            match step {
+                Step::Geometry { g, from, to, taps } => {
+                    let [a, b] = &mut frames.bufs;
+                    let (src, dst) = if cur == 0 { (&*a, b) } else { (&*b, a) };
+                    let (src, _) = src.device_ptr(s);
+                    let (dst, _) = dst.device_ptr_mut(s);
+                    k.geometry(s, g, [src, dst], *from, *to, taps.as_ref())?;
+                    cur = 1 - cur;
+                }
+                Step::Same { filters, size } => {
+                    if cur == 1 {
+                        frames.bufs.swap(0, 1);
+                    }
+                    let v = whole(*size);
+                    cur = k.enqueue_part(
+                        s,
+                        &mut frames.bufs,
+                        &mut frames.tmp,
+                        v,
+                        bound,
+                        filters.clone(),
+                    )?;
+                }
+            }
+        }
+        frames.result = cur;
+        if self.output != PixelFormat::Bgr24 {
+            let (src, _) = frames.bufs[cur].device_ptr(s);
+            let (dst, _) = frames.raw_out.device_ptr_mut(s);
+            let (w, h) = (self.out.width, self.out.height);
+            k.convert_out(s, src, dst, w, h, self.output)?;
+        }
+        Ok(())
+    }
+
+    /// Queues on `s` the download of `lane`'s finished frame into the slot's output, and
+    /// says its size on the slot where it changed.
+    pub(super) fn download(&self, s: &Arc<CudaStream>, lane: usize, slot: &mut Slot) -> Result<()> {
+        let frames = &self.lanes[lane];
+        let (from, n) = match self.output {
+            PixelFormat::Bgr24 => (&frames.bufs[frames.result], self.out.bytes()),
+            other => (&frames.raw_out, other.bytes(self.out)),
+        };
+        crate::ensure_kept!(
+            slot.output.len() >= n,
+            "a {} frame ({}) does not fit its slot",
+            self.out,
+            self.output
+        );
+        s.memcpy_dtoh(&from.slice(0..n), &mut slot.output[..n])?;
+        slot.output_size = (self.out != slot.size()).then_some(self.out);
+        Ok(())
+    }
+}
+
+/// A whole `size` frame as one band.
+fn whole(size: FrameSize) -> View {
+    View {
+        width: size.width,
+        rows: size.height,
+        row0: 0,
+        height: size.height,
+    }
+}
