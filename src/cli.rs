@@ -321,6 +321,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "N")]
     pub frames: Option<u64>,
 
+    /// Not a flag: every input's frames are also handed, in this format, to the program
+    /// that embeds framepipe (`app::run_embedded`, the Python package).
+    #[arg(skip)]
+    pub handover: Option<crate::pixel::PixelFormat>,
+
     /// Horizontal bands of a frame that finds the GPU idle (each band's copies and kernels
     /// overlap the others'; --streams says which streams carry them) [default: by frame
     /// height: 1 up to 360 rows, 4 up to 1200, else 8; half that for 4:2:0 frames, whose

@@ -22,6 +22,7 @@ mod live;
 mod media;
 mod outputs;
 mod promises;
+mod python;
 mod readme;
 mod record;
 mod several;

@@ -65,14 +65,28 @@ pub struct Ran {
 
 /// Runs the pipeline as `args` say. The flags are consumed into a `RunPlan`, and every
 /// later step reads that.
-pub fn run(mut args: RunArgs) -> Ran {
+pub fn run(args: RunArgs) -> Ran {
+    run_with(args, Stop::process(), None)
+}
+
+/// Runs the pipeline as `args` say for a program that embeds framepipe (the Python
+/// package): every input's frames are also handed over as `to` says (`sink::handover`,
+/// in `args.handover`'s format), and the run ends when `to.stop` is asked for. No signal
+/// handler is installed: the embedding program keeps its own.
+pub fn run_embedded(mut args: RunArgs, to: sink::handover::HandTo) -> Ran {
+    args.handover = Some(to.format);
+    run_with(args, to.stop.clone(), Some(to))
+}
+
+fn run_with(mut args: RunArgs, stop: Stop, to: Option<sink::handover::HandTo>) -> Ran {
     let headless_because = displays::headless_where_no_display(&mut args);
-    let stop = Stop::process();
     let ending = report::Ending::default();
     let summary_json = args.summary_json.clone();
     let mut watch = None;
     let result = (|| {
-        Stop::install_signal_handler().context("installing the signal handlers")?;
+        if to.is_none() {
+            Stop::install_signal_handler().context("installing the signal handlers")?;
+        }
         let roster = Roster::gather(
             &args.input,
             args.inputs.as_deref(),
@@ -92,7 +106,7 @@ pub fn run(mut args: RunArgs) -> Ran {
         }
         let machine = Machine::gather(plan.asks_cuda());
         let plan = plan.fit(&machine)?;
-        run_plan(&plan, &stop, &ending)
+        run_plan(&plan, &stop, &ending, to.as_ref())
     })();
     report::without_a_run(summary_json.as_deref(), result.as_ref().err(), &ending);
     Ran {
@@ -103,7 +117,12 @@ pub fn run(mut args: RunArgs) -> Ran {
 }
 
 /// The run `plan` describes (module doc).
-fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> {
+fn run_plan(
+    plan: &RunPlan,
+    stop: &Stop,
+    ending: &report::Ending,
+    to: Option<&sink::handover::HandTo>,
+) -> Result<()> {
     let started = Instant::now();
     let since = || crate::stats::ms(started.elapsed());
     let mut claims = claims::claim(plan)?;
@@ -122,7 +141,8 @@ fn run_plan(plan: &RunPlan, stop: &Stop, ending: &report::Ending) -> Result<()> 
         return Ok(());
     };
     crate::debug!("start-up: input open at {:.1} ms", since());
-    let (each, total) = open_each(plan, &mut inputs, (&mut claims.each, &mut view), stop)?;
+    let outs = (&mut claims.each[..], &mut view, to);
+    let (each, total) = open_each(plan, &mut inputs, outs, stop)?;
     let order = inputs.order();
     let compose = displays::compose(plan, &inputs, &order, each.iter().any(Option::is_some));
     inputs.running[0].plan.backend.compose.clone_from(&compose);
@@ -186,9 +206,10 @@ type Each = (Vec<Option<Box<dyn Sink>>>, Option<u64>);
 fn open_each(
     plan: &RunPlan,
     inputs: &mut opening::Inputs,
-    (claims, view): (
+    (claims, view, to): (
         &mut [Option<sink::claim::Claimed>],
         &mut Option<displays::View>,
+        Option<&sink::handover::HandTo>,
     ),
     stop: &Stop,
 ) -> Result<Each> {
@@ -209,6 +230,11 @@ fn open_each(
         };
         // A file output's audio is tapped from the source: `&mut`.
         own.extend(outputs::open(plan, input, source.as_mut(), places)?);
+        if let Some(to) = to {
+            own.push(sink::output::boxed(sink::handover::Handover::new(
+                to.clone(),
+            )));
+        }
         total = total
             .zip(outputs::frames_to_go(source.as_ref(), plan.engine().frames))
             .map(|(a, b)| a + b);

@@ -23,6 +23,7 @@ pub mod codec;
 pub mod display;
 pub mod draw;
 pub mod encode;
+pub mod handover;
 #[cfg(feature = "ffmpeg")]
 pub mod hls;
 #[cfg(feature = "ffmpeg")]

@@ -1,0 +1,267 @@
+//! The Python package (`python/`, issue 40), installed as the README says into
+//! `target/pyvenv` (`scripts/test.sh`), driven by real Python scripts: its frames equal the
+//! command line's standard output (YUV4MPEG2, or headerless BGR) byte for byte, several inputs are told apart, a slow
+//! loop makes a file wait (no frame lost), bad options and inputs raise one-line errors,
+//! Ctrl-C and `close()` end a run within a second with its video file finalized, and a
+//! thousand runs opened and closed leave the memory where it was.
+#![cfg(feature = "opencv")]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::run::{bin, require, wait_with_deadline, TempDir};
+
+/// The virtual environment's Python, with the package and NumPy installed.
+fn python() -> PathBuf {
+    let py = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/pyvenv/bin/python");
+    assert!(
+        py.exists(),
+        "{} is missing: scripts/test.sh installs the Python package there (README, From Python)",
+        py.display()
+    );
+    py
+}
+
+/// Runs `script` with `args` in `dir`; its stdout, asserting it succeeded.
+fn run_script(dir: &TempDir, script: &str, args: &[&str], limit: Duration) -> String {
+    // Each run's summary goes to stderr: into a file, which never fills as a pipe would.
+    let log = dir.join("stderr.txt");
+    let child = Command::new(python())
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let out = wait_with_deadline(child, limit, "a Python script");
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
+
+const EQUAL_TO_Y4M: &str = r#"
+import subprocess, sys
+import numpy as np
+import framepipe
+
+fp, clip = sys.argv[1:3]
+for fmt, chain in [("i420", "gauss:2"), ("bgr24", "invert,blur:3"), ("gray", "copy")]:
+    y4m = subprocess.run([fp, "-q", "-i", clip, "--headless", "--filter", chain,
+                          "--output-format", fmt, "-o", "-"], capture_output=True, check=True).stdout
+    n = {"i420": 320 * 240 * 3 // 2, "bgr24": 320 * 240 * 3, "gray": 320 * 240}[fmt]
+    frames = []
+    if y4m.startswith(b"YUV4MPEG2"):
+        header, rest = y4m.split(b"\n", 1)
+        while rest:
+            tag, rest = rest.split(b"\n", 1)
+            assert tag.startswith(b"FRAME"), tag
+            frames.append(rest[:n])
+            rest = rest[n:]
+    else:  # BGR goes out as headerless frames (YUV4MPEG2 can't hold it)
+        frames = [y4m[i:i + n] for i in range(0, len(y4m), n)]
+    seen, last = 0, -1.0
+    with framepipe.open(clip, filter=chain, format=fmt, quiet=True) as run:
+        for f in run:
+            a = np.asarray(f)
+            assert a.dtype == np.uint8 and a.shape == f.shape, (a.dtype, a.shape, f.shape)
+            assert f.index == seen and f.input == 0 and f.name == clip and f.format == fmt
+            assert a.tobytes() == frames[seen], f"{fmt} {chain}: frame {seen} differs"
+            assert f.seconds > last and float(f.pts) == f.seconds
+            last = f.seconds
+            seen += 1
+    assert seen == len(frames) == 60, (seen, len(frames))
+    print(f"{fmt} {chain}: {seen} frames equal")
+"#;
+
+#[test]
+fn frames_equal_the_command_lines_y4m() {
+    require(&["ffmpeg"]);
+    let dir = TempDir::new("python-y4m");
+    crate::record::camera_clip(&dir.join("clip.mp4"), 2);
+    let out = run_script(
+        &dir,
+        EQUAL_TO_Y4M,
+        &[&bin(), "clip.mp4"],
+        Duration::from_secs(120),
+    );
+    for want in [
+        "i420 gauss:2: 60",
+        "bgr24 invert,blur:3: 60",
+        "gray copy: 60",
+    ] {
+        assert!(out.contains(want), "{out}");
+    }
+}
+
+const SEVERAL: &str = r#"
+import time
+import numpy as np
+import framepipe
+
+counts = {}
+with framepipe.open("a.mp4", "b.mp4", quiet=True, backend="cpu") as run:
+    for f in run:
+        time.sleep(0.005)   # a slow loop: the files wait for it
+        counts[(f.input, f.name)] = counts.get((f.input, f.name), 0) + 1
+print("counts", sorted(counts.items()))
+assert counts == {(0, "a.mp4"): 30, (1, "b.mp4"): 60}, counts
+
+try:
+    framepipe.open("a.mp4", filter="nosuch")
+    raise SystemExit("a bad filter was taken")
+except ValueError as e:
+    assert "nosuch" in str(e) and "\n" not in str(e), e
+    print("bad filter:", e)
+try:
+    for f in framepipe.open("missing.mp4", quiet=True):
+        pass
+    raise SystemExit("a missing file gave no error")
+except RuntimeError as e:
+    assert "missing.mp4" in str(e), e
+    print("missing input:", e)
+try:
+    framepipe.open("a.mp4", format="yuyv")
+    raise SystemExit("a bad format was taken")
+except ValueError as e:
+    print("bad format:", e)
+"#;
+
+#[test]
+fn several_inputs_a_slow_loop_and_bad_options() {
+    require(&["ffmpeg"]);
+    let dir = TempDir::new("python-several");
+    crate::record::camera_clip(&dir.join("a.mp4"), 1);
+    crate::record::camera_clip(&dir.join("b.mp4"), 2);
+    let out = run_script(&dir, SEVERAL, &[], Duration::from_secs(120));
+    for want in ["bad filter:", "missing input:", "bad format:"] {
+        assert!(out.contains(want), "{out}");
+    }
+}
+
+const INTERRUPTED: &str = r#"
+import sys, time
+import framepipe
+
+run = framepipe.open("pattern:320x240:bgr:30", output="live.mp4", quiet=True)
+try:
+    for f in run:
+        if f.index == 5:
+            print("looping", flush=True)
+except KeyboardInterrupt:
+    t = time.monotonic()
+    run.close()
+    print(f"interrupted; closed in {time.monotonic() - t:.3f} s", flush=True)
+
+run = framepipe.open("pattern:320x240:bgr:30", output="closed.mp4", quiet=True)
+for f in run:
+    if f.index == 9:
+        t = time.monotonic()
+        run.close()
+        print(f"closed in {time.monotonic() - t:.3f} s", flush=True)
+assert run.closed
+"#;
+
+/// The frames of the video file `path`, counted by ffprobe (it decodes every one).
+fn frames_in(path: &Path) -> u64 {
+    let out = Command::new("ffprobe")
+        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
+        .args(["-show_entries", "stream=nb_read_frames", "-of", "csv=p=0"])
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+#[test]
+fn ctrl_c_and_close_end_a_run_with_its_file_finalized() {
+    require(&["ffprobe"]);
+    let dir = TempDir::new("python-interrupt");
+    let mut child = Command::new(python())
+        .arg("-c")
+        .arg(INTERRUPTED)
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "looping");
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    // SAFETY: kill(2) on our own child's pid, with a signal number.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let interrupted = lines.next().unwrap().unwrap();
+    let took = sent.elapsed();
+    assert!(
+        interrupted.starts_with("interrupted; closed in"),
+        "{interrupted}"
+    );
+    assert!(took < Duration::from_millis(1500), "Ctrl-C took {took:?}");
+    let closed = lines.next().unwrap().unwrap();
+    assert!(closed.starts_with("closed in 0."), "{closed}");
+    assert!(child.wait().unwrap().success());
+    assert!(frames_in(&dir.join("live.mp4")) >= 6);
+    assert!(frames_in(&dir.join("closed.mp4")) >= 10);
+}
+
+const OPEN_CLOSE: &str = r#"
+import framepipe
+
+def rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+def runs(n):
+    for i in range(n):
+        run = framepipe.open("pattern:64x48:bgr", frames=3, no_pace=True, quiet=True, backend="cpu")
+        if i % 2:
+            assert sum(1 for _ in run) == 3
+        else:
+            run.close()
+
+runs(100)
+before = rss_mib()
+runs(900)
+after = rss_mib()
+print(f"rss {before:.1f} MiB after 100 runs, {after:.1f} MiB after 1000")
+assert after - before < 16, (before, after)
+"#;
+
+#[test]
+fn a_thousand_runs_opened_and_closed_leak_nothing() {
+    let dir = TempDir::new("python-leak");
+    let out = run_script(&dir, OPEN_CLOSE, &[], Duration::from_secs(240));
+    assert!(out.contains("after 1000"), "{out}");
+}
+
+/// The README's "From Python" example, as written, on a clip of its name.
+#[test]
+fn the_readmes_python_example_runs() {
+    require(&["ffmpeg"]);
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let example = readme
+        .split("```python\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("README.md has a python example");
+    assert!(
+        example.lines().count() <= 10,
+        "the example grew past ten lines"
+    );
+    let dir = TempDir::new("python-readme");
+    crate::record::camera_clip(&dir.join("clip.mp4"), 1);
+    let out = run_script(&dir, example, &[], Duration::from_secs(60));
+    assert_eq!(out.lines().count(), 30, "{out}");
+    assert!(out.starts_with("0 0 0"), "{out}");
+}
