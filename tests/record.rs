@@ -433,3 +433,163 @@ fn a_recording_that_cannot_be_kept_apart_or_written_is_refused() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+/// An RTSP server on loopback (GStreamer's, as cameras serve): `mounts` streams of `clip`
+/// (MPEG-TS with H.264) at `/cam0`, `/cam1`, …, each played from its start in real time
+/// when a client asks for it. It prints "ready" once it listens.
+const RTSP_SERVER: &str = r#"
+import sys, gi
+gi.require_version("Gst", "1.0")
+gi.require_version("GstRtspServer", "1.0")
+from gi.repository import Gst, GstRtspServer, GLib
+Gst.init(None)
+port, clip, mounts = sys.argv[1], sys.argv[2], int(sys.argv[3])
+server = GstRtspServer.RTSPServer()
+server.set_address("127.0.0.1")
+server.set_service(port)
+for m in range(mounts):
+    f = GstRtspServer.RTSPMediaFactory()
+    f.set_launch(f"( filesrc location={clip} ! tsdemux ! h264parse ! rtph264pay name=pay0 pt=96 config-interval=-1 )")
+    server.get_mount_points().add_factory(f"/cam{m}", f)
+server.attach(None)
+print("ready", flush=True)
+GLib.MainLoop().run()
+"#;
+
+/// Each decoded picture of `path`'s video, as its md5 (framemd5), in order.
+fn pictures(path: &Path) -> Vec<String> {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "quiet", "-i"])
+        .arg(path)
+        .args(["-map", "0:v:0", "-f", "framemd5", "-"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| l.rsplit(',').next().map(|m| m.trim().to_string()))
+        .collect()
+}
+
+/// The small camera wall of issue 37 on the CPU backend: 6 cameras over loopback UDP and 2
+/// served by an RTSP server, 20 s, every one recorded in 5 s segments while the run
+/// processes its frames. Nothing is dropped; every segment is closed and playable; the UDP
+/// cameras' recordings are what was sent, packet for packet; the RTSP cameras', decoded,
+/// are the served clip's pictures in order from a keyframe of its first GOP (FFmpeg's RTSP
+/// reader gives a stream's first picture no time, so no file can hold it) to the end of
+/// what was served.
+#[test]
+fn a_small_wall_of_udp_and_rtsp_cameras_is_recorded_whole() {
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("record-wall");
+    let (clip, served) = (dir.join("clip.ts"), dir.join("served.ts"));
+    camera_clip(&clip, 20);
+    camera_clip(&served, 30); // served longer than the run: no end, no reconnect
+    let rtsp_port = common::run::free_port();
+    let mut server = Command::new("/usr/bin/python3")
+        .args(["-c", RTSP_SERVER, &rtsp_port.to_string()])
+        .arg(&served)
+        .arg("2")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    use std::io::BufRead;
+    std::io::BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready.trim(), "ready", "the RTSP server did not start");
+    let ports: Vec<u16> = (0..6).map(|_| common::run::free_port()).collect();
+    let summary = dir.join("summary.json");
+    let mut args = vec!["--record".to_string()];
+    args.push(dir.join("cam-{n}-{seg}.ts").display().to_string());
+    args.extend([
+        "--segment".into(),
+        "5".into(),
+        "--backend".into(),
+        "cpu".into(),
+    ]);
+    args.extend(["--summary-json".into(), summary.display().to_string()]);
+    for &p in &ports {
+        args.extend(["-i".into(), udp_input(p)]);
+    }
+    for m in 0..2 {
+        // Over TCP (FFmpeg's `?tcp`), as a camera behind a lossy link is read: RTP over
+        // UDP may lose packets, and the test is of framepipe, not of the link.
+        args.extend([
+            "-i".into(),
+            format!("rtsp://127.0.0.1:{rtsp_port}/cam{m}?tcp"),
+        ]);
+    }
+    let child = start(&args);
+    let senders: Vec<Child> = ports.iter().map(|&p| send(&clip, p)).collect();
+    for mut s in senders {
+        assert!(s.wait().unwrap().success());
+    }
+    let err = stop(child);
+    let _ = server.kill();
+    let _ = server.wait();
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    for (n, input) in s["inputs"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(
+            input["dropped"], 0,
+            "camera {n} dropped frames: {input}\n{err}"
+        );
+        assert!(
+            input["captured"].as_u64().unwrap() >= 590,
+            "camera {n}: {input}"
+        );
+    }
+    let sent_video = packets(&clip, "v");
+    assert_eq!(sent_video.len(), 600);
+    for n in 0..6 {
+        let files = recordings(dir.path(), n);
+        assert!(files.len() >= 4, "camera {n}: {files:?}\n{err}");
+        let video: Vec<_> = files.iter().flat_map(|f| packets(f, "v")).collect();
+        assert!(
+            video.len() + 1 >= 600,
+            "camera {n}: {} packets\n{err}",
+            video.len()
+        );
+        assert_eq!(
+            video,
+            sent_video[..video.len()],
+            "camera {n}: the video as sent"
+        );
+    }
+    let served_pictures = pictures(&served);
+    for n in 6..8 {
+        let files = recordings(dir.path(), n);
+        assert!(files.len() >= 4, "camera {n}: {files:?}\n{err}");
+        let got: Vec<String> = files.iter().flat_map(|f| pictures(f)).collect();
+        let at = served_pictures
+            .iter()
+            .position(|p| got.first() == Some(p))
+            .unwrap_or_else(|| panic!("camera {n}: its first picture was not served\n{err}"));
+        assert!(at <= 30, "camera {n}: its recording starts at picture {at}");
+        let want = &served_pictures[at..(at + got.len()).min(served_pictures.len())];
+        let first_off = got.iter().zip(want).position(|(a, b)| a != b);
+        assert!(
+            first_off.is_none() && want.len() == got.len(),
+            "camera {n}: {} pictures from {at}; the first that differs from what was served: {first_off:?}",
+            got.len()
+        );
+        assert!(
+            at + got.len() >= 590,
+            "camera {n}: {} pictures from {at}",
+            got.len()
+        );
+    }
+    for f in std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+    {
+        let name = f.file_name().to_string_lossy().to_string();
+        assert!(!name.ends_with(".part"), "unfinished: {name}");
+        if name.starts_with("cam-") {
+            assert!(common::probe::codec_and_frames(&f.path()).1 > 0, "{name}");
+        }
+    }
+}

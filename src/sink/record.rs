@@ -9,7 +9,8 @@
 //!
 //! Invariants: a file starts on a video keyframe, its timestamps counted from it (audio
 //! that came after the keyframe but is timed just before it goes in too: every packet
-//! after the first keyframe is in exactly one file); it is
+//! after the first keyframe is in exactly one file, but one with no time at all, which no
+//! muxer can place: an RTSP camera's parameter sets before its first picture); it is
 //! written under a hidden `.NAME.part` name made with `create_new` (nothing is ever
 //! replaced), fragmented where it is MP4 or MOV (so a crash loses at most the open
 //! segment), and renamed to its own name, never over another file, once its trailer is
@@ -88,6 +89,8 @@ pub struct Recorded {
     pub lost: u64,
     /// Packets before the first keyframe (not decodable alone), left out.
     pub before_key: u64,
+    /// Packets with no time (no file can place them), left out.
+    pub untimed: u64,
     /// What ended the recording early, if anything did.
     pub error: Option<String>,
 }
@@ -251,6 +254,13 @@ impl Writer {
 
     fn packet(&mut self, p: ff::Packet) -> Result<()> {
         if p.stream() >= self.streams.len() {
+            return Ok(());
+        }
+        // A packet with no time can't be placed in a file (its muxer refuses it, and the
+        // recording would stop): an RTSP camera's parameter sets sent before its first
+        // timed picture are one. The pictures after them carry what they need.
+        if p.dts().is_none() && p.pts().is_none() {
+            self.recorded.untimed += 1;
             return Ok(());
         }
         let key = p.stream() == self.video && p.is_key();
