@@ -62,18 +62,34 @@ fn cuda_matches_reference_bit_for_bit() {
                         frames: 4,
                         trace_frames: 0,
                     };
-                    let (seen, bad, max) = run_case(&case);
-                    assert_eq!(seen, 4);
-                    assert_eq!(
-                        bad, 0,
-                        "{chain} at {size}, {bands} bands, {in_flight} in flight, pageable={pageable}, {issue:?}, {streams}, graphs={graphs}: {bad} frames differ, max diff {max}"
-                    );
+                    assert_bit_identical(&case);
                     runs += 1;
                 }
             }
         }
     }
     println!("cuda == reference: {runs} configurations x 4 frames, all bit-identical");
+}
+
+/// Runs `case` (4 frames) and asserts every frame equals the reference bit for bit.
+fn assert_bit_identical(case: &Case) {
+    let (seen, bad, max) = run_case(case);
+    assert_eq!(seen, 4);
+    let Case {
+        chain,
+        size,
+        bands,
+        in_flight,
+        pageable,
+        issue,
+        streams,
+        graphs,
+        ..
+    } = case;
+    assert_eq!(
+        bad, 0,
+        "{chain} at {size}, {bands} bands, {in_flight} in flight, pageable={pageable}, {issue:?}, {streams}, graphs={graphs}: {bad} frames differ, max diff {max}"
+    );
 }
 
 /// Chains that change the size (`common::GEOMETRY_CHAINS`, and larger ones at 1080p): the
@@ -127,12 +143,7 @@ fn cuda_geometry_matches_reference_bit_for_bit() {
                         frames: 4,
                         trace_frames: 0,
                     };
-                    let (seen, bad, max) = run_case(&case);
-                    assert_eq!(seen, 4);
-                    assert_eq!(
-                        bad, 0,
-                        "{chain} at {size}, {bands} bands, {in_flight} in flight, {issue:?}, {streams}: {bad} frames differ, max diff {max}"
-                    );
+                    assert_bit_identical(&case);
                     runs += 1;
                 }
             }

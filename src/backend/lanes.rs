@@ -746,6 +746,14 @@ impl LaneSet {
         Ok(())
     }
 
+    /// The stream `stage` of `band` in `lane` runs on: the band's own, or the stage's.
+    fn stream_of(&self, dev: &Device, lane: usize, band: usize, stage: Stage) -> Arc<CudaStream> {
+        match &self.lanes[lane][band].stream {
+            Some(own) => own.clone(),
+            None => dev.stage_streams[stage as usize].clone(),
+        }
+    }
+
     /// Queues one stage of one band of `slot` in `lane`.
     fn enqueue(
         &mut self,
@@ -758,10 +766,7 @@ impl LaneSet {
         let Place { lane, band, .. } = at;
         let per_stage = dev.settings.streams == StreamLayout::PerStage;
         let capturing = self.capturing;
-        let s = match &self.lanes[lane][band].stream {
-            Some(own) => own.clone(),
-            None => dev.stage_streams[stage as usize].clone(),
-        };
+        let s = self.stream_of(dev, lane, band, stage);
         let s = &s;
         let bl = &self.lanes[lane][band];
         // With stage streams a band's stages are ordered by events; on a band's own stream
@@ -973,10 +978,7 @@ impl LaneSet {
         timed: bool,
     ) -> Result<()> {
         let bands = self.plans[plan].len();
-        let s = match &self.lanes[lane][bands - 1].stream {
-            Some(own) => own.clone(),
-            None => dev.stage_streams[Stage::Download as usize].clone(),
-        };
+        let s = self.stream_of(dev, lane, bands - 1, Stage::Download);
         for b in &self.lanes[lane][..bands] {
             s.wait(&b.done.filter)?;
         }
