@@ -265,3 +265,79 @@ fn the_readmes_python_example_runs() {
     assert_eq!(out.lines().count(), 30, "{out}");
     assert!(out.starts_with("0 0 0"), "{out}");
 }
+
+const BATCHES: &str = r#"
+import sys, time
+import numpy as np
+import framepipe
+
+# Two cameras in step: every batch holds both, stacked as one array.
+with framepipe.open("a.mp4", "a.mp4", batch=2, batch_timeout=1.0, quiet=True, realtime=True) as run:
+    n = 0
+    for b in run:
+        a = np.asarray(b)
+        assert b.inputs == [0, 1] and len(b) == 2, b.inputs
+        assert a.shape == (2, 240, 320, 3), a.shape
+        for k, f in enumerate(b.frames):
+            assert (a[k] == np.asarray(f)).all()
+        n += 1
+print("paired batches", n)
+assert n == 30, n
+
+# A camera that never sends: batches come without it, each within its timeout (and each
+# holds the latest of the frames that came meanwhile: 30 frames make about 15 batches).
+port = sys.argv[1]
+with framepipe.open("a.mp4", f"udp://127.0.0.1:{port}", batch=2, batch_timeout=0.05,
+                    quiet=True, realtime=True) as run:
+    waits = []
+    t = time.monotonic()
+    for b in run:
+        assert b.inputs == [0], b.inputs
+        waits.append(time.monotonic() - t)
+        t = time.monotonic()
+        if len(waits) == 10:
+            break
+print("slowest batch after the first", max(waits[1:]))
+assert max(waits[1:]) < 0.5, waits
+"#;
+
+#[test]
+fn batches_hold_the_latest_frame_of_each_input_and_a_stalled_one_times_out() {
+    require(&["ffmpeg"]);
+    let dir = TempDir::new("python-batch");
+    crate::record::camera_clip(&dir.join("a.mp4"), 1);
+    let port = crate::common::run::free_port().to_string();
+    let out = run_script(&dir, BATCHES, &[&port], Duration::from_secs(60));
+    assert!(out.contains("paired batches 30"), "{out}");
+}
+
+const SLOW_LOOP: &str = r#"
+import sys, subprocess, time
+import framepipe
+
+port = sys.argv[1]
+run = framepipe.open(f"udp://127.0.0.1:{port}?fifo_size=1000000&overrun_nonfatal=1", quiet=True)
+sender = subprocess.Popen(["ffmpeg", "-v", "error", "-re", "-i", "clip.ts", "-c", "copy",
+                           "-f", "mpegts", f"udp://127.0.0.1:{port}?pkt_size=1316"])
+got = 0
+for f in run:
+    got += 1
+    time.sleep(0.1)          # a model three times slower than the camera
+    if sender.poll() is not None and got > 5:
+        break
+dropped = run.dropped[0]
+run.close()
+print("got", got, "dropped", dropped)
+# 60 frames sent; those still in the ring and the queue when the sender ended are neither.
+assert dropped >= 10 and got + dropped >= 25, (got, dropped)
+"#;
+
+#[test]
+fn a_slow_loop_makes_a_live_input_drop_and_says_how_many() {
+    require(&["ffmpeg"]);
+    let dir = TempDir::new("python-slow");
+    crate::record::camera_clip(&dir.join("clip.ts"), 2);
+    let port = crate::common::run::free_port().to_string();
+    let out = run_script(&dir, SLOW_LOOP, &[&port], Duration::from_secs(60));
+    assert!(out.contains("dropped"), "{out}");
+}

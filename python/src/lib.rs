@@ -3,7 +3,8 @@
 //! `True` is a flag given, a list a flag repeated), runs the same pipeline on a thread of
 //! its own (`app::run_embedded`), and yields every input's processed frames, in order, as
 //! `Frame`s whose pixels NumPy reads without a copy (`np.asarray(frame)`, through the array
-//! interface).
+//! interface), or with `batch=N` as `Batch`es of the latest frame of N inputs (waiting at
+//! most `batch_timeout` for them); `run.dropped` counts each live input's dropped frames.
 //!
 //! Invariants: a run's frames are handed over through a bounded channel, so a slow loop
 //! makes a file wait and a live input drop (counted, as for any slow output); waiting for a
@@ -17,7 +18,7 @@
 #![allow(clippy::useless_conversion)]
 
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -127,6 +128,76 @@ impl Frame {
     }
 }
 
+/// The latest frame of several inputs (`batch=N`): `frames` in input order, and their
+/// pixels stacked as one array of shape (len, *frame.shape) where every frame has the same
+/// size and format (DeepStream's batch of N streams).
+#[pyclass(module = "framepipe", frozen)]
+struct Batch {
+    frames: Vec<Py<Frame>>,
+    inputs: Vec<usize>,
+    /// The frames' pixels one after another, and the stacked shape; None where they differ.
+    stacked: Option<(Vec<u8>, Vec<usize>)>,
+}
+
+impl Batch {
+    fn of(py: Python<'_>, frames: Vec<Frame>) -> PyResult<Self> {
+        let inputs = frames.iter().map(|f| f.handed.input).collect();
+        let first = &frames[0].handed;
+        let alike = frames
+            .iter()
+            .all(|f| f.handed.size == first.size && f.handed.format == first.format);
+        let stacked = alike.then(|| {
+            let shape: Vec<usize> = frames[0].shape(py).extract().unwrap_or_default();
+            let bytes: Vec<u8> = frames
+                .iter()
+                .flat_map(|f| f.handed.bytes.iter().copied())
+                .collect();
+            (bytes, [vec![frames.len()], shape].concat())
+        });
+        let frames = frames
+            .into_iter()
+            .map(|f| Py::new(py, f))
+            .collect::<PyResult<_>>()?;
+        Ok(Self {
+            frames,
+            inputs,
+            stacked,
+        })
+    }
+}
+
+#[pymethods]
+impl Batch {
+    /// The frames, in input order.
+    #[getter]
+    fn frames(&self, py: Python<'_>) -> Vec<Py<Frame>> {
+        self.frames.iter().map(|f| f.clone_ref(py)).collect()
+    }
+    /// The inputs they came from (an input with no frame in time is left out).
+    #[getter]
+    fn inputs(&self) -> Vec<usize> {
+        self.inputs.clone()
+    }
+    fn __len__(&self) -> usize {
+        self.frames.len()
+    }
+    /// NumPy's array interface: the frames stacked, without a copy of the batch.
+    #[getter]
+    fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let Some((bytes, shape)) = &self.stacked else {
+            return Err(PyValueError::new_err(
+                "the batch's frames differ in size or format: take them one by one (batch.frames)",
+            ));
+        };
+        let d = PyDict::new_bound(py);
+        d.set_item("version", 3)?;
+        d.set_item("shape", PyTuple::new_bound(py, shape))?;
+        d.set_item("typestr", "|u1")?;
+        d.set_item("data", (bytes.as_ptr() as usize, true))?;
+        Ok(d)
+    }
+}
+
 /// A running pipeline: iterate it for its frames; `close()` ends it.
 #[pyclass(module = "framepipe")]
 struct Run {
@@ -134,9 +205,63 @@ struct Run {
     stop: Stop,
     thread: Option<JoinHandle<framepipe::app::Ran>>,
     names: Vec<String>,
+    /// `batch=N` and `batch_timeout`: frames come as batches of the latest of N inputs.
+    batch: Option<(usize, Duration)>,
+    /// Each input's frames dropped so far.
+    dropped: Vec<u64>,
 }
 
 impl Run {
+    /// The next frame handed over; None once the run has ended (or, with `deadline`, when
+    /// none came before it). Raises the run's error, and Python's signals (Ctrl-C), which
+    /// end the run first.
+    fn next_frame(
+        &mut self,
+        py: Python<'_>,
+        deadline: Option<Instant>,
+    ) -> PyResult<Option<Handed>> {
+        loop {
+            let Some(rx) = self.frames.clone() else {
+                return Ok(None);
+            };
+            let wait = match deadline {
+                Some(d) => d.saturating_duration_since(Instant::now()).min(POLL),
+                None => POLL,
+            };
+            match py.allow_threads(|| rx.recv_timeout(wait)) {
+                Ok(handed) => {
+                    let input = handed.input;
+                    if self.dropped.len() <= input {
+                        self.dropped.resize(input + 1, 0);
+                    }
+                    self.dropped[input] = self.dropped[input].max(handed.dropped);
+                    return Ok(Some(handed));
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Err(e) = py.check_signals() {
+                        self.end(py);
+                        return Err(e);
+                    }
+                    if deadline.is_some_and(|d| Instant::now() >= d) {
+                        return Ok(None);
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    return match self.end(py) {
+                        Some(e) => Err(PyRuntimeError::new_err(e)),
+                        None => Ok(None),
+                    };
+                }
+            }
+        }
+    }
+
+    /// `handed` as a Python frame, named after its input.
+    fn frame(&self, handed: Handed) -> Frame {
+        let name = self.names.get(handed.input).cloned().unwrap_or_default();
+        Frame { handed, name }
+    }
+
     /// Stops the run (where it still goes) and waits for it; its error, if it failed.
     fn end(&mut self, py: Python<'_>) -> Option<String> {
         self.stop.request();
@@ -156,30 +281,35 @@ impl Run {
         slf
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Frame>> {
-        loop {
-            let Some(rx) = self.frames.clone() else {
-                return Ok(None);
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        let Some(first) = self.next_frame(py, None)? else {
+            return Ok(None);
+        };
+        let Some((n, timeout)) = self.batch else {
+            return Ok(Some(self.frame(first).into_py(py)));
+        };
+        // The latest frame of each input, until `n` inputs have one or the time is up.
+        let deadline = Instant::now() + timeout;
+        let mut latest = vec![first];
+        while latest.len() < n {
+            let Some(h) = self.next_frame(py, Some(deadline))? else {
+                break;
             };
-            match py.allow_threads(|| rx.recv_timeout(POLL)) {
-                Ok(handed) => {
-                    let name = self.names.get(handed.input).cloned().unwrap_or_default();
-                    return Ok(Some(Frame { handed, name }));
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    if let Err(e) = py.check_signals() {
-                        self.end(py);
-                        return Err(e);
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    return match self.end(py) {
-                        Some(e) => Err(PyRuntimeError::new_err(e)),
-                        None => Ok(None),
-                    };
-                }
+            match latest.iter_mut().find(|l| l.input == h.input) {
+                Some(older) => *older = h,
+                None => latest.push(h),
             }
         }
+        latest.sort_by_key(|h| h.input);
+        let frames: Vec<Frame> = latest.into_iter().map(|h| self.frame(h)).collect();
+        Ok(Some(Batch::of(py, frames)?.into_py(py)))
+    }
+
+    /// Each input's frames dropped so far (a live input that the pipeline or this loop did
+    /// not keep up with), by input number, as the last frame of each said.
+    #[getter]
+    fn dropped(&self) -> Vec<u64> {
+        self.dropped.clone()
     }
 
     /// Stops the run and waits until it has ended, its outputs finalized. Raises the run's
@@ -222,17 +352,28 @@ impl Drop for Run {
     }
 }
 
-/// The command line `inputs` and `options` make (module doc), and the format asked for.
+/// What `open`'s arguments ask for: the command line, and the package's own keywords.
+struct Asked {
+    argv: Vec<String>,
+    format: PixelFormat,
+    batch: Option<(usize, Duration)>,
+}
+
+/// How long a batch waits for its inputs' frames by default (`batch_timeout`).
+const BATCH_TIMEOUT: Duration = Duration::from_millis(100);
+
+/// The command line `inputs` and `options` make (module doc), and the package's keywords.
 fn command_line(
     inputs: &Bound<'_, PyTuple>,
     options: Option<&Bound<'_, PyDict>>,
-) -> PyResult<(Vec<String>, PixelFormat)> {
+) -> PyResult<Asked> {
     let mut argv = vec!["framepipe".to_string()];
     for input in inputs.iter() {
         argv.push("--input".into());
         argv.push(input.str()?.to_string());
     }
     let (mut format, mut headless) = (PixelFormat::Bgr24, true);
+    let (mut batch, mut timeout) = (None, BATCH_TIMEOUT);
     for (key, value) in options.into_iter().flat_map(|d| d.iter()) {
         let key: String = key.extract()?;
         match key.as_str() {
@@ -249,6 +390,23 @@ fn command_line(
             }
             "headless" => {
                 headless = value.is_truthy()?;
+                continue;
+            }
+            "batch" => {
+                let n: usize = value.extract()?;
+                if n == 0 {
+                    return Err(PyValueError::new_err(
+                        "batch=0: a batch holds 1 frame or more",
+                    ));
+                }
+                batch = Some(n);
+                continue;
+            }
+            "batch_timeout" => {
+                let t: f64 = value.extract()?;
+                timeout = Duration::try_from_secs_f64(t).map_err(|_| {
+                    PyValueError::new_err(format!("batch_timeout={t}: seconds, 0 or more"))
+                })?;
                 continue;
             }
             _ => {}
@@ -278,7 +436,11 @@ fn command_line(
     if headless {
         argv.push("--headless".into());
     }
-    Ok((argv, format))
+    Ok(Asked {
+        argv,
+        format,
+        batch: batch.map(|n| (n, timeout)),
+    })
 }
 
 /// Runs framepipe over `inputs` with `options` (the command line's flags) and returns the
@@ -288,7 +450,11 @@ fn command_line(
 #[pyo3(signature = (*inputs, **options))]
 fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Run> {
     use clap::Parser;
-    let (argv, format) = command_line(inputs, options)?;
+    let Asked {
+        argv,
+        format,
+        batch,
+    } = command_line(inputs, options)?;
     let cli = framepipe::cli::Cli::try_parse_from(&argv).map_err(|e| {
         let text = e.to_string();
         let line = text
@@ -324,6 +490,8 @@ fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyR
         stop,
         thread: Some(thread),
         names,
+        batch,
+        dropped: Vec::new(),
     })
 }
 
@@ -334,6 +502,7 @@ fn framepipe_py(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(open, m)?)?;
     m.add_class::<Run>()?;
     m.add_class::<Frame>()?;
+    m.add_class::<Batch>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

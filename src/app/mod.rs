@@ -230,21 +230,24 @@ fn open_each(
         };
         // A file output's audio is tapped from the source: `&mut`.
         own.extend(outputs::open(plan, input, source.as_mut(), places)?);
-        if let Some(to) = to {
-            own.push(sink::output::boxed(sink::handover::Handover::new(
-                to.clone(),
-            )));
-        }
+        own.extend(to.map(handover));
         total = total
             .zip(outputs::frames_to_go(source.as_ref(), plan.engine().frames))
             .map(|(a, b)| a + b);
         each.push(sink::tee(own));
     }
-    each.extend(inputs.late.iter().map(|_| None));
+    // An input joining late has no outputs of its own, but the embedding program takes
+    // its frames too.
+    each.extend(inputs.late.iter().map(|_| to.map(handover)));
     if !inputs.late.is_empty() {
         total = None;
     }
     Ok((each, total))
+}
+
+/// The sink that hands an input's frames to the embedding program (`sink::handover`).
+fn handover(to: &sink::handover::HandTo) -> Box<dyn Sink> {
+    Box::new(sink::handover::Handover::new(to.clone()))
 }
 
 /// With user kernels in the chain (the backend is CUDA then): checks them for band

@@ -412,11 +412,11 @@ fn input_plan(
         // The browser view and the mosaic take BGR too.
         takes.push(sink::WINDOW_TAKES.to_vec());
     }
-    // A program that embeds framepipe takes every input's frames, each from its first.
+    // A program that embeds framepipe takes every input's frames (an input joining late's
+    // too: `app::open_each`).
     takes.extend(args.handover.map(|f| vec![f]));
-    let own = outputs.is_empty() && args.handover.is_none();
     InputPlan {
-        may_join_late: several && own && (args.headless || !args.no_mosaic),
+        may_join_late: several && outputs.is_empty() && (args.headless || !args.no_mosaic),
         spec,
         name,
         outputs,

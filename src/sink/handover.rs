@@ -7,13 +7,13 @@
 //! input's are dropped at its capture (the ring fills), as for any slow output; a wait ends
 //! when the run is asked to stop, and a reader that went away ends the run (`Closed`).
 //! Frames reach the reader in the format it asked for (`Handover::format`), converted
-//! through BGR where the run negotiated another for its other consumers.
+//! through BGR where the run negotiated another for its other consumers; each carries how
+//! many frames its input has dropped so far (from the run's live figures, `Sink::status`).
 
 use anyhow::Result;
 use crossbeam_channel::{SendTimeoutError, Sender};
 
-use super::output::{Output, Taken};
-use super::Frame;
+use super::{Flow, Frame, Sink};
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 use crate::stop::Stop;
@@ -35,6 +35,9 @@ pub struct Handed {
     pub format: PixelFormat,
     /// The pixels, packed (planes one after another for YUV).
     pub bytes: Vec<u8>,
+    /// Frames its input has dropped so far (a live input the pipeline or the reader did
+    /// not keep up with).
+    pub dropped: u64,
 }
 
 /// Where and how frames are handed over: the channel, the format the reader asked for,
@@ -56,6 +59,8 @@ pub struct Handover {
     stop: Stop,
     /// A BGR frame between a negotiated format and the asked one.
     bgr: Vec<u8>,
+    /// Each input's frames dropped so far, from the run's live figures.
+    dropped: Vec<u64>,
 }
 
 impl Handover {
@@ -66,6 +71,7 @@ impl Handover {
             format: h.format,
             stop: h.stop,
             bgr: Vec::new(),
+            dropped: Vec::new(),
         }
     }
 
@@ -92,30 +98,39 @@ impl Handover {
     }
 }
 
-impl Output for Handover {
+impl Sink for Handover {
     fn verb(&self) -> &'static str {
         "handed over"
     }
     fn describe(&self) -> String {
         format!("frames handed to the embedding program ({})", self.format)
     }
-    fn consume(&mut self, frame: &Frame) -> Result<Taken> {
+    fn status(&mut self, live: &crate::stats::Live) {
+        self.dropped.clear();
+        match live.inputs.is_empty() {
+            true => self.dropped.push(live.dropped),
+            false => self.dropped.extend(live.inputs.iter().map(|i| i.dropped)),
+        }
+    }
+    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
         let d = frame.desc;
+        let input = usize::from(d.input.0);
         let mut handed = Handed {
-            input: usize::from(d.input.0),
+            input,
             index: d.index,
             pts: d.pts.map(|t| (t.ticks, t.base)),
             seconds: d.seconds(),
             size: frame.size(),
             format: self.format,
             bytes: self.pixels(frame),
+            dropped: self.dropped.get(input).copied().unwrap_or(0),
         };
         loop {
             match self.to.send_timeout(handed, Stop::TICK) {
-                Ok(()) => return Ok(Taken::Kept),
-                Err(SendTimeoutError::Disconnected(_)) => return Ok(Taken::Closed),
+                Ok(()) => return Ok(Flow::Continue),
+                Err(SendTimeoutError::Disconnected(_)) => return Ok(Flow::Quit),
                 Err(SendTimeoutError::Timeout(back)) if !self.stop.is_requested() => handed = back,
-                Err(SendTimeoutError::Timeout(_)) => return Ok(Taken::Kept),
+                Err(SendTimeoutError::Timeout(_)) => return Ok(Flow::Continue),
             }
         }
     }
