@@ -1,5 +1,6 @@
 //! The Python package (`python/`, issue 40), installed as the README says into
-//! `target/pyvenv` (`scripts/test.sh`), driven by real Python scripts: its frames equal the
+//! `target/pyvenv` (`scripts/test.sh`), driven by real Python scripts: its frames (through
+//! NumPy's array interface and DLPack) equal the
 //! command line's standard output (YUV4MPEG2, or headerless BGR) byte for byte, several inputs are told apart, a slow
 //! loop makes a file wait (no frame lost), bad options and inputs raise one-line errors,
 //! Ctrl-C and `close()` end a run within a second with its video file finalized, and a
@@ -69,6 +70,7 @@ for fmt, chain in [("i420", "gauss:2"), ("bgr24", "invert,blur:3"), ("gray", "co
         for f in run:
             a = np.asarray(f)
             assert a.dtype == np.uint8 and a.shape == f.shape, (a.dtype, a.shape, f.shape)
+            assert (np.from_dlpack(f) == a).all()   # DLPack: the same pixels
             assert f.index == seen and f.input == 0 and f.name == clip and f.format == fmt
             assert a.tobytes() == frames[seen], f"{fmt} {chain}: frame {seen} differs"
             assert f.seconds > last and float(f.pts) == f.seconds
@@ -215,6 +217,7 @@ fn ctrl_c_and_close_end_a_run_with_its_file_finalized() {
 }
 
 const OPEN_CLOSE: &str = r#"
+import numpy as np
 import framepipe
 
 def rss_mib():
@@ -225,7 +228,8 @@ def runs(n):
     for i in range(n):
         run = framepipe.open("pattern:64x48:bgr", frames=3, no_pace=True, quiet=True, backend="cpu")
         if i % 2:
-            assert sum(1 for _ in run) == 3
+            # Frames taken through DLPack (and a capsule nobody takes) are given back too.
+            assert sum(np.from_dlpack(f).size > 0 and f.__dlpack__() is not None for f in run) == 3
         else:
             run.close()
 

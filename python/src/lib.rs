@@ -26,6 +26,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 use framepipe::pixel::PixelFormat;
+
+mod dlpack;
 use framepipe::sink::handover::{HandTo, Handed};
 use framepipe::stop::Stop;
 
@@ -118,6 +120,34 @@ impl Frame {
         d.set_item("typestr", "|u1")?;
         d.set_item("data", (self.handed.bytes.as_ptr() as usize, true))?;
         Ok(d)
+    }
+    /// DLPack (`np.from_dlpack(frame)`, `torch.from_dlpack(frame)`): the pixels in host
+    /// memory, uint8 of `shape`, without a copy; the tensor keeps the frame alive.
+    #[pyo3(signature = (stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__(
+        slf: &Bound<'_, Self>,
+        stream: Option<PyObject>,
+        max_version: Option<PyObject>,
+        dl_device: Option<PyObject>,
+        copy: Option<bool>,
+    ) -> PyResult<PyObject> {
+        let _ = (stream, max_version, dl_device); // host memory: no stream, one version
+        if copy == Some(true) {
+            return Err(PyValueError::new_err(
+                "copy=True: a frame is lent, not copied",
+            ));
+        }
+        let py = slf.py();
+        let frame = slf.get();
+        let shape: Vec<usize> = frame.shape(py).extract()?;
+        let owner = slf.clone().into_any().unbind();
+        // SAFETY: the bytes are the frame's, which is frozen (they never change) and kept
+        // alive by the capsule's reference to it.
+        unsafe { dlpack::capsule(py, owner, frame.handed.bytes.as_ptr(), &shape) }
+    }
+    /// Where the pixels are: (kDLCPU, 0).
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (1, 0)
     }
     fn __repr__(&self) -> String {
         let h = &self.handed;
