@@ -99,7 +99,9 @@ fn geometry_filters_equal_ffmpegs() {
     // libswscale's bilinear at full chroma resolution: by default it halves the chroma of
     // an RGB picture it scales (RGB through YUV 4:2:2), which framepipe, scaling BGR as it
     // is, does not (up to 66 apart on this pattern's finest colour at exactly half size).
-    for size in ["640:480", "1280:720", "333:250", "200:150", "160:120", "107:80", "160:60"] {
+    for size in [
+        "640:480", "1280:720", "333:250", "200:150", "160:120", "107:80", "160:60",
+    ] {
         let d = largest_difference(
             &dir,
             &format!("scale:{size}"),
