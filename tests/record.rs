@@ -456,6 +456,9 @@ print("ready", flush=True)
 GLib.MainLoop().run()
 "#;
 
+/// The most B-frames in a row of `camera_clip`'s H.264 (libx264's default).
+const B_FRAMES: usize = 3;
+
 /// Each decoded picture of `path`'s video, as its md5 (framemd5), in order.
 fn pictures(path: &Path) -> Vec<String> {
     let out = Command::new("ffmpeg")
@@ -569,8 +572,12 @@ fn a_small_wall_of_udp_and_rtsp_cameras_is_recorded_whole() {
             .position(|p| got.first() == Some(p))
             .unwrap_or_else(|| panic!("camera {n}: its first picture was not served\n{err}"));
         assert!(at <= 30, "camera {n}: its recording starts at picture {at}");
+        // The run stopped mid-stream: the last few pictures recorded may be B-frames whose
+        // later reference came after the stop, which no decoder can make whole. Every one
+        // before them is what was served.
+        let whole = got.len().saturating_sub(B_FRAMES);
         let want = &served_pictures[at..(at + got.len()).min(served_pictures.len())];
-        let first_off = got.iter().zip(want).position(|(a, b)| a != b);
+        let first_off = got[..whole].iter().zip(want).position(|(a, b)| a != b);
         assert!(
             first_off.is_none() && want.len() == got.len(),
             "camera {n}: {} pictures from {at}; the first that differs from what was served: {first_off:?}",
