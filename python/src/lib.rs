@@ -96,12 +96,7 @@ impl Frame {
     /// YUV4MPEG2 frame and OpenCV lay them out).
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> Bound<'py, PyTuple> {
-        let (w, h) = (self.handed.size.width, self.handed.size.height);
-        match self.handed.format {
-            PixelFormat::Bgr24 => PyTuple::new_bound(py, [h, w, 3]),
-            PixelFormat::Gray => PyTuple::new_bound(py, [h, w]),
-            _ => PyTuple::new_bound(py, [self.handed.bytes.len() / w, w]),
-        }
+        PyTuple::new_bound(py, self.dims())
     }
     /// The pixels as `bytes` (a copy).
     fn tobytes<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
@@ -114,12 +109,7 @@ impl Frame {
     /// memory, read-only, and keeps the frame alive while the array lives.
     #[getter]
     fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let d = PyDict::new_bound(py);
-        d.set_item("version", 3)?;
-        d.set_item("shape", self.shape(py))?;
-        d.set_item("typestr", "|u1")?;
-        d.set_item("data", (self.handed.bytes.as_ptr() as usize, true))?;
-        Ok(d)
+        array_interface(py, &self.handed.bytes, &self.dims())
     }
     /// DLPack (`np.from_dlpack(frame)`, `torch.from_dlpack(frame)`): the pixels in host
     /// memory, uint8 of `shape`, without a copy; the tensor keeps the frame alive.
@@ -139,7 +129,7 @@ impl Frame {
         }
         let py = slf.py();
         let frame = slf.get();
-        let shape: Vec<usize> = frame.shape(py).extract()?;
+        let shape = frame.dims();
         let owner = slf.clone().into_any().unbind();
         // SAFETY: the bytes are the frame's, which is frozen (they never change) and kept
         // alive by the capsule's reference to it.
@@ -156,6 +146,33 @@ impl Frame {
             h.input, h.index, h.size, h.format
         )
     }
+}
+
+impl Frame {
+    /// The array's shape (`shape`).
+    fn dims(&self) -> Vec<usize> {
+        let (w, h) = (self.handed.size.width, self.handed.size.height);
+        match self.handed.format {
+            PixelFormat::Bgr24 => vec![h, w, 3],
+            PixelFormat::Gray => vec![h, w],
+            _ => vec![self.handed.bytes.len() / w, w],
+        }
+    }
+}
+
+/// NumPy's array interface (version 3) over `bytes` of `shape`, uint8, read-only: the
+/// object that returns it keeps the bytes alive while the array lives.
+fn array_interface<'py>(
+    py: Python<'py>,
+    bytes: &[u8],
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new_bound(py);
+    d.set_item("version", 3)?;
+    d.set_item("shape", PyTuple::new_bound(py, shape))?;
+    d.set_item("typestr", "|u1")?;
+    d.set_item("data", (bytes.as_ptr() as usize, true))?;
+    Ok(d)
 }
 
 /// The latest frame of several inputs (`batch=N`): `frames` in input order, and their
@@ -177,7 +194,7 @@ impl Batch {
             .iter()
             .all(|f| f.handed.size == first.size && f.handed.format == first.format);
         let stacked = alike.then(|| {
-            let shape: Vec<usize> = frames[0].shape(py).extract().unwrap_or_default();
+            let shape = frames[0].dims();
             let bytes: Vec<u8> = frames
                 .iter()
                 .flat_map(|f| f.handed.bytes.iter().copied())
@@ -211,7 +228,8 @@ impl Batch {
     fn __len__(&self) -> usize {
         self.frames.len()
     }
-    /// NumPy's array interface: the frames stacked, without a copy of the batch.
+    /// NumPy's array interface: the frames stacked (copied once, into one buffer, as the
+    /// batch was made), read-only.
     #[getter]
     fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let Some((bytes, shape)) = &self.stacked else {
@@ -219,12 +237,7 @@ impl Batch {
                 "the batch's frames differ in size or format: take them one by one (batch.frames)",
             ));
         };
-        let d = PyDict::new_bound(py);
-        d.set_item("version", 3)?;
-        d.set_item("shape", PyTuple::new_bound(py, shape))?;
-        d.set_item("typestr", "|u1")?;
-        d.set_item("data", (bytes.as_ptr() as usize, true))?;
-        Ok(d)
+        array_interface(py, bytes, shape)
     }
 }
 

@@ -66,12 +66,22 @@ pub(super) struct Reshape {
     lanes: Vec<Frames>,
 }
 
-/// The steps of `chain` after its banded part, for frames of `size`, and the largest frame
-/// any of them holds.
-fn steps_of(chain: &Chain, size: FrameSize, s: &Arc<CudaStream>) -> Result<(Vec<Step>, usize)> {
+/// The bytes of the largest packed BGR frame the chain makes of `size` frames, the input
+/// included: what each lane's frame buffers hold.
+fn largest_frame(chain: &Chain, size: FrameSize) -> usize {
+    let mut most = size.bytes();
+    let _ = chain.filters().iter().try_fold(size, |at, f| match f {
+        Filter::Geometry(g) => g.output(at).inspect(|to| most = most.max(to.bytes())),
+        _ => Ok(at),
+    });
+    most
+}
+
+/// The steps of `chain` after its banded part, for frames of `size`.
+fn steps_of(chain: &Chain, size: FrameSize, s: &Arc<CudaStream>) -> Result<Vec<Step>> {
     let filters = chain.filters();
     let mut steps = Vec::new();
-    let (mut at, mut most) = (size, size.bytes());
+    let mut at = size;
     let mut i = chain.banded();
     while i < filters.len() {
         if let Filter::Geometry(g) = &filters[i] {
@@ -86,7 +96,7 @@ fn steps_of(chain: &Chain, size: FrameSize, s: &Arc<CudaStream>) -> Result<(Vec<
             let taps = bilinear.then(|| Taps::new(s, at, to)).transpose()?;
             let (g, from) = (*g, at);
             steps.push(Step::Geometry { g, from, to, taps });
-            (at, most, i) = (to, most.max(to.bytes()), i + 1);
+            (at, i) = (to, i + 1);
             continue;
         }
         let end = (i..filters.len())
@@ -98,7 +108,7 @@ fn steps_of(chain: &Chain, size: FrameSize, s: &Arc<CudaStream>) -> Result<(Vec<
         });
         i = end;
     }
-    Ok((steps, most))
+    Ok(steps)
 }
 
 impl Reshape {
@@ -114,7 +124,7 @@ impl Reshape {
         if !chain.changes_size() {
             return Ok(None);
         }
-        let (steps, most) = steps_of(chain, size, s)?;
+        let (steps, most) = (steps_of(chain, size, s)?, largest_frame(chain, size));
         let out = chain.output_size(size).map_err(anyhow::Error::msg)?;
         let separable = chain.filters()[chain.banded()..]
             .iter()
@@ -147,11 +157,7 @@ impl Reshape {
         let Ok(out) = chain.output_size(size) else {
             return 0;
         };
-        let mut most = size.bytes();
-        let _ = chain.filters().iter().try_fold(size, |at, f| match f {
-            Filter::Geometry(g) => g.output(at).inspect(|to| most = most.max(to.bytes())),
-            _ => Ok(at),
-        });
+        let most = largest_frame(chain, size);
         let raw = if output == PixelFormat::Bgr24 {
             0
         } else {
