@@ -277,6 +277,14 @@ pub fn attach(
         what: "CUDA device 0 could not be opened",
         why: e.to_string(),
     })?;
+    // This handle of the context allocates nothing of cudarc's: its per-buffer event
+    // tracking is off, as the backend's is (`device::Device::open`), so that making the
+    // stream below does not synchronize the whole context, which CUDA refuses while the
+    // backend captures a graph on another thread (and which then breaks that capture: a
+    // camera joining a running wall ended the run).
+    // SAFETY: no `CudaSlice` is made through `cuda`; FFmpeg orders its own work on
+    // `stream`, and `lend` waits for that stream before a surface is used elsewhere.
+    unsafe { cuda.disable_event_tracking() };
     // NVDEC's post-processing into its output surfaces goes on a stream of ours, not the
     // legacy default stream (which would wait for the backend's streams), and `lend` waits
     // for it.
