@@ -14,6 +14,13 @@ pub const HOST_SHARE: f64 = 0.5;
 
 /// Slots in the ring when `--ring` is not given.
 pub const DEFAULT_RING: usize = 8;
+/// The most slots of a ring that NVDEC's pictures are lent to, staying on the device: a
+/// ring of more has its pictures brought down into the slots instead. Each lent picture
+/// holds one of the decoder's surfaces, of which libavcodec makes the stream's own and a
+/// few more: rings of 6 (beside others) and 8 (one input) fit on the H200, H.264 and HEVC;
+/// a ring of 12 ran the decoder out, and its pictures came out broken.
+pub const MAX_LENT: usize = DEFAULT_RING;
+
 /// The most the default ring takes: huge frames (a 16000x16000 image) get fewer slots.
 pub const DEFAULT_RING_BYTES: u64 = 2 << 30;
 

@@ -340,7 +340,8 @@ pub struct RunArgs {
 
     /// Frame slots in the ring (at least 2; refused when the ring would not fit in the
     /// machine's available memory) [default: 8, fewer for frames so large that 8 would
-    /// take more than 2 GiB].
+    /// take more than 2 GiB]. NVDEC's pictures stay on the GPU for rings of up to 8 slots;
+    /// a larger ring has them brought down into its slots.
     #[arg(long, value_name = "N")]
     pub ring: Option<usize>,
 

@@ -262,9 +262,19 @@ impl RunPlan {
             }
         }
         let cuda_backend = self.engine.kind != BackendKind::Cpu && machine.cuda().is_ok();
+        // Slots an input's ring can have: `--ring`, the cap beside others, else the most
+        // the default ring takes (its size is settled once the input is open).
+        let ring = self
+            .engine
+            .ring
+            .or(self.engine.ring_cap)
+            .unwrap_or(crate::budget::DEFAULT_RING);
+        // A ring of more slots than a decoder lends would run it short of surfaces: its
+        // pictures are brought down into the slots instead.
+        let lends = cuda_backend && ring <= crate::budget::MAX_LENT;
         for input in &mut self.inputs {
             input.asked.on_device =
-                matches!(input.asked.decode, Decode::Gpu | Decode::Auto) && cuda_backend;
+                matches!(input.asked.decode, Decode::Gpu | Decode::Auto) && lends;
         }
         Ok(self)
     }
