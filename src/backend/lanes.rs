@@ -45,7 +45,8 @@
 //!   launched on the copy-in stream so that frames queued behind it finish after it;
 //!   graphs are keyed by (lane, slot, timed, tile and download) and dropped when
 //!   page-locking changes; a frame in device memory is never replayed from a graph (the
-//!   graph would keep its surface's address).
+//!   graph would keep its surface's address); a capture that fails runs its frame without
+//!   a graph, and the set captures no more (`graphs_broken`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -482,6 +483,10 @@ pub(super) struct LaneSet {
     graphs: HashMap<GraphKey, Graph>,
     /// A capture is being recorded: timing events become graph nodes.
     capturing: bool,
+    /// A capture failed (another thread's CUDA call can break one: a decoder freeing its
+    /// surfaces as a camera reconnects synchronizes the whole context, which CUDA refuses
+    /// while a stream captures): this set's frames run without graphs from then on.
+    graphs_broken: bool,
     /// Which buffers a band goes through, from the formats and the chain.
     route: Route,
     /// The frame being queued: each band's part of its tile of the mosaic (empty: not
@@ -570,6 +575,7 @@ impl LaneSet {
             next_lane: 0,
             graphs: HashMap::new(),
             capturing: false,
+            graphs_broken: false,
             route,
             compose: Vec::new(),
             download: true,
@@ -611,8 +617,7 @@ impl LaneSet {
         let lane = self.next_lane;
         self.next_lane = (lane + 1) % self.lanes.len();
         self.aim(plan, mosaic);
-        // (A frame whose size changes is not replayed: this version captures bands only.)
-        let graph = graph && plan == Plan::Idle && self.reshape.is_none();
+        let graph = self.replays(graph, plan);
         if let Some(fence) = mosaic.and_then(|m| m.fence) {
             // The tile is written after the last picture came down: waited on outside any
             // capture (a graph can't wait on an event recorded outside it).
@@ -691,10 +696,17 @@ impl LaneSet {
         plan: Plan,
         graph: bool,
     ) -> Vec<Arc<CudaStream>> {
-        match graph && plan == Plan::Idle {
+        match self.replays(graph, plan) {
             true => vec![dev.stage_streams[0].clone()],
             false => self.filter_streams(dev, lane, plan),
         }
+    }
+
+    /// Whether a frame cut by `plan` is replayed from a graph where the backend asks for
+    /// one (`graph`): the idle plan only, never a frame whose size changes (this version
+    /// captures bands only), nor after a capture failed in this set.
+    fn replays(&self, graph: bool, plan: Plan) -> bool {
+        graph && plan == Plan::Idle && self.reshape.is_none() && !self.graphs_broken
     }
 
     /// Whether the frame in `lane`, cut by `plan`, is done; with `wait`, waits until it is.
@@ -1049,13 +1061,14 @@ impl LaneSet {
         for s in others {
             s.wait(fork)?;
         }
-        self.enqueue_frame(dev, lane, Plan::Idle, slot, timed)?;
+        let queued = self.enqueue_frame(dev, lane, Plan::Idle, slot, timed);
+        // Joined back whatever happened, so that every stream leaves the capture with it.
         let [_, join] = &dev.capture_events;
-        for s in others {
+        let joined = others.iter().try_for_each(|s| {
             join.record(s)?;
-            origin.wait(join)?;
-        }
-        Ok(())
+            origin.wait(join)
+        });
+        queued.and(joined.map_err(Into::into))
     }
 
     /// Runs the idle plan's work for `slot` in `lane` as one graph launch, capturing the
@@ -1070,8 +1083,23 @@ impl LaneSet {
     ) -> Result<()> {
         let key = (lane, slot.input.as_ptr() as usize, timed, mosaic);
         if !self.graphs.contains_key(&key) {
-            let graph = self.capture(dev, lane, slot, timed)?;
-            self.graphs.insert(key, graph);
+            match self.capture(dev, lane, slot, timed) {
+                Ok(graph) => {
+                    self.graphs.insert(key, graph);
+                }
+                // A graph only saves launches: a capture that fails (another thread's CUDA
+                // call broke it) costs this frame nothing but the graph, and a fault of the
+                // device shows again as the frame runs without one.
+                Err(e) => {
+                    crate::warn!(
+                        "a CUDA graph capture failed ({e:#}; another thread's CUDA call, such as a decoder closing, can break one): {} frames of {} run without graphs from now on",
+                        self.key.size,
+                        self.key.formats.input
+                    );
+                    self.graphs_broken = true;
+                    return self.enqueue_frame(dev, lane, Plan::Idle, slot, timed);
+                }
+            }
         }
         let s = &dev.stage_streams[0];
         self.graphs[&key].0.launch()?;
