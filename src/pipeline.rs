@@ -19,9 +19,9 @@
 //! its ring made by its capture thread once it opens), and the ring bounds the frames in
 //! flight also where a source lends its frames from device memory (`Source::lent`: the
 //! capture thread describes each slot anew, lent or packed in its buffer); the backend
-//! attaches each slot (page-locks it, for CUDA) as the slot first passes, so that the run
-//! starts without waiting for a whole ring to be locked and a short run locks only the
-//! slots it uses; the filled channel holds every slot of every ring, so a capture thread
+//! attaches each slot (page-locks it, for CUDA) as a copy first goes through it, so that
+//! the run starts without waiting for a whole ring to be locked, a short run locks only the
+//! slots it uses, and a camera decoded on the GPU and only composed locks none; the filled channel holds every slot of every ring, so a capture thread
 //! never waits on another input, and the backend takes frames in the order they were
 //! captured across inputs; each input's frames reach the sink in its capture order; a live
 //! source waits for a slot at most one frame's time (`LIVE_GRACE` at most), then discards
@@ -373,7 +373,7 @@ fn free_lists(
     }
     let slots: usize = inputs.iter().map(|i| i.ring).sum();
     crate::debug!(
-        "start-up: {slots} ring slots allocated in {:.1} ms (each is page-locked as it first passes the backend)",
+        "start-up: {slots} ring slots allocated in {:.1} ms (each is page-locked as a copy first goes through it)",
         ms(t.elapsed())
     );
     (txs, rxs)

@@ -21,6 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=$PWD/gpu-bundle
+FP=${FP:-$B/framepipe} # the framepipe under test (FP=gpu-bundle/framepipe-before: a pair)
 OUT=${OUT:-/tmp/framepipe-out}
 
 clips() {
@@ -38,6 +39,14 @@ clips() {
 # The browser view's running figures (frames and drops so far, all cameras), as JSON.
 live_stats() {
     python3 -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:$1/stats?token=wall', timeout=5).read().decode())" 2>/dev/null || echo "{}"
+}
+
+# Each thread's id, name and CPU ticks so far (user + system), one line a thread.
+thread_ticks() {
+    local t
+    for t in /proc/"$1"/task/*; do
+        printf '%s\t%s\t%s\n' "${t##*/}" "$(cat "$t/comm" 2>/dev/null)" "$(awk '{print $14 + $15}' "$t/stat" 2>/dev/null)"
+    done
 }
 
 # Samples nvidia-smi's decoder utilisation (one line a second) into $1 until killed.
@@ -58,9 +67,9 @@ run() {
     # camera recorded, the mosaic as HLS and on the browser view.
     local outputs=(--record "$w/rec/cam-{n}.ts" --output "$w/hls/index.m3u8")
     [ -n "${WALL_OUTPUTS+x}" ] && read -r -a outputs <<<"${WALL_OUTPUTS//DIR/$w}"
-    "$B/framepipe" --headless --decode gpu --backend cuda --filter gauss:1 \
+    "$FP" --headless --decode gpu --backend cuda --filter gauss:1 \
         "${args[@]}" "${outputs[@]}" \
-        --serve "127.0.0.1:$port" --serve-token wall --summary-json "$w/summary.json" >"$w/fp.log" 2>&1 &
+        --serve "127.0.0.1:$port" --serve-token wall --summary-json "$w/summary.json" >"$OUT/wall-$codec-$n.log" 2>&1 &
     local fp=$!
     sleep 2
     for ((i = 0; i < n; i++)); do
@@ -77,8 +86,10 @@ run() {
     sleep "$warm"
     early=$(live_stats "$port")
     cpu0=$(awk '{print $14 + $15}' "/proc/$fp/stat")
+    thread_ticks "$fp" >"$w/threads0.txt"
     sleep "$((secs - warm))"
     cpu1=$(awk '{print $14 + $15}' "/proc/$fp/stat")
+    thread_ticks "$fp" >"$w/threads1.txt"
     late=$(live_stats "$port")
     local rss dev hls view
     rss=$(awk '/VmRSS/ {print $2}' "/proc/$fp/status")
@@ -90,6 +101,19 @@ run() {
     threads=$(ls "/proc/$fp/task" | wc -l)
     fds=$(ls "/proc/$fp/fd" | wc -l)
     kill -INT "$fp"
+    # A run that does not end within 10 s of the stop is a bug: where its threads wait is
+    # kept beside the log, and it is killed.
+    local k
+    for ((k = 0; k < 100; k++)); do
+        kill -0 "$fp" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$fp" 2>/dev/null; then
+        for t in /proc/"$fp"/task/*; do
+            echo "$(cat "$t/comm") $(awk '{print $3}' "$t/stat") $(cat "$t/wchan")"
+        done | sort | uniq -c >"$OUT/wall-$codec-$n-stuck.txt"
+        kill -9 "$fp"
+    fi
     wait "$fp" || true
     kill "${senders[@]}" "$dmon" 2>/dev/null || true
     wait 2>/dev/null || true
@@ -103,12 +127,25 @@ run() {
             -of csv=p=0 "$f" 2>/dev/null | head -1 >>"$w/recorded.txt" || echo 0 >>"$w/recorded.txt"
     done
     cp "$w/summary.json" "$OUT/wall-$codec-$n.json" 2>/dev/null || true
-    cp "$w/fp.log" "$OUT/wall-$codec-$n.log"
     cp "$w/dmon.txt" "$OUT/wall-$codec-$n-dmon.txt" 2>/dev/null || true
     python3 - "$w/summary.json" "$w/recorded.txt" "$w/dmon.txt" "$n" "$codec" "$cpu0" "$cpu1" "$((secs - warm))" \
-        "${rss:-0}" "${dev:-0}" "$hls" "$view" "$threads" "$fds" "$early" "$late" <<'PY' | tee -a "$OUT/wall.txt"
+        "${rss:-0}" "${dev:-0}" "$hls" "$view" "$threads" "$fds" "$early" "$late" "$w/threads0.txt" "$w/threads1.txt" <<'PY' | tee -a "$OUT/wall.txt"
 import json, sys
-summary, recorded, dmon, n, codec, cpu0, cpu1, secs, rss, dev, hls, view, threads, fds, early, late = sys.argv[1:]
+summary, recorded, dmon, n, codec, cpu0, cpu1, secs, rss, dev, hls, view, threads, fds, early, late, t0, t1 = sys.argv[1:]
+def ticks(path):
+    got = {}
+    for line in open(path):
+        f = line.rstrip("\n").split("\t")
+        if len(f) == 3 and f[2].isdigit():
+            got[f[0]] = (f[1], int(f[2]))
+    return got
+before, after = ticks(t0), ticks(t1)
+by = {}
+for tid, (name, t) in after.items():
+    spent = t - before.get(tid, (name, 0))[1]
+    by.setdefault(name.rstrip("0123456789 ") or name, []).append(spent)
+busiest = [(sum(v), nm, len(v), max(v)) for nm, v in by.items()]
+busiest.sort(reverse=True)
 early, late = json.loads(early or "{}"), json.loads(late or "{}")
 steady_frames = late.get("frames", 0) - early.get("frames", 0)
 steady_drops = late.get("dropped", 0) - early.get("dropped", 0)
@@ -137,7 +174,9 @@ print(f"{codec} N={n}: {s['fps']:.0f} fps together; steady state ({secs} s after
       f"({cores / n * 100:.1f} % of a core per camera); host memory {int(rss) / 1024 / n:.1f} MiB per camera; "
       f"device memory {int(dev) / n:.1f} MiB per camera; NVDEC {sum(busy) / max(len(busy), 1):.0f} % busy; "
       f"recordings: {n - short} of {n} hold every frame read (packets {sum(rec)} vs frames {sum(cap)}); "
-      f"HLS segments {hls}; view HTTP {view}; {threads} threads, {fds} fds")
+      f"HLS segments {hls}; view HTTP {view}; {threads} threads, {fds} fds; busiest threads (by name: "
+      f"cores in all, the busiest one's share of a core): "
+      + ", ".join(f"{nm} x{k} {sp / 100 / float(secs):.2f} ({one / 100 / float(secs):.0%})" for sp, nm, k, one in busiest[:6]))
 PY
     rm -rf "$w"
 }

@@ -24,7 +24,9 @@
 //!   back to the decoder;
 //! - frames complete in submission order, and at most `capacity()` are pending (as many as a
 //!   lane set has lanes), so a lane is reused only after its previous frame completed;
-//! - ring buffers are page-locked once in `attach` (`cuMemHostRegister`), unlocked on drop;
+//! - ring buffers are page-locked once in `attach` (`cuMemHostRegister`), as a copy first
+//!   goes through them (a frame lent from device memory whose output stays on the device,
+//!   composed into the mosaic, leaves its slot unlocked), and unlocked on drop;
 //! - a frame that finds the GPU idle (none pending) for longer than the last frame took is
 //!   cut by the idle plan, any other by the busy plan;
 //! - a control (chain, bands) drops every lane set and compiles the new chain once, with no
@@ -181,12 +183,7 @@ impl Backend for CudaBackend {
     }
 
     fn attach(&mut self, buffer: &mut HostBuffer) -> Result<()> {
-        if self.cfg.pageable {
-            buffer.set_lock(None);
-        } else if !buffer.is_locked() {
-            PinnedRange::lock(&self.device.ctx, buffer)?;
-        }
-        Ok(())
+        attach(self.cfg.pageable, &self.device, buffer)
     }
 
     fn capacity(&self) -> usize {
@@ -285,10 +282,6 @@ impl CudaBackend {
         );
         slot.stamps.submitted = Instant::now();
         slot.output_size = None; // said again where the chain changes it (`reshape`)
-                                 // Page-lock (or unlock, after `p`) lazily: a no-op unless the mode changed.
-        for buf in slot.buffers_mut() {
-            self.attach(buf)?;
-        }
         let seq = slot.seq();
         let traced = seq < self.cfg.trace_frames || self.cfg.rolling.traces(seq);
         let every = self.cfg.sample_every;
@@ -314,12 +307,20 @@ impl CudaBackend {
         });
         let key = LaneKey::of(&slot);
         self.use_set(key)?;
-        let set = self.sets.last_mut().expect("use_set made it the last");
         let mosaic = match &mut self.composer {
             Some(c) => c.target(&slot)?,
             None => None,
         };
         slot.output_skipped = mosaic.as_ref().is_some_and(|m| !m.download);
+        // Page-lock (or unlock, after `p`) lazily, where a copy goes through the slot: a
+        // frame lent from device memory that is not brought down touches no host buffer
+        // (a wall of NVDEC cameras composed into the mosaic locks nothing).
+        if !(on_device && slot.output_skipped) {
+            for buf in slot.buffers_mut() {
+                attach(self.cfg.pageable, &self.device, buf)?;
+            }
+        }
+        let set = self.sets.last_mut().expect("use_set made it the last");
         let composed = mosaic.is_some();
         let lane = set.run(
             &self.device,
@@ -425,6 +426,17 @@ impl Drop for CudaBackend {
         // Copies in flight must finish before the slots in `pending` free their memory.
         let _ = self.device.ctx.synchronize();
     }
+}
+
+/// Page-locks `buffer` on `device` (unlocks it where the run is `pageable`); a no-op where
+/// it already is as asked.
+fn attach(pageable: bool, device: &Device, buffer: &mut HostBuffer) -> Result<()> {
+    if pageable {
+        buffer.set_lock(None);
+    } else if !buffer.is_locked() {
+        PinnedRange::lock(&device.ctx, buffer)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

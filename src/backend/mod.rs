@@ -10,7 +10,7 @@
 //! a chain that changes the size makes frames of the size `resizer` says, which the slots'
 //! output buffers are made for (`Slot::output_size` says it on each frame).
 //! `attach` prepares a ring buffer (the CUDA backend page-locks it); `submit` attaches the
-//! slot's buffers as they first pass (a no-op after that), and a caller may attach them
+//! slot's buffers as a copy first goes through them (a no-op after that), and a caller may attach them
 //! ahead (the bench does). Where the config asks for a mosaic (`compose`), the backend scales
 //! each processed frame into its tile too and hands pictures out through `picture`; the
 //! CUDA backend then brings a frame down only where some output needs it whole
