@@ -100,6 +100,96 @@ fn frames_equal_the_command_lines_y4m() {
     }
 }
 
+const MODEL_INPUTS: &str = r#"
+import subprocess, sys
+import numpy as np
+import framepipe
+
+fp, clip = sys.argv[1:3]
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+m32, s32 = np.float32(MEAN).reshape(3, 1, 1), np.float32(STD).reshape(3, 1, 1)
+# The 320x240 clip fitted to each size: the geometry filters the command line would run.
+cases = [("letterbox", (224, 224), "scale:224:168,pad:224:224:0:28"),
+         ("letterbox", (100, 200), "scale:100:75,pad:100:200:0:62"),
+         ("letterbox", (90, 30), "scale:40:30,pad:90:30:25:0"),
+         ("crop", (100, 100), "scale:133:100,crop:100:100"),
+         ("stretch", (64, 48), "scale:64:48")]
+for fit, (w, h), chain in cases:
+    bgr = subprocess.run([fp, "-q", "-i", clip, "--headless", "--filter", chain, "--output-format",
+                          "bgr24", "-o", "-"], capture_output=True, check=True).stdout
+    n = w * h * 3
+    want = [np.frombuffer(bgr[i:i + n], np.uint8).reshape(h, w, 3) for i in range(0, len(bgr), n)]
+    for fmt in ["rgb24", "rgbf32", "rgbf16", "bgr24"]:
+        norm = dict(mean=MEAN, std=STD) if fmt.startswith("rgbf") else {}
+        seen = 0
+        with framepipe.open(clip, size=(w, h), fit=fit, format=fmt, quiet=True, **norm) as run:
+            for f in run:
+                a = np.asarray(f)
+                rgb = want[f.index][..., ::-1]
+                if fmt == "rgb24":
+                    exp = rgb
+                elif fmt == "bgr24":
+                    exp = want[f.index]
+                else:
+                    exp = (rgb.transpose(2, 0, 1).astype(np.float32) / np.float32(255) - m32) / s32
+                    if fmt == "rgbf16":
+                        exp = exp.astype(np.float16)
+                assert a.dtype == exp.dtype and a.shape == exp.shape == f.shape, (a.dtype, a.shape, f.shape)
+                assert f.dtype == str(a.dtype) and (f.width, f.height) == (w, h) and f.format == fmt
+                assert a.tobytes() == exp.tobytes(), f"{fit} {w}x{h} {fmt}: frame {f.index} differs"
+                d = np.from_dlpack(f)
+                assert d.dtype == a.dtype and d.tobytes() == a.tobytes()
+                seen += 1
+        assert seen == len(want) == 30, (seen, len(want))
+    print(f"{fit} {w}x{h}: {seen} frames equal in 4 formats")
+
+# Several inputs in one batch: (N, 3, H, W) floats, each frame as above.
+with framepipe.open(clip, clip, batch=2, batch_timeout=1.0, size=(64, 48), fit="stretch",
+                    format="rgbf32", quiet=True, realtime=True) as run:
+    b = next(iter(run))
+    a = np.asarray(b)
+    assert a.shape == (2, 3, 48, 64) and a.dtype == np.float32, (a.shape, a.dtype)
+    assert (a[0] == np.asarray(b.frames[0])).all()
+print("batch", a.shape, a.dtype)
+
+for bad in [dict(format="rgbf32", std=(0, 1, 1)), dict(mean=(0, 0, 0)), dict(fit="crop"),
+            dict(size=(0, 10)), dict(size=(10,)), dict(format="rgbf32", mean=(1, 2)),
+            dict(size=(10, 10), fit="zoom"), dict(format="yuv444")]:
+    try:
+        framepipe.open(clip, quiet=True, **bad).close()
+        raise SystemExit(f"{bad}: accepted")
+    except ValueError as e:
+        assert "\n" not in str(e), e
+        print("refused:", e)
+"#;
+
+/// `size=`, `fit=` and the model formats: frames equal the command line's run of the
+/// geometry filters a fit stands for, laid out as RGB bytes or as RGB planes normalised
+/// as NumPy computes them (float32 bit for bit, float16 as NumPy rounds it).
+#[test]
+fn model_inputs_equal_the_command_lines_resize_and_numpys_normalisation() {
+    require(&["ffmpeg"]);
+    let dir = TempDir::new("python-model");
+    crate::record::camera_clip(&dir.join("clip.mp4"), 1);
+    let out = run_script(
+        &dir,
+        MODEL_INPUTS,
+        &[&bin(), "clip.mp4"],
+        Duration::from_secs(180),
+    );
+    for want in [
+        "letterbox 224x224: 30 frames equal",
+        "letterbox 100x200: 30",
+        "letterbox 90x30: 30",
+        "crop 100x100: 30",
+        "stretch 64x48: 30",
+        "batch (2, 3, 48, 64) float32",
+    ] {
+        assert!(out.contains(want), "{out}");
+    }
+    assert_eq!(out.matches("refused:").count(), 8, "{out}");
+}
+
 const SEVERAL: &str = r#"
 import time
 import numpy as np

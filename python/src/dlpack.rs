@@ -18,7 +18,7 @@ struct Device {
     device_id: i32,
 }
 
-/// `DLDataType`: kDLUInt is 1; 8 bits, one lane.
+/// `DLDataType`: a type code (kDLUInt is 1, kDLFloat 2), its bits, one lane.
 #[repr(C)]
 struct DataType {
     code: u8,
@@ -84,8 +84,9 @@ unsafe extern "C" fn destruct(capsule: *mut pyo3::ffi::PyObject) {
     }
 }
 
-/// A DLPack capsule over `len` bytes at `data` of shape `shape` (uint8, C order, on the
-/// CPU), keeping `owner` alive until the tensor is deleted.
+/// A DLPack capsule over the bytes at `data` of shape `shape` (C order, on the CPU), of
+/// `element`s ((false, 8): uint8; (true, bits): floats of `bits`), keeping `owner` alive
+/// until the tensor is deleted.
 ///
 /// # Safety
 /// The bytes at `data` must belong to `owner`, stay unchanged, and live as long as it does.
@@ -94,6 +95,7 @@ pub unsafe fn capsule(
     owner: PyObject,
     data: *const u8,
     shape: &[usize],
+    element: (bool, u8),
 ) -> PyResult<PyObject> {
     let mut keep = Box::new(Keep {
         _owner: owner,
@@ -108,8 +110,9 @@ pub unsafe fn capsule(
             },
             ndim: shape.len() as i32,
             dtype: DataType {
-                code: 1,
-                bits: 8,
+                // kDLUInt is 1, kDLFloat 2.
+                code: if element.0 { 2 } else { 1 },
+                bits: element.1,
                 lanes: 1,
             },
             shape: keep.shape.as_mut_ptr(),

@@ -5,6 +5,8 @@
 //! `Frame`s whose pixels NumPy reads without a copy (`np.asarray(frame)`, through the array
 //! interface), or with `batch=N` as `Batch`es of the latest frame of N inputs (waiting at
 //! most `batch_timeout` for them); `run.dropped` counts each live input's dropped frames.
+//! `format=`, `size=`, `fit=`, `mean=` and `std=` shape frames for a model (RGB bytes or
+//! normalised float planes, resized: `sink::handover::Shaping`).
 //!
 //! Invariants: a run's frames are handed over through a bounded channel, so a slow loop
 //! makes a file wait and a live input drop (counted, as for any slow output); waiting for a
@@ -25,10 +27,11 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use framepipe::frame::FrameSize;
 use framepipe::pixel::PixelFormat;
 
 mod dlpack;
-use framepipe::sink::handover::{HandTo, Handed};
+use framepipe::sink::handover::{Fit, HandTo, Handed, Layout, Shaping};
 use framepipe::stop::Stop;
 
 /// How long a wait for a frame goes without looking at Python's signals.
@@ -86,14 +89,24 @@ impl Frame {
     fn height(&self) -> usize {
         self.handed.size.height
     }
-    /// The pixels' format: "bgr24", "i420", "nv12" or "gray".
+    /// The pixels' format: "bgr24", "i420", "nv12", "gray", "rgb24", or the float planes
+    /// "rgbf32" and "rgbf16".
     #[getter]
     fn format(&self) -> String {
-        self.handed.format.to_string()
+        self.handed.layout.name()
     }
-    /// The array's shape: (height, width, 3) for BGR, (height, width) for gray, and
+    /// The element type, as NumPy names it: "uint8", "float32" or "float16".
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        match self.handed.layout.element() {
+            (false, _) => "uint8",
+            (true, 32) => "float32",
+            (true, _) => "float16",
+        }
+    }
+    /// The array's shape: (height, width, 3) for BGR and RGB, (height, width) for gray,
     /// (height * 3 / 2, width) for I420 and NV12 (their planes one after another, as a
-    /// YUV4MPEG2 frame and OpenCV lay them out).
+    /// YUV4MPEG2 frame and OpenCV lay them out), (3, height, width) for the float planes.
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> Bound<'py, PyTuple> {
         PyTuple::new_bound(py, self.dims())
@@ -109,10 +122,10 @@ impl Frame {
     /// memory, read-only, and keeps the frame alive while the array lives.
     #[getter]
     fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        array_interface(py, &self.handed.bytes, &self.dims())
+        array_interface(py, &self.handed.bytes, &self.dims(), self.handed.layout)
     }
     /// DLPack (`np.from_dlpack(frame)`, `torch.from_dlpack(frame)`): the pixels in host
-    /// memory, uint8 of `shape`, without a copy; the tensor keeps the frame alive.
+    /// memory, `dtype` of `shape`, without a copy; the tensor keeps the frame alive.
     #[pyo3(signature = (stream=None, max_version=None, dl_device=None, copy=None))]
     fn __dlpack__(
         slf: &Bound<'_, Self>,
@@ -133,7 +146,8 @@ impl Frame {
         let owner = slf.clone().into_any().unbind();
         // SAFETY: the bytes are the frame's, which is frozen (they never change) and kept
         // alive by the capsule's reference to it.
-        unsafe { dlpack::capsule(py, owner, frame.handed.bytes.as_ptr(), &shape) }
+        let element = frame.handed.layout.element();
+        unsafe { dlpack::capsule(py, owner, frame.handed.bytes.as_ptr(), &shape, element) }
     }
     /// Where the pixels are: (kDLCPU, 0).
     fn __dlpack_device__(&self) -> (i32, i32) {
@@ -143,7 +157,10 @@ impl Frame {
         let h = &self.handed;
         format!(
             "<framepipe.Frame input {} frame {} {} {}>",
-            h.input, h.index, h.size, h.format
+            h.input,
+            h.index,
+            h.size,
+            h.layout.name()
         )
     }
 }
@@ -151,26 +168,31 @@ impl Frame {
 impl Frame {
     /// The array's shape (`shape`).
     fn dims(&self) -> Vec<usize> {
-        let (w, h) = (self.handed.size.width, self.handed.size.height);
-        match self.handed.format {
-            PixelFormat::Bgr24 => vec![h, w, 3],
-            PixelFormat::Gray => vec![h, w],
-            _ => vec![self.handed.bytes.len() / w, w],
-        }
+        self.handed.layout.dims(self.handed.size)
     }
 }
 
-/// NumPy's array interface (version 3) over `bytes` of `shape`, uint8, read-only: the
-/// object that returns it keeps the bytes alive while the array lives.
+/// NumPy's array interface (version 3) over `bytes` of `shape`, of `layout`'s elements,
+/// read-only: the object that returns it keeps the bytes alive while the array lives.
 fn array_interface<'py>(
     py: Python<'py>,
     bytes: &[u8],
     shape: &[usize],
+    layout: Layout,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let order = if cfg!(target_endian = "little") {
+        "<"
+    } else {
+        ">"
+    };
+    let typestr = match layout.element() {
+        (false, _) => "|u1".to_string(),
+        (true, bits) => format!("{order}f{}", bits / 8),
+    };
     let d = PyDict::new_bound(py);
     d.set_item("version", 3)?;
     d.set_item("shape", PyTuple::new_bound(py, shape))?;
-    d.set_item("typestr", "|u1")?;
+    d.set_item("typestr", typestr)?;
     d.set_item("data", (bytes.as_ptr() as usize, true))?;
     Ok(d)
 }
@@ -182,8 +204,9 @@ fn array_interface<'py>(
 struct Batch {
     frames: Vec<Py<Frame>>,
     inputs: Vec<usize>,
-    /// The frames' pixels one after another, and the stacked shape; None where they differ.
-    stacked: Option<(Vec<u8>, Vec<usize>)>,
+    /// The frames' pixels one after another, the stacked shape and the frames' layout;
+    /// None where they differ.
+    stacked: Option<(Vec<u8>, Vec<usize>, Layout)>,
 }
 
 impl Batch {
@@ -192,14 +215,14 @@ impl Batch {
         let first = &frames[0].handed;
         let alike = frames
             .iter()
-            .all(|f| f.handed.size == first.size && f.handed.format == first.format);
+            .all(|f| f.handed.size == first.size && f.handed.layout == first.layout);
         let stacked = alike.then(|| {
             let shape = frames[0].dims();
             let bytes: Vec<u8> = frames
                 .iter()
                 .flat_map(|f| f.handed.bytes.iter().copied())
                 .collect();
-            (bytes, [vec![frames.len()], shape].concat())
+            (bytes, [vec![frames.len()], shape].concat(), first.layout)
         });
         let frames = frames
             .into_iter()
@@ -232,12 +255,12 @@ impl Batch {
     /// batch was made), read-only.
     #[getter]
     fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let Some((bytes, shape)) = &self.stacked else {
+        let Some((bytes, shape, layout)) = &self.stacked else {
             return Err(PyValueError::new_err(
                 "the batch's frames differ in size or format: take them one by one (batch.frames)",
             ));
         };
-        array_interface(py, bytes, shape)
+        array_interface(py, bytes, shape, *layout)
     }
 }
 
@@ -398,7 +421,7 @@ impl Drop for Run {
 /// What `open`'s arguments ask for: the command line, and the package's own keywords.
 struct Asked {
     argv: Vec<String>,
-    format: PixelFormat,
+    shaping: Shaping,
     batch: Option<(usize, Duration)>,
 }
 
@@ -415,20 +438,14 @@ fn command_line(
         argv.push("--input".into());
         argv.push(input.str()?.to_string());
     }
-    let (mut format, mut headless) = (PixelFormat::Bgr24, true);
+    let mut headless = true;
     let (mut batch, mut timeout) = (None, BATCH_TIMEOUT);
+    let mut model = Model::default();
     for (key, value) in options.into_iter().flat_map(|d| d.iter()) {
         let key: String = key.extract()?;
         match key.as_str() {
-            "format" => {
-                let text: String = value.extract()?;
-                format = PixelFormat::from_name(&text)
-                    .filter(|f| f.writable())
-                    .ok_or_else(|| {
-                        PyValueError::new_err(format!(
-                            "format={text:?}: not a format frames are given in (bgr24, i420, nv12, gray)"
-                        ))
-                    })?;
+            "format" | "size" | "fit" | "mean" | "std" => {
+                model.take(&key, &value)?;
                 continue;
             }
             "headless" => {
@@ -481,21 +498,149 @@ fn command_line(
     }
     Ok(Asked {
         argv,
-        format,
+        shaping: model.shaping()?,
         batch: batch.map(|n| (n, timeout)),
     })
 }
 
+/// The keywords that shape frames for a model: `format`, `size`, `fit`, `mean`, `std`.
+#[derive(Default)]
+struct Model {
+    format: Option<String>,
+    size: Option<(usize, usize)>,
+    fit: Option<String>,
+    mean: Option<[f32; 3]>,
+    std: Option<[f32; 3]>,
+}
+
+impl Model {
+    /// Takes one keyword's value.
+    fn take(&mut self, key: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let three = |what: &str| -> PyResult<[f32; 3]> {
+            let v: Vec<f32> = value.extract().map_err(|_| {
+                PyValueError::new_err(format!("{what}=: three numbers, for R, G and B"))
+            })?;
+            v.try_into().map_err(|_| {
+                PyValueError::new_err(format!("{what}=: three numbers, for R, G and B"))
+            })
+        };
+        match key {
+            "format" => self.format = Some(value.extract()?),
+            "fit" => self.fit = Some(value.extract()?),
+            "mean" => self.mean = Some(three("mean")?),
+            "std" => self.std = Some(three("std")?),
+            _ => {
+                let (w, h): (i64, i64) = value.extract().map_err(|_| {
+                    PyValueError::new_err("size=: (width, height), two whole numbers")
+                })?;
+                let side = 1..=framepipe::frame::MAX_SIDE as i64;
+                if !side.contains(&w) || !side.contains(&h) {
+                    return Err(PyValueError::new_err(format!(
+                        "size=({w}, {h}): sides from 1 to {}",
+                        framepipe::frame::MAX_SIDE
+                    )));
+                }
+                self.size = Some((w as usize, h as usize));
+            }
+        }
+        Ok(())
+    }
+
+    /// What the keywords ask for, checked.
+    fn shaping(&self) -> PyResult<Shaping> {
+        let name = self.format.as_deref().unwrap_or("bgr24");
+        let (mean, std) = (self.mean.unwrap_or([0.0; 3]), self.std.unwrap_or([1.0; 3]));
+        let layout = match name {
+            "rgb24" => Layout::Rgb24,
+            "rgbf32" | "rgbf16" => {
+                if let Some(s) = std.iter().find(|s| !s.is_normal()) {
+                    return Err(PyValueError::new_err(format!(
+                        "std=: each channel's is a finite number other than 0 (not {s})"
+                    )));
+                }
+                if mean.iter().any(|m| !m.is_finite()) {
+                    return Err(PyValueError::new_err("mean=: finite numbers"));
+                }
+                Layout::Planar {
+                    half: name == "rgbf16",
+                    mean,
+                    std,
+                }
+            }
+            other => Layout::Pixels(
+                PixelFormat::from_name(other)
+                    .filter(|f| f.writable())
+                    .ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "format={other:?}: not a format frames are given in (bgr24, i420, nv12, gray, rgb24, rgbf32, rgbf16)"
+                        ))
+                    })?,
+            ),
+        };
+        if !matches!(layout, Layout::Planar { .. }) && (self.mean.is_some() || self.std.is_some()) {
+            return Err(PyValueError::new_err(
+                "mean= and std= normalise the float formats: give format=\"rgbf32\" or \"rgbf16\" too",
+            ));
+        }
+        let fit = match self.fit.as_deref() {
+            None | Some("letterbox") => Fit::Letterbox,
+            Some("crop") => Fit::Crop,
+            Some("stretch") => Fit::Stretch,
+            Some(other) => {
+                return Err(PyValueError::new_err(format!(
+                    "fit={other:?}: letterbox, crop or stretch"
+                )))
+            }
+        };
+        if self.fit.is_some() && self.size.is_none() {
+            return Err(PyValueError::new_err(
+                "fit= says how a frame fits size=: give size=(width, height) too",
+            ));
+        }
+        let shaping = Shaping {
+            size: self.size.map(|(w, h)| (FrameSize::new(w, h), fit)),
+            layout,
+        };
+        if let Some((size, _)) = shaping.size {
+            fits_in_memory(size, layout)?;
+        }
+        Ok(shaping)
+    }
+}
+
+/// Frames of one size alive at once between the run and the loop: the queue's, the one
+/// being made and the one the loop holds.
+const ALIVE: u64 = QUEUED as u64 + 2;
+
+/// Refuses a `size=` whose frames, `ALIVE` at once, would take more than half the memory
+/// available now (the command line refuses such a ring the same way).
+fn fits_in_memory(size: FrameSize, layout: Layout) -> PyResult<()> {
+    let each =
+        layout.dims(size).iter().product::<usize>() as u64 * u64::from(layout.element().1 / 8);
+    match framepipe::budget::host_available() {
+        Some(free) if each.saturating_mul(ALIVE) > free / 2 => Err(PyValueError::new_err(format!(
+            "size={}: {ALIVE} frames of {} as {} would take more than half the available memory ({})",
+            size,
+            framepipe::budget::human(each),
+            layout.name(),
+            framepipe::budget::human(free)
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// Runs framepipe over `inputs` with `options` (the command line's flags) and returns the
-/// running `Run`; `format` ("bgr24" by default, "i420", "nv12", "gray") is the frames'
-/// format, and `headless=False` shows the window too.
+/// running `Run`; `format` ("bgr24" by default, "i420", "nv12", "gray", "rgb24", or the
+/// float planes "rgbf32" and "rgbf16", normalised by `mean` and `std`) is the frames'
+/// format, `size=(W, H)` resizes them as `fit` says ("letterbox", "crop", "stretch"), and
+/// `headless=False` shows the window too.
 #[pyfunction]
 #[pyo3(signature = (*inputs, **options))]
 fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Run> {
     use clap::Parser;
     let Asked {
         argv,
-        format,
+        shaping,
         batch,
     } = command_line(inputs, options)?;
     let cli = framepipe::cli::Cli::try_parse_from(&argv).map_err(|e| {
@@ -520,7 +665,7 @@ fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyR
     let stop = Stop::new();
     let hand = HandTo {
         to,
-        format,
+        shaping,
         stop: stop.clone(),
     };
     let args = cli.run;

@@ -74,7 +74,7 @@ pub fn run(args: RunArgs) -> Ran {
 /// in `args.handover`'s format), and the run ends when `to.stop` is asked for. No signal
 /// handler is installed: the embedding program keeps its own.
 pub fn run_embedded(mut args: RunArgs, to: sink::handover::HandTo) -> Ran {
-    args.handover = Some(to.format);
+    args.handover = Some(to.shaping.format());
     run_with(args, to.stop.clone(), Some(to))
 }
 

@@ -66,17 +66,6 @@ pub(super) struct Reshape {
     lanes: Vec<Frames>,
 }
 
-/// The bytes of the largest packed BGR frame the chain makes of `size` frames, the input
-/// included: what each lane's frame buffers hold.
-fn largest_frame(chain: &Chain, size: FrameSize) -> usize {
-    let mut most = size.bytes();
-    let _ = chain.filters().iter().try_fold(size, |at, f| match f {
-        Filter::Geometry(g) => g.output(at).inspect(|to| most = most.max(to.bytes())),
-        _ => Ok(at),
-    });
-    most
-}
-
 /// The steps of `chain` after its banded part, for frames of `size`.
 fn steps_of(chain: &Chain, size: FrameSize, s: &Arc<CudaStream>) -> Result<Vec<Step>> {
     let filters = chain.filters();
@@ -124,7 +113,7 @@ impl Reshape {
         if !chain.changes_size() {
             return Ok(None);
         }
-        let (steps, most) = (steps_of(chain, size, s)?, largest_frame(chain, size));
+        let (steps, most) = (steps_of(chain, size, s)?, chain.largest_frame(size));
         let out = chain.output_size(size).map_err(anyhow::Error::msg)?;
         let separable = chain.filters()[chain.banded()..]
             .iter()
@@ -157,7 +146,7 @@ impl Reshape {
         let Ok(out) = chain.output_size(size) else {
             return 0;
         };
-        let most = largest_frame(chain, size);
+        let most = chain.largest_frame(size);
         let raw = if output == PixelFormat::Bgr24 {
             0
         } else {

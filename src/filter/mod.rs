@@ -466,6 +466,18 @@ impl Chain {
         self.0[..self.banded()].iter().map(Filter::radius).sum()
     }
 
+    /// The bytes of the largest packed BGR frame the chain makes of `size` frames, the
+    /// input included: what a frame buffer between its steps must hold (the CUDA backend's
+    /// lanes, the Python hand-over's fitting).
+    pub fn largest_frame(&self, size: FrameSize) -> usize {
+        let mut most = size.bytes();
+        let _ = self.0.iter().try_fold(size, |at, f| match f {
+            Filter::Geometry(g) => g.output(at).inspect(|to| most = most.max(to.bytes())),
+            _ => Ok(at),
+        });
+        most
+    }
+
     /// The size of the frames the chain makes of frames of `size`; why it can't.
     pub fn output_size(&self, size: FrameSize) -> Result<FrameSize, String> {
         self.0.iter().try_fold(size, |s, f| match f {

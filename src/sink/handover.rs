@@ -6,14 +6,20 @@
 //! the channel is full and `consume` waits, so a file's frames wait for it and a live
 //! input's are dropped at its capture (the ring fills), as for any slow output; a wait ends
 //! when the run is asked to stop, and a reader that went away ends the run (`Closed`).
-//! Frames reach the reader in the format it asked for (`Handover::format`), converted
-//! through BGR where the run negotiated another for its other consumers; each carries how
-//! many frames its input has dropped so far (from the run's live figures, `Sink::status`).
+//! Frames reach the reader as it asked (`Shaping`): in a pixel format, converted through
+//! BGR where the run negotiated another for its other consumers, or as a model's input
+//! (RGB bytes, or normalised RGB planes of 32- or 16-bit floats), resized to a size by the
+//! geometry filters' own arithmetic (`scale`, `pad`, `crop`, on the CPU as the frame is
+//! handed over); each carries how many frames its input has dropped so far (from the
+//! run's live figures, `Sink::status`).
+
+use std::collections::HashMap;
 
 use anyhow::Result;
 use crossbeam_channel::{SendTimeoutError, Sender};
 
 use super::{Flow, Frame, Sink};
+use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 use crate::stop::Stop;
@@ -29,11 +35,12 @@ pub struct Handed {
     pub pts: Option<(i64, (i32, i32))>,
     /// The same in seconds.
     pub seconds: Option<f64>,
-    /// Its size and format.
+    /// Its size as handed (after `Shaping::size`).
     pub size: FrameSize,
-    /// The format of `bytes`.
-    pub format: PixelFormat,
-    /// The pixels, packed (planes one after another for YUV).
+    /// How `bytes` lay the pixels out.
+    pub layout: Layout,
+    /// The pixels, packed (planes one after another for YUV and the float layouts;
+    /// floats in the machine's byte order).
     pub bytes: Vec<u8>,
     /// Frames its input has dropped so far (a live input the pipeline or the reader did
     /// not keep up with).
@@ -46,19 +53,162 @@ pub struct Handed {
 pub struct HandTo {
     /// The channel the embedding program reads.
     pub to: Sender<Handed>,
-    /// The format it asked for.
-    pub format: PixelFormat,
+    /// What it asked for.
+    pub shaping: Shaping,
     /// The run's stop.
     pub stop: Stop,
+}
+
+/// How a frame is resized to the size a model takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fit {
+    /// Scaled whole into the size, keeping its aspect, centred on black.
+    Letterbox,
+    /// Scaled to cover the size, keeping its aspect, its middle cut out.
+    Crop,
+    /// Scaled to the size, aspect not kept.
+    Stretch,
+}
+
+/// How the pixels of a handed frame lie in its bytes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Layout {
+    /// A pixel format, as the command line writes it.
+    Pixels(PixelFormat),
+    /// RGB, a byte a channel, pixels interleaved: (height, width, 3).
+    Rgb24,
+    /// Planes of R, G and B as floats, `(value / 255 - mean) / std` a channel, computed in
+    /// 32 bits and stored in 32 (`half` false) or 16: (3, height, width).
+    Planar {
+        /// Stored as IEEE half precision (rounded to nearest, ties to even).
+        half: bool,
+        /// Subtracted from each channel (R, G, B) after scaling to 0..1.
+        mean: [f32; 3],
+        /// Each channel is divided by it, then.
+        std: [f32; 3],
+    },
+}
+
+impl Layout {
+    /// Its name: the pixel format's, "rgb24", "rgbf32" or "rgbf16".
+    pub fn name(&self) -> String {
+        match self {
+            Layout::Pixels(f) => f.to_string(),
+            Layout::Rgb24 => "rgb24".into(),
+            Layout::Planar { half: false, .. } => "rgbf32".into(),
+            Layout::Planar { half: true, .. } => "rgbf16".into(),
+        }
+    }
+
+    /// The array's shape for a `size` frame: (height, width, 3) for BGR and RGB,
+    /// (height, width) for gray, (height * 3 / 2, width) for I420 and NV12 (their planes one
+    /// after another), (3, height, width) for the float planes.
+    pub fn dims(&self, size: FrameSize) -> Vec<usize> {
+        let (w, h) = (size.width, size.height);
+        match self {
+            Layout::Pixels(PixelFormat::Bgr24) | Layout::Rgb24 => vec![h, w, 3],
+            Layout::Pixels(PixelFormat::Gray) => vec![h, w],
+            Layout::Pixels(f) => vec![f.bytes(size) / w.max(1), w],
+            Layout::Planar { .. } => vec![3, h, w],
+        }
+    }
+
+    /// An element's kind and bits: (false, 8) for bytes, (true, 32 or 16) for floats.
+    pub fn element(&self) -> (bool, u8) {
+        match self {
+            Layout::Planar { half, .. } => (true, if *half { 16 } else { 32 }),
+            _ => (false, 8),
+        }
+    }
+}
+
+/// What the reader asked for: a size (and how to fit a frame to it), and a layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shaping {
+    /// Every frame resized to this size, fitted as it says.
+    pub size: Option<(FrameSize, Fit)>,
+    /// How the pixels are laid out.
+    pub layout: Layout,
+}
+
+impl Shaping {
+    /// Frames as the run makes them, in `format`.
+    pub fn pixels(format: PixelFormat) -> Self {
+        Self {
+            size: None,
+            layout: Layout::Pixels(format),
+        }
+    }
+
+    /// The format the run is asked for, for this consumer: the pixel format asked for,
+    /// else BGR, which the resizing and the model layouts start from.
+    pub fn format(&self) -> PixelFormat {
+        match (self.size, self.layout) {
+            (None, Layout::Pixels(f)) => f,
+            _ => PixelFormat::Bgr24,
+        }
+    }
+}
+
+/// The geometry chain that fits a `size` frame to `to` as `fit` says (the same filters,
+/// and so the same pixels, as `--filter` with this chain), and the size it makes.
+pub fn fitting(size: FrameSize, to: FrameSize, fit: Fit) -> (Chain, FrameSize) {
+    let (w, h, tw, th) = (size.width, size.height, to.width, to.height);
+    // Rounded to the nearest: the side `b` of a `a`x`b` frame whose side `a` becomes `ta`.
+    let other = |a: usize, b: usize, ta: usize| (2 * b * ta + a) / (2 * a.max(1));
+    let wide = tw * h <= th * w; // the frame is at least as wide as the target, for its height
+    let text = match fit {
+        Fit::Stretch => format!("scale:{tw}:{th}"),
+        Fit::Letterbox => {
+            let (sw, sh) = match wide {
+                true => (tw, other(w, h, tw).clamp(1, th)),
+                false => (other(h, w, th).clamp(1, tw), th),
+            };
+            format!(
+                "scale:{sw}:{sh},pad:{tw}:{th}:{}:{}",
+                (tw - sw) / 2,
+                (th - sh) / 2
+            )
+        }
+        Fit::Crop => {
+            let (sw, sh) = match wide {
+                true => (other(h, w, th).max(tw), th),
+                false => (tw, other(w, h, tw).max(th)),
+            };
+            format!("scale:{sw}:{sh},crop:{tw}:{th}")
+        }
+    };
+    let chain: Chain = text.parse().expect("a fitting chain parses");
+    (chain, to)
+}
+
+/// `fitting`'s chain, checked: it makes its size, and its largest frame between steps
+/// (a crop's scaled frame) takes at most a quarter of the memory available now.
+fn fitted(size: FrameSize, to: FrameSize, fit: Fit) -> Result<Chain, String> {
+    let (chain, _) = fitting(size, to, fit);
+    chain.output_size(size)?;
+    let most = chain.largest_frame(size) as u64;
+    match crate::budget::host_available() {
+        Some(free) if most > free / 4 => Err(format!(
+            "{chain} makes a frame of {} on the way, more than a quarter of the available memory ({})",
+            crate::budget::human(most),
+            crate::budget::human(free)
+        )),
+        _ => Ok(chain),
+    }
 }
 
 /// The output that hands frames over (module doc).
 pub struct Handover {
     to: Sender<Handed>,
-    format: PixelFormat,
+    shaping: Shaping,
     stop: Stop,
     /// A BGR frame between a negotiated format and the asked one.
     bgr: Vec<u8>,
+    /// The resized BGR frame.
+    resized: Vec<u8>,
+    /// The fitting chain for each input size met, or why there is none.
+    fits: HashMap<FrameSize, Result<Chain, String>>,
     /// Each input's frames dropped so far, from the run's live figures.
     dropped: Vec<u64>,
 }
@@ -68,34 +218,131 @@ impl Handover {
     pub fn new(h: HandTo) -> Self {
         Self {
             to: h.to,
-            format: h.format,
+            shaping: h.shaping,
             stop: h.stop,
             bgr: Vec::new(),
+            resized: Vec::new(),
+            fits: HashMap::new(),
             dropped: Vec::new(),
         }
     }
 
-    /// `frame`'s pixels in the asked format.
-    fn pixels(&mut self, frame: &Frame) -> Vec<u8> {
+    /// `frame`'s pixels as asked, and their size; an error where its size can't be
+    /// fitted to the one asked for (a crop of a frame thousands of times wider than high
+    /// would scale it past the largest side).
+    fn pixels(&mut self, frame: &Frame) -> Result<(Vec<u8>, FrameSize)> {
         let (size, from) = (frame.size(), frame.format());
-        if from == self.format {
-            return frame.bytes.to_vec();
+        if let (None, Layout::Pixels(f)) = (self.shaping.size, self.shaping.layout) {
+            if f == from {
+                return Ok((frame.bytes.to_vec(), size));
+            }
+        }
+        if from != PixelFormat::Bgr24 {
+            self.bgr.resize(size.bytes(), 0);
+            from.to_bgr(size, frame.bytes, &mut self.bgr);
         }
         let bgr = match from {
             PixelFormat::Bgr24 => frame.bytes,
-            other => {
-                self.bgr.resize(size.bytes(), 0);
-                other.to_bgr(size, frame.bytes, &mut self.bgr);
-                &self.bgr
+            _ => &self.bgr[..],
+        };
+        let (bgr, size) = match self.shaping.size {
+            None => (bgr, size),
+            Some((to, fit)) => {
+                let chain = self
+                    .fits
+                    .entry(size)
+                    .or_insert_with(|| fitted(size, to, fit));
+                let chain = chain.as_ref().map_err(|e| {
+                    anyhow::anyhow!(
+                        "fitting input {}'s {size} frames to {to} ({fit:?}): {e}",
+                        frame.desc.input.0
+                    )
+                })?;
+                self.resized.resize(to.bytes(), 0);
+                chain.apply_reference(size, bgr, &mut self.resized);
+                (&self.resized[..], to)
             }
         };
-        let mut out = vec![0; self.format.bytes(size)];
-        match self.format {
-            PixelFormat::Bgr24 => out.copy_from_slice(bgr),
-            to => to.from_bgr(size, bgr, &mut out),
-        }
-        out
+        Ok((laid_out(self.shaping.layout, size, bgr), size))
     }
+}
+
+/// A `size` BGR frame laid out as `layout` says.
+fn laid_out(layout: Layout, size: FrameSize, bgr: &[u8]) -> Vec<u8> {
+    match layout {
+        Layout::Pixels(PixelFormat::Bgr24) => bgr.to_vec(),
+        Layout::Pixels(to) => {
+            let mut out = vec![0; to.bytes(size)];
+            to.from_bgr(size, bgr, &mut out);
+            out
+        }
+        Layout::Rgb24 => bgr
+            .chunks_exact(3)
+            .flat_map(|p| [p[2], p[1], p[0]])
+            .collect(),
+        Layout::Planar { half, mean, std } => planar(size, bgr, half, mean, std),
+    }
+}
+
+/// RGB planes of `(value / 255 - mean) / std`, as 32- or 16-bit floats in the machine's
+/// byte order.
+fn planar(size: FrameSize, bgr: &[u8], half: bool, mean: [f32; 3], std: [f32; 3]) -> Vec<u8> {
+    let n = size.width * size.height;
+    let width = if half { 2 } else { 4 };
+    let mut out = vec![0u8; 3 * n * width];
+    for (c, plane) in out.chunks_exact_mut(n * width).enumerate() {
+        // R, G, B: bytes 2, 1, 0 of a BGR pixel.
+        let table: Vec<f32> = (0..=255u8)
+            .map(|v| (f32::from(v) / 255.0 - mean[c]) / std[c])
+            .collect();
+        for (px, to) in bgr.chunks_exact(3).zip(plane.chunks_exact_mut(width)) {
+            let v = table[usize::from(px[2 - c])];
+            match half {
+                true => to.copy_from_slice(&f16_bits(v).to_ne_bytes()),
+                false => to.copy_from_slice(&v.to_ne_bytes()),
+            }
+        }
+    }
+    out
+}
+
+/// The IEEE half-precision bits nearest `v` (ties to even), as NumPy's `astype(float16)`.
+pub fn f16_bits(v: f32) -> u16 {
+    let x = v.to_bits();
+    let sign = ((x >> 16) & 0x8000) as u16;
+    let exp = ((x >> 23) & 0xff) as i32;
+    let man = x & 0x7f_ffff;
+    if exp == 0xff {
+        // Infinity, or NaN (kept quiet, its top bits kept).
+        let nan = if man != 0 {
+            0x200 | (man >> 13) as u16
+        } else {
+            0
+        };
+        return sign | 0x7c00 | nan;
+    }
+    let e = exp - 127 + 15;
+    if e >= 0x1f {
+        return sign | 0x7c00; // too large: infinity
+    }
+    if e <= 0 {
+        // A subnormal half (or zero): the implicit bit shifted in, rounded to even.
+        if e < -10 {
+            return sign;
+        }
+        let m = man | 0x80_0000;
+        let shift = (14 - e) as u32;
+        let half = m >> shift;
+        let rest = m & ((1 << shift) - 1);
+        let mid = 1 << (shift - 1);
+        let up = rest > mid || (rest == mid && half & 1 == 1);
+        return sign | (half + u32::from(up)) as u16;
+    }
+    let half = ((e as u32) << 10) | (man >> 13);
+    let rest = man & 0x1fff;
+    let up = rest > 0x1000 || (rest == 0x1000 && half & 1 == 1);
+    // A carry out of the mantissa steps the exponent, up to infinity: still right.
+    sign | (half + u32::from(up)) as u16
 }
 
 impl Sink for Handover {
@@ -103,7 +350,10 @@ impl Sink for Handover {
         "handed over"
     }
     fn describe(&self) -> String {
-        format!("frames handed to the embedding program ({})", self.format)
+        format!(
+            "frames handed to the embedding program ({})",
+            self.shaping.layout.name()
+        )
     }
     fn status(&mut self, live: &crate::stats::Live) {
         self.dropped.clear();
@@ -115,14 +365,15 @@ impl Sink for Handover {
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
         let d = frame.desc;
         let input = usize::from(d.input.0);
+        let (bytes, size) = self.pixels(frame)?;
         let mut handed = Handed {
             input,
             index: d.index,
             pts: d.pts.map(|t| (t.ticks, t.base)),
             seconds: d.seconds(),
-            size: frame.size(),
-            format: self.format,
-            bytes: self.pixels(frame),
+            size,
+            layout: self.shaping.layout,
+            bytes,
             dropped: self.dropped.get(input).copied().unwrap_or(0),
         };
         loop {
@@ -136,5 +387,92 @@ impl Sink for Handover {
     }
     fn finish(&mut self) -> Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn halves_round_as_ieee_says() {
+        for (v, bits) in [
+            (0.0f32, 0x0000u16),
+            (-0.0, 0x8000),
+            (1.0, 0x3c00),
+            (-2.0, 0xc000),
+            (0.1, 0x2e66),
+            (65504.0, 0x7bff),
+            (65520.0, 0x7c00), // halfway past the largest: to infinity (even)
+            (f32::INFINITY, 0x7c00),
+            (5.960_464_5e-8, 0x0001), // the smallest subnormal
+            (2.980_232_2e-8, 0x0000), // half of it: a tie, to even (zero)
+            (4.470_348_4e-8, 0x0001), // three quarters of it: up
+            (6.103_515_6e-5, 0x0400), // the smallest normal
+            (1.000_488_3, 0x3c00),    // halfway between 1 and the next half: to even
+            (1.001_464_8, 0x3c02),    // halfway between the next two: to even (up)
+        ] {
+            assert_eq!(f16_bits(v), bits, "{v}");
+        }
+        assert_eq!(f16_bits(f32::NAN) & 0x7e00, 0x7e00);
+    }
+
+    #[test]
+    fn fits_keep_the_aspect_and_centre() {
+        let hd = FrameSize::new(1920, 1080);
+        let text = |to, fit| fitting(hd, to, fit).0.to_string();
+        let chain = |s: &str| s.parse::<Chain>().unwrap().to_string();
+        let sq = FrameSize::new(640, 640);
+        assert_eq!(
+            text(sq, Fit::Letterbox),
+            chain("scale:640:360,pad:640:640:0:140")
+        );
+        assert_eq!(text(sq, Fit::Crop), chain("scale:1138:640,crop:640:640"));
+        assert_eq!(text(sq, Fit::Stretch), chain("scale:640:640"));
+        // A portrait target, and one wider than the frame.
+        let tall = FrameSize::new(360, 1280);
+        assert_eq!(
+            text(tall, Fit::Letterbox),
+            chain("scale:360:203,pad:360:1280:0:538")
+        );
+        assert_eq!(
+            text(tall, Fit::Crop),
+            chain("scale:2276:1280,crop:360:1280")
+        );
+        let wide = FrameSize::new(1000, 100);
+        assert_eq!(
+            text(wide, Fit::Letterbox),
+            chain("scale:178:100,pad:1000:100:411:0")
+        );
+        assert_eq!(text(wide, Fit::Crop), chain("scale:1000:563,crop:1000:100"));
+        // Every fit makes the size asked for, down to one pixel.
+        for to in [
+            sq,
+            tall,
+            wide,
+            FrameSize::new(1, 1),
+            FrameSize::new(1, 4000),
+        ] {
+            for fit in [Fit::Letterbox, Fit::Crop, Fit::Stretch] {
+                let (chain, _) = fitting(hd, to, fit);
+                assert_eq!(chain.output_size(hd), Ok(to), "{chain} for {to}");
+            }
+        }
+    }
+
+    #[test]
+    fn planes_are_rgb_normalised() {
+        let size = FrameSize::new(2, 1);
+        let bgr = [0u8, 128, 255, 10, 20, 30];
+        let out = planar(size, &bgr, false, [0.5; 3], [0.25; 3]);
+        let f: Vec<f32> = out
+            .chunks_exact(4)
+            .map(|b| f32::from_ne_bytes(b.try_into().unwrap()))
+            .collect();
+        let want = |v: u8| (f32::from(v) / 255.0 - 0.5) / 0.25;
+        assert_eq!(
+            f,
+            [want(255), want(30), want(128), want(20), want(0), want(10)]
+        );
     }
 }
