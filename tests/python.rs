@@ -190,6 +190,71 @@ fn model_inputs_equal_the_command_lines_resize_and_numpys_normalisation() {
     assert_eq!(out.matches("refused:").count(), 8, "{out}");
 }
 
+const OVERLAY: &str = r#"
+import os, subprocess, sys
+import numpy as np
+import framepipe
+
+fp, clip = sys.argv[1:3]
+os.makedirs("s", exist_ok=True)
+MAGENTA = [255, 0, 255]   # the same bytes in BGR and RGB
+with framepipe.open(clip, output="s/%03d.png", size=(160, 120), fit="stretch", quiet=True) as run:
+    for f in run:
+        a = np.asarray(f)
+        # The frames handed to the loop are never drawn on.
+        assert not (a[10, 5:55] == MAGENTA).all(), f"frame {f.index} was handed with the box"
+        if f.index == 3:   # a box at (5, 10), 50x25 in the 160x120 frames handed over
+            run.write(f, overlay=[(5, 10, 50, 25, "cat 0.9")], color=(255, 0, 255))
+        if f.index == 20:
+            run.write(f, overlay=[])
+raw = subprocess.run(["ffmpeg", "-v", "error", "-i", "s/%03d.png", "-f", "rawvideo", "-pix_fmt",
+                      "bgr24", "-"], capture_output=True, check=True).stdout
+frames = np.frombuffer(raw, np.uint8).reshape(-1, 240, 320, 3)
+assert len(frames) == 30, len(frames)
+def boxed(p):   # the box's edges in the 320x240 frames written: (10, 20), 100x50
+    return ((p[20:22, 10:110] == MAGENTA).all() and (p[68:70, 10:110] == MAGENTA).all()
+            and (p[20:70, 10:12] == MAGENTA).all() and (p[20:70, 108:110] == MAGENTA).all())
+marked = [i for i, p in enumerate(frames) if boxed(p)]
+print("marked frames", marked[0], "to", marked[-1], "of", len(marked))
+# Marks apply from the frames the sinks take after the write: the frame written about may
+# already be past them, or not (the loop and the run race for it), and up to the queue's two
+# and the one being made more.
+assert all(not boxed(p) for p in frames[:3]), "a frame before the write was drawn on"
+assert marked == list(range(marked[0], marked[-1] + 1)), marked
+assert 3 <= marked[0] <= 7 and 19 <= marked[-1] <= 24, marked
+band = frames[marked[0]][20 - 12:20, 10:60]   # the label, on its black band above the box
+assert (band == MAGENTA).all(axis=2).any() and (band == 0).all(axis=2).any()
+assert (frames[marked[0]][30:60, 20:100] == frames[0][30:60, 20:100]).any()  # inside: the picture
+for bad in [[(1, 2, 3)], [(1, 2, 3, "x")], [(1, 2, 3, 4, "a", (1, 2))], [("a", 2, 3, 4)],
+            [(float("nan"), 2, 3, 4)]]:
+    try:
+        with framepipe.open(clip, quiet=True, frames=1) as run:
+            for f in run:
+                run.write(f, overlay=bad)
+        raise SystemExit(f"{bad}: accepted")
+    except ValueError as e:
+        assert "\n" not in str(e), e
+        print("refused:", e)
+"#;
+
+/// `run.write(frame, overlay=…)`: a model's boxes and labels, in the coordinates of the
+/// frames it was handed (resized), are drawn into the frames written, from a frame or few
+/// after the write until the next, and never into the frames handed over.
+#[test]
+fn a_models_boxes_are_drawn_into_the_outputs_not_the_frames_handed_over() {
+    require(&["ffmpeg"]);
+    let dir = TempDir::new("python-overlay");
+    crate::record::camera_clip(&dir.join("clip.mp4"), 1);
+    let out = run_script(
+        &dir,
+        OVERLAY,
+        &[&bin(), "clip.mp4"],
+        Duration::from_secs(120),
+    );
+    assert!(out.contains("marked frames"), "{out}");
+    assert_eq!(out.matches("refused:").count(), 5, "{out}");
+}
+
 const SEVERAL: &str = r#"
 import time
 import numpy as np

@@ -32,6 +32,7 @@ use framepipe::pixel::PixelFormat;
 
 mod dlpack;
 use framepipe::sink::handover::{Fit, HandTo, Handed, Layout, Shaping};
+use framepipe::sink::marks::{Mark, Marks};
 use framepipe::stop::Stop;
 
 /// How long a wait for a frame goes without looking at Python's signals.
@@ -275,6 +276,10 @@ struct Run {
     batch: Option<(usize, Duration)>,
     /// Each input's frames dropped so far.
     dropped: Vec<u64>,
+    /// The marks `write` sets, drawn by the run into each input's frames.
+    marks: Marks,
+    /// `size=` and `fit=`: where a handed frame's pixels lie in the pipeline's frame.
+    fit: Option<(FrameSize, Fit)>,
 }
 
 impl Run {
@@ -371,6 +376,31 @@ impl Run {
         Ok(Some(Batch::of(py, frames)?.into_py(py)))
     }
 
+    /// Draws `overlay` into `frame`'s input's frames from the next one on, on their way to
+    /// the window, the outputs, the browser view and the mosaic, until the next `write` of
+    /// that input (`overlay=[]` clears it): boxes `(x, y, w, h)`, `(x, y, w, h, label)` or
+    /// `(x, y, w, h, label, (r, g, b))` in `frame`'s pixels (the size handed, mapped back
+    /// through `size=` and `fit=`), in `color` where a box has none (green by default). The
+    /// frames handed to this loop are never drawn on.
+    #[pyo3(signature = (frame, overlay=None, color=(0, 255, 0)))]
+    fn write(
+        &self,
+        frame: &Bound<'_, Frame>,
+        overlay: Option<&Bound<'_, PyAny>>,
+        color: (u8, u8, u8),
+    ) -> PyResult<()> {
+        let handed = &frame.get().handed;
+        let map = match self.fit {
+            Some((to, fit)) => framepipe::sink::handover::unfitting(handed.source, to, fit),
+            None => (1.0, 1.0, 0.0, 0.0),
+        };
+        let mut marks = Vec::new();
+        for item in overlay.into_iter().flat_map(|o| o.iter()).flatten() {
+            marks.push(mark_of(&item?, map, color)?);
+        }
+        self.marks.set(handed.input, marks);
+        Ok(())
+    }
     /// Each input's frames dropped so far (a live input that the pipeline or this loop did
     /// not keep up with), by input number, as the last frame of each said.
     #[getter]
@@ -416,6 +446,48 @@ impl Drop for Run {
             let _ = thread.join();
         }
     }
+}
+
+/// One overlay item (`Run::write`) as a mark in the pipeline's frame: the box mapped by
+/// `(sx, sy, ox, oy)` (`handover::unfitting`), its label, its colour or `color`.
+fn mark_of(
+    item: &Bound<'_, PyAny>,
+    (sx, sy, ox, oy): (f64, f64, f64, f64),
+    color: (u8, u8, u8),
+) -> PyResult<Mark> {
+    let bad = || {
+        PyValueError::new_err(format!(
+            "overlay item {item}: (x, y, w, h), (x, y, w, h, label) or (x, y, w, h, label, (r, g, b))"
+        ))
+    };
+    let parts: Vec<Bound<'_, PyAny>> = item.iter().map_err(|_| bad())?.collect::<PyResult<_>>()?;
+    if !(4..=6).contains(&parts.len()) {
+        return Err(bad());
+    }
+    let num = |k: usize| -> PyResult<f64> {
+        let v: f64 = parts[k].extract().map_err(|_| bad())?;
+        v.is_finite().then_some(v).ok_or_else(bad)
+    };
+    let (x, y, w, h) = (num(0)?, num(1)?, num(2)?, num(3)?);
+    let label = match parts.get(4) {
+        Some(l) if !l.is_none() => l.str()?.to_string(),
+        _ => String::new(),
+    };
+    let (r, g, b) = match parts.get(5) {
+        Some(c) => c.extract().map_err(|_| bad())?,
+        None => color,
+    };
+    // Pixels, clamped to what a frame can hold (a box far off the frame is clipped away).
+    let px = |v: f64| v.round().clamp(-1e6, 1e6) as i32;
+    let (x0, y0) = ((x - ox) * sx, (y - oy) * sy);
+    Ok(Mark {
+        x: px(x0),
+        y: px(y0),
+        w: px(w * sx),
+        h: px(h * sy),
+        label: label.chars().take(200).collect(),
+        color: [b, g, r],
+    })
 }
 
 /// What `open`'s arguments ask for: the command line, and the package's own keywords.
@@ -663,10 +735,12 @@ fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyR
     let names: Vec<String> = cli.run.input.clone();
     let (to, frames) = crossbeam_channel::bounded(QUEUED);
     let stop = Stop::new();
+    let marks = Marks::default();
     let hand = HandTo {
         to,
-        shaping,
+        shaping: shaping.clone(),
         stop: stop.clone(),
+        marks: marks.clone(),
     };
     let args = cli.run;
     let thread = std::thread::Builder::new()
@@ -680,6 +754,8 @@ fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyR
         names,
         batch,
         dropped: Vec::new(),
+        marks,
+        fit: shaping.size,
     })
 }
 

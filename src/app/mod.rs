@@ -141,7 +141,7 @@ fn run_plan(
         return Ok(());
     };
     crate::debug!("start-up: input open at {:.1} ms", since());
-    let outs = (&mut claims.each[..], &mut view, to);
+    let outs = (&mut claims.each[..], &mut view);
     let (each, total) = open_each(plan, &mut inputs, outs, stop)?;
     let order = inputs.order();
     let compose = displays::compose(plan, &inputs, &order, each.iter().any(Option::is_some));
@@ -170,7 +170,11 @@ fn run_plan(
         )?),
         None => None,
     };
-    let mut sink = route::by_input(each, all);
+    let embedded = to.map(|to| route::Embedded {
+        first: handover(to),
+        marks: to.marks.clone(),
+    });
+    let mut sink = route::by_input(each, all, embedded);
     if plan.progress() {
         sink = Box::new(sink::progress::Progress::new(sink, total));
     }
@@ -206,10 +210,9 @@ type Each = (Vec<Option<Box<dyn Sink>>>, Option<u64>);
 fn open_each(
     plan: &RunPlan,
     inputs: &mut opening::Inputs,
-    (claims, view, to): (
+    (claims, view): (
         &mut [Option<sink::claim::Claimed>],
         &mut Option<displays::View>,
-        Option<&sink::handover::HandTo>,
     ),
     stop: &Stop,
 ) -> Result<Each> {
@@ -230,15 +233,14 @@ fn open_each(
         };
         // A file output's audio is tapped from the source: `&mut`.
         own.extend(outputs::open(plan, input, source.as_mut(), places)?);
-        own.extend(to.map(handover));
         total = total
             .zip(outputs::frames_to_go(source.as_ref(), plan.engine().frames))
             .map(|(a, b)| a + b);
         each.push(sink::tee(own));
     }
-    // An input joining late has no outputs of its own, but the embedding program takes
-    // its frames too.
-    each.extend(inputs.late.iter().map(|_| to.map(handover)));
+    // An input joining late has no outputs of its own (the embedding program takes every
+    // input's frames: `route::Embedded`).
+    each.extend(inputs.late.iter().map(|_| None));
     if !inputs.late.is_empty() {
         total = None;
     }

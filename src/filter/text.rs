@@ -369,24 +369,38 @@ pub struct Placed {
 impl Placed {
     /// Pixel (`x`, `y`) (frame coordinates), `v` before, after the text is drawn.
     pub fn shade(&self, atlas: &[u8], x: i32, y: i32, v: [u8; 3]) -> [u8; 3] {
-        let pad = 2 * self.scale;
-        let (w, h) = (self.cols * 8 * self.scale, 8 * self.scale);
-        let (dx, dy) = (x - self.x0, y - self.y0);
-        if dx < -pad || dy < -pad || dx >= w + pad || dy >= h + pad {
+        let (cx, cy, cw, ch) = self.covers();
+        if x < cx || y < cy || x >= cx + cw || y >= cy + ch {
             return v;
         }
-        if dx >= 0 && dy >= 0 && dx < w && dy < h {
-            let glyph = usize::from(self.chars[(dx / (8 * self.scale)) as usize]);
-            let gx = (dx % (8 * self.scale)) / self.scale;
-            let row = atlas[glyph * 8 + (dy / self.scale) as usize];
-            if (row >> gx) & 1 == 1 {
-                return self.color;
-            }
+        if self.ink(atlas, x, y) {
+            return self.color;
         }
         if !self.boxed {
             return v;
         }
         v.map(|c| ((u32::from(c) * (256 - BOX_DARKEN) + 128) >> 8) as u8)
+    }
+
+    /// Whether pixel (`x`, `y`) (frame coordinates) is a stroke of a glyph.
+    pub fn ink(&self, atlas: &[u8], x: i32, y: i32) -> bool {
+        let (w, h) = (self.cols * 8 * self.scale, 8 * self.scale);
+        let (dx, dy) = (x - self.x0, y - self.y0);
+        if dx < 0 || dy < 0 || dx >= w || dy >= h {
+            return false;
+        }
+        let glyph = usize::from(self.chars[(dx / (8 * self.scale)) as usize]);
+        let gx = (dx % (8 * self.scale)) / self.scale;
+        let row = atlas[glyph * 8 + (dy / self.scale) as usize];
+        (row >> gx) & 1 == 1
+    }
+
+    /// The area the text and its box cover: x, y, width, height (it may reach past the
+    /// frame's edges).
+    pub fn covers(&self) -> (i32, i32, i32, i32) {
+        let pad = 2 * self.scale;
+        let (w, h) = (self.cols * 8 * self.scale, 8 * self.scale);
+        (self.x0 - pad, self.y0 - pad, w + 2 * pad, h + 2 * pad)
     }
 
     /// Draws over a band buffer (`v`: its place), from `src` into `dst`.

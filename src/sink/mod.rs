@@ -29,6 +29,7 @@ pub mod hls;
 #[cfg(feature = "ffmpeg")]
 pub mod images;
 pub mod kind;
+pub mod marks;
 pub mod mosaic;
 pub mod null;
 pub mod output;

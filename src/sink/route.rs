@@ -1,27 +1,50 @@
 //! Sinks of a run: each input's own sinks (its output file, its window with `--no-mosaic`),
-//! picked by the frame's `InputId`, and one sink that sees every input's frames (the
-//! mosaic). A run of one input without a mosaic is its own sinks alone (`by_input`).
+//! picked by the frame's `InputId`, one sink that sees every input's frames (the mosaic),
+//! and, for a program that embeds framepipe, the sink that hands it every frame and the
+//! marks it asks to be drawn (`Embedded`). A run of one input without a mosaic or an
+//! embedding program is its own sinks alone (`by_input`).
 //!
-//! Invariants: a frame reaches only its own input's sinks and the shared one, in the order
-//! the pipeline hands it over (each input's frames in capture order); every sink is
-//! finished once, also after an error, the inputs' own sinks (files) before the shared one
-//! (a window that may keep its picture up until q).
+//! Invariants: a frame reaches only its own input's sinks and the shared ones, in the order
+//! the pipeline hands it over (each input's frames in capture order); the embedding program
+//! gets the frame as the pipeline made it, first, and the others get it with the input's
+//! marks drawn (`sink::marks`); every sink is finished once, also after an error, the
+//! inputs' own sinks (files) before the shared ones (a window that may keep its picture up
+//! until q).
 
 use anyhow::Result;
 
+use super::marks::{Drawn, Marks};
 use super::{Flow, Frame, Sink};
 use crate::stats::Live;
 
+/// What an embedding program adds to a run's sinks: the sink that hands it every frame,
+/// and the marks it asks to be drawn into the frames the other sinks take.
+pub struct Embedded {
+    /// Takes every frame as the pipeline made it.
+    pub first: Box<dyn Sink>,
+    /// Each input's marks.
+    pub marks: Marks,
+}
+
 /// The run's sink: `each` input's own sinks (by `InputId`) and the one that sees every
 /// frame; one input's own sinks alone where nothing else looks (none: `null::Null`).
-pub fn by_input(mut each: Vec<Option<Box<dyn Sink>>>, all: Option<Box<dyn Sink>>) -> Box<dyn Sink> {
-    if each.len() == 1 && all.is_none() {
+pub fn by_input(
+    mut each: Vec<Option<Box<dyn Sink>>>,
+    all: Option<Box<dyn Sink>>,
+    embedded: Option<Embedded>,
+) -> Box<dyn Sink> {
+    if each.len() == 1 && all.is_none() && embedded.is_none() {
         return each
             .pop()
             .flatten()
             .unwrap_or_else(|| super::output::boxed(super::null::Null));
     }
-    Box::new(ByInput::new(each, all))
+    let mut route = ByInput::new(each, all);
+    if let Some(e) = embedded {
+        route.first = Some(e.first);
+        route.marks = Some(e.marks);
+    }
+    Box::new(route)
 }
 
 /// Frames routed by input (module doc).
@@ -32,6 +55,11 @@ pub struct ByInput {
     all: Option<Box<dyn Sink>>,
     /// Frames each input's sinks took.
     consumed: Vec<u64>,
+    /// Takes every frame before the marks are drawn (an embedding program).
+    first: Option<Box<dyn Sink>>,
+    /// Each input's marks, and the copy they are drawn into.
+    marks: Option<Marks>,
+    drawn: Drawn,
 }
 
 impl ByInput {
@@ -42,20 +70,30 @@ impl ByInput {
             each,
             all,
             consumed,
+            first: None,
+            marks: None,
+            drawn: Drawn::default(),
         }
     }
 
     fn sinks(&mut self) -> impl Iterator<Item = &mut Box<dyn Sink>> {
-        self.each.iter_mut().flatten().chain(self.all.as_mut())
+        self.each
+            .iter_mut()
+            .flatten()
+            .chain(self.all.as_mut())
+            .chain(self.first.as_mut())
     }
 }
 
 impl Sink for ByInput {
     fn verb(&self) -> &'static str {
-        match self.each.iter().flatten().next() {
-            Some(s) => s.verb(),
-            None => self.all.as_ref().map_or("consumed", |s| s.verb()),
-        }
+        let mut sinks = self
+            .each
+            .iter()
+            .flatten()
+            .chain(&self.all)
+            .chain(&self.first);
+        sinks.next().map_or("consumed", |s| s.verb())
     }
     fn describe(&self) -> String {
         let mut parts: Vec<String> = self
@@ -67,6 +105,9 @@ impl Sink for ByInput {
         if let Some(all) = &self.all {
             parts.push(all.describe());
         }
+        if let Some(first) = &self.first {
+            parts.push(first.describe());
+        }
         if parts.is_empty() {
             return "nowhere (processed and discarded)".into();
         }
@@ -75,8 +116,14 @@ impl Sink for ByInput {
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
         let i = usize::from(frame.desc.input.0);
         let mut flow = Flow::Continue;
+        if let Some(first) = &mut self.first {
+            flow = first.consume(frame)?;
+        }
+        let marks = self.marks.as_ref().and_then(|m| m.of(i));
+        let drawn = marks.and_then(|m| self.drawn.draw(frame, &m));
+        let frame = drawn.as_ref().unwrap_or(frame);
         if let Some(Some(own)) = self.each.get_mut(i) {
-            flow = own.consume(frame)?;
+            flow = flow.merge(own.consume(frame)?);
             self.consumed[i] += 1;
         }
         if let Some(all) = &mut self.all {
@@ -135,6 +182,7 @@ impl Sink for ByInput {
             .iter()
             .flatten()
             .chain(self.all.as_ref())
+            .chain(self.first.as_ref())
             .flat_map(|s| s.streams())
             .collect()
     }
