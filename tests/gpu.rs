@@ -169,20 +169,7 @@ fn check_formats(
     size: FrameSize,
     (bands, in_flight): (usize, usize),
 ) {
-    let case = Case {
-        kind: BackendKind::Cuda,
-        chain,
-        size,
-        bands,
-        busy_bands: [1, bands, 3][in_flight % 3],
-        in_flight,
-        pageable: false,
-        issue: IssueOrder::Depth,
-        streams: StreamLayout::PerStage,
-        graphs: true,
-        frames: 4,
-        trace_frames: 0,
-    };
+    let case = Case::cuda(chain, size, (bands, in_flight));
     let (seen, bad, max, _) = run_case_in(&case, chain, formats);
     assert_eq!(seen, 4);
     assert_eq!(
@@ -401,20 +388,7 @@ fn cuda_graph_captures_survive_another_threads_synchronizing() {
     let mut runs = 0;
     // Until the synchronizations met a capture a few times (each run captures anew).
     while runs < 400 && (refused.load(Ordering::Relaxed) < 3 || runs < 20) {
-        let case = Case {
-            kind: BackendKind::Cuda,
-            chain: "gray,gauss:2",
-            size: FrameSize::new(641, 479),
-            bands: 3,
-            busy_bands: 1,
-            in_flight: 1,
-            pageable: false,
-            issue: IssueOrder::Depth,
-            streams: StreamLayout::PerStage,
-            graphs: true,
-            frames: 4,
-            trace_frames: 0,
-        };
+        let case = Case::cuda("gray,gauss:2", FrameSize::new(641, 479), (3, 1));
         assert_bit_identical(&case);
         runs += 1;
     }

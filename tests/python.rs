@@ -45,6 +45,38 @@ fn run_script(dir: &TempDir, script: &str, args: &[&str], limit: Duration) -> St
     stdout
 }
 
+/// A Python function the scripts share: `refuses(call, what)` asserts that `call()` raises a
+/// one-line ValueError, and prints it.
+const REFUSES: &str = r#"
+def refuses(call, what):
+    try:
+        call()
+    except ValueError as e:
+        assert "\n" not in str(e), e
+        print("refused:", e)
+        return
+    raise SystemExit(f"{what}: accepted")
+"#;
+
+/// Runs `script` (after `REFUSES`) with the framepipe binary and `clip.mp4` (the camera clip, `seconds`
+/// long) as its arguments, in a directory of its own; its stdout, asserting each of
+/// `wants` is in it.
+fn on_a_clip(tag: &str, script: &str, seconds: u32, wants: &[&str]) -> String {
+    require(&["ffmpeg"]);
+    let dir = TempDir::new(tag);
+    crate::record::camera_clip(&dir.join("clip.mp4"), seconds);
+    let out = run_script(
+        &dir,
+        &format!("{REFUSES}{script}"),
+        &[&bin(), "clip.mp4"],
+        Duration::from_secs(180),
+    );
+    for want in wants {
+        assert!(out.contains(want), "{want:?} not in: {out}");
+    }
+    out
+}
+
 const EQUAL_TO_Y4M: &str = r#"
 import subprocess, sys
 import numpy as np
@@ -82,22 +114,12 @@ for fmt, chain in [("i420", "gauss:2"), ("bgr24", "invert,blur:3"), ("gray", "co
 
 #[test]
 fn frames_equal_the_command_lines_y4m() {
-    require(&["ffmpeg"]);
-    let dir = TempDir::new("python-y4m");
-    crate::record::camera_clip(&dir.join("clip.mp4"), 2);
-    let out = run_script(
-        &dir,
-        EQUAL_TO_Y4M,
-        &[&bin(), "clip.mp4"],
-        Duration::from_secs(120),
-    );
-    for want in [
+    let wants = [
         "i420 gauss:2: 60",
         "bgr24 invert,blur:3: 60",
         "gray copy: 60",
-    ] {
-        assert!(out.contains(want), "{out}");
-    }
+    ];
+    on_a_clip("python-y4m", EQUAL_TO_Y4M, 2, &wants);
 }
 
 const MODEL_INPUTS: &str = r#"
@@ -155,12 +177,7 @@ print("batch", a.shape, a.dtype)
 for bad in [dict(format="rgbf32", std=(0, 1, 1)), dict(mean=(0, 0, 0)), dict(fit="crop"),
             dict(size=(0, 10)), dict(size=(10,)), dict(format="rgbf32", mean=(1, 2)),
             dict(size=(10, 10), fit="zoom"), dict(format="yuv444")]:
-    try:
-        framepipe.open(clip, quiet=True, **bad).close()
-        raise SystemExit(f"{bad}: accepted")
-    except ValueError as e:
-        assert "\n" not in str(e), e
-        print("refused:", e)
+    refuses(lambda: framepipe.open(clip, quiet=True, **bad).close(), bad)
 "#;
 
 /// `size=`, `fit=` and the model formats: frames equal the command line's run of the
@@ -168,25 +185,15 @@ for bad in [dict(format="rgbf32", std=(0, 1, 1)), dict(mean=(0, 0, 0)), dict(fit
 /// as NumPy computes them (float32 bit for bit, float16 as NumPy rounds it).
 #[test]
 fn model_inputs_equal_the_command_lines_resize_and_numpys_normalisation() {
-    require(&["ffmpeg"]);
-    let dir = TempDir::new("python-model");
-    crate::record::camera_clip(&dir.join("clip.mp4"), 1);
-    let out = run_script(
-        &dir,
-        MODEL_INPUTS,
-        &[&bin(), "clip.mp4"],
-        Duration::from_secs(180),
-    );
-    for want in [
+    let wants = [
         "letterbox 224x224: 30 frames equal",
         "letterbox 100x200: 30",
         "letterbox 90x30: 30",
         "crop 100x100: 30",
         "stretch 64x48: 30",
         "batch (2, 3, 48, 64) float32",
-    ] {
-        assert!(out.contains(want), "{out}");
-    }
+    ];
+    let out = on_a_clip("python-model", MODEL_INPUTS, 1, &wants);
     assert_eq!(out.matches("refused:").count(), 8, "{out}");
 }
 
@@ -227,14 +234,11 @@ assert (band == MAGENTA).all(axis=2).any() and (band == 0).all(axis=2).any()
 assert (frames[marked[0]][30:60, 20:100] == frames[0][30:60, 20:100]).any()  # inside: the picture
 for bad in [[(1, 2, 3)], [(1, 2, 3, "x")], [(1, 2, 3, 4, "a", (1, 2))], [("a", 2, 3, 4)],
             [(float("nan"), 2, 3, 4)]]:
-    try:
+    def write_one():
         with framepipe.open(clip, quiet=True, frames=1) as run:
             for f in run:
                 run.write(f, overlay=bad)
-        raise SystemExit(f"{bad}: accepted")
-    except ValueError as e:
-        assert "\n" not in str(e), e
-        print("refused:", e)
+    refuses(write_one, bad)
 "#;
 
 /// `run.write(frame, overlay=…)`: a model's boxes and labels, in the coordinates of the
@@ -242,16 +246,7 @@ for bad in [[(1, 2, 3)], [(1, 2, 3, "x")], [(1, 2, 3, 4, "a", (1, 2))], [("a", 2
 /// after the write until the next, and never into the frames handed over.
 #[test]
 fn a_models_boxes_are_drawn_into_the_outputs_not_the_frames_handed_over() {
-    require(&["ffmpeg"]);
-    let dir = TempDir::new("python-overlay");
-    crate::record::camera_clip(&dir.join("clip.mp4"), 1);
-    let out = run_script(
-        &dir,
-        OVERLAY,
-        &[&bin(), "clip.mp4"],
-        Duration::from_secs(120),
-    );
-    assert!(out.contains("marked frames"), "{out}");
+    let out = on_a_clip("python-overlay", OVERLAY, 1, &["marked frames"]);
     assert_eq!(out.matches("refused:").count(), 5, "{out}");
 }
 

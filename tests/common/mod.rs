@@ -160,6 +160,27 @@ pub struct Case<'a> {
     pub trace_frames: u64,
 }
 
+impl<'a> Case<'a> {
+    /// Four frames of `chain` at `size` on the CUDA backend, page-locked, `bands` bands
+    /// (the busy plan's varied with `in_flight`), per-stage streams, depth-first, graphs on.
+    pub fn cuda(chain: &'a str, size: FrameSize, (bands, in_flight): (usize, usize)) -> Self {
+        Self {
+            kind: BackendKind::Cuda,
+            chain,
+            size,
+            bands,
+            busy_bands: [1, bands, 3][in_flight % 3],
+            in_flight,
+            pageable: false,
+            issue: framepipe::backend::IssueOrder::Depth,
+            streams: framepipe::backend::StreamLayout::PerStage,
+            graphs: true,
+            frames: 4,
+            trace_frames: 0,
+        }
+    }
+}
+
 /// Runs `case`; returns (frames seen, frames that differ, largest difference).
 pub fn run_case(case: &Case) -> (u64, u64, u8) {
     let (seen, bad, max, _) = run_case_traced(case);
