@@ -589,10 +589,11 @@ impl Model {
     /// Takes one keyword's value.
     fn take(&mut self, key: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let three = |what: &str| -> PyResult<[f32; 3]> {
-            let v: Vec<f32> = value.extract().map_err(|_| {
-                PyValueError::new_err(format!("{what}=: three numbers, for R, G and B"))
-            })?;
-            v.try_into().map_err(|_| {
+            let v: Option<[f32; 3]> = value
+                .extract::<Vec<f32>>()
+                .ok()
+                .and_then(|v| v.try_into().ok());
+            v.ok_or_else(|| {
                 PyValueError::new_err(format!("{what}=: three numbers, for R, G and B"))
             })
         };

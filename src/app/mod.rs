@@ -171,7 +171,7 @@ fn run_plan(
         None => None,
     };
     let embedded = to.map(|to| route::Embedded {
-        first: handover(to),
+        first: Box::new(sink::handover::Handover::new(to.clone())),
         marks: to.marks.clone(),
     });
     let mut sink = route::by_input(each, all, embedded);
@@ -245,11 +245,6 @@ fn open_each(
         total = None;
     }
     Ok((each, total))
-}
-
-/// The sink that hands an input's frames to the embedding program (`sink::handover`).
-fn handover(to: &sink::handover::HandTo) -> Box<dyn Sink> {
-    Box::new(sink::handover::Handover::new(to.clone()))
 }
 
 /// With user kernels in the chain (the backend is CUDA then): checks them for band

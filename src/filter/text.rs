@@ -412,11 +412,9 @@ impl Placed {
 
     /// Draws over a band buffer in place.
     pub fn draw_in_place(&self, atlas: &[u8], v: Band, buf: &mut [u8]) {
-        let pad = 2 * self.scale;
-        let (top, bottom) = (self.y0 - pad, self.y0 + 8 * self.scale + pad);
-        let (left, right) = (self.x0 - pad, self.x0 + self.cols * 8 * self.scale + pad);
-        let rows = (top.max(v.row0 as i32))..bottom.min((v.row0 + v.rows) as i32);
-        let cols = left.max(0)..right.min(v.width as i32);
+        let (left, top, w, h) = self.covers();
+        let rows = (top.max(v.row0 as i32))..(top + h).min((v.row0 + v.rows) as i32);
+        let cols = left.max(0)..(left + w).min(v.width as i32);
         for y in rows {
             let line = (y as usize - v.row0) * v.width * CHANNELS;
             for x in cols.clone() {

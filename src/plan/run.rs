@@ -423,7 +423,7 @@ fn input_plan(
         takes.push(sink::WINDOW_TAKES.to_vec());
     }
     // A program that embeds framepipe takes every input's frames (an input joining late's
-    // too: `app::open_each`).
+    // too: `sink::route::Embedded`).
     takes.extend(args.handover.map(|f| vec![f]));
     InputPlan {
         may_join_late: several && outputs.is_empty() && (args.headless || !args.no_mosaic),

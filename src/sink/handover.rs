@@ -136,14 +136,6 @@ pub struct Shaping {
 }
 
 impl Shaping {
-    /// Frames as the run makes them, in `format`.
-    pub fn pixels(format: PixelFormat) -> Self {
-        Self {
-            size: None,
-            layout: Layout::Pixels(format),
-        }
-    }
-
     /// The format the run is asked for, for this consumer: the pixel format asked for,
     /// else BGR, which the resizing and the model layouts start from.
     pub fn format(&self) -> PixelFormat {
@@ -193,8 +185,8 @@ fn placement(size: FrameSize, to: FrameSize, fit: Fit) -> Placement {
 }
 
 /// The geometry chain that fits a `size` frame to `to` as `fit` says (the same filters,
-/// and so the same pixels, as `--filter` with this chain), and the size it makes.
-pub fn fitting(size: FrameSize, to: FrameSize, fit: Fit) -> (Chain, FrameSize) {
+/// and so the same pixels, as `--filter` with this chain).
+pub fn fitting(size: FrameSize, to: FrameSize, fit: Fit) -> Chain {
     let p = placement(size, to, fit);
     let (sw, sh, tw, th) = (p.scaled.width, p.scaled.height, to.width, to.height);
     let text = match fit {
@@ -202,8 +194,7 @@ pub fn fitting(size: FrameSize, to: FrameSize, fit: Fit) -> (Chain, FrameSize) {
         Fit::Letterbox => format!("scale:{sw}:{sh},pad:{tw}:{th}:{}:{}", p.at.0, p.at.1),
         Fit::Crop => format!("scale:{sw}:{sh},crop:{tw}:{th}"),
     };
-    let chain: Chain = text.parse().expect("a fitting chain parses");
-    (chain, to)
+    text.parse().expect("a fitting chain parses")
 }
 
 /// A point of a frame fitted from `size` to `to` as `fit` says, back in the `size`
@@ -222,7 +213,7 @@ pub fn unfitting(size: FrameSize, to: FrameSize, fit: Fit) -> (f64, f64, f64, f6
 /// `fitting`'s chain, checked: it makes its size, and its largest frame between steps
 /// (a crop's scaled frame) takes at most a quarter of the memory available now.
 fn fitted(size: FrameSize, to: FrameSize, fit: Fit) -> Result<Chain, String> {
-    let (chain, _) = fitting(size, to, fit);
+    let chain = fitting(size, to, fit);
     chain.output_size(size)?;
     let most = chain.largest_frame(size) as u64;
     match crate::budget::host_available() {
@@ -458,7 +449,7 @@ mod tests {
     #[test]
     fn fits_keep_the_aspect_and_centre() {
         let hd = FrameSize::new(1920, 1080);
-        let text = |to, fit| fitting(hd, to, fit).0.to_string();
+        let text = |to, fit| fitting(hd, to, fit).to_string();
         let chain = |s: &str| s.parse::<Chain>().unwrap().to_string();
         let sq = FrameSize::new(640, 640);
         assert_eq!(
@@ -492,7 +483,7 @@ mod tests {
             FrameSize::new(1, 4000),
         ] {
             for fit in [Fit::Letterbox, Fit::Crop, Fit::Stretch] {
-                let (chain, _) = fitting(hd, to, fit);
+                let chain = fitting(hd, to, fit);
                 assert_eq!(chain.output_size(hd), Ok(to), "{chain} for {to}");
             }
         }

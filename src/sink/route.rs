@@ -40,10 +40,7 @@ pub fn by_input(
             .unwrap_or_else(|| super::output::boxed(super::null::Null));
     }
     let mut route = ByInput::new(each, all);
-    if let Some(e) = embedded {
-        route.first = Some(e.first);
-        route.marks = Some(e.marks);
-    }
+    route.embedded = embedded;
     Box::new(route)
 }
 
@@ -55,10 +52,9 @@ pub struct ByInput {
     all: Option<Box<dyn Sink>>,
     /// Frames each input's sinks took.
     consumed: Vec<u64>,
-    /// Takes every frame before the marks are drawn (an embedding program).
-    first: Option<Box<dyn Sink>>,
-    /// Each input's marks, and the copy they are drawn into.
-    marks: Option<Marks>,
+    /// An embedding program's sink, which takes every frame before its marks are drawn.
+    embedded: Option<Embedded>,
+    /// The copy the marks are drawn into.
     drawn: Drawn,
 }
 
@@ -70,8 +66,7 @@ impl ByInput {
             each,
             all,
             consumed,
-            first: None,
-            marks: None,
+            embedded: None,
             drawn: Drawn::default(),
         }
     }
@@ -81,7 +76,12 @@ impl ByInput {
             .iter_mut()
             .flatten()
             .chain(self.all.as_mut())
-            .chain(self.first.as_mut())
+            .chain(self.embedded.as_mut().map(|e| &mut e.first))
+    }
+
+    /// The embedding program's sink, where there is one.
+    fn first(&self) -> Option<&dyn Sink> {
+        self.embedded.as_ref().map(|e| e.first.as_ref())
     }
 }
 
@@ -92,7 +92,8 @@ impl Sink for ByInput {
             .iter()
             .flatten()
             .chain(&self.all)
-            .chain(&self.first);
+            .map(|s| s.as_ref())
+            .chain(self.first());
         sinks.next().map_or("consumed", |s| s.verb())
     }
     fn describe(&self) -> String {
@@ -105,7 +106,7 @@ impl Sink for ByInput {
         if let Some(all) = &self.all {
             parts.push(all.describe());
         }
-        if let Some(first) = &self.first {
+        if let Some(first) = self.first() {
             parts.push(first.describe());
         }
         if parts.is_empty() {
@@ -116,10 +117,10 @@ impl Sink for ByInput {
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
         let i = usize::from(frame.desc.input.0);
         let mut flow = Flow::Continue;
-        if let Some(first) = &mut self.first {
-            flow = first.consume(frame)?;
+        if let Some(e) = &mut self.embedded {
+            flow = e.first.consume(frame)?;
         }
-        let marks = self.marks.as_ref().and_then(|m| m.of(i));
+        let marks = self.embedded.as_ref().and_then(|e| e.marks.of(i));
         let drawn = marks.and_then(|m| self.drawn.draw(frame, &m));
         let frame = drawn.as_ref().unwrap_or(frame);
         if let Some(Some(own)) = self.each.get_mut(i) {
@@ -182,7 +183,8 @@ impl Sink for ByInput {
             .iter()
             .flatten()
             .chain(self.all.as_ref())
-            .chain(self.first.as_ref())
+            .map(|s| s.as_ref())
+            .chain(self.first())
             .flat_map(|s| s.streams())
             .collect()
     }
