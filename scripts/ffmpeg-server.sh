@@ -28,7 +28,8 @@ cd "$(dirname "$0")/.."
 root=$PWD
 prefix=$root/target/ffmpeg-server
 version=5.1
-if [ -x "$prefix/bin/ffmpeg" ] && [ -f "$prefix/lib/libavcodec.a" ]; then
+built() { [ -x "$prefix/bin/ffmpeg" ] && [ -f "$prefix/lib/libavcodec.a" ] && [ -f "$prefix/lib/.pic" ]; }
+if built; then
     echo "$prefix: built"
     exit 0
 fi
@@ -52,6 +53,31 @@ for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
 done
 apt=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$work/parts" -o "Dir::State::Lists=$work/lists")
 apt-get "${apt[@]}" -qq update
+
+# Debian's static libx264 and libopus are built without -fPIC (their objects reach libc's
+# `stderr` directly), which a shared library can't hold: the Python module links FFmpeg
+# into one. Both are built here from their Debian sources, position-independent, and
+# replace Debian's archives beside FFmpeg's (executables link them as well).
+pic_libs() {
+    mkdir -p "$prefix/lib" pic && (
+        cd pic
+        apt-get "${apt[@]}" -qq source x264 opus >/dev/null 2>&1
+        cd "$(ls -d x264-*/)"
+        ./configure --enable-static --enable-pic --disable-cli --prefix="$work/pic/out" >/dev/null
+        make -j"$(nproc)" >/dev/null 2>&1 && make install >/dev/null
+        cd ../"$(cd .. && ls -d opus-*/)"
+        CFLAGS="-O2 -fPIC" ./configure --enable-static --disable-shared --with-pic \
+            --disable-doc --disable-extra-programs --prefix="$work/pic/out" >/dev/null
+        make -j"$(nproc)" >/dev/null 2>&1 && make install >/dev/null
+    )
+    cp pic/out/lib/libx264.a pic/out/lib/libopus.a "$prefix/lib/"
+    touch "$prefix/lib/.pic"
+}
+if [ -x "$prefix/bin/ffmpeg" ] && [ -f "$prefix/lib/libavcodec.a" ]; then
+    pic_libs
+    echo "$prefix: built (x264 and opus position-independent)"
+    exit 0
+fi
 apt-get "${apt[@]}" -qq source --download-only "ffmpeg=${version}*" 2>/dev/null ||
     apt-get "${apt[@]}" -qq source --download-only ffmpeg
 apt-get -qq download libffmpeg-nvenc-dev
@@ -101,5 +127,6 @@ PKG_CONFIG_PATH=$work/pc ./configure \
     >"$work/configure.log" || { tail -30 "$work/configure.log" >&2; exit 1; }
 make -j"$(nproc)" >"$work/make.log" 2>&1 || { tail -40 "$work/make.log" >&2; exit 1; }
 make install >/dev/null
+cd "$work" && pic_libs
 "$prefix/bin/ffmpeg" -hide_banner -hwaccels
 ls -la "$prefix/lib"/*.a "$prefix/bin/ffmpeg"

@@ -5,7 +5,7 @@
 #
 #   scripts/gpu.sh bundle      here: build the server binary (FFmpeg and its encoders linked in
 #                              statically: scripts/ffmpeg-server.sh), that FFmpeg's ffmpeg and
-#                              ffprobe, and the test binary into gpu-bundle/
+#                              ffprobe, the test binary and the Python module into gpu-bundle/
 #   scripts/gpu.sh pack        here, after bundle: gpu-bundle/ and wall-clips/ into
 #                              gpu-carry/bundle.tar.xz (the binaries, with ffmpeg and ffprobe
 #                              linked statically, are 66 MB: over the device tool's 64 MiB)
@@ -45,9 +45,16 @@ for line in sys.stdin:
             and m["target"]["kind"] == ["test"] and m["target"]["name"] == "tests"):
         shutil.copy(m["executable"], sys.argv[1] + "/test-all")
 ' "$BUNDLE"
+    # The Python module, FFmpeg linked in the same way (scripts/bench/python-gpu.py there:
+    # PYTHONPATH=gpu-bundle/py; one abi3 module serves the machine's python3).
+    cargo build --release -p framepipe-python --no-default-features --features ffmpeg-static \
+        --target-dir "$target"
+    mkdir -p "$BUNDLE/py"
+    cp "$target/release/libframepipe_py.so" "$BUNDLE/py/framepipe.abi3.so"
+    strip "$BUNDLE/py/framepipe.abi3.so"
     # The host's memory bandwidth as the pattern fills rings (scripts/bench/several.sh memcpy).
     gcc -O2 -static -pthread -o "$BUNDLE/memcpy-test" scripts/tools/memcpy.c
-    strip "$BUNDLE"/*
+    find "$BUNDLE" -maxdepth 1 -type f -exec strip {} +
     ls -la "$BUNDLE"
 }
 

@@ -9,7 +9,14 @@
 #                                        the server build's FFmpeg, so they are made here)
 #   scripts/bench/wall.sh run N [S] [C]  there: N cameras of clip C (h264 or hevc) for S
 #                                        seconds (60): a table row in $OUT/wall.txt, the
-#                                        summary and the samples beside it
+#                                        summary and the samples beside it (WALL_PROTO=srt:
+#                                        the cameras call framepipe over SRT, not UDP)
+#   scripts/bench/wall.sh limit N [C]    there: the decoders' own limit on the same clips in
+#                                        the same session: N `ffmpeg -hwaccel cuda` processes
+#                                        at once (frames left on the GPU), then one framepipe
+#                                        over N copies (--decode gpu, gauss:1, nothing
+#                                        written): frames a second, all inputs,
+#                                        and framepipe's ratio to ffmpeg's, in $OUT/limit.txt
 #
 # Each camera is an ffmpeg sender (`-re -stream_loop -1 -c copy`, MPEG-TS over loopback
 # UDP), started a frame apart from the one before so their keyframes are spread. The row:
@@ -59,8 +66,14 @@ run() {
     w=$(mktemp -d)
     mkdir -p "$OUT" "$w/rec" "$w/hls"
     local clip=$PWD/wall-clips/$codec.ts args=() senders=()
+    # WALL_PROTO: how the cameras arrive: MPEG-TS over UDP (udp, the default), or over SRT
+    # (srt: framepipe listens, each sender calls).
+    local proto=${WALL_PROTO:-udp} into
     for ((i = 0; i < n; i++)); do
-        args+=(--input "udp://127.0.0.1:$((30000 + i))?fifo_size=1000000&overrun_nonfatal=1")
+        case $proto in
+            srt) args+=(--input "srt://127.0.0.1:$((30000 + i))?mode=listener") ;;
+            *) args+=(--input "udp://127.0.0.1:$((30000 + i))?fifo_size=1000000&overrun_nonfatal=1") ;;
+        esac
     done
     local port=$((18000 + RANDOM % 1000))
     # WALL_OUTPUTS replaces what the run makes (to find what bounds it): by default every
@@ -73,8 +86,11 @@ run() {
     local fp=$!
     sleep 2
     for ((i = 0; i < n; i++)); do
-        "$B/ffmpeg" -nostdin -v error -re -stream_loop -1 -i "$clip" -c copy -f mpegts \
-            "udp://127.0.0.1:$((30000 + i))?pkt_size=1316" &
+        case $proto in
+            srt) into="srt://127.0.0.1:$((30000 + i))?mode=caller&pkt_size=1316" ;;
+            *) into="udp://127.0.0.1:$((30000 + i))?pkt_size=1316" ;;
+        esac
+        "$B/ffmpeg" -nostdin -v error -re -stream_loop -1 -i "$clip" -c copy -f mpegts "$into" &
         senders+=($!)
         sleep 0.033
     done
@@ -128,7 +144,9 @@ run() {
     done
     cp "$w/summary.json" "$OUT/wall-$codec-$n.json" 2>/dev/null || true
     cp "$w/dmon.txt" "$OUT/wall-$codec-$n-dmon.txt" 2>/dev/null || true
-    python3 - "$w/summary.json" "$w/recorded.txt" "$w/dmon.txt" "$n" "$codec" "$cpu0" "$cpu1" "$((secs - warm))" \
+    local label=$codec
+    [ "$proto" = udp ] || label="$codec/$proto"
+    python3 - "$w/summary.json" "$w/recorded.txt" "$w/dmon.txt" "$n" "$label" "$cpu0" "$cpu1" "$((secs - warm))" \
         "${rss:-0}" "${dev:-0}" "$hls" "$view" "$threads" "$fds" "$early" "$late" "$w/threads0.txt" "$w/threads1.txt" <<'PY' | tee -a "$OUT/wall.txt"
 import json, sys
 summary, recorded, dmon, n, codec, cpu0, cpu1, secs, rss, dev, hls, view, threads, fds, early, late, t0, t1 = sys.argv[1:]
@@ -181,8 +199,35 @@ PY
     rm -rf "$w"
 }
 
+# Seconds since `$1` (a `date +%s.%N`).
+since() { awk -v s="$1" -v e="$(date +%s.%N)" 'BEGIN { printf "%.3f", e - s }'; }
+
+limit() {
+    local n=$1 c=${2:-h264} clip frames s t_ff t_fp i args=()
+    clip=$PWD/wall-clips/$c.ts
+    mkdir -p "$OUT"
+    frames=$("$B/ffprobe" -v error -count_packets -select_streams v:0 \
+        -show_entries stream=nb_read_packets -of csv=p=0 "$clip")
+    s=$(date +%s.%N)
+    for i in $(seq "$n"); do
+        "$B/ffmpeg" -v error -nostdin -hwaccel cuda -hwaccel_output_format cuda -i "$clip" -an -f null - &
+    done
+    wait
+    t_ff=$(since "$s")
+    for i in $(seq "$n"); do args+=(--input "$clip"); done
+    s=$(date +%s.%N)
+    "$FP" -q "${args[@]}" --decode gpu --backend cuda --filter gauss:1 --headless \
+        --summary-json "$OUT/limit-$n.json" >"$OUT/limit-$n.log" 2>&1 </dev/null || echo "framepipe failed: $OUT/limit-$n.log"
+    t_fp=$(since "$s")
+    awk -v n="$n" -v f="$frames" -v a="$t_ff" -v b="$t_fp" -v c="$c" 'BEGIN {
+        ff = n * f / a; fp = n * f / b
+        printf "%s x %d (%d frames each): ffmpeg -hwaccel cuda processes %.0f fps (%.2f s), one framepipe %.0f fps (%.2f s): %.2fx\n", c, n, f, ff, a, fp, b, fp / ff
+    }' | tee -a "$OUT/limit.txt"
+}
+
 case "${1:-}" in
     clips) clips ;;
     run) shift; run "$@" ;;
-    *) sed -n '2,21p' "$0"; exit 2 ;;
+    limit) shift; limit "$@" ;;
+    *) sed -n '2,27p' "$0"; exit 2 ;;
 esac
