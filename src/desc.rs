@@ -58,8 +58,16 @@ impl Timestamp {
 }
 
 /// What lends a device frame: dropping the lease gives the memory back (a decoder's pool
-/// of surfaces).
-pub trait Lease: Send + Sync + std::fmt::Debug {}
+/// of surfaces, the CUDA backend's frames lent to an embedding program).
+pub trait Lease: Send + Sync + std::fmt::Debug {
+    /// A consumer reads the memory on CUDA stream `stream` (a `CUstream`; 1 is the legacy
+    /// default stream, 2 the per-thread one): the memory is given back only after the work
+    /// queued there by the time the lease is dropped. A lease whose memory is never handed
+    /// outside framepipe ignores it.
+    fn read_on(&self, _stream: u64) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
 
 /// Where a frame's bytes live.
 #[derive(Clone, Debug, Default)]

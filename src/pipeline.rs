@@ -114,6 +114,9 @@ struct Counters {
     health: std::sync::OnceLock<Arc<crate::source::reconnect::Health>>,
     /// Whether it is open (a late input: once it joined).
     open: AtomicBool,
+    /// Whether it is live (its frames are dropped rather than waited for; said by its
+    /// capture thread as it starts).
+    live: AtomicBool,
 }
 
 /// What the threads share besides the slots.
@@ -342,6 +345,7 @@ impl Counters {
             ended: Mutex::new(None),
             health: health.map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
             open: AtomicBool::new(open),
+            live: AtomicBool::new(false),
         }
     }
 }
@@ -782,6 +786,7 @@ fn capture_loop(
     shared: &Shared,
 ) -> Result<()> {
     let live = source.is_live();
+    shared.inputs[how.input].live.store(live, Ordering::Relaxed);
     // How long a live source waits for a free slot before it drops a frame: one frame's
     // time. A burst (the frames an input decoded while it was probed, a stall of the
     // network) then goes through at the pipeline's pace instead of being dropped, and a
@@ -1028,6 +1033,8 @@ fn sink_loop(
                 }
                 sink.status(&live);
                 let (flow, t, end) = consume(sink, &slot, &mut live, shared)?;
+                // A frame lent on the device is the sink's now (or given back).
+                slot.output_memory = crate::desc::Memory::Host;
                 st.sink_ms += ms(end - t);
                 st.consumed += 1;
                 let mine = &mut per_input[slot.desc.input.0 as usize];
@@ -1080,6 +1087,7 @@ fn refresh(live: &mut Live, shared: &Shared, per_input: &[PerInput]) {
     for ((l, c), mine) in live.inputs.iter_mut().zip(&shared.inputs).zip(per_input) {
         l.captured = c.captured.load(Ordering::Relaxed);
         l.dropped = c.dropped.load(Ordering::Relaxed);
+        l.live = c.live.load(Ordering::Relaxed);
         l.processed = mine.consumed;
         if l.ended.is_none() {
             l.ended = c.ended.lock().ok().and_then(|e| e.clone());

@@ -135,6 +135,10 @@ pub struct Slot {
     pub output_skipped: bool,
     /// The processed frame's size, where the chain changed it (set by the backend).
     pub output_size: Option<FrameSize>,
+    /// Where the processed frame is: `output` (host), or a device buffer the CUDA backend
+    /// lends to the run's one consumer (`BackendConfig::lend`; `output` is left as it was,
+    /// and the lease goes with the frame to the sink, then leaves the slot).
+    pub output_memory: crate::desc::Memory,
 }
 
 impl Slot {
@@ -155,6 +159,7 @@ impl Slot {
             spans: Vec::new(),
             output_skipped: false,
             output_size: None,
+            output_memory: crate::desc::Memory::Host,
         }
     }
 
@@ -176,13 +181,15 @@ impl Slot {
         }
     }
 
-    /// The processed frame's descriptor: the captured frame's, in `output_format`.
+    /// The processed frame's descriptor: the captured frame's, in `output_format`, at its
+    /// output size, where the backend put it (`output_memory`).
     pub fn output_desc(&self) -> FrameDesc {
-        let desc = self.desc.converted(self.output_format);
-        match self.output_size {
-            Some(size) => desc.resized(size),
-            None => desc,
+        let mut desc = self.desc.converted(self.output_format);
+        if let Some(size) = self.output_size {
+            desc = desc.resized(size);
         }
+        desc.memory = self.output_memory.clone();
+        desc
     }
 
     /// The input and output buffers (for `Backend::attach`).

@@ -630,6 +630,53 @@ fn page_locked_copies_overlap_and_pageable_ones_do_not() {
 /// Frames of two sizes and four formats, interleaved, through one CUDA backend (one device,
 /// a lane set per configuration): each is bit-identical to a run of its configuration
 /// alone and to the reference, for 1 to 16 bands.
+/// Frames lent on the device (the embedding program's hand-over, `backend::lend`) equal the
+/// reference bit for bit, for chains that keep and change the size, between formats, at
+/// several band counts and frames in flight; and every frame, kept lent until the run
+/// ends, is still the frame it was (no buffer is written again while lent).
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_lends_frames_on_the_device_bit_for_bit() {
+    if !cuda_or_skip("cuda_lends_frames_on_the_device_bit_for_bit") {
+        return;
+    }
+    let yuv = Formats {
+        input: PixelFormat::I420,
+        output: PixelFormat::I420,
+    };
+    let nv12 = Formats {
+        input: PixelFormat::I420,
+        output: PixelFormat::Nv12,
+    };
+    let mut frames = 0;
+    for (size, chain, formats) in [
+        (FrameSize::new(641, 479), "gauss:2", Formats::BGR),
+        (FrameSize::new(642, 480), "copy", yuv),
+        (FrameSize::new(1920, 1080), "gray,gauss:2,sobel", yuv),
+        (FrameSize::new(1920, 1080), "invert", nv12),
+        (
+            FrameSize::new(640, 480),
+            "gauss:1,scale:320:200,pad:330:210:5:5",
+            Formats::BGR,
+        ),
+        (FrameSize::new(640, 480), "crop:300:200,invert", yuv),
+    ] {
+        for (bands, in_flight) in [(1, 1), (4, 3), (16, 2)] {
+            let mut case = Case::cuda(chain, size, (bands, in_flight));
+            case.frames = 12;
+            let (seen, bad, max, changed) = common::run_case_lent(&case, formats);
+            assert_eq!(seen, 12);
+            assert_eq!(
+                (bad, changed),
+                (0, 0),
+                "{chain} at {size} ({formats}), {bands} bands, {in_flight} in flight: {bad} frames differ (max {max}), {changed} changed while lent"
+            );
+            frames += seen;
+        }
+    }
+    println!("lent on the device: {frames} frames equal to the reference, none changed while held");
+}
+
 #[test]
 #[ignore = "needs CUDA: scripts/gpu.sh run"]
 fn cuda_serves_interleaved_sizes_and_formats() {

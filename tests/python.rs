@@ -438,8 +438,18 @@ with framepipe.open("a.mp4", "a.mp4", batch=2, batch_timeout=1.0, quiet=True, re
 print("paired batches", n)
 assert n == 30, n
 
-# A camera that never sends: batches come without it, each within its timeout (and each
-# holds the latest of the frames that came meanwhile: 30 frames make about 15 batches).
+# Files as fast as they go: every frame of each comes once, in order (a file's later frame
+# waits for the next batch; once one file has ended, the batches go on without it).
+seen = {0: [], 1: []}
+with framepipe.open("a.mp4", "b.mp4", batch=2, batch_timeout=0.2, quiet=True) as run:
+    for b in run:
+        assert len(set(b.inputs)) == len(b), b.inputs
+        for f in b.frames:
+            seen[f.input].append(f.index)
+print("files batched whole", len(seen[0]), len(seen[1]))
+assert seen[0] == list(range(30)) and seen[1] == list(range(60)), seen
+
+# A camera that never sends: batches come without it, each within its timeout.
 port = sys.argv[1]
 with framepipe.open("a.mp4", f"udp://127.0.0.1:{port}", batch=2, batch_timeout=0.05,
                     quiet=True, realtime=True) as run:
@@ -456,13 +466,15 @@ assert max(waits[1:]) < 0.5, waits
 "#;
 
 #[test]
-fn batches_hold_the_latest_frame_of_each_input_and_a_stalled_one_times_out() {
+fn batches_hold_a_frame_of_each_input_keep_every_frame_of_a_file_and_time_out() {
     require(&["ffmpeg"]);
     let dir = TempDir::new("python-batch");
     crate::record::camera_clip(&dir.join("a.mp4"), 1);
+    crate::record::camera_clip(&dir.join("b.mp4"), 2);
     let port = crate::common::run::free_port().to_string();
     let out = run_script(&dir, BATCHES, &[&port], Duration::from_secs(60));
     assert!(out.contains("paired batches 30"), "{out}");
+    assert!(out.contains("files batched whole 30 60"), "{out}");
 }
 
 const SLOW_LOOP: &str = r#"

@@ -1,8 +1,9 @@
 //! DLPack (the protocol `np.from_dlpack`, `torch.from_dlpack` and other array libraries take
-//! arrays by) for a frame in host memory: a `DLManagedTensor` over the frame's own pixels,
-//! in a capsule named "dltensor" (the unversioned protocol, which every consumer reads).
+//! arrays by) for a frame's pixels, in host memory or on a CUDA device: a
+//! `DLManagedTensor` over the frame's own pixels, in a capsule named "dltensor" (the
+//! unversioned protocol, which every consumer reads).
 //!
-//! Invariants: the tensor points into the frame's bytes, which never change (a `Frame` is
+//! Invariants: the tensor points into the frame's pixels, which never change (a `Frame` is
 //! frozen) and live as long as the tensor does: its manager holds a reference to the frame,
 //! given back by the deleter the consumer calls (or by the capsule's destructor where no
 //! consumer took it).
@@ -11,7 +12,7 @@ use std::ffi::{c_void, CStr};
 
 use pyo3::prelude::*;
 
-/// `DLDevice`: kDLCPU is 1.
+/// `DLDevice`: kDLCPU is 1, kDLCUDA 2.
 #[repr(C)]
 struct Device {
     device_type: i32,
@@ -84,16 +85,18 @@ unsafe extern "C" fn destruct(capsule: *mut pyo3::ffi::PyObject) {
     }
 }
 
-/// A DLPack capsule over the bytes at `data` of shape `shape` (C order, on the CPU), of
-/// `element`s ((false, 8): uint8; (true, bits): floats of `bits`), keeping `owner` alive
-/// until the tensor is deleted.
+/// A DLPack capsule over the bytes at `data` of shape `shape` (C order) on `device` (a
+/// DLPack device type and index), of `element`s ((false, 8): uint8; (true, bits): floats of
+/// `bits`), keeping `owner` alive until the tensor is deleted.
 ///
 /// # Safety
-/// The bytes at `data` must belong to `owner`, stay unchanged, and live as long as it does.
+/// The bytes at `data` (an address on `device`) must belong to `owner`, stay unchanged, and
+/// live as long as it does.
 pub unsafe fn capsule(
     py: Python<'_>,
     owner: PyObject,
     data: *const u8,
+    (device_type, device_id): (i32, i32),
     shape: &[usize],
     element: (bool, u8),
 ) -> PyResult<PyObject> {
@@ -105,8 +108,8 @@ pub unsafe fn capsule(
         dl_tensor: Tensor {
             data: data.cast_mut().cast(),
             device: Device {
-                device_type: 1,
-                device_id: 0,
+                device_type,
+                device_id,
             },
             ndim: shape.len() as i32,
             dtype: DataType {

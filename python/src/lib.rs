@@ -3,8 +3,9 @@
 //! `True` is a flag given, a list a flag repeated), runs the same pipeline on a thread of
 //! its own (`app::run_embedded`), and yields every input's processed frames, in order, as
 //! `Frame`s whose pixels NumPy reads without a copy (`np.asarray(frame)`, through the array
-//! interface), or with `batch=N` as `Batch`es of the latest frame of N inputs (waiting at
-//! most `batch_timeout` for them); `run.dropped` counts each live input's dropped frames.
+//! interface), or with `batch=N` as `Batch`es of a frame of each of N inputs (waiting at
+//! most `batch_timeout` for them: a live input's latest, a file's next, none of a file's
+//! lost); `run.dropped` counts each live input's dropped frames.
 //! `format=`, `size=`, `fit=`, `mean=` and `std=` shape frames for a model (RGB bytes or
 //! normalised float planes, resized: `sink::handover::Shaping`).
 //!
@@ -19,6 +20,7 @@
 // which clippy sees in our signatures.
 #![allow(clippy::useless_conversion)]
 
+use std::collections::VecDeque;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -27,13 +29,16 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use framepipe::desc::Memory;
 use framepipe::frame::FrameSize;
 use framepipe::pixel::PixelFormat;
 
 mod dlpack;
+mod pixels;
 use framepipe::sink::handover::{Fit, HandTo, Handed, Layout, Shaping};
 use framepipe::sink::marks::{Mark, Marks};
 use framepipe::stop::Stop;
+use pixels::Pixels;
 
 /// How long a wait for a frame goes without looking at Python's signals.
 const POLL: Duration = Duration::from_millis(100);
@@ -41,11 +46,18 @@ const POLL: Duration = Duration::from_millis(100);
 /// Frames between the run and the loop: a slow loop holds the run back after these.
 const QUEUED: usize = 2;
 
-/// One processed frame: which input, its place and time, its size and format, its pixels.
+/// Frames of files a batch of N inputs carries to the next ones, at most, for each input:
+/// past them the batch goes out without the inputs it lacks (one that ended, or stalled).
+const CARRIED: usize = 4;
+
+/// One processed frame: which input, its place and time, its size and format, its pixels
+/// (in host memory, or on the GPU where the CUDA backend lends them).
 #[pyclass(module = "framepipe", frozen)]
 struct Frame {
+    /// What it is (its bytes and memory moved to `pixels`).
     handed: Handed,
     name: String,
+    pixels: Pixels,
 }
 
 #[pymethods]
@@ -112,47 +124,53 @@ impl Frame {
     fn shape<'py>(&self, py: Python<'py>) -> Bound<'py, PyTuple> {
         PyTuple::new_bound(py, self.dims())
     }
-    /// The pixels as `bytes` (a copy).
-    fn tobytes<'py>(&self, py: Python<'py>) -> Bound<'py, pyo3::types::PyBytes> {
-        pyo3::types::PyBytes::new_bound(py, &self.handed.bytes)
+    /// Where the pixels are: "cpu", or "cuda:N" (the CUDA backend lends them on its GPU).
+    #[getter]
+    fn device(&self) -> String {
+        match self.pixels.on_device() {
+            Some((d, _)) => format!("cuda:{d}"),
+            None => "cpu".into(),
+        }
+    }
+    /// The pixels as `bytes` (a copy, from the GPU where they are there).
+    fn tobytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+        Ok(pyo3::types::PyBytes::new_bound(py, self.pixels.host(py)?))
     }
     fn __len__(&self) -> usize {
-        self.handed.bytes.len()
+        self.pixels.len()
     }
     /// NumPy's array interface (version 3): `np.asarray(frame)` reads the frame's own
-    /// memory, read-only, and keeps the frame alive while the array lives.
+    /// memory, read-only, and keeps the frame alive while the array lives (a frame on the
+    /// GPU is copied to the host once, the first time).
     #[getter]
     fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        array_interface(py, &self.handed.bytes, &self.dims(), self.handed.layout)
+        array_interface(py, self.pixels.host(py)?, &self.dims(), self.handed.layout)
     }
-    /// DLPack (`np.from_dlpack(frame)`, `torch.from_dlpack(frame)`): the pixels in host
-    /// memory, `dtype` of `shape`, without a copy; the tensor keeps the frame alive.
+    /// DLPack (`torch.from_dlpack(frame)`, `np.from_dlpack(frame)` in host memory): the
+    /// pixels where they are, `dtype` of `shape`, without a copy; the tensor keeps the frame
+    /// (and so, on the GPU, its buffer) alive. On the GPU the frame is complete before it is
+    /// handed over, so the consumer's `stream` waits for nothing; the buffer is reused only
+    /// after the work queued on that stream when the frame is released.
     #[pyo3(signature = (stream=None, max_version=None, dl_device=None, copy=None))]
     fn __dlpack__(
         slf: &Bound<'_, Self>,
-        stream: Option<PyObject>,
+        stream: Option<i64>,
         max_version: Option<PyObject>,
         dl_device: Option<PyObject>,
         copy: Option<bool>,
     ) -> PyResult<PyObject> {
-        let _ = (stream, max_version, dl_device); // host memory: no stream, one version
-        if copy == Some(true) {
-            return Err(PyValueError::new_err(
-                "copy=True: a frame is lent, not copied",
-            ));
-        }
-        let py = slf.py();
+        let _ = (max_version, dl_device); // one version, where the pixels are
         let frame = slf.get();
-        let shape = frame.dims();
         let owner = slf.clone().into_any().unbind();
-        // SAFETY: the bytes are the frame's, which is frozen (they never change) and kept
-        // alive by the capsule's reference to it.
         let element = frame.handed.layout.element();
-        unsafe { dlpack::capsule(py, owner, frame.handed.bytes.as_ptr(), &shape, element) }
+        let shape = frame.dims();
+        frame
+            .pixels
+            .dlpack(slf.py(), owner, &shape, element, (stream, copy))
     }
-    /// Where the pixels are: (kDLCPU, 0).
+    /// Where the pixels are: (kDLCPU, 0), or (kDLCUDA, device).
     fn __dlpack_device__(&self) -> (i32, i32) {
-        (1, 0)
+        self.pixels.dlpack_device()
     }
     fn __repr__(&self) -> String {
         let h = &self.handed;
@@ -200,31 +218,30 @@ fn array_interface<'py>(
 
 /// The latest frame of several inputs (`batch=N`): `frames` in input order, and their
 /// pixels stacked as one array of shape (len, *frame.shape) where every frame has the same
-/// size and format (DeepStream's batch of N streams).
+/// size and format (DeepStream's batch of N streams): in host memory, or on the GPU (the
+/// frames' own buffers given back, each frame a view of the batch's).
 #[pyclass(module = "framepipe", frozen)]
 struct Batch {
     frames: Vec<Py<Frame>>,
     inputs: Vec<usize>,
     /// The frames' pixels one after another, the stacked shape and the frames' layout;
     /// None where they differ.
-    stacked: Option<(Vec<u8>, Vec<usize>, Layout)>,
+    stacked: Option<(Pixels, Vec<usize>, Layout)>,
 }
 
 impl Batch {
-    fn of(py: Python<'_>, frames: Vec<Frame>) -> PyResult<Self> {
+    fn of(py: Python<'_>, mut frames: Vec<Frame>) -> PyResult<Self> {
         let inputs = frames.iter().map(|f| f.handed.input).collect();
-        let first = &frames[0].handed;
-        let alike = frames
-            .iter()
-            .all(|f| f.handed.size == first.size && f.handed.layout == first.layout);
-        let stacked = alike.then(|| {
-            let shape = frames[0].dims();
-            let bytes: Vec<u8> = frames
-                .iter()
-                .flat_map(|f| f.handed.bytes.iter().copied())
-                .collect();
-            (bytes, [vec![frames.len()], shape].concat(), first.layout)
+        let first = &frames[0];
+        let alike = frames.iter().all(|f| {
+            f.handed.size == first.handed.size
+                && f.handed.layout == first.handed.layout
+                && f.pixels.on_device().map(|d| d.0) == first.pixels.on_device().map(|d| d.0)
         });
+        let stacked = match alike {
+            true => Some(stack(py, &mut frames)?),
+            false => None,
+        };
         let frames = frames
             .into_iter()
             .map(|f| Py::new(py, f))
@@ -235,6 +252,42 @@ impl Batch {
             stacked,
         })
     }
+
+    fn stacked(&self) -> PyResult<&(Pixels, Vec<usize>, Layout)> {
+        self.stacked.as_ref().ok_or_else(|| {
+            PyValueError::new_err(
+                "the batch's frames differ in size or format: take them one by one (batch.frames)",
+            )
+        })
+    }
+}
+
+/// `frames` (alike) stacked into one buffer: copied once, on the host or on the GPU (where
+/// each frame becomes a view of it, its own buffer given back); its shape and layout.
+fn stack(py: Python<'_>, frames: &mut [Frame]) -> PyResult<(Pixels, Vec<usize>, Layout)> {
+    let shape = [vec![frames.len()], frames[0].dims()].concat();
+    let layout = frames[0].handed.layout;
+    let each = frames[0].pixels.len();
+    let Some((device, _)) = frames[0].pixels.on_device() else {
+        let mut bytes = Vec::with_capacity(each * frames.len());
+        for f in frames.iter() {
+            bytes.extend_from_slice(f.pixels.host(py)?);
+        }
+        let len = bytes.len();
+        return Ok((Pixels::new(bytes, Memory::Host, len), shape, layout));
+    };
+    let parts: Vec<(u64, usize)> = frames
+        .iter()
+        .filter_map(|f| f.pixels.on_device().map(|(_, ptr)| (ptr, each)))
+        .collect();
+    let memory = py
+        .allow_threads(|| framepipe::backend::lend::stack(device, &parts))
+        .map_err(|e| PyRuntimeError::new_err(format!("{e:#}")))?;
+    let stacked = Pixels::new(Vec::new(), memory, each * frames.len());
+    for (k, f) in frames.iter_mut().enumerate() {
+        f.pixels = stacked.view(k * each, each).expect("inside the stack");
+    }
+    Ok((stacked, shape, layout))
 }
 
 #[pymethods]
@@ -253,15 +306,30 @@ impl Batch {
         self.frames.len()
     }
     /// NumPy's array interface: the frames stacked (copied once, into one buffer, as the
-    /// batch was made), read-only.
+    /// batch was made; from the GPU, once more, the first time), read-only.
     #[getter]
     fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let Some((bytes, shape, layout)) = &self.stacked else {
-            return Err(PyValueError::new_err(
-                "the batch's frames differ in size or format: take them one by one (batch.frames)",
-            ));
-        };
-        array_interface(py, bytes, shape, *layout)
+        let (pixels, shape, layout) = self.stacked()?;
+        array_interface(py, pixels.host(py)?, shape, *layout)
+    }
+    /// DLPack (`torch.from_dlpack(batch)`): the stacked frames where they are, as
+    /// `Frame.__dlpack__` gives a frame.
+    #[pyo3(signature = (stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__(
+        slf: &Bound<'_, Self>,
+        stream: Option<i64>,
+        max_version: Option<PyObject>,
+        dl_device: Option<PyObject>,
+        copy: Option<bool>,
+    ) -> PyResult<PyObject> {
+        let _ = (max_version, dl_device);
+        let (pixels, shape, layout) = slf.get().stacked()?;
+        let owner = slf.clone().into_any().unbind();
+        pixels.dlpack(slf.py(), owner, shape, layout.element(), (stream, copy))
+    }
+    /// Where the stacked frames are.
+    fn __dlpack_device__(&self) -> PyResult<(i32, i32)> {
+        Ok(self.stacked()?.0.dlpack_device())
     }
 }
 
@@ -274,6 +342,8 @@ struct Run {
     names: Vec<String>,
     /// `batch=N` and `batch_timeout`: frames come as batches of the latest of N inputs.
     batch: Option<(usize, Duration)>,
+    /// Frames of files taken while a batch was gathered, for the next batches (`gather`).
+    carried: VecDeque<Handed>,
     /// Each input's frames dropped so far.
     dropped: Vec<u64>,
     /// The marks `write` sets, drawn by the run into each input's frames.
@@ -327,10 +397,47 @@ impl Run {
         }
     }
 
+    /// A batch's frames, one an input (module doc): the latest of a live input (an older
+    /// one it replaces is dropped, as a camera's frames are), the next of a file (a later
+    /// one waits in `carried` for the next batch, so a file loses no frame), gathered until
+    /// `n` inputs have one, `timeout` has passed since the first, `CARRIED` frames an input
+    /// wait for later batches, or the run has ended (empty then).
+    fn gather(&mut self, py: Python<'_>, n: usize, timeout: Duration) -> PyResult<Vec<Handed>> {
+        let (mut batch, mut next) = (Vec::new(), VecDeque::new());
+        let place = |h: Handed, batch: &mut Vec<Handed>, next: &mut VecDeque<Handed>| match batch
+            .iter_mut()
+            .find(|b: &&mut Handed| b.input == h.input)
+        {
+            Some(older) if h.live => *older = h,
+            Some(_) => next.push_back(h),
+            None => batch.push(h),
+        };
+        for h in std::mem::take(&mut self.carried) {
+            place(h, &mut batch, &mut next);
+        }
+        let mut deadline = (!batch.is_empty()).then(|| Instant::now() + timeout);
+        while batch.len() < n && next.len() < CARRIED * n {
+            let Some(h) = self.next_frame(py, deadline)? else {
+                break;
+            };
+            deadline.get_or_insert_with(|| Instant::now() + timeout);
+            place(h, &mut batch, &mut next);
+        }
+        self.carried = next;
+        Ok(batch)
+    }
+
     /// `handed` as a Python frame, named after its input.
-    fn frame(&self, handed: Handed) -> Frame {
+    fn frame(&self, mut handed: Handed) -> Frame {
         let name = self.names.get(handed.input).cloned().unwrap_or_default();
-        Frame { handed, name }
+        let bytes = std::mem::take(&mut handed.bytes);
+        let memory = std::mem::take(&mut handed.memory);
+        let len = handed.layout.bytes(handed.size);
+        Frame {
+            pixels: Pixels::new(bytes, memory, len),
+            handed,
+            name,
+        }
     }
 
     /// Stops the run (where it still goes) and waits for it; its error, if it failed.
@@ -353,26 +460,17 @@ impl Run {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
-        let Some(first) = self.next_frame(py, None)? else {
-            return Ok(None);
-        };
         let Some((n, timeout)) = self.batch else {
-            return Ok(Some(self.frame(first).into_py(py)));
+            return Ok(self
+                .next_frame(py, None)?
+                .map(|h| self.frame(h).into_py(py)));
         };
-        // The latest frame of each input, until `n` inputs have one or the time is up.
-        let deadline = Instant::now() + timeout;
-        let mut latest = vec![first];
-        while latest.len() < n {
-            let Some(h) = self.next_frame(py, Some(deadline))? else {
-                break;
-            };
-            match latest.iter_mut().find(|l| l.input == h.input) {
-                Some(older) => *older = h,
-                None => latest.push(h),
-            }
+        let mut batch = self.gather(py, n, timeout)?;
+        if batch.is_empty() {
+            return Ok(None);
         }
-        latest.sort_by_key(|h| h.input);
-        let frames: Vec<Frame> = latest.into_iter().map(|h| self.frame(h)).collect();
+        batch.sort_by_key(|h| h.input);
+        let frames: Vec<Frame> = batch.into_iter().map(|h| self.frame(h)).collect();
         Ok(Some(Batch::of(py, frames)?.into_py(py)))
     }
 
@@ -688,8 +786,7 @@ const ALIVE: u64 = QUEUED as u64 + 2;
 /// Refuses a `size=` whose frames, `ALIVE` at once, would take more than half the memory
 /// available now (the command line refuses such a ring the same way).
 fn fits_in_memory(size: FrameSize, layout: Layout) -> PyResult<()> {
-    let each =
-        layout.dims(size).iter().product::<usize>() as u64 * u64::from(layout.element().1 / 8);
+    let each = layout.bytes(size) as u64;
     match framepipe::budget::host_available() {
         Some(free) if each.saturating_mul(ALIVE) > free / 2 => Err(PyValueError::new_err(format!(
             "size={}: {ALIVE} frames of {} as {} would take more than half the available memory ({})",
@@ -754,6 +851,7 @@ fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyR
         thread: Some(thread),
         names,
         batch,
+        carried: VecDeque::new(),
         dropped: Vec::new(),
         marks,
         fit: shaping.size,

@@ -146,6 +146,10 @@ fn run_plan(
     let order = inputs.order();
     let compose = displays::compose(plan, &inputs, &order, each.iter().any(Option::is_some));
     inputs.running[0].plan.backend.compose.clone_from(&compose);
+    // Frames stay on the device where the embedding program takes them as they are and
+    // nothing else reads them (the CUDA backend lends them: `backend::lend`).
+    let alone = each.iter().all(Option::is_none) && compose.is_none();
+    inputs.running[0].plan.backend.lend = alone && to.is_some_and(|to| to.shaping.plain());
     // A text filter's {name}: each input's name, by its number in the pipeline.
     inputs.running[0].plan.backend.names = order
         .iter()

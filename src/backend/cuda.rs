@@ -25,8 +25,12 @@
 //! - frames complete in submission order, and at most `capacity()` are pending (as many as a
 //!   lane set has lanes), so a lane is reused only after its previous frame completed;
 //! - ring buffers are page-locked once in `attach` (`cuMemHostRegister`), as a copy first
-//!   goes through them (a frame lent from device memory whose output stays on the device,
-//!   composed into the mosaic, leaves its slot unlocked), and unlocked on drop;
+//!   goes through them (a frame lent from device memory leaves its input buffer unlocked,
+//!   and one whose output stays on the device, composed into the mosaic or lent, its output
+//!   buffer), and unlocked on drop;
+//! - where the run's one consumer takes frames on the device (`BackendConfig::lend`), each
+//!   frame not composed is copied into a buffer of `lend`'s pool instead of its slot, goes
+//!   with the slot as `Slot::output_memory`, and is never replayed from a graph;
 //! - a frame that finds the GPU idle (none pending) for longer than the last frame took is
 //!   cut by the idle plan, any other by the busy plan;
 //! - a control (chain, bands) drops every lane set and compiles the new chain once, with no
@@ -42,6 +46,7 @@ use super::compose::Composer;
 use super::device::{Device, PinnedRange};
 use super::kernels::ChainKernels;
 use super::lanes::{LaneKey, LaneSet, Plan};
+use super::lend::Lender;
 use super::{Backend, BackendConfig, Control, Fetch, Picture, StreamLayout};
 use crate::filter::Chain;
 use crate::pixel::Formats;
@@ -88,6 +93,8 @@ pub struct CudaBackend {
     submitted: u64,
     /// The mosaic, where the run composes one (`compose`).
     composer: Option<Composer>,
+    /// Lends frames on the device, where the run's one consumer takes them there (`lend`).
+    lender: Option<Lender>,
     /// The run's configuration (the first lane set's size and formats, the chain, band
     /// counts, frames in flight, page-locking, tracing); a control changes it.
     cfg: BackendConfig,
@@ -109,6 +116,10 @@ impl CudaBackend {
             .as_ref()
             .map(|plan| Composer::new(&device, plan))
             .transpose()?;
+        let lender = cfg
+            .lend
+            .then(|| Lender::new(&device.ctx, cfg.cuda.device))
+            .transpose()?;
         Ok(Self {
             device,
             kernels,
@@ -117,6 +128,7 @@ impl CudaBackend {
             last_done: None,
             submitted: 0,
             composer,
+            lender,
             cfg: cfg.clone(),
         })
     }
@@ -312,13 +324,27 @@ impl CudaBackend {
             None => None,
         };
         slot.output_skipped = mosaic.as_ref().is_some_and(|m| !m.download);
+        // A frame lent on the device is copied there, not brought down, and not replayed
+        // from a graph (the graph would keep the lent buffer's address).
+        slot.output_memory = crate::desc::Memory::Host;
+        if let (Some(lender), None) = (&self.lender, &mosaic) {
+            let set = self.sets.last().expect("use_set made it the last");
+            slot.output_memory = lender.take(set.lent_bytes())?;
+            slot.output_skipped = true;
+        }
+        let lent = matches!(slot.output_memory, crate::desc::Memory::Device { .. });
+        let graph = graph && !lent;
         // Page-lock (or unlock, after `p`) lazily, where a copy goes through the slot: a
-        // frame lent from device memory that is not brought down touches no host buffer
-        // (a wall of NVDEC cameras composed into the mosaic locks nothing).
-        if !(on_device && slot.output_skipped) {
-            for buf in slot.buffers_mut() {
-                attach(self.cfg.pageable, &self.device, buf)?;
-            }
+        // frame lent from device memory touches no input buffer, and one composed into the
+        // mosaic or lent on the device no output buffer (a wall of NVDEC cameras composed
+        // into the mosaic locks nothing).
+        let skipped = slot.output_skipped;
+        let [input, output] = slot.buffers_mut();
+        if !on_device {
+            attach(self.cfg.pageable, &self.device, input)?;
+        }
+        if !skipped {
+            attach(self.cfg.pageable, &self.device, output)?;
         }
         let set = self.sets.last_mut().expect("use_set made it the last");
         let composed = mosaic.is_some();

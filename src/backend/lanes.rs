@@ -70,9 +70,28 @@ use crate::tiles::{Area, Scaler};
 
 /// One end of a 2D copy: host memory at a pointer, or device memory at an address.
 #[derive(Clone, Copy)]
-enum End {
+pub(super) enum End {
     Host(*const u8),
     Device(u64),
+}
+
+impl End {
+    /// `bytes` further on.
+    fn at(self, bytes: usize) -> Self {
+        match self {
+            End::Host(p) => End::Host(p.wrapping_add(bytes)),
+            End::Device(a) => End::Device(a + bytes as u64),
+        }
+    }
+}
+
+/// Where a frame's output goes, and how many bytes are there: the slot's host buffer, or
+/// the device buffer lent with it (`lend`), of `lent` bytes.
+pub(super) fn output_end(slot: &mut Slot, lent: usize) -> (End, usize) {
+    match &slot.output_memory {
+        Memory::Device { ptr, .. } => (End::Device(*ptr), lent),
+        Memory::Host => (End::Host(slot.output.as_mut_ptr()), slot.output.len()),
+    }
 }
 
 /// Queues copy `c`'s runs (`c.height` runs of `c.width` bytes, `c.src_pitch` apart at `src`
@@ -132,29 +151,35 @@ fn copy_up(s: &Arc<CudaStream>, frame: &[u8], band: &mut CudaSlice<u8>, c: BandC
     unsafe { queue_2d(s, src, End::Device(dst + c.dst as u64), c, "upload") }
 }
 
-/// Queues copy `c` from the device `band` buffer into the host `frame` on `s` (as `copy_up`,
-/// the other way: `c.src` is the place in the frame, `c.dst` the place in the band).
-fn copy_down(
-    s: &Arc<CudaStream>,
-    band: &CudaSlice<u8>,
-    frame: &mut [u8],
+/// Queues copy `c` from device memory at `band` (`band_len` bytes) into the output `out`
+/// (`out_len` bytes: the slot's host buffer, or the device buffer lent with it) on `s`, as
+/// `copy_up` the other way: `c.src` is the place in the frame, `c.dst` the place in the band.
+///
+/// # Safety
+/// `band` and `out` must stay valid, and `band`'s bytes unwritten, until the copy completes
+/// on `s` (a slot's memory, host or lent, is the frame's until it completes).
+pub(super) unsafe fn copy_down(
+    s: &CudaStream,
+    (band, band_len): (u64, usize),
+    (out, out_len): (End, usize),
     c: BandCopy,
 ) -> Result<()> {
-    if c.height == 1 {
-        let (f, b) = (c.src..c.src + c.width, c.dst..c.dst + c.width);
-        return Ok(s.memcpy_dtoh(&band.slice(b), &mut frame[f])?);
-    }
-    check_copy(c, frame.len(), band.len())?;
-    let (src, _) = band.device_ptr(s);
-    let dst = End::Host(frame[c.src..].as_mut_ptr());
+    check_copy(c, out_len, band_len)?;
     let back = BandCopy {
         src_pitch: c.dst_pitch,
         dst_pitch: c.src_pitch,
         ..c
     };
-    // SAFETY: as in `copy_up`: every run lies inside both buffers, and the slot's host
-    // memory outlives the copy.
-    unsafe { queue_2d(s, End::Device(src + c.dst as u64), dst, back, "download") }
+    // SAFETY: every run lies inside both (`check_copy`); their life is the caller's contract.
+    unsafe {
+        queue_2d(
+            s,
+            End::Device(band + c.dst as u64),
+            out.at(c.src),
+            back,
+            "download",
+        )
+    }
 }
 
 /// Queues copy `c` from a frame in device memory at `frame` (a decoder's surface, its planes
@@ -921,22 +946,37 @@ impl LaneSet {
             // Only the mosaic needed the frame, or it came down whole (`finish_whole`).
             return Ok(());
         }
+        let out = output_end(slot, self.lent_bytes());
+        let bytes = |b: &CudaSlice<u8>| (b.device_ptr(s).0, b.len());
         if through || raw_out {
             // Passing through, a band reads no halo: its input rows are its own.
-            let from = if through { &bl.raw_in } else { &bl.raw_out };
+            let from = bytes(if through { &bl.raw_in } else { &bl.raw_out });
             for c in output.band_copies(size, geo.rows.clone()) {
-                copy_down(s, from, &mut slot.output, c)?;
+                // SAFETY: the band's buffer is the lane's, and the output the slot's, both
+                // kept until the frame completes (module doc).
+                unsafe { copy_down(s, from, out, c)? };
             }
             return Ok(());
         }
         let stride = size.stride();
-        let (out_start, out_len) = (geo.rows.start * stride, geo.rows.len() * stride);
-        let off = geo.offset_in_input() * stride;
-        s.memcpy_dtoh(
-            &bl.bufs[bl.result].slice(off..off + out_len),
-            &mut slot.output[out_start..out_start + out_len],
-        )?;
-        Ok(())
+        let rows = geo.rows.len() * stride;
+        let c = BandCopy {
+            src: geo.rows.start * stride,
+            src_pitch: rows,
+            dst: geo.offset_in_input() * stride,
+            dst_pitch: rows,
+            width: rows,
+            height: 1,
+        };
+        // SAFETY: as above.
+        unsafe { copy_down(s, bytes(&bl.bufs[bl.result]), out, c) }
+    }
+
+    /// The bytes of a frame lent on the device by this configuration (its output format at
+    /// its output size).
+    pub(super) fn lent_bytes(&self) -> usize {
+        let out = self.reshape.as_ref().map_or(self.key.size, Reshape::out);
+        self.key.formats.output.bytes(out)
     }
 
     /// Queues every stage of every band of `slot` in `lane`, cut by `plan`, in the
@@ -1000,7 +1040,8 @@ impl LaneSet {
             .expect("finish_whole: a chain that reshapes");
         reshape.queue(&s, lane, &self.kernels, self.bound.as_ref())?;
         if self.download {
-            reshape.download(&s, lane, slot)?;
+            let lent = self.key.formats.output.bytes(reshape.out());
+            reshape.download(&s, lane, slot, lent)?;
         }
         for band in 0..bands {
             let at = Place { lane, plan, band };

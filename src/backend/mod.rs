@@ -14,7 +14,9 @@
 //! ahead (the bench does). Where the config asks for a mosaic (`compose`), the backend scales
 //! each processed frame into its tile too and hands pictures out through `picture`; the
 //! CUDA backend then brings a frame down only where some output needs it whole
-//! (`Slot::output_skipped` says it didn't).
+//! (`Slot::output_skipped` says it didn't). Where the config lends frames (`lend`: the
+//! run's one consumer takes them on the device), the CUDA backend leaves each frame in a
+//! device buffer that goes with it (`Slot::output_memory`, `lend`) instead.
 
 mod canvas;
 pub mod check;
@@ -25,6 +27,7 @@ pub mod device;
 pub mod kcache;
 mod kernels;
 mod lanes;
+pub mod lend;
 pub mod measure;
 mod nvrtc;
 mod reshape;
@@ -181,6 +184,10 @@ pub struct BackendConfig {
     pub compose: Option<crate::tiles::Compose>,
     /// The inputs' names by `InputId`, for a text filter's `{name}`.
     pub names: std::sync::Arc<[String]>,
+    /// Processed frames stay on the device, lent to the run's one consumer (an embedding
+    /// program's hand-over, where nothing else reads them: `lend`). The CPU backend
+    /// ignores it.
+    pub lend: bool,
 }
 
 /// The CUDA backend's own settings.
@@ -236,6 +243,7 @@ impl BackendConfig {
             sample_every: SAMPLE_EVERY,
             cuda: CudaSettings::default(),
             compose: None,
+            lend: false,
             names: std::sync::Arc::from(Vec::new()),
         })
     }

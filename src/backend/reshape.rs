@@ -28,7 +28,7 @@ use crate::filter::geometry::{Geometry, Sampling};
 use crate::filter::reference::View;
 use crate::filter::{Chain, Filter};
 use crate::frame::FrameSize;
-use crate::pixel::PixelFormat;
+use crate::pixel::{BandCopy, PixelFormat};
 use crate::ring::Slot;
 
 /// One step after the bands.
@@ -222,23 +222,46 @@ impl Reshape {
         Ok(())
     }
 
-    /// Queues on `s` the download of `lane`'s finished frame into the slot's output, and
-    /// says its size on the slot where it changed.
-    pub(super) fn download(&self, s: &Arc<CudaStream>, lane: usize, slot: &mut Slot) -> Result<()> {
+    /// Queues on `s` the download of `lane`'s finished frame into the slot's output (its
+    /// host buffer, or the device buffer of `lent` bytes lent with it), and says its size on
+    /// the slot where it changed.
+    pub(super) fn download(
+        &self,
+        s: &Arc<CudaStream>,
+        lane: usize,
+        slot: &mut Slot,
+        lent: usize,
+    ) -> Result<()> {
         let frames = &self.lanes[lane];
         let (from, n) = match self.output {
             PixelFormat::Bgr24 => (&frames.bufs[frames.result], self.out.bytes()),
             other => (&frames.raw_out, other.bytes(self.out)),
         };
+        let out = super::lanes::output_end(slot, lent);
         crate::ensure_kept!(
-            slot.output.len() >= n,
+            out.1 >= n,
             "a {} frame ({}) does not fit its slot",
             self.out,
             self.output
         );
-        s.memcpy_dtoh(&from.slice(0..n), &mut slot.output[..n])?;
+        let c = BandCopy {
+            src: 0,
+            src_pitch: n,
+            dst: 0,
+            dst_pitch: n,
+            width: n,
+            height: 1,
+        };
+        // SAFETY: the lane's frame buffer is kept, and unwritten, and the slot's output
+        // kept, until the frame completes (`lanes`' invariants).
+        unsafe { super::lanes::copy_down(s, (from.device_ptr(s).0, from.len()), out, c)? };
         slot.output_size = (self.out != slot.size()).then_some(self.out);
         Ok(())
+    }
+
+    /// The size of the frames it makes.
+    pub(super) fn out(&self) -> FrameSize {
+        self.out
     }
 }
 

@@ -1,6 +1,8 @@
 //! Frames handed to a program that embeds framepipe (the Python package, `python/`): each
 //! processed frame copied, with what it is (its input, place, time, size and format), into
-//! a bounded channel that the program reads.
+//! a bounded channel that the program reads; or, where the CUDA backend lent it on the
+//! device (the program takes frames as the run makes them and nothing else reads them:
+//! `Shaping::plain`, `backend::lend`), its device buffer's lease sent instead of bytes.
 //!
 //! Invariants: a frame goes in whole and in order, or not at all; while the reader is slow
 //! the channel is full and `consume` waits, so a file's frames wait for it and a live
@@ -19,6 +21,7 @@ use anyhow::Result;
 use crossbeam_channel::{SendTimeoutError, Sender};
 
 use super::{Flow, Frame, Sink};
+use crate::desc::Memory;
 use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
@@ -42,11 +45,18 @@ pub struct Handed {
     /// How `bytes` lay the pixels out.
     pub layout: Layout,
     /// The pixels, packed (planes one after another for YUV and the float layouts;
-    /// floats in the machine's byte order).
+    /// floats in the machine's byte order); empty where they are on the device.
     pub bytes: Vec<u8>,
+    /// Where the pixels are: `bytes`, or a buffer the CUDA backend lends on the device
+    /// (packed the same way, in the run's pixel format: `Shaping::plain`), until the last
+    /// copy of this is dropped.
+    pub memory: Memory,
     /// Frames its input has dropped so far (a live input the pipeline or the reader did
     /// not keep up with).
     pub dropped: u64,
+    /// Its input is live (a camera, a stream: frames are dropped rather than waited for);
+    /// false for a file, whose every frame is handed over.
+    pub live: bool,
 }
 
 /// Where and how frames are handed over: the channel, the format the reader asked for,
@@ -117,6 +127,14 @@ impl Layout {
         }
     }
 
+    /// The bytes a `size` frame takes, laid out so.
+    pub fn bytes(&self, size: FrameSize) -> usize {
+        match self {
+            Layout::Pixels(f) => f.bytes(size),
+            _ => self.dims(size).iter().product::<usize>() * usize::from(self.element().1 / 8),
+        }
+    }
+
     /// An element's kind and bits: (false, 8) for bytes, (true, 32 or 16) for floats.
     pub fn element(&self) -> (bool, u8) {
         match self {
@@ -136,6 +154,12 @@ pub struct Shaping {
 }
 
 impl Shaping {
+    /// Frames as the run makes them, in a pixel format and size of their own: what the
+    /// CUDA backend can lend on the device as they are.
+    pub fn plain(&self) -> bool {
+        self.size.is_none() && matches!(self.layout, Layout::Pixels(_))
+    }
+
     /// The format the run is asked for, for this consumer: the pixel format asked for,
     /// else BGR, which the resizing and the model layouts start from.
     pub fn format(&self) -> PixelFormat {
@@ -237,8 +261,9 @@ pub struct Handover {
     resized: Vec<u8>,
     /// The fitting chain for each input size met, or why there is none.
     fits: HashMap<FrameSize, Result<Chain, String>>,
-    /// Each input's frames dropped so far, from the run's live figures.
-    dropped: Vec<u64>,
+    /// Each input's frames dropped so far, and whether it is live, from the run's live
+    /// figures.
+    dropped: Vec<(u64, bool)>,
 }
 
 impl Handover {
@@ -386,14 +411,27 @@ impl Sink for Handover {
     fn status(&mut self, live: &crate::stats::Live) {
         self.dropped.clear();
         match live.inputs.is_empty() {
-            true => self.dropped.push(live.dropped),
-            false => self.dropped.extend(live.inputs.iter().map(|i| i.dropped)),
+            true => self.dropped.push((live.dropped, false)),
+            false => self
+                .dropped
+                .extend(live.inputs.iter().map(|i| (i.dropped, i.live))),
         }
     }
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
         let d = frame.desc;
         let input = usize::from(d.input.0);
-        let (bytes, size) = self.pixels(frame)?;
+        let (bytes, size) = match d.memory {
+            Memory::Host => self.pixels(frame)?,
+            Memory::Device { .. } => {
+                crate::ensure_kept!(
+                    self.shaping.plain() && self.shaping.format() == d.format,
+                    "a {} frame lent on the device for a reader that asked for {:?}",
+                    d.format,
+                    self.shaping
+                );
+                (Vec::new(), frame.size())
+            }
+        };
         let mut handed = Handed {
             input,
             index: d.index,
@@ -403,7 +441,9 @@ impl Sink for Handover {
             source: frame.size(),
             layout: self.shaping.layout,
             bytes,
-            dropped: self.dropped.get(input).copied().unwrap_or(0),
+            memory: d.memory.clone(),
+            dropped: self.dropped.get(input).map_or(0, |d| d.0),
+            live: self.dropped.get(input).is_some_and(|d| d.1),
         };
         loop {
             match self.to.send_timeout(handed, Stop::TICK) {

@@ -322,6 +322,8 @@ pub struct InputLive {
     pub captured: u64,
     /// Frames dropped so far.
     pub dropped: u64,
+    /// It is live: its frames are dropped rather than waited for (a camera, a stream).
+    pub live: bool,
     /// Frames that went out of the sink so far.
     pub processed: u64,
     /// How it ended, once it has ("ended", "failed: …").

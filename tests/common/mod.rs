@@ -35,6 +35,10 @@ pub struct CheckSink {
     pub seen: u64,
     pub bad_frames: u64,
     pub max_diff: u8,
+    /// Frames lent on the device (`BackendConfig::lend`): every one is kept until the run
+    /// ends, with the bytes read the first time, and read again then (a buffer written
+    /// again while lent would differ).
+    pub lent: Vec<(framepipe::desc::Memory, Vec<u8>)>,
 }
 
 /// The reference output of pattern frame `seq` through `chain`, computed once per process.
@@ -91,8 +95,27 @@ impl CheckSink {
             seen: 0,
             bad_frames: 0,
             max_diff: 0,
+            lent: Vec::new(),
         }
     }
+
+    /// Frames lent and kept that changed since they were first read.
+    pub fn lent_changed(&self) -> usize {
+        self.lent
+            .iter()
+            .filter(|(memory, first)| read_lent(memory, first.len()) != *first)
+            .count()
+    }
+}
+
+/// `len` bytes of a frame lent on the device.
+fn read_lent(memory: &framepipe::desc::Memory, len: usize) -> Vec<u8> {
+    let framepipe::desc::Memory::Device { device, ptr, .. } = memory else {
+        panic!("not on the device");
+    };
+    let mut bytes = vec![0; len];
+    framepipe::backend::lend::read_back(*device, *ptr, &mut bytes).unwrap();
+    bytes
 }
 
 impl Sink for CheckSink {
@@ -113,8 +136,16 @@ impl Sink for CheckSink {
             frame: frame.desc.index,
             ..framepipe::filter::text::Facts::none()
         };
-        let (frame, size) = (frame.bytes, frame.size());
         let made = self.chain.output_size(self.size).unwrap_or(self.size);
+        let read;
+        let (frame, size) = match &frame.desc.memory {
+            framepipe::desc::Memory::Host => (frame.bytes, frame.size()),
+            memory => {
+                read = read_lent(memory, self.formats.output.bytes(made));
+                self.lent.push((memory.clone(), read.clone()));
+                (&read[..], frame.size())
+            }
+        };
         assert_eq!(size, made, "the chain's output size");
         let want = reference_in(
             &self.chain.bound(&facts),
@@ -208,6 +239,31 @@ pub fn run_case_in(
     reference: &str,
     formats: Formats,
 ) -> (u64, u64, u8, Option<framepipe::trace::Trace>) {
+    let (sink, summary) = run_checked(case, reference, formats, false);
+    (sink.seen, sink.bad_frames, sink.max_diff, summary.trace)
+}
+
+/// `run_case_in` with every frame lent on the device (`BackendConfig::lend`) and kept
+/// there until the run ends: (frames seen, frames unlike the reference, the largest
+/// difference, frames lent that changed while kept).
+pub fn run_case_lent(case: &Case, formats: Formats) -> (u64, u64, u8, usize) {
+    let (sink, _) = run_checked(case, case.chain, formats, true);
+    let lent = sink.lent.len() as u64;
+    assert_eq!(lent, sink.seen, "every frame was lent on the device");
+    (
+        sink.seen,
+        sink.bad_frames,
+        sink.max_diff,
+        sink.lent_changed(),
+    )
+}
+
+fn run_checked(
+    case: &Case,
+    reference: &str,
+    formats: Formats,
+    lend: bool,
+) -> (CheckSink, framepipe::stats::Summary) {
     let chain: Chain = case.chain.parse().unwrap();
     let counts = Counts {
         ring: case.in_flight + 2,
@@ -222,13 +278,14 @@ pub fn run_case_in(
     plan.backend.cuda.issue = case.issue;
     plan.backend.cuda.streams = case.streams;
     plan.backend.cuda.graphs = case.graphs;
+    plan.backend.lend = lend;
     plan.frames = Some(case.frames);
     let mut sink = CheckSink::in_formats(reference.parse().unwrap(), case.size, formats);
     let source = Box::new(Pattern::new(case.size, 0.0).in_format(formats.input));
     let summary = plan.run(source, &mut sink, &Stop::new()).unwrap();
     assert_eq!(summary.capture.captured, case.frames);
     assert_eq!(summary.process.processed, case.frames);
-    (sink.seen, sink.bad_frames, sink.max_diff, summary.trace)
+    (sink, summary)
 }
 
 /// The chains every backend is checked on.
