@@ -72,9 +72,12 @@ pub fn run(args: RunArgs) -> Ran {
 /// Runs the pipeline as `args` say for a program that embeds framepipe (the Python
 /// package): every input's frames are also handed over as `to` says (`sink::handover`,
 /// in `args.handover`'s format), and the run ends when `to.stop` is asked for. No signal
-/// handler is installed: the embedding program keeps its own.
+/// handler is installed: the embedding program keeps its own. No CUDA graph is captured.
 pub fn run_embedded(mut args: RunArgs, to: sink::handover::HandTo) -> Ran {
     args.handover = Some(to.shaping.format());
+    // The program runs CUDA work of its own on the same context (a model), and a thread
+    // that synchronizes the context breaks a graph capture (`plan::run`'s NVDEC rule).
+    args.no_graphs = true;
     run_with(args, to.stop.clone(), Some(to))
 }
 

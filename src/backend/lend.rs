@@ -224,7 +224,9 @@ pub fn read_back(device: usize, ptr: u64, bytes: &mut [u8]) -> Result<()> {
 /// when it returns.
 pub fn stack(device: usize, parts: &[(u64, usize)]) -> Result<Memory> {
     let ctx = context(device)?;
-    let stream = ctx.default_stream();
+    // A stream of its own: the default stream would wait for the consumer's work (a model
+    // on PyTorch's default stream) before stacking.
+    let stream = ctx.new_stream()?;
     let bytes = parts.iter().map(|p| p.1).sum();
     let buffer = Buffer::new(&stream, bytes)?;
     let mut at = buffer.ptr;

@@ -276,6 +276,22 @@ impl RunPlan {
             input.asked.on_device =
                 matches!(input.asked.decode, Decode::Gpu | Decode::Auto) && lends;
         }
+        // NVDEC shares the backend's CUDA context, and a decoder opening or closing
+        // synchronizes the whole context: a graph capture under way on the backend's thread
+        // then fails (its frame runs without a graph) or, as seen on the H200 under a
+        // thread that synchronized the context over and over, the driver crashes. No graph
+        // is captured where a decoder may run beside the backend.
+        if cuda_backend
+            && self
+                .inputs
+                .iter()
+                .any(|i| may_use_nvdec(&i.spec, i.asked.decode))
+        {
+            if self.engine.graphs {
+                crate::debug!("CUDA graphs off: NVDEC decoders share the backend's CUDA context");
+            }
+            self.engine.graphs = false;
+        }
         Ok(self)
     }
 
@@ -823,4 +839,30 @@ fn check_encoding(
         }
     }
     Ok(())
+}
+
+/// Whether an input of `spec`, decoded as `decode` says, may be decoded by NVDEC (a file or
+/// a network stream through FFmpeg, with `--decode gpu` or `auto`).
+fn may_use_nvdec(spec: &InputSpec, decode: Decode) -> bool {
+    matches!(spec, InputSpec::Video(_) | InputSpec::Stream(_))
+        && matches!(decode, Decode::Gpu | Decode::Auto)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_files_and_streams_decoded_by_gpu_or_auto_may_use_nvdec() {
+        let file = InputSpec::Video("a.mp4".into());
+        let stream = InputSpec::Stream("udp://127.0.0.1:5000".into());
+        assert!(may_use_nvdec(&file, Decode::Gpu));
+        assert!(may_use_nvdec(&stream, Decode::Auto));
+        assert!(!may_use_nvdec(&file, Decode::Cpu));
+        assert!(!may_use_nvdec(
+            &InputSpec::Pattern(Default::default()),
+            Decode::Auto
+        ));
+        assert!(!may_use_nvdec(&InputSpec::Stdin, Decode::Gpu));
+    }
 }
