@@ -632,6 +632,81 @@ fn cuda_lends_frames_on_the_device_bit_for_bit() {
     println!("lent on the device: {frames} frames equal to the reference, none changed while held");
 }
 
+/// Frames shaped for a model on the device (the fit after the chain, then the layout's
+/// lookup: RGB bytes, float planes of 32 and 16 bits) equal the CPU's shaping of the
+/// reference bit for bit, for each fit, sizes up and down, at several band counts.
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_shapes_frames_for_a_model_as_the_cpu_does() {
+    use framepipe::filter::fit::Fit;
+    use framepipe::sink::handover::Layout;
+    if !cuda_or_skip("cuda_shapes_frames_for_a_model_as_the_cpu_does") {
+        return;
+    }
+    let planar = |half| Layout::Planar {
+        half,
+        mean: [0.485, 0.456, 0.406],
+        std: [0.229, 0.224, 0.225],
+    };
+    let mut frames = 0;
+    for (size, chain, to, fit, layout) in [
+        (
+            FrameSize::new(640, 480),
+            "copy",
+            FrameSize::new(224, 224),
+            Fit::Letterbox,
+            planar(false),
+        ),
+        (
+            FrameSize::new(1920, 1080),
+            "gauss:1",
+            FrameSize::new(640, 640),
+            Fit::Letterbox,
+            planar(true),
+        ),
+        (
+            FrameSize::new(641, 479),
+            "invert",
+            FrameSize::new(300, 300),
+            Fit::Crop,
+            Layout::Rgb24,
+        ),
+        (
+            FrameSize::new(320, 240),
+            "copy",
+            FrameSize::new(500, 200),
+            Fit::Stretch,
+            planar(false),
+        ),
+        (
+            FrameSize::new(640, 480),
+            "crop:600:400",
+            FrameSize::new(224, 224),
+            Fit::Crop,
+            planar(true),
+        ),
+    ] {
+        for (bands, in_flight) in [(1, 1), (4, 3)] {
+            let mut case = Case::cuda(chain, size, (bands, in_flight));
+            case.frames = 6;
+            let shape = framepipe::backend::Shape {
+                size: to,
+                fit,
+                lookup: layout.lookup().expect("a model layout"),
+            };
+            let (seen, bad) = common::run_case_shaped(&case, shape);
+            assert_eq!(
+                (seen, bad),
+                (6, 0),
+                "{chain} at {size} to {to} ({fit:?}, {}), {bands} bands",
+                layout.name()
+            );
+            frames += seen;
+        }
+    }
+    println!("shaped on the device: {frames} frames equal to the CPU's fit and layout");
+}
+
 #[test]
 #[ignore = "needs CUDA: scripts/gpu.sh run"]
 fn cuda_serves_interleaved_sizes_and_formats() {

@@ -13,9 +13,12 @@ Sections (all by default):
            again before its work is done);
   hold     a whole clip's frames kept on the GPU at once, then checked;
   churn    runs opened and closed 200 times with frames held: device memory stays put;
+  shaped   frames fitted to 224x224 and laid out for a model on the GPU (rgbf32, rgbf16,
+           rgb24; letterbox, crop, stretch) equal the CPU backend's;
   model    16 files of 1080p H.264 through NVDEC into a torchvision ResNet-18 (random
            weights) in batches of 16, against framepipe alone and the model alone on
-           resident frames, and an OpenCV-Python loop on the same files.
+           resident tensors: frames shaped by framepipe on the GPU, and 1080p frames
+           resized by PyTorch; and an OpenCV-Python loop on the same files.
 
 Prints one line per check and a table of rates; exits non-zero where a check failed.
 """
@@ -147,6 +150,24 @@ def churn(path):
           f"-> {after >> 20} MiB ({time.time() - t0:.1f} s)")
 
 
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def shaped(path):
+    """Frames fitted to 224x224 and normalised on the GPU equal the CPU backend's."""
+    for fmt, fit in (("rgbf32", "letterbox"), ("rgbf16", "crop"), ("rgb24", "stretch")):
+        extra = {} if fmt == "rgb24" else {"mean": MEAN, "std": STD}
+        def frames(backend, decode):
+            return [torch.from_dlpack(f).cpu() if f.device != "cpu" else torch.from_numpy(np.array(f))
+                    for f in framepipe.open(path, backend=backend, decode=decode, filter="gauss:1",
+                                            size=(224, 224), fit=fit, format=fmt, **extra)]
+        gpu, cpu = frames("cuda", "gpu"), frames("cpu", "cpu")
+        equal = sum(torch.equal(a, b) for a, b in zip(gpu, cpu))
+        check(len(gpu) == len(cpu) == equal,
+              f"shaped {fmt} {fit}: {equal} of {len(gpu)} frames made on the GPU {tuple(gpu[0].shape)} "
+              f"{gpu[0].dtype} equal the CPU backend's")
+
+
 def model_bench(path, inputs=16):
     import torch.nn.functional as F
     import torchvision
@@ -158,17 +179,22 @@ def model_bench(path, inputs=16):
         files.append(p)
     net = torchvision.models.resnet18(weights=None).cuda().eval().half()
     net = net.to(memory_format=torch.channels_last)
-    mean = torch.tensor([0.485, 0.456, 0.406], device="cuda").view(1, 3, 1, 1).half()
-    std = torch.tensor([0.229, 0.224, 0.225], device="cuda").view(1, 3, 1, 1).half()
+    mean = torch.tensor(MEAN, device="cuda").view(1, 3, 1, 1).half()
+    std = torch.tensor(STD, device="cuda").view(1, 3, 1, 1).half()
 
-    def infer(b):  # (N, H, W, 3) BGR uint8 on the GPU -> logits
+    def prepare(b):  # (N, H, W, 3) BGR uint8 on the GPU -> normalised (N, 3, 224, 224)
         x = b.permute(0, 3, 1, 2).flip(1).half().div_(255)
         x = F.interpolate(x, size=(224, 224), mode="bilinear", align_corners=False)
-        x = ((x - mean) / std).contiguous(memory_format=torch.channels_last)
-        return net(x)
+        return (x - mean) / std
 
-    def through(work):
-        run = framepipe.open(*files, backend="cuda", decode="gpu", batch=inputs, batch_timeout=1.0)
+    def infer(x):
+        return net(x.contiguous(memory_format=torch.channels_last))
+
+    shaping = dict(size=(224, 224), fit="stretch", format="rgbf16", mean=MEAN, std=STD)
+
+    def through(work, shaped):
+        run = framepipe.open(*files, backend="cuda", decode="gpu", batch=inputs, batch_timeout=1.0,
+                             **(shaping if shaped else {}))
         n, t0, first = 0, time.perf_counter(), None
         with torch.no_grad():
             for b in run:
@@ -177,28 +203,42 @@ def model_bench(path, inputs=16):
                     first = time.perf_counter()
                     continue
                 if work:
-                    infer(t)
+                    infer(t if shaped else prepare(t))
                 n += len(b)
         torch.cuda.synchronize()
         end = time.perf_counter()
         return n / (end - first), n, end - t0
 
-    rows = []
-    alone, n, whole = through(False)
-    rows.append(("framepipe alone (16 files, NVDEC, batches of 16 on the GPU)", alone, n, whole))
-    resident = torch.randint(0, 256, (inputs, H, W, 3), dtype=torch.uint8, device="cuda")
-    with torch.no_grad():
-        for _ in range(10):
-            infer(resident)
-        torch.cuda.synchronize()
-        k, t0 = 100, time.perf_counter()
-        for _ in range(k):
-            infer(resident)
-        torch.cuda.synchronize()
-    m = inputs * k / (time.perf_counter() - t0)
-    rows.append(("ResNet-18 alone on resident frames (fp16, resize to 224 on the GPU)", m, inputs * k, None))
-    both, n, whole = through(True)
-    rows.append(("framepipe -> ResNet-18, together", both, n, whole))
+    def alone(work, k=100):  # `work()` on resident tensors, k batches
+        with torch.no_grad():
+            for _ in range(10):
+                work()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(k):
+                work()
+            torch.cuda.synchronize()
+        return inputs * k / (time.perf_counter() - t0), inputs * k
+
+    rows, verdicts = [], []
+    # Frames fitted and normalised by framepipe on the GPU: the model takes them as they are.
+    a, n, whole = through(False, True)
+    rows.append(("framepipe alone: 16 files, NVDEC, 224x224 rgbf16 made on the GPU, batches of 16", a, n, whole))
+    resident = torch.rand(inputs, 3, 224, 224, device="cuda").half()
+    m, k = alone(lambda: infer(resident))
+    rows.append(("ResNet-18 alone on resident (16, 3, 224, 224) fp16 tensors", m, k, None))
+    both, n, whole = through(True, True)
+    rows.append(("framepipe (shaped on the GPU) -> ResNet-18, together", both, n, whole))
+    verdicts.append(("shaped on the GPU", both, min(a, m)))
+    # 1080p BGR frames, resized and normalised by PyTorch.
+    a2, n, whole = through(False, False)
+    rows.append(("framepipe alone: 16 files, NVDEC, 1080p bgr24 frames on the GPU", a2, n, whole))
+    frames = torch.randint(0, 256, (inputs, H, W, 3), dtype=torch.uint8, device="cuda")
+    m2, k = alone(lambda: infer(prepare(frames)))
+    rows.append(("ResNet-18 alone on resident 1080p frames, resized by PyTorch", m2, k, None))
+    both2, n, whole = through(True, False)
+    rows.append(("framepipe (1080p) -> PyTorch resize -> ResNet-18, together", both2, n, whole))
+    verdicts.append(("1080p, resized by PyTorch", both2, min(a2, m2)))
     import cv2
     caps = [cv2.VideoCapture(p) for p in files]
     n, t0 = 0, time.perf_counter()
@@ -207,21 +247,23 @@ def model_bench(path, inputs=16):
             frames = [c.read()[1] for c in caps]
             if any(f is None for f in frames):
                 break
-            infer(torch.from_numpy(np.stack(frames)).cuda())
+            infer(prepare(torch.from_numpy(np.stack(frames)).cuda()))
             n += len(frames)
     torch.cuda.synchronize()
-    rows.append(("OpenCV-Python VideoCapture loop (CPU decode) -> ResNet-18", n / (time.perf_counter() - t0), n, None))
-    print(f"\n{'program':76} {'frames/s':>9} {'frames':>7}")
+    rows.append(("OpenCV-Python VideoCapture loop (CPU decode) -> PyTorch resize -> ResNet-18",
+                 n / (time.perf_counter() - t0), n, None))
+    print(f"\n{'program':88} {'frames/s':>9} {'frames':>7}")
     for name, rate, n, whole in rows:
         extra = f"  (whole run {whole:.2f} s, start-up included)" if whole else ""
-        print(f"{name:76} {rate:9.0f} {n:7d}{extra}")
-    bound = min(alone, m)
-    print(f"together / min(framepipe alone, model alone) = {both / bound:.3f}")
-    check(both >= 0.95 * bound, f"model: together {both:.0f} fps >= 95 % of {bound:.0f}")
+        print(f"{name:88} {rate:9.0f} {n:7d}{extra}")
+    for name, together, bound in verdicts:
+        print(f"{name}: together / min(framepipe alone, model alone) = {together / bound:.3f}")
+    name, together, bound = verdicts[0]
+    check(together >= 0.95 * bound, f"model ({name}): together {together:.0f} fps >= 95 % of {bound:.0f}")
 
 
 def main():
-    sections = sys.argv[1:] or ["exact", "order", "hold", "churn", "model"]
+    sections = sys.argv[1:] or ["exact", "order", "hold", "churn", "shaped", "model"]
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}; framepipe {framepipe.__version__}")
     d = tempfile.mkdtemp()
     short, long = os.path.join(d, "short.mp4"), os.path.join(d, "long.mp4")
@@ -234,6 +276,8 @@ def main():
         hold(short)
     if "churn" in sections:
         churn(short)
+    if "shaped" in sections:
+        shaped(short)
     if "model" in sections:
         clip(long, 600)
         model_bench(long)

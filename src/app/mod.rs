@@ -149,10 +149,15 @@ fn run_plan(
     let order = inputs.order();
     let compose = displays::compose(plan, &inputs, &order, each.iter().any(Option::is_some));
     inputs.running[0].plan.backend.compose.clone_from(&compose);
-    // Frames stay on the device where the embedding program takes them as they are and
-    // nothing else reads them (the CUDA backend lends them: `backend::lend`).
+    // Frames stay on the device where nothing else reads them and the embedding program
+    // takes them as they are, or shaped for a model as the CUDA backend shapes them (it
+    // lends them: `backend::lend`; the CPU backend ignores both).
     let alone = each.iter().all(Option::is_none) && compose.is_none();
-    inputs.running[0].plan.backend.lend = alone && to.is_some_and(|to| to.shaping.plain());
+    let shape = to.and_then(|to| to.shaping.on_device());
+    let lend = alone && to.is_some_and(|to| to.shaping.plain() || shape.is_some());
+    let cfg = &mut inputs.running[0].plan.backend;
+    cfg.lend = lend;
+    cfg.shape = shape.filter(|_| lend);
     // A text filter's {name}: each input's name, by its number in the pipeline.
     inputs.running[0].plan.backend.names = order
         .iter()

@@ -22,6 +22,7 @@ use crate::filter::reference::{gauss_weights, View};
 use crate::filter::user::{UserKernel, Value};
 use crate::filter::{Chain, Filter};
 use crate::frame::FrameSize;
+use crate::pixel::lookup::Lookup;
 use crate::pixel::PixelFormat;
 
 /// Every kernel source, compiled as one program.
@@ -60,10 +61,11 @@ enum Kernel {
     GeometryMove,
     ScaleBilinear,
     ScaleArea,
+    LayOut,
 }
 
 impl Kernel {
-    const ALL: [Kernel; 20] = [
+    const ALL: [Kernel; 21] = [
         Kernel::CopyBytes,
         Kernel::Copy,
         Kernel::Invert,
@@ -84,6 +86,7 @@ impl Kernel {
         Kernel::GeometryMove,
         Kernel::ScaleBilinear,
         Kernel::ScaleArea,
+        Kernel::LayOut,
     ];
 
     fn name(self) -> &'static str {
@@ -108,6 +111,7 @@ impl Kernel {
             Kernel::GeometryMove => "fp_geometry_move",
             Kernel::ScaleBilinear => "fp_scale_bilinear",
             Kernel::ScaleArea => "fp_scale_area",
+            Kernel::LayOut => "fp_lay_out",
         }
     }
 }
@@ -395,7 +399,7 @@ impl Move {
 
 /// Launches a kernel whose arguments have been pushed on `b`.
 fn go(b: &mut LaunchArgs<'_>, cfg: LaunchConfig) -> Result<()> {
-    // SAFETY: every caller (`ChainKernels::launch`, `convert`, `compose`) pushes exactly the
+    // SAFETY: every caller (`ChainKernels::launch`, `convert`, `compose`, `lay_out`) pushes exactly the
     // arguments of the kernel's signature: in kernels/*.cu, or in a user's file as `filter::user` read it
     // (an `fp_band`, then each parameter with its declared type); every buffer holds the
     // band's elements. A user kernel that writes outside its band makes the device report
@@ -676,6 +680,30 @@ impl ChainKernels {
             b.arg(&t.xs).arg(&t.nx).arg(&t.ys).arg(&t.ny);
         }
         go(&mut b, grid).with_context(|| format!("launching the {g} kernel"))
+    }
+
+    /// Queues on `s` the packed BGR `size` frame at `src` laid out for a model into `dst`
+    /// by `lookup`, whose tables are on the device at `tables` (`pixel::lookup`).
+    pub fn lay_out(
+        &self,
+        s: &CudaStream,
+        [src, dst]: [u64; 2],
+        size: FrameSize,
+        lookup: &Lookup,
+        tables: u64,
+    ) -> Result<()> {
+        let grid = grid_2d(View {
+            width: size.width,
+            rows: size.height,
+            row0: 0,
+            height: size.height,
+        });
+        let sides = [size.width as i32, size.height as i32];
+        let (planar, element) = (i32::from(lookup.planar), lookup.element as i32);
+        let mut b = s.launch_builder(self.func(Kernel::LayOut));
+        b.arg(&src).arg(&dst).arg(&sides[0]).arg(&sides[1]);
+        b.arg(&planar).arg(&element).arg(&tables);
+        go(&mut b, grid).context("launching the layout kernel")
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -523,6 +523,9 @@ pub(super) struct LaneSet {
     /// The chain's part from its first geometry filter on, on whole frames (None where
     /// the chain keeps the size).
     reshape: Option<Reshape>,
+    /// Frames lent shaped for a model (`BackendConfig::shape`): the shape, and its lookup
+    /// tables on the device. The fit is part of the set's chain, so `reshape` is there.
+    shape: Option<(super::Shape, CudaSlice<u8>)>,
 }
 
 /// Where a frame goes in the mosaic the backend composes.
@@ -550,6 +553,21 @@ impl LaneSet {
         cfg: &BackendConfig,
         kernels: Arc<ChainKernels>,
     ) -> Result<Self> {
+        // Frames shaped for a model have the fit after the chain, on whole frames.
+        let shaped;
+        let cfg = match &cfg.shape {
+            Some(shape) => {
+                let chain = shape
+                    .after(&cfg.chain, cfg.size)
+                    .map_err(anyhow::Error::msg)?;
+                shaped = BackendConfig {
+                    chain,
+                    ..cfg.clone()
+                };
+                &shaped
+            }
+            None => cfg,
+        };
         let plans = Plans {
             idle: cfg.plan.clone(),
             busy: cfg.busy_plan.clone(),
@@ -588,6 +606,10 @@ impl LaneSet {
             .collect::<Result<Vec<_>>>()?;
         let (s, output) = (&dev.stage_streams[0], cfg.formats.output);
         let reshape = Reshape::new(s, &cfg.chain, cfg.size, output, cfg.in_flight.max(1))?;
+        let shape = match &cfg.shape {
+            Some(shape) => Some((shape.clone(), s.clone_htod(&shape.lookup.tables)?)),
+            None => None,
+        };
         dev.ctx.synchronize().context("allocating device buffers")?;
         Ok(Self {
             key: LaneKey {
@@ -606,6 +628,7 @@ impl LaneSet {
             download: true,
             bound: None,
             reshape,
+            shape,
         })
     }
 
@@ -975,6 +998,9 @@ impl LaneSet {
     /// The bytes of a frame lent on the device by this configuration (its output format at
     /// its output size).
     pub(super) fn lent_bytes(&self) -> usize {
+        if let Some((shape, _)) = &self.shape {
+            return shape.lookup.bytes(shape.size);
+        }
         let out = self.reshape.as_ref().map_or(self.key.size, Reshape::out);
         self.key.formats.output.bytes(out)
     }
@@ -1040,8 +1066,15 @@ impl LaneSet {
             .expect("finish_whole: a chain that reshapes");
         reshape.queue(&s, lane, &self.kernels, self.bound.as_ref())?;
         if self.download {
-            let lent = self.key.formats.output.bytes(reshape.out());
-            reshape.download(&s, lane, slot, lent)?;
+            match &self.shape {
+                Some((shape, tables)) => {
+                    reshape.lay_out(&s, lane, slot, &self.kernels, (shape, tables))?
+                }
+                None => {
+                    let lent = self.key.formats.output.bytes(reshape.out());
+                    reshape.download(&s, lane, slot, lent)?;
+                }
+            }
         }
         for band in 0..bands {
             let at = Place { lane, plan, band };

@@ -188,6 +188,32 @@ pub struct BackendConfig {
     /// program's hand-over, where nothing else reads them: `lend`). The CPU backend
     /// ignores it.
     pub lend: bool,
+    /// Lent frames shaped for a model on the device (`lend` only): fitted and laid out as
+    /// `Shape` says, after the chain.
+    pub shape: Option<Shape>,
+}
+
+/// Frames shaped for a model (the Python package's `size=`, `fit=` and model formats):
+/// fitted to `size` by the geometry filters (`filter::fit`), then laid out by `lookup`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shape {
+    /// The size every frame is fitted to.
+    pub size: crate::frame::FrameSize,
+    /// How.
+    pub fit: crate::filter::fit::Fit,
+    /// The layout, as lookup tables.
+    pub lookup: crate::pixel::lookup::Lookup,
+}
+
+impl Shape {
+    /// `chain` followed by the fit of its `size` frames' output (a geometry chain: it runs
+    /// on whole frames, `reshape`).
+    pub fn after(&self, chain: &Chain, size: FrameSize) -> Result<Chain, String> {
+        let made = chain.output_size(size)?;
+        let fit = crate::filter::fit::fitting(made, self.size, self.fit);
+        let filters = chain.filters().iter().chain(fit.filters()).cloned();
+        Ok(Chain::from_filters(filters.collect()))
+    }
 }
 
 /// The CUDA backend's own settings.
@@ -244,6 +270,7 @@ impl BackendConfig {
             cuda: CudaSettings::default(),
             compose: None,
             lend: false,
+            shape: None,
             names: std::sync::Arc::from(Vec::new()),
         })
     }

@@ -259,6 +259,34 @@ impl Reshape {
         Ok(())
     }
 
+    /// Queues on `s` `lane`'s finished frame laid out for a model (`shape`, its lookup
+    /// tables on the device) into the buffer lent with the slot's frame.
+    pub(super) fn lay_out(
+        &self,
+        s: &Arc<CudaStream>,
+        lane: usize,
+        slot: &mut Slot,
+        k: &ChainKernels,
+        (shape, tables): (&super::Shape, &CudaSlice<u8>),
+    ) -> Result<()> {
+        let frames = &self.lanes[lane];
+        crate::ensure_kept!(
+            self.output == PixelFormat::Bgr24 && self.out == shape.size,
+            "a {} frame ({}) shaped for a model of {}",
+            self.out,
+            self.output,
+            shape.size
+        );
+        let crate::desc::Memory::Device { ptr, .. } = slot.output_memory else {
+            anyhow::bail!("a frame shaped for a model is lent on the device");
+        };
+        let (src, _) = frames.bufs[frames.result].device_ptr(s);
+        let (tables, _) = tables.device_ptr(s);
+        k.lay_out(s, [src, ptr], self.out, &shape.lookup, tables)?;
+        slot.output_size = (self.out != slot.size()).then_some(self.out);
+        Ok(())
+    }
+
     /// The size of the frames it makes.
     pub(super) fn out(&self) -> FrameSize {
         self.out

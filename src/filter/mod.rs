@@ -12,6 +12,7 @@
 //! for the outputs (`without_rate`). Neighbourhood filters read `radius()` rows above and
 //! below; borders are OpenCV's default, `BORDER_REFLECT_101`.
 
+pub mod fit;
 pub mod geometry;
 pub mod reference;
 pub mod text;

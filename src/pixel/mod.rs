@@ -14,6 +14,7 @@ use std::ops::Range;
 use crate::frame::FrameSize;
 
 mod convert;
+pub mod lookup;
 
 use crate::filter::reference::yuv;
 pub use convert::{apply_reference, from_bgr, repack_420, to_bgr};

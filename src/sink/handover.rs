@@ -1,8 +1,10 @@
 //! Frames handed to a program that embeds framepipe (the Python package, `python/`): each
 //! processed frame copied, with what it is (its input, place, time, size and format), into
 //! a bounded channel that the program reads; or, where the CUDA backend lent it on the
-//! device (the program takes frames as the run makes them and nothing else reads them:
-//! `Shaping::plain`, `backend::lend`), its device buffer's lease sent instead of bytes.
+//! device (nothing else reads the frames, and the program takes them as the run makes them,
+//! `Shaping::plain`, or fitted and laid out for a model, which the backend does after the
+//! chain, `Shaping::on_device`: `backend::lend`), its device buffer's lease sent instead
+//! of bytes.
 //!
 //! Invariants: a frame goes in whole and in order, or not at all; while the reader is slow
 //! the channel is full and `consume` waits, so a file's frames wait for it and a live
@@ -22,8 +24,10 @@ use crossbeam_channel::{SendTimeoutError, Sender};
 
 use super::{Flow, Frame, Sink};
 use crate::desc::Memory;
+pub use crate::filter::fit::{fitting, unfitting, Fit};
 use crate::filter::Chain;
 use crate::frame::FrameSize;
+use crate::pixel::lookup::Lookup;
 use crate::pixel::PixelFormat;
 use crate::stop::Stop;
 
@@ -48,8 +52,7 @@ pub struct Handed {
     /// floats in the machine's byte order); empty where they are on the device.
     pub bytes: Vec<u8>,
     /// Where the pixels are: `bytes`, or a buffer the CUDA backend lends on the device
-    /// (packed the same way, in the run's pixel format: `Shaping::plain`), until the last
-    /// copy of this is dropped.
+    /// (laid out the same way), until the last copy of this is dropped.
     pub memory: Memory,
     /// Frames its input has dropped so far (a live input the pipeline or the reader did
     /// not keep up with).
@@ -71,17 +74,6 @@ pub struct HandTo {
     pub stop: Stop,
     /// The marks it asks to be drawn into each input's frames (`sink::marks`).
     pub marks: super::marks::Marks,
-}
-
-/// How a frame is resized to the size a model takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fit {
-    /// Scaled whole into the size, keeping its aspect, centred on black.
-    Letterbox,
-    /// Scaled to cover the size, keeping its aspect, its middle cut out.
-    Crop,
-    /// Scaled to the size, aspect not kept.
-    Stretch,
 }
 
 /// How the pixels of a handed frame lie in its bytes.
@@ -135,6 +127,23 @@ impl Layout {
         }
     }
 
+    /// A model's layout as lookup tables (`pixel::lookup`): RGB bytes, or RGB planes of
+    /// `(value / 255 - mean) / std` computed in 32 bits and stored as 32- or 16-bit floats
+    /// (NumPy's `astype(float16)`); None for a pixel format.
+    pub fn lookup(&self) -> Option<Lookup> {
+        match *self {
+            Layout::Pixels(_) => None,
+            Layout::Rgb24 => Some(Lookup::rgb24()),
+            Layout::Planar { half, mean, std } => {
+                let value = move |c: usize, v: u8| (f32::from(v) / 255.0 - mean[c]) / std[c];
+                Some(match half {
+                    true => Lookup::planes(move |c, v| f16_bits(value(c, v)).to_ne_bytes()),
+                    false => Lookup::planes(move |c, v| value(c, v).to_ne_bytes()),
+                })
+            }
+        }
+    }
+
     /// An element's kind and bits: (false, 8) for bytes, (true, 32 or 16) for floats.
     pub fn element(&self) -> (bool, u8) {
         match self {
@@ -160,6 +169,14 @@ impl Shaping {
         self.size.is_none() && matches!(self.layout, Layout::Pixels(_))
     }
 
+    /// Frames fitted to a size and laid out for a model (RGB bytes or float planes): what
+    /// the CUDA backend can make on the device, after the chain, and lend there.
+    pub fn on_device(&self) -> Option<crate::backend::Shape> {
+        let (size, fit) = self.size?;
+        let lookup = self.layout.lookup()?;
+        Some(crate::backend::Shape { size, fit, lookup })
+    }
+
     /// The format the run is asked for, for this consumer: the pixel format asked for,
     /// else BGR, which the resizing and the model layouts start from.
     pub fn format(&self) -> PixelFormat {
@@ -168,70 +185,6 @@ impl Shaping {
             _ => PixelFormat::Bgr24,
         }
     }
-}
-
-/// Where a fitted frame's picture lies in the size it was fitted to: the input scaled to
-/// `scaled`, its top-left corner at `at` (negative where a crop cut it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Placement {
-    scaled: FrameSize,
-    at: (i64, i64),
-}
-
-/// How a `size` frame is placed in `to` as `fit` says (aspects kept to the nearest pixel).
-fn placement(size: FrameSize, to: FrameSize, fit: Fit) -> Placement {
-    let (w, h, tw, th) = (size.width, size.height, to.width, to.height);
-    // Rounded to the nearest: the side `b` of a `a`x`b` frame whose side `a` becomes `ta`.
-    let other = |a: usize, b: usize, ta: usize| (2 * b * ta + a) / (2 * a.max(1));
-    let wide = tw * h <= th * w; // the frame is at least as wide as the target, for its height
-    let (sw, sh) = match (fit, wide) {
-        (Fit::Stretch, _) => (tw, th),
-        (Fit::Letterbox, true) => (tw, other(w, h, tw).clamp(1, th)),
-        (Fit::Letterbox, false) => (other(h, w, th).clamp(1, tw), th),
-        (Fit::Crop, true) => (other(h, w, th).max(tw), th),
-        (Fit::Crop, false) => (tw, other(w, h, tw).max(th)),
-    };
-    // Centred: a letterbox's picture by whole pixels down and right, a crop as `crop`
-    // centres (`filter::geometry`).
-    let centre = |a: usize, b: usize| (a as i64 - b as i64) / 2;
-    let at = match fit {
-        Fit::Stretch => (0, 0),
-        Fit::Letterbox => (centre(tw, sw), centre(th, sh)),
-        Fit::Crop => {
-            let (x, y) = crate::filter::geometry::centred(FrameSize::new(sw, sh), tw, th);
-            (-(x as i64), -(y as i64))
-        }
-    };
-    Placement {
-        scaled: FrameSize::new(sw, sh),
-        at,
-    }
-}
-
-/// The geometry chain that fits a `size` frame to `to` as `fit` says (the same filters,
-/// and so the same pixels, as `--filter` with this chain).
-pub fn fitting(size: FrameSize, to: FrameSize, fit: Fit) -> Chain {
-    let p = placement(size, to, fit);
-    let (sw, sh, tw, th) = (p.scaled.width, p.scaled.height, to.width, to.height);
-    let text = match fit {
-        Fit::Stretch => format!("scale:{tw}:{th}"),
-        Fit::Letterbox => format!("scale:{sw}:{sh},pad:{tw}:{th}:{}:{}", p.at.0, p.at.1),
-        Fit::Crop => format!("scale:{sw}:{sh},crop:{tw}:{th}"),
-    };
-    text.parse().expect("a fitting chain parses")
-}
-
-/// A point of a frame fitted from `size` to `to` as `fit` says, back in the `size`
-/// frame's pixels: `(x, y)` there is `((x - ox) · sx, (y - oy) · sy)` for the
-/// `(sx, sy, ox, oy)` returned (a model's boxes, drawn on the frames it was given).
-pub fn unfitting(size: FrameSize, to: FrameSize, fit: Fit) -> (f64, f64, f64, f64) {
-    let p = placement(size, to, fit);
-    (
-        size.width as f64 / p.scaled.width as f64,
-        size.height as f64 / p.scaled.height as f64,
-        p.at.0 as f64,
-        p.at.1 as f64,
-    )
 }
 
 /// `fitting`'s chain, checked: it makes its size, and its largest frame between steps
@@ -322,41 +275,16 @@ impl Handover {
 
 /// A `size` BGR frame laid out as `layout` says.
 fn laid_out(layout: Layout, size: FrameSize, bgr: &[u8]) -> Vec<u8> {
-    match layout {
-        Layout::Pixels(PixelFormat::Bgr24) => bgr.to_vec(),
-        Layout::Pixels(to) => {
+    match (layout, layout.lookup()) {
+        (Layout::Pixels(PixelFormat::Bgr24), _) => bgr.to_vec(),
+        (_, Some(lookup)) => lookup.apply(size, bgr),
+        (Layout::Pixels(to), None) => {
             let mut out = vec![0; to.bytes(size)];
             to.from_bgr(size, bgr, &mut out);
             out
         }
-        Layout::Rgb24 => bgr
-            .chunks_exact(3)
-            .flat_map(|p| [p[2], p[1], p[0]])
-            .collect(),
-        Layout::Planar { half, mean, std } => planar(size, bgr, half, mean, std),
+        (_, None) => unreachable!("every model layout is a lookup"),
     }
-}
-
-/// RGB planes of `(value / 255 - mean) / std`, as 32- or 16-bit floats in the machine's
-/// byte order.
-fn planar(size: FrameSize, bgr: &[u8], half: bool, mean: [f32; 3], std: [f32; 3]) -> Vec<u8> {
-    let n = size.width * size.height;
-    let width = if half { 2 } else { 4 };
-    let mut out = vec![0u8; 3 * n * width];
-    for (c, plane) in out.chunks_exact_mut(n * width).enumerate() {
-        // R, G, B: bytes 2, 1, 0 of a BGR pixel.
-        let table: Vec<f32> = (0..=255u8)
-            .map(|v| (f32::from(v) / 255.0 - mean[c]) / std[c])
-            .collect();
-        for (px, to) in bgr.chunks_exact(3).zip(plane.chunks_exact_mut(width)) {
-            let v = table[usize::from(px[2 - c])];
-            match half {
-                true => to.copy_from_slice(&f16_bits(v).to_ne_bytes()),
-                false => to.copy_from_slice(&v.to_ne_bytes()),
-            }
-        }
-    }
-    out
 }
 
 /// The IEEE half-precision bits nearest `v` (ties to even), as NumPy's `astype(float16)`.
@@ -423,9 +351,15 @@ impl Sink for Handover {
         let (bytes, size) = match d.memory {
             Memory::Host => self.pixels(frame)?,
             Memory::Device { .. } => {
+                let as_made = self.shaping.plain() && self.shaping.format() == d.format;
+                let shaped = self
+                    .shaping
+                    .size
+                    .filter(|_| self.shaping.on_device().is_some());
                 crate::ensure_kept!(
-                    self.shaping.plain() && self.shaping.format() == d.format,
-                    "a {} frame lent on the device for a reader that asked for {:?}",
+                    as_made || shaped.is_some_and(|(to, _)| to == d.size),
+                    "a {} {} frame lent on the device for a reader that asked for {:?}",
+                    d.size,
                     d.format,
                     self.shaping
                 );
@@ -533,7 +467,12 @@ mod tests {
     fn planes_are_rgb_normalised() {
         let size = FrameSize::new(2, 1);
         let bgr = [0u8, 128, 255, 10, 20, 30];
-        let out = planar(size, &bgr, false, [0.5; 3], [0.25; 3]);
+        let layout = Layout::Planar {
+            half: false,
+            mean: [0.5; 3],
+            std: [0.25; 3],
+        };
+        let out = laid_out(layout, size, &bgr);
         let f: Vec<f32> = out
             .chunks_exact(4)
             .map(|b| f32::from_ne_bytes(b.try_into().unwrap()))
@@ -543,5 +482,7 @@ mod tests {
             f,
             [want(255), want(30), want(128), want(20), want(0), want(10)]
         );
+        let rgb = laid_out(Layout::Rgb24, size, &bgr);
+        assert_eq!(rgb, [255, 128, 0, 30, 20, 10]);
     }
 }

@@ -258,6 +258,65 @@ pub fn run_case_lent(case: &Case, formats: Formats) -> (u64, u64, u8, usize) {
     )
 }
 
+/// `case`'s frames (BGR) lent on the device shaped for a model as `shape` says: (frames
+/// seen, frames unlike the reference fitted and laid out on the CPU, `pixel::lookup`).
+pub fn run_case_shaped(case: &Case, shape: backend::Shape) -> (u64, u64) {
+    let chain: Chain = case.chain.parse().unwrap();
+    let counts = Counts {
+        ring: case.in_flight + 2,
+        in_flight: case.in_flight,
+        bands: case.bands,
+        busy_bands: case.busy_bands,
+    };
+    let mut plan = Plan::new(case.kind, case.size, Formats::BGR, chain.clone(), counts).unwrap();
+    plan.backend.lend = true;
+    plan.backend.shape = Some(shape.clone());
+    plan.frames = Some(case.frames);
+    let mut sink = ShapedSink {
+        chain: shape.after(&chain, case.size).unwrap(),
+        shape,
+        size: case.size,
+        seen: 0,
+        bad: 0,
+    };
+    let source = Box::new(Pattern::new(case.size, 0.0));
+    plan.run(source, &mut sink, &Stop::new()).unwrap();
+    (sink.seen, sink.bad)
+}
+
+/// Checks frames lent shaped for a model against the reference (`run_case_shaped`).
+struct ShapedSink {
+    /// The chain with the fit after it.
+    chain: Chain,
+    shape: backend::Shape,
+    size: FrameSize,
+    seen: u64,
+    bad: u64,
+}
+
+impl Sink for ShapedSink {
+    fn verb(&self) -> &'static str {
+        "checked"
+    }
+    fn describe(&self) -> String {
+        "check shaped frames against the reference".into()
+    }
+    fn consume(&mut self, frame: &framepipe::desc::Frame) -> anyhow::Result<Flow> {
+        let to = self.shape.size;
+        assert_eq!(frame.size(), to, "a shaped frame's size");
+        let got = read_lent(&frame.desc.memory, self.shape.lookup.bytes(to));
+        let bgr = reference_in(&self.chain, self.size, Formats::BGR, self.seen);
+        if got != self.shape.lookup.apply(to, &bgr) {
+            self.bad += 1;
+        }
+        self.seen += 1;
+        Ok(Flow::Continue)
+    }
+    fn finish(&mut self) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
 fn run_checked(
     case: &Case,
     reference: &str,
