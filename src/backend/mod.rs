@@ -21,6 +21,7 @@
 mod canvas;
 pub mod check;
 mod compose;
+mod copies;
 pub mod cpu;
 pub mod cuda;
 pub mod device;

@@ -1,6 +1,8 @@
 //! The part of a chain that changes the frame's size, on the CUDA backend: everything from
 //! its first geometry filter on (`Chain::banded`), run on the whole frame that the bands
-//! assembled on the device, then converted to the output format and downloaded.
+//! assembled on the device, then converted to the output format and downloaded (or copied
+//! into the buffer lent with the frame, `lend`; or, for a frame shaped for a model, laid out
+//! into it by the model's lookup, `lay_out`: the fit is then the chain's last part).
 //!
 //! Why whole frames: a geometry filter moves pixels across bands (a turn makes columns of
 //! rows, a flip sends the top band's rows to the bottom, a scale's output band reads a band
@@ -15,7 +17,8 @@
 //! - the steps are fixed for the lane set's size: each geometry filter's input and output
 //!   sizes, a bilinear scale's taps uploaded once;
 //! - every kernel is the integer arithmetic of `filter::geometry` and `filter::reference`,
-//!   so the output is the CPU backend's, byte for byte.
+//!   and the layout a table lookup (`pixel::lookup`), so the output is the CPU backend's,
+//!   byte for byte.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -237,7 +240,7 @@ impl Reshape {
             PixelFormat::Bgr24 => (&frames.bufs[frames.result], self.out.bytes()),
             other => (&frames.raw_out, other.bytes(self.out)),
         };
-        let out = super::lanes::output_end(slot, lent);
+        let out = super::copies::output_end(slot, lent);
         crate::ensure_kept!(
             out.1 >= n,
             "a {} frame ({}) does not fit its slot",
@@ -254,7 +257,7 @@ impl Reshape {
         };
         // SAFETY: the lane's frame buffer is kept, and unwritten, and the slot's output
         // kept, until the frame completes (`lanes`' invariants).
-        unsafe { super::lanes::copy_down(s, (from.device_ptr(s).0, from.len()), out, c)? };
+        unsafe { super::copies::copy_down(s, (from.device_ptr(s).0, from.len()), out, c)? };
         slot.output_size = (self.out != slot.size()).then_some(self.out);
         Ok(())
     }

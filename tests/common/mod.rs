@@ -262,16 +262,9 @@ pub fn run_case_lent(case: &Case, formats: Formats) -> (u64, u64, u8, usize) {
 /// seen, frames unlike the reference fitted and laid out on the CPU, `pixel::lookup`).
 pub fn run_case_shaped(case: &Case, shape: backend::Shape) -> (u64, u64) {
     let chain: Chain = case.chain.parse().unwrap();
-    let counts = Counts {
-        ring: case.in_flight + 2,
-        in_flight: case.in_flight,
-        bands: case.bands,
-        busy_bands: case.busy_bands,
-    };
-    let mut plan = Plan::new(case.kind, case.size, Formats::BGR, chain.clone(), counts).unwrap();
+    let mut plan = plan_of(case, Formats::BGR, chain.clone());
     plan.backend.lend = true;
     plan.backend.shape = Some(shape.clone());
-    plan.frames = Some(case.frames);
     let mut sink = ShapedSink {
         chain: shape.after(&chain, case.size).unwrap(),
         shape,
@@ -317,13 +310,9 @@ impl Sink for ShapedSink {
     }
 }
 
-fn run_checked(
-    case: &Case,
-    reference: &str,
-    formats: Formats,
-    lend: bool,
-) -> (CheckSink, framepipe::stats::Summary) {
-    let chain: Chain = case.chain.parse().unwrap();
+/// The plan `case` describes (counts, page-locking, stream layout, graphs, frames, traced
+/// frames) for `chain` between `formats`.
+fn plan_of(case: &Case, formats: Formats, chain: Chain) -> Plan {
     let counts = Counts {
         ring: case.in_flight + 2,
         in_flight: case.in_flight,
@@ -337,8 +326,19 @@ fn run_checked(
     plan.backend.cuda.issue = case.issue;
     plan.backend.cuda.streams = case.streams;
     plan.backend.cuda.graphs = case.graphs;
-    plan.backend.lend = lend;
     plan.frames = Some(case.frames);
+    plan
+}
+
+fn run_checked(
+    case: &Case,
+    reference: &str,
+    formats: Formats,
+    lend: bool,
+) -> (CheckSink, framepipe::stats::Summary) {
+    let chain: Chain = case.chain.parse().unwrap();
+    let mut plan = plan_of(case, formats, chain);
+    plan.backend.lend = lend;
     let mut sink = CheckSink::in_formats(reference.parse().unwrap(), case.size, formats);
     let source = Box::new(Pattern::new(case.size, 0.0).in_format(formats.input));
     let summary = plan.run(source, &mut sink, &Stop::new()).unwrap();
