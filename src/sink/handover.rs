@@ -352,12 +352,11 @@ impl Sink for Handover {
             Memory::Host => self.pixels(frame)?,
             Memory::Device { .. } => {
                 let as_made = self.shaping.plain() && self.shaping.format() == d.format;
-                let shaped = self
-                    .shaping
-                    .size
-                    .filter(|_| self.shaping.on_device().is_some());
+                // (Whether the layout is a model's, without making its tables for every frame.)
+                let model = matches!(self.shaping.layout, Layout::Rgb24 | Layout::Planar { .. });
+                let shaped = model && self.shaping.size.is_some_and(|(to, _)| to == d.size);
                 crate::ensure_kept!(
-                    as_made || shaped.is_some_and(|(to, _)| to == d.size),
+                    as_made || shaped,
                     "a {} {} frame lent on the device for a reader that asked for {:?}",
                     d.size,
                     d.format,
