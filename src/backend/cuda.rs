@@ -265,14 +265,10 @@ impl CudaBackend {
         }
     }
 
-    fn submit_frame(&mut self, mut slot: Slot) -> Result<()> {
-        anyhow::ensure!(
-            self.pending.len() < self.capacity(),
-            "CUDA backend: too many frames in flight"
-        );
-        // A frame in device memory (NVDEC's) is copied band by band from there, at its
-        // planes' pitches, into the bands' raw buffers; a frame in host memory is the
-        // ring's packed buffer.
+    /// Whether `slot`'s frame is in device memory (NVDEC's: copied band by band from there,
+    /// at its planes' pitches, into the bands' raw buffers) rather than the ring's packed
+    /// host buffer; an error for a frame this backend can't take from where it is.
+    fn where_input_is(&self, slot: &Slot) -> Result<bool> {
         let on_device = match &slot.desc.memory {
             crate::desc::Memory::Host => false,
             crate::desc::Memory::Device { device, .. } => {
@@ -292,6 +288,15 @@ impl CudaBackend {
             "frame {} has padded planes: the ring holds packed frames",
             slot.seq()
         );
+        Ok(on_device)
+    }
+
+    fn submit_frame(&mut self, mut slot: Slot) -> Result<()> {
+        anyhow::ensure!(
+            self.pending.len() < self.capacity(),
+            "CUDA backend: too many frames in flight"
+        );
+        let on_device = self.where_input_is(&slot)?;
         slot.stamps.submitted = Instant::now();
         slot.output_size = None; // said again where the chain changes it (`reshape`)
         let seq = slot.seq();
@@ -334,18 +339,7 @@ impl CudaBackend {
         }
         let lent = matches!(slot.output_memory, crate::desc::Memory::Device { .. });
         let graph = graph && !lent;
-        // Page-lock (or unlock, after `p`) lazily, where a copy goes through the slot: a
-        // frame lent from device memory touches no input buffer, and one composed into the
-        // mosaic or lent on the device no output buffer (a wall of NVDEC cameras composed
-        // into the mosaic locks nothing).
-        let skipped = slot.output_skipped;
-        let [input, output] = slot.buffers_mut();
-        if !on_device {
-            attach(self.cfg.pageable, &self.device, input)?;
-        }
-        if !skipped {
-            attach(self.cfg.pageable, &self.device, output)?;
-        }
+        lock_buffers(self.cfg.pageable, &self.device, &mut slot, on_device)?;
         let set = self.sets.last_mut().expect("use_set made it the last");
         let composed = mosaic.is_some();
         let lane = set.run(
@@ -452,6 +446,22 @@ impl Drop for CudaBackend {
         // Copies in flight must finish before the slots in `pending` free their memory.
         let _ = self.device.ctx.synchronize();
     }
+}
+
+/// Page-locks (or unlocks, after `p`) `slot`'s buffers lazily, where a copy goes through
+/// them: a frame lent from device memory (`on_device`) touches no input buffer, and one
+/// composed into the mosaic or lent on the device (`output_skipped`) no output buffer (a
+/// wall of NVDEC cameras composed into the mosaic locks nothing).
+fn lock_buffers(pageable: bool, device: &Device, slot: &mut Slot, on_device: bool) -> Result<()> {
+    let skipped = slot.output_skipped;
+    let [input, output] = slot.buffers_mut();
+    if !on_device {
+        attach(pageable, device, input)?;
+    }
+    if !skipped {
+        attach(pageable, device, output)?;
+    }
+    Ok(())
 }
 
 /// Page-locks `buffer` on `device` (unlocks it where the run is `pageable`); a no-op where
