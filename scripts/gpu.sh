@@ -54,6 +54,8 @@ for line in sys.stdin:
     strip "$BUNDLE/py/framepipe.abi3.so"
     # The host's memory bandwidth as the pattern fills rings (scripts/bench/several.sh memcpy).
     gcc -O2 -static -pthread -o "$BUNDLE/memcpy-test" scripts/tools/memcpy.c
+    # The CUDA context's own cost, the floor under the start-up (scripts/bench/startup.sh).
+    gcc -O2 -o "$BUNDLE/cudactx" scripts/tools/cudactx.c -ldl
     find "$BUNDLE" -maxdepth 1 -type f -exec strip {} +
     ls -la "$BUNDLE"
 }

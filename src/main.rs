@@ -65,6 +65,12 @@ fn main() {
     let mut left_behind = false;
     let result = match &cli.command {
         None => {
+            // The run's CUDA objects are freed by the kernel as the process ends, not one
+            // by one by the driver (`backend::teardown`; the benchmarks' pair sets
+            // FRAMEPIPE_FULL_TEARDOWN to free them as an embedding program does).
+            if std::env::var_os("FRAMEPIPE_FULL_TEARDOWN").is_none() {
+                framepipe::backend::teardown::leave_to_exit();
+            }
             let ran = framepipe::app::run(cli.run);
             left_behind = ran.left_behind;
             if ran.restart && ran.result.is_ok() && !framepipe::stop::signalled() {
@@ -112,13 +118,16 @@ fn exit(code: i32) -> ! {
 
 /// Ends the process after a run. Where a thread was left blocked inside a source
 /// (`left_behind`: a stalled stream), exit-time destructors (OpenCV's, GStreamer's) must not
-/// run under its feet: `_exit` then.
+/// run under its feet, and where the run's CUDA objects were left to the kernel
+/// (`backend::teardown`) the driver's exit handler must not tear them down: `_exit` then.
 fn exit_after_run(code: i32, left_behind: bool) -> ! {
     // An abort under way ends the process with its own code once its hooks are done.
     framepipe::stop::yield_to_abort();
-    if left_behind {
-        // SAFETY: _exit only ends the process; standard output and error are unbuffered or
-        // flushed by msg's writers.
+    if left_behind || framepipe::backend::teardown::kept() {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        // SAFETY: _exit only ends the process; standard output is flushed above and
+        // standard error is unbuffered or flushed by msg's writers.
         unsafe { libc::_exit(code) }
     }
     std::process::exit(code)

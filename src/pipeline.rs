@@ -290,7 +290,7 @@ pub fn run_inputs(
     let sunk_result = std::mem::replace(&mut sunk.result, Ok(()));
     let ended = join_all(captures, process, several, (sunk_result, finish))?;
     crate::debug!(
-        "threads joined (the backend released) {:.1} ms after the outputs finished",
+        "threads joined {:.1} ms after the outputs finished",
         crate::stats::ms(finished.elapsed())
     );
     shared.log_cpu();
@@ -599,6 +599,8 @@ fn spawn_capture(
                 *ended = Some(why);
             }
             shared.note_cpu(format!("capture {}", how.input), cpu);
+            // The ring's slots (page-locked) go with the process where it leaves them.
+            crate::backend::teardown::keep_or_drop(free);
             r
         })?)
 }
@@ -668,6 +670,7 @@ fn spawn_backend(
                 shared.stop.request();
             }
             shared.note_cpu("backend".into(), cpu);
+            crate::backend::teardown::keep_or_drop(backend);
             (st, r)
         })?)
 }

@@ -62,7 +62,9 @@ pub const DEFAULT_DEVICE: usize = 0;
 
 /// Opens CUDA device `device` (its primary context), after `probe` passed.
 pub fn open_device(device: usize) -> Result<Arc<CudaContext>> {
-    CudaContext::new(device).with_context(|| format!("opening CUDA device {device}"))
+    let ctx = CudaContext::new(device).with_context(|| format!("opening CUDA device {device}"))?;
+    super::teardown::note_cuda();
+    Ok(ctx)
 }
 
 /// "NVIDIA H200 (sm_90)" for device `device`.

@@ -32,6 +32,7 @@ pub mod lend;
 pub mod measure;
 mod nvrtc;
 mod reshape;
+pub mod teardown;
 
 use anyhow::{bail, Result};
 
