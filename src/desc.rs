@@ -1,7 +1,8 @@
 //! The frame descriptor: what every stage knows about a frame besides its bytes. Which input
 //! it came from, its place in that input, its time (a rational, on the input's time base),
 //! its pixel format and size, where each plane starts and how long its rows are, and where
-//! the bytes live (a ring slot's host buffer, or device memory lent by its owner).
+//! the bytes live (a ring slot's host buffer, or memory lent by its owner: a decoder's
+//! surface on the device, or a CPU decoder's picture in page-locked host memory).
 //!
 //! A sink takes a `Frame` (a descriptor and the bytes it describes) and reads the format
 //! from it; a backend picks its lane set by the descriptor's size and format.
@@ -10,8 +11,8 @@
 //! `PixelFormat::bytes` lays it out (`Planes::packed`: planes one after another, rows
 //! without padding), which is how the ring's buffers hold every frame in host memory; a
 //! source whose decoder pads rows copies them packed into the slot, or describes its own
-//! pitches in `planes` (`Planes::is_packed` says which; a frame in device memory is
-//! described at its surface's pitches); a `Memory::Device` frame holds its lease until the
+//! pitches in `planes` (`Planes::is_packed` says which; a lent frame is described at its
+//! owner's pitches); a `Memory::Device` or `Memory::Pinned` frame holds its lease until the
 //! descriptor is dropped or its memory replaced (the CUDA backend replaces it as the frame
 //! completes), and dropping the lease gives the memory back to its owner.
 
@@ -57,8 +58,8 @@ impl Timestamp {
     }
 }
 
-/// What lends a device frame: dropping the lease gives the memory back (a decoder's pool
-/// of surfaces, the CUDA backend's frames lent to an embedding program).
+/// What lends a frame: dropping the lease gives the memory back (a decoder's pool of
+/// surfaces or page-locked pictures, the CUDA backend's frames lent to an embedding program).
 pub trait Lease: Send + Sync + std::fmt::Debug {
     /// A consumer reads the memory on CUDA stream `stream` (a `CUstream`; 1 is the legacy
     /// default stream, 2 the per-thread one): the memory is given back only after the work
@@ -85,6 +86,14 @@ pub enum Memory {
         /// Gives the memory back when dropped.
         lease: Arc<dyn Lease>,
     },
+    /// In page-locked host memory at `ptr` (a CPU decoder's picture, as it decoded it), lent
+    /// by `lease`'s owner until the last copy of this descriptor is dropped.
+    Pinned {
+        /// The frame's first byte (planes at `Planes` offsets from it).
+        ptr: u64,
+        /// Gives the memory back when dropped.
+        lease: Arc<dyn Lease>,
+    },
 }
 
 impl PartialEq for Memory {
@@ -99,6 +108,7 @@ impl PartialEq for Memory {
                     ..
                 },
             ) => device == d2 && ptr == p2,
+            (Memory::Pinned { ptr, .. }, Memory::Pinned { ptr: p2, .. }) => ptr == p2,
             _ => false,
         }
     }

@@ -32,8 +32,10 @@ pub struct Pixels {
 impl Pixels {
     /// `bytes` in host memory, or `len` bytes in `memory` on the device.
     pub fn new(bytes: Vec<u8>, memory: Memory, len: usize) -> Self {
+        // (A decoder's picture lent in host memory never gets here: the hand-over takes
+        // processed frames only, which are in the slot or lent on the device.)
         let len = match memory {
-            Memory::Host => bytes.len(),
+            Memory::Host | Memory::Pinned { .. } => bytes.len(),
             Memory::Device { .. } => len,
         };
         Self {
@@ -48,7 +50,7 @@ impl Pixels {
     pub fn on_device(&self) -> Option<(usize, u64)> {
         match self.memory {
             Memory::Device { device, ptr, .. } => Some((device, ptr)),
-            Memory::Host => None,
+            Memory::Host | Memory::Pinned { .. } => None,
         }
     }
 
@@ -110,7 +112,7 @@ impl Pixels {
             ));
         }
         let (data, device) = match &self.memory {
-            Memory::Host => (self.bytes.as_ptr(), (CPU, 0)),
+            Memory::Host | Memory::Pinned { .. } => (self.bytes.as_ptr(), (CPU, 0)),
             Memory::Device { device, ptr, lease } => {
                 // DLPack's streams for CUDA: None and 1 the legacy default stream, 2 the
                 // per-thread one, -1 none to order on, any other a stream's handle (0 is

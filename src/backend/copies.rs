@@ -1,6 +1,6 @@
 //! Copies of a frame's rows between host and device memory, or within the device, queued
-//! on a stream as 2D copies (`cuMemcpy2DAsync`): a band's rows up from the ring's slot or a
-//! decoder's surface, and a frame's rows down into the slot or the buffer lent with it
+//! on a stream as 2D copies (`cuMemcpy2DAsync`): a band's rows up from the ring's slot, a
+//! decoder's surface or a decoder's page-locked picture, and a frame's rows down into the slot or the buffer lent with it
 //! (`lend`). Used by the lane sets (`lanes`) and the whole-frame part of a chain
 //! (`reshape`).
 //!
@@ -39,6 +39,7 @@ impl End {
 pub(super) fn output_end(slot: &mut Slot, lent: usize) -> (End, usize) {
     match &slot.output_memory {
         Memory::Device { ptr, .. } => (End::Device(*ptr), lent),
+        Memory::Pinned { ptr, .. } => (End::Host(*ptr as *const u8), lent),
         Memory::Host => (End::Host(slot.output.as_mut_ptr()), slot.output.len()),
     }
 }
@@ -142,32 +143,32 @@ pub(super) unsafe fn copy_down(
     }
 }
 
-/// Queues copy `c` from a frame in device memory at `frame` (a decoder's surface, its planes
-/// at their pitches: `Planes::band_copies`), spanning `extent` bytes (`Planes::extent`),
-/// into the device `band` buffer on `s`. Both sides are checked as `copy_up`'s are.
+/// Queues copy `c` from a lent frame at `frame` (a decoder's surface in device memory, or a
+/// CPU decoder's picture in page-locked host memory; its planes at their pitches:
+/// `Planes::band_copies`), spanning `extent` bytes (`Planes::extent`), into the device
+/// `band` buffer on `s`. Both sides are checked as `copy_up`'s are.
 ///
 /// # Safety
-/// `extent` bytes at `frame` must be the frame's memory, which its lease keeps until the
-/// frame completes.
-pub(super) unsafe fn copy_from_device(
+/// `extent` bytes at `frame` must be the frame's memory (page-locked where it is the
+/// host's), which its lease keeps until the frame completes.
+pub(super) unsafe fn copy_from_lent(
     s: &Arc<CudaStream>,
-    frame: u64,
+    frame: End,
     extent: usize,
     band: &mut CudaSlice<u8>,
     c: BandCopy,
 ) -> Result<()> {
     check_copy(c, extent, band.len())?;
     let (dst, _) = band.device_ptr_mut(s);
-    let (from, to) = (frame + c.src as u64, dst + c.dst as u64);
     // SAFETY: every run lies inside the frame's `extent` and inside `band` (`check_copy`);
     // the frame's memory is the caller's contract.
     unsafe {
         queue_2d(
             s,
-            End::Device(from),
-            End::Device(to),
+            frame.at(c.src),
+            End::Device(dst + c.dst as u64),
             c,
-            "copy from a device frame",
+            "copy from a lent frame",
         )
     }
 }

@@ -233,11 +233,17 @@ impl Backend for CpuBackend {
         slot.stamps.submitted = Instant::now();
         slot.output_size = None;
         let (size, formats) = (slot.size(), slot.formats());
-        anyhow::ensure!(
-            slot.desc.memory == crate::desc::Memory::Host,
-            "the CPU backend takes frames in host memory; frame {} is in device memory",
-            slot.seq()
-        );
+        let lent = match slot.desc.memory {
+            crate::desc::Memory::Host => None,
+            crate::desc::Memory::Device { .. } => Some("in device memory"),
+            crate::desc::Memory::Pinned { .. } => Some("in a decoder's page-locked buffer"),
+        };
+        if let Some(lent) = lent {
+            anyhow::bail!(
+                "the CPU backend takes frames in its ring's buffers; frame {} is {lent}",
+                slot.seq()
+            );
+        }
         let Slot { input, output, .. } = &mut slot;
         if formats.passthrough(self.chain.is_identity()) && input.len() == output.len() {
             // Nothing changes the frame: the two buffers trade places instead of a copy

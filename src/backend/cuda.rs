@@ -18,14 +18,15 @@
 //!   (cut with the configured band counts, 4:2:0 row pairs kept whole); the backend keeps at
 //!   most `MAX_LANE_SETS` sets and drops the least recently used one that holds no frame;
 //! - a submitted slot stays in `pending` until its frame's downloads have completed, so the
-//!   asynchronous copies never outlive the host memory they read or write; a frame lent
-//!   from device memory (NVDEC's, `desc::Memory::Device`, YUV on this backend's device) keeps
-//!   its lease as long, and the lease is dropped as the frame completes, giving the surface
-//!   back to the decoder;
+//!   asynchronous copies never outlive the host memory they read or write; a lent frame
+//!   (NVDEC's from device memory, `desc::Memory::Device`, YUV on this backend's device; a
+//!   CPU decoder's from page-locked host memory, `desc::Memory::Pinned`) keeps its lease as
+//!   long, and the lease is dropped as the frame completes, giving the buffer back to the
+//!   decoder;
 //! - frames complete in submission order, and at most `capacity()` are pending (as many as a
 //!   lane set has lanes), so a lane is reused only after its previous frame completed;
 //! - ring buffers are page-locked once in `attach` (`cuMemHostRegister`), as a copy first
-//!   goes through them (a frame lent from device memory leaves its input buffer unlocked,
+//!   goes through them (a lent frame leaves its input buffer unlocked,
 //!   and one whose output stays on the device, composed into the mosaic or lent, its output
 //!   buffer), and unlocked on drop;
 //! - where the run's one consumer takes frames on the device (`BackendConfig::lend`), each
@@ -265,12 +266,21 @@ impl CudaBackend {
         }
     }
 
-    /// Whether `slot`'s frame is in device memory (NVDEC's: copied band by band from there,
-    /// at its planes' pitches, into the bands' raw buffers) rather than the ring's packed
-    /// host buffer; an error for a frame this backend can't take from where it is.
+    /// Whether `slot`'s frame is lent (NVDEC's in device memory, or a CPU decoder's in
+    /// page-locked host memory: copied band by band from there, at its planes' pitches, into
+    /// the bands' raw buffers) rather than in the ring's packed host buffer; an error for a
+    /// frame this backend can't take from where it is.
     fn where_input_is(&self, slot: &Slot) -> Result<bool> {
-        let on_device = match &slot.desc.memory {
+        let lent = match &slot.desc.memory {
             crate::desc::Memory::Host => false,
+            crate::desc::Memory::Pinned { .. } => {
+                anyhow::ensure!(
+                    slot.desc.format != crate::pixel::PixelFormat::Bgr24,
+                    "frame {} is lent in host memory as bgr24: this backend takes YUV from there",
+                    slot.seq()
+                );
+                true
+            }
             crate::desc::Memory::Device { device, .. } => {
                 anyhow::ensure!(
                     *device == self.device.settings.device
@@ -284,11 +294,11 @@ impl CudaBackend {
             }
         };
         anyhow::ensure!(
-            on_device || slot.desc.planes.is_packed(slot.desc.format, slot.size()),
+            lent || slot.desc.planes.is_packed(slot.desc.format, slot.size()),
             "frame {} has padded planes: the ring holds packed frames",
             slot.seq()
         );
-        Ok(on_device)
+        Ok(lent)
     }
 
     fn submit_frame(&mut self, mut slot: Slot) -> Result<()> {
@@ -296,7 +306,7 @@ impl CudaBackend {
             self.pending.len() < self.capacity(),
             "CUDA backend: too many frames in flight"
         );
-        let on_device = self.where_input_is(&slot)?;
+        let lent = self.where_input_is(&slot)?;
         slot.stamps.submitted = Instant::now();
         slot.output_size = None; // said again where the chain changes it (`reshape`)
         let seq = slot.seq();
@@ -313,10 +323,10 @@ impl CudaBackend {
         let plan = if idle { Plan::Idle } else { Plan::Busy };
         // A frame alone on the GPU is replayed as a graph: one launch instead of a few calls
         // per band. (Graphs of timed frames hold their timing events as nodes.)
-        // (A frame in device memory is not: the graph would keep its surface's address.)
+        // (A lent frame is not: the graph would keep its owner's buffer's address.)
         // (Nor is a frame whose texts show its own facts: a graph keeps its kernels' arguments.)
         let changes = self.cfg.chain.changes_per_frame();
-        let graph = self.device.settings.graphs && !self.cfg.pageable && !on_device && !changes;
+        let graph = self.device.settings.graphs && !self.cfg.pageable && !lent && !changes;
         let bound = changes.then(|| {
             self.cfg
                 .chain
@@ -339,7 +349,7 @@ impl CudaBackend {
         }
         let lent = matches!(slot.output_memory, crate::desc::Memory::Device { .. });
         let graph = graph && !lent;
-        lock_buffers(self.cfg.pageable, &self.device, &mut slot, on_device)?;
+        lock_buffers(self.cfg.pageable, &self.device, &mut slot, lent)?;
         let set = self.sets.last_mut().expect("use_set made it the last");
         let composed = mosaic.is_some();
         let lane = set.run(
@@ -430,7 +440,7 @@ impl CudaBackend {
             traced,
         } = self.pending.pop_front().expect("front exists");
         slot.stamps.done = done;
-        // Its bands are copied: a frame lent from device memory goes back to its owner
+        // Its bands are copied: a lent frame (device or page-locked memory) goes back to its owner
         // (the slot's host buffer describes it no more: the capture thread describes the
         // next frame anew).
         slot.desc.memory = crate::desc::Memory::Host;
@@ -449,13 +459,14 @@ impl Drop for CudaBackend {
 }
 
 /// Page-locks (or unlocks, after `p`) `slot`'s buffers lazily, where a copy goes through
-/// them: a frame lent from device memory (`on_device`) touches no input buffer, and one
-/// composed into the mosaic or lent on the device (`output_skipped`) no output buffer (a
-/// wall of NVDEC cameras composed into the mosaic locks nothing).
-fn lock_buffers(pageable: bool, device: &Device, slot: &mut Slot, on_device: bool) -> Result<()> {
+/// them: a lent frame (`lent`: NVDEC's on the device, or a CPU decoder's in its own
+/// page-locked buffer) touches no input buffer, and one composed into the mosaic or lent on
+/// the device (`output_skipped`) no output buffer (a wall of NVDEC cameras composed into the
+/// mosaic locks nothing).
+fn lock_buffers(pageable: bool, device: &Device, slot: &mut Slot, lent: bool) -> Result<()> {
     let skipped = slot.output_skipped;
     let [input, output] = slot.buffers_mut();
-    if !on_device {
+    if !lent {
         attach(pageable, device, input)?;
     }
     if !skipped {

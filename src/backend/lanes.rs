@@ -59,7 +59,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaEvent, CudaGraph, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 
-use super::copies::{copy_down, copy_from_device, copy_up, output_end};
+use super::copies::{copy_down, copy_from_lent, copy_up, output_end, End};
 use super::device::{elapsed_ms, mark, Device};
 use super::kernels::{ChainKernels, Tile};
 use super::reshape::Reshape;
@@ -732,7 +732,18 @@ impl LaneSet {
                     // SAFETY: the source checked the planes against the surface's buffer
                     // (`Nvdec::lend`), so their extent is its memory, and the slot's lease
                     // keeps that buffer until the frame completes.
-                    unsafe { copy_from_device(s, *ptr, extent, &mut bl.raw_in, c)? };
+                    unsafe { copy_from_lent(s, End::Device(*ptr), extent, &mut bl.raw_in, c)? };
+                }
+            }
+            Memory::Pinned { ptr, .. } => {
+                let planes = &slot.desc.planes;
+                let extent = planes.extent(input, size);
+                let frame = End::Host(*ptr as *const u8);
+                for c in planes.band_copies(input, size, geo.input_rows.clone()) {
+                    // SAFETY: the decoder's pool checked the planes against the picture's
+                    // page-locked buffer (`source::pinned`), so their extent is its memory,
+                    // and the slot's lease keeps that buffer until the frame completes.
+                    unsafe { copy_from_lent(s, frame, extent, &mut bl.raw_in, c)? };
                 }
             }
             Memory::Host => {

@@ -15,6 +15,7 @@ use super::error::PlanError;
 use super::machine::Machine;
 use super::shard::{Entry, Roster};
 use super::RING_EACH;
+use crate::backend::device::NoCuda;
 use crate::backend::{self, BackendKind, StreamLayout};
 use crate::cli::RunArgs;
 use crate::filter::Chain;
@@ -262,6 +263,8 @@ impl RunPlan {
             }
         }
         let cuda_backend = self.engine.kind != BackendKind::Cpu && machine.cuda().is_ok();
+        let may_be_cuda = self.engine.kind != BackendKind::Cpu
+            && matches!(machine.cuda(), Ok(()) | Err(NoCuda::NotAsked));
         // Slots an input's ring can have: `--ring`, the cap beside others, else the most
         // the default ring takes (its size is settled once the input is open).
         let ring = self
@@ -275,6 +278,12 @@ impl RunPlan {
         for input in &mut self.inputs {
             input.asked.on_device =
                 matches!(input.asked.decode, Decode::Gpu | Decode::Auto) && lends;
+            // A CPU decoder's pictures are lent from page-locked buffers of their own, which
+            // its pool adds to as the ring holds them (no surfaces to run short of). Where
+            // the machine was not asked (a run that needs no answer doesn't wait for CUDA),
+            // the pool asks it on the decoder's thread: where CUDA works, the backend is
+            // CUDA's (`backend::create`), and where it doesn't, the pool serves nothing.
+            input.asked.pinned = may_be_cuda && !self.engine.pageable;
         }
         // NVDEC shares the backend's CUDA context, and a decoder opening or closing
         // synchronizes the whole context: a graph capture under way on the backend's thread
@@ -413,6 +422,7 @@ fn input_plan(
         realtime: args.realtime || live_only,
         decode: args.decode,
         on_device: false,
+        pinned: false,
         reconnect: args.reconnect || several,
         trim: trim_of(args),
         untouched: args.filter.is_identity()

@@ -350,6 +350,11 @@ impl Sink for Handover {
         let input = usize::from(d.input.0);
         let (bytes, size) = match d.memory {
             Memory::Host => self.pixels(frame)?,
+            Memory::Pinned { .. } => {
+                return Err(crate::bug!(
+                    "a frame lent in host memory reached the hand-over"
+                ))
+            }
             Memory::Device { .. } => {
                 let as_made = self.shaping.plain() && self.shaping.format() == d.format;
                 // (Whether the layout is a model's, without making its tables for every frame.)

@@ -1,8 +1,11 @@
 //! Video files and network streams decoded with FFmpeg's own libraries (libavformat,
 //! libavcodec), frames kept in the decoder's layout: a 4:2:0, 4:2:2, 4:4:4, NV12, gray or
 //! BGR picture is copied plane by plane into the ring slot as it came (one copy, no colour
-//! conversion on the CPU), and the GPU converts it. This is `--decode cpu`, the default for
-//! files and for URLs that are not GStreamer pipelines; `--decode opencv` keeps OpenCV's
+//! conversion on the CPU), and the GPU converts it. With the CUDA backend the decoder
+//! decodes into page-locked buffers of its own (`pinned.rs`) and an upright YUV or gray
+//! picture is lent to the slot as it lies, not copied (`Source::lent`, `Memory::Pinned`).
+//! This is `--decode cpu`, the default for files and for URLs that are not GStreamer
+//! pipelines; `--decode opencv` keeps OpenCV's
 //! capture (`capture.rs`), which converts every frame to BGR on the CPU; `--decode gpu`
 //! gives the decoder NVDEC where it can (`nvdec.rs`), and its pictures then stay in device
 //! memory for the CUDA backend (lent to the slot: `Source::lent`). It needs FFmpeg's
@@ -74,7 +77,11 @@ pub struct Decoded {
     refused: u64,
     /// NVDEC, where `--decode gpu` and it could be given to the decoder.
     nvdec: Option<super::nvdec::Nvdec>,
-    /// The last picture, where it was left in device memory for the slot (`Nvdec::lend`).
+    /// The CPU decoder's pictures in page-locked buffers, where the backend takes them from
+    /// there (`Asked::pinned`; declared after the decoder, which calls into it).
+    pinned: Option<super::pinned::PinnedPictures>,
+    /// The last picture, where it was left in device memory for the slot (`Nvdec::lend`), or
+    /// in a page-locked buffer (`PinnedPictures::lend`).
     lent: Option<(crate::desc::Memory, crate::desc::Planes)>,
     /// What a Y4M output says of the pictures, as ffmpeg's `yuv4mpegpipe` says it.
     tags: PictureTags,
@@ -243,6 +250,10 @@ pub struct Asked {
     /// NVDEC's pictures may stay in device memory, lent to the slot (the run's backend is
     /// CUDA's, which copies its bands from there).
     pub on_device: bool,
+    /// The CPU decoder's pictures may be decoded into page-locked memory and lent to the
+    /// slot as they are (`pinned.rs`; the run's backend is CUDA's wherever the pool can
+    /// page-lock them, and copies its bands up from there).
+    pub pinned: bool,
     /// The part of the input read (`--ss`, `--to`, `-t`).
     pub trim: super::Trim,
 }
@@ -395,7 +406,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     let has_duration = input.duration() > 0 || stream.duration() > 0;
     let live = network && !(serves_files(url) && has_duration);
     let codec_name = stream.parameters().id().name().to_string();
-    let (decoder, nvdec) = open_decoder(&stream, live, asked, &what)?;
+    let (decoder, nvdec, pinned) = open_decoder(&stream, live, asked, &what)?;
     let start = crate::timebase::file_start(&input)
         .map(|s| {
             (s * f64::from(time_base.denominator()) / f64::from(time_base.numerator())).round()
@@ -446,6 +457,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         },
         refused: 0,
         nvdec,
+        pinned,
         lent: None,
         tags: PictureTags::default(),
         tapped: Tapped::new(),
@@ -510,12 +522,20 @@ fn open_demuxer(url: &str, network: bool) -> Result<ff::format::context::Input> 
 
 /// `stream`'s decoder, with frame threads (slice threads for a live stream, whose frames
 /// must not wait for others), and NVDEC attached where `asked` wants it and it can.
+/// The decoder libavcodec opens, with NVDEC where it was given it, else its pictures in
+/// page-locked buffers where they may be lent (`Asked::pinned`).
+type Opened = (
+    ff::decoder::Video,
+    Option<super::nvdec::Nvdec>,
+    Option<super::pinned::PinnedPictures>,
+);
+
 fn open_decoder(
     stream: &ff::format::stream::Stream,
     live: bool,
     asked: Asked,
     what: &str,
-) -> Result<(ff::decoder::Video, Option<super::nvdec::Nvdec>)> {
+) -> Result<Opened> {
     let mut ctx = ff::codec::context::Context::from_parameters(stream.parameters())
         .with_context(|| format!("{what}: reading its codec parameters"))?;
     let id = stream.parameters().id();
@@ -554,13 +574,17 @@ fn open_decoder(
         count: if live && nvdec.is_some() { 1 } else { 0 },
         ..Default::default()
     });
+    // SAFETY: the context is live and not opened yet; the pool is kept in `Decoded` after
+    // the decoder (declared after it), so it outlives every call the decoder makes into it.
+    let pinned = (asked.pinned && nvdec.is_none())
+        .then(|| unsafe { super::pinned::PinnedPictures::install(ctx.as_mut_ptr()) });
     let decoder = ctx.decoder().video().with_context(|| {
         format!(
             "{what}: no decoder for its video ({}) in this FFmpeg",
             id.name()
         )
     })?;
-    Ok((decoder, nvdec))
+    Ok((decoder, nvdec, pinned))
 }
 
 /// The frames a file's stream holds: as its header says, else its duration times `fps`.
@@ -872,6 +896,15 @@ impl Decoded {
             }
             return nvdec.bring_into_slot(p, coded, frame);
         }
+        // A picture decoded into a page-locked buffer, as it is carried, is lent as it lies.
+        if let (Some(pinned), Conversion::Planes { turns: 0 }) =
+            (&mut self.pinned, &self.conversion)
+        {
+            if let Some(lent) = pinned.lend(p, self.format, coded)? {
+                self.lent = Some(lent);
+                return Ok(());
+            }
+        }
         // A decoder that hands rows bottom-up (a negative pitch) gets its picture copied the
         // right way up first: the plane copies below read rows at positive pitches.
         let copied;
@@ -1120,6 +1153,100 @@ mod tests {
             errno: libc::ECONNREFUSED,
         };
         assert_eq!(open_failure(&refused, quick, None), refused.to_string());
+    }
+
+    /// Every frame of `clip` packed, as the ring reads it: from the slot, or from where the
+    /// source lent it (a page-locked picture, where CUDA is there); and how many were lent.
+    fn frames_of(clip: &str, pinned: bool) -> (Vec<Vec<u8>>, usize) {
+        let mut source = open(
+            clip,
+            Asked {
+                pinned,
+                ..Asked::default()
+            },
+        )
+        .unwrap();
+        let (size, format) = (source.size(), source.format());
+        let mut slot = vec![0u8; format.bytes(size)];
+        let (mut frames, mut lent) = (Vec::new(), 0);
+        while source.read(&mut slot).unwrap() == Read::Frame {
+            let Some((memory @ crate::desc::Memory::Pinned { ptr, .. }, planes)) = source.lent()
+            else {
+                frames.push(slot.clone());
+                continue;
+            };
+            let mut packed = vec![0u8; slot.len()];
+            let to = Planes::packed(format, size);
+            for (from, to) in planes.iter().zip(to.iter()) {
+                for row in 0..size.height / from.rows_per {
+                    // SAFETY: the lease (`memory`, alive here) keeps the picture's buffer,
+                    // whose planes the source checked against it.
+                    let src = unsafe {
+                        std::slice::from_raw_parts(
+                            (ptr as *const u8).add(from.offset + row * from.pitch),
+                            to.pitch,
+                        )
+                    };
+                    let at = to.offset + row * to.pitch;
+                    packed[at..at + to.pitch].copy_from_slice(src);
+                }
+            }
+            drop(memory);
+            frames.push(packed);
+            lent += 1;
+        }
+        (frames, lent)
+    }
+
+    #[test]
+    fn pictures_asked_in_page_locked_buffers_are_the_decoder_s_own() {
+        // Every picture is lent from the pool (whose buffers are plain memory in unit tests
+        // where CUDA is missing), and every frame is the one decoded the usual way,
+        // B-frames and frame threads included, for a size whose coded height is padded
+        // (360: 368 coded).
+        if std::process::Command::new("ffmpeg")
+            .arg("-version")
+            .output()
+            .is_err()
+        {
+            return println!("no ffmpeg here: skipped");
+        }
+        let dir = std::env::temp_dir().join(format!("fp-pinned-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, pix) in [("a.mp4", "yuv420p"), ("b.mkv", "yuv444p")] {
+            let clip = dir.join(name).display().to_string();
+            let made = std::process::Command::new("ffmpeg")
+                .args([
+                    "-v",
+                    "error",
+                    "-y",
+                    "-f",
+                    "lavfi",
+                    "-i",
+                    "testsrc2=size=640x360:rate=30",
+                ])
+                .args([
+                    "-frames:v",
+                    "40",
+                    "-c:v",
+                    "libx264",
+                    "-bf",
+                    "3",
+                    "-pix_fmt",
+                    pix,
+                    &clip,
+                ])
+                .status()
+                .unwrap();
+            assert!(made.success());
+            let (want, _) = frames_of(&clip, false);
+            let (got, lent) = frames_of(&clip, true);
+            assert_eq!(want.len(), 40);
+            assert!(got == want, "{pix}: frames differ ({lent} lent)");
+            assert_eq!(lent, want.len(), "{pix}: every picture lent");
+            println!("{pix}: 40 frames equal, {lent} lent from page-locked buffers");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub mod media;
 #[cfg(feature = "ffmpeg")]
 pub(crate) mod nvdec;
 #[cfg(feature = "ffmpeg")]
+mod pinned;
+#[cfg(feature = "ffmpeg")]
 pub mod tap;
 
 use std::os::unix::fs::FileTypeExt;

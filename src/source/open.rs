@@ -59,6 +59,9 @@ pub struct Asked {
     pub decode: Decode,
     /// NVDEC's pictures may stay in device memory: the run's backend is CUDA's.
     pub on_device: bool,
+    /// A CPU decoder's pictures may be lent from page-locked memory: the run's backend may
+    /// be CUDA's (the decoder's pool asks CUDA itself where the plan did not).
+    pub pinned: bool,
     /// A live network stream is opened again when lost (`reconnect`): several inputs, or
     /// `--reconnect`.
     pub reconnect: bool,
@@ -337,6 +340,7 @@ fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> 
             Decode::Cpu | Decode::Opencv => super::decode::WithNvdec::No,
         },
         on_device: asked.on_device,
+        pinned: asked.pinned,
         trim: asked.trim,
     };
     let source = super::decode::open(&url, decode)?;
