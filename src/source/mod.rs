@@ -25,6 +25,8 @@ pub mod decode;
 #[cfg(feature = "ffmpeg")]
 mod ffmpeg_log;
 #[cfg(feature = "ffmpeg")]
+mod lease;
+#[cfg(feature = "ffmpeg")]
 pub mod media;
 #[cfg(feature = "ffmpeg")]
 pub(crate) mod nvdec;

@@ -60,34 +60,15 @@ pub struct Nvdec {
 
 /// A picture lent to a slot (`Memory::Device`): a reference to NVDEC's frame (its mapped
 /// output surface and the decoder surface behind it), so that neither is reused until the
-/// lease is dropped (when the backend has copied it), and to the context that memory
-/// belongs to.
+/// lease is dropped (when the backend has copied it), and to the stream of the context that
+/// memory belongs to.
+#[derive(Debug)]
 struct Lent {
-    frame: *mut ffi::AVFrame,
+    _frame: super::lease::FrameLease,
     _stream: Arc<cudarc::driver::CudaStream>,
 }
 
-impl std::fmt::Debug for Lent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("an NVDEC picture")
-    }
-}
-
-// SAFETY: the frame reference is only freed (in `drop`, once); nothing reads it through the
-// lease, so sharing or moving the lease between threads touches no FFmpeg state but the
-// frame's reference counts, which FFmpeg keeps atomically.
-unsafe impl Send for Lent {}
-// SAFETY: as above.
-unsafe impl Sync for Lent {}
-
 impl crate::desc::Lease for Lent {}
-
-impl Drop for Lent {
-    fn drop(&mut self) {
-        // SAFETY: `frame` came from av_frame_clone and is freed once, here.
-        unsafe { ffi::av_frame_free(&mut self.frame) };
-    }
-}
 
 /// FFmpeg's AVCUDADeviceContext (libavutil/hwcontext_cuda.h, unchanged since FFmpeg 4;
 /// ffmpeg-sys-next does not bind that header): the device context's `hwctx`.
@@ -461,8 +442,8 @@ impl Nvdec {
             .map_err(|e| anyhow::anyhow!("waiting for an NVDEC picture: {e}"))?;
         // SAFETY: a CUDA frame from libavcodec: data[0] and data[1] are device addresses of
         // its luma and chroma planes, in the memory its buffers hold (in FFmpeg 5.1, NVDEC's
-        // mapped output surface, held by buf[1], with an empty buf[0]); the clone takes new
-        // references to those buffers (null when out of memory).
+        // mapped output surface, held by buf[1], with an empty buf[0]); the lease takes new
+        // references to those buffers.
         let (base, luma, chroma, pitches, len, frame) = unsafe {
             let f = picture.as_ptr();
             let buf = (*f).buf[0];
@@ -473,12 +454,12 @@ impl Nvdec {
                 (*f).data[1] as u64,
                 ((*f).linesize[0], (*f).linesize[1]),
                 (*buf).size as u64,
-                ffi::av_frame_clone(f),
+                super::lease::FrameLease::of(f, "an NVDEC picture"),
             )
         };
-        anyhow::ensure!(!frame.is_null(), "out of memory lending an NVDEC picture");
         let lease = Lent {
-            frame,
+            _frame: frame
+                .ok_or_else(|| anyhow::anyhow!("out of memory lending an NVDEC picture"))?,
             _stream: self.stream.clone(),
         };
         // The planes as the surface holds them, checked to lie inside its buffer where the

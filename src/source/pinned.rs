@@ -32,6 +32,7 @@ use cudarc::driver::CudaContext;
 use ff::ffi;
 use ffmpeg_next as ff;
 
+use super::lease::FrameLease;
 use crate::backend::device::PinnedRange;
 use crate::desc::{Memory, Plane, Planes};
 use crate::frame::FrameSize;
@@ -141,26 +142,20 @@ impl PinnedPictures {
         size: FrameSize,
     ) -> anyhow::Result<Option<(Memory, Planes)>> {
         // SAFETY: a decoded software picture: buf[0] is null or a live buffer reference,
-        // data and linesize are the decoder's own; the clone takes new references (null
-        // when out of memory).
-        let (base, data, linesize, frame) = unsafe {
+        // data and linesize are the decoder's own.
+        let (base, data, linesize, lease) = unsafe {
             let p = picture.as_ptr();
             let buf = (*p).buf[0];
             if buf.is_null() || !(*p).buf[1].is_null() || !self.ours((*buf).data) {
                 self.say_copied(picture);
                 return Ok(None);
             }
-            (
-                (*buf).data,
-                (*p).data,
-                (*p).linesize,
-                ffi::av_frame_clone(p),
-            )
+            let lease = FrameLease::of(p, "a decoded picture in page-locked memory");
+            ((*buf).data, (*p).data, (*p).linesize, lease)
         };
-        if frame.is_null() {
+        let Some(lease) = lease else {
             return Ok(None);
-        }
-        let lease = Lent { frame };
+        };
         let layout = self.shared.pool.lock().ok().and_then(|p| p.layout);
         let (Some(planes), Some(layout)) = (planes_of(format, data, linesize), layout) else {
             return Ok(None);
@@ -507,34 +502,6 @@ impl Drop for Block {
         drop(self.pin.take());
         // SAFETY: allocated by posix_memalign in `new`, unregistered above, freed once.
         unsafe { libc::free(self.ptr.cast()) };
-    }
-}
-
-/// A picture lent to a slot (`Memory::Pinned`): a reference to the decoder's frame, so that
-/// its buffer is not reused until the backend has copied it.
-struct Lent {
-    frame: *mut ffi::AVFrame,
-}
-
-impl std::fmt::Debug for Lent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a decoded picture in page-locked memory")
-    }
-}
-
-// SAFETY: the frame reference is only freed (in `drop`, once); nothing reads it through the
-// lease, so sharing or moving it between threads touches nothing but the frame's reference
-// counts, which FFmpeg keeps atomically.
-unsafe impl Send for Lent {}
-// SAFETY: as above.
-unsafe impl Sync for Lent {}
-
-impl crate::desc::Lease for Lent {}
-
-impl Drop for Lent {
-    fn drop(&mut self) {
-        // SAFETY: `frame` came from av_frame_clone and is freed once, here.
-        unsafe { ffi::av_frame_free(&mut self.frame) };
     }
 }
 
