@@ -466,6 +466,79 @@ fn the_mosaic_of_several_inputs_is_served() {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
+/// A run of several inputs lists each on the page with its own figures, its name shown as
+/// text (a file named like markup stays text), and `/stats` has them: a file, a pattern
+/// and a UDP camera that sends nothing (down, said so).
+#[test]
+fn the_page_lists_each_input_with_its_figures() {
+    let dir = TempDir::new("web-inputs");
+    let port = free_port();
+    let clip = dir.join("<i>cam.mp4");
+    let made = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=160x120:r=25:d=60",
+        ])
+        .arg(&clip)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let silent = format!("udp://127.0.0.1:{}", free_port());
+    let child = serve(
+        &dir,
+        port,
+        "pattern:320x240:30",
+        &["--input", clip.to_str().unwrap(), "--input", &silent],
+    );
+    let (chromium, devtools) = chromium_at(&dir, port);
+    let rows = "Array.from(document.querySelectorAll('#inputs tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent).join('|')).join(' ; ') + ' ; markup ' + document.querySelectorAll('#inputs i').length";
+    let out = Command::new("timeout")
+        .args([
+            "60",
+            "/usr/bin/python3",
+            CDP,
+            &devtools.to_string(),
+            "sleep:3",
+        ])
+        .arg(format!("eval:{rows}"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "cdp: {said}{}", stderr(&out));
+    // (The evaluated string comes back quoted, as JSON.)
+    let rows: Vec<&str> = said.trim().trim_matches('"').split(" ; ").collect();
+    assert_eq!(rows.len(), 4, "three rows and the markup count: {said}");
+    assert!(
+        rows[0].starts_with("0|pattern:320x240:30|") && rows[0].ends_with("|running"),
+        "{said}"
+    );
+    assert!(
+        rows[1].starts_with("1|") && rows[1].contains("<i>cam.mp4|"),
+        "{said}"
+    );
+    assert!(
+        rows[2].starts_with(&format!("2|{silent}|0|0|")) && rows[2].contains("|down "),
+        "{said}"
+    );
+    assert_eq!(rows[3], "markup 0", "a name was read as markup: {said}");
+    let frames: u64 = rows[0].split('|').nth(2).unwrap().parse().unwrap();
+    assert!(frames > 0, "{said}");
+    let (status, stats) = http(port, "GET", "/stats", "");
+    assert_eq!(status, 200);
+    let stats: serde_json::Value = serde_json::from_slice(&stats).unwrap();
+    let inputs = stats["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 3, "{stats}");
+    assert!(inputs[0]["processed"].as_u64().unwrap() > 0, "{stats}");
+    assert!(inputs[0]["latency_ms"]["p99"].as_f64().is_some(), "{stats}");
+    drop(chromium);
+    let out = stop(child, "inputs view");
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
+
 #[test]
 fn other_sites_can_neither_watch_nor_steer_the_view() {
     let dir = TempDir::new("web-rebinding");

@@ -214,6 +214,35 @@ pub fn metrics(snap: &Snapshot) -> String {
     out
 }
 
+/// Each input's figures for the page's table (`/stats`' `inputs`), named as `/metrics`
+/// names them (no user or password of an address): what it captured and dropped, its
+/// latency, and how it stands (running, down and for how long, reconnecting, ended).
+pub fn inputs_json(snap: &Snapshot) -> serde_json::Value {
+    let rows = snap.inputs.iter().enumerate().map(|(i, input)| {
+        let state = match (&input.ended, &input.state, input.down) {
+            (Some(ended), _, _) => ended.clone(),
+            (None, Some(state), _) => state.clone(),
+            (None, None, Some(d)) => format!("down {:.0} s", d.as_secs_f64()),
+            (None, None, None) => "running".to_string(),
+        };
+        serde_json::json!({
+            "input": i,
+            "name": snap.label(i),
+            "captured": input.captured,
+            "processed": input.processed,
+            "dropped": input.dropped,
+            "reconnects": input.reconnects,
+            "latency_ms": {
+                "mean": input.latency.mean_ms,
+                "p99": input.latency.p99_ms,
+                "max": input.latency.max_ms,
+            },
+            "state": redact(&state),
+        })
+    });
+    serde_json::Value::Array(rows.collect())
+}
+
 /// Each input's latency (capture to out of the sink) as a summary: the 0.99 quantile, the
 /// sum and the count.
 fn latency(out: &mut String, snap: &Snapshot, labels: &[String]) {

@@ -3,7 +3,8 @@
 //! overlay's in a tooltip), the last frames' timeline (`/timeline.svg`), and the run's
 //! controls (filter presets with the running one marked, a chain typed as `--filter` takes
 //! it, pause, save frame, stop; page-locked/pageable and bands on the CUDA backend only). With
-//! several inputs it is handed the mosaic's labelled pictures, as the window is. Who is
+//! several inputs it is handed the mosaic's labelled pictures, as the window is, and lists
+//! each input with its figures (`/stats`' `inputs`, taken with `/metrics`'). Who is
 //! answered is `access`; the HTTP server is `server` (hyper); the page is `page.html`; what
 //! an orchestrator asks (`/healthz`, `/metrics`) is `health`. The start line is the page's
 //! whole address, token included, to open as it is; the figures read 0 fps while paused.
@@ -16,7 +17,9 @@
 //! `access`'s checks first (host, token, origin; `/healthz` the host only, and it names no
 //! input); nothing but the page, its stream, one frame, the figures, the timeline, the
 //! controls, `/healthz` and `/metrics` is served (404); a chain from the page names no file
-//! (`kernel:` is refused: the server's files are named on its command line only); the server binds to 127.0.0.1
+//! (`kernel:` is refused: the server's files are named on its command line only); an
+//! input's name reaches the page without an address's user and password, and the page
+//! shows it as text, never as markup; the server binds to 127.0.0.1
 //! unless an address is given; `finish` stops the server and the encoder within a poll
 //! (`POLL`).
 
@@ -135,6 +138,8 @@ pub struct Web {
     labels: (Vec<String>, Vec<String>),
     /// When the figures of `/healthz` and `/metrics` were last taken.
     snapped: Option<Instant>,
+    /// Each input's figures for the page, taken with the snapshot (`health::inputs_json`).
+    inputs: String,
     /// When the timeline was last drawn.
     drawn: Option<Instant>,
     /// Each preset as the backend names its chain (`filter::PRESETS`, parsed), to mark the
@@ -200,6 +205,7 @@ impl Web {
             spare: Vec::new(),
             labels: (Vec::new(), Vec::new()),
             snapped: None,
+            inputs: "[]".to_string(),
             drawn: None,
             presets: crate::filter::PRESETS
                 .iter()
@@ -241,6 +247,7 @@ impl Web {
         }
         self.snapped = Some(Instant::now());
         let snap = health::Snapshot::of(live, &self.labels.0, &self.labels.1);
+        self.inputs = health::inputs_json(&snap).to_string();
         if let Ok(mut s) = self.shared.snapshot.lock() {
             *s = snap;
         }
@@ -352,8 +359,15 @@ impl Display for Web {
                 .collect::<Vec<_>>(),
             "clients": self.shared.clients.load(Ordering::SeqCst),
         });
+        // Each input's figures, as last taken for `/metrics`, are spliced in as serialized
+        // then (a hundred cameras' rows are not built again for every frame).
+        let mut stats = json.to_string();
+        stats.pop(); // the object's closing brace
+        stats.push_str(",\"inputs\":");
+        stats.push_str(&self.inputs);
+        stats.push('}');
         if let Ok(mut s) = self.shared.stats.lock() {
-            *s = json.to_string();
+            *s = stats;
         }
     }
     fn idle(&mut self) -> Result<Flow> {
