@@ -468,9 +468,10 @@ fn the_mosaic_of_several_inputs_is_served() {
 
 /// A run of several inputs lists each on the page with its own figures, its name shown as
 /// text (a file named like markup stays text), and `/stats` has them: a file, a pattern
-/// and a UDP camera that sends nothing (down, said so).
+/// and a UDP camera that sends nothing (down, said so). A double click on a tile of the
+/// mosaic shows that input alone at its own size, and another brings the mosaic back.
 #[test]
-fn the_page_lists_each_input_with_its_figures() {
+fn the_page_lists_each_input_and_zooms_into_one() {
     let dir = TempDir::new("web-inputs");
     let port = free_port();
     let clip = dir.join("<i>cam.mp4");
@@ -495,6 +496,8 @@ fn the_page_lists_each_input_with_its_figures() {
         &["--input", clip.to_str().unwrap(), "--input", &silent],
     );
     let (chromium, devtools) = chromium_at(&dir, port);
+    // Then a double click on tile 1 (top right of the 2x2 mosaic), as a user gives it.
+    let dblclick = "const v = document.getElementById('view'), r = v.getBoundingClientRect(); v.dispatchEvent(new MouseEvent('dblclick', {bubbles: true, clientX: r.left + r.width * 0.75, clientY: r.top + r.height * 0.25})); 'picked ' + v.naturalWidth + 'x' + v.naturalHeight";
     let rows = "Array.from(document.querySelectorAll('#inputs tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent).join('|')).join(' ; ') + ' ; markup ' + document.querySelectorAll('#inputs i').length";
     let out = Command::new("timeout")
         .args([
@@ -505,11 +508,17 @@ fn the_page_lists_each_input_with_its_figures() {
             "sleep:3",
         ])
         .arg(format!("eval:{rows}"))
+        .arg(format!("eval:{dblclick}"))
         .output()
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "cdp: {said}{}", stderr(&out));
     // (The evaluated string comes back quoted, as JSON.)
+    let mut lines = said.lines();
+    let (said, picked) = (
+        lines.next().unwrap_or_default(),
+        lines.next().unwrap_or_default(),
+    );
     let rows: Vec<&str> = said.trim().trim_matches('"').split(" ; ").collect();
     assert_eq!(rows.len(), 4, "three rows and the markup count: {said}");
     assert!(
@@ -534,6 +543,38 @@ fn the_page_lists_each_input_with_its_figures() {
     assert_eq!(inputs.len(), 3, "{stats}");
     assert!(inputs[0]["processed"].as_u64().unwrap() > 0, "{stats}");
     assert!(inputs[0]["latency_ms"]["p99"].as_f64().is_some(), "{stats}");
+    // The double click showed input 1 (the 160x120 file) alone, at its own size.
+    assert!(picked.contains("picked 640x480"), "{picked}");
+    let size = || {
+        let (status, jpeg) = http(port, "GET", "/frame.jpg", "");
+        assert_eq!(status, 200);
+        let img = opencv::imgcodecs::imdecode(
+            &opencv::core::Vector::<u8>::from_slice(&jpeg),
+            opencv::imgcodecs::IMREAD_COLOR,
+        )
+        .unwrap();
+        (img.cols(), img.rows())
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while size() != (160, 120) {
+        assert!(
+            Instant::now() < deadline,
+            "input 1 was not shown alone: {:?}",
+            size()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // A double click on it brings the mosaic back (the page's request, as the page sends it).
+    let back = http(port, "POST", "/control?pick=10%2C10&double=1", CONTROL);
+    assert_eq!(back.0, 200);
+    while size() != (640, 480) {
+        assert!(
+            Instant::now() < deadline,
+            "the mosaic did not come back: {:?}",
+            size()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     drop(chromium);
     let out = stop(child, "inputs view");
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));

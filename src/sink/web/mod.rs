@@ -3,8 +3,10 @@
 //! overlay's in a tooltip), the last frames' timeline (`/timeline.svg`), and the run's
 //! controls (filter presets with the running one marked, a chain typed as `--filter` takes
 //! it, pause, save frame, stop; page-locked/pageable and bands on the CUDA backend only). With
-//! several inputs it is handed the mosaic's labelled pictures, as the window is, and lists
-//! each input with its figures (`/stats`' `inputs`, taken with `/metrics`'). Who is
+//! several inputs it is handed the mosaic's labelled pictures, as the window is, passes a
+//! click on the picture to the mosaic as the window does (a double click shows a tile's
+//! input alone, `Ask::Pick`), and lists each input with its figures (`/stats`' `inputs`,
+//! taken with `/metrics`'). Who is
 //! answered is `access`; the HTTP server is `server` (hyper); the page is `page.html`; what
 //! an orchestrator asks (`/healthz`, `/metrics`) is `health`. The start line is the page's
 //! whole address, token included, to open as it is; the figures read 0 fps while paused.
@@ -67,7 +69,14 @@ pub(crate) enum Ask {
     Chain(crate::filter::Chain),
     /// Stop the run, as q does.
     Stop,
+    /// A click on the picture at (x, y), the picture's own pixels: the mosaic selects the
+    /// tile there, and a double click shows its input alone at its own size, and back (as
+    /// a click in the window does).
+    Pick { x: i32, y: i32, double: bool },
 }
+
+/// The largest coordinate a pick may name (past any picture's side).
+const MAX_PICK: i32 = 1 << 16;
 
 /// What a control request (`POST /control?key=K`, `/chain?chain=C`, `/stop`) asks, or why it
 /// is refused (400). A chain with a kernel file is refused: the page may not name files on
@@ -91,11 +100,29 @@ fn ask_of(path: &str, query: &str) -> Result<Ask, String> {
             }
             text.parse().map(Ask::Chain).map_err(|e| format!("{e}"))
         }
+        _ if access::query_param(query, "pick").is_some() => pick_of(query),
         _ => access::query_param(query, "key")
             .and_then(|k| decode_key(&k))
             .map(Ask::Key)
             .ok_or_else(|| "key: one of 1-9, p, b, B, space".to_string()),
     }
+}
+
+/// `pick=X,Y` (the picture's pixels) and `double=1` for a double click.
+fn pick_of(query: &str) -> Result<Ask, String> {
+    let pick = access::query_param(query, "pick").unwrap_or_default();
+    let coordinate = |v: &str| {
+        v.trim()
+            .parse::<i32>()
+            .ok()
+            .filter(|v| (0..MAX_PICK).contains(v))
+    };
+    let (x, y) = pick
+        .split_once(',')
+        .and_then(|(x, y)| Some((coordinate(x)?, coordinate(y)?)))
+        .ok_or_else(|| format!("pick: X,Y in the picture's pixels, 0 to {MAX_PICK}"))?;
+    let double = access::query_param(query, "double").as_deref() == Some("1");
+    Ok(Ask::Pick { x, y, double })
 }
 
 /// The page: the stream, the figures (polled twice a second), the buttons.
@@ -272,6 +299,7 @@ impl Web {
             let flow = match ask {
                 Ask::Key(key) => super::pipeline_key(key, &mut self.knobs)?,
                 Ask::Chain(chain) => Some(Flow::Control(crate::backend::Control::Chain(chain))),
+                Ask::Pick { x, y, double } => Some(Flow::Pick { x, y, double }),
                 Ask::Stop => {
                     crate::info!("the browser view asked to stop");
                     Some(Flow::Quit)
@@ -442,6 +470,17 @@ fn decode_key(k: &str) -> Option<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pick_names_a_point_of_the_picture() {
+        let Ok(Ask::Pick { x, y, double }) = ask_of("/control", "pick=12%2C34&double=1") else {
+            panic!("a pick was refused");
+        };
+        assert_eq!((x, y, double), (12, 34, true));
+        for bad in ["pick=12", "pick=-1,3", "pick=a,b", "pick=70000,1"] {
+            assert!(ask_of("/control", bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn only_the_pages_keys_are_taken() {
