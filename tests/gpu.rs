@@ -772,3 +772,131 @@ fn cuda_mosaic_rate_against_every_frame_brought_down() {
         );
     }
 }
+
+/// A frame a CPU decoder lends in page-locked host memory (`Memory::Pinned`, as
+/// `source/pinned.rs` does) is uploaded from there, bit-exact, and the slot's own input
+/// buffer, which no copy goes through, is never page-locked: only the outputs are.
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_uploads_frames_lent_in_page_locked_memory_and_locks_no_input_buffer() {
+    use framepipe::desc::{Lease, Memory, Planes};
+    use framepipe::ring::HostBuffer;
+    use framepipe::source::{pattern::Pattern, Read, Source};
+    use std::sync::atomic::{AtomicI64, Ordering};
+    use std::sync::Arc;
+
+    if !cuda_or_skip("cuda_uploads_frames_lent_in_page_locked_memory_and_locks_no_input_buffer") {
+        return;
+    }
+    const FRAMES: usize = 12;
+    // Registrations the backend made: all of them less the test's own buffers still alive
+    // (read first, so that a buffer freed in between can only make the count lower).
+    static MOST: AtomicI64 = AtomicI64::new(0);
+    static ALIVE: AtomicI64 = AtomicI64::new(0);
+    let others = device::live_registrations();
+    let backends = move || {
+        let alive = ALIVE.load(Ordering::SeqCst);
+        device::live_registrations() - alive - others
+    };
+    /// A lent frame's buffer, held until the backend has copied it (as a decoder's frame
+    /// reference holds its picture).
+    struct Held {
+        _buffer: HostBuffer,
+    }
+    impl std::fmt::Debug for Held {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a page-locked test frame")
+        }
+    }
+    impl Lease for Held {}
+    impl Drop for Held {
+        fn drop(&mut self) {
+            ALIVE.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    /// The pattern, each frame drawn into a page-locked buffer of its own and lent from there.
+    struct Lending<F> {
+        pattern: Pattern,
+        buffers: Vec<Option<HostBuffer>>,
+        next: usize,
+        backends: F,
+    }
+    impl<F: Fn() -> i64 + Send> Source for Lending<F> {
+        fn describe(&self) -> String {
+            "a pattern lent in page-locked memory".into()
+        }
+        fn size(&self) -> FrameSize {
+            self.pattern.size()
+        }
+        fn format(&self) -> PixelFormat {
+            self.pattern.format()
+        }
+        fn fps(&self) -> Option<f64> {
+            None
+        }
+        fn is_live(&self) -> bool {
+            false
+        }
+        fn read(&mut self, _slot: &mut [u8]) -> anyhow::Result<Read> {
+            MOST.fetch_max((self.backends)(), Ordering::SeqCst);
+            let Some(Some(buffer)) = self.buffers.get_mut(self.next) else {
+                return Ok(Read::End);
+            };
+            let len = self.pattern.format().bytes(self.pattern.size());
+            self.pattern.read(&mut buffer[..len])
+        }
+        fn skip(&mut self) -> anyhow::Result<Read> {
+            self.pattern.skip()
+        }
+        fn lent(&mut self) -> Option<(Memory, Planes)> {
+            let buffer = self.buffers.get_mut(self.next)?.take()?;
+            self.next += 1;
+            let memory = Memory::Pinned {
+                ptr: buffer.as_ptr() as u64,
+                lease: Arc::new(Held { _buffer: buffer }),
+            };
+            Some((memory, Planes::packed(self.format(), self.size())))
+        }
+    }
+
+    let ctx = device::open_device(device::DEFAULT_DEVICE).unwrap();
+    let (size, formats): (FrameSize, Formats) = (FrameSize::new(320, 240), "i420".parse().unwrap());
+    let buffers: Vec<Option<HostBuffer>> = (0..FRAMES)
+        .map(|_| {
+            let mut b = HostBuffer::new(formats.input.bytes(size));
+            device::PinnedRange::lock(&ctx, &mut b).unwrap();
+            Some(b)
+        })
+        .collect();
+    ALIVE.store(FRAMES as i64, Ordering::SeqCst);
+    let ring = 4;
+    let counts = Counts {
+        ring,
+        in_flight: 2,
+        bands: 3,
+        busy_bands: 2,
+    };
+    let chain: framepipe::filter::Chain = "gauss:1".parse().unwrap();
+    let mut plan = Plan::new(BackendKind::Cuda, size, formats, chain.clone(), counts).unwrap();
+    plan.frames = Some(FRAMES as u64);
+    let source = Box::new(Lending {
+        pattern: Pattern::new(size, 0.0).in_format(formats.input),
+        buffers,
+        next: 0,
+        backends,
+    });
+    let mut sink = common::CheckSink::in_formats(chain, size, formats);
+    plan.run(source, &mut sink, &framepipe::stop::Stop::new())
+        .unwrap();
+    assert_eq!(
+        (sink.seen, sink.bad_frames),
+        (FRAMES as u64, 0),
+        "frames equal the reference"
+    );
+    let locked = MOST.load(Ordering::SeqCst).max(backends());
+    assert!(
+        (0..=ring as i64).contains(&locked),
+        "{locked} ring buffers page-locked: the outputs only (at most {ring}), no input"
+    );
+    println!("lent in page-locked memory: {FRAMES} frames equal, {locked} ring buffers locked");
+}

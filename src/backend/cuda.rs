@@ -347,8 +347,8 @@ impl CudaBackend {
             slot.output_memory = lender.take(set.lent_bytes())?;
             slot.output_skipped = true;
         }
-        let lent = matches!(slot.output_memory, crate::desc::Memory::Device { .. });
-        let graph = graph && !lent;
+        let lent_out = matches!(slot.output_memory, crate::desc::Memory::Device { .. });
+        let graph = graph && !lent_out;
         lock_buffers(self.cfg.pageable, &self.device, &mut slot, lent)?;
         let set = self.sets.last_mut().expect("use_set made it the last");
         let composed = mosaic.is_some();
