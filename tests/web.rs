@@ -475,19 +475,7 @@ fn the_page_lists_each_input_and_zooms_into_one() {
     let dir = TempDir::new("web-inputs");
     let port = free_port();
     let clip = dir.join("<i>cam.mp4");
-    let made = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=160x120:r=25:d=60",
-        ])
-        .arg(&clip)
-        .status()
-        .unwrap();
-    assert!(made.success());
+    common::run::make_clip(clip.to_str().unwrap(), "160x120", "1500");
     let silent = format!("udp://127.0.0.1:{}", free_port());
     let child = serve(
         &dir,
@@ -556,25 +544,17 @@ fn the_page_lists_each_input_and_zooms_into_one() {
         (img.cols(), img.rows())
     };
     let deadline = Instant::now() + Duration::from_secs(10);
-    while size() != (160, 120) {
-        assert!(
-            Instant::now() < deadline,
-            "input 1 was not shown alone: {:?}",
-            size()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let until = |want: (i32, i32), what: &str| {
+        while size() != want {
+            assert!(Instant::now() < deadline, "{what}: {:?}", size());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    until((160, 120), "input 1 was not shown alone");
     // A double click on it brings the mosaic back (the page's request, as the page sends it).
     let back = http(port, "POST", "/control?pick=10%2C10&double=1", CONTROL);
     assert_eq!(back.0, 200);
-    while size() != (640, 480) {
-        assert!(
-            Instant::now() < deadline,
-            "the mosaic did not come back: {:?}",
-            size()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    until((640, 480), "the mosaic did not come back");
     drop(chromium);
     let out = stop(child, "inputs view");
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
