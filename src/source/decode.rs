@@ -520,8 +520,6 @@ fn open_demuxer(url: &str, network: bool) -> Result<ff::format::context::Input> 
     })
 }
 
-/// `stream`'s decoder, with frame threads (slice threads for a live stream, whose frames
-/// must not wait for others), and NVDEC attached where `asked` wants it and it can.
 /// The decoder libavcodec opens, with NVDEC where it was given it, else its pictures in
 /// page-locked buffers where they may be lent (`Asked::pinned`).
 type Opened = (
@@ -530,6 +528,8 @@ type Opened = (
     Option<super::pinned::PinnedPictures>,
 );
 
+/// `stream`'s decoder, with frame threads (slice threads for a live stream, whose frames
+/// must not wait for others), and NVDEC attached where `asked` wants it and it can.
 fn open_decoder(
     stream: &ff::format::stream::Stream,
     live: bool,
