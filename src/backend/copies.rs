@@ -1,8 +1,8 @@
 //! Copies of a frame's rows between host and device memory, or within the device, queued
 //! on a stream as 2D copies (`cuMemcpy2DAsync`): a band's rows up from the ring's slot, a
-//! decoder's surface or a decoder's page-locked picture, and a frame's rows down into the slot or the buffer lent with it
-//! (`lend`). Used by the lane sets (`lanes`) and the whole-frame part of a chain
-//! (`reshape`).
+//! decoder's surface or a decoder's page-locked picture, and a frame's rows down into the
+//! slot or the buffer lent with it (`lend`). Used by the lane sets (`lanes`) and the
+//! whole-frame part of a chain (`reshape`).
 //!
 //! Invariants: every copy is checked to lie inside both of its buffers before it is queued
 //! (`check_copy`); the memory at both ends is the caller's to keep alive and unchanged

@@ -724,29 +724,24 @@ impl LaneSet {
             )?;
             return Ok(());
         }
-        match &slot.desc.memory {
-            Memory::Device { ptr, .. } => {
+        let lent = match &slot.desc.memory {
+            Memory::Device { ptr, .. } => Some(End::Device(*ptr)),
+            Memory::Pinned { ptr, .. } => Some(End::Host(*ptr as *const u8)),
+            Memory::Host => None,
+        };
+        match lent {
+            Some(frame) => {
                 let planes = &slot.desc.planes;
                 let extent = planes.extent(input, size);
                 for c in planes.band_copies(input, size, geo.input_rows.clone()) {
-                    // SAFETY: the source checked the planes against the surface's buffer
-                    // (`Nvdec::lend`), so their extent is its memory, and the slot's lease
+                    // SAFETY: the source checked the planes against the buffer it lends them
+                    // in (NVDEC's surface, `Nvdec::lend`; the pool's page-locked picture,
+                    // `source::pinned`), so their extent is its memory, and the slot's lease
                     // keeps that buffer until the frame completes.
-                    unsafe { copy_from_lent(s, End::Device(*ptr), extent, &mut bl.raw_in, c)? };
-                }
-            }
-            Memory::Pinned { ptr, .. } => {
-                let planes = &slot.desc.planes;
-                let extent = planes.extent(input, size);
-                let frame = End::Host(*ptr as *const u8);
-                for c in planes.band_copies(input, size, geo.input_rows.clone()) {
-                    // SAFETY: the decoder's pool checked the planes against the picture's
-                    // page-locked buffer (`source::pinned`), so their extent is its memory,
-                    // and the slot's lease keeps that buffer until the frame completes.
                     unsafe { copy_from_lent(s, frame, extent, &mut bl.raw_in, c)? };
                 }
             }
-            Memory::Host => {
+            None => {
                 for c in input.band_copies(size, geo.input_rows.clone()) {
                     copy_up(s, &slot.input, &mut bl.raw_in, c)?;
                 }
