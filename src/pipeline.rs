@@ -58,8 +58,8 @@ use crate::ring::{self, Slot};
 use crate::sink::{Flow, Sink};
 use crate::source::{Read, Source};
 use crate::stats::{
-    ms, CaptureStats, InputLive, InputStats, Latency, LatencyNow, Live, ProcessStats, SinkStats,
-    Summary, ThreadCpu,
+    ms, slow, CaptureStats, InputLive, InputStats, Latency, LatencyNow, Live, ProcessStats,
+    SinkStats, Summary, ThreadCpu,
 };
 use crate::stop::Stop;
 use crate::trace::{Kind, Recent, Span, Trace, Track, STRIP_FRAMES};
@@ -628,13 +628,14 @@ fn arrive(
                 "{name} opened late and joins the run: {}",
                 source.describe()
             );
-            let size = source.size();
+            let (t, size) = (Instant::now(), source.size());
             let out = (shared.resize)(size);
             for slot in ring_of(InputId(input as u16), ring, (size, out), formats) {
                 refill
                     .send(slot)
                     .expect("its free list has room for its ring");
             }
+            slow(format_args!("input {input}: making its ring"), t.elapsed());
             Ok(Some(source))
         }
     }
@@ -778,8 +779,44 @@ fn join_within<T>(thread: thread::JoinHandle<T>, limit: Duration) -> Option<thre
     Some(thread.join())
 }
 
-/// The longest a live source waits for a free slot before it drops a frame.
+/// The longest a live source waits for a free slot before it drops a frame, once its
+/// patience is spent.
 const LIVE_GRACE: Duration = Duration::from_millis(50);
+
+/// A live source's patience: how long it may still wait for a free slot, in all, past a
+/// frame's time (`Source::burst_budget`). A burst (the frames a camera buffered while it
+/// was probed, decoded at once as a large wall joins) spends it and passes whole; it comes
+/// back at a tenth of real time, so a pipeline that stays behind soon drops frames after a
+/// frame's wait, and what comes out stays current.
+struct Patience {
+    budget: Duration,
+    left: Duration,
+    since: Instant,
+}
+
+impl Patience {
+    fn new(budget: Duration) -> Self {
+        Self {
+            budget,
+            left: budget,
+            since: Instant::now(),
+        }
+    }
+
+    /// How long to wait for the next free slot: `frame` (a frame's time), or longer while
+    /// patience is left.
+    fn wait(&mut self, frame: Duration) -> Duration {
+        let now = Instant::now();
+        self.left = (self.left + (now - self.since) / 10).min(self.budget);
+        self.since = now;
+        frame.max(self.left)
+    }
+
+    /// `waited` was spent waiting for a slot, of which a frame's time (`frame`) is free.
+    fn spend(&mut self, waited: Duration, frame: Duration) {
+        self.left = self.left.saturating_sub(waited.saturating_sub(frame));
+    }
+}
 
 fn capture_loop(
     source: &mut dyn Source,
@@ -791,11 +828,13 @@ fn capture_loop(
     let live = source.is_live();
     shared.inputs[how.input].live.store(live, Ordering::Relaxed);
     // How long a live source waits for a free slot before it drops a frame: one frame's
-    // time. A burst (the frames an input decoded while it was probed, a stall of the
-    // network) then goes through at the pipeline's pace instead of being dropped, and a
-    // frame never waits longer than the next one would come.
+    // time, so that a frame never waits longer than the next one would come, and longer
+    // while its patience lasts (a source that buffers what arrives meanwhile): a burst (the
+    // frames an input decoded while it was probed, a stall of the network) then goes
+    // through at the pipeline's pace instead of being dropped.
     let grace = Duration::from_secs_f64(1.0 / source.fps().filter(|f| *f >= 1.0).unwrap_or(30.0))
         .min(LIVE_GRACE);
+    let mut patience = Patience::new(source.burst_budget());
     let mine = &shared.inputs[how.input];
     let mut captured = 0;
     while !shared.stop.is_requested() {
@@ -819,19 +858,21 @@ fn capture_loop(
         let mut slot = match free.try_recv() {
             Ok(slot) => slot,
             Err(TryRecvError::Disconnected) => return Ok(()),
-            Err(TryRecvError::Empty) if live => match free.recv_timeout(grace) {
-                Ok(slot) => slot,
-                Err(RecvTimeoutError::Disconnected) => return Ok(()),
-                Err(RecvTimeoutError::Timeout) => {
-                    // Ring full for a frame's time: the pipeline is behind, and a live
-                    // source drops this frame so that what is shown stays fresh.
-                    if source.skip()? == Read::End {
-                        return Ok(());
+            Err(TryRecvError::Empty) if live => {
+                match wait_live(free, grace, &mut patience, &shared.stop) {
+                    Ok(slot) => slot,
+                    Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                    Err(RecvTimeoutError::Timeout) => {
+                        // Ring full for a frame's time, patience spent: the pipeline is behind,
+                        // and a live source drops this frame so that what is shown stays fresh.
+                        if source.skip()? == Read::End {
+                            return Ok(());
+                        }
+                        mine.dropped.fetch_add(1, Ordering::SeqCst);
+                        continue;
                     }
-                    mine.dropped.fetch_add(1, Ordering::SeqCst);
-                    continue;
                 }
-            },
+            }
             Err(TryRecvError::Empty) => match free.recv_timeout(POLL) {
                 Ok(slot) => slot,
                 Err(RecvTimeoutError::Timeout) => continue,
@@ -851,6 +892,13 @@ fn capture_loop(
         slot.stamps.captured = Instant::now();
         let took = slot.stamps.captured - t;
         slot.stamps.capture_ms = ms(took);
+        if !live {
+            // (A live source's read waits for the network: its pace, not a stall.)
+            slow(
+                format_args!("input {}: reading frame {captured}", how.input),
+                took,
+            );
+        }
         mine.read_us
             .fetch_add(took.as_micros() as u64, Ordering::SeqCst);
         // A frame left in device memory is described there (its lease is dropped once the
@@ -870,6 +918,30 @@ fn capture_loop(
         }
     }
     Ok(())
+}
+
+/// A free slot for a live source: waits a frame's time, or longer while `patience` lasts;
+/// a stop ends the wait as a closed ring does (`Disconnected`), within `POLL`.
+fn wait_live(
+    free: &Receiver<Slot>,
+    frame: Duration,
+    patience: &mut Patience,
+    stop: &Stop,
+) -> Result<Slot, RecvTimeoutError> {
+    let t = Instant::now();
+    let limit = patience.wait(frame);
+    let got = loop {
+        let left = limit.saturating_sub(t.elapsed());
+        match free.recv_timeout(left.min(POLL)) {
+            Err(RecvTimeoutError::Timeout) if stop.is_requested() => {
+                break Err(RecvTimeoutError::Disconnected)
+            }
+            Err(RecvTimeoutError::Timeout) if t.elapsed() < limit => continue,
+            got => break got,
+        }
+    };
+    patience.spend(t.elapsed(), frame);
+    got
 }
 
 fn backend_loop(
@@ -937,7 +1009,13 @@ fn backend_loop(
         }
         let busy = backend.in_flight();
         if !input_open || busy >= backend.capacity() {
-            match backend.complete(true)? {
+            let t = Instant::now();
+            let completed = backend.complete(true)?;
+            slow(
+                format_args!("backend: waiting for a frame on the GPU"),
+                t.elapsed(),
+            );
+            match completed {
                 Some(slot) => forward(slot, st),
                 None if !input_open => return pass_pictures(backend, Fetch::Last),
                 None => {}
@@ -949,7 +1027,7 @@ fn backend_loop(
             // finished frame is handed on at once (a timed sleep costs its timer slack,
             // tens of microseconds, on every frame of a live source).
             match filled.try_recv() {
-                Ok(slot) => backend.submit(slot)?,
+                Ok(slot) => submit(backend, slot)?,
                 Err(TryRecvError::Empty) => thread::yield_now(),
                 Err(TryRecvError::Disconnected) => input_open = false,
             }
@@ -958,11 +1036,22 @@ fn backend_loop(
         // The GPU is idle: the last frames' tiles come down before the thread waits.
         pass_pictures(backend, Fetch::Idle)?;
         match filled.recv_timeout(POLL) {
-            Ok(slot) => backend.submit(slot)?,
+            Ok(slot) => submit(backend, slot)?,
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => input_open = false,
         }
     }
+}
+
+/// Hands `slot` to the backend (told with `-v` where that was slow).
+fn submit(backend: &mut dyn Backend, slot: Slot) -> Result<()> {
+    let (t, input) = (Instant::now(), slot.desc.input.0);
+    backend.submit(slot)?;
+    slow(
+        format_args!("backend: taking a frame of input {input}"),
+        t.elapsed(),
+    );
+    Ok(())
 }
 
 fn describe_control(c: &Control) -> String {
@@ -1131,6 +1220,7 @@ fn consume(
     };
     let flow = sink.consume(&Frame { desc: &desc, bytes })?;
     let end = Instant::now();
+    slow(format_args!("output: taking a frame"), end - t);
     progress[2].fetch_add(1, Ordering::Relaxed);
     let s = &slot.stamps;
     live.update(
@@ -1199,5 +1289,45 @@ fn act(flow: Flow, shared: &Shared, ends: &SinkEnds) {
             Some(r) => r.request(reload::Why::Key),
             None => crate::info!("r: the chain has no kernel file to reload"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patience_lets_a_burst_through_then_drops_after_a_frame() {
+        let frame = Duration::from_millis(33);
+        let mut p = Patience::new(Duration::from_secs(1));
+        // A burst: a wait of 0.6 s is patient, and spends 0.6 s less a frame's time.
+        assert!(p.wait(frame) >= Duration::from_millis(999));
+        p.spend(Duration::from_millis(600), frame);
+        let left = p.wait(frame);
+        assert!(left > Duration::from_millis(420) && left < Duration::from_millis(450));
+        // Spent: a frame's wait, no more.
+        p.spend(Duration::from_secs(2), frame);
+        assert_eq!(p.wait(frame), frame);
+        // A frame's wait or less spends nothing.
+        let mut q = Patience::new(Duration::from_millis(500));
+        q.spend(frame, frame);
+        assert!(q.wait(frame) >= Duration::from_millis(499));
+        // None to start with (a camera): a frame's wait.
+        assert_eq!(Patience::new(Duration::ZERO).wait(frame), frame);
+    }
+
+    #[test]
+    fn patience_comes_back_at_a_tenth_of_real_time() {
+        let frame = Duration::from_millis(20);
+        let mut p = Patience::new(Duration::from_secs(1));
+        p.spend(Duration::from_secs(5), frame);
+        p.since -= Duration::from_secs(3); // three seconds later
+        let w = p.wait(frame);
+        assert!(
+            w >= Duration::from_millis(300) && w < Duration::from_millis(320),
+            "{w:?}"
+        );
+        p.since -= Duration::from_secs(60); // and never more than the budget
+        assert!(p.wait(frame) <= Duration::from_secs(1));
     }
 }

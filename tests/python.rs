@@ -494,15 +494,17 @@ for f in run:
 dropped = run.dropped[0]
 run.close()
 print("got", got, "dropped", dropped)
-# 60 frames sent; those still in the ring and the queue when the sender ended are neither.
-assert dropped >= 10 and got + dropped >= 25, (got, dropped)
+# 150 frames sent: the first second of the loop's lag is waited for (a live stream's
+# patience, a burst's worth), the rest dropped; those still in the ring and the queue when
+# the sender ended are neither.
+assert dropped >= 10 and got + dropped >= 60, (got, dropped)
 "#;
 
 #[test]
 fn a_slow_loop_makes_a_live_input_drop_and_says_how_many() {
     require(&["ffmpeg"]);
     let dir = TempDir::new("python-slow");
-    crate::record::camera_clip(&dir.join("clip.ts"), 2);
+    crate::record::camera_clip(&dir.join("clip.ts"), 5);
     let port = crate::common::run::free_port().to_string();
     let out = run_script(&dir, SLOW_LOOP, &[&port], Duration::from_secs(60));
     assert!(out.contains("dropped"), "{out}");

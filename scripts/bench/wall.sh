@@ -61,6 +61,17 @@ sample_gpu() {
     nvidia-smi dmon -s u -d 1 >"$1" 2>/dev/null
 }
 
+# The browser view's frames and drops so far, all cameras, every half second for $2 seconds
+# (when the cameras join): seconds since it began, frames, dropped.
+sample_stats() {
+    local t0 k
+    t0=$(date +%s.%N)
+    for ((k = 0; k < $2 * 2; k++)); do
+        live_stats "$1" | python3 -c "import json, sys; s = json.load(sys.stdin); print('$(since "$t0")', s.get('frames'), s.get('dropped'))" 2>/dev/null || true
+        sleep 0.5
+    done
+}
+
 run() {
     local n=$1 secs=${2:-60} codec=${3:-h264} w i
     w=$(mktemp -d)
@@ -80,7 +91,10 @@ run() {
     # camera recorded, the mosaic as HLS and on the browser view.
     local outputs=(--record "$w/rec/cam-{n}.ts" --output "$w/hls/index.m3u8")
     [ -n "${WALL_OUTPUTS+x}" ] && read -r -a outputs <<<"${WALL_OUTPUTS//DIR/$w}"
-    "$FP" --headless --decode gpu --backend cuda --filter gauss:1 \
+    # WALL_FLAGS: more of framepipe's flags (-v: where the run was slow, with when).
+    local flags=()
+    [ -n "${WALL_FLAGS:-}" ] && read -r -a flags <<<"$WALL_FLAGS"
+    "$FP" --headless --decode gpu --backend cuda --filter gauss:1 "${flags[@]}" \
         "${args[@]}" "${outputs[@]}" \
         --serve "127.0.0.1:$port" --serve-token wall --summary-json "$w/summary.json" >"$OUT/wall-$codec-$n.log" 2>&1 &
     local fp=$!
@@ -96,6 +110,7 @@ run() {
     done
     sample_gpu "$w/dmon.txt" &
     local dmon=$!
+    sample_stats "$port" 20 >"$OUT/wall-$codec-$n-series.txt" &
     local t0 cpu0 cpu1 warm=15 early late
     t0=$(date +%s.%N)
     # The steady state: from `warm` seconds on (every camera open and joined).

@@ -101,6 +101,12 @@ struct Tapped {
 /// The most packets kept while opening for a tap not yet attached.
 const HELD_PACKETS: usize = 512;
 
+/// How long, in all, a live stream may wait for the pipeline before it drops frames
+/// (`Source::burst_budget`): a burst of a second (the frames buffered while a camera of a
+/// large wall was probed, decoded at once as it joins) passes whole; FFmpeg's buffers
+/// (a UDP input's fifo, the socket's, TCP's window) keep the packets that arrive meanwhile.
+const BURST_BUDGET: Duration = Duration::from_secs(1);
+
 impl Tapped {
     fn new() -> Self {
         Self {
@@ -1050,6 +1056,12 @@ impl Source for Decoded {
     }
     fn is_live(&self) -> bool {
         self.facts.live
+    }
+    fn burst_budget(&self) -> Duration {
+        match self.facts.live {
+            true => BURST_BUDGET,
+            false => Duration::ZERO,
+        }
     }
     fn frame_count(&self) -> Option<u64> {
         self.facts.frame_count

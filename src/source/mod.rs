@@ -237,6 +237,15 @@ pub trait Source: Send {
     fn fps(&self) -> Option<f64>;
     /// Live sources drop frames when the ring is full; others wait for a free slot.
     fn is_live(&self) -> bool;
+    /// How long, in all, a live source may wait for a free slot past a frame's time before
+    /// it drops frames (the capture thread's patience): a source that keeps what arrives
+    /// meanwhile (a network stream read by FFmpeg: its packets wait in the demuxer's and
+    /// the socket's buffers) rides out a burst, such as the frames it buffered while it
+    /// was probed; a camera, whose driver drops frames unseen while it is not read, has
+    /// none.
+    fn burst_budget(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
     /// Writes the next frame into `frame` (`format().bytes(size())` long), or leaves it in
     /// device memory (`lent`).
     fn read(&mut self, frame: &mut [u8]) -> Result<Read>;

@@ -189,6 +189,9 @@ impl Source for Reconnecting {
     fn is_live(&self) -> bool {
         true
     }
+    fn burst_budget(&self) -> Duration {
+        self.inner.burst_budget()
+    }
     fn read(&mut self, frame: &mut [u8]) -> Result<Read> {
         self.keep_up(|s| s.read(frame))
     }

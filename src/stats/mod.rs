@@ -405,6 +405,22 @@ pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
+/// A step of the data path slower than this is told with `-v` (`slow`).
+const SLOW: Duration = Duration::from_millis(100);
+
+/// Tells (with `-v`) a step of the data path that took `took`, where it took longer than a
+/// tenth of a second: what held frames back during a run (a stall while an input joins, an
+/// output opening), with when it ended, from the process's start.
+pub fn slow(what: std::fmt::Arguments, took: Duration) {
+    if took >= SLOW {
+        crate::debug!(
+            "slow: {what} took {:.0} ms (ended at {:.3} s)",
+            ms(took),
+            crate::stop::process_start().elapsed().as_secs_f64()
+        );
+    }
+}
+
 fn avg(total: f64, n: u64) -> f64 {
     if n == 0 {
         0.0
