@@ -453,8 +453,15 @@ impl CudaBackend {
 
 impl Drop for CudaBackend {
     fn drop(&mut self) {
-        // Copies in flight must finish before the slots in `pending` free their memory.
-        let _ = self.device.ctx.synchronize();
+        // Copies in flight must finish before the slots in `pending` free their memory:
+        // they are on the backend's own streams (the context is not synchronized: another
+        // backend of this process may be capturing a graph, which CUDA would refuse).
+        for stream in &self.device.stage_streams {
+            let _ = stream.synchronize();
+        }
+        for set in &self.sets {
+            let _ = set.synchronize();
+        }
     }
 }
 

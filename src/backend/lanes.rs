@@ -163,6 +163,11 @@ struct Marks {
 }
 
 /// The device resources of one band of one frame in flight.
+/// The bands' own streams (`per-band` layout; none in the `per-stage` one).
+fn band_streams(lanes: &[Vec<BandLane>]) -> impl Iterator<Item = &Arc<CudaStream>> {
+    lanes.iter().flatten().filter_map(|b| b.stream.as_ref())
+}
+
 struct BandLane {
     /// The band's own stream (`per-band` layout only).
     stream: Option<Arc<CudaStream>>,
@@ -396,6 +401,15 @@ pub(super) struct FrameMosaic<'a> {
 }
 
 impl LaneSet {
+    /// Waits until the work queued on this set's own streams (its bands', in the
+    /// `per-band` layout) has completed.
+    pub(super) fn synchronize(&self) -> Result<()> {
+        for stream in band_streams(&self.lanes) {
+            stream.synchronize()?;
+        }
+        Ok(())
+    }
+
     /// Allocates the lanes for `cfg`'s frames (its size, formats, plans and frames in
     /// flight) on `dev`, running `kernels` (compiled for `cfg.chain`); refuses what the
     /// device's free memory can't hold.
@@ -461,7 +475,11 @@ impl LaneSet {
             Some(shape) => Some((shape.clone(), s.clone_htod(&shape.lookup.tables)?)),
             None => None,
         };
-        dev.ctx.synchronize().context("allocating device buffers")?;
+        // The streams that allocated, not the whole context: another backend of this
+        // process may be capturing a graph, and CUDA refuses to synchronize a context then.
+        for stream in dev.stage_streams.iter().chain(band_streams(&lanes)) {
+            stream.synchronize().context("allocating device buffers")?;
+        }
         Ok(Self {
             key: LaneKey {
                 size: cfg.size,
