@@ -538,7 +538,31 @@ fn summarize(
         trace,
         reloads: opts.reload.as_ref().map(|r| r.log()).unwrap_or_default(),
         left_behind: false,
+        busy: busy_threads(shared, elapsed),
     }
+}
+
+/// The sink's, the backend's and the busiest capture thread's CPU time over `elapsed`,
+/// busiest first (`Summary::busy`).
+fn busy_threads(shared: &Shared, elapsed: Duration) -> Vec<(String, f64)> {
+    let Ok(cpu) = shared.cpu.lock() else {
+        return Vec::new();
+    };
+    let wall = elapsed.as_secs_f64().max(1e-9);
+    let share = |c: &ThreadCpu| (c.user_s + c.sys_s) / wall;
+    let mut busy: Vec<(String, f64)> = cpu
+        .iter()
+        .filter(|(name, _)| !name.starts_with("capture"))
+        .map(|(name, c)| (name.clone(), share(c)))
+        .collect();
+    let capture = cpu
+        .iter()
+        .filter(|(name, _)| name.starts_with("capture"))
+        .map(|(name, c)| (name.clone(), share(c)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    busy.extend(capture);
+    busy.sort_by(|a, b| b.1.total_cmp(&a.1));
+    busy
 }
 
 /// The most inputs one run takes: past the 64 of the first walls, bounded in practice by

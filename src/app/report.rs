@@ -120,9 +120,10 @@ fn report(reports: &Reports, summary: &Summary, ending: &Ending) -> Result<()> {
     let (captured, dropped) = (summary.capture.captured, summary.capture.dropped);
     if dropped * 100 > (captured + dropped) * DROP_WARNING_PERCENT {
         crate::warn!(
-            "{dropped} of {} frames ({:.0} %) were dropped: the live input came faster than the pipeline took it",
+            "{dropped} of {} frames ({:.0} %) were dropped: the live input came faster than the pipeline took it{}",
             captured + dropped,
-            100.0 * dropped as f64 / (captured + dropped) as f64
+            100.0 * dropped as f64 / (captured + dropped) as f64,
+            summary.what_bound().map(|b| format!("; {b}")).unwrap_or_default()
         );
     }
     write_summary_json(reports, summary, None, ending)?;

@@ -398,6 +398,47 @@ pub struct Summary {
     /// A capture thread was left blocked inside its source after the stop: the process
     /// should end without running exit-time destructors under its feet (`libc::_exit`).
     pub left_behind: bool,
+    /// The pipeline's own threads' CPU time over the run's wall time, busiest first: the
+    /// sink's, the backend's, and the busiest capture thread's (`what_bound`).
+    pub busy: Vec<(String, f64)>,
+}
+
+/// A thread busy this share of a run (or more) was the run's bound.
+const BOUND_SHARE: f64 = 0.9;
+
+impl Summary {
+    /// What held a run that dropped frames back, as far as its threads say: the thread
+    /// that was busy all the time, or that none was (the bound is then the device, its
+    /// decoders, or the machine's cores).
+    pub fn what_bound(&self) -> Option<String> {
+        let list = || {
+            let each: Vec<String> = self
+                .busy
+                .iter()
+                .map(|(name, share)| format!("{name} {:.0} %", share * 100.0))
+                .collect();
+            each.join(", ")
+        };
+        // The time the sink spent handing frames to the outputs, waits for them included.
+        let handing = self.sink_stats.sink_ms / 1e3 / self.elapsed.as_secs_f64().max(1e-9);
+        match self.busy.first() {
+            None => None,
+            _ if handing >= BOUND_SHARE => Some(format!(
+                "the outputs bound it: handing frames to them took {:.0} % of the run (threads' CPU: {})",
+                handing.min(1.0) * 100.0,
+                list()
+            )),
+            Some((name, share)) if *share >= BOUND_SHARE => Some(format!(
+                "the {name} thread was busy {:.0} % of the run and bounds it (threads' CPU: {})",
+                share * 100.0,
+                list()
+            )),
+            Some(_) => Some(format!(
+                "neither the outputs nor a thread of the pipeline was busy all the time (threads' CPU: {}): the bound is the decoders, the GPU or the machine's cores",
+                list()
+            )),
+        }
+    }
 }
 
 /// A duration in milliseconds.
@@ -607,7 +648,33 @@ pub struct Reload {
 
 #[cfg(test)]
 mod cpu_tests {
-    use super::ThreadCpu;
+    use super::*;
+
+    #[test]
+    fn what_bound_a_run_names_the_outputs_a_busy_thread_or_neither() {
+        let mut s = Summary {
+            elapsed: Duration::from_secs(10),
+            busy: vec![("sink".into(), 1.02), ("backend".into(), 0.58)],
+            ..Summary::default()
+        };
+        let b = s.what_bound().unwrap();
+        assert!(b.starts_with("the sink thread was busy 102 %"), "{b}");
+        s.sink_stats.sink_ms = 9_500.0;
+        assert!(s
+            .what_bound()
+            .unwrap()
+            .starts_with("the outputs bound it: handing frames to them took 95 %"));
+        s.sink_stats.sink_ms = 1_000.0;
+        s.busy = vec![("backend".into(), 0.5), ("sink".into(), 0.3)];
+        let b = s.what_bound().unwrap();
+        assert!(
+            b.starts_with("neither the outputs nor a thread")
+                && b.contains("backend 50 %, sink 30 %"),
+            "{b}"
+        );
+        s.busy.clear();
+        assert_eq!(s.what_bound(), None);
+    }
 
     #[test]
     fn a_thread_sees_its_own_cpu_time_grow() {
