@@ -23,8 +23,8 @@
 # frames dropped per camera (worst, and in all), p99 and max latency (capture to processed,
 # the worst camera), host CPU (cores) and memory per camera, device memory per camera,
 # NVDEC utilisation (nvidia-smi's dec, mean while running), the recordings' video packets
-# against the frames each camera's capture read (ffprobe), and whether the HLS playlist
-# and the browser view answered.
+# against the frames each camera's capture read (ffprobe), the HLS playlist's segments and
+# the frames it plays to its end (ffprobe), and whether the browser view answered.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 B=$PWD/gpu-bundle
@@ -157,6 +157,12 @@ run() {
         "$B/ffprobe" -v error -select_streams v:0 -count_packets -show_entries stream=nb_read_packets \
             -of csv=p=0 "$f" 2>/dev/null | head -1 >>"$w/recorded.txt" || echo 0 >>"$w/recorded.txt"
     done
+    # The HLS playlist played to its end once the run has finished it: the frames ffprobe
+    # decodes from its segments.
+    local played
+    played=$("$B/ffprobe" -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames \
+        -of csv=p=0 "$w/hls/index.m3u8" 2>/dev/null | head -1)
+    hls="$hls (${played:-0} frames play)"
     cp "$w/summary.json" "$OUT/wall-$codec-$n.json" 2>/dev/null || true
     cp "$w/dmon.txt" "$OUT/wall-$codec-$n-dmon.txt" 2>/dev/null || true
     local label=$codec
