@@ -104,8 +104,26 @@ const HELD_PACKETS: usize = 512;
 /// How long, in all, a live stream may wait for the pipeline before it drops frames
 /// (`Source::burst_budget`): a burst of a second (the frames buffered while a camera of a
 /// large wall was probed, decoded at once as it joins) passes whole; FFmpeg's buffers
-/// (a UDP input's fifo, the socket's, TCP's window) keep the packets that arrive meanwhile.
+/// keep the packets that arrive meanwhile (a UDP input's fifo, TCP's window, SRT's own).
 const BURST_BUDGET: Duration = Duration::from_secs(1);
+
+/// The same for RTSP and RTP, whose packets may come over UDP with no fifo of FFmpeg's: a
+/// socket's receive buffer holds a few tenths of a second of a camera's stream.
+const SOCKET_BURST_BUDGET: Duration = Duration::from_millis(250);
+
+/// A live stream's patience (`BURST_BUDGET`), by its protocol; none for a file.
+fn burst_budget_of(url: &str, live: bool) -> Duration {
+    let scheme = url
+        .split("://")
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    match (live, scheme.as_str()) {
+        (false, _) => Duration::ZERO,
+        (true, "rtsp" | "rtsps" | "rtp") => SOCKET_BURST_BUDGET,
+        (true, _) => BURST_BUDGET,
+    }
+}
 
 impl Tapped {
     fn new() -> Self {
@@ -170,6 +188,8 @@ struct Facts {
     fps: Option<f64>,
     frame_count: Option<u64>,
     live: bool,
+    /// How long, in all, it may wait for the pipeline past a frame's time (live streams).
+    patience: Duration,
     /// What the demuxer read of a file's header (None for a live stream).
     media: Option<super::media::MediaInfo>,
 }
@@ -441,6 +461,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
             fps,
             frame_count,
             live,
+            patience: burst_budget_of(url, live),
             media,
         },
         input,
@@ -1058,10 +1079,7 @@ impl Source for Decoded {
         self.facts.live
     }
     fn burst_budget(&self) -> Duration {
-        match self.facts.live {
-            true => BURST_BUDGET,
-            false => Duration::ZERO,
-        }
+        self.facts.patience
     }
     fn frame_count(&self) -> Option<u64> {
         self.facts.frame_count
@@ -1143,6 +1161,29 @@ impl Source for Decoded {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_live_stream_is_patient_by_how_its_packets_wait() {
+        let second = Duration::from_secs(1);
+        assert_eq!(
+            burst_budget_of("udp://127.0.0.1:30000?fifo_size=1000000", true),
+            second
+        );
+        assert_eq!(burst_budget_of("srt://cam:9000", true), second);
+        assert_eq!(
+            burst_budget_of("RTSP://cam/live", true),
+            SOCKET_BURST_BUDGET
+        );
+        assert_eq!(
+            burst_budget_of("rtp://239.0.0.1:5004", true),
+            SOCKET_BURST_BUDGET
+        );
+        assert_eq!(burst_budget_of("clip.mp4", false), Duration::ZERO);
+        assert_eq!(
+            burst_budget_of("http://host/clip.mp4", false),
+            Duration::ZERO
+        );
+    }
 
     #[test]
     fn an_open_that_failed_is_named_by_its_cause() {
