@@ -349,8 +349,11 @@ fn a_client_that_stops_reading_does_not_slow_the_pipeline() {
     println!(
         "unpaced: {reading:.0} fps with a viewer that reads, {stalled:.0} fps with one that stopped reading"
     );
+    // A sink that waited on the stalled connection would stop once its socket's buffer
+    // filled (a few frames' JPEGs), far below half; a loaded 2-core machine (a build beside
+    // the tests) moved the best of five to 0.62 once, quiet runs give 0.97-1.0.
     assert!(
-        stalled > 0.7 * reading,
+        stalled > 0.5 * reading,
         "a stalled viewer slowed the run: {stalled:.0} fps against {reading:.0}"
     );
 }
