@@ -909,31 +909,9 @@ fn capture_loop(
                 return Ok(());
             }
         }
-        let t = Instant::now();
-        slot.stamps.read_start = t;
-        if source.read(&mut slot.input)? == Read::End {
+        if read_frame(source, &mut slot, (how.input, captured), live, mine)? == Read::End {
             return Ok(());
         }
-        slot.stamps.captured = Instant::now();
-        let took = slot.stamps.captured - t;
-        slot.stamps.capture_ms = ms(took);
-        if !live {
-            // (A live source's read waits for the network: its pace, not a stall.)
-            slow(
-                format_args!("input {}: reading frame {captured}", how.input),
-                took,
-            );
-        }
-        mine.read_us
-            .fetch_add(took.as_micros() as u64, Ordering::SeqCst);
-        // A frame left in device memory is described there (its lease is dropped once the
-        // backend has copied it); any other is the slot's packed host buffer.
-        (slot.desc.memory, slot.desc.planes) = source.lent().unwrap_or_else(|| {
-            (
-                crate::desc::Memory::Host,
-                crate::desc::Planes::packed(slot.desc.format, slot.desc.size),
-            )
-        });
         slot.desc.index = captured;
         slot.desc.pts = source.pts();
         captured += 1;
@@ -943,6 +921,39 @@ fn capture_loop(
         }
     }
     Ok(())
+}
+
+/// Reads `source`'s next frame into `slot` (frame `at.1` of input `at.0`), timing it: into
+/// the slot's buffer, or described where it was left (a frame lent in device or page-locked
+/// memory, whose lease is dropped once the backend has copied it).
+fn read_frame(
+    source: &mut dyn Source,
+    slot: &mut Slot,
+    at: (usize, u64),
+    live: bool,
+    mine: &Counters,
+) -> Result<Read> {
+    let t = Instant::now();
+    slot.stamps.read_start = t;
+    if source.read(&mut slot.input)? == Read::End {
+        return Ok(Read::End);
+    }
+    slot.stamps.captured = Instant::now();
+    let took = slot.stamps.captured - t;
+    slot.stamps.capture_ms = ms(took);
+    if !live {
+        // (A live source's read waits for the network: its pace, not a stall.)
+        slow(format_args!("input {}: reading frame {}", at.0, at.1), took);
+    }
+    mine.read_us
+        .fetch_add(took.as_micros() as u64, Ordering::SeqCst);
+    (slot.desc.memory, slot.desc.planes) = source.lent().unwrap_or_else(|| {
+        (
+            crate::desc::Memory::Host,
+            crate::desc::Planes::packed(slot.desc.format, slot.desc.size),
+        )
+    });
+    Ok(Read::Frame)
 }
 
 /// A free slot for a live source: waits a frame's time, or longer while `patience` lasts;
