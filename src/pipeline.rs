@@ -25,8 +25,9 @@
 //! never waits on another input, and the backend takes frames in the order they were
 //! captured across inputs; each input's frames reach the sink in its capture order; a live
 //! source waits for a slot one frame's time (`LIVE_GRACE` at most), longer while its
-//! patience lasts (`Patience`: a network stream's second in all, for a burst), then
-//! discards the frame and counts it dropped, any other source waits for its own ring only; an input that ends or fails ends alone (the others
+//! patience lasts (`Patience`: a network stream's second in all, RTSP's quarter, for a
+//! burst), then discards the frame and counts it dropped, any other source waits for its own
+//! ring only; an input that ends or fails ends alone (the others
 //! go on; the run ends when every input has ended, or on a stop); a control reaches the
 //! backend only once it holds no frame; on any stop the capture threads end first, then the
 //! backend finishes what it holds, then the sink drains and is finished. A stop never waits
