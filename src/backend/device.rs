@@ -206,12 +206,13 @@ impl Device {
         let ctx = open_device(settings.device)?;
         // SAFETY: with tracking off, cudarc no longer orders a buffer's uses across streams,
         // so the lane sets do (`lanes` module doc): every device buffer of a lane set is
-        // allocated before its first frame and the streams that allocated it are synchronized
-        // after the allocations (`LaneSet::new`); a band's buffers move from the copy-in to the compute to the copy-out
-        // stream only behind the events each stage records (the per-band stream layout keeps
-        // a band on one stream); and a lane is reused, or dropped, only after its frame's
-        // last event completed (the backend drops lane sets only with no frame of theirs in
-        // flight, and synchronizes its own streams in its `Drop`).
+        // allocated before its first frame and the streams that allocated it are
+        // synchronized after the allocations (`LaneSet::new`); a band's buffers move from the
+        // copy-in to the compute to the copy-out stream only behind the events each stage
+        // records (the per-band stream layout keeps a band on one stream); and a lane is
+        // reused, or dropped, only after its frame's last event completed (the backend drops
+        // lane sets only with no frame of theirs in flight, and synchronizes its own streams
+        // in its `Drop`).
         unsafe { ctx.disable_event_tracking() };
         let (major, minor) = ctx.compute_capability()?;
         let name = format!("{} (sm_{major}{minor})", ctx.name()?);

@@ -42,8 +42,9 @@
 //! Invariants:
 //! - every (lane, band) pair owns its device buffers (two BGR, two raw), so bands and
 //!   frames never share device memory and cudarc's per-slice event tracking can stay off;
-//! - every buffer is allocated in `LaneSet::new`, which synchronizes the context before the
-//!   set's first frame;
+//! - every buffer is allocated in `LaneSet::new`, which synchronizes the streams that
+//!   allocated (never the context: another backend may be capturing) before the set's
+//!   first frame;
 //! - lanes are used in turn (`next_lane`), and the backend never holds more frames than a
 //!   set has lanes, so lane `k` is reused only after its previous frame completed;
 //! - a frame cut by the idle plan may replay a CUDA graph captured from the same calls,
@@ -162,12 +163,12 @@ struct Marks {
     end: CudaEvent,
 }
 
-/// The device resources of one band of one frame in flight.
 /// The bands' own streams (`per-band` layout; none in the `per-stage` one).
 fn band_streams(lanes: &[Vec<BandLane>]) -> impl Iterator<Item = &Arc<CudaStream>> {
     lanes.iter().flatten().filter_map(|b| b.stream.as_ref())
 }
 
+/// The device resources of one band of one frame in flight.
 struct BandLane {
     /// The band's own stream (`per-band` layout only).
     stream: Option<Arc<CudaStream>>,

@@ -407,9 +407,10 @@ pub struct Summary {
 const BOUND_SHARE: f64 = 0.9;
 
 impl Summary {
-    /// What held a run that dropped frames back, as far as its threads say: the thread
-    /// that was busy all the time, or that none was (the bound is then the device, its
-    /// decoders, or the machine's cores).
+    /// What held a run that dropped frames back, as far as the run can tell: the outputs
+    /// (handing frames to them took nearly all of it), a thread busy all the time, or
+    /// neither (the bound is then the decoders, the GPU, or the machine's cores); None
+    /// where no thread's time was read.
     pub fn what_bound(&self) -> Option<String> {
         let list = || {
             let each: Vec<String> = self
