@@ -917,6 +917,9 @@ fn capture_loop(
         slot.desc.pts = source.pts();
         captured += 1;
         mine.captured.store(captured, Ordering::SeqCst);
+        // The run's count, kept here rather than summed over every input for each frame
+        // the sink takes (`Progress`).
+        shared.progress.0[0].fetch_add(1, Ordering::Relaxed);
         if filled.send(slot).is_err() {
             return Ok(()); // the backend stopped (its error is reported by it)
         }
@@ -1266,7 +1269,6 @@ fn consume(
 ) -> Result<(Flow, Instant, Instant)> {
     let t = Instant::now();
     let progress = &shared.progress.0;
-    progress[0].store(shared.total(|c| &c.captured), Ordering::Relaxed);
     progress[1].fetch_add(1, Ordering::Relaxed);
     progress[3].store(live.dropped, Ordering::Relaxed);
     let desc = slot.output_desc();
