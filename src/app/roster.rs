@@ -47,7 +47,7 @@ impl Watch {
             flags,
             path,
             roster: roster.clone(),
-            text: std::fs::read_to_string(roster.file.as_deref()?).unwrap_or_default(),
+            text: shard::read_text(roster.file.as_deref()?).unwrap_or_default(),
             refused: None,
         };
         let (r, d, stop) = (Arc::clone(&restart), Arc::clone(&done), stop.clone());
@@ -103,9 +103,9 @@ impl Watched {
 
     /// Reads the file; true where this process's share changed.
     fn look(&mut self, asked: bool) -> bool {
-        let text = match std::fs::read_to_string(&self.path) {
+        let text = match shard::read_text(&self.path) {
             Ok(t) => t,
-            Err(e) => return self.refuse(e.to_string(), "can't be read"),
+            Err(e) => return self.refuse(e.to_string(), "is refused"),
         };
         if text == self.text {
             if asked {

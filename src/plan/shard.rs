@@ -30,6 +30,9 @@ pub const JOB_INDEX_VARIABLE: &str = "JOB_COMPLETION_INDEX";
 pub const MAX_LINES: usize = 100_000;
 /// The longest an input's line may be, bytes.
 const MAX_LINE: usize = 8192;
+/// The largest inputs file read, bytes: 100,000 lines of 160 bytes. A larger one (or a
+/// device such as `/dev/zero`) is refused before it is read whole.
+pub const MAX_BYTES: u64 = 16 << 20;
 
 /// One input of the list.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -285,11 +288,44 @@ fn named(line: &str) -> Result<(String, String), &'static str> {
 
 /// Reads the inputs file `path` and lists it after `flags`.
 pub fn read(flags: &[String], path: &str) -> Result<Vec<Entry>, ShardError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ShardError::Unreadable {
-        path: path.into(),
-        why: e.to_string(),
-    })?;
+    let text = read_text(path)?;
     list(flags, path, &text)
+}
+
+/// The inputs file's text, read only where it is a regular file of at most `MAX_BYTES`: it
+/// is opened without blocking (a FIFO with no writer would hold `open` for ever) and read
+/// no further than the bound (a device, or a file that grows while it is read, can't take
+/// unbounded memory).
+pub fn read_text(path: &str) -> Result<String, ShardError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let refused = |why: String| ShardError::Unreadable {
+        path: path.into(),
+        why,
+    };
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(|e| refused(e.to_string()))?;
+    let meta = file.metadata().map_err(|e| refused(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(refused(
+            "not a regular file (a FIFO, a device or a folder is not an inputs list)".into(),
+        ));
+    }
+    let too_large = || refused(format!("larger than {} MiB", MAX_BYTES >> 20));
+    if meta.len() > MAX_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| refused(e.to_string()))?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|_| refused("not UTF-8 text".into()))
 }
 
 /// The entries of `all` that `shard` takes (every one without a shard).
@@ -384,20 +420,27 @@ pub struct Change {
 }
 
 impl Change {
-    /// `new` against `old`.
+    /// `new` against `old`, in time linear in their lengths (a list of 100,000 inputs is
+    /// compared within a second).
     pub fn between(old: &[Entry], new: &[Entry]) -> Self {
-        let find = |list: &[Entry], name: &str| list.iter().find(|e| e.name == name).cloned();
+        use std::collections::HashMap;
+        let by_name = |list: &[Entry]| -> HashMap<String, String> {
+            list.iter()
+                .map(|e| (e.name.clone(), e.source.clone()))
+                .collect()
+        };
+        let (old_sources, new_sources) = (by_name(old), by_name(new));
         let mut c = Change::default();
         for e in new {
-            match find(old, &e.name) {
+            match old_sources.get(&e.name) {
                 None => c.added.push(e.name.clone()),
-                Some(o) if o.source != e.source => c.changed.push(e.name.clone()),
+                Some(source) if *source != e.source => c.changed.push(e.name.clone()),
                 Some(_) => {}
             }
         }
         c.removed = old
             .iter()
-            .filter(|o| find(new, &o.name).is_none())
+            .filter(|o| !new_sources.contains_key(&o.name))
             .map(|o| o.name.clone())
             .collect();
         c
