@@ -13,7 +13,6 @@ use crate::plan::run::{Outputs, Reports};
 use crate::plan::{InputPlan, RunPlan};
 use crate::sink::claim::{Claimed, Overwrite};
 use crate::sink::{self, OutputSpec};
-use crate::source::InputSpec;
 
 /// What the run claimed: each input's own output (taken as it opens), and the recording's.
 pub(super) struct Claims {
@@ -31,30 +30,34 @@ pub(super) fn claim(plan: &RunPlan) -> Result<Claims> {
     let (overwrite, reports) = (plan.writing().overwrite, plan.reports());
     let mut each = Vec::with_capacity(plan.inputs().len());
     for input in plan.inputs() {
-        let file = input_file(input);
+        let files = input_files(input);
         each.push(Some(check_outputs(
             &input.outputs,
-            file,
+            &files,
             overwrite,
             reports,
         )?));
     }
     let recording = plan
         .recording()
-        .map(|r| check_outputs(r, None, overwrite, reports))
+        .map(|r| check_outputs(r, &[], overwrite, reports))
         .transpose()?;
     Ok(Claims { each, recording })
 }
 
-/// `input`'s file, where it is one (to refuse writing over it).
-fn input_file(input: &InputPlan) -> Option<InputFile<'_>> {
-    match &input.spec {
-        InputSpec::Video(p) | InputSpec::Image(p) => paths::file_id(p).map(|id| InputFile {
+/// The files `input` opens, whatever its URL form (`InputSpec::files_opened`: `file:`,
+/// `concat:`, an HLS playlist's segments), to refuse writing over any of them.
+fn input_files(input: &InputPlan) -> Vec<InputFile<'_>> {
+    input
+        .spec
+        .files_opened()
+        .iter()
+        .filter_map(|p| paths::file_id(p))
+        .map(|id| InputFile {
             name: &input.name,
             id,
-        }),
-        _ => None,
-    }
+        })
+        .collect()
 }
 
 /// Refuses any file `outputs` (and the reports) would write that can't be written, is the
@@ -63,7 +66,7 @@ fn input_file(input: &InputPlan) -> Option<InputFile<'_>> {
 /// returned.
 fn check_outputs(
     outputs: &Outputs,
-    input_file: Option<InputFile>,
+    input_files: &[InputFile],
     overwrite: Overwrite,
     reports: &Reports,
 ) -> Result<Claimed> {
@@ -92,12 +95,12 @@ fn check_outputs(
             .iter()
             .map(|p| ("--summary-json", p.clone())),
     );
-    check_files(&files, &playlists, input_file.as_ref())?;
+    check_files(&files, &playlists, input_files)?;
     for stream in &outputs.streams {
-        stream.claim(overwrite, input_file.as_ref())?;
+        stream.claim(overwrite, input_files)?;
     }
     match &outputs.file {
-        Some(file) => file.claim(overwrite, input_file.as_ref()),
+        Some(file) => file.claim(overwrite, input_files),
         None => Ok(Claimed::Nothing),
     }
 }
@@ -107,7 +110,7 @@ fn check_outputs(
 fn check_files(
     files: &[(&str, String)],
     playlists: &[&str],
-    input_file: Option<&InputFile>,
+    input_files: &[InputFile],
 ) -> Result<()> {
     for (k, (flag, path)) in files.iter().enumerate() {
         if let Some((other, _)) = files[..k].iter().find(|(_, p)| paths::same_file(p, path)) {
@@ -127,7 +130,7 @@ fn check_files(
     let _ = playlists;
     for (flag, path) in files {
         paths::check_name(flag, path)?;
-        if let Some(input) = input_file {
+        for input in input_files {
             paths::refuse_input_file(flag, path, input)?;
         }
         paths::refuse_special(flag, path)?;
@@ -141,7 +144,7 @@ fn check_files(
 /// Refuses an input's output (or the mosaic's: `recording`) that is another input's file
 /// (each input's part checks its own input), and two outputs that are one file.
 fn refuse_crossed_files(inputs: &[InputPlan], recording: Option<&Outputs>) -> Result<()> {
-    let files: Vec<InputFile> = inputs.iter().filter_map(input_file).collect();
+    let files: Vec<InputFile> = inputs.iter().flat_map(input_files).collect();
     let outputs: Vec<&str> = inputs
         .iter()
         .map(|i| &i.outputs)

@@ -82,8 +82,8 @@ impl OutputSpec {
     /// Claims the output before anything opens (module doc): a video file (`VideoClaim`),
     /// an image sequence's folder (made where missing, locked, its files checked against
     /// `overwrite`, proven writable), an HLS playlist's names (`hls::claim`); standard
-    /// output must not be a terminal. `input` is the run's input file, where it is one.
-    pub fn claim(&self, overwrite: Overwrite, input: Option<&InputFile>) -> Result<Claimed> {
+    /// output must not be a terminal. `input` holds the files the run's input opens.
+    pub fn claim(&self, overwrite: Overwrite, input: &[InputFile]) -> Result<Claimed> {
         match self {
             OutputSpec::Video {
                 path,
@@ -180,14 +180,13 @@ impl OutputSpec {
 /// An HLS playlist's claim (`hls::claim`: its folder made, its names checked against the
 /// input and, without `-y`, against what exists).
 #[cfg(feature = "ffmpeg")]
-fn claim_playlist(path: &str, overwrite: Overwrite, input: Option<&InputFile>) -> Result<Claimed> {
-    let inputs: Vec<InputFile> = input.into_iter().cloned().collect();
-    super::hls::claim(path, overwrite, &inputs)?;
+fn claim_playlist(path: &str, overwrite: Overwrite, inputs: &[InputFile]) -> Result<Claimed> {
+    super::hls::claim(path, overwrite, inputs)?;
     Ok(Claimed::Nothing)
 }
 
 #[cfg(not(feature = "ffmpeg"))]
-fn claim_playlist(_: &str, _: Overwrite, _: Option<&InputFile>) -> Result<Claimed> {
+fn claim_playlist(_: &str, _: Overwrite, _: &[InputFile]) -> Result<Claimed> {
     Ok(Claimed::Nothing)
 }
 
@@ -195,7 +194,7 @@ fn claim_playlist(_: &str, _: Overwrite, _: Option<&InputFile>) -> Result<Claime
 fn claim_sequence(
     pattern: &crate::frame::SequencePattern,
     overwrite: Overwrite,
-    input: Option<&InputFile>,
+    input: &[InputFile],
 ) -> Result<Claimed> {
     // Like `mkdir -p`: an image sequence's folder is made when missing.
     std::fs::create_dir_all(pattern.folder()).map_err(|e| {
@@ -204,7 +203,7 @@ fn claim_sequence(
             pattern.folder().display()
         )
     })?;
-    if let Some(input) = input {
+    for input in input {
         paths::refuse_input_in_sequence("--output", pattern, input)?;
     }
     let lock = claim::FolderLock::new("--output", pattern.folder(), &pattern.path(0))?;

@@ -13,6 +13,7 @@
 //! so that what is shown stays fresh.
 
 pub mod open;
+mod opens;
 pub mod pattern;
 pub mod reconnect;
 pub mod stdin;
