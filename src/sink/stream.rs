@@ -7,7 +7,8 @@
 //! of `QUEUE` frames and dropped (and counted) when the queue is full; a peer that goes away
 //! (a failed write or connection) is connected to again with a growing pause
 //! (`FIRST_WAIT` doubling to `LONGEST_WAIT`), the frames meanwhile dropped and counted, and
-//! the run's other outputs go on; an HLS output is files, not a peer: a write that fails
+//! the run's other outputs go on, but a peer never reached in the whole run fails it (exit 1,
+//! as ffmpeg's); frames still queued at the end count as dropped; an HLS output is files, not a peer: a write that fails
 //! stops it (said, its frames dropped, the run's result an error), and it is never opened
 //! again over its own segments; `finish` sends what is queued and ends the stream (the
 //! muxer's trailer: an HLS playlist gets its end tag) within `FINISH_WITHIN` of
@@ -55,6 +56,8 @@ struct Counts {
     sent: AtomicU64,
     dropped: AtomicU64,
     reconnects: AtomicU64,
+    /// A connection was made at least once (a later one is a reconnect).
+    connected: AtomicBool,
 }
 
 /// A stream out (module doc).
@@ -73,6 +76,8 @@ pub struct Stream {
     finishing: Option<Instant>,
     /// An HLS output's files, once its muxer opened (the thread sets it).
     hls: Arc<std::sync::OnceLock<Arc<super::hls::Files>>>,
+    /// A network peer, not HLS files.
+    network: bool,
 }
 
 impl Stream {
@@ -116,7 +121,6 @@ impl Stream {
                         retry_at: Instant::now(),
                         counts,
                         abort,
-                        ever: false,
                         network,
                         hls,
                         stopped: false,
@@ -143,6 +147,7 @@ impl Stream {
             taken: 0,
             finishing: None,
             hls,
+            network,
         })
     }
 }
@@ -156,8 +161,6 @@ struct Link {
     retry_at: Instant,
     counts: Arc<Counts>,
     abort: Arc<AtomicBool>,
-    /// A connection was made at least once (a later one is a reconnect).
-    ever: bool,
     /// A network peer (connected to again when it fails), not HLS files.
     network: bool,
     /// An HLS output's files, for `Stream` to read their state.
@@ -182,11 +185,10 @@ impl Link {
     fn connect(&mut self) {
         match (self.open)() {
             Ok(out) => {
-                if self.ever {
+                if self.counts.connected.swap(true, Ordering::SeqCst) {
                     self.counts.reconnects.fetch_add(1, Ordering::SeqCst);
                     crate::info!("{}: connected again", self.url);
                 }
-                self.ever = true;
                 self.wait = FIRST_WAIT;
                 if let Some(files) = out.hls() {
                     let _ = self.hls.set(files);
@@ -201,7 +203,7 @@ impl Link {
                 if !self.network {
                     crate::warn!("{}: {e:#}; nothing is written to it", self.url);
                     self.stopped = true;
-                } else if !self.ever && self.wait == FIRST_WAIT {
+                } else if !self.counts.connected.load(Ordering::SeqCst) && self.wait == FIRST_WAIT {
                     crate::warn!("{}: {e:#}; the run goes on, connecting again", self.url);
                 } else {
                     crate::debug!("{}: {e:#}", self.url);
@@ -366,6 +368,12 @@ impl Output for Stream {
             }
         }
         let c = &self.counts;
+        // Frames still queued when the thread ended (or was left to end) were never sent:
+        // the totals count them as this line does.
+        let unsent = self
+            .taken
+            .saturating_sub(c.sent.load(Ordering::SeqCst) + c.dropped.load(Ordering::SeqCst));
+        c.dropped.fetch_add(unsent, Ordering::SeqCst);
         let (sent, dropped, again) = (
             c.sent.load(Ordering::SeqCst),
             c.dropped.load(Ordering::SeqCst),
@@ -376,6 +384,13 @@ impl Output for Stream {
             self.url,
             self.taken
         );
+        if self.network && self.taken > 0 && !c.connected.load(Ordering::SeqCst) {
+            anyhow::bail!(
+                "{}: never connected; 0 of {} frames sent",
+                self.url,
+                self.taken
+            );
+        }
         let Some(files) = self.hls.get() else {
             return Ok(());
         };
