@@ -244,6 +244,8 @@ impl Backend for CpuBackend {
                 slot.seq()
             );
         }
+        // Before any way out: a chain changed while running is checked against this size.
+        self.last = Some(size);
         let Slot { input, output, .. } = &mut slot;
         if formats.passthrough(self.chain.is_identity()) && input.len() == output.len() {
             // Nothing changes the frame: the two buffers trade places instead of a copy
@@ -267,7 +269,6 @@ impl Backend for CpuBackend {
             "a {out} frame ({formats}) does not fit its slot"
         );
         slot.output_size = (out != size).then_some(out);
-        self.last = Some(size);
         let Slot { input, output, .. } = &mut slot;
         let (input, output) = (
             &input[..need(formats.input)],

@@ -78,6 +78,20 @@ pub(crate) enum Ask {
 /// The largest coordinate a pick may name (past any picture's side).
 const MAX_PICK: i32 = 1 << 16;
 
+/// Refuses a chain that changes the frames' size or turns them: the outputs, the window
+/// and the mosaic opened at the run's size, which a chain typed while it runs can't change
+/// (a flip or a half turn, which keep every size, are taken).
+fn refuse_resizing(chain: &crate::filter::Chain) -> Result<(), String> {
+    use crate::frame::FrameSize;
+    let kept = |s: FrameSize| chain.output_size(s) == Ok(s);
+    match kept(FrameSize::new(1234, 566)) && kept(FrameSize::new(566, 1234)) {
+        true => Ok(()),
+        false => Err(format!(
+            "the chain {chain} changes the frames' size, which the outputs opened at: give it with --filter when the run starts"
+        )),
+    }
+}
+
 /// What a control request (`POST /control?key=K`, `/chain?chain=C`, `/stop`) asks, or why it
 /// is refused (400). A chain with a kernel file is refused: the page may not name files on
 /// the server (kernels come from the command line).
@@ -98,7 +112,9 @@ fn ask_of(path: &str, query: &str) -> Result<Ask, String> {
                         .into(),
                 );
             }
-            text.parse().map(Ask::Chain).map_err(|e| format!("{e}"))
+            let chain: crate::filter::Chain = text.parse().map_err(|e| format!("{e}"))?;
+            refuse_resizing(&chain)?;
+            Ok(Ask::Chain(chain))
         }
         _ if access::query_param(query, "pick").is_some() => pick_of(query),
         _ => access::query_param(query, "key")
@@ -213,11 +229,13 @@ impl Web {
                 .spawn(move || encode_frames(&shared))?
         };
         // The whole address, token included: the user opens it as it is (the token is in
-        // this process's own log, which only its user reads).
-        crate::info!(
-            "the browser view is at http://{address}/{}",
-            shared.access.page_query()
-        );
+        // this process's own log, which only its user reads), so it is not redacted.
+        if crate::msg::enabled(crate::msg::Level::Normal) {
+            crate::msg::stderr_as_is(format_args!(
+                "framepipe: the browser view is at http://{address}/{}\n",
+                shared.access.page_query()
+            ));
+        }
         Ok(Self {
             shared,
             keys,
@@ -479,6 +497,26 @@ mod tests {
         assert_eq!((x, y, double), (12, 34, true));
         for bad in ["pick=12", "pick=-1,3", "pick=a,b", "pick=70000,1"] {
             assert!(ask_of("/control", bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_chain_that_resizes_the_frames_is_refused() {
+        for resizing in [
+            "scale:1280:720",
+            "pad:32768:32768",
+            "scale:320:180",
+            "transpose",
+            "crop:10:10",
+        ] {
+            let said = ask_of("/chain", &format!("chain={resizing}"));
+            assert!(
+                said.is_err_and(|e| e.contains("changes the frames' size")),
+                "{resizing}"
+            );
+        }
+        for kept in ["gray", "hflip,gauss:2", "vflip", "gray,gain:1.5,10"] {
+            assert!(ask_of("/chain", &format!("chain={kept}")).is_ok(), "{kept}");
         }
     }
 
