@@ -281,6 +281,12 @@ try:
     raise SystemExit("a bad format was taken")
 except ValueError as e:
     print("bad format:", e)
+try:
+    framepipe.open("a.mp4", batch=2, batch_timeout=1.8e19)
+    raise SystemExit("a batch_timeout past a day was taken")
+except ValueError as e:
+    assert "\n" not in str(e) and "a day" in str(e), e
+    print("bad batch_timeout:", e)
 "#;
 
 #[test]
@@ -290,7 +296,12 @@ fn several_inputs_a_slow_loop_and_bad_options() {
     crate::record::camera_clip(&dir.join("a.mp4"), 1);
     crate::record::camera_clip(&dir.join("b.mp4"), 2);
     let out = run_script(&dir, SEVERAL, &[], Duration::from_secs(120));
-    for want in ["bad filter:", "missing input:", "bad format:"] {
+    for want in [
+        "bad filter:",
+        "missing input:",
+        "bad format:",
+        "bad batch_timeout:",
+    ] {
         assert!(out.contains(want), "{out}");
     }
 }
@@ -317,6 +328,46 @@ for f in run:
         print(f"closed in {time.monotonic() - t:.3f} s", flush=True)
 assert run.closed
 "#;
+
+const CLOSED_ELSEWHERE: &str = r#"
+import threading, time
+import framepipe
+
+run = framepipe.open("pattern:160x120:bgr:30", output="elsewhere.mp4", quiet=True, backend="cpu")
+seen = []
+def iterate():
+    for f in run:
+        seen.append(f.index)
+    seen.append("ended")
+reader = threading.Thread(target=iterate)
+reader.start()
+time.sleep(1.0)
+t = time.monotonic()
+run.close()          # raised "Already borrowed" while the other thread iterated
+reader.join(5)
+took = time.monotonic() - t
+assert not reader.is_alive(), "the other thread's iteration did not end"
+assert seen[-1] == "ended" and len(seen) > 10, seen[-3:]
+assert run.closed
+print(f"closed from another thread in {took:.3f} s after {len(seen) - 1} frames", flush=True)
+"#;
+
+/// Attack 21 of issue 58: `close()` from a thread other than the one iterating the run
+/// stops it, and that thread's iteration ends within a second, the file finalized.
+#[test]
+fn close_from_another_thread_ends_the_iteration() {
+    require(&["ffprobe"]);
+    let dir = TempDir::new("python-close-elsewhere");
+    let out = run_script(&dir, CLOSED_ELSEWHERE, &[], Duration::from_secs(60));
+    let took: f64 = out
+        .split("closed from another thread in ")
+        .nth(1)
+        .and_then(|t| t.split(' ').next())
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(took < 1.5, "{out}");
+    assert!(frames_in(&dir.join("elsewhere.mp4")) > 10, "{out}");
+}
 
 /// The frames of the video file `path`, counted by ffprobe (it decodes every one).
 fn frames_in(path: &Path) -> u64 {

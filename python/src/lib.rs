@@ -21,6 +21,7 @@
 #![allow(clippy::useless_conversion)]
 
 use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -333,9 +334,24 @@ impl Batch {
     }
 }
 
-/// A running pipeline: iterate it for its frames; `close()` ends it.
-#[pyclass(module = "framepipe")]
+/// A running pipeline: iterate it for its frames; `close()` ends it, from any thread.
+///
+/// Its state is behind a lock that a thread holds while it takes a frame, so that another
+/// thread's `close()` is never refused as "already borrowed": that one asks the run to stop
+/// first (the flag needs no lock), which ends the iterating thread's wait within a second,
+/// and then waits for the lock (without the GIL) to finish the run.
+#[pyclass(module = "framepipe", frozen)]
 struct Run {
+    stop: Stop,
+    state: Mutex<Running>,
+    /// The marks `write` sets, drawn by the run into each input's frames.
+    marks: Marks,
+    /// `size=` and `fit=`: where a handed frame's pixels lie in the pipeline's frame.
+    fit: Option<(FrameSize, Fit)>,
+}
+
+/// A run's state (`Run`).
+struct Running {
     frames: Option<Receiver<Handed>>,
     stop: Stop,
     thread: Option<JoinHandle<framepipe::app::Ran>>,
@@ -346,13 +362,24 @@ struct Run {
     carried: VecDeque<Handed>,
     /// Each input's frames dropped so far.
     dropped: Vec<u64>,
-    /// The marks `write` sets, drawn by the run into each input's frames.
-    marks: Marks,
-    /// `size=` and `fit=`: where a handed frame's pixels lie in the pipeline's frame.
-    fit: Option<(FrameSize, Fit)>,
 }
 
 impl Run {
+    /// The run's state, waited for without the GIL while another thread holds it.
+    fn running(&self, py: Python<'_>) -> MutexGuard<'_, Running> {
+        loop {
+            match self.state.try_lock() {
+                Ok(running) => return running,
+                Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    py.allow_threads(|| std::thread::sleep(Duration::from_millis(2)));
+                }
+            }
+        }
+    }
+}
+
+impl Running {
     /// The next frame handed over; None once the run has ended (or, with `deadline`, when
     /// none came before it). Raises the run's error, and Python's signals (Ctrl-C), which
     /// end the run first.
@@ -459,18 +486,20 @@ impl Run {
         slf
     }
 
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<PyObject>> {
-        let Some((n, timeout)) = self.batch else {
-            return Ok(self
+    fn __next__(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        let mut running = self.running(py);
+        let running = &mut *running;
+        let Some((n, timeout)) = running.batch else {
+            return Ok(running
                 .next_frame(py, None)?
-                .map(|h| self.frame(h).into_py(py)));
+                .map(|h| running.frame(h).into_py(py)));
         };
-        let mut batch = self.gather(py, n, timeout)?;
+        let mut batch = running.gather(py, n, timeout)?;
         if batch.is_empty() {
             return Ok(None);
         }
         batch.sort_by_key(|h| h.input);
-        let frames: Vec<Frame> = batch.into_iter().map(|h| self.frame(h)).collect();
+        let frames: Vec<Frame> = batch.into_iter().map(|h| running.frame(h)).collect();
         Ok(Some(Batch::of(py, frames)?.into_py(py)))
     }
 
@@ -502,23 +531,28 @@ impl Run {
     /// Each input's frames dropped so far (a live input that the pipeline or this loop did
     /// not keep up with), by input number, as the last frame of each said.
     #[getter]
-    fn dropped(&self) -> Vec<u64> {
-        self.dropped.clone()
+    fn dropped(&self, py: Python<'_>) -> Vec<u64> {
+        self.running(py).dropped.clone()
     }
 
-    /// Stops the run and waits until it has ended, its outputs finalized. Raises the run's
-    /// error where it failed.
-    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        match self.end(py) {
+    /// Stops the run and waits until it has ended, its outputs finalized; from any thread
+    /// (one iterating the run sees its iteration end). Raises the run's error where it
+    /// failed.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.stop.request();
+        match self.running(py).end(py) {
             Some(e) => Err(PyRuntimeError::new_err(e)),
             None => Ok(()),
         }
     }
 
-    /// Whether the run has ended (closed, or every frame taken).
+    /// Whether the run has ended (closed, or every frame taken); false while another
+    /// thread is taking a frame of it.
     #[getter]
     fn closed(&self) -> bool {
-        self.thread.is_none()
+        self.state
+            .try_lock()
+            .is_ok_and(|running| running.thread.is_none())
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -526,9 +560,10 @@ impl Run {
     }
 
     #[pyo3(signature = (*exc))]
-    fn __exit__(&mut self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
+    fn __exit__(&self, py: Python<'_>, exc: &Bound<'_, PyTuple>) -> PyResult<bool> {
         // An error of the run's own is not raised over the exception that left the block.
-        let failed = self.end(py);
+        self.stop.request();
+        let failed = self.running(py).end(py);
         match (failed, exc.get_item(0).map(|t| t.is_none()).unwrap_or(true)) {
             (Some(e), true) => Err(PyRuntimeError::new_err(e)),
             _ => Ok(false),
@@ -536,7 +571,7 @@ impl Run {
     }
 }
 
-impl Drop for Run {
+impl Drop for Running {
     fn drop(&mut self) {
         self.stop.request();
         self.frames = None;
@@ -597,6 +632,9 @@ struct Asked {
 
 /// How long a batch waits for its inputs' frames by default (`batch_timeout`).
 const BATCH_TIMEOUT: Duration = Duration::from_millis(100);
+/// The longest `batch_timeout` taken: a day (a deadline past the clock's range would
+/// overflow).
+const MAX_BATCH_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 /// The command line `inputs` and `options` make (module doc), and the package's keywords.
 fn command_line(
@@ -634,9 +672,15 @@ fn command_line(
             }
             "batch_timeout" => {
                 let t: f64 = value.extract()?;
-                timeout = Duration::try_from_secs_f64(t).map_err(|_| {
-                    PyValueError::new_err(format!("batch_timeout={t}: seconds, 0 or more"))
-                })?;
+                timeout = Duration::try_from_secs_f64(t)
+                    .ok()
+                    .filter(|t| *t <= MAX_BATCH_TIMEOUT)
+                    .ok_or_else(|| {
+                        PyValueError::new_err(format!(
+                            "batch_timeout={t}: seconds, from 0 to {} (a day)",
+                            MAX_BATCH_TIMEOUT.as_secs()
+                        ))
+                    })?;
                 continue;
             }
             _ => {}
@@ -846,13 +890,16 @@ fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyR
         .spawn(move || framepipe::app::run_embedded(args, hand))
         .map_err(|e| PyRuntimeError::new_err(format!("starting the run's thread: {e}")))?;
     Ok(Run {
-        frames: Some(frames),
+        state: Mutex::new(Running {
+            frames: Some(frames),
+            stop: stop.clone(),
+            thread: Some(thread),
+            names,
+            batch,
+            carried: VecDeque::new(),
+            dropped: Vec::new(),
+        }),
         stop,
-        thread: Some(thread),
-        names,
-        batch,
-        carried: VecDeque::new(),
-        dropped: Vec::new(),
         marks,
         fit: shaping.size,
     })
