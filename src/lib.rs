@@ -28,6 +28,7 @@ pub mod pixel;
 pub mod plan;
 pub mod reload;
 pub mod ring;
+pub mod secret;
 pub mod sink;
 pub mod source;
 pub mod stats;

@@ -1,7 +1,9 @@
 //! Every line framepipe prints goes through here.
 //!
 //! Invariants: a write to standard error or standard output never panics and never stops the
-//! program (a closed pipe, `| head -1`, a closed terminal: the line is dropped); `-q` silences
+//! program (a closed pipe, `| head -1`, a closed terminal: the line is dropped); no line shows
+//! a URL's password or secret parameters (`crate::secret`), but the browser view's own
+//! address, given to its user with its token (`stderr_as_is`); `-q` silences
 //! `info!` lines only (warnings, errors and the summary still print); `-v` adds `debug!` lines.
 
 use std::fmt;
@@ -32,17 +34,29 @@ pub fn enabled(level: Level) -> bool {
     LEVEL.load(Ordering::Relaxed) >= level as u8
 }
 
-/// Writes to standard error, best effort: an error (a closed pipe) is ignored.
+/// Writes to standard error, best effort: an error (a closed pipe) is ignored. A URL's
+/// secrets are taken out first (`crate::secret`).
 pub fn stderr(args: fmt::Arguments) {
+    let line = fmt::format(args);
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(crate::secret::redact(&line).as_bytes());
+    let _ = e.flush();
+}
+
+/// Writes to standard error as it is, secrets and all: only for the one line whose job is
+/// to give the user their own secret (the browser view's address with its token).
+pub fn stderr_as_is(args: fmt::Arguments) {
     let mut e = std::io::stderr().lock();
     let _ = e.write_fmt(args);
     let _ = e.flush();
 }
 
-/// Writes to standard output, best effort: an error (a closed pipe) is ignored.
+/// Writes to standard output, best effort: an error (a closed pipe) is ignored. A URL's
+/// secrets are taken out first.
 pub fn stdout(args: fmt::Arguments) {
+    let line = fmt::format(args);
     let mut o = std::io::stdout().lock();
-    let _ = o.write_fmt(args);
+    let _ = o.write_all(crate::secret::redact(&line).as_bytes());
     let _ = o.flush();
 }
 

@@ -93,7 +93,7 @@ unsafe extern "C" fn hook(avcl: *mut c_void, level: c_int, fmt: *const c_char, v
         let cause = text.split("] ").last().unwrap_or(&text).trim().to_string();
         LAST_ERROR.with(|e| *e.borrow_mut() = Some(cause));
         if crate::msg::enabled(crate::msg::Level::Normal) && !QUIET.with(|q| q.get()) {
-            eprint!("{text}");
+            crate::msg::stderr(format_args!("{text}"));
         }
         return;
     }

@@ -162,10 +162,12 @@ fn answer(
         }
         (&Method::GET, "/stats") => {
             let stats = shared.stats.lock().map(|s| s.clone()).unwrap_or_default();
+            let stats = crate::secret::redact(&stats).into_owned();
             respond(StatusCode::OK, "application/json", stats)
         }
         (&Method::GET, "/metrics") => {
             let text = super::health::metrics(&snapshot(shared));
+            let text = crate::secret::redact(&text).into_owned();
             respond(
                 StatusCode::OK,
                 "text/plain; version=0.0.4; charset=utf-8",
