@@ -119,6 +119,8 @@ struct Counters {
     /// Whether it is live (its frames are dropped rather than waited for; said by its
     /// capture thread as it starts).
     live: AtomicBool,
+    /// Its recording's figures, where it is recorded.
+    recording: Option<Arc<crate::stats::RecordLive>>,
 }
 
 /// What the threads share besides the slots.
@@ -172,6 +174,8 @@ pub struct Input {
     pub source: Arrival,
     /// Slots in its ring.
     pub ring: usize,
+    /// Its recording's figures, where it is recorded (shown by the browser view).
+    pub recording: Option<Arc<crate::stats::RecordLive>>,
 }
 
 /// An input's source: open before the run, or still opening (it joins the run when open).
@@ -213,6 +217,7 @@ pub fn run(
             formats: backend.formats(),
         },
         ring: opts.ring,
+        recording: None,
     };
     run_inputs(vec![input], backend, sink, opts, stop)
 }
@@ -348,6 +353,7 @@ impl Counters {
             health: health.map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
             open: AtomicBool::new(open),
             live: AtomicBool::new(false),
+            recording: input.recording.clone(),
         }
     }
 }
@@ -1255,6 +1261,7 @@ fn refresh(live: &mut Live, shared: &Shared, per_input: &[PerInput]) {
         if latencies {
             l.latency = LatencyNow::of(&mine.latency);
         }
+        l.recording = c.recording.as_ref().map(|r| r.now());
     }
 }
 

@@ -92,9 +92,18 @@ fn a_second_stop_during_finalizing_still_leaves_a_playable_file() {
     );
     for ext in ["mp4", "mov", "webm"] {
         let out = dir.join(&format!("out.{ext}"));
+        let summary = dir.join(&format!("summary-{ext}.json"));
         let child = spawn_in(
             dir.path(),
-            &["-i", &clip, "--headless", "-o", out.to_str().unwrap()],
+            &[
+                "-i",
+                &clip,
+                "--headless",
+                "-o",
+                out.to_str().unwrap(),
+                "--summary-json",
+                summary.to_str().unwrap(),
+            ],
         );
         wait_for_file(&out, 200_000, Duration::from_secs(30));
         send(&child, libc::SIGINT);
@@ -114,6 +123,11 @@ fn a_second_stop_during_finalizing_still_leaves_a_playable_file() {
             "{ext}: unplayable ({held} packets): {complaint}\n{err}"
         );
         assert_eq!(frames_in(out.to_str().unwrap()), held, "{ext}:\n{err}");
+        // An abort is a failure, whenever it came: never `ok: true` beside exit 130.
+        let json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+        let ok = o.status.code() == Some(0);
+        assert_eq!(json["ok"], ok, "{ext}: exit {:?}: {json}\n{err}", o.status);
         println!(
             "{ext}: second SIGINT, exit {:?}, {held} frames kept",
             o.status.code()

@@ -5,6 +5,8 @@
 
 mod common;
 
+mod attacks;
+
 mod cpu_backend;
 mod decode;
 mod encode;

@@ -31,16 +31,16 @@ fn assert_refused(args: &[&str], says: &str) -> String {
     err
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
 
 /// A tmpfs of `size` mounted on a fresh folder (root only), unmounted when dropped.
-struct Tmpfs(TempDir);
+pub(crate) struct Tmpfs(pub(crate) TempDir);
 
 impl Tmpfs {
-    fn mount(name: &str, options: &str) -> Option<Self> {
+    pub(crate) fn mount(name: &str, options: &str) -> Option<Self> {
         if !is_root() {
             println!("SKIPPED: {name} needs root to mount a small tmpfs");
             return None;
@@ -57,7 +57,7 @@ impl Tmpfs {
         }
         Some(Self(dir))
     }
-    fn file(&self, name: &str) -> String {
+    pub(crate) fn file(&self, name: &str) -> String {
         self.0.join(name).display().to_string()
     }
 }
@@ -827,11 +827,14 @@ fn a_stop_ends_within_a_second_with_several_streams_blocked() {
             took < Duration::from_millis(1300),
             "round {round}: {took:?}:\n{err}"
         );
-        assert!(out.status.success(), "round {round}:\n{err}");
+        // Peers that never answered the handshake were never connected: the run fails
+        // for them, after a stop as quick as ever.
+        assert_eq!(out.status.code(), Some(1), "round {round}:\n{err}");
+        assert!(err.contains("never connected"), "{err}");
         assert!(!err.contains("did not end within"), "{err}");
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
-        assert_eq!(json["ok"], true, "{err}");
+        assert_eq!(json["ok"], false, "{err}");
         assert_eq!(json["streams"].as_array().map(Vec::len), Some(3), "{json}");
         assert!(frames_in(&file) > 30, "the file is finalized:\n{err}");
         println!("round {round}: stopped in {took:?} with three blocked streams");

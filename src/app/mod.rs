@@ -197,7 +197,7 @@ fn run_plan(
         .map(|(i, e)| (i, format!("failed: {e:#}")))
         .collect();
     let ring = plan.engine().ring_beside_others();
-    let pipeline_inputs = inputs.into_pipeline(&names, ring);
+    let pipeline_inputs = inputs.into_pipeline(&names, ring, &recordings);
     report::arm_exit_summary(plan.reports(), progress);
     crate::debug!("start-up: sinks open at {:.1} ms", since());
     let ran = pipeline::run_inputs(pipeline_inputs, backend, sink.as_mut(), &opts, stop);

@@ -52,8 +52,14 @@ impl Inputs {
     }
 
     /// The pipeline's inputs: those open, then those joining late (rings of `ring` slots).
-    pub fn into_pipeline(self, names: &[String], ring: usize) -> Vec<pipeline::Input> {
+    pub fn into_pipeline(
+        self,
+        names: &[String],
+        ring: usize,
+        recordings: &Recordings,
+    ) -> Vec<pipeline::Input> {
         let open = self.running.into_iter().map(|r| pipeline::Input {
+            recording: recordings.live(r.at),
             source: Arrival::Open {
                 source: r.opened.0,
                 formats: r.plan.backend.formats,
@@ -66,6 +72,7 @@ impl Inputs {
                 open,
             },
             ring,
+            recording: recordings.live(i),
         });
         open.chain(late).collect()
     }

@@ -42,6 +42,11 @@ impl Recordings {
         self.0.get(at)?.clone().map(|r| r as Tap)
     }
 
+    /// Input `at`'s recording's figures as it goes, if it records.
+    pub fn live(&self, at: usize) -> Option<std::sync::Arc<crate::stats::RecordLive>> {
+        Some(self.0.get(at)?.as_ref()?.live())
+    }
+
     /// Attaches input `at`'s recording to its `source`.
     pub fn attach(&self, at: usize, source: &mut dyn Source) -> Result<()> {
         use anyhow::Context;
@@ -68,6 +73,11 @@ fn finished(n: usize, rec: Each) -> Option<crate::stats::Recorded> {
         video_packets: r.video_packets,
         packets: r.packets,
         lost: r.lost,
+        segments: r.files.len() as u64,
+        bytes: r.bytes,
+        failures: r.failures,
+        discontinuities: r.discontinuities,
+        error: r.error.clone(),
     })
 }
 
@@ -101,10 +111,21 @@ fn say(n: usize, r: &Recorded) {
             last.display()
         ),
     };
-    let lost = match r.lost {
+    let mut lost = match r.lost {
         0 => String::new(),
         k => format!(", {k} lost (the disk fell behind)"),
     };
+    if r.failures > 0 {
+        lost.push_str(&format!(
+            ", {} segment(s) could not be written ({} packets lost: {})",
+            r.failures,
+            r.failed_packets,
+            r.error.as_deref().unwrap_or("")
+        ));
+    }
+    if r.discontinuities > 0 {
+        lost.push_str(&format!(", {} timestamp jump(s) offset", r.discontinuities));
+    }
     crate::info!(
         "recorded input {n}: {} video packets ({} in all) into {files}{lost}",
         r.video_packets,

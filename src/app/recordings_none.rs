@@ -24,6 +24,11 @@ impl Recordings {
         None
     }
 
+    /// No figures.
+    pub fn live(&self, _: usize) -> Option<std::sync::Arc<crate::stats::RecordLive>> {
+        None
+    }
+
     /// Nothing to attach.
     pub fn attach(&self, _: usize, _: &mut dyn Source) -> Result<()> {
         Ok(())

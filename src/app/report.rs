@@ -79,6 +79,11 @@ pub(super) fn finish(
         }
     };
     summary.inputs = in_order(summary.inputs, &places);
+    if let Some(error) = recording_failed(&places) {
+        crate::say!("{}", summary.render());
+        write_summary_json(reports, &summary, Some(&error), ending)?;
+        bail!("{error}");
+    }
     if let Some((i, why)) = places.failed.first() {
         let error = format!(
             "input {i} ({}) could not be opened: {}",
@@ -90,6 +95,22 @@ pub(super) fn finish(
         bail!("{error}; the other inputs ran to their end");
     }
     report(reports, &summary, ending)
+}
+
+/// Why the run failed for its recordings, where one could not write a segment (the run's
+/// frames may all be out, but what an NVR keeps was lost).
+fn recording_failed(places: &Places) -> Option<String> {
+    let (i, r) = places
+        .recorded
+        .iter()
+        .enumerate()
+        .find_map(|(i, r)| Some((i, r.as_ref().filter(|r| r.failures > 0)?)))?;
+    Some(format!(
+        "the recording of input {i} ({}) failed: {} segment(s) could not be written: {}",
+        places.names.get(i).map_or("", String::as_str),
+        r.failures,
+        r.error.as_deref().unwrap_or("")
+    ))
 }
 
 /// The summary's inputs in `--input` order: the run's and those that could not be opened.
@@ -148,10 +169,32 @@ fn write_summary_json(
     let Some(path) = &reports.summary_json else {
         return Ok(());
     };
-    let text = serde_json::to_string_pretty(&summary.to_json(error))?;
+    let json = summary.to_json(error);
+    let text = crate::secret::redact(&serde_json::to_string_pretty(&json)?).into_owned();
     ending.written.set(true);
     paths::write_atomically(std::path::Path::new(path), (text + "\n").as_bytes())
-        .with_context(|| format!("writing {path}"))
+        .with_context(|| format!("writing {path}"))?;
+    if let Ok(mut written) = WRITTEN.lock() {
+        *written = Some((path.clone(), json));
+    }
+    Ok(())
+}
+
+/// The summary written last, kept so that an abort after it (a second stop signal while
+/// the outputs are finalized) writes it again as failed: a run that exits 130 never leaves
+/// `ok: true` behind.
+static WRITTEN: Mutex<Option<(String, serde_json::Value)>> = Mutex::new(None);
+
+/// Writes the summary written last again, `ok: false` with `why`.
+fn rewrite_as_failed(why: &str) {
+    let Some((path, mut json)) = WRITTEN.try_lock().ok().and_then(|mut w| w.take()) else {
+        return;
+    };
+    json["ok"] = false.into();
+    json["error"] = why.into();
+    let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+    let text = crate::secret::redact(&text);
+    let _ = paths::write_atomically(std::path::Path::new(&path), text.as_bytes());
 }
 
 /// `--summary-json` for a run that ended before its pipeline did (the input could not be
@@ -193,6 +236,7 @@ fn write_counts(
         },
     });
     let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+    let text = crate::secret::redact(&text);
     let _ = paths::write_atomically(std::path::Path::new(path), text.as_bytes());
 }
 
@@ -235,14 +279,21 @@ pub(super) fn disarm_exit_summary() {
 /// Says why a running pipeline ended from outside, and writes `--summary-json` with the
 /// counts so far.
 extern "C" fn summary_at_exit() {
+    let aborted = |code: i32| match code {
+        130 => "aborted by a second stop signal".to_string(),
+        code => format!("the run did not end after the stop (exit {code})"),
+    };
     // Without waiting: the pipeline may be ending it right now on another thread.
     let Some(at) = AT_EXIT.try_lock().ok().and_then(|mut s| s.take()) else {
+        // The pipeline had returned: its summary, written already, is failed all the same.
+        if let Some(code) = crate::stop::abort_code() {
+            rewrite_as_failed(&aborted(code));
+        }
         return;
     };
     let progress = at.progress.counts();
     let why = match crate::stop::abort_code() {
-        Some(130) => "aborted by a second stop signal".to_string(),
-        Some(code) => format!("the run did not end after the stop (exit {code})"),
+        Some(code) => aborted(code),
         None => {
             let why =
                 "the process was ended from inside the window system (its display went away?)";

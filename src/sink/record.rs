@@ -14,8 +14,23 @@
 //! written under a hidden `.NAME.part` name made with `create_new` (nothing is ever
 //! replaced), fragmented where it is MP4 or MOV (so a crash loses at most the open
 //! segment), and renamed to its own name, never over another file, once its trailer is
-//! written; an input that reopens (a reconnect) starts a new file, as do timestamps that
-//! go back; packets the channel can't take at once are counted as lost and said.
+//! written; an input that reopens (a reconnect) starts a new file.
+//!
+//! Timestamps that jump (back, or forward by more than `FORWARD_LIMIT`, in any stream: a
+//! looping or joined file, a camera that restarted) drop nothing: the stream's later
+//! packets are offset to go on from its last one (as ffmpeg offsets a discontinuity), the
+//! jump is counted and said, and with `--segment` the video's next keyframe (the very
+//! packet, where the jump comes on one) starts a new file timed from there, as ffmpeg's
+//! segment muxer does; a
+//! decoding time that still does not rise in the file's time base is nudged past the last
+//! one, as ffmpeg's muxing does.
+//!
+//! A file that can't be written (a full disk, a folder made read-only or removed) loses
+//! its segment, never the recording: its `.part` is removed, the failure is counted, said
+//! once while it lasts and shown by the browser view (`stats::RecordLive`: `/healthz`
+//! turns 503), and the next keyframe at least `RETRY_EVERY` later opens a new file, so a
+//! freed disk resumes the recording; the run then ends as failed. Packets the channel
+//! can't take at once are counted as lost and said.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +45,11 @@ use ffmpeg_next as ff;
 
 /// Packets waiting for the recording's thread: about 8 s of a 1080p30 camera.
 const QUEUE: usize = 2048;
+/// A forward jump of a stream's timestamps larger than this is a discontinuity (ffmpeg's
+/// `dts_delta_threshold`).
+const FORWARD_LIMIT: Duration = Duration::from_secs(10);
+/// How long after a failed segment the next one is tried, at the next keyframe.
+const RETRY_EVERY: Duration = Duration::from_secs(1);
 
 /// `--record`'s setting for one input: the name (its `{n}` put in) and the segment length.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,6 +87,18 @@ pub fn check(name: &str, segment: Option<Duration>) -> Result<()> {
             dir.display()
         );
     }
+    let dir = dir.unwrap_or(Path::new("."));
+    let probe = dir.join(format!(".framepipe-{}.record-probe", std::process::id()));
+    if let Err(e) = crate::paths::check_writable("--record", &probe.to_string_lossy()) {
+        let why = match e {
+            crate::paths::PathError::NotWritable { source, .. } => source.to_string(),
+            other => other.to_string(),
+        };
+        bail!(
+            "--record '{name}': the folder '{}' can't be written ({why})",
+            dir.display()
+        );
+    }
     let varies = ["{seg}", "%Y", "%m", "%d", "%H", "%M", "%S"]
         .iter()
         .any(|t| name.contains(t));
@@ -91,7 +123,15 @@ pub struct Recorded {
     pub before_key: u64,
     /// Packets with no time (no file can place them), left out.
     pub untimed: u64,
-    /// What ended the recording early, if anything did.
+    /// Bytes in the files closed.
+    pub bytes: u64,
+    /// Segments that could not be written (their packets lost).
+    pub failures: u64,
+    /// Packets lost with them, or while no file could be opened.
+    pub failed_packets: u64,
+    /// Times a stream's timestamps jumped.
+    pub discontinuities: u64,
+    /// Why a segment could not be written, the last time one could not.
     pub error: Option<String>,
 }
 
@@ -114,6 +154,7 @@ unsafe impl Send for InStream {}
 /// One input's recording: the tap its source writes to, and the thread that writes files.
 pub struct Recording {
     tx: Sender<Msg>,
+    live: Arc<crate::stats::RecordLive>,
     lost: Arc<AtomicU64>,
     said_lost: Mutex<bool>,
     what: String,
@@ -126,16 +167,24 @@ impl Recording {
         crate::source::media::init();
         let (tx, rx) = crossbeam_channel::bounded(QUEUE);
         let label = what.clone();
+        let live = Arc::new(crate::stats::RecordLive::default());
+        let shared = live.clone();
         let thread = std::thread::Builder::new()
             .name("record".into())
-            .spawn(move || Writer::new(spec, label).run(rx))?;
+            .spawn(move || Writer::new(spec, label, shared).run(rx))?;
         Ok(Arc::new(Self {
             tx,
+            live,
             lost: Arc::new(AtomicU64::new(0)),
             said_lost: Mutex::new(false),
             what,
             thread: Mutex::new(Some(thread)),
         }))
+    }
+
+    /// Its figures as it goes.
+    pub fn live(&self) -> Arc<crate::stats::RecordLive> {
+        self.live.clone()
     }
 
     /// Ends the recording: the open file is finished and renamed; what was recorded.
@@ -190,8 +239,23 @@ struct Segment {
     adts: Vec<Option<AdtsToAsc>>,
     /// The first keyframe's time (µs): the file's zero.
     origin_us: i64,
-    /// The last decoding time written per input stream (its time base), to keep them rising.
+    /// The last decoding time written per input stream (in the file's time base), to keep
+    /// them rising.
     last_dts: Vec<Option<i64>>,
+    /// Packets written into it.
+    packets: u64,
+}
+
+/// One input stream's timeline as the recording makes it continuous (module doc), in the
+/// stream's time base.
+#[derive(Clone, Copy, Debug, Default)]
+struct Timeline {
+    /// Added to every timestamp of the stream since its last jump.
+    offset: i64,
+    /// The last decoding time, offset.
+    last: Option<i64>,
+    /// The last step between two decoding times: where a jump puts the next packet.
+    step: i64,
 }
 
 /// The recording's thread: takes packets, writes segments.
@@ -203,10 +267,18 @@ struct Writer {
     segment: Option<Segment>,
     next_number: u32,
     recorded: Recorded,
+    /// Each input stream's timeline.
+    times: Vec<Timeline>,
+    /// The video's timestamps jumped: its next keyframe starts a new file.
+    cut_at_key: bool,
+    /// After a failed segment: no new file before this.
+    retry_at: Option<std::time::Instant>,
+    /// The figures the browser view shows.
+    live: Arc<crate::stats::RecordLive>,
 }
 
 impl Writer {
-    fn new(spec: RecordSpec, what: String) -> Self {
+    fn new(spec: RecordSpec, what: String, live: Arc<crate::stats::RecordLive>) -> Self {
         Self {
             spec,
             what,
@@ -215,34 +287,112 @@ impl Writer {
             segment: None,
             next_number: 0,
             recorded: Recorded::default(),
+            times: Vec::new(),
+            cut_at_key: false,
+            retry_at: None,
+            live,
         }
     }
 
     fn run(mut self, rx: Receiver<Msg>) -> Recorded {
         while let Ok(msg) = rx.recv() {
-            let step = match msg {
+            match msg {
                 Msg::Open(streams, video) => {
-                    let closed = self.close();
+                    self.close_or_fail();
+                    self.times = vec![Timeline::default(); streams.len()];
+                    self.cut_at_key = false;
                     self.streams = streams;
                     self.video = video;
-                    closed
                 }
                 Msg::Packet(p) => self.packet(p),
                 Msg::End => break,
-            };
-            if let Err(e) = step {
-                let why = format!("{e:#}");
-                crate::warn!("recording {}: {why}; the recording stops here", self.what);
-                self.recorded.error = Some(why);
-                let _ = self.close();
-                return self.recorded;
             }
         }
-        if let Err(e) = self.close() {
-            crate::warn!("recording {}: {e:#}", self.what);
-            self.recorded.error = Some(format!("{e:#}"));
-        }
+        self.close_or_fail();
         self.recorded
+    }
+
+    /// Finishes the open file; where that fails, the failure is taken as any other.
+    fn close_or_fail(&mut self) {
+        if let Err(e) = self.close() {
+            self.fail(e);
+        }
+    }
+
+    /// A segment could not be written: it is given up (its `.part` removed), counted and
+    /// said once while the cause lasts; a new one is tried after `RETRY_EVERY`.
+    fn fail(&mut self, e: anyhow::Error) {
+        let why = format!("{e:#}");
+        if let Some(seg) = self.segment.take() {
+            seg.abandon();
+        }
+        self.recorded.failures += 1;
+        self.live.failures.fetch_add(1, Ordering::SeqCst);
+        let mut failing = self.live.failing.lock().unwrap_or_else(|e| e.into_inner());
+        if failing.is_none() {
+            crate::warn!(
+                "recording {}: {why}; its packets are lost until a file can be written again (tried every {} s, at a keyframe)",
+                self.what,
+                RETRY_EVERY.as_secs()
+            );
+        }
+        *failing = Some(why.clone());
+        self.recorded.error = Some(why);
+        self.retry_at = Some(std::time::Instant::now() + RETRY_EVERY);
+    }
+
+    /// Makes `p`'s stream's timeline continuous (module doc): a jump is offset away and
+    /// counted, and a jump of the video cuts the file at its next keyframe.
+    fn continuous(&mut self, p: &mut ff::Packet) {
+        let s = p.stream();
+        let tb = self.streams[s].time_base;
+        let Some(t) = self.times.get_mut(s) else {
+            return;
+        };
+        if let Some(dts) = p.dts() {
+            let mut now = dts + t.offset;
+            if let Some(last) = t.last {
+                let limit =
+                    (FORWARD_LIMIT.as_micros() as i64).rescale(ff::Rational::new(1, 1_000_000), tb);
+                if now < last || now - last > limit {
+                    let step = t.step.max(1);
+                    t.offset += last + step - now;
+                    let jump = now - last;
+                    now = last + step;
+                    self.recorded.discontinuities += 1;
+                    // A segmented recording starts its next file there; one file goes on.
+                    if s == self.video && self.spec.segment.is_some() {
+                        self.cut_at_key = true;
+                    }
+                    let seconds =
+                        jump as f64 * f64::from(tb.numerator()) / f64::from(tb.denominator());
+                    let said = self.recorded.discontinuities;
+                    if said <= 3 || said.is_power_of_two() {
+                        crate::info!(
+                            "recording {}: stream {s}'s timestamps jumped by {seconds:+.3} s (jump {said}); its packets go on from its last one{}",
+                            self.what,
+                            match self.spec.segment {
+                                Some(_) => ", and a new segment starts at the next keyframe",
+                                None => "",
+                            }
+                        );
+                    }
+                } else if now > last {
+                    t.step = now - last;
+                }
+            }
+            t.last = Some(now);
+        }
+        let offset = t.offset;
+        if offset != 0 {
+            p.set_dts(p.dts().map(|d| d + offset));
+            p.set_pts(p.pts().map(|d| d + offset));
+        }
+    }
+
+    /// Whether a new file may be opened now (not within `RETRY_EVERY` of a failure).
+    fn may_open(&self) -> bool {
+        self.retry_at.is_none_or(|t| std::time::Instant::now() >= t)
     }
 
     /// A packet's time in µs (its decoding time, else its presentation time).
@@ -252,47 +402,55 @@ impl Writer {
         Some(t.rescale(tb, ff::Rational::new(1, 1_000_000)))
     }
 
-    fn packet(&mut self, p: ff::Packet) -> Result<()> {
+    fn packet(&mut self, mut p: ff::Packet) {
         if p.stream() >= self.streams.len() {
-            return Ok(());
+            return;
         }
         // A packet with no time can't be placed in a file (its muxer refuses it, and the
         // recording would stop): an RTSP camera's parameter sets sent before its first
         // timed picture are one. The pictures after them carry what they need.
         if p.dts().is_none() && p.pts().is_none() {
             self.recorded.untimed += 1;
-            return Ok(());
+            return;
         }
+        self.continuous(&mut p);
         let key = p.stream() == self.video && p.is_key();
         if key {
-            if let (Some(seg), Some(len), Some(t)) =
-                (&self.segment, self.spec.segment, self.time_us(&p))
-            {
-                if t - seg.origin_us >= len.as_micros() as i64 {
-                    self.close()?;
-                }
+            let due = match (&self.segment, self.spec.segment, self.time_us(&p)) {
+                (Some(seg), Some(len), Some(t)) => t - seg.origin_us >= len.as_micros() as i64,
+                _ => false,
+            };
+            if due || std::mem::take(&mut self.cut_at_key) {
+                self.close_or_fail();
             }
-            if self.segment.is_none() {
+            if self.segment.is_none() && self.may_open() {
                 let origin = self.time_us(&p).unwrap_or(0);
-                self.segment = Some(self.open(origin)?);
+                match self.open(origin) {
+                    Ok(seg) => self.segment = Some(seg),
+                    Err(e) => self.fail(e),
+                }
             }
         }
         let Some(seg) = &mut self.segment else {
-            self.recorded.before_key += 1;
-            return Ok(());
+            match self.recorded.failures {
+                0 => self.recorded.before_key += 1,
+                _ => self.recorded.failed_packets += 1,
+            }
+            return;
         };
         let video = p.stream() == self.video;
-        match seg.write(p, &self.streams)? {
-            Wrote::Yes => {
+        match seg.write(p, &self.streams) {
+            Ok(true) => {
                 self.recorded.packets += 1;
                 self.recorded.video_packets += u64::from(video);
+                seg.packets += 1;
             }
-            Wrote::Skipped => {}
-            // The video's times went back (the camera restarted): a new file from its next
-            // keyframe.
-            Wrote::WentBack => self.close()?,
+            Ok(false) => {}
+            Err(e) => {
+                self.recorded.failed_packets += seg.packets + 1;
+                self.fail(e);
+            }
         }
-        Ok(())
     }
 
     /// Opens the next file, its zero at `origin_us`.
@@ -332,6 +490,7 @@ impl Writer {
             adts,
             origin_us,
             last_dts: vec![None; self.streams.len()],
+            packets: 0,
         })
     }
 
@@ -344,65 +503,118 @@ impl Writer {
         // `write_trailer` calls that an error): only a negative answer is one.
         // SAFETY: the context is open, its header was written, and this is its one trailer.
         let ret = unsafe { ff::ffi::av_write_trailer(seg.out.as_mut_ptr()) };
+        // A write that failed in FFmpeg's buffer (a full disk) is kept in the I/O context,
+        // not always answered by the trailer.
+        let ret = if ret < 0 { ret } else { seg.io_error(true) };
         if ret < 0 {
-            bail!(
+            let why = format!(
                 "finishing '{}': {}",
                 seg.part.display(),
                 ff::Error::from(ret)
             );
+            seg.abandon();
+            bail!(why);
         }
-        drop(seg.out);
-        let name = rename_without_replacing(&seg.part, &seg.name)?;
+        let Segment {
+            out, part, name, ..
+        } = seg;
+        drop(out);
+        let name = match rename_without_replacing(&part, &name) {
+            Ok(name) => name,
+            Err(e) => {
+                let _ = std::fs::remove_file(&part);
+                return Err(e);
+            }
+        };
         crate::debug!("recording {}: '{}' closed", self.what, name.display());
+        let bytes = std::fs::metadata(&name).map_or(0, |m| m.len());
+        self.recorded.bytes += bytes;
+        self.live.bytes.fetch_add(bytes, Ordering::SeqCst);
+        self.live.segments.fetch_add(1, Ordering::SeqCst);
+        let mut failing = self.live.failing.lock().unwrap_or_else(|e| e.into_inner());
+        if failing.take().is_some() {
+            crate::info!(
+                "recording {}: writing again ('{}')",
+                self.what,
+                name.display()
+            );
+        }
         self.recorded.files.push(name);
         Ok(())
     }
 }
 
-enum Wrote {
-    Yes,
-    Skipped,
-    WentBack,
-}
-
 impl Segment {
-    fn write(&mut self, mut p: ff::Packet, streams: &[InStream]) -> Result<Wrote> {
+    /// Writes `p` (its times made the file's); false where it is not written (a stream the
+    /// file has not, audio the filter keeps for later).
+    fn write(&mut self, mut p: ff::Packet, streams: &[InStream]) -> Result<bool> {
         let from = p.stream();
         let Some(to) = self.map[from] else {
-            return Ok(Wrote::Skipped);
+            return Ok(false);
         };
         let tb = streams[from].time_base;
         let shift = self.origin_us.rescale(ff::Rational::new(1, 1_000_000), tb);
         p.set_pts(p.pts().map(|t| t - shift));
         p.set_dts(p.dts().map(|t| t - shift));
-        let video = streams[from].kind == ff::media::Type::Video;
-        if let Some(dts) = p.dts() {
-            let rises = self.last_dts[from].is_none_or(|last| dts > last);
-            if !rises && video {
-                return Ok(Wrote::WentBack);
-            }
-            // Audio out of order (a packet again): left out. Audio a little before the
-            // file's zero (sent after the keyframe, timed before it) stays: the muxer
-            // shifts the file's times to start at 0.
-            if !rises {
-                return Ok(Wrote::Skipped);
-            }
-            self.last_dts[from] = Some(dts);
-        }
         let out_tb = self.out.stream(to).context("recorded stream")?.time_base();
         p.rescale_ts(tb, out_tb);
+        // A decoding time that does not rise in the file's time base (two close times
+        // rounded alike, audio overlapping at a join) is nudged past the last, as ffmpeg's
+        // muxing does; the packet is kept. Audio a little before the file's zero (sent
+        // after the keyframe, timed before it) stays: the muxer shifts the file's times.
+        if let Some(dts) = p.dts() {
+            let dts = match self.last_dts[from] {
+                Some(last) if dts <= last => {
+                    p.set_dts(Some(last + 1));
+                    if p.pts().is_some_and(|pts| pts <= last) {
+                        p.set_pts(Some(last + 1));
+                    }
+                    last + 1
+                }
+                _ => dts,
+            };
+            self.last_dts[from] = Some(dts);
+        }
         p.set_stream(to);
         p.set_position(-1);
         let p = match &mut self.adts[from] {
             Some(bsf) => match bsf.convert(p)? {
                 Some(p) => p,
-                None => return Ok(Wrote::Skipped),
+                None => return Ok(false),
             },
             None => p,
         };
         p.write_interleaved(&mut self.out)
             .with_context(|| format!("writing '{}'", self.part.display()))?;
-        Ok(Wrote::Yes)
+        match self.io_error(false) {
+            0 => Ok(true),
+            e => bail!("writing '{}': {}", self.part.display(), ff::Error::from(e)),
+        }
+    }
+
+    /// The error the file's I/O context holds (0: none), after its buffer is written out
+    /// where `flush` (a packet's write only fills the buffer, whose own flushes record
+    /// their errors there).
+    fn io_error(&mut self, flush: bool) -> i32 {
+        // SAFETY: the context is open; its `pb` (opened by `output_as`) is valid or null,
+        // and flushing it only writes its buffer.
+        unsafe {
+            let pb = (*self.out.as_mut_ptr()).pb;
+            if pb.is_null() {
+                return 0;
+            }
+            if flush {
+                ff::ffi::avio_flush(pb);
+            }
+            (*pb).error.min(0)
+        }
+    }
+
+    /// Gives the file up: closed without its trailer, its `.part` removed.
+    fn abandon(self) {
+        let Segment { out, part, .. } = self;
+        drop(out);
+        let _ = std::fs::remove_file(&part);
     }
 }
 

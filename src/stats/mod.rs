@@ -281,6 +281,56 @@ pub struct Recorded {
     pub packets: u64,
     /// Packets lost because the disk fell behind.
     pub lost: u64,
+    /// Segments closed whole.
+    pub segments: u64,
+    /// Bytes in them.
+    pub bytes: u64,
+    /// Times a segment could not be written (each one's packets are lost).
+    pub failures: u64,
+    /// Times a stream's timestamps jumped (back, or forward beyond reason).
+    pub discontinuities: u64,
+    /// Why the recording failed, where it did (the last cause).
+    pub error: Option<String>,
+}
+
+/// A recording's figures while the run goes, shared by its writing thread and the browser
+/// view (`/healthz`, `/metrics`, `/stats`).
+#[derive(Debug, Default)]
+pub struct RecordLive {
+    /// Segments closed whole.
+    pub segments: std::sync::atomic::AtomicU64,
+    /// Bytes in them.
+    pub bytes: std::sync::atomic::AtomicU64,
+    /// Segments that could not be written.
+    pub failures: std::sync::atomic::AtomicU64,
+    /// Why it can't write now: Some while it fails (until a segment is written again).
+    pub failing: std::sync::Mutex<Option<String>>,
+}
+
+impl RecordLive {
+    /// The figures now.
+    pub fn now(&self) -> RecordingNow {
+        use std::sync::atomic::Ordering::Relaxed;
+        RecordingNow {
+            segments: self.segments.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+            failures: self.failures.load(Relaxed),
+            failing: self.failing.lock().ok().and_then(|f| f.clone()),
+        }
+    }
+}
+
+/// A recording's figures at one moment (`RecordLive::now`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RecordingNow {
+    /// Segments closed whole.
+    pub segments: u64,
+    /// Bytes in them.
+    pub bytes: u64,
+    /// Segments that could not be written.
+    pub failures: u64,
+    /// Why it can't write now, while it fails.
+    pub failing: Option<String>,
 }
 
 impl InputStats {
@@ -291,6 +341,11 @@ impl InputStats {
                 "video_packets": r.video_packets,
                 "packets": r.packets,
                 "lost": r.lost,
+                "segments": r.segments,
+                "bytes": r.bytes,
+                "failures": r.failures,
+                "discontinuities": r.discontinuities,
+                "error": r.error,
             })
         });
         serde_json::json!({
@@ -338,6 +393,8 @@ pub struct InputLive {
     /// Capture to out of the sink: mean, p99 and max (ms) and the frames counted, refreshed
     /// at most `LATENCY_EVERY`.
     pub latency: LatencyNow,
+    /// Its recording's figures, where it is recorded (`--record`).
+    pub recording: Option<RecordingNow>,
 }
 
 /// An input's latency figures at one moment.

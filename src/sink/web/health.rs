@@ -5,7 +5,8 @@
 //! Invariants: `/healthz` says only "ok" or how many inputs are down, never their names or
 //! addresses (it is answered without the token, for probes that carry none); an input
 //! that failed, or has been down (reconnecting, or not open yet) for at least the budget,
-//! makes it unhealthy; an input that ended by itself (a file at its end) does not; every
+//! makes it unhealthy, as does one whose recording can't write now (`--record` on a full or
+//! read-only disk); an input that ended by itself (a file at its end) does not; every
 //! label value in `/metrics` is escaped as the format says, and an address's user and
 //! password are left out of it.
 
@@ -89,7 +90,11 @@ fn down(input: &InputLive, budget: Duration) -> bool {
         .ended
         .as_deref()
         .is_some_and(|e| e.starts_with("failed"));
-    failed || input.down.is_some_and(|d| d >= budget)
+    let recording_fails = input
+        .recording
+        .as_ref()
+        .is_some_and(|r| r.failing.is_some());
+    failed || recording_fails || input.down.is_some_and(|d| d >= budget)
 }
 
 /// `/healthz`: healthy or not, and the one line said.
@@ -108,16 +113,10 @@ pub fn verdict(snap: &Snapshot, budget: Duration) -> (bool, String) {
     }
 }
 
-/// `name` without the user and password of an address (`rtsp://user:pass@host/…`).
+/// `name` without the secrets of an address (`crate::secret`: its user and password, its
+/// secret query parameters).
 pub fn redact(name: &str) -> String {
-    let Some((scheme, rest)) = name.split_once("://") else {
-        return name.to_string();
-    };
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..authority_end].rfind('@') {
-        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-        None => name.to_string(),
-    }
+    crate::secret::redact(name).into_owned()
 }
 
 /// A label value as the text format writes it: `\`, `"` and line feeds escaped.
@@ -199,6 +198,7 @@ pub fn metrics(snap: &Snapshot) -> String {
         family(&mut out, (name, kind, help), samples);
     }
     latency(&mut out, snap, &labels);
+    recordings(&mut out, snap, &labels);
     let failed = snap
         .failed
         .iter()
@@ -225,6 +225,17 @@ pub fn inputs_json(snap: &Snapshot) -> serde_json::Value {
             (None, None, Some(d)) => format!("down {:.0} s", d.as_secs_f64()),
             (None, None, None) => "running".to_string(),
         };
+        let recording = input.recording.as_ref().map(|r| {
+            serde_json::json!({
+                "state": match &r.failing {
+                    Some(why) => format!("failing: {why}"),
+                    None => "recording".to_string(),
+                },
+                "segments": r.segments,
+                "bytes": r.bytes,
+                "failures": r.failures,
+            })
+        });
         serde_json::json!({
             "input": i,
             "name": snap.label(i),
@@ -238,9 +249,54 @@ pub fn inputs_json(snap: &Snapshot) -> serde_json::Value {
                 "max": input.latency.max_ms,
             },
             "state": redact(&state),
+            "recording": recording,
         })
     });
     serde_json::Value::Array(rows.collect())
+}
+
+/// The recording's families of `/metrics`: name, type, help, and the figure.
+const RECORDING: [(&str, &str, &str, RecordingFigure); 4] = [
+    (
+        "framepipe_recording_segments_total",
+        "counter",
+        "Recorded segments closed whole.",
+        |r| r.segments as f64,
+    ),
+    (
+        "framepipe_recording_bytes_total",
+        "counter",
+        "Bytes in the recorded segments closed.",
+        |r| r.bytes as f64,
+    ),
+    (
+        "framepipe_recording_failures_total",
+        "counter",
+        "Recorded segments that could not be written (a full or read-only disk).",
+        |r| r.failures as f64,
+    ),
+    (
+        "framepipe_recording_failing",
+        "gauge",
+        "1 while the input's recording can't write, 0 while it writes.",
+        |r| f64::from(u8::from(r.failing.is_some())),
+    ),
+];
+
+type RecordingFigure = fn(&crate::stats::RecordingNow) -> f64;
+
+/// Each recorded input's recording figures (`--record`).
+fn recordings(out: &mut String, snap: &Snapshot, labels: &[String]) {
+    if snap.inputs.iter().all(|i| i.recording.is_none()) {
+        return;
+    }
+    for (name, kind, help, figure) in RECORDING {
+        let samples =
+            snap.inputs.iter().zip(labels).filter_map(|(input, l)| {
+                Some((format!("{{{l}}}"), figure(input.recording.as_ref()?)))
+            });
+        family(out, (name, kind, help), samples);
+    }
 }
 
 /// Each input's latency (capture to out of the sink) as a summary: the 0.99 quantile, the
@@ -294,7 +350,7 @@ mod tests {
     fn addresses_lose_their_passwords_and_labels_are_escaped() {
         assert_eq!(
             redact("rtsp://admin:secret@10.0.0.5:554/s?x=@"),
-            "rtsp://10.0.0.5:554/s?x=@"
+            "rtsp://***@10.0.0.5:554/s?x=@"
         );
         assert_eq!(redact("udp://239.0.0.1:5000"), "udp://239.0.0.1:5000");
         assert_eq!(redact("lobby"), "lobby");

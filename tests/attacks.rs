@@ -1,0 +1,577 @@
+//! The fourth round of attacks (issue 58), each reproduced as it was run and now held:
+//! lists and inputs that are no regular file or have no bound, an output that never
+//! connects, an input named by URL that an output would replace, a chain typed into the
+//! page that resizes the frames, secrets in what the page, the log and the summary show.
+#![cfg(feature = "opencv")]
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common;
+use common::run::{
+    bin, framepipe, free_port, http, make_clip, require, stderr, wait_with_deadline, TempDir,
+};
+
+/// framepipe with `args`, headless, its log in `log` (read while it runs), once its stop
+/// handler is in place.
+fn start(dir: &Path, args: &[&str], log: &Path) -> Child {
+    let child = Command::new(bin())
+        .current_dir(dir)
+        .arg("--headless")
+        .args(args)
+        .env_remove("DISPLAY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    common::run::wait_until_it_catches(child.id(), libc::SIGINT);
+    child
+}
+
+/// Waits up to `limit` for `log` to hold `text`; how long it took.
+fn wait_for_line(log: &Path, text: &str, limit: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if std::fs::read_to_string(log).is_ok_and(|l| l.contains(text)) {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+/// A process's resident memory, MiB.
+fn rss_mib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        / 1024
+}
+
+/// Attacks 14 and 15: an inputs list that is a FIFO (it held `open` for ever), `/dev/zero`
+/// (unbounded memory) or a file past the bound is refused in one line at the start; one
+/// swapped for a link to `/dev/zero` while the run goes is refused and the inputs stay.
+#[test]
+fn an_inputs_list_is_a_regular_file_of_bounded_size() {
+    let dir = TempDir::new("attack-lists");
+    let fifo = dir.join("fifo");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let huge = dir.join("huge.txt");
+    let line = "pattern:16x16:1\n".repeat(1 << 16);
+    let mut f = std::fs::File::create(&huge).unwrap();
+    for _ in 0..18 {
+        f.write_all(line.as_bytes()).unwrap(); // 18 MiB
+    }
+    drop(f);
+    for (list, says) in [
+        (fifo.display().to_string(), "not a regular file"),
+        ("/dev/zero".to_string(), "not a regular file"),
+        (huge.display().to_string(), "larger than 16 MiB"),
+    ] {
+        let started = Instant::now();
+        let out = framepipe(&["--headless", "--inputs", &list], Duration::from_secs(20));
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{list}: {err}");
+        assert!(
+            err.contains(says) && err.lines().count() == 1,
+            "{list}: {err}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "{list}: slow");
+    }
+    // Swapped while running: a link to /dev/zero (as a ConfigMap's link swap would).
+    let list = dir.join("cams.txt");
+    std::fs::write(&list, "a = pattern:64x48:i420:10\n").unwrap();
+    let log = dir.join("run.log");
+    let mut child = start(dir.path(), &["--inputs", list.to_str().unwrap()], &log);
+    std::thread::sleep(Duration::from_millis(500));
+    let link = dir.join("zero-link");
+    std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+    std::fs::rename(&link, &list).unwrap();
+    let said = wait_for_line(&log, "the inputs stay as they are", Duration::from_secs(5));
+    let log_text = std::fs::read_to_string(&log).unwrap();
+    assert!(said.is_some(), "{log_text}");
+    assert!(log_text.contains("not a regular file"), "{log_text}");
+    std::thread::sleep(Duration::from_secs(2));
+    let rss = rss_mib(child.id());
+    assert!(rss < 300, "{rss} MiB resident after the swap");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run ended:\n{log_text}"
+    );
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(10), "swapped list");
+    assert!(
+        out.status.success(),
+        "{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+}
+
+/// Attack 16: a line appended to a list of 99,990 inputs (none of them this shard's) was
+/// noticed after 69 s: the comparison of the two lists was quadratic. Now within seconds.
+#[test]
+fn a_change_to_a_list_of_a_hundred_thousand_inputs_is_noticed_at_once() {
+    use framepipe::plan::shard::owner;
+    let dir = TempDir::new("attack-long-list");
+    let others = (0..)
+        .map(|i| format!("cam{i}"))
+        .filter(|n| owner(n, 1000) != 0);
+    let mut text = String::with_capacity(4 << 20);
+    for name in others.take(99_990) {
+        text.push_str(&format!("{name} = udp://127.0.0.1:9/{name}\n"));
+    }
+    let list = dir.join("cams.txt");
+    std::fs::write(&list, &text).unwrap();
+    let log = dir.join("run.log");
+    let args = ["--inputs", list.to_str().unwrap(), "--shard", "0/1000"];
+    let child = start(dir.path(), &args, &log);
+    let waiting = wait_for_line(&log, "waiting", Duration::from_secs(20));
+    assert!(
+        waiting.is_some(),
+        "{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+    let mine = (0..)
+        .map(|i| format!("mine{i}"))
+        .find(|n| owner(n, 1000) == 0)
+        .unwrap();
+    text.push_str(&format!("{mine} = pattern:64x48:i420:10\n"));
+    let new = dir.join("cams.new");
+    std::fs::write(&new, &text).unwrap();
+    std::fs::rename(&new, &list).unwrap();
+    let noticed = wait_for_line(
+        &log,
+        "this process's inputs change",
+        Duration::from_secs(20),
+    );
+    let said = std::fs::read_to_string(&log).unwrap();
+    let rss = rss_mib(child.id());
+    common::run::interrupt(&child);
+    let _ = wait_with_deadline(child, Duration::from_secs(15), "long list");
+    let noticed = noticed.unwrap_or_else(|| panic!("not noticed in 20 s:\n{said}"));
+    // Looked at every second; before, 69 s.
+    assert!(
+        noticed < Duration::from_secs(5),
+        "noticed after {noticed:?}"
+    );
+    assert!(rss < 400, "{rss} MiB resident with the list");
+}
+
+/// Attack 5: an RTMP output that never connects exited 0, its totals "0 sent, 0 dropped"
+/// beside its own line's "30 dropped". ffmpeg exits 1.
+#[test]
+fn an_output_that_never_connects_fails_the_run() {
+    let out = framepipe(
+        &[
+            "--headless",
+            "-i",
+            "pattern:320x240:30",
+            "--frames",
+            "30",
+            "--output",
+            "rtmp://127.0.0.1:1/live/x",
+        ],
+        Duration::from_secs(30),
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("never connected"), "{err}");
+    let summary = out.summary.expect("a summary");
+    assert_eq!(summary["ok"], false, "{summary}");
+    let stream = &summary["streams"][0];
+    let (sent, dropped, taken) = (&stream["sent"], &stream["dropped"], &stream["taken"]);
+    assert_eq!(
+        (sent.as_u64(), dropped.as_u64()),
+        (Some(0), taken.as_u64()),
+        "{summary}"
+    );
+}
+
+/// Attack 10: an input named by URL (`file:`, `concat:`, an HLS playlist of `file://`
+/// segments) was not recognised as the output, which replaced it; the plain path was refused.
+#[test]
+fn an_input_named_by_any_url_is_never_written_over() {
+    let dir = TempDir::new("attack-url-input");
+    let d = |n: &str| dir.join(n).display().to_string();
+    let clip = make_clip(&d("victim_in.mp4"), "160x120", "10");
+    let segment = make_clip(&d("i0.ts"), "160x120", "10");
+    let playlist = format!(
+        "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:0.33,\nfile://{segment}\n#EXT-X-ENDLIST\n"
+    );
+    std::fs::write(d("in.m3u8"), playlist).unwrap();
+    let cases = [
+        (format!("file://{clip}"), clip.clone()),
+        (format!("concat:file://{clip}"), clip.clone()),
+        (format!("file://{}", d("in.m3u8")), segment.clone()),
+        (d("in.m3u8"), segment.clone()),
+    ];
+    for (input, output) in cases {
+        let before = std::fs::read(&output).unwrap();
+        let out = framepipe(
+            &["--headless", "-i", &input, "-o", &output, "-y"],
+            Duration::from_secs(30),
+        );
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{input} -> {output}: {err}");
+        assert!(err.contains("is the input file"), "{input}: {err}");
+        assert_eq!(
+            std::fs::read(&output).unwrap(),
+            before,
+            "{input}: written over"
+        );
+    }
+}
+
+/// Attack 11: a chain typed into the page that changes the frames' size answered `ok`, then
+/// ended the run ("does not fit its slot") or wrote sheared pictures. Now refused with its
+/// reason, and the run and its file go on whole.
+#[test]
+fn the_page_refuses_a_chain_that_resizes_the_frames() {
+    require(&["ffprobe"]);
+    let dir = TempDir::new("attack-chain");
+    let port = free_port();
+    let log = dir.join("run.log");
+    let args = [
+        "--backend",
+        "cpu",
+        "-i",
+        "pattern:320x240:25",
+        "--serve",
+        &port.to_string(),
+        "-o",
+        "out.mp4",
+    ];
+    let child = start(dir.path(), &args, &log);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while common::run::try_http(port, "GET", "/healthz", "").is_none() {
+        assert!(Instant::now() < deadline, "the view did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let control = "X-Framepipe-Control: 1\r\n";
+    for chain in [
+        "scale:1280:720",
+        "pad:32768:32768",
+        "scale:320:180",
+        "transpose",
+    ] {
+        let (status, body) = http(port, "POST", &format!("/chain?chain={chain}"), control);
+        let body = String::from_utf8_lossy(&body);
+        assert_eq!(status, 400, "{chain}: {body}");
+        assert!(body.contains("changes the frames' size"), "{chain}: {body}");
+    }
+    let (status, _) = http(port, "POST", "/chain?chain=gray", control);
+    assert_eq!(status, 200);
+    std::thread::sleep(Duration::from_millis(500));
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(10), "chains");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(out.status.success(), "{said}");
+    let (codec, frames) = common::probe::codec_and_frames(&dir.join("out.mp4"));
+    assert!(
+        codec == "h264" && frames > 20,
+        "{codec}, {frames} frames\n{said}"
+    );
+}
+
+/// Attack 12: a password and secret query parameters were shown by `/stats`, `/metrics`,
+/// the log and the summary. None of the secrets below may appear anywhere.
+#[test]
+fn no_secret_reaches_the_page_the_log_or_the_summary() {
+    let dir = TempDir::new("attack-secrets");
+    let port = free_port();
+    let secrets = [
+        "S3cretPw",
+        "TopSecret123",
+        "Hunter2Pw",
+        "tok3nValue",
+        "k3yValue",
+        "authValue9",
+    ];
+    let inputs = [
+        "pattern:160x120:i420:10".to_string(),
+        format!("http://admin:{}@127.0.0.1:1/a.ts", secrets[0]),
+        format!("srt://127.0.0.1:1?passphrase={}&latency=20", secrets[1]),
+        format!("rtsp://127.0.0.1:1/s?password={}&x=1", secrets[2]),
+        format!(
+            "http://127.0.0.1:1/b.m3u8?token={}&key={}&auth={}",
+            secrets[3], secrets[4], secrets[5]
+        ),
+    ];
+    let mut args: Vec<&str> = Vec::new();
+    for i in &inputs {
+        args.extend(["-i", i]);
+    }
+    let port_text = port.to_string();
+    args.extend([
+        "--serve",
+        &port_text,
+        "--summary-json",
+        "summary.json",
+        "-v",
+    ]);
+    let log = dir.join("run.log");
+    let child = start(dir.path(), &args, &log);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while common::run::try_http(port, "GET", "/healthz", "").is_none() {
+        assert!(Instant::now() < deadline, "the view did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let mut shown = String::new();
+    for path in ["/", "/stats", "/metrics", "/healthz"] {
+        let (_, body) = http(port, "GET", path, "");
+        shown.push_str(&String::from_utf8_lossy(&body));
+    }
+    assert!(
+        shown.contains("127.0.0.1:1"),
+        "the inputs are not shown:\n{shown}"
+    );
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(10), "secrets");
+    let _ = out;
+    shown.push_str(&std::fs::read_to_string(&log).unwrap());
+    shown.push_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap_or_default());
+    for secret in secrets {
+        assert!(!shown.contains(secret), "{secret} shown:\n{shown}");
+    }
+}
+
+/// Video and audio packets ffprobe counts in `path`.
+fn packets(path: &Path) -> (u64, u64) {
+    let count = |stream: &str| -> u64 {
+        let out = Command::new("ffprobe")
+            .args(["-v", "error", "-select_streams", stream, "-count_packets"])
+            .args(["-show_entries", "stream=nb_read_packets", "-of", "csv=p=0"])
+            .arg(path)
+            .output()
+            .unwrap();
+        // MPEG-TS lists its streams twice (programs, then streams): the first line.
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .parse()
+            .unwrap_or(0)
+    };
+    (count("v:0"), count("a:0"))
+}
+
+/// The recorded files `prefix*` in `dir`, by name, and no `.part` left among them.
+fn recorded(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            assert!(!name.ends_with(".part"), "a .part was left: {name}");
+            name.starts_with(prefix)
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Attacks 1 and 3: a looping input (`-stream_loop 6 … -c copy`, AAC beside H.264) lost its
+/// recording at the first step back ("non monotonically increasing dts", 11 of 14 segments,
+/// exit 0), and joined files lost a GOP at each jump (390 of 450 packets). Every packet is
+/// now in a segment: each jump starts a new one at its keyframe, timed from there.
+#[test]
+fn timestamps_that_jump_lose_no_packet_of_a_recording() {
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("attack-record-jumps");
+    let cam = dir.join("cam.mp4");
+    crate::record::camera_clip(&cam, 10);
+    let ffmpeg = |args: &[&str]| {
+        let mut ffmpeg = Command::new("ffmpeg");
+        ffmpeg.args(["-v", "error", "-y"]).args(args);
+        assert!(ffmpeg.status().unwrap().success(), "{args:?}");
+    };
+    let cam_s = cam.display().to_string();
+    let looped = dir.join("loop.ts").display().to_string();
+    ffmpeg(&[
+        "-stream_loop",
+        "6",
+        "-i",
+        &cam_s,
+        "-c",
+        "copy",
+        "-f",
+        "mpegts",
+        &looped,
+    ]);
+    let out = common::run::framepipe_in(
+        dir.path(),
+        &[
+            "--headless",
+            "-i",
+            &looped,
+            "--record",
+            "lt-{seg}.mp4",
+            "--segment",
+            "5",
+        ],
+        Duration::from_secs(120),
+    );
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("stops here"), "{err}");
+    let files = recorded(dir.path(), "lt-");
+    assert_eq!(files.len(), 14, "{files:?}\n{err}");
+    let sum = files
+        .iter()
+        .map(|f| packets(f))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+    assert_eq!(sum, packets(Path::new(&looped)), "{err}");
+    // Three copies of a 3 s clip, joined as `cat` joins them: each copy its own segment.
+    let clip = dir.join("clip.ts").display().to_string();
+    ffmpeg(&["-i", &cam_s, "-t", "3", "-c", "copy", "-f", "mpegts", &clip]);
+    let one = std::fs::read(&clip).unwrap();
+    let joined = dir.join("joined.ts");
+    std::fs::write(&joined, [one.clone(), one.clone(), one].concat()).unwrap();
+    let joined_s = joined.display().to_string();
+    let args = [
+        "--headless",
+        "-i",
+        &joined_s,
+        "--record",
+        "j-{seg}.mp4",
+        "--segment",
+        "60",
+    ];
+    let out = common::run::framepipe_in(dir.path(), &args, Duration::from_secs(60));
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let files = recorded(dir.path(), "j-");
+    let (v, a) = packets(Path::new(&clip));
+    assert_eq!(files.len(), 3, "{files:?}\n{err}");
+    for f in &files {
+        assert_eq!(packets(f), (v, a), "{}\n{err}", f.display());
+    }
+    // One file, no segments: every packet in it, its time going on across the jumps.
+    let args = ["--headless", "-i", &joined_s, "--record", "j.mkv"];
+    let out = common::run::framepipe_in(dir.path(), &args, Duration::from_secs(60));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(packets(&dir.join("j.mkv")), (3 * v, 3 * a));
+}
+
+/// Attack 2: `--record` into a read-only folder ran and said ok; on a full disk it said a
+/// warning, exit 0, `ok: true`, and left a `.part`. Now a read-only folder is refused
+/// before capture; a full disk gives up the segment (no `.part`), turns `/healthz` 503 and
+/// `/metrics`' recording gauge to 1 while it lasts, resumes once space is freed, and the
+/// run ends failed with the reason.
+#[test]
+fn a_recording_that_cannot_write_fails_the_run_and_resumes_when_it_can() {
+    use crate::trust::Tmpfs;
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("attack-record-disk");
+    let cam = dir.join("cam.ts");
+    crate::record::camera_clip(&cam, 12);
+    let cam_s = cam.display().to_string();
+    let Some(ro) = Tmpfs::mount("attack-record-ro", "ro,size=1m") else {
+        return;
+    };
+    let name = ro.file("x-{seg}.mkv");
+    let out = framepipe(
+        &[
+            "--headless",
+            "-i",
+            &cam_s,
+            "--record",
+            &name,
+            "--segment",
+            "2",
+        ],
+        Duration::from_secs(30),
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("can't be written") && err.contains("Read-only"),
+        "{err}"
+    );
+    assert_eq!(
+        out.counts().map(|c| c[0]),
+        Some(0),
+        "captured before refusing:\n{err}"
+    );
+    // A disk with room for one segment, then full, then freed.
+    let Some(small) = Tmpfs::mount("attack-record-full", "size=1m") else {
+        return;
+    };
+    let filler = small.file("filler");
+    std::fs::write(&filler, vec![0u8; 900 << 10]).unwrap();
+    let port = free_port();
+    let log = dir.join("run.log");
+    let record = small.file("r-{seg}.mp4");
+    let port_s = port.to_string();
+    let args = [
+        "--realtime",
+        "-i",
+        &cam_s,
+        "--record",
+        &record,
+        "--segment",
+        "1",
+        "--serve",
+        &port_s,
+        "--summary-json",
+        "s.json",
+    ];
+    let child = start(dir.path(), &args, &log);
+    let (mut saw_503, mut saw_gauge) = (false, false);
+    let deadline = Instant::now() + Duration::from_secs(8);
+    while Instant::now() < deadline && !(saw_503 && saw_gauge) {
+        if let Some((status, _)) = common::run::try_http(port, "GET", "/healthz", "") {
+            saw_503 |= status == 503;
+        }
+        if let Some((_, body)) = common::run::try_http(port, "GET", "/metrics", "") {
+            let metrics = String::from_utf8_lossy(&body);
+            saw_gauge |= metrics
+                .lines()
+                .any(|l| l.starts_with("framepipe_recording_failing{") && l.ends_with(" 1"));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::fs::remove_file(&filler).unwrap();
+    let out = wait_with_deadline(child, Duration::from_secs(60), "full disk");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        saw_503,
+        "/healthz never said 503 while the disk was full:\n{said}"
+    );
+    assert!(
+        saw_gauge,
+        "/metrics never showed the recording failing:\n{said}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("No space left on device"), "{said}");
+    assert!(
+        said.contains("writing again"),
+        "the recording did not resume:\n{said}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+    assert_eq!(summary["ok"], false, "{summary}");
+    assert!(
+        summary["error"].as_str().unwrap().contains("recording"),
+        "{summary}"
+    );
+    let files = recorded(small.0.path(), "r-");
+    assert!(files.len() >= 3, "{files:?}\n{said}");
+    for f in &files {
+        let (v, _) = packets(f);
+        assert!(v > 0, "{} holds nothing", f.display());
+    }
+}
