@@ -32,7 +32,9 @@ fn main() {
         framepipe::say!("framepipe: error: installing the signal handlers: {e:#}");
         exit(1);
     }
-    if EARLY_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+    if EARLY_SIGNAL.load(std::sync::atomic::Ordering::SeqCst) != 0
+        || framepipe::stop::hangup_while_starting_stops()
+    {
         framepipe::stop::note_early_signal();
         framepipe::info!("a stop signal came while framepipe started: stopping");
     }
@@ -79,7 +81,11 @@ fn main() {
             ran.result
         }
         Some(Command::Bench(args)) => framepipe::bench::run(args),
-        Some(Command::Doctor) => framepipe::doctor::run(),
+        Some(Command::Doctor) => {
+            use framepipe::plan::OpenCvPart;
+            framepipe::app::full_build::hand_over(Some(OpenCvPart::Doctor));
+            framepipe::doctor::run()
+        }
         Some(Command::CheckKernel(args)) => args
             .chain()
             .map_err(anyhow::Error::from)
@@ -103,10 +109,11 @@ fn start_again() -> ! {
     use std::os::unix::process::CommandExt;
     let mut args = std::env::args_os();
     let arg0 = args.next().unwrap_or_else(|| "framepipe".into());
-    let err = std::process::Command::new("/proc/self/exe")
-        .arg0(arg0)
-        .args(args)
-        .exec();
+    let mut again = std::process::Command::new("/proc/self/exe");
+    let err = framepipe::stop::exec(again.arg0(arg0).args(args));
+    if err.kind() == std::io::ErrorKind::Interrupted {
+        exit(0); // a stop signal came: the run ended cleanly, and stays ended
+    }
     framepipe::say!("framepipe: error: starting again with the new inputs: {err}");
     exit(1)
 }

@@ -7,7 +7,9 @@
 //! - the signal handler sets the flag before it does anything else, and its message is
 //!   written best effort, so a closed standard error can't keep a stop from happening;
 //! - the handler is installed first thing in `main`, so a signal at any moment is a stop,
-//!   never the default action that would kill the process and lose a file;
+//!   never the default action that would kill the process and lose a file; across an
+//!   `exec` (a run handed to the OpenCV build, a run started again) the signals are held
+//!   back, pending, until the new program catches them;
 //! - every wait that may be long (pacing) wakes within `Stop::TICK` of a stop;
 //! - while a pipeline runs (`Watched`), a signalled stop ends the process within
 //!   `STOP_GRACE` of the last sign of progress (`beat`), whatever blocks it (a frozen
@@ -136,15 +138,30 @@ pub fn on_hangup(hook: fn()) {
     }
 }
 
-/// Runs the SIGHUP hook where one is set; false where SIGHUP stops the run.
+/// Runs the SIGHUP hook where one is set; false where SIGHUP stops the run. Before the
+/// run sets one, a process given an inputs file (`--inputs`) takes SIGHUP as the reload it
+/// will ask for anyway: the run reads the file as it starts (a SIGHUP held across the
+/// `exec` of a run started again comes here).
 fn hung_up() -> bool {
     match HANGUP.lock().ok().and_then(|h| *h) {
         Some(hook) => {
             hook();
             true
         }
+        None if reads_a_list() => {
+            crate::debug!("SIGHUP while starting: the inputs file is read as the run starts");
+            true
+        }
         None => false,
     }
+}
+
+/// Whether the command line names an inputs file (`--inputs FILE`, `--inputs=FILE`).
+fn reads_a_list() -> bool {
+    std::env::args_os().any(|a| {
+        a.to_str()
+            .is_some_and(|a| a == "--inputs" || a.starts_with("--inputs="))
+    })
 }
 
 /// Marks an output being finalized while it lives: aborts wait for it, and the watchdog
@@ -308,8 +325,68 @@ fn signal_name(sig: i32) -> &'static str {
 /// allocation, no lock).
 pub unsafe fn catch_early_signals(note: fn()) {
     for sig in STOP_SIGNALS {
-        // SAFETY: the caller's contract: `note` is async-signal-safe.
+        // SIGHUP may be a reload: it is noted apart (`hangup_while_starting_stops`).
+        let note = if sig == libc::SIGHUP {
+            note_hangup
+        } else {
+            note
+        };
+        // SAFETY: the caller's contract: `note` is async-signal-safe, as `note_hangup` is
+        // (it only stores to an atomic).
         let _ = unsafe { signal_hook::low_level::register(sig, note) };
+    }
+    // A signal held back across `exec` (below) comes now.
+    hold_signals(&STOP_SIGNALS, false);
+}
+
+/// SIGHUP came while framepipe started (before `install_signal_handler`).
+static EARLY_HANGUP: AtomicBool = AtomicBool::new(false);
+
+fn note_hangup() {
+    EARLY_HANGUP.store(true, Ordering::SeqCst);
+}
+
+/// Whether a SIGHUP that came while framepipe started stops it: not where the command line
+/// names an inputs file, whose reload it asks for (the run reads the file as it starts:
+/// a SIGHUP sent while a run is started again with a changed list is one).
+pub fn hangup_while_starting_stops() -> bool {
+    EARLY_HANGUP.load(Ordering::SeqCst) && !reads_a_list()
+}
+
+/// Replaces the process by `cmd` (the same pid, descriptors and standard streams), with the
+/// stop signals held back across the change: one that comes while the new program's shared
+/// libraries load stays pending until its `catch_early_signals` takes it, instead of
+/// killing it with the default action. Returns only where the program did not start (the
+/// signals come through again), or where a stop signal came first (`Interrupted`: the
+/// caller's run stops as any other does).
+pub fn exec(cmd: &mut std::process::Command) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    hold_signals(&STOP_SIGNALS, true);
+    let err = match signalled() {
+        true => std::io::Error::new(std::io::ErrorKind::Interrupted, "a stop signal came"),
+        false => cmd.exec(),
+    };
+    hold_signals(&STOP_SIGNALS, false);
+    err
+}
+
+/// Blocks (`hold`) or unblocks `signals` in the calling thread (a blocked signal stays
+/// pending, also across `exec`).
+fn hold_signals(signals: &[i32], hold: bool) {
+    // SAFETY: `set` is plain data, emptied by sigemptyset before it is read; the calls
+    // only change this thread's signal mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for &sig in signals {
+            libc::sigaddset(&mut set, sig);
+        }
+        let how = if hold {
+            libc::SIG_BLOCK
+        } else {
+            libc::SIG_UNBLOCK
+        };
+        libc::pthread_sigmask(how, &set, std::ptr::null_mut());
     }
 }
 

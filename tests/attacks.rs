@@ -575,3 +575,47 @@ fn a_recording_that_cannot_write_fails_the_run_and_resumes_when_it_can() {
         assert!(v > 0, "{} holds nothing", f.display());
     }
 }
+
+/// Attack 17: SIGHUP (read the list again) sent while the process re-executes itself for a
+/// changed list (rewritten every 0.1 s) killed it (exit 129) after two or three rewrites:
+/// the new image had no handler while it loaded. Now the signal is held across the `exec`
+/// and taken by the new image as the reload it is.
+#[test]
+fn sighup_while_the_run_starts_again_is_a_reload_not_a_kill() {
+    let dir = TempDir::new("attack-hup-exec");
+    let list = dir.join("cams.txt");
+    let one = "a = pattern:64x48:i420:10\n";
+    std::fs::write(&list, one).unwrap();
+    let log = dir.join("run.log");
+    let child = start(
+        dir.path(),
+        &["-q", "--inputs", list.to_str().unwrap()],
+        &log,
+    );
+    let pid = child.id() as i32;
+    std::thread::sleep(Duration::from_millis(800));
+    let hup = || {
+        // SAFETY: kill(2) on our own child's pid, with a signal number.
+        unsafe { libc::kill(pid, libc::SIGHUP) };
+    };
+    for i in 0..40 {
+        let text = match i % 2 {
+            0 => format!("{one}b{i} = pattern:64x48:i420:10\n"),
+            _ => one.to_string(),
+        };
+        let new = dir.join("cams.new");
+        std::fs::write(&new, text).unwrap();
+        std::fs::rename(&new, &list).unwrap();
+        hup();
+        std::thread::sleep(Duration::from_millis(50));
+        hup();
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(15), "SIGHUP across exec");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:?}\n{said}", out.status);
+    let runs = said.matches("frames:").count();
+    assert!(runs > 5, "it started again only {runs} times:\n{said}");
+}

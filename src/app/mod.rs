@@ -1,6 +1,7 @@
 //! `framepipe [OPTIONS]`: one run, whatever the number of inputs. The flags are consumed once
-//! into a `RunPlan` (each input's part, the mosaic's recording, what the run shows) and
-//! fitted to the machine's facts (`Machine`; with no display the run goes on headless,
+//! into a `RunPlan` (each input's part, the mosaic's recording, what the run shows); a
+//! build without OpenCV hands a plan that needs OpenCV to the OpenCV build where one is
+//! named (`full_build`), before anything opens; the plan is fitted to the machine's facts (`Machine`; with no display the run goes on headless,
 //! said once); every output is claimed (`claims`); the browser view is opened (`displays`:
 //! its `/healthz` answers while the inputs open); each input's `--record` is started
 //! (`recordings`, finished however the run ends); every input is opened side by side while CUDA warms up, and a `Plan` settled for each
@@ -33,6 +34,7 @@ use crate::stop::Stop;
 
 mod claims;
 mod displays;
+pub mod full_build;
 mod idle;
 mod opening;
 mod outputs;
@@ -82,6 +84,7 @@ pub fn run_embedded(mut args: RunArgs, to: sink::handover::HandTo) -> Ran {
 }
 
 fn run_with(mut args: RunArgs, stop: Stop, to: Option<sink::handover::HandTo>) -> Ran {
+    let window = full_build::window_part(&args);
     let headless_because = displays::headless_where_no_display(&mut args);
     let ending = report::Ending::default();
     let summary_json = args.summary_json.clone();
@@ -104,6 +107,9 @@ fn run_with(mut args: RunArgs, stop: Stop, to: Option<sink::handover::HandTo>) -
             return idle::wait(&args, &roster, &stop);
         }
         let plan = RunPlan::from_args(args, &roster)?;
+        if to.is_none() {
+            full_build::hand_over(window.or_else(|| plan.opencv_part()));
+        }
         if let Some(why) = headless_because {
             info!("{why}: running headless, as --headless does");
         }

@@ -11,9 +11,12 @@ pub(super) fn shown_within() -> crate::frame::FrameSize {
     MAX_MOSAIC
 }
 
-/// Why no window can be shown: this build has none.
+/// Why no window can be shown: no display is named, or this build has none.
 pub(super) fn no_display() -> Option<&'static str> {
-    Some("this build has no window (it has no OpenCV)")
+    match std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) {
+        true => Some("this build has no window (it has no OpenCV)"),
+        false => Some("no display to show a window on (DISPLAY is not set)"),
+    }
 }
 
 /// Never possible.

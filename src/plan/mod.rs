@@ -31,12 +31,14 @@ use crate::stop::Stop;
 
 pub mod error;
 pub mod machine;
+pub mod opencv;
 pub mod run;
 pub mod shard;
 
 pub use error::PlanError;
 
 pub use machine::Machine;
+pub use opencv::OpenCvPart;
 pub use run::{Engine, InputPlan, RunPlan};
 
 /// Slots the ring holds beyond the frames in flight where nothing else decides (the bench,

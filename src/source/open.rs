@@ -193,6 +193,13 @@ fn open_once(input: &InputSpec, asked: Asked) -> Result<Opened> {
     })
 }
 
+/// The pattern's pixel format: `pattern:…`'s, else `--input-format`'s, else BGR.
+pub fn pattern_format(o: &super::PatternOpts, asked: &Asked) -> PixelFormat {
+    o.format
+        .or(asked.input_format.pixel())
+        .unwrap_or(PixelFormat::Bgr24)
+}
+
 /// Why an opening gave no answer: its thread ended without one.
 fn no_answer() -> anyhow::Error {
     anyhow::anyhow!("opening the input failed without a reason (the opening thread ended)")
@@ -266,10 +273,7 @@ fn open_source(input: &InputSpec, asked: Asked) -> Result<Box<dyn Source>> {
     }
     let pattern = |o: super::PatternOpts| -> Result<Box<dyn Source>> {
         let size = o.size.or(asked.size).unwrap_or(DEFAULT_SIZE);
-        let format = o
-            .format
-            .or(asked.input_format.pixel())
-            .unwrap_or(PixelFormat::Bgr24);
+        let format = pattern_format(&o, &asked);
         format.check(size).map_err(|e| match o.format {
             Some(_) => anyhow::anyhow!("--input pattern: {format} at {size}: {e}"),
             None => anyhow::anyhow!("--input-format {format}: {e}"),
