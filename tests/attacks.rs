@@ -619,3 +619,77 @@ fn sighup_while_the_run_starts_again_is_a_reload_not_a_kill() {
     let runs = said.matches("frames:").count();
     assert!(runs > 5, "it started again only {runs} times:\n{said}");
 }
+
+/// Attacks 7 and 8: two runs on one HLS playlist were both accepted and both wrote `a0.ts`,
+/// `a1.ts`; playlists `x.m3u8` and `x1.m3u8` in one folder both named segments `x10.ts`,
+/// so `x1.m3u8` listed camera x's video. A playlist is now claimed as a file is (a lock
+/// naming the run that holds it), and stems whose segments can share a name are refused.
+#[test]
+fn one_writer_per_playlist_and_per_segment_name() {
+    let dir = TempDir::new("attack-hls-claims");
+    let d = |n: &str| dir.join(n).display().to_string();
+    let log = dir.join("first.log");
+    let first = start(
+        dir.path(),
+        &[
+            "-i",
+            "pattern:160x120:25",
+            "--frames",
+            "250",
+            "-o",
+            &d("a.m3u8"),
+        ],
+        &log,
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir.join("a0.ts").exists() {
+        assert!(Instant::now() < deadline, "no first segment");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let second = framepipe(
+        &[
+            "--headless",
+            "-i",
+            "pattern:160x120:25",
+            "--frames",
+            "25",
+            "-o",
+            &d("a.m3u8"),
+            "-y",
+        ],
+        Duration::from_secs(30),
+    );
+    let err = stderr(&second);
+    assert_eq!(second.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("being written by another run") && err.contains("pid"),
+        "{err}"
+    );
+    common::run::interrupt(&first);
+    let out = wait_with_deadline(first, Duration::from_secs(10), "first playlist");
+    assert!(
+        out.status.success(),
+        "{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+    // Inputs x and x1 into h/{name}.m3u8.
+    let list = dir.join("cams.txt");
+    std::fs::write(&list, "x = pattern:160x120:25\nx1 = pattern:160x120:25\n").unwrap();
+    let pattern = d("h/{name}.m3u8");
+    let out = framepipe(
+        &[
+            "--headless",
+            "--inputs",
+            list.to_str().unwrap(),
+            "--frames",
+            "10",
+            "-o",
+            &pattern,
+        ],
+        Duration::from_secs(30),
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("segments of the same names"), "{err}");
+    assert!(!dir.join("h/x10.ts").exists());
+}

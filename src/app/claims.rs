@@ -20,6 +20,8 @@ pub(super) struct Claims {
     pub each: Vec<Option<Claimed>>,
     /// The mosaic's recording (several inputs).
     pub recording: Option<Claimed>,
+    /// What the streams out hold for the run (an HLS playlist's lock).
+    pub _streams: Vec<Claimed>,
 }
 
 /// Claims every output of `plan` (module doc).
@@ -29,20 +31,27 @@ pub(super) fn claim(plan: &RunPlan) -> Result<Claims> {
     }
     let (overwrite, reports) = (plan.writing().overwrite, plan.reports());
     let mut each = Vec::with_capacity(plan.inputs().len());
+    let mut streams = Vec::new();
     for input in plan.inputs() {
         let files = input_files(input);
+        let outs = &input.outputs;
         each.push(Some(check_outputs(
-            &input.outputs,
+            outs,
             &files,
             overwrite,
             reports,
+            &mut streams,
         )?));
     }
     let recording = plan
         .recording()
-        .map(|r| check_outputs(r, &[], overwrite, reports))
+        .map(|r| check_outputs(r, &[], overwrite, reports, &mut streams))
         .transpose()?;
-    Ok(Claims { each, recording })
+    Ok(Claims {
+        each,
+        recording,
+        _streams: streams,
+    })
 }
 
 /// The files `input` opens, whatever its URL form (`InputSpec::files_opened`: `file:`,
@@ -69,6 +78,7 @@ fn check_outputs(
     input_files: &[InputFile],
     overwrite: Overwrite,
     reports: &Reports,
+    streams_held: &mut Vec<Claimed>,
 ) -> Result<Claimed> {
     let mut files: Vec<(&str, String)> = Vec::new();
     if let Some(OutputSpec::Video { path, .. }) = &outputs.file {
@@ -97,7 +107,7 @@ fn check_outputs(
     );
     check_files(&files, &playlists, input_files)?;
     for stream in &outputs.streams {
-        stream.claim(overwrite, input_files)?;
+        streams_held.push(stream.claim(overwrite, input_files)?);
     }
     match &outputs.file {
         Some(file) => file.claim(overwrite, input_files),

@@ -337,6 +337,30 @@ pub enum Claimed {
 pub struct FolderLock(#[allow(dead_code)] File);
 
 impl FolderLock {
+    /// Locks an HLS playlist for this run: its hidden lock file beside it
+    /// (`.NAME.m3u8.lock`, made where missing, never followed where it is a link; the
+    /// playlist itself is replaced at every write, so it can't hold the lock), so that a
+    /// second run on the same playlist is refused naming the first.
+    pub fn playlist(flag: &str, playlist: &Path) -> Result<Self, ClaimError> {
+        let name = playlist.file_name().unwrap_or_default().to_string_lossy();
+        let lock_path = playlist.with_file_name(format!(".{name}.lock"));
+        let what = format!("{flag} '{}'", playlist.display());
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .custom_flags(libc::O_NOFOLLOW)
+            .mode(0o666)
+            .open(&lock_path)
+            .map_err(|source| ClaimError::Open {
+                what: format!("{what}: can't open its lock file '{}'", lock_path.display()),
+                source,
+            })?;
+        lock(&file, &what)?;
+        Ok(Self(file))
+    }
+
     /// Locks `folder` for an image sequence written by `flag`.
     pub fn new(flag: &str, folder: &Path, pattern: &str) -> Result<Self, ClaimError> {
         let dir = File::open(folder).map_err(|source| ClaimError::Open {

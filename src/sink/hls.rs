@@ -67,7 +67,7 @@ pub enum HlsError {
         input: String,
     },
     /// Two HLS outputs would write the same segments.
-    #[error("--output '{first}' and --output '{second}' would write the same segments ({stem}N.ts): give each playlist its own name")]
+    #[error("--output '{first}' and --output '{second}' would write segments of the same names ({stem}N.ts): give each playlist a name that is not the other's followed by digits")]
     SameSegments {
         /// The first playlist.
         first: String,
@@ -212,7 +212,9 @@ pub fn refuse_crossing(hls: &[&str], others: &[&str]) -> Result<(), HlsError> {
         .collect::<Result<_, _>>()?;
     for (k, n) in names.iter().enumerate() {
         for (j, m) in names[..k].iter().enumerate() {
-            let clash = n.stem == m.stem && m.owns_path(&n.folder.join(format!("{}0.ts", n.stem)));
+            let clash = stems_cross(&n.stem, &m.stem)
+                && (m.owns_path(&n.folder.join(format!("{}10.ts", n.stem)))
+                    || n.owns_path(&m.folder.join(format!("{}10.ts", m.stem))));
             if clash {
                 return Err(HlsError::SameSegments {
                     first: hls[j].into(),
@@ -229,6 +231,14 @@ pub fn refuse_crossing(hls: &[&str], others: &[&str]) -> Result<(), HlsError> {
         }
     }
     Ok(())
+}
+
+/// Whether two stems' segments can have one name: `{a}{n}.ts` is `{b}{m}.ts` where the
+/// stems are equal, or one is the other followed by digits (`x` and `x1` both write
+/// `x10.ts`).
+fn stems_cross(a: &str, b: &str) -> bool {
+    let digits = |rest: &str| rest.bytes().all(|c| c.is_ascii_digit());
+    a.strip_prefix(b).is_some_and(digits) || b.strip_prefix(a).is_some_and(digits)
 }
 
 /// What the muxer's files went through, shared with the output that checks it.
