@@ -116,7 +116,7 @@ fn may_convert(input: &InputPlan) -> bool {
         })
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "ffmpeg"))]
 mod tests {
     use super::*;
     use crate::cli::Cli;
