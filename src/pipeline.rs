@@ -857,6 +857,73 @@ fn capture_loop(
     how: Capturing,
     shared: &Shared,
 ) -> Result<()> {
+    let captured = capture_frames(source, free, &filled, &how, shared)?;
+    if shared.stop.is_requested() && source.is_live() && source.begin_drain() {
+        drain(source, free, &filled, (&how, captured), shared)?;
+    }
+    Ok(())
+}
+
+/// The most frames read out of a live source after a stop (`drain`): a decoder's delay and
+/// a demuxer's last packet are a few frames.
+const DRAIN_MOST: u64 = 64;
+
+/// After a stop: the frames still inside a live source (`Source::begin_drain`) are read and
+/// sent on as any other, so that a camera's last frame and packet are not lost; each waits
+/// at most `POLL` for a slot, and at most `DRAIN_MOST` are read.
+fn drain(
+    source: &mut dyn Source,
+    free: &Receiver<Slot>,
+    filled: &Sender<Slot>,
+    (how, mut captured): (&Capturing, u64),
+    shared: &Shared,
+) -> Result<()> {
+    let mine = &shared.inputs[how.input];
+    for _ in 0..DRAIN_MOST {
+        if how.frames.is_some_and(|n| captured >= n) {
+            return Ok(());
+        }
+        let Ok(mut slot) = free.recv_timeout(POLL) else {
+            return Ok(());
+        };
+        if read_frame(source, &mut slot, (how.input, captured), true, mine)? == Read::End {
+            return Ok(());
+        }
+        if !pass_on(slot, source, &mut captured, (mine, shared), filled) {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Numbers a frame just read and sends it to the backend, counted; false where the backend
+/// stopped (its error is reported by it).
+fn pass_on(
+    mut slot: Slot,
+    source: &mut dyn Source,
+    captured: &mut u64,
+    (mine, shared): (&Counters, &Shared),
+    filled: &Sender<Slot>,
+) -> bool {
+    slot.desc.index = *captured;
+    slot.desc.pts = source.pts();
+    *captured += 1;
+    mine.captured.store(*captured, Ordering::SeqCst);
+    // The run's count, kept here rather than summed over every input for each frame the
+    // sink takes (`Progress`).
+    shared.progress.0[0].fetch_add(1, Ordering::Relaxed);
+    filled.send(slot).is_ok()
+}
+
+/// Reads `source` into free slots and sends them on until it ends, `how.frames` are read,
+/// or a stop; the frames read.
+fn capture_frames(
+    source: &mut dyn Source,
+    free: &Receiver<Slot>,
+    filled: &Sender<Slot>,
+    how: &Capturing,
+    shared: &Shared,
+) -> Result<u64> {
     let live = source.is_live();
     shared.inputs[how.input].live.store(live, Ordering::Relaxed);
     // How long a live source waits for a free slot before it drops a frame: one frame's
@@ -874,13 +941,13 @@ fn capture_loop(
             if !how.several {
                 shared.stop.request(); // --frames reached: a stop, not the end of the input
             }
-            return Ok(());
+            return Ok(captured);
         }
         // Paused: one frame goes through when a step was asked for.
         if shared.paused.load(Ordering::SeqCst) && !shared.step.swap(false, Ordering::SeqCst) {
             // Paused: a live source keeps being drained so that it resumes with fresh frames.
             if live && source.skip()? == Read::End {
-                return Ok(());
+                return Ok(captured);
             }
             if !live {
                 thread::sleep(Duration::from_millis(10));
@@ -889,16 +956,16 @@ fn capture_loop(
         }
         let mut slot = match free.try_recv() {
             Ok(slot) => slot,
-            Err(TryRecvError::Disconnected) => return Ok(()),
+            Err(TryRecvError::Disconnected) => return Ok(captured),
             Err(TryRecvError::Empty) if live => {
                 match wait_live(free, grace, &mut patience, &shared.stop) {
                     Ok(slot) => slot,
-                    Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                    Err(RecvTimeoutError::Disconnected) => return Ok(captured),
                     Err(RecvTimeoutError::Timeout) => {
                         // Ring full for a frame's time, patience spent: the pipeline is behind,
                         // and a live source drops this frame so that what is shown stays fresh.
                         if source.skip()? == Read::End {
-                            return Ok(());
+                            return Ok(captured);
                         }
                         mine.dropped.fetch_add(1, Ordering::SeqCst);
                         continue;
@@ -908,29 +975,22 @@ fn capture_loop(
             Err(TryRecvError::Empty) => match free.recv_timeout(POLL) {
                 Ok(slot) => slot,
                 Err(RecvTimeoutError::Timeout) => continue,
-                Err(RecvTimeoutError::Disconnected) => return Ok(()),
+                Err(RecvTimeoutError::Disconnected) => return Ok(captured),
             },
         };
         if let Some(due) = source.due() {
             if shared.stop.sleep_until(due) {
-                return Ok(());
+                return Ok(captured);
             }
         }
         if read_frame(source, &mut slot, (how.input, captured), live, mine)? == Read::End {
-            return Ok(());
+            return Ok(captured);
         }
-        slot.desc.index = captured;
-        slot.desc.pts = source.pts();
-        captured += 1;
-        mine.captured.store(captured, Ordering::SeqCst);
-        // The run's count, kept here rather than summed over every input for each frame
-        // the sink takes (`Progress`).
-        shared.progress.0[0].fetch_add(1, Ordering::Relaxed);
-        if filled.send(slot).is_err() {
-            return Ok(()); // the backend stopped (its error is reported by it)
+        if !pass_on(slot, source, &mut captured, (mine, shared), filled) {
+            return Ok(captured);
         }
     }
-    Ok(())
+    Ok(captured)
 }
 
 /// Reads `source`'s next frame into `slot` (frame `at.1` of input `at.0`), timing it: into

@@ -693,3 +693,106 @@ fn one_writer_per_playlist_and_per_segment_name() {
     assert!(err.contains("segments of the same names"), "{err}");
     assert!(!dir.join("h/x10.ts").exists());
 }
+
+/// Attack 19: a UDP input with no sender printed nothing and never gave up (60 s), where a
+/// silent RTSP or HTTP source is given up after 10 s. Now every network input is: at its
+/// opening, and mid-run once its sender stops (the frames it had sent all kept first).
+#[test]
+fn a_silent_udp_input_is_given_up_after_ten_seconds() {
+    use crate::record::{camera_clip, send_to, udp_input};
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("attack-udp-silent");
+    let started = Instant::now();
+    let quiet = udp_input(free_port());
+    let out = framepipe(&["--headless", "-i", &quiet], Duration::from_secs(30));
+    let (took, err) = (started.elapsed(), stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("timed out: nothing came for 10 s"), "{err}");
+    assert!(
+        took >= Duration::from_secs(9) && took < Duration::from_secs(16),
+        "{took:?}"
+    );
+    // A sender of 2 s (60 frames), then silence: every frame it sent, then the error.
+    let clip = dir.join("cam.ts");
+    camera_clip(&clip, 2);
+    let port = free_port();
+    let out_file = dir.join("out.mkv");
+    let child = Command::new(bin())
+        .args([
+            "--headless",
+            "-i",
+            &udp_input(port),
+            "-o",
+            out_file.to_str().unwrap(),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    common::run::wait_until_it_catches(child.id(), libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(600));
+    let mut sender = send_to(&clip, &format!("udp://127.0.0.1:{port}?pkt_size=1316"));
+    assert!(sender.wait().unwrap().success());
+    let out = wait_with_deadline(child, Duration::from_secs(30), "silent mid-run");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("timed out: nothing came for 10 s"), "{err}");
+    assert_eq!(
+        common::run::frames_in(out_file.to_str().unwrap()),
+        60,
+        "{err}"
+    );
+}
+
+/// Attack 4: six UDP cameras each sending 300 frames, stopped 2 s after the last: 299
+/// captured and 299 recorded of each (the MPEG-TS demuxer keeps the last packet until it
+/// reads an error or the end, and the decoder its delay). A stop now reads them out.
+#[test]
+fn a_stop_keeps_a_live_cameras_last_frame_and_packet() {
+    use crate::record::{camera_clip, send_to, udp_input};
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("attack-udp-drain");
+    let clip = dir.join("cam.ts");
+    camera_clip(&clip, 3);
+    let ports: Vec<u16> = (0..3).map(|_| free_port()).collect();
+    let mut args: Vec<String> = Vec::new();
+    for p in &ports {
+        args.extend(["-i".into(), udp_input(*p)]);
+    }
+    args.extend([
+        "--record".into(),
+        dir.join("rec-{n}.ts").display().to_string(),
+    ]);
+    args.extend([
+        "--summary-json".into(),
+        dir.join("s.json").display().to_string(),
+    ]);
+    let log = dir.join("run.log");
+    let child = start(
+        dir.path(),
+        &args.iter().map(String::as_str).collect::<Vec<_>>(),
+        &log,
+    );
+    std::thread::sleep(Duration::from_millis(600));
+    let senders: Vec<Child> = ports
+        .iter()
+        .map(|p| send_to(&clip, &format!("udp://127.0.0.1:{p}?pkt_size=1316")))
+        .collect();
+    for mut s in senders {
+        assert!(s.wait().unwrap().success());
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(10), "drain");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(out.status.success(), "{said}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("s.json")).unwrap()).unwrap();
+    let (sent, _) = packets(&clip);
+    for (n, input) in summary["inputs"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(input["captured"], sent, "input {n}: {input}\n{said}");
+        let rec = dir.join(&format!("rec-{n}.ts"));
+        assert_eq!(packets(&rec).0, sent, "input {n}'s recording\n{said}");
+    }
+}

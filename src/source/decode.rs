@@ -28,6 +28,7 @@
 //! - a network read never blocks a stop: FFmpeg's interrupt callback reads the process's
 //!   stop flag, and a silent server is given up after `media::URL_TIMEOUT_US`.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -87,6 +88,11 @@ pub struct Decoded {
     tags: PictureTags,
     /// Where the packets go as they are read (`--record`).
     tapped: Tapped,
+    /// A network input's wait for data, read by the demuxer's interrupt callback (boxed:
+    /// its address is the callback's; declared after `input`, so it outlives it).
+    silence: Box<Silence>,
+    /// Why the input failed once its last frames are out (it went silent).
+    ended_by: Option<String>,
 }
 
 /// Where a decoded input's packets go once read (`tap`): to every tap attached, and, while
@@ -284,14 +290,74 @@ pub struct Asked {
     pub trim: super::Trim,
 }
 
-/// FFmpeg's interrupt callback: a blocked open or read gives up once a stop was asked for.
-unsafe extern "C" fn interrupted(_: *mut std::ffi::c_void) -> std::ffi::c_int {
-    std::ffi::c_int::from(crate::stop::Stop::process().is_requested())
+/// FFmpeg's interrupt callback: a blocked open or read gives up once a stop was asked for,
+/// or, for a network input, once it has waited `URL_TIMEOUT_US` for its data (`Silence`).
+unsafe extern "C" fn interrupted(silence: *mut std::ffi::c_void) -> std::ffi::c_int {
+    if crate::stop::Stop::process().is_requested() {
+        return 1;
+    }
+    // SAFETY: a non-null opaque is the input's `Silence`, boxed by its `Decoded` (or by
+    // `open_demuxer` while it opens), which outlives the demuxer that calls this.
+    let silence = unsafe { (silence as *const Silence).as_ref() };
+    let give_up = silence.is_some_and(|s| s.draining.load(Ordering::Relaxed) || s.passed());
+    std::ffi::c_int::from(give_up)
+}
+
+/// How long a network input's open or read may wait for data before it is given up
+/// (`URL_TIMEOUT_US`), kept here for every protocol: FFmpeg's own time-outs miss some (a
+/// UDP or RTP input with no sender waited for ever).
+#[derive(Debug, Default)]
+pub(crate) struct Silence {
+    /// When the wait under way ends (µs since the process started; 0: no wait).
+    deadline_us: std::sync::atomic::AtomicI64,
+    /// A wait ended for want of data.
+    expired: std::sync::atomic::AtomicBool,
+    /// Draining after a stop (`Source::begin_drain`): no read waits for more input.
+    draining: std::sync::atomic::AtomicBool,
+}
+
+impl Silence {
+    fn now_us() -> i64 {
+        crate::stop::process_start().elapsed().as_micros() as i64
+    }
+
+    /// A wait for data starts now.
+    fn start(&self) {
+        let deadline = Self::now_us() + super::media::URL_TIMEOUT_US;
+        self.deadline_us.store(deadline, Ordering::Relaxed);
+    }
+
+    /// Whether the wait under way has lasted too long (noted, for the error's words).
+    fn passed(&self) -> bool {
+        let deadline = self.deadline_us.load(Ordering::Relaxed);
+        let passed = deadline > 0 && Self::now_us() > deadline;
+        if passed {
+            self.expired.store(true, Ordering::Relaxed);
+        }
+        passed
+    }
+
+    /// Whether a wait was given up for want of data.
+    fn expired(&self) -> bool {
+        self.expired.load(Ordering::Relaxed)
+    }
+}
+
+/// The words for a network input that sent nothing for `URL_TIMEOUT_US`.
+fn silent_for() -> String {
+    format!(
+        "timed out: nothing came for {} s (is the server up, and sending?)",
+        super::media::URL_TIMEOUT_US / 1_000_000
+    )
 }
 
 /// Opens `url` (a path or a network address) with `options`, its interrupt callback set
 /// before the first byte is read.
-fn open_input(url: &str, options: ff::Dictionary) -> Result<ff::format::context::Input, ff::Error> {
+fn open_input(
+    url: &str,
+    options: ff::Dictionary,
+    silence: Option<&Silence>,
+) -> Result<ff::format::context::Input, ff::Error> {
     let c_url = std::ffi::CString::new(url).map_err(|_| ff::Error::InvalidData)?;
     // SAFETY: the context is allocated here and handed to avformat_open_input, which frees
     // it on failure (and sets the pointer to null); the callback is a plain function that
@@ -307,7 +373,9 @@ fn open_input(url: &str, options: ff::Dictionary) -> Result<ff::format::context:
         }
         (*ps).interrupt_callback = ff::ffi::AVIOInterruptCB {
             callback: Some(interrupted),
-            opaque: std::ptr::null_mut(),
+            opaque: silence.map_or(std::ptr::null_mut(), |s| {
+                s as *const Silence as *mut std::ffi::c_void
+            }),
         };
         let mut opts = options.disown();
         let res =
@@ -419,7 +487,8 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     let network = url.contains("://") && !url.starts_with("file:");
     let kind = if network { "stream" } else { "video file" };
     let what = format!("{kind} '{url}'");
-    let input = open_demuxer(url, network)?;
+    let silence = Box::new(Silence::default());
+    let input = open_demuxer(url, network, network.then_some(&*silence))?;
     let stream = input
         .streams()
         .best(ff::media::Type::Video)
@@ -488,6 +557,8 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         lent: None,
         tags: PictureTags::default(),
         tapped: Tapped::new(),
+        silence,
+        ended_by: None,
     };
     if asked.trim.start > 0.0 {
         source.seek(asked.trim.start)?;
@@ -524,7 +595,11 @@ fn trimmed_count(count: Option<u64>, fps: Option<f64>, trim: super::Trim) -> Opt
 
 /// Opens `url`'s demuxer: a network one with time-outs (a server that never answers, or
 /// stops answering, must not hold the run), its failure named by its cause.
-fn open_demuxer(url: &str, network: bool) -> Result<ff::format::context::Input> {
+fn open_demuxer(
+    url: &str,
+    network: bool,
+    silence: Option<&Silence>,
+) -> Result<ff::format::context::Input> {
     let mut options = ff::Dictionary::new();
     if network {
         options.set("rw_timeout", &super::media::URL_TIMEOUT_US.to_string());
@@ -535,7 +610,17 @@ fn open_demuxer(url: &str, network: bool) -> Result<ff::format::context::Input> 
     let kind = if network { "stream" } else { "video file" };
     let started = std::time::Instant::now();
     let _ = super::ffmpeg_log::take_last_error();
-    open_input(url, options).map_err(|e| match e {
+    if let Some(s) = silence {
+        s.start();
+    }
+    let opened = open_input(url, options, silence);
+    if let Some(s) = silence {
+        s.deadline_us.store(0, Ordering::Relaxed);
+    }
+    opened.map_err(|e| match e {
+        ff::Error::Exit if silence.is_some_and(Silence::expired) => {
+            anyhow::anyhow!("opening {kind} '{url}': {}", silent_for())
+        }
         ff::Error::Exit => anyhow::anyhow!("opening {kind} '{url}': stopped"),
         ff::Error::InvalidData if !network => anyhow::anyhow!(
             "'{url}' is not a video FFmpeg can decode ({e}); --decode opencv tries OpenCV's reader"
@@ -823,7 +908,17 @@ impl Decoded {
             // av_read_frame fills a blank packet: the last one's buffer is given back first
             // (reading into it again leaked every packet of the input).
             self.packet = ff::Packet::empty();
-            match self.packet.read(&mut self.input) {
+            self.silence.start();
+            let read = self.packet.read(&mut self.input);
+            self.silence.deadline_us.store(0, Ordering::Relaxed);
+            match read {
+                // Draining after a stop: the demuxer, told to give up, has handed over what
+                // it held (a read that fails flushes its last packet and its parser); the
+                // decoder's delayed pictures come next.
+                Err(_) if self.silence.draining.load(Ordering::Relaxed) => {
+                    self.drained = true;
+                    let _ = self.decoder.send_eof();
+                }
                 Ok(()) => {
                     if self.packet.stream() == self.facts.stream {
                         if let Err(e) = self.decoder.send_packet(&self.packet) {
@@ -840,6 +935,12 @@ impl Decoded {
                 Err(ff::Error::Eof) => {
                     self.drained = true;
                     let _ = self.decoder.send_eof();
+                }
+                Err(ff::Error::Exit) if self.silence.expired() => {
+                    // Nothing came for too long: what the demuxer and the decoder hold is
+                    // read out first, then the input fails (`read`), as a lost one does.
+                    self.ended_by = Some(format!("reading {}: {}", self.facts.what, silent_for()));
+                    self.silence.draining.store(true, Ordering::Relaxed);
                 }
                 Err(ff::Error::Exit) => return Ok(false), // a stop interrupted the read
                 Err(e) if self.facts.live || self.clock.frames == 0 => {
@@ -1090,6 +1191,9 @@ impl Source for Decoded {
         self.tapped.stop_holding();
         // The first picture was decoded while opening.
         if self.clock.frames > 0 && !self.decode_kept()? {
+            if let Some(why) = self.ended_by.take() {
+                bail!(why);
+            }
             if self.refused > 0 {
                 crate::info!(
                     "{}: {} packet(s) or picture(s) could not be decoded and were skipped, as ffmpeg skips them",
@@ -1109,6 +1213,14 @@ impl Source for Decoded {
         };
         self.clock.frames += 1;
         Ok(Read::Frame)
+    }
+
+    fn begin_drain(&mut self) -> bool {
+        if !self.facts.live || self.drained {
+            return false;
+        }
+        self.silence.draining.store(true, Ordering::Relaxed);
+        true
     }
 
     fn skip(&mut self) -> Result<Read> {

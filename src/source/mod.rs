@@ -259,6 +259,12 @@ pub trait Source: Send {
     }
     /// Consumes the next frame without keeping it.
     fn skip(&mut self) -> Result<Read>;
+    /// After a stop: the frames still inside a live source (its demuxer's last packets, its
+    /// decoder's delayed pictures) come from `read` from now on, without waiting for more
+    /// input, until `Read::End`; false where a source holds none.
+    fn begin_drain(&mut self) -> bool {
+        false
+    }
     /// When the next frame is due, for a source paced to a rate; the capture thread waits
     /// until then (waking at once on a stop) before `read`.
     fn due(&mut self) -> Option<std::time::Instant> {

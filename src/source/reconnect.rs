@@ -198,6 +198,9 @@ impl Source for Reconnecting {
     fn skip(&mut self) -> Result<Read> {
         self.keep_up(|s| s.skip())
     }
+    fn begin_drain(&mut self) -> bool {
+        self.inner.begin_drain()
+    }
     fn due(&mut self) -> Option<Instant> {
         self.inner.due()
     }
