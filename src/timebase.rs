@@ -1,5 +1,6 @@
 //! FFmpeg's time arithmetic, in one place for the sources and the writer: rationals, time
-//! bases, timestamps in seconds, and where a file and its streams start.
+//! bases, timestamps in seconds, where a file and its streams start, and a copied stream's
+//! timeline made continuous across a jump (`Timeline`).
 //!
 //! Invariants: a missing value (`AV_NOPTS_VALUE`, a zero denominator) is `None`, never a
 //! number; seconds are f64 from exact integer arithmetic up to the last division.
@@ -47,5 +48,53 @@ mod tests {
         assert_eq!(ratio(ff::Rational::new(0, 1)), None);
         assert_eq!(seconds(90_000, rational((1, 90_000))), 1.0);
         assert_eq!(seconds(1001, rational((1, 30000))), 1001.0 / 30000.0);
+    }
+}
+
+/// A forward jump of a copied stream's timestamps larger than this is a discontinuity
+/// (ffmpeg's `dts_delta_threshold`).
+pub const FORWARD_LIMIT_S: i64 = 10;
+
+/// A copied stream's packets' timeline made continuous (a looping or joined file, a camera
+/// that restarted): where a decoding time goes back, or forward by more than
+/// `FORWARD_LIMIT_S`, this and every later packet of the stream are offset to go on from the
+/// last one by the last step, as ffmpeg offsets a discontinuity; nothing is dropped.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Timeline {
+    /// Added to every timestamp of the stream since its last jump.
+    offset: i64,
+    /// The last decoding time, offset.
+    last: Option<i64>,
+    /// The last step between two decoding times: where a jump puts the next packet.
+    step: i64,
+}
+
+impl Timeline {
+    /// Offsets `packet` (of time base `tb`) onto the continuous timeline; the jump it made
+    /// (ticks of `tb`), where it made one.
+    pub fn carry(&mut self, packet: &mut ff::Packet, tb: ff::Rational) -> Option<i64> {
+        let mut jump = None;
+        if let Some(dts) = packet.dts() {
+            let mut now = dts + self.offset;
+            if let Some(last) = self.last {
+                let limit = FORWARD_LIMIT_S * i64::from(tb.denominator())
+                    / i64::from(tb.numerator()).max(1);
+                if now < last || now - last > limit {
+                    let to = last + self.step.max(1);
+                    self.offset += to - now;
+                    jump = Some(now - last);
+                    now = to;
+                } else if now > last {
+                    self.step = now - last;
+                }
+            }
+            self.last = Some(now);
+        }
+        let offset = self.offset;
+        if offset != 0 {
+            packet.set_dts(packet.dts().map(|t| t + offset));
+            packet.set_pts(packet.pts().map(|t| t + offset));
+        }
+        jump
     }
 }

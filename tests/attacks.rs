@@ -796,3 +796,43 @@ fn a_stop_keeps_a_live_cameras_last_frame_and_packet() {
         assert_eq!(packets(&rec).0, sent, "input {n}'s recording\n{said}");
     }
 }
+
+/// Attack 9: joined `.ts` files with audio to `.mp4` failed ("writing an audio packet:
+/// Invalid argument", exit 1, no file) and `.mkv` kept 150 of 162 frames: only the video's
+/// times were offset across a jump. The audio's now are too: every frame of both.
+#[test]
+fn joined_files_keep_their_audio_across_the_jump() {
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("attack-joined-audio");
+    let clip = dir.join("clip.ts");
+    crate::record::camera_clip(&clip, 2);
+    let one = std::fs::read(&clip).unwrap();
+    let joined = dir.join("joined.ts");
+    std::fs::write(&joined, [one.clone(), one.clone(), one].concat()).unwrap();
+    let (v, a) = packets(&clip);
+    for ext in ["mp4", "mkv"] {
+        let written = |input: &Path, name: &str| {
+            let out = dir.join(&format!("{name}.{ext}"));
+            let (input, out_s) = (input.to_str().unwrap(), out.to_str().unwrap());
+            let run = framepipe(
+                &["--headless", "-i", input, "-o", out_s],
+                Duration::from_secs(60),
+            );
+            let err = stderr(&run);
+            assert!(run.status.success(), "{ext}: {err}");
+            (packets(&out), err)
+        };
+        // The audio is cut at the end of the last frame written: the clip alone shows by
+        // how much. Each stream goes on from its own last packet at a join, so the audio
+        // may end up to a packet a join later than the video, and lose that much at the
+        // end (a packet is 21 ms).
+        let ((_, a_alone), _) = written(&clip, "alone");
+        let (got, err) = written(&joined, "joined");
+        let whole = 2 * a + a_alone;
+        assert_eq!(got.0, 3 * v, "{ext}: {err}");
+        assert!(
+            got.1 <= whole && got.1 + 2 >= whole,
+            "{ext}: {got:?} of {whole}\n{err}"
+        );
+    }
+}

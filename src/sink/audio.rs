@@ -6,7 +6,9 @@
 //! second time, by a demuxer of the copy's own (`Audio::File`).
 //!
 //! Invariants: every audio packet of a kept stream is written, in the order read, with its
-//! timestamps moved by the file's start so that audio and video share the output's zero;
+//! timestamps moved by the file's start so that audio and video share the output's zero,
+//! and kept going forward across a jump (joined files: `timebase::Timeline`), as the
+//! video's are;
 //! audio is written up to the end of the last video frame written (`pump`); the tap never
 //! blocks the input (its queue is unbounded; a file input is read at most a ring ahead of
 //! its writer, so it holds at most that much audio), and once the copy is gone what the tap
@@ -189,6 +191,9 @@ pub struct AudioCopy {
     packets: Packets,
     /// Per input stream: where it goes, and the input's time base.
     map: Vec<Option<(Route, ff::Rational)>>,
+    /// Per input stream: its timeline, made continuous across a jump (joined files), as the
+    /// video's frames are (`source::continuity`).
+    times: Vec<crate::timebase::Timeline>,
     /// The input file's start, seconds (its timeline's zero).
     start: f64,
     /// A packet read but later than what was written so far.
@@ -212,7 +217,10 @@ impl AudioCopy {
                 Some(p) => p,
                 None if self.done => return Ok(()),
                 None => match self.packets.next(&mut self.done) {
-                    Some(p) => p,
+                    Some(mut p) => {
+                        self.carry(&mut p);
+                        p
+                    }
                     None => return Ok(()),
                 },
             };
@@ -236,6 +244,15 @@ impl AudioCopy {
                 Route::Copy(to) => write(out, packet, *to, tb)?,
                 Route::Encode(e) => e.feed(out, &packet, tb)?,
             }
+        }
+    }
+
+    /// Puts a packet just read on its stream's continuous timeline (once: a pending packet
+    /// is already on it).
+    fn carry(&mut self, packet: &mut ff::Packet) {
+        let s = packet.stream();
+        if let (Some(Some((_, tb))), Some(timeline)) = (self.map.get(s), self.times.get_mut(s)) {
+            timeline.carry(packet, *tb);
         }
     }
 
@@ -346,6 +363,7 @@ pub fn copy(
     let kept = map.iter().flatten().count();
     let copy = (kept > 0).then_some(AudioCopy {
         packets,
+        times: vec![Default::default(); map.len()],
         map,
         start,
         pending: None,

@@ -16,9 +16,9 @@
 //! segment), and renamed to its own name, never over another file, once its trailer is
 //! written; an input that reopens (a reconnect) starts a new file.
 //!
-//! Timestamps that jump (back, or forward by more than `FORWARD_LIMIT`, in any stream: a
+//! Timestamps that jump (back, or forward by more than 10 s, in any stream: a
 //! looping or joined file, a camera that restarted) drop nothing: the stream's later
-//! packets are offset to go on from its last one (as ffmpeg offsets a discontinuity), the
+//! packets are offset to go on from its last one (`timebase::Timeline`), the
 //! jump is counted and said, and with `--segment` the video's next keyframe (the very
 //! packet, where the jump comes on one) starts a new file timed from there, as ffmpeg's
 //! segment muxer does; a
@@ -45,9 +45,6 @@ use ffmpeg_next as ff;
 
 /// Packets waiting for the recording's thread: about 8 s of a 1080p30 camera.
 const QUEUE: usize = 2048;
-/// A forward jump of a stream's timestamps larger than this is a discontinuity (ffmpeg's
-/// `dts_delta_threshold`).
-const FORWARD_LIMIT: Duration = Duration::from_secs(10);
 /// How long after a failed segment the next one is tried, at the next keyframe.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
 
@@ -246,18 +243,6 @@ struct Segment {
     packets: u64,
 }
 
-/// One input stream's timeline as the recording makes it continuous (module doc), in the
-/// stream's time base.
-#[derive(Clone, Copy, Debug, Default)]
-struct Timeline {
-    /// Added to every timestamp of the stream since its last jump.
-    offset: i64,
-    /// The last decoding time, offset.
-    last: Option<i64>,
-    /// The last step between two decoding times: where a jump puts the next packet.
-    step: i64,
-}
-
 /// The recording's thread: takes packets, writes segments.
 struct Writer {
     spec: RecordSpec,
@@ -267,8 +252,8 @@ struct Writer {
     segment: Option<Segment>,
     next_number: u32,
     recorded: Recorded,
-    /// Each input stream's timeline.
-    times: Vec<Timeline>,
+    /// Each input stream's timeline, made continuous.
+    times: Vec<crate::timebase::Timeline>,
     /// The video's timestamps jumped: its next keyframe starts a new file.
     cut_at_key: bool,
     /// After a failed segment: no new file before this.
@@ -299,7 +284,7 @@ impl Writer {
             match msg {
                 Msg::Open(streams, video) => {
                     self.close_or_fail();
-                    self.times = vec![Timeline::default(); streams.len()];
+                    self.times = vec![Default::default(); streams.len()];
                     self.cut_at_key = false;
                     self.streams = streams;
                     self.video = video;
@@ -346,47 +331,25 @@ impl Writer {
     fn continuous(&mut self, p: &mut ff::Packet) {
         let s = p.stream();
         let tb = self.streams[s].time_base;
-        let Some(t) = self.times.get_mut(s) else {
+        let Some(jump) = self.times.get_mut(s).and_then(|t| t.carry(p, tb)) else {
             return;
         };
-        if let Some(dts) = p.dts() {
-            let mut now = dts + t.offset;
-            if let Some(last) = t.last {
-                let limit =
-                    (FORWARD_LIMIT.as_micros() as i64).rescale(ff::Rational::new(1, 1_000_000), tb);
-                if now < last || now - last > limit {
-                    let step = t.step.max(1);
-                    t.offset += last + step - now;
-                    let jump = now - last;
-                    now = last + step;
-                    self.recorded.discontinuities += 1;
-                    // A segmented recording starts its next file there; one file goes on.
-                    if s == self.video && self.spec.segment.is_some() {
-                        self.cut_at_key = true;
-                    }
-                    let seconds =
-                        jump as f64 * f64::from(tb.numerator()) / f64::from(tb.denominator());
-                    let said = self.recorded.discontinuities;
-                    if said <= 3 || said.is_power_of_two() {
-                        crate::info!(
-                            "recording {}: stream {s}'s timestamps jumped by {seconds:+.3} s (jump {said}); its packets go on from its last one{}",
-                            self.what,
-                            match self.spec.segment {
-                                Some(_) => ", and a new segment starts at the next keyframe",
-                                None => "",
-                            }
-                        );
-                    }
-                } else if now > last {
-                    t.step = now - last;
-                }
-            }
-            t.last = Some(now);
+        self.recorded.discontinuities += 1;
+        // A segmented recording starts its next file there; one file goes on.
+        if s == self.video && self.spec.segment.is_some() {
+            self.cut_at_key = true;
         }
-        let offset = t.offset;
-        if offset != 0 {
-            p.set_dts(p.dts().map(|d| d + offset));
-            p.set_pts(p.pts().map(|d| d + offset));
+        let said = self.recorded.discontinuities;
+        if said <= 3 || said.is_power_of_two() {
+            crate::info!(
+                "recording {}: stream {s}'s timestamps jumped by {:+.3} s (jump {said}); its packets go on from its last one{}",
+                self.what,
+                crate::timebase::seconds(jump, tb),
+                match self.spec.segment {
+                    Some(_) => ", and a new segment starts at the next keyframe",
+                    None => "",
+                }
+            );
         }
     }
 
