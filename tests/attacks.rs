@@ -836,3 +836,87 @@ fn joined_files_keep_their_audio_across_the_jump() {
         );
     }
 }
+
+/// Attack 13: 800 clients trickling a header line every 2 s and reopening when closed left
+/// 11 of 54 real `/healthz` requests answered in 30 s; 768 keep-alive connections re-sending
+/// a request every 2 s left none. One cap for all, none per client. Now each client address
+/// holds at most its share of the places: real requests from another address are answered
+/// while both attacks go on (here 450 of each, from 127.0.0.2 and 127.0.0.3).
+#[test]
+fn one_client_cannot_take_every_place_of_the_view() {
+    use std::io::Write as _;
+    use std::net::{Ipv4Addr, TcpStream};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let dir = TempDir::new("attack-per-client");
+    let port = free_port();
+    let log = dir.join("run.log");
+    let port_s = port.to_string();
+    let child = start(
+        dir.path(),
+        &["-i", "pattern:160x120:10", "--serve", &port_s],
+        &log,
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while common::run::try_http(port, "GET", "/healthz", "").is_none() {
+        assert!(Instant::now() < deadline, "the view did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // 900 connections in all, past the 768 the view holds: the test's descriptors raised.
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit with a valid struct, for this process.
+    unsafe {
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+        limit.rlim_cur = limit.rlim_max.min(8192);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let attack = |from: Ivp4, line: &'static [u8]| {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let connect = || common::run::connect_from(from, port).ok();
+            let mut conns: Vec<Option<TcpStream>> = (0..450).map(|_| connect()).collect();
+            while !done.load(Ordering::SeqCst) {
+                for c in conns.iter_mut() {
+                    let alive = c.as_mut().is_some_and(|s| s.write_all(line).is_ok());
+                    if !alive {
+                        *c = connect(); // closed: open again at once
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        })
+    };
+    type Ivp4 = Ipv4Addr;
+    let trickle = attack(Ipv4Addr::new(127, 0, 0, 2), b"X-Slow: 1\r\n");
+    let keep = attack(
+        Ipv4Addr::new(127, 0, 0, 3),
+        b"GET /stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let mut answered = 0;
+    for _ in 0..20 {
+        let asked = Instant::now();
+        if let Some((200, _)) = common::run::try_http(port, "GET", "/healthz", "") {
+            answered += u32::from(asked.elapsed() < Duration::from_secs(2));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    done.store(true, Ordering::SeqCst);
+    trickle.join().unwrap();
+    keep.join().unwrap();
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(10), "per client");
+    assert!(
+        out.status.success(),
+        "{}",
+        std::fs::read_to_string(&log).unwrap()
+    );
+    assert_eq!(
+        answered, 20,
+        "real requests answered while the attacks went on"
+    );
+}

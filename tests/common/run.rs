@@ -341,3 +341,13 @@ pub fn require(tools: &[&str]) {
         );
     }
 }
+
+/// A TCP connection to `port` on 127.0.0.1 from the loopback address `from` (another
+/// client, as the server counts them: 127.0.0.0/8 is all loopback).
+pub fn connect_from(from: std::net::Ipv4Addr, port: u16) -> std::io::Result<std::net::TcpStream> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    socket.bind(&std::net::SocketAddr::from((from, 0)).into())?;
+    socket.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], port)).into())?;
+    Ok(socket.into())
+}

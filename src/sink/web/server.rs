@@ -5,12 +5,16 @@
 //!
 //! Invariants: every request passes `access` before anything is served (Host, then the
 //! token, then where it comes from), except that `/healthz` needs the Host only (an
-//! orchestrator's probe carries no token; it says healthy or how many inputs are down); at most `MAX_CONNECTIONS` connections are open (more
-//! are closed at once), at most `MAX_CLIENTS` of them watch the stream (more get 503); a
+//! orchestrator's probe carries no token; it says healthy or how many inputs are down); at
+//! most `MAX_CONNECTIONS` connections are open, at most `PER_CLIENT` of them from one client
+//! address (an IPv4 address, an IPv6 /64), so that one client can't take every place from
+//! the others (more are closed at once); at most `MAX_CLIENTS` of them watch the stream
+//! (more get 503); a
 //! viewer whose connection takes nothing for `CLIENT_TIMEOUT` while frames wait is closed,
 //! and a slow one gets only the newest frame (nothing queues behind it); the server ends
 //! when `Shared::shutdown` is notified, its connections with it.
 
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -30,6 +34,8 @@ use super::{Ask, Shared, MAX_CLIENTS};
 
 /// The most connections open at once (viewers, figures, half-sent heads).
 pub const MAX_CONNECTIONS: usize = 768;
+/// The most connections open at once from one client address (`ClientKey`).
+pub const PER_CLIENT: usize = 32;
 /// How long a request's head may take to arrive whole.
 pub const HEAD_WITHIN: Duration = Duration::from_secs(5);
 /// How long a viewer's connection may take nothing while a frame waits for it.
@@ -60,22 +66,26 @@ async fn accept(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Send
         return;
     };
     let places = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let per_client = Arc::new(std::sync::Mutex::new(HashMap::new()));
     loop {
         let conn = tokio::select! {
             _ = shared.shutdown.notified() => return,
             conn = listener.accept() => conn,
         };
-        let Ok((stream, _)) = conn else {
+        let Ok((stream, peer)) = conn else {
             // Out of descriptors, most likely: wait a little rather than spin.
             tokio::time::sleep(Duration::from_millis(20)).await;
             continue;
+        };
+        let Some(client) = ClientPlace::take(&per_client, ClientKey::of(peer.ip())) else {
+            continue; // dropped: this client holds its share already
         };
         let Ok(place) = places.clone().try_acquire_owned() else {
             continue; // dropped: the connection is closed at once
         };
         let (shared, keys) = (shared.clone(), keys.clone());
         tokio::spawn(async move {
-            let _place = place;
+            let _place = (place, client);
             let kill = Arc::new(Notify::new());
             let service = {
                 let kill = kill.clone();
@@ -94,6 +104,54 @@ async fn accept(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Send
                 _ = kill.notified() => {}
             }
         });
+    }
+}
+
+/// Who a connection counts against (`PER_CLIENT`): its IPv4 address, or its IPv6
+/// address's /64 (a host given a whole prefix is one client).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct ClientKey(u128);
+
+impl ClientKey {
+    fn of(ip: std::net::IpAddr) -> Self {
+        match ip {
+            std::net::IpAddr::V4(v4) => Self(u128::from(u32::from(v4))),
+            std::net::IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+                Some(v4) => Self(u128::from(u32::from(v4))),
+                None => Self(u128::from(v6) & !((1u128 << 64) - 1)),
+            },
+        }
+    }
+}
+
+/// The connections open per client.
+type PerClient = Arc<std::sync::Mutex<HashMap<ClientKey, usize>>>;
+
+/// One of a client's places, given back when the connection ends.
+struct ClientPlace(PerClient, ClientKey);
+
+impl ClientPlace {
+    /// A place for `key`, where it holds fewer than `PER_CLIENT`.
+    fn take(all: &PerClient, key: ClientKey) -> Option<Self> {
+        let mut open = all.lock().unwrap_or_else(|p| p.into_inner());
+        let n = open.entry(key).or_insert(0);
+        if *n >= PER_CLIENT {
+            return None;
+        }
+        *n += 1;
+        Some(Self(all.clone(), key))
+    }
+}
+
+impl Drop for ClientPlace {
+    fn drop(&mut self) {
+        let mut open = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = open.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&self.1);
+            }
+        }
     }
 }
 
