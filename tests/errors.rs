@@ -118,14 +118,10 @@ fn no_display_means_headless_said_once() {
     let out = framepipe(&["-i", "pattern", "--frames", "3"], Duration::from_secs(30));
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
-    #[cfg(feature = "opencv")]
+    // Either build names the first reason: no display is named (a build without OpenCV
+    // says it has no window only where a display is named).
     assert!(
         err.contains("no display to show a window on (DISPLAY is not set): running headless"),
-        "{err}"
-    );
-    #[cfg(not(feature = "opencv"))]
-    assert!(
-        err.contains("this build has no window (it has no OpenCV): running headless"),
         "{err}"
     );
     assert!(err.contains("frames: 3 captured"), "{err}");
