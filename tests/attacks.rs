@@ -920,3 +920,80 @@ fn one_client_cannot_take_every_place_of_the_view() {
         "real requests answered while the attacks went on"
     );
 }
+
+/// An RTSP server that answers OPTIONS, then a DESCRIBE with `Content-Length: 2000000000`
+/// and a body that never ends; its port.
+fn endless_rtsp_server() -> u16 {
+    use std::io::{BufRead, BufReader};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut out = conn;
+                let (mut first, mut cseq) = (String::new(), String::new());
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let line = line.trim_end().to_string();
+                    if first.is_empty() {
+                        first = line;
+                        continue;
+                    }
+                    if let Some(v) = line.strip_prefix("CSeq:") {
+                        cseq = v.trim().to_string();
+                    }
+                    if !line.is_empty() {
+                        continue;
+                    }
+                    if first.starts_with("OPTIONS") {
+                        let reply = format!("RTSP/1.0 200 OK\r\nCSeq: {cseq}\r\nPublic: DESCRIBE, SETUP, PLAY\r\n\r\n");
+                        let _ = out.write_all(reply.as_bytes());
+                        first.clear();
+                        continue;
+                    }
+                    let head = format!("RTSP/1.0 200 OK\r\nCSeq: {cseq}\r\nContent-Type: application/sdp\r\nContent-Length: 2000000000\r\n\r\n");
+                    let _ = out.write_all(head.as_bytes());
+                    let chunk = vec![b'v'; 1 << 16];
+                    while out.write_all(&chunk).is_ok() {}
+                    return;
+                }
+            });
+        }
+    });
+    port
+}
+
+/// Attack 18: an RTSP server whose DESCRIBE answer announces 2 GB and sends for ever had no
+/// time-out, and the answer was allocated and filled (2.03 GB resident after 40 s). FFmpeg's
+/// allocations are now bounded (512 MiB each) and a network input's opening to 10 s.
+#[test]
+fn an_rtsp_answer_of_two_gigabytes_is_refused() {
+    let port = endless_rtsp_server();
+    let url = format!("rtsp://127.0.0.1:{port}/cam");
+    let child = Command::new(bin())
+        .args(["--headless", "-i", &url])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let started = Instant::now();
+    let mut most = 0;
+    while started.elapsed() < Duration::from_secs(15) {
+        most = most.max(rss_mib(pid));
+        if !Path::new(&format!("/proc/{pid}/status")).exists() || rss_mib(pid) == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = wait_with_deadline(child, Duration::from_secs(15), "endless RTSP answer");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&url) && err.lines().count() == 1, "{err}");
+    assert!(most < 600, "{most} MiB resident while it read the answer");
+}

@@ -38,11 +38,21 @@ pub struct MediaInfo {
 /// How long a network input may stay silent while its header is read, in microseconds.
 pub const URL_TIMEOUT_US: i64 = 10_000_000;
 
-/// Initialises libav* once (registering nothing; it only sets the log level).
+/// The largest single allocation FFmpeg may make (`init`): above an 8K picture's planes and a
+/// UDP input's 188 MB receive buffer (`fifo_size=1000000`), far below a hostile server's
+/// announced answer.
+pub const MAX_ALLOC: usize = 512 << 20;
+
+/// Initialises libav* once (registering nothing; it sets the log level and the largest
+/// allocation, `MAX_ALLOC`).
 pub fn init() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = ff::init();
+        // No one allocation of FFmpeg's may pass `MAX_ALLOC`: a server's answer that says it
+        // is 2 GB long (an RTSP DESCRIBE) is refused instead of allocated and filled.
+        // SAFETY: sets libavutil's allocation limit, a plain global read by av_malloc.
+        unsafe { ff::ffi::av_max_alloc(MAX_ALLOC) };
         ff::util::log::set_level(if crate::msg::enabled(crate::msg::Level::Normal) {
             ff::util::log::Level::Error
         } else {
