@@ -364,10 +364,10 @@ fn a_second_run_on_the_same_output_is_refused_naming_the_first() {
 }
 
 /// A local HTTP server with byte ranges over `dir`; killed when dropped.
-struct HttpFiles(Child, u16);
+pub(crate) struct HttpFiles(Child, pub(crate) u16);
 
 impl HttpFiles {
-    fn serve(dir: &Path) -> Self {
+    pub(crate) fn serve(dir: &Path) -> Self {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/http_files.py");
         let mut child = Command::new("python3")
             .arg(script)

@@ -423,8 +423,20 @@ fn bit_depth(format: ff::format::Pixel) -> u32 {
     }
 }
 
-/// Whether a URL names something that serves files (read as a file when it has a
-/// duration) rather than a live stream.
+/// Whether a URL names something that serves files (read as a file when it has a duration
+/// or a size, `has_size`) rather than a live stream.
+/// Whether `input`'s transfer says how many bytes it holds (an HTTP answer with a
+/// Content-Length: a file served, such as an MPEG-TS file, which states no duration), where
+/// a live stream's never ends.
+fn has_size(input: &ff::format::context::Input) -> bool {
+    // SAFETY: the demuxer's I/O context, read while `input` (which owns it) is alive; it
+    // may be null (a demuxer that does its own I/O).
+    unsafe {
+        let pb = (*input.as_ptr()).pb;
+        !pb.is_null() && ff::ffi::avio_size(pb) > 0
+    }
+}
+
 fn serves_files(url: &str) -> bool {
     let lower = url.to_ascii_lowercase();
     ["http://", "https://", "ftp://", "file:"]
@@ -499,7 +511,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     // SAFETY: the stream's own struct, read while `input` (which owns it) is alive.
     let stream_sar = unsafe { (*stream.as_ptr()).sample_aspect_ratio };
     let has_duration = input.duration() > 0 || stream.duration() > 0;
-    let live = network && !(serves_files(url) && has_duration);
+    let live = network && !(serves_files(url) && (has_duration || has_size(&input)));
     let codec_name = stream.parameters().id().name().to_string();
     let (decoder, nvdec, pinned) = open_decoder(&stream, live, asked, &what)?;
     let start = crate::timebase::file_start(&input)
@@ -725,7 +737,7 @@ fn say_how_read(source: &Decoded, url: &str) {
         );
     } else {
         crate::info!(
-            "'{url}' is a file (it has a duration): read as one, every frame kept in order"
+            "'{url}' is a file (it has a duration or a size): read as one, every frame kept in order"
         );
     }
 }
