@@ -96,7 +96,11 @@ fn main() {
         Err(e) => {
             // An output closed under the run by an abort is no error of the run's.
             framepipe::stop::yield_to_abort();
-            framepipe::say!("framepipe: error: {e:#}");
+            // One line, whatever a library's message holds (OpenCV's end in a line of codes).
+            let text = format!("{e:#}");
+            let line = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let line = line.collect::<Vec<_>>().join(" ");
+            framepipe::say!("framepipe: error: {}", shorten_lines(&line, 1000));
             exit_after_run(1, left_behind);
         }
     }

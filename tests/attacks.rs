@@ -1039,3 +1039,48 @@ fn an_http_file_is_paced_like_a_local_file() {
     let elapsed = summary["elapsed_s"].as_f64().unwrap();
     assert!(elapsed > 2.5, "read in {elapsed} s: not paced\n{err}");
 }
+
+/// The minor lines of issue 58: a 60000² PNG's error spanned two lines (OpenCV's message
+/// ends in a line of codes); a 120 KB `text:` filter was echoed whole, twice, in the
+/// summary.
+#[test]
+fn errors_are_one_line_and_a_huge_chain_is_not_echoed_whole() {
+    let dir = TempDir::new("attack-minor-lines");
+    let png = dir.join("huge.png");
+    // A PNG whose header says 60000 x 60000, made by Python's zlib.
+    let script = r#"
+import struct, sys, zlib
+def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d))
+ihdr = struct.pack(">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)
+body = chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(bytes(31))) + chunk(b"IEND", b"")
+open(sys.argv[1], "wb").write(b"\x89PNG\r\n\x1a\n" + body)
+"#;
+    let made = Command::new("python3")
+        .args(["-c", script])
+        .arg(&png)
+        .status();
+    assert!(made.unwrap().success());
+    let out = framepipe(
+        &["--headless", "-i", png.to_str().unwrap(), "--frames", "1"],
+        Duration::from_secs(30),
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let text = format!("text:{}", "A".repeat(120_000));
+    let out = framepipe(
+        &[
+            "--headless",
+            "-i",
+            "pattern:64x48",
+            "--frames",
+            "2",
+            "--filter",
+            &text,
+        ],
+        Duration::from_secs(30),
+    );
+    let said = stderr(&out);
+    assert!(out.status.success(), "{}", &said[..said.len().min(2000)]);
+    assert!(said.len() < 4000, "{} bytes said", said.len());
+}

@@ -202,7 +202,7 @@ impl Backend for CpuBackend {
         } else {
             "cpu (built-in reference, one thread)".to_string()
         };
-        format!("{what}; filter {}; {}", self.chain, self.formats)
+        format!("{what}; filter {}; {}", self.chain.brief(), self.formats)
     }
 
     fn formats(&self) -> Formats {

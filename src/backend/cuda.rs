@@ -175,7 +175,7 @@ impl Backend for CudaBackend {
         format!(
             "cuda: {}; filter {}; {}; {idle} band(s) ({busy} behind other frames), {} frame(s) in flight, {} streams, {}",
             self.device.name,
-            self.cfg.chain,
+            self.cfg.chain.brief(),
             self.cfg.formats,
             self.capacity(),
             self.device.settings.streams,

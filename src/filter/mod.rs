@@ -594,6 +594,22 @@ impl fmt::Display for Chain {
     }
 }
 
+impl Chain {
+    /// The chain as a line of the summary or the log: whole where it is short, cut in the
+    /// middle past `BRIEF` characters (a `text:` of 120 KB was echoed whole, twice).
+    pub fn brief(&self) -> String {
+        const BRIEF: usize = 160;
+        let whole = self.to_string();
+        let n = whole.chars().count();
+        if n <= BRIEF {
+            return whole;
+        }
+        let head: String = whole.chars().take(BRIEF / 2).collect();
+        let tail: String = whole.chars().skip(n - BRIEF / 4).collect();
+        format!("{head}… ({} characters) …{tail}", n - BRIEF / 2 - BRIEF / 4)
+    }
+}
+
 impl FromStr for Chain {
     type Err = FilterError;
 

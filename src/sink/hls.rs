@@ -269,6 +269,17 @@ impl Files {
         self.missing.lock().map_or(0, |m| m.len())
     }
 
+    /// What the playlist on disk lists: its segments and their seconds (`#EXTINF`); none
+    /// where it was never written whole.
+    pub fn listed(&self) -> (usize, f64) {
+        let path = self.names.folder.join(&self.names.playlist);
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| l.strip_prefix("#EXTINF:"))
+            .filter_map(|d| d.split(',').next()?.trim().parse::<f64>().ok())
+            .fold((0, 0.0), |(n, secs), d| (n + 1, secs + d))
+    }
+
     fn fail(&self, why: String) {
         if let Ok(mut f) = self.failure.lock() {
             if f.is_none() {

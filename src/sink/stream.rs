@@ -11,7 +11,8 @@
 //! as ffmpeg's); frames still queued at the end count as dropped; an HLS output is files, not a peer: a write that fails
 //! stops it (said, its frames dropped, the run's result an error), and it is never opened
 //! again over its own segments; `finish` sends what is queued and ends the stream (the
-//! muxer's trailer: an HLS playlist gets its end tag) within `FINISH_WITHIN` of
+//! muxer's trailer: an HLS playlist gets its end tag; a peer lost meanwhile is not connected
+//! to again, and not said after the run's own lines) within `FINISH_WITHIN` of
 //! `begin_finish`, after which a write still blocked is interrupted (FFmpeg's interrupt
 //! callback) and the thread is left to end on its own. Several streams begin finishing
 //! together, so that their waits overlap: a run's stop takes one `FINISH_WITHIN`, not one
@@ -58,6 +59,9 @@ struct Counts {
     reconnects: AtomicU64,
     /// A connection was made at least once (a later one is a reconnect).
     connected: AtomicBool,
+    /// The run is finishing the stream (`begin_finish`): a lost peer is not connected to
+    /// again, and nothing more is said of it after the run's own lines.
+    ending: AtomicBool,
 }
 
 /// A stream out (module doc).
@@ -219,7 +223,8 @@ impl Link {
             self.counts.dropped.fetch_add(1, Ordering::SeqCst);
             return;
         }
-        if self.out.is_none() && Instant::now() >= self.retry_at {
+        let ending = self.counts.ending.load(Ordering::SeqCst);
+        if self.out.is_none() && Instant::now() >= self.retry_at && !ending {
             self.connect();
         }
         let Some(out) = &mut self.out else {
@@ -255,7 +260,7 @@ impl Link {
             tap.hold(true);
         }
         if let Err(e) = written {
-            if !self.abort.load(Ordering::SeqCst) {
+            if !self.abort.load(Ordering::SeqCst) && !ending {
                 crate::warn!("{}: {e:#}; connecting again", self.url);
             }
         }
@@ -345,6 +350,7 @@ impl Output for Stream {
         Ok(Taken::Kept)
     }
     fn begin_finish(&mut self) {
+        self.counts.ending.store(true, Ordering::SeqCst);
         drop(self.tx.take());
         self.finishing.get_or_insert_with(Instant::now);
     }
@@ -395,8 +401,9 @@ impl Output for Stream {
             return Ok(());
         };
         if let Some(why) = files.failure() {
+            let (segments, seconds) = files.listed();
             anyhow::bail!(
-                "HLS '{}': {why}; {sent} of {} frames were written",
+                "HLS '{}': {why}; {sent} of {} frames reached the muxer, and the playlist lists the {segments} whole segment(s) written before ({seconds:.1} s)",
                 self.url,
                 self.taken
             );
