@@ -230,20 +230,35 @@ pub struct RunArgs {
     #[arg(short = 't', long, value_name = "TIME", value_parser = parse_time)]
     pub duration: Option<f64>,
 
-    /// Video file (.mp4, .mov, .mkv [lossless], .avi, .webm), image sequence
-    /// ('frames/%05d.png', .ppm; its folder is created), '-' (standard output), a stream
-    /// (udp://, srt://: MPEG-TS; rtmp://: FLV; rtsp://: published to a server) or an HLS
-    /// playlist (live/index.m3u8). A video keeps a file input's frame times and rate, and
-    /// copies its audio streams (--no-audio leaves them out). Give it again for streams
-    /// beside a file (one file, image sequence or standard output, any number of streams).
-    #[arg(short, long, value_name = "PATH")]
+    // The help texts below write `{n}` with a word joiner after the brace (clap reads a
+    // plain `{n}` as a line break); `options_markdown` takes it out.
+    #[arg(
+        short,
+        long,
+        value_name = "PATH",
+        help = "Video file (.mp4, .mov, .mkv, .avi, .webm: H.264 by default, --codec ffv1 keeps \
+            every pixel), image sequence ('frames/%05d.png', .ppm; its folder is created), '-' \
+            (standard output), a stream (udp://, srt://: MPEG-TS; rtmp://: FLV; rtsp://: \
+            published to a server) or an HLS playlist (live/index.m3u8). With several inputs, \
+            {\u{2060}n} in the name is the input's number and {\u{2060}name} its name: one \
+            output per input (without either, the mosaic is written). A video keeps a file \
+            input's frame times and rate, and copies its audio streams (--no-audio leaves them \
+            out). Give it again for streams beside a file (one file, image sequence or \
+            standard output, any number of streams)."
+    )]
+    /// Where the frames go (`help` above).
     pub output: Vec<String>,
 
-    /// Record each input's own stream as it arrives, video and audio, neither decoded nor
-    /// encoded (what an NVR keeps), beside the outputs: .mp4, .mov, .mkv or .ts;
-    /// {n} is the input's number (needed with several inputs). Written under a hidden
-    /// .NAME.part and renamed when finished; nothing is replaced.
-    #[arg(long, value_name = "PATH")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        help = "Record each input's own stream as it arrives, video and audio, neither \
+            decoded nor encoded (what an NVR keeps), beside the outputs: .mp4, .mov, .mkv or \
+            .ts; {\u{2060}n} is the input's number and {\u{2060}name} its name (one of them \
+            needed with several inputs). Written under a hidden .NAME.part and renamed when \
+            finished; nothing is replaced. A file that can't be written fails the run."
+    )]
+    /// Where each input's own packets go (`help` above).
     pub record: Option<String>,
 
     /// Cut each --record into files of about this length (90, 90s, 10m, 1h), each from a
@@ -263,8 +278,8 @@ pub struct RunArgs {
     #[arg(short = 'n', long = "no-overwrite", conflicts_with = "overwrite")]
     pub no_overwrite: bool,
 
-    /// Write an .mp4 or .mov in fragments of at most 1 s, so that a crash or kill -9 keeps
-    /// all but the last second (the default for live sources: cameras, streams, the pattern).
+    /// Write an .mp4 or .mov in fragments of at most 0.5 s, so that a crash or kill -9 keeps
+    /// all but the last half second (the default for live sources: cameras, streams, the pattern).
     #[arg(long)]
     pub fragmented: bool,
 
@@ -622,4 +637,62 @@ impl clap::ValueEnum for InputFormat {
             InputFormat::Raw(f) => f.to_possible_value(),
         }
     }
+}
+
+/// The table of `docs/options.md`: every option of a run, as `--help` states it (its long
+/// help where it has one), made from the command line's own definition so that the page
+/// can't drift from it (`tests/readme.rs` compares them; `FRAMEPIPE_BLESS=1` rewrites it).
+pub fn options_markdown() -> String {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let mut out = String::from("| option | meaning |\n| --- | --- |\n");
+    for arg in cmd.get_arguments().filter(|a| !a.is_hide_set()) {
+        let Some(long) = arg.get_long() else {
+            continue;
+        };
+        let mut name = match arg.get_short() {
+            Some(s) => format!("-{s}, --{long}"),
+            None => format!("--{long}"),
+        };
+        for alias in arg.get_visible_aliases().into_iter().flatten() {
+            name.push_str(&format!(", --{alias}"));
+        }
+        let values = arg.get_possible_values();
+        let takes_value = arg.get_action().takes_values();
+        if takes_value && !values.is_empty() && values.len() <= 12 {
+            let names: Vec<&str> = values.iter().map(PossibleValue::get_name).collect();
+            name.push_str(&format!(" {}", names.join("|")));
+        } else if takes_value {
+            let value = arg
+                .get_value_names()
+                .and_then(|v| v.first().map(ToString::to_string))
+                .unwrap_or_else(|| long.to_ascii_uppercase());
+            name.push_str(&format!(" {value}"));
+        }
+        let help = arg
+            .get_long_help()
+            .or(arg.get_help())
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let mut meaning = one_cell(&help);
+        let described: Vec<String> = values
+            .iter()
+            .filter_map(|v| Some(format!("`{}`: {}", v.get_name(), one_cell(&v.get_help()?.to_string()))))
+            .collect();
+        if !described.is_empty() {
+            meaning.push_str(&format!(" ({})", described.join("; ")));
+        }
+        out.push_str(&format!("| `{}` | {meaning} |\n", name.replace('|', "\\|")));
+    }
+    out
+}
+
+/// Help text as one markdown table cell: its lines joined, `|` escaped, and the word joiner
+/// that keeps clap from reading `{n}` as a line break taken out.
+fn one_cell(text: &str) -> String {
+    let joined: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    joined
+        .join(" ")
+        .replace('\u{2060}', "")
+        .replace('|', "\\|")
 }

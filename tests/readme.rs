@@ -210,3 +210,24 @@ fn the_readme_stays_short() {
         );
     }
 }
+
+/// `docs/options.md`'s table is the command line's own help (`cli::options_markdown`), so the
+/// page can't drift from `--help`; `FRAMEPIPE_BLESS=1` writes the table again.
+#[test]
+fn the_options_page_is_the_help() {
+    const BEGIN: &str = "<!-- made from --help: begin -->\n";
+    const END: &str = "<!-- made from --help: end -->\n";
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/options.md");
+    let page = std::fs::read_to_string(&path).unwrap();
+    let (head, rest) = page.split_once(BEGIN).expect("docs/options.md marks its table");
+    let (table, tail) = rest.split_once(END).expect("docs/options.md ends its table");
+    let made = framepipe::cli::options_markdown();
+    if std::env::var_os("FRAMEPIPE_BLESS").is_some() {
+        std::fs::write(&path, format!("{head}{BEGIN}{made}{END}{tail}")).unwrap();
+        return;
+    }
+    assert!(
+        table == made,
+        "docs/options.md's table differs from --help: FRAMEPIPE_BLESS=1 cargo test --release --test tests readme::the_options_page_is_the_help writes it again"
+    );
+}

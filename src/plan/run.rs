@@ -489,13 +489,17 @@ impl Marks {
             .replace("{name}", name)
     }
 
-    /// `template` with the marks every input shares put in (`{shard}`).
+    /// `template` with the marks every input shares put in (`{shard}`); a word joiner
+    /// copied from `--help` (which writes `{n}` with one) taken out.
     fn shared(&self, template: &str) -> String {
-        template.replace("{shard}", &self.1.to_string())
+        template
+            .replace('\u{2060}', "")
+            .replace("{shard}", &self.1.to_string())
     }
 
     /// Whether `template` names each input's own file (`{n}` or `{name}`).
     fn own(template: &str) -> bool {
+        let template = template.replace('\u{2060}', "");
         template.contains("{n}") || template.contains("{name}")
     }
 }
