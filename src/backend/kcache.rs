@@ -68,11 +68,13 @@ pub struct DiskCache {
 
 /// FNV-1a over `bytes` from `basis`: a stable hash (the file's name and its checksum).
 fn fnv(bytes: &[u8], basis: u64) -> u64 {
-    bytes.iter().fold(basis, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    use std::hash::Hasher;
+    let mut h = fnv::FnvHasher::with_key(basis);
+    h.write(bytes);
+    h.finish()
 }
 
+/// FNV-1a's offset basis (64 bits).
 const BASIS: u64 = 0xcbf2_9ce4_8422_2325;
 
 impl DiskCache {

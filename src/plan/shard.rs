@@ -13,8 +13,8 @@
 //! (rendezvous hashing). Each input's place depends on its own name and `N` alone, so
 //! adding or removing a camera moves no other one, and changing `N` moves only the inputs
 //! the new shard wins (about 1 in N); modulo over a hash would move almost all of them. The
-//! hash is written here (FNV-1a, then SplitMix64's finaliser), not taken from the standard
-//! library, whose hasher may change between Rust releases: every framepipe version and
+//! hash is FNV-1a (the `fnv` crate) then SplitMix64's finaliser, not the standard
+//! library's, whose hasher may change between Rust releases: every framepipe version and
 //! machine must place an input alike.
 //!
 //! Invariants: every input of the list is in exactly one shard of `N`; the choice depends
@@ -197,11 +197,13 @@ pub fn owner(name: &str, n: usize) -> usize {
         .unwrap_or(0)
 }
 
-/// FNV-1a, 64 bits.
+/// FNV-1a, 64 bits (the `fnv` crate's, from its standard basis: fixed by the algorithm,
+/// so every version places an input alike).
 fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+    use std::hash::Hasher;
+    let mut h = fnv::FnvHasher::default();
+    h.write(bytes);
+    h.finish()
 }
 
 /// SplitMix64's finaliser: every input bit moves every output bit.
