@@ -356,16 +356,15 @@ fn watch_for_stalls(taken: Arc<AtomicU64>, started: Instant, kill: Arc<Notify>) 
 /// Raises this process's limit of open files to the most it may have, so that many viewers
 /// and half-open connections meet `MAX_CONNECTIONS` before they meet the limit.
 pub fn raise_open_files_limit() {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit read and write the one struct given, which lives here.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max
-        {
-            limit.rlim_cur = limit.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
-        }
+    use rustix::process::{getrlimit, setrlimit, Resource, Rlimit};
+    let now = getrlimit(Resource::Nofile);
+    if now.current < now.maximum || (now.current.is_some() && now.maximum.is_none()) {
+        let _ = setrlimit(
+            Resource::Nofile,
+            Rlimit {
+                current: now.maximum,
+                maximum: now.maximum,
+            },
+        );
     }
 }
