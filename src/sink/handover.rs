@@ -287,43 +287,10 @@ fn laid_out(layout: Layout, size: FrameSize, bgr: &[u8]) -> Vec<u8> {
     }
 }
 
-/// The IEEE half-precision bits nearest `v` (ties to even), as NumPy's `astype(float16)`.
+/// The IEEE half-precision bits nearest `v` (ties to even), as NumPy's `astype(float16)`
+/// (the `half` crate's conversion).
 pub fn f16_bits(v: f32) -> u16 {
-    let x = v.to_bits();
-    let sign = ((x >> 16) & 0x8000) as u16;
-    let exp = ((x >> 23) & 0xff) as i32;
-    let man = x & 0x7f_ffff;
-    if exp == 0xff {
-        // Infinity, or NaN (kept quiet, its top bits kept).
-        let nan = if man != 0 {
-            0x200 | (man >> 13) as u16
-        } else {
-            0
-        };
-        return sign | 0x7c00 | nan;
-    }
-    let e = exp - 127 + 15;
-    if e >= 0x1f {
-        return sign | 0x7c00; // too large: infinity
-    }
-    if e <= 0 {
-        // A subnormal half (or zero): the implicit bit shifted in, rounded to even.
-        if e < -10 {
-            return sign;
-        }
-        let m = man | 0x80_0000;
-        let shift = (14 - e) as u32;
-        let half = m >> shift;
-        let rest = m & ((1 << shift) - 1);
-        let mid = 1 << (shift - 1);
-        let up = rest > mid || (rest == mid && half & 1 == 1);
-        return sign | (half + u32::from(up)) as u16;
-    }
-    let half = ((e as u32) << 10) | (man >> 13);
-    let rest = man & 0x1fff;
-    let up = rest > 0x1000 || (rest == 0x1000 && half & 1 == 1);
-    // A carry out of the mantissa steps the exponent, up to infinity: still right.
-    sign | (half + u32::from(up)) as u16
+    half::f16::from_f32(v).to_bits()
 }
 
 impl Sink for Handover {
