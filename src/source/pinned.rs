@@ -101,9 +101,13 @@ struct Layout {
 
 /// One buffer of the pool: page-aligned, page-locked, freed when FFmpeg frees it.
 struct Block {
+    /// The start of `map`, where the pictures go.
     ptr: *mut u8,
     pin: Option<PinnedRange>,
     registry: Arc<Registry>,
+    /// The block's memory: an anonymous mapping (page-aligned and zeroed), unmapped after
+    /// the registration is dropped (`Drop`).
+    _map: memmap2::MmapMut,
 }
 
 impl PinnedPictures {
@@ -466,27 +470,24 @@ impl Block {
         #[cfg(not(test))]
         let ctx = Some(ctx?);
         let len = size.next_multiple_of(PAGE);
-        let mut ptr: *mut c_void = std::ptr::null_mut();
-        // SAFETY: posix_memalign writes one pointer; zero is success.
-        if unsafe { libc::posix_memalign(&mut ptr, PAGE, len) } != 0 || ptr.is_null() {
-            return None;
-        }
-        let ptr = ptr.cast::<u8>();
-        // SAFETY: `len` bytes were just allocated at `ptr`.
-        unsafe { std::ptr::write_bytes(ptr, 0, len) };
-        // SAFETY: a live page-aligned allocation of ours, not registered, freed only after
-        // the range is dropped (`Drop`).
+        let mut map = memmap2::MmapMut::map_anon(len).ok()?;
+        let ptr = map.as_mut_ptr();
+        // SAFETY: a live page-aligned mapping of ours, not registered, unmapped only after
+        // the range is dropped (`Drop`; on an error here, as `map` goes).
         let pin = match ctx.map(|ctx| unsafe { PinnedRange::register(&ctx, ptr, len) }) {
             None => None,
             Some(Ok(pin)) => Some(pin),
             Some(Err(e)) => {
                 crate::warn!("decoded pictures can't be page-locked ({e:#}): they are copied");
-                // SAFETY: allocated above, never handed out.
-                unsafe { libc::free(ptr.cast()) };
                 return None;
             }
         };
-        let block = Self { ptr, pin, registry };
+        let block = Self {
+            ptr,
+            pin,
+            registry,
+            _map: map,
+        };
         // (Where the registry can't take it, the block is freed on the way out.)
         block.registry.live.lock().ok()?.insert(ptr as usize);
         Some(block)
@@ -498,10 +499,8 @@ impl Drop for Block {
         if let Ok(mut live) = self.registry.live.lock() {
             live.remove(&(self.ptr as usize));
         }
-        // The registration goes first, then the memory.
+        // The registration goes first, then the memory (`_map`, dropped after this).
         drop(self.pin.take());
-        // SAFETY: allocated by posix_memalign in `new`, unregistered above, freed once.
-        unsafe { libc::free(self.ptr.cast()) };
     }
 }
 
