@@ -312,27 +312,12 @@ fn glyphs(s: &str) -> Vec<u8> {
         .collect()
 }
 
-/// `t` as the local clock reads it: `YYYY-MM-DD HH:MM:SS`.
+/// `t` as the local clock reads it: `YYYY-MM-DD HH:MM:SS` (the time zone as `localtime`
+/// finds it: `TZ`, else `/etc/localtime`).
 fn local_time(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs() as libc::time_t)
-        .unwrap_or(0);
-    // SAFETY: localtime_r only writes into the `tm` given.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&secs, &mut tm);
-        tm
-    };
-    format!(
-        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec
-    )
+    chrono::DateTime::<chrono::Local>::from(t)
+        .format("%Y-%m-%d %H:%M:%S")
+        .to_string()
 }
 
 /// A band buffer's place in its frame, as the text needs it: its width in pixels, its rows,

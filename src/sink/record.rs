@@ -728,9 +728,10 @@ fn holds(out: &ff::format::context::Output, id: ff::codec::Id) -> bool {
 }
 
 /// The name of segment `number`: `{seg}` as five digits, and the local time's `%Y %m %d %H
-/// %M %S` (and `%%`) as strftime writes them.
+/// %M %S` (and `%%`) as strftime writes them; any other `%` stays as it is.
 fn expand(pattern: &str, number: u32) -> String {
-    let now = local_time();
+    use chrono::{Datelike, Timelike};
+    let now = chrono::Local::now();
     let mut out = String::new();
     let numbered = pattern.replace("{seg}", &format!("{number:05}"));
     let mut chars = numbered.chars().peekable();
@@ -740,12 +741,12 @@ fn expand(pattern: &str, number: u32) -> String {
             continue;
         }
         match chars.peek().copied() {
-            Some('Y') => out.push_str(&format!("{:04}", now.tm_year + 1900)),
-            Some('m') => out.push_str(&format!("{:02}", now.tm_mon + 1)),
-            Some('d') => out.push_str(&format!("{:02}", now.tm_mday)),
-            Some('H') => out.push_str(&format!("{:02}", now.tm_hour)),
-            Some('M') => out.push_str(&format!("{:02}", now.tm_min)),
-            Some('S') => out.push_str(&format!("{:02}", now.tm_sec)),
+            Some('Y') => out.push_str(&format!("{:04}", now.year())),
+            Some('m') => out.push_str(&format!("{:02}", now.month())),
+            Some('d') => out.push_str(&format!("{:02}", now.day())),
+            Some('H') => out.push_str(&format!("{:02}", now.hour())),
+            Some('M') => out.push_str(&format!("{:02}", now.minute())),
+            Some('S') => out.push_str(&format!("{:02}", now.second())),
             Some('%') => out.push('%'),
             _ => {
                 out.push('%');
@@ -755,17 +756,6 @@ fn expand(pattern: &str, number: u32) -> String {
         chars.next();
     }
     out
-}
-
-/// The local time now, broken down.
-fn local_time() -> libc::tm {
-    // SAFETY: time(NULL) only returns the time; localtime_r writes into the `tm` given.
-    unsafe {
-        let t = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&t, &mut tm);
-        tm
-    }
 }
 
 /// A new hidden file beside `name` to write it under (`.NAME.part`, or `.NAME.K.part` where
