@@ -687,7 +687,7 @@ fn hls_follows_no_planted_link_and_never_writes_the_input() {
             "-o",
             &big_x,
         ],
-        "would write the same segments",
+        "would write segments of the same names",
     );
 }
 

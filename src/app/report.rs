@@ -185,16 +185,17 @@ fn write_summary_json(
 /// `ok: true` behind.
 static WRITTEN: Mutex<Option<(String, serde_json::Value)>> = Mutex::new(None);
 
-/// Writes the summary written last again, `ok: false` with `why`.
-fn rewrite_as_failed(why: &str) {
+/// Writes the summary written last again, `ok: false` with `why`; false where none was.
+fn rewrite_as_failed(why: &str) -> bool {
     let Some((path, mut json)) = WRITTEN.try_lock().ok().and_then(|mut w| w.take()) else {
-        return;
+        return false;
     };
     json["ok"] = false.into();
     json["error"] = why.into();
     let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
     let text = crate::secret::redact(&text);
     let _ = paths::write_atomically(std::path::Path::new(&path), text.as_bytes());
+    true
 }
 
 /// `--summary-json` for a run that ended before its pipeline did (the input could not be
@@ -250,6 +251,8 @@ static AT_EXIT: Mutex<Option<AtExit>> = Mutex::new(None);
 struct AtExit {
     summary_json: Option<String>,
     progress: Arc<pipeline::Progress>,
+    /// The pipeline returned: only an abort (before the summary is written) reports now.
+    returned: bool,
 }
 
 /// Arms `summary_at_exit` for the pipeline's run, whose counts `progress` keeps.
@@ -258,6 +261,7 @@ pub(super) fn arm_exit_summary(reports: &Reports, progress: Arc<pipeline::Progre
         *s = Some(AtExit {
             summary_json: reports.summary_json.clone(),
             progress,
+            returned: false,
         });
     }
     static HANDLER: std::sync::Once = std::sync::Once::new();
@@ -269,10 +273,13 @@ pub(super) fn arm_exit_summary(reports: &Reports, progress: Arc<pipeline::Progre
     crate::stop::on_abort(|| summary_at_exit());
 }
 
-/// The pipeline returned: its summary is reported the usual way.
+/// The pipeline returned: its summary is reported the usual way (an abort before that
+/// still writes the counts, failed).
 pub(super) fn disarm_exit_summary() {
     if let Ok(mut s) = AT_EXIT.lock() {
-        *s = None;
+        if let Some(at) = s.as_mut() {
+            at.returned = true;
+        }
     }
 }
 
@@ -285,12 +292,21 @@ extern "C" fn summary_at_exit() {
     };
     // Without waiting: the pipeline may be ending it right now on another thread.
     let Some(at) = AT_EXIT.try_lock().ok().and_then(|mut s| s.take()) else {
-        // The pipeline had returned: its summary, written already, is failed all the same.
-        if let Some(code) = crate::stop::abort_code() {
-            rewrite_as_failed(&aborted(code));
-        }
         return;
     };
+    if at.returned {
+        // An abort after the pipeline returned: the summary, written already or not yet,
+        // says the run failed.
+        if let Some(code) = crate::stop::abort_code() {
+            let why = aborted(code);
+            if !rewrite_as_failed(&why) {
+                if let Some(path) = &at.summary_json {
+                    write_counts(path, Some(&why), at.progress.counts());
+                }
+            }
+        }
+        return;
+    }
     let progress = at.progress.counts();
     let why = match crate::stop::abort_code() {
         Some(code) => aborted(code),

@@ -35,7 +35,7 @@ use super::{Ask, Shared, MAX_CLIENTS};
 /// The most connections open at once (viewers, figures, half-sent heads).
 pub const MAX_CONNECTIONS: usize = 768;
 /// The most connections open at once from one client address (`ClientKey`).
-pub const PER_CLIENT: usize = 32;
+pub const PER_CLIENT: usize = 64;
 /// How long a request's head may take to arrive whole.
 pub const HEAD_WITHIN: Duration = Duration::from_secs(5);
 /// How long a viewer's connection may take nothing while a frame waits for it.
