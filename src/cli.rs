@@ -677,7 +677,13 @@ pub fn options_markdown() -> String {
         let mut meaning = one_cell(&help);
         let described: Vec<String> = values
             .iter()
-            .filter_map(|v| Some(format!("`{}`: {}", v.get_name(), one_cell(&v.get_help()?.to_string()))))
+            .filter_map(|v| {
+                Some(format!(
+                    "`{}`: {}",
+                    v.get_name(),
+                    one_cell(&v.get_help()?.to_string())
+                ))
+            })
             .collect();
         if !described.is_empty() {
             meaning.push_str(&format!(" ({})", described.join("; ")));
@@ -690,9 +696,10 @@ pub fn options_markdown() -> String {
 /// Help text as one markdown table cell: its lines joined, `|` escaped, and the word joiner
 /// that keeps clap from reading `{n}` as a line break taken out.
 fn one_cell(text: &str) -> String {
-    let joined: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-    joined
-        .join(" ")
-        .replace('\u{2060}', "")
-        .replace('|', "\\|")
+    let joined: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    joined.join(" ").replace('\u{2060}', "").replace('|', "\\|")
 }

@@ -370,17 +370,14 @@ fn packets(path: &Path) -> (u64, u64) {
 
 /// The recorded files `prefix*` in `dir`, by name, and no `.part` left among them.
 fn recorded(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            assert!(!name.ends_with(".part"), "a .part was left: {name}");
-            name.starts_with(prefix)
-        })
-        .collect();
-    files.sort();
-    files
+    let parts = common::run::files_starting(dir, ".");
+    assert!(
+        parts
+            .iter()
+            .all(|p| !p.to_string_lossy().ends_with(".part")),
+        "{parts:?}"
+    );
+    common::run::files_starting(dir, prefix)
 }
 
 /// Attacks 1 and 3: a looping input (`-stream_loop 6 … -c copy`, AAC beside H.264) lost its

@@ -219,8 +219,12 @@ fn the_options_page_is_the_help() {
     const END: &str = "<!-- made from --help: end -->\n";
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/options.md");
     let page = std::fs::read_to_string(&path).unwrap();
-    let (head, rest) = page.split_once(BEGIN).expect("docs/options.md marks its table");
-    let (table, tail) = rest.split_once(END).expect("docs/options.md ends its table");
+    let (head, rest) = page
+        .split_once(BEGIN)
+        .expect("docs/options.md marks its table");
+    let (table, tail) = rest
+        .split_once(END)
+        .expect("docs/options.md ends its table");
     let made = framepipe::cli::options_markdown();
     if std::env::var_os("FRAMEPIPE_BLESS").is_some() {
         std::fs::write(&path, format!("{head}{BEGIN}{made}{END}{tail}")).unwrap();

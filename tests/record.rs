@@ -131,19 +131,7 @@ fn stop(child: Child) -> String {
 
 /// Input `n`'s recordings in `dir`, in segment order.
 fn recordings(dir: &Path, n: usize) -> Vec<PathBuf> {
-    let prefix = format!("cam-{n}-");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            p.file_name()
-                .unwrap()
-                .to_string_lossy()
-                .starts_with(&prefix)
-        })
-        .collect();
-    files.sort();
-    files
+    common::run::files_starting(dir, &format!("cam-{n}-"))
 }
 
 /// Three cameras over UDP, each recorded in 2 s segments while the run processes their

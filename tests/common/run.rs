@@ -351,3 +351,14 @@ pub fn connect_from(from: std::net::Ipv4Addr, port: u16) -> std::io::Result<std:
     socket.connect(&std::net::SocketAddr::from(([127, 0, 0, 1], port)).into())?;
     Ok(socket.into())
 }
+
+/// The files in `dir` whose names start with `prefix`, by name.
+pub fn files_starting(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    files.sort();
+    files
+}

@@ -140,46 +140,72 @@ fn family(
     }
 }
 
-/// One figure of an input.
-type Figure = fn(&InputLive) -> f64;
+/// One figure of an input; None where the input has none (a recording's, without
+/// `--record`).
+type Figure = fn(&InputLive) -> Option<f64>;
 
-/// The per-input families of `/metrics`: name, type, help, and the figure.
-const FAMILIES: [(&str, &str, &str, Figure); 6] = [
+/// The per-input families of `/metrics`: name, type, help, and the figure. A family no
+/// input has a figure of (the recording's, where nothing records) is left out.
+const FAMILIES: [(&str, &str, &str, Figure); 10] = [
     (
         "framepipe_frames_captured_total",
         "counter",
         "Frames read from the input.",
-        |i| i.captured as f64,
+        |i| Some(i.captured as f64),
     ),
     (
         "framepipe_frames_processed_total",
         "counter",
         "Frames of the input that went out to its outputs and displays.",
-        |i| i.processed as f64,
+        |i| Some(i.processed as f64),
     ),
     (
         "framepipe_frames_dropped_total",
         "counter",
         "Frames of a live input dropped because the pipeline was behind.",
-        |i| i.dropped as f64,
+        |i| Some(i.dropped as f64),
     ),
     (
         "framepipe_reconnects_total",
         "counter",
         "Times the input's stream was lost and came back.",
-        |i| i.reconnects as f64,
+        |i| Some(i.reconnects as f64),
     ),
     (
         "framepipe_input_up",
         "gauge",
         "1 while frames come from the input, 0 while it is down or ended.",
-        |i| f64::from(u8::from(i.down.is_none() && i.ended.is_none())),
+        |i| Some(f64::from(u8::from(i.down.is_none() && i.ended.is_none()))),
     ),
     (
         "framepipe_input_down_seconds",
         "gauge",
         "How long the input has been down (reconnecting or not open yet); 0 while it runs.",
-        |i| i.down.map_or(0.0, |d| d.as_secs_f64()),
+        |i| Some(i.down.map_or(0.0, |d| d.as_secs_f64())),
+    ),
+    (
+        "framepipe_recording_segments_total",
+        "counter",
+        "Recorded segments closed whole.",
+        |i| Some(i.recording.as_ref()?.segments as f64),
+    ),
+    (
+        "framepipe_recording_bytes_total",
+        "counter",
+        "Bytes in the recorded segments closed.",
+        |i| Some(i.recording.as_ref()?.bytes as f64),
+    ),
+    (
+        "framepipe_recording_failures_total",
+        "counter",
+        "Recorded segments that could not be written (a full or read-only disk).",
+        |i| Some(i.recording.as_ref()?.failures as f64),
+    ),
+    (
+        "framepipe_recording_failing",
+        "gauge",
+        "1 while the input's recording can't write, 0 while it writes.",
+        |i| Some(f64::from(u8::from(i.recording.as_ref()?.failing.is_some()))),
     ),
 ];
 
@@ -190,15 +216,18 @@ pub fn metrics(snap: &Snapshot) -> String {
         .map(|i| format!("input=\"{}\"", escape(&snap.label(i))))
         .collect();
     for (name, kind, help, figure) in FAMILIES {
-        let samples = snap
+        let samples: Vec<(String, f64)> = snap
             .inputs
             .iter()
             .zip(&labels)
-            .map(|(input, l)| (format!("{{{l}}}"), figure(input)));
-        family(&mut out, (name, kind, help), samples);
+            .filter_map(|(input, l)| Some((format!("{{{l}}}"), figure(input)?)))
+            .collect();
+        // (With no input yet, every family is named, empty, as before.)
+        if !samples.is_empty() || snap.inputs.is_empty() {
+            family(&mut out, (name, kind, help), samples.into_iter());
+        }
     }
     latency(&mut out, snap, &labels);
-    recordings(&mut out, snap, &labels);
     let failed = snap
         .failed
         .iter()
@@ -253,50 +282,6 @@ pub fn inputs_json(snap: &Snapshot) -> serde_json::Value {
         })
     });
     serde_json::Value::Array(rows.collect())
-}
-
-/// The recording's families of `/metrics`: name, type, help, and the figure.
-const RECORDING: [(&str, &str, &str, RecordingFigure); 4] = [
-    (
-        "framepipe_recording_segments_total",
-        "counter",
-        "Recorded segments closed whole.",
-        |r| r.segments as f64,
-    ),
-    (
-        "framepipe_recording_bytes_total",
-        "counter",
-        "Bytes in the recorded segments closed.",
-        |r| r.bytes as f64,
-    ),
-    (
-        "framepipe_recording_failures_total",
-        "counter",
-        "Recorded segments that could not be written (a full or read-only disk).",
-        |r| r.failures as f64,
-    ),
-    (
-        "framepipe_recording_failing",
-        "gauge",
-        "1 while the input's recording can't write, 0 while it writes.",
-        |r| f64::from(u8::from(r.failing.is_some())),
-    ),
-];
-
-type RecordingFigure = fn(&crate::stats::RecordingNow) -> f64;
-
-/// Each recorded input's recording figures (`--record`).
-fn recordings(out: &mut String, snap: &Snapshot, labels: &[String]) {
-    if snap.inputs.iter().all(|i| i.recording.is_none()) {
-        return;
-    }
-    for (name, kind, help, figure) in RECORDING {
-        let samples =
-            snap.inputs.iter().zip(labels).filter_map(|(input, l)| {
-                Some((format!("{{{l}}}"), figure(input.recording.as_ref()?)))
-            });
-        family(out, (name, kind, help), samples);
-    }
 }
 
 /// Each input's latency (capture to out of the sink) as a summary: the 0.99 quantile, the
