@@ -16,14 +16,13 @@
 //! segment), and renamed to its own name, never over another file, once its trailer is
 //! written; an input that reopens (a reconnect) starts a new file.
 //!
-//! Timestamps that jump (back, or forward by more than 10 s, in any stream: a
-//! looping or joined file, a camera that restarted) drop nothing: the stream's later
-//! packets are offset to go on from its last one (`timebase::Timeline`), the
-//! jump is counted and said, and with `--segment` the video's next keyframe (the very
-//! packet, where the jump comes on one) starts a new file timed from there, as ffmpeg's
-//! segment muxer does; a
-//! decoding time that still does not rise in the file's time base is nudged past the last
-//! one, as ffmpeg's muxing does.
+//! Timestamps that jump (back, or forward by more than 10 s, in any stream: a looping or
+//! joined file, a camera that restarted) drop nothing: the stream's later packets are offset
+//! to go on from its last one (`timebase::Timeline`), the jump is counted and said, and with
+//! `--segment` the video's next keyframe (the very packet, where the jump comes on one)
+//! starts a new file timed from there, as ffmpeg's segment muxer does; a decoding time that
+//! still does not rise in the file's time base is nudged past the last one, as ffmpeg's
+//! muxing does.
 //!
 //! A file that can't be written (a full disk, a folder made read-only or removed) loses
 //! its segment, never the recording: its `.part` is removed, the failure is counted, said

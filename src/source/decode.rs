@@ -26,7 +26,10 @@
 //! - frames are turned upright by the display matrix, as ffmpeg does (planes turned one by
 //!   one, or the BGR picture where the layout can't be turned plane by plane);
 //! - a network read never blocks a stop: FFmpeg's interrupt callback reads the process's
-//!   stop flag, and a silent server is given up after `media::URL_TIMEOUT_US`.
+//!   stop flag, and a silent server is given up after `media::URL_TIMEOUT_US`, whatever its
+//!   protocol (`Silence`), once what the demuxer and decoder hold is handed over;
+//! - after a stop, a live input hands over the frames it still holds (`begin_drain`: the
+//!   demuxer's last packet, the decoder's delay) without waiting for more.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -423,8 +426,6 @@ fn bit_depth(format: ff::format::Pixel) -> u32 {
     }
 }
 
-/// Whether a URL names something that serves files (read as a file when it has a duration
-/// or a size, `has_size`) rather than a live stream.
 /// Whether `input`'s transfer says how many bytes it holds (an HTTP answer with a
 /// Content-Length: a file served, such as an MPEG-TS file, which states no duration), where
 /// a live stream's never ends.
@@ -437,6 +438,8 @@ fn has_size(input: &ff::format::context::Input) -> bool {
     }
 }
 
+/// Whether a URL names something that serves files (read as a file when it has a duration
+/// or a size, `has_size`) rather than a live stream.
 fn serves_files(url: &str) -> bool {
     let lower = url.to_ascii_lowercase();
     ["http://", "https://", "ftp://", "file:"]
