@@ -48,7 +48,8 @@ fn main() {
             }
             // An error quotes the value it refuses: a huge one (a 13 KB chain) is cut short.
             let line = usage_error_line(&e.to_string());
-            framepipe::say!("framepipe: error: {}", shorten_lines(&line, 300));
+            // (600: framepipe's own list of the known filters, 400 characters, stays whole.)
+            framepipe::say!("framepipe: error: {}", shorten_lines(&line, 600));
             exit(1);
         }
     };

@@ -271,3 +271,27 @@ fn every_inputs_ring_counts_against_the_memory() {
         "the 2 inputs' rings need",
     );
 }
+
+/// An unknown filter's error lists every known one whole (it was cut in the middle, hiding
+/// scale, crop, text and fps).
+#[test]
+fn an_unknown_filter_lists_every_known_one() {
+    let out = framepipe(
+        &[
+            "-i",
+            "pattern",
+            "--frames",
+            "1",
+            "--headless",
+            "-f",
+            "nosuch",
+        ],
+        Duration::from_secs(30),
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    for known in ["scale:W:H", "crop:W:H", "text:TEXT", "fps:N", "timestamp"] {
+        assert!(err.contains(known), "{known} missing:\n{err}");
+    }
+    assert!(!err.contains("left out"), "{err}");
+}

@@ -269,6 +269,12 @@ try:
 except ValueError as e:
     assert "nosuch" in str(e) and "\n" not in str(e), e
     print("bad filter:", e)
+# A one-letter flag is written as one: y=True is -y (it raised "unexpected argument '--y'").
+open("replaced.mp4", "wb").write(b"old")
+with framepipe.open("a.mp4", output="replaced.mp4", y=True, quiet=True, backend="cpu") as run:
+    assert sum(1 for _ in run) == 30
+assert open("replaced.mp4", "rb").read(3) != b"old"
+print("y=True replaced the file")
 try:
     for f in framepipe.open("missing.mp4", quiet=True):
         pass
@@ -298,6 +304,7 @@ fn several_inputs_a_slow_loop_and_bad_options() {
     let out = run_script(&dir, SEVERAL, &[], Duration::from_secs(120));
     for want in [
         "bad filter:",
+        "y=True replaced",
         "missing input:",
         "bad format:",
         "bad batch_timeout:",

@@ -685,7 +685,11 @@ fn command_line(
             }
             _ => {}
         }
-        let flag = format!("--{}", key.replace('_', "-"));
+        // `y=True` is `-y`, as a one-letter flag is written; `no_audio` is `--no-audio`.
+        let flag = match key.len() {
+            1 => format!("-{key}"),
+            _ => format!("--{}", key.replace('_', "-")),
+        };
         if value.is_none() {
             continue;
         }
