@@ -669,6 +669,11 @@ fn one_writer_per_playlist_and_per_segment_name() {
         "{}",
         std::fs::read_to_string(&log).unwrap()
     );
+    // The lock goes with the run: the folder keeps the playlist and its segments only.
+    assert!(
+        !dir.join(".a.m3u8.lock").exists(),
+        "the playlist's lock was left"
+    );
     // Inputs x and x1 into h/{name}.m3u8.
     let list = dir.join("cams.txt");
     std::fs::write(&list, "x = pattern:160x120:25\nx1 = pattern:160x120:25\n").unwrap();

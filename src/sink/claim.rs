@@ -330,6 +330,8 @@ pub enum Claimed {
     Video(VideoClaim),
     /// An image sequence's folder.
     Folder(FolderLock),
+    /// An HLS playlist.
+    Playlist(PlaylistLock),
 }
 
 /// An image sequence's folder, locked for this run.
@@ -337,11 +339,31 @@ pub enum Claimed {
 pub struct FolderLock(#[allow(dead_code)] File);
 
 impl FolderLock {
+    /// Locks `folder` for an image sequence written by `flag`.
+    pub fn new(flag: &str, folder: &Path, pattern: &str) -> Result<Self, ClaimError> {
+        let dir = File::open(folder).map_err(|source| ClaimError::Open {
+            what: format!("{flag} '{pattern}': can't open its folder"),
+            source,
+        })?;
+        lock(&dir, &format!("{flag} '{pattern}' (its folder)"))?;
+        Ok(Self(dir))
+    }
+}
+
+/// An HLS playlist locked for this run (`PlaylistLock::new`): its hidden lock file, removed
+/// when the run ends.
+#[derive(Debug)]
+pub struct PlaylistLock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl PlaylistLock {
     /// Locks an HLS playlist for this run: its hidden lock file beside it
     /// (`.NAME.m3u8.lock`, made where missing, never followed where it is a link; the
     /// playlist itself is replaced at every write, so it can't hold the lock), so that a
     /// second run on the same playlist is refused naming the first.
-    pub fn playlist(flag: &str, playlist: &Path) -> Result<Self, ClaimError> {
+    pub fn new(flag: &str, playlist: &Path) -> Result<Self, ClaimError> {
         let name = playlist.file_name().unwrap_or_default().to_string_lossy();
         let lock_path = playlist.with_file_name(format!(".{name}.lock"));
         let what = format!("{flag} '{}'", playlist.display());
@@ -358,17 +380,17 @@ impl FolderLock {
                 source,
             })?;
         lock(&file, &what)?;
-        Ok(Self(file))
+        Ok(Self {
+            _file: file,
+            path: lock_path,
+        })
     }
+}
 
-    /// Locks `folder` for an image sequence written by `flag`.
-    pub fn new(flag: &str, folder: &Path, pattern: &str) -> Result<Self, ClaimError> {
-        let dir = File::open(folder).map_err(|source| ClaimError::Open {
-            what: format!("{flag} '{pattern}': can't open its folder"),
-            source,
-        })?;
-        lock(&dir, &format!("{flag} '{pattern}' (its folder)"))?;
-        Ok(Self(dir))
+impl Drop for PlaylistLock {
+    fn drop(&mut self) {
+        // Removed while still held: the folder keeps only the playlist and its segments.
+        let _ = std::fs::remove_file(&self.path);
     }
 }
 

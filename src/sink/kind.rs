@@ -179,12 +179,12 @@ impl OutputSpec {
 
 /// An HLS playlist's claim (`hls::claim`: its folder made, its names checked against the
 /// input and, without `-y`, against what exists), locked for the run
-/// (`FolderLock::playlist`).
+/// (`PlaylistLock`).
 #[cfg(feature = "ffmpeg")]
 fn claim_playlist(path: &str, overwrite: Overwrite, inputs: &[InputFile]) -> Result<Claimed> {
     super::hls::claim(path, overwrite, inputs)?;
-    let lock = claim::FolderLock::playlist("--output", std::path::Path::new(path))?;
-    Ok(Claimed::Folder(lock))
+    let lock = claim::PlaylistLock::new("--output", std::path::Path::new(path))?;
+    Ok(Claimed::Playlist(lock))
 }
 
 #[cfg(not(feature = "ffmpeg"))]
