@@ -281,7 +281,7 @@ fn say_how_written(writer: &AvFile, claim: &VideoClaim, fragmented: bool) {
     let path = claim.path.as_str();
     if writer.audio_kept > 0 {
         crate::info!(
-            "'{path}': the input's {} audio stream(s) are kept (copied as they are, but any said above to be encoded again)",
+            "'{path}': the input's {} audio stream(s) are copied as they are",
             writer.audio_kept
         );
     }
