@@ -719,21 +719,13 @@ fn a_silent_udp_input_is_given_up_after_ten_seconds() {
     camera_clip(&clip, 2);
     let port = free_port();
     let out_file = dir.join("out.mkv");
-    let child = Command::new(bin())
-        .args([
-            "--headless",
-            "-i",
-            &udp_input(port),
-            "-o",
-            out_file.to_str().unwrap(),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    common::run::wait_until_it_catches(child.id(), libc::SIGINT);
-    std::thread::sleep(Duration::from_millis(600));
+    let args = [
+        "-i".into(),
+        udp_input(port),
+        "-o".into(),
+        out_file.display().to_string(),
+    ];
+    let child = crate::record::start(&args);
     let mut sender = send_to(&clip, &format!("udp://127.0.0.1:{port}?pkt_size=1316"));
     assert!(sender.wait().unwrap().success());
     let out = wait_with_deadline(child, Duration::from_secs(30), "silent mid-run");

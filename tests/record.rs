@@ -105,7 +105,7 @@ pub(crate) fn udp_input(port: u16) -> String {
 
 /// framepipe, headless, with `args`, once its stop handler is in place and its inputs have
 /// had time to bind their sockets.
-fn start(args: &[String]) -> Child {
+pub(crate) fn start(args: &[String]) -> Child {
     let child = Command::new(bin())
         .arg("--headless")
         .args(args)
