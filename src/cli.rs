@@ -7,8 +7,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::backend::{BackendKind, IssueOrder, StreamLayout};
 use crate::filter::Chain;
 use crate::frame::FrameSize;
+use crate::output::{encode::OutPixel, Codec};
 use crate::pixel::PixelFormat;
-use crate::sink::{encode::OutPixel, Codec};
 use crate::source::{open::Decode, stdin::InputFormat};
 
 #[derive(Parser, Debug)]
@@ -286,7 +286,7 @@ pub struct RunArgs {
     /// Codec of a video --output [default: h264 in .mp4/.mov/.mkv/.ts/.flv, mjpeg in .avi,
     /// vp9 in .webm; ffv1 keeps every pixel].
     #[arg(long, value_enum)]
-    pub codec: Option<crate::sink::Codec>,
+    pub codec: Option<crate::output::Codec>,
 
     /// Quality, 1-100, of Motion JPEG or MPEG-4 Part 2 (a fixed quantiser, 31 to 1)
     /// [default: quantiser 3, like ffmpeg -q:v 3].
@@ -299,15 +299,15 @@ pub struct RunArgs {
     pub crf: Option<f32>,
 
     /// Target bit rate of a video --output (ffmpeg's -b:v), e.g. 2M or 800k.
-    #[arg(long, value_name = "RATE", value_parser = crate::sink::encode::parse_rate)]
+    #[arg(long, value_name = "RATE", value_parser = crate::output::encode::parse_rate)]
     pub bitrate: Option<u64>,
 
     /// Highest bit rate (ffmpeg's -maxrate), with --bufsize.
-    #[arg(long, value_name = "RATE", value_parser = crate::sink::encode::parse_rate)]
+    #[arg(long, value_name = "RATE", value_parser = crate::output::encode::parse_rate)]
     pub maxrate: Option<u64>,
 
     /// The rate control's buffer (ffmpeg's -bufsize), with --maxrate, e.g. 4M.
-    #[arg(long, value_name = "BITS", value_parser = crate::sink::encode::parse_rate)]
+    #[arg(long, value_name = "BITS", value_parser = crate::output::encode::parse_rate)]
     pub bufsize: Option<u64>,
 
     /// h264/hevc speed against size (ffmpeg's -preset): ultrafast … medium … veryslow.
@@ -325,11 +325,11 @@ pub struct RunArgs {
     /// Pixel format a video --output stores (ffmpeg's -pix_fmt): yuv420p [default],
     /// yuv422p or yuv444p (h264, hevc, vp9).
     #[arg(long, value_name = "FORMAT", value_enum)]
-    pub pix_fmt: Option<crate::sink::encode::OutPixel>,
+    pub pix_fmt: Option<crate::output::encode::OutPixel>,
 
     /// Any other option of the video encoder, KEY=VALUE, repeatable (ffmpeg's -KEY VALUE),
     /// e.g. profile=high, x264-params=ref=2.
-    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::sink::encode::parse_opt)]
+    #[arg(long, value_name = "KEY=VALUE", value_parser = crate::output::encode::parse_opt)]
     pub codec_opt: Vec<(String, String)>,
 
     /// Stop after N frames.

@@ -1,6 +1,6 @@
 //! The error idiom: what the user got wrong is a typed error (thiserror) of the room that
-//! found it (`plan::error::PlanError` for the flags, `sink::spec::OutputError` for an output's
-//! name, `paths::PathError`, `sink::claim::ClaimError`, `filter::FilterError`, …; no function
+//! found it (`plan::error::PlanError` for the flags, `output::spec::OutputError` for an output's
+//! name, `paths::PathError`, `output::claim::ClaimError`, `filter::FilterError`, …; no function
 //! returns `Result<_, String>`), carried through `anyhow` to the edge (`main`), which prints
 //! one `framepipe: error:` line. A broken promise
 //! inside framepipe (a frame in a format its consumer was not promised, a count outside its

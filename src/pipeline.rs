@@ -508,9 +508,10 @@ fn summarize(
         ..
     } = sunk;
     stats.pauses = shared.pauses.load(Ordering::SeqCst);
-    stats.stored = sink.stored();
-    stats.streams = sink.streams();
-    stats.mosaic = sink.mosaic_recorded();
+    let report = sink.report();
+    stats.stored = report.stored;
+    stats.streams = report.streams.clone();
+    stats.mosaic = report.mosaic.clone();
     let inputs = shared
         .inputs
         .iter()
@@ -522,7 +523,7 @@ fn summarize(
             dropped: c.dropped.load(Ordering::SeqCst),
             read_ms: c.read_us.load(Ordering::SeqCst) as f64 / 1000.0,
             consumed: mine.consumed,
-            stored: sink.stored_of(i),
+            stored: report.of_input(i),
             latency: mine.latency,
             ended: c.ended.lock().ok().and_then(|e| e.clone()),
             reconnects: c.health.get().map_or(0, |h| h.reconnects()),

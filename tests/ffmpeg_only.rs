@@ -296,7 +296,7 @@ fn first_jpeg_of_the_stream(port: u16) -> bool {
 }
 
 /// The mosaic needs no OpenCV: several inputs' mosaic, labelled, is recorded by an output
-/// without `{n}` in the server build (its labels are drawn by `sink::draw`), beside each
+/// without `{n}` in the server build (its labels are drawn by `display::draw`), beside each
 /// input's own output.
 #[test]
 fn the_mosaic_is_recorded_without_opencv() {

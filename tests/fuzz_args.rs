@@ -13,7 +13,7 @@ use common::run::{framepipe_in, TempDir};
 use framepipe::cli::Cli;
 use framepipe::filter::Chain;
 use framepipe::frame::{FrameSize, SequencePattern};
-use framepipe::sink::OutputSpec;
+use framepipe::output::OutputSpec;
 use framepipe::source::InputSpec;
 
 const FLAGS: &[&str] = &[

@@ -4,15 +4,16 @@
 //! Invariants: a file that can't be written (with the OS's reason), that is an input file
 //! (by identity), is not a regular file, is named twice, or exists without `-y` is refused
 //! here; two inputs never write one file; an HLS playlist's segments are claimed with it
-//! (`sink::hls::claim`); what is claimed stays locked for the run (`sink::claim`).
+//! (`output::hls::claim`); what is claimed stays locked for the run (`output::claim`).
 
 use anyhow::{bail, Result};
 
+use crate::output;
+use crate::output::claim::{Claimed, Overwrite};
+use crate::output::OutputSpec;
 use crate::paths::{self, InputFile};
 use crate::plan::run::{Outputs, Reports};
 use crate::plan::{InputPlan, RunPlan};
-use crate::sink::claim::{Claimed, Overwrite};
-use crate::sink::{self, OutputSpec};
 
 /// What the run claimed: each input's own output (taken as it opens), and the recording's.
 pub(super) struct Claims {
@@ -90,7 +91,7 @@ fn check_outputs(
         .filter_map(|s| match s {
             OutputSpec::Video {
                 path,
-                container: sink::Container::Hls,
+                container: output::Container::Hls,
                 ..
             } => Some(path.as_str()),
             _ => None,
@@ -134,7 +135,7 @@ fn check_files(
             .map(|(_, p)| p.as_str())
             .filter(|p| !playlists.contains(p))
             .collect();
-        sink::hls::refuse_crossing(playlists, &others)?;
+        output::hls::refuse_crossing(playlists, &others)?;
     }
     #[cfg(not(feature = "ffmpeg"))]
     let _ = playlists;
@@ -172,7 +173,7 @@ fn refuse_crossed_files(inputs: &[InputPlan], recording: Option<&Outputs>) -> Re
     }
     #[cfg(feature = "ffmpeg")]
     {
-        use crate::sink::{hls, Container};
+        use crate::output::{hls, Container};
         let (playlists, others): (Vec<&str>, Vec<&str>) = outputs
             .iter()
             .partition(|o| Container::of_path(o) == Some(Container::Hls));

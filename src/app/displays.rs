@@ -10,10 +10,14 @@ use anyhow::Result;
 
 use super::opening::{Inputs, Running};
 use super::screen::{check_window_possible, no_display, open_window, shown_within};
+use crate::display;
+use crate::display::Knobs;
+use crate::output;
+use crate::output::claim::Claimed;
 use crate::plan::run::{Display, Window};
 use crate::plan::{Plan, RunPlan};
 use crate::sink;
-use crate::sink::{claim::Claimed, Knobs, Sink};
+use crate::sink::Sink;
 use crate::stop::Stop;
 use crate::tiles::{Compose, FullFrames, Layout, MAX_MOSAIC};
 
@@ -104,7 +108,7 @@ pub(super) fn open_mosaic(
     stop: &Stop,
     (claim, view): (Option<Claimed>, Option<View>),
 ) -> Result<Box<dyn Sink>> {
-    use crate::sink::mosaic::Mosaic;
+    use crate::display::mosaic::Mosaic;
     let display = plan.display();
     let running = &inputs.running;
     let canvas = compose.layout.canvas;
@@ -142,7 +146,7 @@ pub(super) fn open_mosaic(
     let mosaic = Mosaic::new(sink::tee(shown), layout, full, names, tile_of, failed);
     match (plan.recording(), claim) {
         (Some(recording), Some(claim)) => {
-            let fps = sink::mosaic::RECORD_FPS;
+            let fps = display::mosaic::RECORD_FPS;
             let record = open_recording(plan, recording, claim, mosaic.size(), fps)?;
             Ok(Box::new(mosaic.with_recording(record, fps)))
         }
@@ -163,12 +167,12 @@ fn open_recording(
     let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
     let mut claim = Some(claim);
     for spec in recording.file.iter().chain(&recording.streams) {
-        sink::check_rate(spec, fps)?;
+        output::check_rate(spec, fps)?;
         let claimed = match spec.is_stream() {
             true => Claimed::Nothing,
             false => claim.take().expect("one claim for the one file"),
         };
-        let stdout = sink::y4m::Layout {
+        let stdout = output::y4m::Layout {
             write: writing
                 .output_format
                 .unwrap_or(crate::pixel::PixelFormat::I420),
@@ -176,7 +180,7 @@ fn open_recording(
             tags: Default::default(),
         };
         let timing = super::outputs::timing(None, fps, writing, Some(spec));
-        let at = sink::kind::OpenAt {
+        let at = output::kind::OpenAt {
             size,
             fps,
             timing: &timing,
@@ -191,7 +195,7 @@ fn open_recording(
 /// The browser view (`--serve`), opened as the run starts, before its inputs, so that
 /// `/healthz` answers while they open; handed to the display that shows it.
 #[cfg(feature = "ffmpeg")]
-pub(super) type View = crate::sink::web::Web;
+pub(super) type View = crate::display::web::Web;
 /// Without FFmpeg's libraries there is no browser view.
 #[cfg(not(feature = "ffmpeg"))]
 pub(super) type View = std::convert::Infallible;
@@ -219,7 +223,7 @@ pub(super) fn open_view(plan: &RunPlan) -> Result<Option<View>> {
 /// and `/metrics`.
 #[cfg(feature = "ffmpeg")]
 fn web(view: View, knobs: Knobs, labels: Vec<String>, failed: Vec<String>) -> Box<dyn Sink> {
-    crate::sink::display::boxed(view.with_knobs(knobs).with_inputs(labels, failed))
+    crate::display::boxed(view.with_knobs(knobs).with_inputs(labels, failed))
 }
 
 #[cfg(not(feature = "ffmpeg"))]

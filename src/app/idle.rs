@@ -55,11 +55,11 @@ fn only_files(roster: &Roster) -> bool {
 
 /// The browser view with no input: its page, `/healthz` and `/metrics`.
 #[cfg(feature = "ffmpeg")]
-fn open_view(serve: crate::plan::run::Serve) -> Result<Box<dyn crate::sink::display::Display>> {
-    Ok(Box::new(crate::sink::web::Web::open(serve)?))
+fn open_view(serve: crate::plan::run::Serve) -> Result<Box<dyn crate::display::Display>> {
+    Ok(Box::new(crate::display::web::Web::open(serve)?))
 }
 
 #[cfg(not(feature = "ffmpeg"))]
-fn open_view(serve: crate::plan::run::Serve) -> Result<Box<dyn crate::sink::display::Display>> {
+fn open_view(serve: crate::plan::run::Serve) -> Result<Box<dyn crate::display::Display>> {
     match serve {}
 }

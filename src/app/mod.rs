@@ -25,6 +25,7 @@ use std::time::Instant;
 use crate::backend::{self, check, BackendConfig, BackendKind};
 use crate::cli::RunArgs;
 use crate::info;
+use crate::output;
 use crate::pipeline;
 use crate::plan::shard::{Environment, Roster};
 use crate::plan::{Machine, RunPlan};
@@ -229,7 +230,7 @@ fn open_each(
     plan: &RunPlan,
     inputs: &mut opening::Inputs,
     (claims, view): (
-        &mut [Option<sink::claim::Claimed>],
+        &mut [Option<output::claim::Claimed>],
         &mut Option<displays::View>,
     ),
     stop: &Stop,

@@ -9,16 +9,18 @@
 
 use anyhow::Result;
 
+use crate::output;
+use crate::output::OutputSpec;
 use crate::pixel::{Formats, PixelFormat};
 use crate::plan::run::Writing;
 use crate::plan::{InputPlan, RunPlan};
-use crate::sink::{self, OutputSpec, Sink};
+use crate::sink::{self, Sink};
 use crate::source::Source;
 
 /// What an input's outputs are opened on, decided before: the claimed output, the rate, the
 /// formats the backend hands over, and the input's timing and audio.
 pub(super) struct Places<'a> {
-    pub claimed: sink::claim::Claimed,
+    pub claimed: output::claim::Claimed,
     /// The frames' size as the backend hands them over (the chain's output size).
     pub size: crate::frame::FrameSize,
     /// `fps:N`: the outputs' own rate, whatever the input's.
@@ -76,21 +78,21 @@ fn open_streams(
 ) -> Result<Vec<Box<dyn Sink>>> {
     let mut sinks = Vec::new();
     for spec in &input.outputs.streams {
-        sink::check_rate(spec, places.fps)?;
+        output::check_rate(spec, places.fps)?;
         let timing = fed_by(source, timed(places, writing, Some(spec)));
-        let stdout = sink::y4m::Layout {
+        let stdout = output::y4m::Layout {
             write: PixelFormat::I420,
             given: places.formats.output,
             tags,
         };
-        let at = sink::kind::OpenAt {
+        let at = output::kind::OpenAt {
             size: places.size,
             fps: places.fps,
             timing: &timing,
             stdout,
             fragmented: false,
         };
-        sinks.push(spec.open(sink::claim::Claimed::Nothing, &at)?);
+        sinks.push(spec.open(output::claim::Claimed::Nothing, &at)?);
     }
     Ok(sinks)
 }
@@ -123,9 +125,9 @@ fn open_file_output(
     let Some(spec) = &input.outputs.file else {
         return Ok(None);
     };
-    sink::check_rate(spec, places.fps)?;
+    output::check_rate(spec, places.fps)?;
     let timing = fed_by(source, timed(&places, writing, Some(spec)));
-    let stdout = sink::y4m::Layout {
+    let stdout = output::y4m::Layout {
         write: writing.output_format.unwrap_or(PixelFormat::I420),
         given: places.formats.output,
         tags,
@@ -133,7 +135,7 @@ fn open_file_output(
     // A source with no known end (a camera, a stream, the pattern, standard input) is
     // recorded in MP4/MOV fragments, so that a crash keeps all but the last fragment.
     let fragmented = writing.fragmented || source.is_live() || source.frame_count().is_none();
-    let at = sink::kind::OpenAt {
+    let at = output::kind::OpenAt {
         size: places.size,
         fps: places.fps,
         timing: &timing,
@@ -146,8 +148,8 @@ fn open_file_output(
 /// `timing` with the input's audio handed on by `source`'s own demuxer as it reads (the
 /// input is opened once), where it reads packets; else read from its file by the copy.
 #[cfg(feature = "ffmpeg")]
-fn fed_by(source: &mut dyn Source, mut timing: sink::Timing) -> sink::Timing {
-    use sink::audio::{Audio, AudioTap};
+fn fed_by(source: &mut dyn Source, mut timing: output::Timing) -> output::Timing {
+    use output::audio::{Audio, AudioTap};
     if let Some(Audio::File(from, streams)) = timing.audio.take() {
         let tap = std::sync::Arc::new(AudioTap::new(streams.clone()));
         timing.audio = Some(match source.tap(tap.clone()) {
@@ -159,18 +161,18 @@ fn fed_by(source: &mut dyn Source, mut timing: sink::Timing) -> sink::Timing {
 }
 
 #[cfg(not(feature = "ffmpeg"))]
-fn fed_by(_: &mut dyn Source, timing: sink::Timing) -> sink::Timing {
+fn fed_by(_: &mut dyn Source, timing: output::Timing) -> output::Timing {
     timing
 }
 
 /// `timing` for an input's output: at `fps:N`'s rate where asked (its frames then count in
 /// ticks of that rate, whatever the input's time base).
-fn timed(places: &Places, writing: Writing, output: Option<&OutputSpec>) -> sink::Timing {
+fn timed(places: &Places, writing: Writing, output: Option<&OutputSpec>) -> output::Timing {
     let timing = timing(places.media, places.fps, writing, output);
     match places.rate {
         #[cfg(feature = "ffmpeg")]
-        Some(rate) => sink::Timing {
-            rate: Some(sink::av::ratio_of(rate)),
+        Some(rate) => output::Timing {
+            rate: Some(output::av::ratio_of(rate)),
             time_base: None,
             ..timing
         },
@@ -187,9 +189,9 @@ pub(super) fn timing(
     fps: f64,
     writing: Writing,
     output: Option<&OutputSpec>,
-) -> sink::Timing {
-    use crate::sink::av;
-    let audio = media.and_then(sink::audio::audio_of);
+) -> output::Timing {
+    use crate::output::av;
+    let audio = media.and_then(output::audio::audio_of);
     if let (Some((from, streams)), Some(out)) = (&audio, output) {
         let what = format!("{} audio stream(s) of {}", streams.len(), from.display());
         match out {
@@ -200,12 +202,12 @@ pub(super) fn timing(
             OutputSpec::Video { .. } => {}
         }
     }
-    sink::Timing {
+    output::Timing {
         rate: media.and_then(|m| m.rate).or(Some(av::ratio_of(fps))),
         time_base: media.filter(|m| !m.untimed).map(|m| m.time_base),
         audio: audio
             .filter(|_| !writing.no_audio && matches!(output, Some(OutputSpec::Video { .. })))
-            .map(|(from, streams)| sink::audio::Audio::File(from, streams)),
+            .map(|(from, streams)| output::audio::Audio::File(from, streams)),
     }
 }
 
@@ -215,6 +217,6 @@ pub(super) fn timing(
     _: f64,
     _: Writing,
     _: Option<&OutputSpec>,
-) -> sink::Timing {
-    sink::Timing
+) -> output::Timing {
+    output::Timing
 }

@@ -12,10 +12,10 @@ use anyhow::Result;
 use crate::plan::RunPlan;
 use crate::source::Source;
 
-use crate::sink::record::{Recorded, Recording};
+use crate::record::{Recorded, Recording};
 
 /// A recording, as the source's tap.
-pub(super) type Tap = crate::source::tap::Tap;
+pub(super) type Tap = crate::media::tap::Tap;
 
 type Each = std::sync::Arc<Recording>;
 

@@ -2,7 +2,8 @@
 
 use anyhow::Result;
 
-use crate::sink::{Knobs, Sink};
+use crate::display::Knobs;
+use crate::sink::Sink;
 use crate::stop::Stop;
 use crate::tiles::MAX_MOSAIC;
 

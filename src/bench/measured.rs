@@ -177,7 +177,7 @@ pub(crate) fn run_setup(
         );
         let summary = plan.run(
             source,
-            crate::sink::output::boxed(Null).as_mut(),
+            &mut Null as &mut dyn crate::sink::Sink,
             &Stop::new(),
         )?;
         (summary.process.frames, summary.trace)

@@ -11,8 +11,8 @@ use std::ffi::{c_void, CStr, CString};
 
 use ffmpeg_next as ff;
 
-use crate::sink::codec::Codec;
-use crate::sink::picture::ImageFormat;
+use crate::output::codec::Codec;
+use crate::output::picture::ImageFormat;
 
 /// The containers framepipe reads or writes, by what users call them, with FFmpeg's name of
 /// their demuxer and muxer ("" where FFmpeg has none that way).
@@ -32,7 +32,7 @@ const CONTAINERS: &[(&str, &str, &str)] = &[
 
 /// The protocols libavformat has for input (`output` false) or output, in its order.
 pub fn protocols(output: bool) -> Vec<String> {
-    crate::source::media::init();
+    crate::media::info::init();
     let mut opaque: *mut c_void = std::ptr::null_mut();
     let mut names = Vec::new();
     loop {
@@ -69,7 +69,7 @@ fn has_format(name: &str, output: bool) -> bool {
 
 /// The containers of `CONTAINERS` that this FFmpeg reads (`output` false) or writes.
 pub fn containers(output: bool) -> Vec<&'static str> {
-    crate::source::media::init();
+    crate::media::info::init();
     CONTAINERS
         .iter()
         .filter(|(_, demuxer, muxer)| {
@@ -85,7 +85,7 @@ pub fn codecs() -> (Vec<&'static str>, Vec<&'static str>) {
     use Codec::*;
     [H264, Hevc, Mpeg4, Mjpeg, Ffv1, Vp9]
         .into_iter()
-        .map(|c| (c.name(), crate::sink::av::available(c)))
+        .map(|c| (c.name(), crate::output::av::available(c)))
         .fold((vec![], vec![]), |(mut has, mut lacks), (name, ok)| {
             if ok { &mut has } else { &mut lacks }.push(name);
             (has, lacks)

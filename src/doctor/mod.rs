@@ -139,7 +139,7 @@ fn host_side() {
     use opencv::videoio;
     let version = opencv::core::get_version_string().unwrap_or_default();
     crate::out!("OpenCV:     {version} (this build has the window, capture and writers)");
-    match crate::sink::window::check_display() {
+    match crate::display::window::check_display() {
         Ok(()) => crate::out!(
             "display:    available ({})",
             std::env::var("DISPLAY").unwrap_or_default()

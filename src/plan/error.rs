@@ -106,9 +106,9 @@ pub enum PlanError {
         /// Inputs.
         n: usize,
     },
-    /// An `--output`, as `sink::spec` words it.
+    /// An `--output`, as `output::spec` words it.
     #[error(transparent)]
-    Output(crate::sink::spec::OutputError),
+    Output(crate::output::spec::OutputError),
     /// One `--output` given twice.
     #[error("--output '{0}' is given twice")]
     OutputTwice(String),
@@ -126,7 +126,7 @@ pub enum PlanError {
     /// `--serve`'s address, token or hosts, as the browser view words it.
     #[cfg(feature = "ffmpeg")]
     #[error(transparent)]
-    Serve(crate::sink::web::access::ServeError),
+    Serve(crate::display::web::access::ServeError),
     /// `--serve` in a build without FFmpeg's libraries.
     #[error(
         "--serve: this build has no FFmpeg libraries (whose JPEG encoder the browser view uses)"

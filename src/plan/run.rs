@@ -18,26 +18,28 @@ use super::RING_EACH;
 use crate::backend::device::NoCuda;
 use crate::backend::{self, BackendKind, StreamLayout};
 use crate::cli::RunArgs;
+use crate::display;
 use crate::filter::Chain;
 use crate::frame::{MAX_FPS, MIN_FPS};
+use crate::output;
+use crate::output::{claim::Overwrite, OutputSpec};
 use crate::paths;
 use crate::pipeline;
 use crate::pixel::PixelFormat;
-use crate::sink::{self, claim::Overwrite, OutputSpec};
 use crate::source::open::{Asked, Decode};
 use crate::source::InputSpec;
 use crate::trace::{Rolling, TraceFrames};
 
 /// The browser view's settings (`--serve`): its address, token and hosts, checked.
 #[cfg(feature = "ffmpeg")]
-pub type Serve = sink::web::Settings;
+pub type Serve = display::web::Settings;
 /// Without FFmpeg's libraries there is no browser view (`--serve` is refused).
 #[cfg(not(feature = "ffmpeg"))]
 pub type Serve = std::convert::Infallible;
 
 /// One input's recording of its own packets (`--record`, `--segment`).
 #[cfg(feature = "ffmpeg")]
-pub type Record = sink::record::RecordSpec;
+pub type Record = crate::record::RecordSpec;
 /// Without FFmpeg's libraries nothing is recorded (`--record` is refused).
 #[cfg(not(feature = "ffmpeg"))]
 pub type Record = std::convert::Infallible;
@@ -438,7 +440,7 @@ fn input_plan(
     // to the format every consumer takes (negotiated once, when the input is open).
     let mut takes: Vec<Vec<PixelFormat>> = Vec::new();
     if !args.headless {
-        takes.push(sink::WINDOW_TAKES.to_vec());
+        takes.push(display::WINDOW_TAKES.to_vec());
     }
     if let Some(out) = &outputs.file {
         takes.push(out.takes(args.output_format));
@@ -446,7 +448,7 @@ fn input_plan(
     takes.extend(outputs.streams.iter().map(|s| s.takes(None)));
     if display.serve.is_some() || display.mosaic {
         // The browser view and the mosaic take BGR too.
-        takes.push(sink::WINDOW_TAKES.to_vec());
+        takes.push(display::WINDOW_TAKES.to_vec());
     }
     // A program that embeds framepipe takes every input's frames (an input joining late's
     // too: `sink::route::Embedded`).
@@ -548,7 +550,7 @@ fn records_of(
 
 #[cfg(feature = "ffmpeg")]
 fn record_of(name: String, segment: Option<std::time::Duration>) -> Result<Record, PlanError> {
-    sink::record::check(&name, segment).map_err(|e| PlanError::Record(format!("{e:#}")))?;
+    crate::record::check(&name, segment).map_err(|e| PlanError::Record(format!("{e:#}")))?;
     Ok(Record { name, segment })
 }
 
@@ -560,8 +562,8 @@ fn record_of(name: String, _: Option<std::time::Duration>) -> Result<Record, Pla
 }
 
 /// The encoder flags as asked.
-fn encoding_of(args: &RunArgs) -> sink::Encoding {
-    sink::Encoding {
+fn encoding_of(args: &RunArgs) -> output::Encoding {
+    output::Encoding {
         crf: args.crf,
         bitrate: args.bitrate,
         maxrate: args.maxrate,
@@ -809,13 +811,13 @@ pub fn check_serve(args: &RunArgs) -> Result<Option<Serve>, PlanError> {
 
 #[cfg(feature = "ffmpeg")]
 fn serve_settings(args: &RunArgs, serve: &str) -> Result<Serve, PlanError> {
-    let token = sink::web::TokenFrom {
+    let token = display::web::TokenFrom {
         flag: args.serve_token.clone(),
         file: args.serve_token_file.clone(),
-        env: std::env::var(sink::web::access::TOKEN_VARIABLE).ok(),
+        env: std::env::var(display::web::access::TOKEN_VARIABLE).ok(),
     };
     let mut settings =
-        sink::web::Settings::new(serve, &token, &args.serve_host, args.serve_insecure)
+        display::web::Settings::new(serve, &token, &args.serve_host, args.serve_insecure)
             .map_err(PlanError::Serve)?;
     settings.health_budget = args.health_budget;
     Ok(settings)

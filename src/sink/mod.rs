@@ -1,68 +1,26 @@
-//! Where processed frames go. Two kinds of consumer, each a trait of its own: an **output**
-//! (`output::Output`: a video file, a stream or HLS, an image sequence, standard output,
-//! nowhere) takes frames and finishes; a **display** (`display::Display`: the window, the
-//! browser view) shows them and answers with what the person asked for (`Flow`). Each output
-//! kind's type, claim and opening are `kind`; what `--output` names is `spec`; the
-//! containers and codecs are `codec`; claiming a file before writing it is `claim`. The
-//! pipeline drives one `Sink`: the run's consumers put together by `Tee` (several fed the
-//! same frames), `route` (each input's own, by input), `mosaic` (every input's tiles),
-//! `rate` (`fps:N`: an input's frames dropped or repeated for its outputs) and `progress`; an output or a display becomes a `Sink` through `output::boxed` and
-//! `display::boxed`. `negotiate` decides once what format every consumer takes.
+//! How the run's consumers are put together into the one `Sink` the pipeline drives: `Tee`
+//! (several fed the same frames), `route` (each input's own, by input, and an embedding
+//! program's hand-over first), `rate` (`fps:N`: an input's frames dropped or repeated for
+//! its outputs), `progress` (the bar of a headless run), `handover` (frames handed to the
+//! Python package), `marks` (an embedding program's boxes drawn into its inputs' frames) and
+//! `null` (nowhere). The consumers themselves are outputs (`output`) and displays
+//! (`display`), each made a `Sink` by its room's `boxed`; `negotiate` decides once what
+//! format every consumer takes; `report` is what the outputs hold once finished.
 //!
 //! Sinks run on one thread (the main thread, so that every highgui call stays there), see
 //! frames in order as `Frame`s (a descriptor and its bytes, in the negotiated format), and
 //! are always `finish`ed, also after an error, so that files are finalized. A consumer that
-//! takes BGR only checks the descriptor (`bgr`), so a frame is never misread.
+//! takes BGR only checks the descriptor (`bgr`), so a frame is never misread. Nothing here
+//! imports `output` or `display`: they build on this room.
 
-#[cfg(feature = "ffmpeg")]
-pub mod audio;
-#[cfg(feature = "ffmpeg")]
-pub mod av;
-pub mod claim;
-pub mod codec;
-pub mod display;
-pub mod draw;
-pub mod encode;
 pub mod handover;
-#[cfg(feature = "ffmpeg")]
-pub mod hls;
-#[cfg(feature = "ffmpeg")]
-pub mod images;
-pub mod kind;
 pub mod marks;
-pub mod mosaic;
 pub mod null;
-pub mod output;
-#[cfg(feature = "ffmpeg")]
-pub mod picture;
-pub mod ppm;
 pub mod progress;
 pub mod rate;
-#[cfg(feature = "ffmpeg")]
-pub mod record;
-#[cfg(feature = "ffmpeg")]
-pub mod reencode;
 pub mod route;
-pub mod spec;
-#[cfg(feature = "ffmpeg")]
-pub mod stream;
-#[cfg(feature = "opencv")]
-pub mod strip;
-#[cfg(feature = "ffmpeg")]
-pub mod web;
-#[cfg(feature = "opencv")]
-pub mod window;
-#[cfg(feature = "ffmpeg")]
-pub mod writer;
-#[cfg(feature = "opencv")]
-mod xscreen;
-pub mod y4m;
 
 use anyhow::Result;
-
-pub use codec::{Codec, Container, VIDEO_EXTENSIONS};
-pub use encode::Encoding;
-pub use spec::{check_rate, OutputSpec, SEQUENCE_EXTENSIONS};
 
 pub use crate::desc::Frame;
 use crate::frame::FrameSize;
@@ -101,56 +59,13 @@ pub enum Flow {
 
 impl Flow {
     /// The more important of two answers: quitting wins, then any request over `Continue`.
-    fn merge(self, other: Flow) -> Flow {
+    pub fn merge(self, other: Flow) -> Flow {
         match (self, other) {
             (Flow::Quit, _) | (_, Flow::Quit) => Flow::Quit,
             (Flow::Continue, o) => o,
             (s, _) => s,
         }
     }
-}
-
-/// The settings the window's keys change, as the window last asked for them.
-#[derive(Clone, Debug)]
-pub struct Knobs {
-    /// Ring buffers left pageable.
-    pub pageable: bool,
-    /// Bands of a frame that finds the GPU idle.
-    pub bands: usize,
-    /// Frame height (the most bands there can be).
-    pub height: usize,
-}
-
-/// What a key that acts on the running pipeline asks for (the window's and the browser
-/// view's keys share this table): **1**–**9** a filter preset, **p** page-locked ↔ pageable,
-/// **b**/**-** and **B**/**+**/**=** halve and double the bands (`knobs` keeps the current
-/// settings), **space** pause, **.** step, **r** reload; None for any other key.
-pub fn pipeline_key(key: u8, knobs: &mut Knobs) -> Result<Option<Flow>> {
-    use crate::backend::Control;
-    let k = knobs;
-    Ok(Some(match key {
-        b'1'..=b'9' => {
-            let chain: crate::filter::Chain =
-                crate::filter::PRESETS[usize::from(key - b'1')].parse()?;
-            Flow::Control(Control::Chain(chain))
-        }
-        b'p' | b'P' => {
-            k.pageable = !k.pageable;
-            Flow::Control(Control::Pageable(k.pageable))
-        }
-        b'b' | b'-' => {
-            k.bands = (k.bands / 2).max(1);
-            Flow::Control(Control::Bands(k.bands))
-        }
-        b'B' | b'+' | b'=' => {
-            k.bands = (k.bands * 2).min(64).min(k.height);
-            Flow::Control(Control::Bands(k.bands))
-        }
-        b' ' => Flow::TogglePause,
-        b'.' => Flow::Step,
-        b'r' | b'R' => Flow::Reload,
-        _ => return Ok(None),
-    }))
 }
 
 /// What the pipeline drives, on its calling thread: the run's outputs and displays put
@@ -186,30 +101,72 @@ pub trait Sink {
     fn begin_finish(&mut self) {}
     /// Flushes and closes; called exactly once, also after errors.
     fn finish(&mut self) -> Result<()>;
-    /// Frames the output really holds, once finished, where the sink checks (a video file
-    /// reopens what it wrote); None where every consumed frame is known to be stored.
-    fn stored(&self) -> Option<u64> {
-        None
-    }
-    /// What `stored` says of input `input`'s output, in a run of several inputs (each may
-    /// have its own); the same as `stored` where the sink doesn't tell inputs apart.
-    fn stored_of(&self, input: usize) -> Option<u64> {
-        let _ = input;
-        self.stored()
-    }
-    /// What each stream out among these sinks sent and dropped, once finished.
-    fn streams(&self) -> Vec<crate::stats::StreamStats> {
-        Vec::new()
-    }
-    /// What the mosaic's recording holds, once finished, where the mosaic is recorded to a
-    /// file among these sinks.
-    fn mosaic_recorded(&self) -> Option<crate::stats::MosaicRecorded> {
-        None
+    /// What the outputs among these sinks hold and sent, once finished (`SinkReport`): a
+    /// wrapper forwards its inner sink's.
+    fn report(&self) -> SinkReport {
+        SinkReport::default()
     }
 }
 
-/// The formats a window takes (it shows BGR).
-pub const WINDOW_TAKES: &[PixelFormat] = &[PixelFormat::Bgr24];
+/// What a run's outputs hold and sent, once finished: one report a sink gives, so that a
+/// sink wrapping another forwards one thing.
+#[derive(Clone, Debug, Default)]
+pub struct SinkReport {
+    /// Frames the outputs really hold, where they check (a video file reopens what it
+    /// wrote); None where every consumed frame is known to be stored.
+    pub stored: Option<u64>,
+    /// What each input's own outputs hold, by input, where the sink tells inputs apart
+    /// (empty where it doesn't: then every input's is `stored`).
+    pub inputs: Vec<Option<u64>>,
+    /// What each stream out sent and dropped.
+    pub streams: Vec<crate::stats::StreamStats>,
+    /// What the mosaic's recording holds, where the mosaic is recorded to a file.
+    pub mosaic: Option<crate::stats::MosaicRecorded>,
+}
+
+impl SinkReport {
+    /// An output's report: what it stored and what its streams sent.
+    pub fn of_output(stored: Option<u64>, streams: Vec<crate::stats::StreamStats>) -> Self {
+        Self {
+            stored,
+            streams,
+            ..Self::default()
+        }
+    }
+
+    /// What input `input`'s outputs hold: its own where the sink tells inputs apart, else
+    /// what every output holds.
+    pub fn of_input(&self, input: usize) -> Option<u64> {
+        if self.inputs.is_empty() {
+            self.stored
+        } else {
+            self.inputs.get(input).copied().flatten()
+        }
+    }
+
+    /// The report of sinks fed the same frames (`Tee`): the files' least, else the streams'
+    /// least; each input's least of every part's (input 0's where no part tells inputs
+    /// apart); every stream; the first mosaic recording.
+    pub fn together(parts: Vec<SinkReport>) -> Self {
+        let (streams, files): (Vec<_>, Vec<_>) = parts.iter().partition(|r| !r.streams.is_empty());
+        let least = |reports: Vec<&SinkReport>| reports.iter().filter_map(|r| r.stored).min();
+        let told_apart = parts
+            .iter()
+            .map(|r| r.inputs.len())
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        let inputs = (0..told_apart)
+            .map(|i| parts.iter().filter_map(|r| r.of_input(i)).min())
+            .collect();
+        Self {
+            stored: least(files).or_else(|| least(streams)),
+            inputs,
+            streams: parts.iter().flat_map(|r| r.streams.clone()).collect(),
+            mosaic: parts.iter().find_map(|r| r.mosaic.clone()),
+        }
+    }
+}
 
 /// The format frames are handed to the sinks in, negotiated once before the run (as
 /// GStreamer negotiates caps): the first format that every sink takes (`takes`: each sink's
@@ -301,27 +258,7 @@ impl Sink for Tee {
         self.0.iter_mut().for_each(|s| s.begin_finish());
     }
     /// What the outputs hold: the files' (the least), else the streams' (what they sent).
-    fn stored(&self) -> Option<u64> {
-        let (streams, files): (Vec<_>, Vec<_>) =
-            self.0.iter().partition(|s| !s.streams().is_empty());
-        let least = |sinks: Vec<&Box<dyn Sink>>| sinks.iter().filter_map(|s| s.stored()).min();
-        least(files).or_else(|| least(streams))
-    }
-    fn stored_of(&self, input: usize) -> Option<u64> {
-        self.0.iter().filter_map(|s| s.stored_of(input)).min()
-    }
-    fn streams(&self) -> Vec<crate::stats::StreamStats> {
-        self.0.iter().flat_map(|s| s.streams()).collect()
-    }
-    fn mosaic_recorded(&self) -> Option<crate::stats::MosaicRecorded> {
-        self.0.iter().find_map(|s| s.mosaic_recorded())
+    fn report(&self) -> SinkReport {
+        SinkReport::together(self.0.iter().map(|s| s.report()).collect())
     }
 }
-
-/// What a video file needs to keep the input's timing and audio (see `av::Timing`).
-#[cfg(feature = "ffmpeg")]
-pub use av::Timing;
-/// Without FFmpeg's libraries there are no video files, and nothing to time.
-#[cfg(not(feature = "ffmpeg"))]
-#[derive(Clone, Debug, Default)]
-pub struct Timing;

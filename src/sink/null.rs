@@ -2,21 +2,20 @@
 
 use anyhow::Result;
 
-use super::output::{Output, Taken};
-use super::Frame;
+use super::{Flow, Frame, Sink};
 
 /// Discards every frame.
 pub struct Null;
 
-impl Output for Null {
+impl Sink for Null {
     fn verb(&self) -> &'static str {
         "consumed"
     }
     fn describe(&self) -> String {
         "no output (headless)".into()
     }
-    fn consume(&mut self, _frame: &Frame) -> Result<Taken> {
-        Ok(Taken::Kept)
+    fn consume(&mut self, _frame: &Frame) -> Result<Flow> {
+        Ok(Flow::Continue)
     }
     fn finish(&mut self) -> Result<()> {
         Ok(())

@@ -66,16 +66,7 @@ impl Sink for Progress {
         self.bar.finish_and_clear();
         self.inner.finish()
     }
-    fn stored(&self) -> Option<u64> {
-        self.inner.stored()
-    }
-    fn stored_of(&self, input: usize) -> Option<u64> {
-        self.inner.stored_of(input)
-    }
-    fn streams(&self) -> Vec<crate::stats::StreamStats> {
-        self.inner.streams()
-    }
-    fn mosaic_recorded(&self) -> Option<crate::stats::MosaicRecorded> {
-        self.inner.mosaic_recorded()
+    fn report(&self) -> super::SinkReport {
+        self.inner.report()
     }
 }

@@ -141,13 +141,7 @@ impl Sink for Rate {
         self.begin_finish();
         self.inner.finish()
     }
-    fn stored(&self) -> Option<u64> {
-        self.inner.stored()
-    }
-    fn stored_of(&self, input: usize) -> Option<u64> {
-        self.inner.stored_of(input)
-    }
-    fn streams(&self) -> Vec<crate::stats::StreamStats> {
-        self.inner.streams()
+    fn report(&self) -> super::SinkReport {
+        self.inner.report()
     }
 }

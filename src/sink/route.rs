@@ -37,7 +37,7 @@ pub fn by_input(
         return each
             .pop()
             .flatten()
-            .unwrap_or_else(|| super::output::boxed(super::null::Null));
+            .unwrap_or_else(|| Box::new(super::null::Null));
     }
     let mut route = ByInput::new(each, all);
     route.embedded = embedded;
@@ -160,32 +160,37 @@ impl Sink for ByInput {
         }
         first_err.map_or(Ok(()), Err)
     }
-    /// Every input's output holds, summed: what each checked, else what it took; None
-    /// where no input's output checks.
-    fn stored(&self) -> Option<u64> {
-        let checked = self.each.iter().flatten().any(|s| s.stored().is_some());
-        checked.then(|| {
-            self.each
-                .iter()
+    /// Every input's output holds, summed: what each checked, else what it took (None where
+    /// no input's output checks); each input's own; every stream; the mosaic's recording.
+    fn report(&self) -> super::SinkReport {
+        let each: Vec<_> = self
+            .each
+            .iter()
+            .map(|s| s.as_ref().map(|s| s.report()))
+            .collect();
+        let checked = each.iter().flatten().any(|r| r.stored.is_some());
+        let stored = checked.then(|| {
+            each.iter()
                 .zip(&self.consumed)
-                .map(|(s, &n)| s.as_ref().and_then(|s| s.stored()).unwrap_or(n))
+                .map(|(r, &n)| r.as_ref().and_then(|r| r.stored).unwrap_or(n))
                 .sum()
-        })
-    }
-    fn stored_of(&self, input: usize) -> Option<u64> {
-        self.each.get(input)?.as_ref()?.stored()
-    }
-    fn mosaic_recorded(&self) -> Option<crate::stats::MosaicRecorded> {
-        self.all.as_ref()?.mosaic_recorded()
-    }
-    fn streams(&self) -> Vec<crate::stats::StreamStats> {
-        self.each
+        });
+        let all = self.all.as_ref().map(|s| s.report());
+        let streams = each
             .iter()
             .flatten()
-            .chain(self.all.as_ref())
-            .map(|s| s.as_ref())
-            .chain(self.first())
-            .flat_map(|s| s.streams())
-            .collect()
+            .chain(all.as_ref())
+            .flat_map(|r| r.streams.clone())
+            .chain(self.first().into_iter().flat_map(|s| s.report().streams))
+            .collect();
+        super::SinkReport {
+            stored,
+            inputs: each
+                .iter()
+                .map(|r| r.as_ref().and_then(|r| r.stored))
+                .collect(),
+            streams,
+            mosaic: all.and_then(|r| r.mosaic),
+        }
     }
 }

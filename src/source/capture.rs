@@ -13,9 +13,9 @@ use opencv::core::{self, Mat, Size, Vec3b};
 use opencv::prelude::*;
 use opencv::{imgcodecs, imgproc, videoio};
 
-use super::ffmpeg_log;
 use super::{InputSpec, Read, Source};
 use crate::frame::FrameSize;
+use crate::media::log as ffmpeg_log;
 use crate::pixel::PixelFormat;
 
 /// An open that failed after this long gave up waiting (OpenCV's FFmpeg backend waits 30 s

@@ -103,7 +103,7 @@ pub struct Decoded {
 /// each tap attached before the run reads gets the packets of the first picture (a
 /// recording starts at it; a file output's audio copy misses none).
 struct Tapped {
-    taps: Vec<super::tap::Tap>,
+    taps: Vec<crate::media::tap::Tap>,
     held: Option<Vec<ff::Packet>>,
 }
 
@@ -164,7 +164,7 @@ impl Tapped {
         input: &ff::format::context::Input,
         video: usize,
         from: f64,
-        tap: super::tap::Tap,
+        tap: crate::media::tap::Tap,
     ) {
         tap.open(input, video, from);
         for p in self.held.iter().flatten() {
@@ -200,7 +200,7 @@ struct Facts {
     /// How long, in all, it may wait for the pipeline past a frame's time (live streams).
     patience: Duration,
     /// What the demuxer read of a file's header (None for a live stream).
-    media: Option<super::media::MediaInfo>,
+    media: Option<crate::media::info::MediaInfo>,
 }
 
 /// How a stream's frames are timed as they are read (run-time state).
@@ -326,7 +326,7 @@ impl Silence {
 
     /// A wait for data starts now.
     fn start(&self) {
-        let deadline = Self::now_us() + super::media::URL_TIMEOUT_US;
+        let deadline = Self::now_us() + crate::media::info::URL_TIMEOUT_US;
         self.deadline_us.store(deadline, Ordering::Relaxed);
     }
 
@@ -350,7 +350,7 @@ impl Silence {
 fn silent_for() -> String {
     format!(
         "timed out: nothing came for {} s (is the server up, and sending?)",
-        super::media::URL_TIMEOUT_US / 1_000_000
+        crate::media::info::URL_TIMEOUT_US / 1_000_000
     )
 }
 
@@ -455,9 +455,9 @@ fn timing_of(
     stream: &ff::format::stream::Stream,
     what: &str,
 ) -> (Option<f64>, bool, super::continuity::Continuity) {
-    let rate = super::media::frame_rate(stream);
+    let rate = crate::media::info::frame_rate(stream);
     let fps = rate.map(|(n, d)| f64::from(n) / f64::from(d));
-    let stated = super::media::stated_rate(stream);
+    let stated = crate::media::info::stated_rate(stream);
     let untimed = stated.is_some() && rate.is_none();
     if let Some((n, d)) = stated.filter(|_| untimed) {
         crate::warn!(
@@ -468,7 +468,7 @@ fn timing_of(
     // SAFETY: the input's format struct, read while `input` (which owns it) is alive.
     let discontinuous =
         unsafe { (*(*input.as_ptr()).iformat).flags } & ff::ffi::AVFMT_TS_DISCONT != 0;
-    let tick = crate::timebase::seconds(1, stream.time_base());
+    let tick = crate::media::timebase::seconds(1, stream.time_base());
     let continuity = super::continuity::Continuity::new(tick, fps, discontinuous);
     (fps, untimed, continuity)
 }
@@ -477,7 +477,7 @@ fn timing_of(
 /// "Invalid data" or "Input/output error" when nothing came), and FFmpeg's own line where it
 /// says more than its error code ("Failed to resolve hostname …").
 fn open_failure(e: &ff::Error, took: Duration, logged: Option<String>) -> String {
-    let timeout = Duration::from_micros(super::media::URL_TIMEOUT_US as u64);
+    let timeout = Duration::from_micros(crate::media::info::URL_TIMEOUT_US as u64);
     let silent = matches!(e, ff::Error::InvalidData)
         || matches!(e, ff::Error::Other { errno } if *errno == libc::EIO || *errno == libc::ETIMEDOUT);
     if silent && took + Duration::from_millis(500) >= timeout {
@@ -497,8 +497,8 @@ fn open_failure(e: &ff::Error, took: Duration, logged: Option<String>) -> String
 
 /// Opens a video file or a network stream (`url`), decoding with libavcodec.
 pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
-    super::media::init();
-    super::ffmpeg_log::install();
+    crate::media::info::init();
+    crate::media::log::install();
     let network = url.contains("://") && !url.starts_with("file:");
     let kind = if network { "stream" } else { "video file" };
     let what = format!("{kind} '{url}'");
@@ -510,14 +510,14 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         .with_context(|| format!("{what} has no video stream"))?;
     let time_base = stream.time_base();
     let (fps, untimed, continuity) = timing_of(&input, &stream, &what);
-    let rotation = super::media::rotation_of(&stream);
+    let rotation = crate::media::info::rotation_of(&stream);
     // SAFETY: the stream's own struct, read while `input` (which owns it) is alive.
     let stream_sar = unsafe { (*stream.as_ptr()).sample_aspect_ratio };
     let has_duration = input.duration() > 0 || stream.duration() > 0;
     let live = network && !(serves_files(url) && (has_duration || has_size(&input)));
     let codec_name = stream.parameters().id().name().to_string();
     let (decoder, nvdec, pinned) = open_decoder(&stream, live, asked, &what)?;
-    let start = crate::timebase::file_start(&input)
+    let start = crate::media::timebase::file_start(&input)
         .map(|s| {
             (s * f64::from(time_base.denominator()) / f64::from(time_base.numerator())).round()
                 as i64
@@ -531,7 +531,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     let trim = (ticks(asked.trim.start), asked.trim.end.map(ticks));
     let media = match live {
         true => None,
-        false => super::media::info_of(&input, std::path::Path::new(url)),
+        false => crate::media::info::info_of(&input, std::path::Path::new(url)),
     };
     let stream = stream.index();
     let mut source = Decoded {
@@ -617,14 +617,17 @@ fn open_demuxer(
 ) -> Result<ff::format::context::Input> {
     let mut options = ff::Dictionary::new();
     if network {
-        options.set("rw_timeout", &super::media::URL_TIMEOUT_US.to_string());
+        options.set(
+            "rw_timeout",
+            &crate::media::info::URL_TIMEOUT_US.to_string(),
+        );
         if url.to_ascii_lowercase().starts_with("rtsp") {
-            options.set("timeout", &super::media::URL_TIMEOUT_US.to_string());
+            options.set("timeout", &crate::media::info::URL_TIMEOUT_US.to_string());
         }
     }
     let kind = if network { "stream" } else { "video file" };
     let started = std::time::Instant::now();
-    let _ = super::ffmpeg_log::take_last_error();
+    let _ = crate::media::log::take_last_error();
     if let Some(s) = silence {
         s.start();
     }
@@ -642,7 +645,7 @@ fn open_demuxer(
         ),
         e => anyhow::anyhow!(
             "opening {kind} '{url}': {}",
-            open_failure(&e, started.elapsed(), super::ffmpeg_log::take_last_error())
+            open_failure(&e, started.elapsed(), crate::media::log::take_last_error())
         ),
     })
 }
@@ -724,7 +727,7 @@ fn frames_of(
         return Some(stream.frames() as u64);
     }
     let seconds = if stream.duration() > 0 {
-        crate::timebase::seconds(stream.duration(), stream.time_base())
+        crate::media::timebase::seconds(stream.duration(), stream.time_base())
     } else {
         input.duration() as f64 / f64::from(ff::ffi::AV_TIME_BASE)
     };
@@ -867,7 +870,7 @@ impl Decoded {
         if self.facts.live {
             bail!("--ss: {} is live and can't be seeked", self.facts.what);
         }
-        let start = crate::timebase::file_start(&self.input).unwrap_or(0.0);
+        let start = crate::media::timebase::file_start(&self.input).unwrap_or(0.0);
         let target = ((start + at) * f64::from(ff::ffi::AV_TIME_BASE)).round() as i64;
         self.input
             .seek(target, ..target)
@@ -1263,11 +1266,14 @@ impl Source for Decoded {
         Some(self.tags)
     }
 
-    fn media(&self) -> Option<super::media::MediaInfo> {
+    fn media(&self) -> Option<crate::media::info::MediaInfo> {
         self.facts.media.clone()
     }
 
-    fn tap(&mut self, tap: super::tap::Tap) -> std::result::Result<(), super::tap::Tap> {
+    fn tap(
+        &mut self,
+        tap: crate::media::tap::Tap,
+    ) -> std::result::Result<(), crate::media::tap::Tap> {
         let from = self.facts.trim.0 as f64 * f64::from(self.facts.time_base.numerator())
             / f64::from(self.facts.time_base.denominator());
         self.tapped

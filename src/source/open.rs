@@ -80,7 +80,7 @@ pub struct Asked {
 /// What libavformat reads from a video file's header (rate, rotation, audio); nothing for
 /// other inputs, or without FFmpeg's libraries.
 #[cfg(feature = "ffmpeg")]
-pub type Media = super::media::MediaInfo;
+pub type Media = crate::media::info::MediaInfo;
 /// Without FFmpeg's libraries there is no libavformat to read a header with.
 #[cfg(not(feature = "ffmpeg"))]
 pub type Media = ();
@@ -91,7 +91,7 @@ pub type Media = ();
 #[cfg(feature = "opencv")]
 fn probe_for_capture(input: &InputSpec, asked: Asked) -> (Asked, Option<Media>) {
     let media = match input {
-        InputSpec::Video(path) if asked.decode == Decode::Opencv => super::media::probe(path),
+        InputSpec::Video(path) if asked.decode == Decode::Opencv => crate::media::info::probe(path),
         _ => None,
     };
     match &media {
@@ -155,7 +155,7 @@ pub fn start_until_open(
                         if let Some(say) = down.take() {
                             say(&e);
                             #[cfg(feature = "ffmpeg")]
-                            super::ffmpeg_log::quiet_errors_here();
+                            crate::media::log::quiet_errors_here();
                         }
                         crate::debug!("{input:?}: {e:#}; trying again");
                         if stop.sleep_until(std::time::Instant::now() + jittered(wait)) {

@@ -86,7 +86,7 @@ pub struct Reconnecting {
     /// Where the packets go (`--record`), given again to each source that replaces the lost
     /// one.
     #[cfg(feature = "ffmpeg")]
-    taps: Vec<super::tap::Tap>,
+    taps: Vec<crate::media::tap::Tap>,
 }
 
 impl Reconnecting {
@@ -214,7 +214,10 @@ impl Source for Reconnecting {
         Some(self.health.clone())
     }
     #[cfg(feature = "ffmpeg")]
-    fn tap(&mut self, tap: super::tap::Tap) -> std::result::Result<(), super::tap::Tap> {
+    fn tap(
+        &mut self,
+        tap: crate::media::tap::Tap,
+    ) -> std::result::Result<(), crate::media::tap::Tap> {
         self.inner.tap(tap.clone())?;
         self.taps.push(tap);
         Ok(())

@@ -53,7 +53,7 @@ impl ImageFormat {
 
     /// Whether this FFmpeg has its encoder.
     pub fn available(self) -> bool {
-        crate::source::media::init();
+        crate::media::info::init();
         ff::encoder::find(self.encoder().0).is_some()
     }
 
@@ -92,7 +92,7 @@ unsafe impl Send for PictureEncoder {}
 impl PictureEncoder {
     /// An encoder of `size` BGR pictures into `format`.
     pub fn new(format: ImageFormat, size: FrameSize) -> Result<Self> {
-        crate::source::media::init();
+        crate::media::info::init();
         let (id, pixel) = format.encoder();
         let codec = ff::encoder::find(id)
             .with_context(|| format!("this FFmpeg has no {id:?} encoder for {format:?} images"))?;

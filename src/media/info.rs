@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use ffmpeg_next as ff;
 
-pub use crate::timebase::Ratio;
-use crate::timebase::{file_start, ratio, stream_start};
+pub use crate::media::timebase::Ratio;
+use crate::media::timebase::{file_start, ratio, stream_start};
 
 /// A video file's timing, orientation and audio.
 #[derive(Clone, Debug, PartialEq)]

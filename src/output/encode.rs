@@ -5,7 +5,7 @@
 //!
 //! Invariants: checked against the codec before anything opens, every refusal saying why and
 //! what would work; nothing set here means the encoder's own defaults (ffmpeg's); an option
-//! the encoder does not have is refused by name when it opens (`sink::av`), never ignored.
+//! the encoder does not have is refused by name when it opens (`output::av`), never ignored.
 
 use super::codec::Codec;
 

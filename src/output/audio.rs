@@ -1,6 +1,6 @@
 //! A video output's copy of the input's audio, packet for packet (no decode, no encode),
 //! interleaved with the video it writes: files, streams and HLS alike. The packets come from
-//! the input's own demuxer as it reads them (`AudioTap`, a `source::tap::PacketTap` attached
+//! the input's own demuxer as it reads them (`AudioTap`, a `media::tap::PacketTap` attached
 //! before the run reads a frame, one per output), so the input is opened once; only a source
 //! that reads no packets itself (OpenCV's capture, `--decode opencv`) has its file opened a
 //! second time, by a demuxer of the copy's own (`Audio::File`).
@@ -24,8 +24,8 @@ use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use ffmpeg_next as ff;
 
 use super::codec::Container;
-use crate::source::media;
-use crate::timebase::seconds;
+use crate::media::info as media;
+use crate::media::timebase::seconds;
 
 /// Where a file output's audio comes from.
 #[derive(Clone)]
@@ -110,10 +110,10 @@ impl AudioTap {
     }
 }
 
-impl crate::source::tap::PacketTap for AudioTap {
+impl crate::media::tap::PacketTap for AudioTap {
     fn open(&self, input: &ff::format::context::Input, _video: usize, from: f64) {
         let mut fed = self.fed();
-        fed.start = crate::timebase::file_start(input).unwrap_or(0.0) + from;
+        fed.start = crate::media::timebase::file_start(input).unwrap_or(0.0) + from;
         fed.trimmed = from > 0.0;
         fed.streams = input
             .streams()
@@ -193,7 +193,7 @@ pub struct AudioCopy {
     map: Vec<Option<(Route, ff::Rational)>>,
     /// Per input stream: its timeline, made continuous across a jump (joined files), as the
     /// video's frames are (`source::continuity`).
-    times: Vec<crate::timebase::Timeline>,
+    times: Vec<crate::media::timebase::Timeline>,
     /// The input file's start, seconds (its timeline's zero).
     start: f64,
     /// A packet read but later than what was written so far.
@@ -342,7 +342,7 @@ pub fn copy(
         Audio::File(from, indices) => {
             let input = ff::format::input(&from)
                 .with_context(|| format!("reading the audio of {}", from.display()))?;
-            let start = crate::timebase::file_start(&input).unwrap_or(0.0);
+            let start = crate::media::timebase::file_start(&input).unwrap_or(0.0);
             let streams: Vec<_> = input
                 .streams()
                 .filter(|s| indices.contains(&s.index()))

@@ -1,6 +1,6 @@
 //! The packets of a decoded input, handed on untouched as the demuxer reads them: `--record`
-//! writes them (`sink::record`), and each video output (file or stream) copies the audio from them
-//! (`sink::audio`), so the input is read once. An input has as many taps as are attached. A
+//! writes them (`record`), and each video output (file or stream) copies the audio from them
+//! (`output::audio`), so the input is read once. An input has as many taps as are attached. A
 //! tap is told each time the input opens (its streams, which may differ after a reconnect),
 //! then given every packet of every stream, in read order.
 //!

@@ -5,9 +5,9 @@
 use anyhow::{bail, Result};
 
 use super::claim;
-use super::output::{Output, Taken};
 use super::picture::{ImageFormat, PictureEncoder};
 use super::Frame;
+use super::{Output, Taken};
 use crate::budget::human;
 use crate::frame::{FrameSize, SequencePattern};
 use crate::paths;
@@ -64,7 +64,7 @@ impl Output for ImageSequence {
         format!("image sequence {}", self.pattern.path(0))
     }
     fn consume(&mut self, frame: &Frame) -> Result<Taken> {
-        let (size, frame) = (frame.size(), super::bgr(frame, "an image sequence")?);
+        let (size, frame) = (frame.size(), crate::sink::bgr(frame, "an image sequence")?);
         let path = self.pattern.path(self.next);
         if self.encoder.as_ref().map(PictureEncoder::size) != Some(size) {
             self.encoder = Some(PictureEncoder::new(self.format, size)?);

@@ -1,7 +1,7 @@
 //! A stream out: MPEG-TS over `udp://` or `srt://`, FLV to `rtmp://`, RTSP publishing, or an
 //! HLS playlist with rolling segments, encoded and muxed by `av::AvFile` on a thread of its
 //! own, with the input's audio copied where the stream's container carries its codec
-//! (`sink::audio`).
+//! (`output::audio`).
 //!
 //! Invariants: the pipeline never waits for the peer: a frame is handed over through a queue
 //! of `QUEUE` frames and dropped (and counted) when the queue is full; a peer that goes away
@@ -27,8 +27,8 @@ use anyhow::Result;
 use crossbeam_channel::{bounded, Receiver, Sender, TrySendError};
 
 use super::av::AvFile;
-use super::output::{Output, Taken};
 use super::Frame;
+use super::{Output, Taken};
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 

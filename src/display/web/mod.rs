@@ -40,9 +40,9 @@ use crossbeam_channel::{unbounded, Receiver};
 
 pub use access::{bind_address, Settings, TokenFrom};
 
+use super::Display;
 use super::{Flow, Frame, Knobs};
 use crate::frame::FrameSize;
-use crate::sink::display::Display;
 use crate::stats::Live;
 
 /// The most frames a second sent to browsers.
@@ -56,7 +56,7 @@ const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
 /// How often the timeline is drawn for the page.
 const DRAW_EVERY: Duration = Duration::from_secs(1);
 
-/// The keys the page's buttons send (the window's, `sink::pipeline_key`).
+/// The keys the page's buttons send (the window's, `display::pipeline_key`).
 const KEYS: &[u8] = b"123456789pbB ";
 /// The longest filter chain the page's box may send.
 const MAX_CHAIN: usize = 512;
@@ -439,7 +439,7 @@ impl Display for Web {
 /// The encoder thread: JPEG of each frame the sink hands over, published as the newest
 /// (libavcodec's encoder, made again when the picture's size changes).
 fn encode_frames(shared: &Shared) {
-    use super::picture::{ImageFormat, PictureEncoder};
+    use crate::output::picture::{ImageFormat, PictureEncoder};
     let mut encoder: Option<PictureEncoder> = None;
     // A size no encoder could be made for (said once).
     let mut refused: Option<FrameSize> = None;

@@ -24,7 +24,7 @@ use opencv::core::{Mat, Point, Rect, Scalar, Vec3b, Vector};
 use opencv::prelude::*;
 use opencv::{highgui, imgcodecs};
 
-use super::display::Display;
+use super::Display;
 use super::{strip, Flow, Frame, Knobs};
 use crate::frame::FrameSize;
 use crate::stats::Live;

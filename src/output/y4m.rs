@@ -18,8 +18,8 @@ use std::io::{ErrorKind, Write};
 
 use anyhow::{Context, Result};
 
-use super::output::{Output, Taken};
 use super::Frame;
+use super::{Output, Taken};
 use crate::frame::FrameSize;
 use crate::pixel::{self, PixelFormat};
 
@@ -33,7 +33,7 @@ pub struct Layout {
     /// Aspect ratio, interlacing and chroma siting for the header (the input's, where it
     /// said; the siting centred where the chroma samples don't pass untouched:
     /// `app::y4m_tags`).
-    pub tags: crate::source::PictureTags,
+    pub tags: crate::media::tags::PictureTags,
 }
 
 impl Layout {

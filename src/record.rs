@@ -3,7 +3,7 @@
 //! its frames. `--segment` cuts the recording into files of about that length, each
 //! starting on a video keyframe.
 //!
-//! The input hands every packet to a `Recording` (a `source::tap::PacketTap`) through a
+//! The input hands every packet to a `Recording` (a `media::tap::PacketTap`) through a
 //! bounded channel; a thread of the recording's own remuxes them, so a slow disk never
 //! holds the input.
 //!
@@ -38,7 +38,6 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use crossbeam_channel::{Receiver, Sender};
-use ff::packet::Mut;
 use ff::Rescale;
 use ffmpeg_next as ff;
 
@@ -160,7 +159,7 @@ pub struct Recording {
 impl Recording {
     /// Starts the recording of `what` (the input, for messages) to `spec`.
     pub fn start(spec: RecordSpec, what: String) -> Result<Arc<Self>> {
-        crate::source::media::init();
+        crate::media::info::init();
         let (tx, rx) = crossbeam_channel::bounded(QUEUE);
         let label = what.clone();
         let live = Arc::new(crate::stats::RecordLive::default());
@@ -193,7 +192,7 @@ impl Recording {
     }
 }
 
-impl crate::source::tap::PacketTap for Recording {
+impl crate::media::tap::PacketTap for Recording {
     fn open(&self, input: &ff::format::context::Input, video: usize, _from: f64) {
         let streams = input
             .streams()
@@ -232,7 +231,7 @@ struct Segment {
     map: Vec<Option<usize>>,
     /// Per input stream: AAC in ADTS (as MPEG-TS carries it) made MP4's raw AAC, where the
     /// file is MP4 or MOV (FFmpeg 5.1's muxer refuses ADTS and does not convert it).
-    adts: Vec<Option<AdtsToAsc>>,
+    adts: Vec<Option<crate::media::bsf::AdtsToAsc>>,
     /// The first keyframe's time (µs): the file's zero.
     origin_us: i64,
     /// The last decoding time written per input stream (in the file's time base), to keep
@@ -252,7 +251,7 @@ struct Writer {
     next_number: u32,
     recorded: Recorded,
     /// Each input stream's timeline, made continuous.
-    times: Vec<crate::timebase::Timeline>,
+    times: Vec<crate::media::timebase::Timeline>,
     /// The video's timestamps jumped: its next keyframe starts a new file.
     cut_at_key: bool,
     /// After a failed segment: no new file before this.
@@ -343,7 +342,7 @@ impl Writer {
             crate::info!(
                 "recording {}: stream {s}'s timestamps jumped by {:+.3} s (jump {said}); its packets go on from its last one{}",
                 self.what,
-                crate::timebase::seconds(jump, tb),
+                crate::media::timebase::seconds(jump, tb),
                 match self.spec.segment {
                     Some(_) => ", and a new segment starts at the next keyframe",
                     None => "",
@@ -429,7 +428,7 @@ impl Writer {
             .streams
             .iter()
             .map(|s| match mp4 && s.params.id() == ff::codec::Id::AAC {
-                true => AdtsToAsc::new(&s.params, s.time_base).map(Some),
+                true => crate::media::bsf::AdtsToAsc::new(&s.params, s.time_base).map(Some),
                 false => Ok(None),
             })
             .collect::<Result<_>>()?;
@@ -577,96 +576,6 @@ impl Segment {
         let Segment { out, part, .. } = self;
         drop(out);
         let _ = std::fs::remove_file(&part);
-    }
-}
-
-/// FFmpeg's `aac_adtstoasc` bitstream filter on one stream: ADTS frames in, raw AAC out, the
-/// stream's AudioSpecificConfig given to the muxer as new extradata on the first packet.
-/// (ffmpeg-sys-next has no bindings for `libavcodec/bsf.h`: the few calls are declared here.)
-struct AdtsToAsc(*mut bsf::AVBSFContext);
-
-// SAFETY: the filter is used by the recording's one thread.
-unsafe impl Send for AdtsToAsc {}
-
-mod bsf {
-    use ffmpeg_next::ffi::{AVCodecParameters, AVPacket, AVRational};
-    use std::ffi::{c_char, c_int, c_void};
-
-    /// The head of libavcodec's `AVBSFContext`, as declared from FFmpeg 4.0 to 7.1.
-    #[repr(C)]
-    pub struct AVBSFContext {
-        pub av_class: *const c_void,
-        pub filter: *const c_void,
-        pub priv_data: *mut c_void,
-        pub par_in: *mut AVCodecParameters,
-        pub par_out: *mut AVCodecParameters,
-        pub time_base_in: AVRational,
-        pub time_base_out: AVRational,
-    }
-
-    extern "C" {
-        pub fn av_bsf_get_by_name(name: *const c_char) -> *const c_void;
-        pub fn av_bsf_alloc(filter: *const c_void, ctx: *mut *mut AVBSFContext) -> c_int;
-        pub fn av_bsf_init(ctx: *mut AVBSFContext) -> c_int;
-        pub fn av_bsf_send_packet(ctx: *mut AVBSFContext, pkt: *mut AVPacket) -> c_int;
-        pub fn av_bsf_receive_packet(ctx: *mut AVBSFContext, pkt: *mut AVPacket) -> c_int;
-        pub fn av_bsf_free(ctx: *mut *mut AVBSFContext);
-    }
-}
-
-impl AdtsToAsc {
-    fn new(params: &ff::codec::Parameters, time_base: ff::Rational) -> Result<Self> {
-        // SAFETY: the filter is looked up by a static name and allocated by libavcodec; its
-        // input parameters are a copy of `params` (valid while this runs) and its time base
-        // is set before av_bsf_init, as bsf.h requires; on failure it is freed here.
-        unsafe {
-            let filter = bsf::av_bsf_get_by_name(c"aac_adtstoasc".as_ptr());
-            if filter.is_null() {
-                bail!("this FFmpeg has no aac_adtstoasc filter to write AAC from MPEG-TS into MP4");
-            }
-            let mut ctx = std::ptr::null_mut();
-            if bsf::av_bsf_alloc(filter, &mut ctx) < 0 {
-                bail!("allocating the aac_adtstoasc filter");
-            }
-            let this = Self(ctx);
-            ff::ffi::avcodec_parameters_copy((*ctx).par_in, params.as_ptr());
-            (*ctx).time_base_in = time_base.into();
-            let ret = bsf::av_bsf_init(ctx);
-            if ret < 0 {
-                bail!(
-                    "starting the aac_adtstoasc filter: {}",
-                    ff::Error::from(ret)
-                );
-            }
-            Ok(this)
-        }
-    }
-
-    /// The packet as raw AAC (None where the filter keeps it for later).
-    fn convert(&mut self, mut p: ff::Packet) -> Result<Option<ff::Packet>> {
-        let mut out = ff::Packet::empty();
-        // SAFETY: the context is initialised; send takes the packet's reference (leaving
-        // it blank), receive fills `out`, both owned here.
-        let ret = unsafe {
-            let sent = bsf::av_bsf_send_packet(self.0, p.as_mut_ptr());
-            if sent < 0 {
-                sent
-            } else {
-                bsf::av_bsf_receive_packet(self.0, out.as_mut_ptr())
-            }
-        };
-        match ret {
-            0 => Ok(Some(out)),
-            e if e == ff::ffi::AVERROR(libc::EAGAIN) => Ok(None),
-            e => bail!("converting ADTS audio for MP4: {}", ff::Error::from(e)),
-        }
-    }
-}
-
-impl Drop for AdtsToAsc {
-    fn drop(&mut self) {
-        // SAFETY: the context was allocated by av_bsf_alloc and is freed once.
-        unsafe { bsf::av_bsf_free(&mut self.0) };
     }
 }
 

@@ -1,14 +1,51 @@
-//! What an output is: a place frames are written (a video file, a stream, HLS, an image
-//! sequence, standard output, nowhere). An output takes frames in order and finishes; it
-//! says what it stored and what its streams sent. It never steers the run (no keys, no
-//! controls, no figures on screen): that is a display's job (`display`).
+//! Where frames are written: one file a kind — a video file (`writer`, encoded and muxed by
+//! `av`, its audio copied by `audio` or encoded again by `reencode`), a stream (`stream`:
+//! UDP, SRT, RTMP, RTSP publishing, HLS through `hls`), an image sequence (`images`, each
+//! picture by `picture`; `ppm` without FFmpeg), and standard output (`y4m`). What `--output` names is `spec`; the containers
+//! and codecs `codec`; the encoder's flags `encode`; claiming a file before writing it
+//! `claim`; and `kind` each kind's formats, claim and opening: a new output is a file here
+//! and a variant in `kind`'s list.
+//!
+//! An output takes frames in order and finishes; it says what it stored and what its
+//! streams sent. It never steers the run (no keys, no controls, no figures on screen): that
+//! is a display's job (`display`). It becomes one of the run's sinks through `boxed`.
 //!
 //! Invariants: `finish` is called exactly once, also after an error, so that a file is
-//! finalized; an output whose reader went away says so (`Taken::Closed`) and the run stops.
+//! finalized; an output whose reader went away says so (`Taken::Closed`) and the run stops;
+//! nothing here imports `source` or `display` (the media facts they share are `media`).
+
+#[cfg(feature = "ffmpeg")]
+pub mod audio;
+#[cfg(feature = "ffmpeg")]
+pub mod av;
+pub mod claim;
+pub mod codec;
+pub mod encode;
+#[cfg(feature = "ffmpeg")]
+pub mod hls;
+#[cfg(feature = "ffmpeg")]
+pub mod images;
+pub mod kind;
+#[cfg(feature = "ffmpeg")]
+pub mod picture;
+pub mod ppm;
+#[cfg(feature = "ffmpeg")]
+pub mod reencode;
+pub mod spec;
+#[cfg(feature = "ffmpeg")]
+pub mod stream;
+#[cfg(feature = "ffmpeg")]
+pub mod writer;
+pub mod y4m;
 
 use anyhow::Result;
 
-use super::{Flow, Frame, Sink};
+pub use codec::{Codec, Container, VIDEO_EXTENSIONS};
+pub use encode::Encoding;
+pub use spec::{check_rate, OutputSpec, SEQUENCE_EXTENSIONS};
+
+pub use crate::desc::Frame;
+use crate::sink::{Flow, Sink};
 
 /// What an output did with a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,10 +109,15 @@ impl<O: Output> Sink for AsSink<O> {
     fn finish(&mut self) -> Result<()> {
         self.0.finish()
     }
-    fn stored(&self) -> Option<u64> {
-        self.0.stored()
-    }
-    fn streams(&self) -> Vec<crate::stats::StreamStats> {
-        self.0.streams()
+    fn report(&self) -> crate::sink::SinkReport {
+        crate::sink::SinkReport::of_output(self.0.stored(), self.0.streams())
     }
 }
+
+/// What a video file needs to keep the input's timing and audio (see `av::Timing`).
+#[cfg(feature = "ffmpeg")]
+pub use av::Timing;
+/// Without FFmpeg's libraries there are no video files, and nothing to time.
+#[cfg(not(feature = "ffmpeg"))]
+#[derive(Clone, Debug, Default)]
+pub struct Timing;

@@ -475,18 +475,17 @@ impl Sink for Mosaic {
         let window = self.window.as_mut().map_or(Ok(()), |w| w.finish());
         recorded.and(finished).and(window)
     }
-    fn stored(&self) -> Option<u64> {
-        self.record.as_ref().and_then(|r| r.stored())
-    }
-    fn streams(&self) -> Vec<crate::stats::StreamStats> {
-        self.record.as_ref().map_or_else(Vec::new, |r| r.streams())
-    }
-    fn mosaic_recorded(&self) -> Option<crate::stats::MosaicRecorded> {
-        let record = self.record.as_ref()?;
-        Some(crate::stats::MosaicRecorded {
+    /// What the mosaic's recording holds, as its own report and as the mosaic's.
+    fn report(&self) -> crate::sink::SinkReport {
+        let Some(record) = self.record.as_ref() else {
+            return crate::sink::SinkReport::default();
+        };
+        let mut report = record.report();
+        report.mosaic = report.stored.map(|pictures| crate::stats::MosaicRecorded {
             to: record.describe(),
-            pictures: record.stored()?,
-        })
+            pictures,
+        });
+        report
     }
 }
 

@@ -7,7 +7,7 @@
 //! The same writer sends streams (`Container::is_stream`: MPEG-TS over UDP or SRT, FLV over
 //! RTMP, RTSP publishing, HLS): the muxer named by the container, live-friendly encoder
 //! defaults (`live_defaults`), and an interrupt flag that makes a blocked network write give
-//! up (`sink::stream` runs it on a thread of its own).
+//! up (`output::stream` runs it on a thread of its own).
 //!
 //! Invariants: a frame's timestamp never goes back (one that rounds onto its predecessor's is
 //! moved one tick on); audio is cut at the end of the last frame written; the trailer is
@@ -22,9 +22,9 @@ use ffmpeg_next as ff;
 
 use super::codec::{Codec, Container};
 use crate::frame::FrameSize;
+use crate::media::info as media;
+use crate::media::timebase::Ratio;
 use crate::pixel::PixelFormat;
-use crate::source::media;
-use crate::timebase::Ratio;
 
 /// Where a file's frames and audio come from, for the writer's timing.
 #[derive(Clone, Debug, Default)]
@@ -39,7 +39,7 @@ pub struct Timing {
 
 pub use crate::frame::ratio_of;
 
-use crate::timebase::rational;
+use crate::media::timebase::rational;
 
 /// The encoder's name, pixel format and options for `codec`.
 fn encoder_for(codec: Codec) -> (&'static str, ff::format::Pixel, Vec<(&'static str, String)>) {

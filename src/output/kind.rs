@@ -12,10 +12,11 @@
 use anyhow::Result;
 
 use super::claim::{self, Claimed, Overwrite, VideoClaim};
-use super::{output, Container, OutputSpec, Sink, Timing};
+use super::{Container, OutputSpec, Timing};
 use crate::frame::FrameSize;
 use crate::paths::{self, InputFile};
 use crate::pixel::PixelFormat;
+use crate::sink::Sink;
 
 /// What an output opens with, decided before: the frames' size and rate, the timing and
 /// audio a video takes, what standard output writes and is given, and whether an MP4/MOV is
@@ -122,10 +123,10 @@ impl OutputSpec {
                     ..
                 },
                 _,
-            ) if container.is_stream() => Ok(output::boxed(super::stream::Stream::open(
+            ) if container.is_stream() => Ok(super::boxed(super::stream::Stream::open(
                 at.video(path, *codec, None, encoding),
             )?)),
-            (OutputSpec::Stdout, _) => Ok(output::boxed(super::y4m::Y4mOut::new(
+            (OutputSpec::Stdout, _) => Ok(super::boxed(super::y4m::Y4mOut::new(
                 size,
                 crate::frame::ratio_of(fps),
                 at.stdout,
@@ -133,13 +134,13 @@ impl OutputSpec {
             (OutputSpec::Sequence { pattern, extension }, Claimed::Folder(lock))
                 if extension == "ppm" =>
             {
-                Ok(output::boxed(super::ppm::PpmSequence::new(
+                Ok(super::boxed(super::ppm::PpmSequence::new(
                     pattern.clone(),
                     lock,
                 )))
             }
             #[cfg(feature = "ffmpeg")]
-            (OutputSpec::Sequence { pattern, .. }, Claimed::Folder(lock)) => Ok(output::boxed(
+            (OutputSpec::Sequence { pattern, .. }, Claimed::Folder(lock)) => Ok(super::boxed(
                 super::images::ImageSequence::new(pattern.clone(), size, lock)?,
             )),
             #[cfg(feature = "ffmpeg")]
@@ -153,7 +154,7 @@ impl OutputSpec {
                 Claimed::Video(claim),
             ) => {
                 let settings = at.video(&claim.path, *codec, *quality, encoding);
-                Ok(output::boxed(super::writer::VideoFile::open(
+                Ok(super::boxed(super::writer::VideoFile::open(
                     claim, settings,
                 )?))
             }

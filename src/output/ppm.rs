@@ -9,8 +9,8 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 
-use super::output::{Output, Taken};
 use super::Frame;
+use super::{Output, Taken};
 use crate::frame::{FrameSize, SequencePattern};
 
 /// A numbered PPM sequence.
@@ -54,7 +54,7 @@ impl Output for PpmSequence {
         format!("PPM sequence {}", self.pattern.path(0))
     }
     fn consume(&mut self, frame: &Frame) -> Result<Taken> {
-        let (size, frame) = (frame.size(), super::bgr(frame, "a PPM sequence")?);
+        let (size, frame) = (frame.size(), crate::sink::bgr(frame, "a PPM sequence")?);
         let path = self.pattern.path(self.next);
         self.bytes.clear();
         write_ppm(&mut self.bytes, frame, size)?;

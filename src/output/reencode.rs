@@ -166,7 +166,7 @@ impl Reencode {
         while self.decoder.receive_frame(&mut decoded).is_ok() {
             if self.next.is_none() {
                 let at = decoded.pts().or(packet.pts()).unwrap_or(0);
-                let seconds = crate::timebase::seconds(at, tb);
+                let seconds = crate::media::timebase::seconds(at, tb);
                 self.next = Some((seconds * f64::from(self.rate)).round() as i64);
             }
             self.convert(&decoded)?;

@@ -1,0 +1,23 @@
+//! The media facts that sources and outputs share, below both of them: FFmpeg's time
+//! arithmetic (`timebase`), what a file says of itself (`info`: rate, time base, rotation,
+//! audio), a picture's tags (`tags`: aspect, interlacing, chroma siting, range), the packet
+//! tap that hands an input's packets on untouched (`tap`), FFmpeg's log (`log`) and its
+//! bitstream filters (`bsf`).
+//!
+//! Invariants: nothing here opens an input or an output, or imports the rooms that do
+//! (`source`, `output`, `display`); every figure is what `ffmpeg -i` would read.
+
+#[cfg(feature = "ffmpeg")]
+pub mod bsf;
+#[cfg(feature = "ffmpeg")]
+pub mod info;
+#[cfg(feature = "ffmpeg")]
+pub(crate) mod log;
+pub mod tags;
+#[cfg(feature = "ffmpeg")]
+pub mod tap;
+#[cfg(feature = "ffmpeg")]
+pub mod timebase;
+
+#[cfg(feature = "ffmpeg")]
+pub use info::{init, MediaInfo};
