@@ -69,18 +69,19 @@ pub fn muxer_of(name: &str) -> Option<&'static str> {
 
 /// Checks a `--record` name before the run: a container it is written in, a folder that
 /// exists, and (with `--segment`) a name that changes from one segment to the next.
-pub fn check(name: &str, segment: Option<Duration>) -> Result<()> {
+pub fn check(name: &str, segment: Option<Duration>) -> Result<(), RecordError> {
+    let name_of = || name.to_string();
     if muxer_of(name).is_none() {
-        bail!("--record '{name}': a recording is written as .mp4, .mov, .mkv or .ts (the packets as they came, not re-encoded)");
+        return Err(RecordError::Container { name: name_of() });
     }
     let dir = Path::new(name)
         .parent()
         .filter(|d| !d.as_os_str().is_empty());
     if let Some(dir) = dir.filter(|d| !d.is_dir()) {
-        bail!(
-            "--record '{name}': the folder '{}' does not exist",
-            dir.display()
-        );
+        return Err(RecordError::NoFolder {
+            name: name_of(),
+            dir: dir.to_path_buf(),
+        });
     }
     let dir = dir.unwrap_or(Path::new("."));
     let probe = dir.join(format!(".framepipe-{}.record-probe", std::process::id()));
@@ -89,18 +90,54 @@ pub fn check(name: &str, segment: Option<Duration>) -> Result<()> {
             crate::paths::PathError::NotWritable { source, .. } => source.to_string(),
             other => other.to_string(),
         };
-        bail!(
-            "--record '{name}': the folder '{}' can't be written ({why})",
-            dir.display()
-        );
+        return Err(RecordError::Unwritable {
+            name: name_of(),
+            dir: dir.to_path_buf(),
+            why,
+        });
     }
     let varies = ["{seg}", "%Y", "%m", "%d", "%H", "%M", "%S"]
         .iter()
         .any(|t| name.contains(t));
     if segment.is_some() && !varies {
-        bail!("--record '{name}' with --segment: put {{seg}} (the segment's number) or the time (%Y%m%d-%H%M%S) in the name, so that each segment has its own");
+        return Err(RecordError::SegmentsShareName { name: name_of() });
     }
     Ok(())
+}
+
+/// Why `--record` can't be written as asked (`check`).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// A name whose container can't take packets as they came.
+    #[error("--record '{name}': a recording is written as .mp4, .mov, .mkv or .ts (the packets as they came, not re-encoded)")]
+    Container {
+        /// The name as given.
+        name: String,
+    },
+    /// A folder that isn't there.
+    #[error("--record '{name}': the folder '{}' does not exist", dir.display())]
+    NoFolder {
+        /// The name as given.
+        name: String,
+        /// Its folder.
+        dir: PathBuf,
+    },
+    /// A folder this process can't write.
+    #[error("--record '{name}': the folder '{}' can't be written ({why})", dir.display())]
+    Unwritable {
+        /// The name as given.
+        name: String,
+        /// Its folder.
+        dir: PathBuf,
+        /// The system's reason.
+        why: String,
+    },
+    /// Segments without a number or a time in their name.
+    #[error("--record '{name}' with --segment: put {{seg}} (the segment's number) or the time (%Y%m%d-%H%M%S) in the name, so that each segment has its own")]
+    SegmentsShareName {
+        /// The name as given.
+        name: String,
+    },
 }
 
 /// What went through a recording, for the run's end.

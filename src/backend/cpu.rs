@@ -263,7 +263,7 @@ impl Backend for CpuBackend {
             true => std::sync::Arc::new(self.chain.bound(&super::facts_of(&slot, &self.names))),
             false => self.chain.clone(),
         };
-        let out = chain.output_size(size).map_err(anyhow::Error::msg)?;
+        let out = chain.output_size(size)?;
         crate::ensure_kept!(
             slot.output.len() >= formats.output.bytes(out),
             "a {out} frame ({formats}) does not fit its slot"

@@ -423,9 +423,7 @@ impl LaneSet {
         let shaped;
         let cfg = match &cfg.shape {
             Some(shape) => {
-                let chain = shape
-                    .after(&cfg.chain, cfg.size)
-                    .map_err(anyhow::Error::msg)?;
+                let chain = shape.after(&cfg.chain, cfg.size)?;
                 shaped = BackendConfig {
                     chain,
                     ..cfg.clone()

@@ -95,7 +95,7 @@ pub fn next_chain(now: &Chain, asked: &Chain, size: Option<FrameSize>) -> Option
     if then.is_err() || then != before {
         crate::warn!(
             "the chain {chain} would change the frames' size ({}), which the outputs opened at: the chain stays {now}",
-            then.map_or_else(|e| e, |s| s.to_string()),
+            then.map_or_else(|e| e.to_string(), |s| s.to_string()),
         );
         return None;
     }
@@ -210,7 +210,11 @@ pub struct Shape {
 impl Shape {
     /// `chain` followed by the fit of its `size` frames' output (a geometry chain: it runs
     /// on whole frames, `reshape`).
-    pub fn after(&self, chain: &Chain, size: FrameSize) -> Result<Chain, String> {
+    pub fn after(
+        &self,
+        chain: &Chain,
+        size: FrameSize,
+    ) -> Result<Chain, crate::filter::geometry::GeometryError> {
         let made = chain.output_size(size)?;
         let fit = crate::filter::fit::fitting(made, self.size, self.fit);
         let filters = chain.filters().iter().chain(fit.filters()).cloned();

@@ -49,9 +49,12 @@ pub enum CompileError {
         /// NVRTC's error.
         why: String,
     },
-    /// The compiler refused the source: its log.
-    #[error("{0}")]
-    Log(String),
+    /// The compiler refused the source: its log (said as the compiler wrote it).
+    #[error("{log}")]
+    Log {
+        /// The compiler's log.
+        log: String,
+    },
 }
 
 /// Compiles `program` (or takes it from the cache). The error is the compiler's log, or
@@ -215,11 +218,11 @@ fn compile_uncached(program: &Program) -> Result<Entry, CompileError> {
                     name: program.name.clone(),
                     why: format!("{e:?}"),
                 }),
-            Err(_) => Err(CompileError::Log(
-                result::get_program_log(prog)
+            Err(_) => Err(CompileError::Log {
+                log: result::get_program_log(prog)
                     .map(|log| log_text(&log))
                     .unwrap_or_else(|e| format!("(NVRTC gave no log: {e:?})")),
-            )),
+            }),
         };
         let _ = result::destroy_program(prog);
         out

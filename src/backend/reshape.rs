@@ -117,7 +117,7 @@ impl Reshape {
             return Ok(None);
         }
         let (steps, most) = (steps_of(chain, size, s)?, chain.largest_frame(size));
-        let out = chain.output_size(size).map_err(anyhow::Error::msg)?;
+        let out = chain.output_size(size)?;
         let separable = chain.filters()[chain.banded()..]
             .iter()
             .any(|f| matches!(f, Filter::Box { .. } | Filter::Gauss { .. }));

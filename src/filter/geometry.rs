@@ -86,42 +86,130 @@ pub enum Geometry {
     Transpose(Turn),
 }
 
+/// Why a geometry filter can't be made, or can't take a frame of some size.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum GeometryError {
+    /// Its arguments (`scale:W:H`, …).
+    #[error("filter '{name}': {why}; expected {shape}")]
+    Arguments {
+        /// The filter's name.
+        name: String,
+        /// What is wrong with them.
+        why: ArgumentError,
+        /// The arguments it takes.
+        shape: &'static str,
+    },
+    /// A crop that reaches past the frame.
+    #[error("{filter}: a {crop} crop at {x},{y} reaches past the {size} frame", x = at.0, y = at.1)]
+    CropPast {
+        /// The filter as written.
+        filter: String,
+        /// The crop's size.
+        crop: FrameSize,
+        /// Its top left corner.
+        at: (usize, usize),
+        /// The frame's size.
+        size: FrameSize,
+    },
+    /// A pad smaller than the frame placed in it.
+    #[error("{filter}: the {size} frame at {x},{y} does not fit in {pad}", x = at.0, y = at.1)]
+    PadTooSmall {
+        /// The filter as written.
+        filter: String,
+        /// The padded size.
+        pad: FrameSize,
+        /// Where the frame goes.
+        at: (usize, usize),
+        /// The frame's size.
+        size: FrameSize,
+    },
+    /// A frame with a side of 0 or over `MAX_SIDE`.
+    #[error("{filter}: makes a {out} frame of a {size} one (sides 1 to {MAX_SIDE})")]
+    OutOfRange {
+        /// The filter as written.
+        filter: String,
+        /// The size it would make.
+        out: FrameSize,
+        /// The frame's size.
+        size: FrameSize,
+    },
+    /// A size the arguments can't make.
+    #[error(transparent)]
+    Size(ArgumentError),
+}
+
+/// What is wrong with a geometry filter's arguments.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ArgumentError {
+    /// Not as many as it takes.
+    #[error("{0} argument(s) given")]
+    Count(usize),
+    /// A side or a position that is no number of pixels (or over the largest side).
+    #[error("'{0}' is not a number of pixels")]
+    NotPixels(String),
+    /// A side of 0.
+    #[error("a side of 0")]
+    ZeroSide,
+    /// Both sides kept in the aspect.
+    #[error("only one side may keep the aspect")]
+    BothAspect,
+    /// A sampling other than bilinear or area.
+    #[error("'{0}' is no sampling")]
+    Sampling(String),
+    /// A colour that is not RRGGBB.
+    #[error("'{0}' is not a colour RRGGBB")]
+    Colour(String),
+    /// A transpose direction it doesn't know.
+    #[error("'{0}' is no direction")]
+    Direction(String),
+}
+
 impl Geometry {
     /// Parses `name`'s arguments (`scale:1280:720`, `crop:640,360,0,0`: colons or commas).
-    pub fn parse(name: &str, args: &[String]) -> Option<Result<Self, String>> {
+    pub fn parse(name: &str, args: &[String]) -> Option<Result<Self, GeometryError>> {
         let args: Vec<&str> = args.iter().flat_map(|a| a.split(':')).collect();
         let shape = match name {
             "scale" => "scale:W:H[:bilinear|area] (-1 keeps the aspect, -2 keeps it even)",
             "crop" => "crop:W:H[:X:Y]",
             "pad" => "pad:W:H[:X:Y[:RRGGBB]]",
-            "hflip" | "vflip" => name,
+            "hflip" => "hflip",
+            "vflip" => "vflip",
             "transpose" => "transpose[:clock|cclock|clock_flip|cclock_flip or 0-3]",
             _ => return None,
         };
         Some(
-            parse_args(name, &args)
-                .map_err(|why| format!("filter '{name}': {why}; expected {shape}")),
+            parse_args(name, &args).map_err(|why| GeometryError::Arguments {
+                name: name.to_string(),
+                why,
+                shape,
+            }),
         )
     }
 
     /// The size of the frame it makes of one of `size`; why it can't, where it can't.
-    pub fn output(&self, size: FrameSize) -> Result<FrameSize, String> {
+    pub fn output(&self, size: FrameSize) -> Result<FrameSize, GeometryError> {
         let out = match *self {
-            Geometry::Scale { w, h, .. } => scaled(size, w, h)?,
+            Geometry::Scale { w, h, .. } => scaled(size, w, h).map_err(GeometryError::Size)?,
             Geometry::Crop { w, h, at } => {
                 let (x, y) = at.unwrap_or_else(|| centred(size, w, h));
                 if x + w > size.width || y + h > size.height {
-                    return Err(format!(
-                        "{self}: a {w}x{h} crop at {x},{y} reaches past the {size} frame"
-                    ));
+                    return Err(GeometryError::CropPast {
+                        filter: self.to_string(),
+                        crop: FrameSize::new(w, h),
+                        at: (x, y),
+                        size,
+                    });
                 }
                 FrameSize::new(w, h)
             }
             Geometry::Pad { w, h, x, y, .. } => {
                 if x + size.width > w || y + size.height > h {
-                    return Err(format!(
-                        "{self}: the {size} frame at {x},{y} does not fit in {w}x{h}"
-                    ));
+                    return Err(GeometryError::PadTooSmall {
+                        filter: self.to_string(),
+                        pad: FrameSize::new(w, h),
+                        at: (x, y),
+                        size,
+                    });
                 }
                 FrameSize::new(w, h)
             }
@@ -129,9 +217,11 @@ impl Geometry {
             Geometry::Transpose(_) => FrameSize::new(size.height, size.width),
         };
         if out.width == 0 || out.height == 0 || out.width > MAX_SIDE || out.height > MAX_SIDE {
-            return Err(format!(
-                "{self}: makes a {out} frame of a {size} one (sides 1 to {MAX_SIDE})"
-            ));
+            return Err(GeometryError::OutOfRange {
+                filter: self.to_string(),
+                out,
+                size,
+            });
         }
         Ok(out)
     }
@@ -238,18 +328,18 @@ pub fn centred(size: FrameSize, w: usize, h: usize) -> (usize, usize) {
     (half(size.width, w), half(size.height, h))
 }
 
-fn parse_args(name: &str, args: &[&str]) -> Result<Geometry, String> {
-    let count = |ok: &[usize]| -> Result<(), String> {
+fn parse_args(name: &str, args: &[&str]) -> Result<Geometry, ArgumentError> {
+    let count = |ok: &[usize]| -> Result<(), ArgumentError> {
         match ok.contains(&args.len()) {
             true => Ok(()),
-            false => Err(format!("{} argument(s) given", args.len())),
+            false => Err(ArgumentError::Count(args.len())),
         }
     };
-    let px = |s: &str| -> Result<usize, String> {
+    let px = |s: &str| -> Result<usize, ArgumentError> {
         s.parse::<usize>()
             .ok()
             .filter(|v| *v <= MAX_SIDE)
-            .ok_or_else(|| format!("'{s}' is not a number of pixels"))
+            .ok_or_else(|| ArgumentError::NotPixels(s.to_string()))
     };
     Ok(match name {
         "scale" => {
@@ -258,18 +348,18 @@ fn parse_args(name: &str, args: &[&str]) -> Result<Geometry, String> {
                 "-1" => Ok(Side::Aspect(1)),
                 "-2" => Ok(Side::Aspect(2)),
                 _ => px(s).and_then(|v| match v {
-                    0 => Err("a side of 0".into()),
+                    0 => Err(ArgumentError::ZeroSide),
                     v => Ok(Side::Fixed(v)),
                 }),
             };
             let (w, h) = (side(args[0])?, side(args[1])?);
             if matches!((w, h), (Side::Aspect(_), Side::Aspect(_))) {
-                return Err("only one side may keep the aspect".into());
+                return Err(ArgumentError::BothAspect);
             }
             let sampling = match args.get(2).copied() {
                 None | Some("bilinear") => Sampling::Bilinear,
                 Some("area") => Sampling::Area,
-                Some(other) => return Err(format!("'{other}' is no sampling")),
+                Some(other) => return Err(ArgumentError::Sampling(other.to_string())),
             };
             Geometry::Scale { w, h, sampling }
         }
@@ -297,7 +387,7 @@ fn parse_args(name: &str, args: &[&str]) -> Result<Geometry, String> {
                     let v = u32::from_str_radix(c.trim_start_matches('#'), 16)
                         .ok()
                         .filter(|_| c.trim_start_matches('#').len() == 6)
-                        .ok_or_else(|| format!("'{c}' is not a colour RRGGBB"))?;
+                        .ok_or_else(|| ArgumentError::Colour(c.to_string()))?;
                     [v as u8, (v >> 8) as u8, (v >> 16) as u8]
                 }
             };
@@ -318,7 +408,7 @@ fn parse_args(name: &str, args: &[&str]) -> Result<Geometry, String> {
                 Some("1") | Some("clock") => Turn::Clock,
                 Some("2") | Some("cclock") => Turn::Cclock,
                 Some("3") | Some("clock_flip") => Turn::ClockFlip,
-                Some(other) => return Err(format!("'{other}' is no direction")),
+                Some(other) => return Err(ArgumentError::Direction(other.to_string())),
             })
         }
     })
@@ -326,7 +416,7 @@ fn parse_args(name: &str, args: &[&str]) -> Result<Geometry, String> {
 
 /// `scale`'s output size: a side kept in the input's aspect rounds to the nearest multiple
 /// of its `n`.
-fn scaled(size: FrameSize, w: Side, h: Side) -> Result<FrameSize, String> {
+fn scaled(size: FrameSize, w: Side, h: Side) -> Result<FrameSize, ArgumentError> {
     let keep = |other: usize, of: usize, by: usize, n: usize| {
         let exact = other as f64 * of as f64 / by as f64;
         ((exact / n as f64).round() as usize * n).max(n)
@@ -335,7 +425,7 @@ fn scaled(size: FrameSize, w: Side, h: Side) -> Result<FrameSize, String> {
         (Side::Fixed(w), Side::Fixed(h)) => FrameSize::new(w, h),
         (Side::Aspect(n), Side::Fixed(h)) => FrameSize::new(keep(h, size.width, size.height, n), h),
         (Side::Fixed(w), Side::Aspect(n)) => FrameSize::new(w, keep(w, size.height, size.width, n)),
-        _ => return Err("only one side may keep the aspect".into()),
+        _ => return Err(ArgumentError::BothAspect),
     })
 }
 

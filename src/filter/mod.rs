@@ -164,8 +164,8 @@ pub enum FilterError {
     #[error(transparent)]
     Text(#[from] text::TextError),
     /// A geometry filter's arguments.
-    #[error("{0}")]
-    Geometry(String),
+    #[error(transparent)]
+    Geometry(#[from] geometry::GeometryError),
     /// `fps:N` out of range.
     #[error("filter 'fps': {0} is not a rate from {min} to {max}", min = crate::frame::MIN_FPS, max = crate::frame::MAX_FPS)]
     Rate(f64),
@@ -480,7 +480,7 @@ impl Chain {
     }
 
     /// The size of the frames the chain makes of frames of `size`; why it can't.
-    pub fn output_size(&self, size: FrameSize) -> Result<FrameSize, String> {
+    pub fn output_size(&self, size: FrameSize) -> Result<FrameSize, geometry::GeometryError> {
         self.0.iter().try_fold(size, |s, f| match f {
             Filter::Geometry(g) => g.output(s),
             _ => Ok(s),
@@ -559,7 +559,7 @@ impl Chain {
         let (mut from, mut to) = (a, b);
         let mut s = size;
         for (i, part) in all.iter().enumerate() {
-            let out = part.output_size(s).map_err(anyhow::Error::msg)?;
+            let out = part.output_size(s)?;
             let input: &[u8] = if i == 0 { src } else { &from[..s.bytes()] };
             let target: &mut [u8] = if i + 1 == all.len() {
                 anyhow::ensure!(

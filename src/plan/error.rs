@@ -8,15 +8,48 @@ use crate::pixel::PixelFormat;
 /// A refusal of the flags (module doc).
 #[derive(Debug, thiserror::Error)]
 pub enum PlanError {
-    /// A chain that changes the size where this version can't run one.
-    #[error("{0}")]
-    Geometry(String),
-    /// `--ss`, `--to`, `-t` that read nothing.
-    #[error("{0}")]
-    Trim(String),
+    /// A chain that changes the size, with several inputs.
+    #[error("--filter {0}: a filter that changes the frame's size (scale, crop, pad, transpose) takes one input in this version (the mosaic's tiles take frames of their input's size)")]
+    GeometryOfSeveral(String),
+    /// `--to` at or before `--ss`.
+    #[error("--to {to} is not after --ss {ss}: nothing would be read")]
+    ToNotAfterSs {
+        /// `--to`.
+        to: f64,
+        /// `--ss` (0 where not given).
+        ss: f64,
+    },
+    /// `-t 0`.
+    #[error("-t 0 reads nothing")]
+    NoDuration,
+    /// `--record` with several inputs and one name.
+    #[error("--record '{name}': with {inputs} inputs, put {{n}} (the input's number) or {{name}} in the name")]
+    RecordsShareName {
+        /// The name as given.
+        name: String,
+        /// How many inputs.
+        inputs: usize,
+    },
+    /// `--record` with `--decode opencv`.
+    #[error("--record '{0}': --decode opencv reads no packets; the recording needs FFmpeg's demuxer (--decode cpu, gpu or auto)")]
+    RecordWithoutDemuxer(String),
+    /// `--record` of an input with no packets (the pattern, a camera, a pipe).
+    #[error("--record '{name}': input {n} ({what}) has no packets to record: only files and network streams do")]
+    RecordNoPackets {
+        /// The name as given.
+        name: String,
+        /// The input's number.
+        n: usize,
+        /// The input as given.
+        what: String,
+    },
+    /// `--record` in a build without FFmpeg's libraries.
+    #[error("--record '{0}': this build has no FFmpeg libraries to write it")]
+    RecordWithoutFfmpeg(String),
     /// `--record` that can't be written as asked.
-    #[error("{0}")]
-    Record(String),
+    #[cfg(feature = "ffmpeg")]
+    #[error(transparent)]
+    Record(#[from] crate::record::RecordError),
     /// `--ring` below 2.
     #[error("--ring {0} is too small: the ring needs at least 2 slots")]
     RingTooSmall(usize),

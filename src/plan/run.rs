@@ -516,15 +516,14 @@ fn records_of(
     let Some(name) = &args.record else {
         return Ok(specs.iter().map(|_| None).collect());
     };
-    let refuse = |why: String| Err(PlanError::Record(format!("--record '{name}': {why}")));
     if specs.len() > 1 && !Marks::own(name) {
-        return refuse(format!(
-            "with {} inputs, put {{n}} (the input's number) or {{name}} in the name",
-            specs.len()
-        ));
+        return Err(PlanError::RecordsShareName {
+            name: name.clone(),
+            inputs: specs.len(),
+        });
     }
     if args.decode == Decode::Opencv {
-        return refuse("--decode opencv reads no packets; the recording needs FFmpeg's demuxer (--decode cpu, gpu or auto)".into());
+        return Err(PlanError::RecordWithoutDemuxer(name.clone()));
     }
     let mut records = Vec::with_capacity(specs.len());
     for (n, (spec, text)) in specs.iter().enumerate() {
@@ -539,9 +538,11 @@ fn records_of(
             } else {
                 text
             };
-            return refuse(format!(
-                "input {n} ({what}) has no packets to record: only files and network streams do"
-            ));
+            return Err(PlanError::RecordNoPackets {
+                name: name.clone(),
+                n,
+                what: what.to_string(),
+            });
         }
         records.push(Some(record_of(marks.fill(name, n), args.segment)?));
     }
@@ -550,15 +551,13 @@ fn records_of(
 
 #[cfg(feature = "ffmpeg")]
 fn record_of(name: String, segment: Option<std::time::Duration>) -> Result<Record, PlanError> {
-    crate::record::check(&name, segment).map_err(|e| PlanError::Record(format!("{e:#}")))?;
+    crate::record::check(&name, segment)?;
     Ok(Record { name, segment })
 }
 
 #[cfg(not(feature = "ffmpeg"))]
 fn record_of(name: String, _: Option<std::time::Duration>) -> Result<Record, PlanError> {
-    Err(PlanError::Record(format!(
-        "--record '{name}': this build has no FFmpeg libraries to write it"
-    )))
+    Err(PlanError::RecordWithoutFfmpeg(name))
 }
 
 /// The encoder flags as asked.
@@ -730,13 +729,11 @@ fn check_counts(args: &RunArgs) -> Result<(), PlanError> {
     }
     if let (Some(to), ss) = (args.to, args.ss.unwrap_or(0.0)) {
         if to <= ss {
-            return Err(PlanError::Trim(format!(
-                "--to {to} is not after --ss {ss}: nothing would be read"
-            )));
+            return Err(PlanError::ToNotAfterSs { to, ss });
         }
     }
     if args.duration == Some(0.0) {
-        return Err(PlanError::Trim("-t 0 reads nothing".into()));
+        return Err(PlanError::NoDuration);
     }
     Ok(())
 }
@@ -767,10 +764,7 @@ fn check_geometry(args: &RunArgs, several: bool) -> Result<(), PlanError> {
     if !args.filter.changes_size() || !several {
         return Ok(());
     }
-    Err(PlanError::Geometry(format!(
-        "--filter {}: a filter that changes the frame's size (scale, crop, pad, transpose) takes one input in this version (the mosaic's tiles take frames of their input's size)",
-        args.filter
-    )))
+    Err(PlanError::GeometryOfSeveral(args.filter.to_string()))
 }
 
 /// `--trace-frames`, and the names of `--trace`, `--timeline` and `--summary-json`.

@@ -189,18 +189,36 @@ impl Shaping {
 
 /// `fitting`'s chain, checked: it makes its size, and its largest frame between steps
 /// (a crop's scaled frame) takes at most a quarter of the memory available now.
-fn fitted(size: FrameSize, to: FrameSize, fit: Fit) -> Result<Chain, String> {
+fn fitted(size: FrameSize, to: FrameSize, fit: Fit) -> Result<Chain, FitError> {
     let chain = fitting(size, to, fit);
     chain.output_size(size)?;
     let most = chain.largest_frame(size) as u64;
     match crate::budget::host_available() {
-        Some(free) if most > free / 4 => Err(format!(
-            "{chain} makes a frame of {} on the way, more than a quarter of the available memory ({})",
-            crate::budget::human(most),
-            crate::budget::human(free)
-        )),
+        Some(free) if most > free / 4 => Err(FitError::TooLarge {
+            chain: chain.to_string(),
+            most,
+            free,
+        }),
         _ => Ok(chain),
     }
+}
+
+/// Why an input's frames can't be fitted to the size a program asked for.
+#[derive(Debug, thiserror::Error)]
+enum FitError {
+    /// The fitting chain can't take the input's size.
+    #[error(transparent)]
+    Geometry(#[from] crate::filter::geometry::GeometryError),
+    /// A frame on the way would take too much of the memory.
+    #[error("{chain} makes a frame of {} on the way, more than a quarter of the available memory ({})", crate::budget::human(*most), crate::budget::human(*free))]
+    TooLarge {
+        /// The chain.
+        chain: String,
+        /// Its largest frame's bytes.
+        most: u64,
+        /// The memory available.
+        free: u64,
+    },
 }
 
 /// The output that hands frames over (module doc).
@@ -213,7 +231,7 @@ pub struct Handover {
     /// The resized BGR frame.
     resized: Vec<u8>,
     /// The fitting chain for each input size met, or why there is none.
-    fits: HashMap<FrameSize, Result<Chain, String>>,
+    fits: HashMap<FrameSize, Result<Chain, FitError>>,
     /// Each input's frames dropped so far, and whether it is live, from the run's live
     /// figures.
     dropped: Vec<(u64, bool)>,

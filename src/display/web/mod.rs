@@ -81,38 +81,56 @@ const MAX_PICK: i32 = 1 << 16;
 /// Refuses a chain that changes the frames' size or turns them: the outputs, the window
 /// and the mosaic opened at the run's size, which a chain typed while it runs can't change
 /// (a flip or a half turn, which keep every size, are taken).
-fn refuse_resizing(chain: &crate::filter::Chain) -> Result<(), String> {
+fn refuse_resizing(chain: &crate::filter::Chain) -> Result<(), Refused> {
     use crate::frame::FrameSize;
     let kept = |s: FrameSize| chain.output_size(s) == Ok(s);
     match kept(FrameSize::new(1234, 566)) && kept(FrameSize::new(566, 1234)) {
         true => Ok(()),
-        false => Err(format!(
-            "the chain {chain} changes the frames' size, which the outputs opened at: give it with --filter when the run starts"
-        )),
+        false => Err(Refused::Resizing(chain.to_string())),
     }
+}
+
+/// Why a control request is refused (400, the message as the body).
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    /// A chain longer than the view takes.
+    #[error("the chain is longer than {MAX_CHAIN} characters")]
+    TooLong,
+    /// A chain naming a kernel file.
+    #[error("a kernel file is loaded from the command line only (--filter kernel:FILE)")]
+    Kernel,
+    /// A chain that doesn't parse.
+    #[error(transparent)]
+    Chain(#[from] crate::filter::FilterError),
+    /// A chain that changes the frames' size.
+    #[error("the chain {0} changes the frames' size, which the outputs opened at: give it with --filter when the run starts")]
+    Resizing(String),
+    /// A key the page has no button for.
+    #[error("key: one of 1-9, p, b, B, space")]
+    Key,
+    /// A pick outside the picture.
+    #[error("pick: X,Y in the picture's pixels, 0 to {MAX_PICK}")]
+    Pick,
 }
 
 /// What a control request (`POST /control?key=K`, `/chain?chain=C`, `/stop`) asks, or why it
 /// is refused (400). A chain with a kernel file is refused: the page may not name files on
 /// the server (kernels come from the command line).
-fn ask_of(path: &str, query: &str) -> Result<Ask, String> {
+fn ask_of(path: &str, query: &str) -> Result<Ask, Refused> {
     match path {
         "/stop" => Ok(Ask::Stop),
         "/chain" => {
             let text = access::query_param(query, "chain").unwrap_or_default();
             if text.len() > MAX_CHAIN {
-                return Err(format!("the chain is longer than {MAX_CHAIN} characters"));
+                return Err(Refused::TooLong);
             }
             let kernel = text
                 .split(',')
                 .any(|f| f.trim().to_ascii_lowercase().starts_with("kernel"));
             if kernel {
-                return Err(
-                    "a kernel file is loaded from the command line only (--filter kernel:FILE)"
-                        .into(),
-                );
+                return Err(Refused::Kernel);
             }
-            let chain: crate::filter::Chain = text.parse().map_err(|e| format!("{e}"))?;
+            let chain: crate::filter::Chain = text.parse()?;
             refuse_resizing(&chain)?;
             Ok(Ask::Chain(chain))
         }
@@ -120,12 +138,12 @@ fn ask_of(path: &str, query: &str) -> Result<Ask, String> {
         _ => access::query_param(query, "key")
             .and_then(|k| decode_key(&k))
             .map(Ask::Key)
-            .ok_or_else(|| "key: one of 1-9, p, b, B, space".to_string()),
+            .ok_or(Refused::Key),
     }
 }
 
 /// `pick=X,Y` (the picture's pixels) and `double=1` for a double click.
-fn pick_of(query: &str) -> Result<Ask, String> {
+fn pick_of(query: &str) -> Result<Ask, Refused> {
     let pick = access::query_param(query, "pick").unwrap_or_default();
     let coordinate = |v: &str| {
         v.trim()
@@ -136,7 +154,7 @@ fn pick_of(query: &str) -> Result<Ask, String> {
     let (x, y) = pick
         .split_once(',')
         .and_then(|(x, y)| Some((coordinate(x)?, coordinate(y)?)))
-        .ok_or_else(|| format!("pick: X,Y in the picture's pixels, 0 to {MAX_PICK}"))?;
+        .ok_or(Refused::Pick)?;
     let double = access::query_param(query, "double").as_deref() == Some("1");
     Ok(Ask::Pick { x, y, double })
 }
@@ -511,7 +529,7 @@ mod tests {
         ] {
             let said = ask_of("/chain", &format!("chain={resizing}"));
             assert!(
-                said.is_err_and(|e| e.contains("changes the frames' size")),
+                said.is_err_and(|e| e.to_string().contains("changes the frames' size")),
                 "{resizing}"
             );
         }

@@ -262,7 +262,7 @@ fn answer(
                     let _ = keys.send(ask);
                     respond(StatusCode::OK, PLAIN, "ok")
                 }
-                Err(why) => respond(StatusCode::BAD_REQUEST, PLAIN, why),
+                Err(why) => respond(StatusCode::BAD_REQUEST, PLAIN, why.to_string()),
             }
         }
         _ => respond(StatusCode::NOT_FOUND, PLAIN, "not here"),
