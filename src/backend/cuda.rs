@@ -352,15 +352,14 @@ impl CudaBackend {
         lock_buffers(self.cfg.pageable, &self.device, &mut slot, lent)?;
         let set = self.sets.last_mut().expect("use_set made it the last");
         let composed = mosaic.is_some();
-        let lane = set.run(
-            &self.device,
+        let how = super::lanes::FrameRun {
             plan,
-            &mut slot,
             timed,
             graph,
-            mosaic.as_ref(),
+            mosaic: mosaic.as_ref(),
             bound,
-        )?;
+        };
+        let lane = set.run(&self.device, &mut slot, how)?;
         if let (true, Some(c)) = (composed, &mut self.composer) {
             c.written(&self.device, || {
                 set.composed_on(&self.device, lane, plan, graph)

@@ -116,6 +116,14 @@ impl Kernel {
     }
 }
 
+/// A band's buffers for one filter: its input, its output and the separable filters'
+/// intermediate rows.
+struct BandBuffers<'a> {
+    src: &'a CudaSlice<u8>,
+    dst: &'a mut CudaSlice<u8>,
+    tmp: &'a mut CudaSlice<u16>,
+}
+
 /// The last argument of a separable filter's passes.
 enum PassArg<'w> {
     /// The box's area (k²), divided by in its column pass.
@@ -632,7 +640,12 @@ impl ChainKernels {
         for (filter, extra) in filters.zip(&self.extras[part]) {
             let [a, b] = bufs;
             let (src, dst) = if cur == 0 { (&*a, b) } else { (&*b, a) };
-            self.launch(stream, filter, extra, src, dst, tmp, v)
+            let band = BandBuffers {
+                src,
+                dst,
+                tmp: &mut *tmp,
+            };
+            self.launch(stream, filter, extra, band, v)
                 .with_context(|| format!("launching the {filter} kernels"))?;
             cur = 1 - cur;
         }
@@ -642,7 +655,6 @@ impl ChainKernels {
     /// Queues geometry filter `g` on `s` from the whole `from` frame at `src` into the `to`
     /// frame at `dst` (packed BGR; `kernels/geometry.cu`); `taps` are a bilinear scale's
     /// (`filter::geometry::tap_table`, on the device).
-    #[allow(clippy::too_many_arguments)]
     pub fn geometry(
         &self,
         s: &CudaStream,
@@ -706,17 +718,15 @@ impl ChainKernels {
         go(&mut b, grid).context("launching the layout kernel")
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn launch(
         &self,
         s: &CudaStream,
         filter: &Filter,
         extra: &Extra,
-        src: &CudaSlice<u8>,
-        dst: &mut CudaSlice<u8>,
-        tmp: &mut CudaSlice<u16>,
+        band: BandBuffers,
         v: View,
     ) -> Result<()> {
+        let BandBuffers { src, dst, tmp } = band;
         let n = (v.width * v.rows * 3) as u64;
         let linear = |per_thread: u64| LaunchConfig {
             grid_dim: (
@@ -753,14 +763,16 @@ impl ChainKernels {
             Filter::Box { k } => {
                 let area = k * k;
                 let passes = (Kernel::BoxRows, Kernel::BoxColumns);
-                self.separable(s, passes, src, tmp, dst, v, k, PassArg::Area(area))?;
+                let band = BandBuffers { src, dst, tmp };
+                self.separable(s, passes, band, v, k, PassArg::Area(area))?;
             }
             Filter::Gauss { k, .. } => {
                 let Extra::Weights(wts) = extra else {
                     anyhow::bail!("Gaussian weights missing");
                 };
                 let passes = (Kernel::GaussRows, Kernel::GaussColumns);
-                self.separable(s, passes, src, tmp, dst, v, k, PassArg::Weights(wts))?;
+                let band = BandBuffers { src, dst, tmp };
+                self.separable(s, passes, band, v, k, PassArg::Weights(wts))?;
             }
             Filter::Sobel | Filter::Median3 | Filter::Sharpen { .. } => {
                 let kernel = match filter {
@@ -838,18 +850,16 @@ impl ChainKernels {
     /// A separable filter's two passes over band `v`: `passes.0` along rows from `src` into
     /// `tmp`, then `passes.1` along columns from `tmp` into `dst`, with radius `k / 2`. The
     /// box and the Gaussian differ only in their last argument (`last`).
-    #[allow(clippy::too_many_arguments)]
     fn separable(
         &self,
         s: &CudaStream,
         passes: (Kernel, Kernel),
-        src: &CudaSlice<u8>,
-        tmp: &mut CudaSlice<u16>,
-        dst: &mut CudaSlice<u8>,
+        band: BandBuffers,
         v: View,
         k: u32,
         last: PassArg,
     ) -> Result<()> {
+        let BandBuffers { src, dst, tmp } = band;
         let grid = grid_2d(v);
         let r = (k / 2) as i32;
         let (w, rows, row0, height) = (

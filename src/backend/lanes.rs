@@ -385,6 +385,22 @@ pub(super) struct LaneSet {
     shape: Option<(super::Shape, CudaSlice<u8>)>,
 }
 
+/// How one frame is queued (`LaneSet::run`): cut by `plan`, timed or not, as one graph
+/// launch where `graph` allows it, composed into the mosaic where `mosaic` says, with the
+/// chain `bound` to this frame's facts where it has text.
+pub(super) struct FrameRun<'a> {
+    /// How the frame is cut into bands.
+    pub plan: Plan,
+    /// Whether its stages are timed (sampled and traced frames).
+    pub timed: bool,
+    /// Whether a graph may replay it.
+    pub graph: bool,
+    /// Its tile of the mosaic, where the backend composes one.
+    pub mosaic: Option<&'a FrameMosaic<'a>>,
+    /// The chain bound to the frame (text filters), where it differs from the set's.
+    pub bound: Option<crate::filter::Chain>,
+}
+
 /// Where a frame goes in the mosaic the backend composes.
 pub(super) struct FrameMosaic<'a> {
     /// The mosaic's device address and width.
@@ -516,19 +532,15 @@ impl LaneSet {
         self.graphs.clear();
     }
 
-    /// Queues `slot`'s frame in the next lane, cut by `plan`, as one graph launch where
-    /// `graph` allows it, composing it into the mosaic where `mosaic` says; returns the lane.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn run(
-        &mut self,
-        dev: &Device,
-        plan: Plan,
-        slot: &mut Slot,
-        timed: bool,
-        graph: bool,
-        mosaic: Option<&FrameMosaic>,
-        bound: Option<crate::filter::Chain>,
-    ) -> Result<usize> {
+    /// Queues `slot`'s frame in the next lane as `how` says (`FrameRun`); returns the lane.
+    pub(super) fn run(&mut self, dev: &Device, slot: &mut Slot, how: FrameRun) -> Result<usize> {
+        let FrameRun {
+            plan,
+            timed,
+            graph,
+            mosaic,
+            bound,
+        } = how;
         self.bound = bound;
         let lane = self.next_lane;
         self.next_lane = (lane + 1) % self.lanes.len();

@@ -111,33 +111,27 @@ pub fn apply(filter: &Filter, v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u
         }
         Filter::Box { k } => {
             let r = (k / 2) as isize;
-            separable(
-                v,
-                src,
-                dst,
-                tmp,
+            let weights = Separable {
                 r,
-                |_| 1,
-                |sum| sum as u16,
-                |sum| {
+                w: |_| 1,
+                row_out: |sum| sum as u16,
+                col_out: |sum| {
                     let area = k * k;
                     ((sum + area / 2) / area) as u8
                 },
-            );
+            };
+            separable(v, src, dst, tmp, weights);
         }
         Filter::Gauss { k, sigma } => {
             let w = gauss_weights(k, sigma);
             let r = (k / 2) as isize;
-            separable(
-                v,
-                src,
-                dst,
-                tmp,
+            let weights = Separable {
                 r,
-                |i| w[i],
-                |sum| ((sum + (1 << (GAUSS_ROW_SHIFT - 1))) >> GAUSS_ROW_SHIFT) as u16,
-                |sum| ((sum + (1 << (GAUSS_COL_SHIFT - 1))) >> GAUSS_COL_SHIFT) as u8,
-            );
+                w: |i| w[i],
+                row_out: |sum| ((sum + (1 << (GAUSS_ROW_SHIFT - 1))) >> GAUSS_ROW_SHIFT) as u16,
+                col_out: |sum| ((sum + (1 << (GAUSS_COL_SHIFT - 1))) >> GAUSS_COL_SHIFT) as u8,
+            };
+            separable(v, src, dst, tmp, weights);
         }
         Filter::Sobel => each_pixel(v, dst, |y, x, c| {
             let p = |dy: isize, dx: isize| i32::from(src[v.at(v.row(y, dy), v.col(x, dx), c)]);
@@ -201,19 +195,29 @@ fn each_pixel(v: &View, dst: &mut [u8], mut f: impl FnMut(usize, usize, usize) -
     }
 }
 
-/// A separable filter: a row pass into `tmp` (reflected columns), then a column pass
-/// (reflected, clamped rows), with integer weights `w(i)`, i = 0..2r.
-#[allow(clippy::too_many_arguments)]
-fn separable(
-    v: &View,
-    src: &[u8],
-    dst: &mut [u8],
-    tmp: &mut [u16],
+/// A separable filter's radius, integer weights `w(i)` (i = 0..2r) and the rounding of each
+/// pass's sums.
+struct Separable<W, R, C> {
     r: isize,
-    w: impl Fn(usize) -> u32,
-    row_out: impl Fn(u32) -> u16,
-    col_out: impl Fn(u32) -> u8,
-) {
+    w: W,
+    row_out: R,
+    col_out: C,
+}
+
+/// A separable filter: a row pass into `tmp` (reflected columns), then a column pass
+/// (reflected, clamped rows).
+fn separable<W, R, C>(v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u16], f: Separable<W, R, C>)
+where
+    W: Fn(usize) -> u32,
+    R: Fn(u32) -> u16,
+    C: Fn(u32) -> u8,
+{
+    let Separable {
+        r,
+        w,
+        row_out,
+        col_out,
+    } = f;
     for y in 0..v.rows {
         for x in 0..v.width {
             for c in 0..CHANNELS {

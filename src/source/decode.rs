@@ -1149,24 +1149,37 @@ fn copy_planes(
             }
         } else {
             let cols = row_bytes / elem;
-            turn_plane(data, stride, cols, rows, elem, turns, out, dst.pitch);
+            let plane = Plane {
+                data,
+                stride,
+                cols,
+                rows,
+                elem,
+            };
+            turn_plane(&plane, turns, out, dst.pitch);
         }
     }
 }
 
-/// Turns a plane of `cols` × `rows` elements of `elem` bytes (rows `stride` apart) by
-/// `turns` quarter turns clockwise into `out` (rows `out_pitch` apart).
-#[allow(clippy::too_many_arguments)]
-fn turn_plane(
-    data: &[u8],
+/// A plane of a decoded picture as it lies: `cols` × `rows` elements of `elem` bytes, rows
+/// `stride` apart.
+struct Plane<'a> {
+    data: &'a [u8],
     stride: usize,
     cols: usize,
     rows: usize,
     elem: usize,
-    turns: u32,
-    out: &mut [u8],
-    out_pitch: usize,
-) {
+}
+
+/// Turns `plane` by `turns` quarter turns clockwise into `out` (rows `out_pitch` apart).
+fn turn_plane(plane: &Plane, turns: u32, out: &mut [u8], out_pitch: usize) {
+    let Plane {
+        data,
+        stride,
+        cols,
+        rows,
+        elem,
+    } = *plane;
     for y in 0..rows {
         for x in 0..cols {
             let (ox, oy) = match turns {
@@ -1438,13 +1451,19 @@ mod tests {
     #[test]
     fn planes_turn_a_quarter_clockwise() {
         // 3 wide, 2 high: a b c / d e f → turned clockwise: d a / e b / f c.
-        let data = b"abc.def.";
+        let plane = Plane {
+            data: b"abc.def.",
+            stride: 4,
+            cols: 3,
+            rows: 2,
+            elem: 1,
+        };
         let mut out = vec![0u8; 6];
-        turn_plane(data, 4, 3, 2, 1, 1, &mut out, 2);
+        turn_plane(&plane, 1, &mut out, 2);
         assert_eq!(&out, b"daebfc");
-        turn_plane(data, 4, 3, 2, 1, 2, &mut out, 3);
+        turn_plane(&plane, 2, &mut out, 3);
         assert_eq!(&out, b"fedcba");
-        turn_plane(data, 4, 3, 2, 1, 3, &mut out, 2);
+        turn_plane(&plane, 3, &mut out, 2);
         assert_eq!(&out, b"cfbead");
     }
 }
