@@ -74,7 +74,7 @@ fn main() {
             if std::env::var_os("FRAMEPIPE_FULL_TEARDOWN").is_none() {
                 framepipe::backend::teardown::leave_to_exit();
             }
-            let ran = framepipe::app::run(cli.run);
+            let ran = framepipe::app::run(framepipe::plan::Start::new(cli.run));
             left_behind = ran.left_behind;
             if ran.restart && ran.result.is_ok() && !framepipe::stop::signalled() {
                 start_again();

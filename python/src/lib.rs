@@ -888,10 +888,10 @@ fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyR
         stop: stop.clone(),
         marks: marks.clone(),
     };
-    let args = cli.run;
+    let start = framepipe::plan::Start::new(cli.run);
     let thread = std::thread::Builder::new()
         .name("framepipe run".into())
-        .spawn(move || framepipe::app::run_embedded(args, hand))
+        .spawn(move || framepipe::app::run_embedded(start, hand))
         .map_err(|e| PyRuntimeError::new_err(format!("starting the run's thread: {e}")))?;
     Ok(Run {
         state: Mutex::new(Running {

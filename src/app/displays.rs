@@ -9,7 +9,7 @@
 use anyhow::Result;
 
 use super::opening::{Inputs, Running};
-use super::screen::{check_window_possible, no_display, open_window, shown_within};
+use super::screen::{check_window_possible, open_window, shown_within};
 use crate::display;
 use crate::display::Knobs;
 use crate::output;
@@ -233,20 +233,6 @@ fn web(view: View, _: Knobs, _: Vec<String>, _: Vec<String>) -> Box<dyn Sink> {
 
 /// Checks that the run's window can open (where it has one); false when a stop came while
 /// the display was being asked (the run then ends, having written nothing).
-/// With no display to show a window on (DISPLAY is not set, or the build has no OpenCV), a
-/// run that did not say `--headless` goes on headless and says so in one line, so that the
-/// first command people type does something on a server; a display that is named but does
-/// not answer stays an error (`window_possible_unless_stopped`).
-/// The reason, to say once the plan is checked (a refused run says only what it refused).
-pub(super) fn headless_where_no_display(args: &mut crate::cli::RunArgs) -> Option<&'static str> {
-    if args.headless {
-        return None;
-    }
-    let why = no_display()?;
-    args.headless = true;
-    Some(why)
-}
-
 pub(super) fn window_possible_unless_stopped(display: &Display, stop: &Stop) -> Result<bool> {
     if display.window == Window::None {
         return Ok(true);

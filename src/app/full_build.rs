@@ -52,10 +52,3 @@ fn command(build: &OsString) -> std::process::Command {
     cmd.arg0(arg0).args(args).env_remove(VAR);
     cmd
 }
-
-/// A window is asked for (no `--headless`) and a display is named: the OpenCV build opens
-/// it (a build without OpenCV runs headless).
-pub(super) fn window_part(args: &crate::cli::RunArgs) -> Option<OpenCvPart> {
-    let display = std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty());
-    (!args.headless && display).then_some(OpenCvPart::Window)
-}

@@ -12,20 +12,20 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use crate::cli::RunArgs;
 use crate::plan::shard::Roster;
+use crate::plan::Start;
 use crate::stop::Stop;
 
 /// How often the browser view's figures are refreshed while waiting.
 const REFRESH: Duration = Duration::from_millis(250);
 
 /// Waits as the module doc says.
-pub(super) fn wait(args: &RunArgs, roster: &Roster, stop: &Stop) -> Result<()> {
+pub(super) fn wait(start: &Start, roster: &Roster, stop: &Stop) -> Result<()> {
     let Some(file) = roster.file.as_ref().filter(|_| !only_files(roster)) else {
         crate::info!("nothing to run: none of the inputs is this process's");
         return Ok(());
     };
-    let serve = crate::plan::run::check_serve(args)?;
+    let serve = start.serve()?;
     crate::info!("nothing to run until '{file}' gives this process an input; waiting");
     let mut view = serve.map(open_view).transpose()?;
     while !stop.is_requested() {

@@ -23,12 +23,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::backend::{self, check, BackendConfig, BackendKind};
-use crate::cli::RunArgs;
 use crate::info;
 use crate::output;
 use crate::pipeline;
-use crate::plan::shard::{Environment, Roster};
-use crate::plan::{Machine, RunPlan};
+use crate::plan::shard::Environment;
+use crate::plan::{Machine, RunPlan, Start};
 use crate::reload::Reloader;
 use crate::sink::{self, route, Sink};
 use crate::stop::Stop;
@@ -66,48 +65,41 @@ pub struct Ran {
     pub restart: bool,
 }
 
-/// Runs the pipeline as `args` say. The flags are consumed into a `RunPlan`, and every
+/// Runs the pipeline as `start` says. The flags are consumed into a `RunPlan`, and every
 /// later step reads that.
-pub fn run(args: RunArgs) -> Ran {
-    run_with(args, Stop::process(), None)
+pub fn run(start: Start) -> Ran {
+    run_with(start, Stop::process(), None)
 }
 
 /// Runs the pipeline as `args` say for a program that embeds framepipe (the Python
 /// package): every input's frames are also handed over as `to` says (`sink::handover`,
-/// in `args.handover`'s format), and the run ends when `to.stop` is asked for. No signal
-/// handler is installed: the embedding program keeps its own. No CUDA graph is captured.
-pub fn run_embedded(mut args: RunArgs, to: sink::handover::HandTo) -> Ran {
-    args.handover = Some(to.shaping.format());
-    // The program runs CUDA work of its own on the same context (a model), and a thread
-    // that synchronizes the context breaks a graph capture (`plan::run`'s NVDEC rule).
-    args.no_graphs = true;
-    run_with(args, to.stop.clone(), Some(to))
+/// in the format its shaping asks for), and the run ends when `to.stop` is asked for. No
+/// signal handler is installed: the embedding program keeps its own. No CUDA graph is
+/// captured (`Start::embedded`).
+pub fn run_embedded(start: Start, to: sink::handover::HandTo) -> Ran {
+    let start = start.embedded(to.shaping.format());
+    run_with(start, to.stop.clone(), Some(to))
 }
 
-fn run_with(mut args: RunArgs, stop: Stop, to: Option<sink::handover::HandTo>) -> Ran {
-    let window = full_build::window_part(&args);
-    let headless_because = displays::headless_where_no_display(&mut args);
+fn run_with(start: Start, stop: Stop, to: Option<sink::handover::HandTo>) -> Ran {
+    let window = start.window_part();
+    let headless_because = start.headless_because();
     let ending = report::Ending::default();
-    let summary_json = args.summary_json.clone();
+    let summary_json = start.summary_json();
     let mut watch = None;
     let result = (|| {
         if to.is_none() {
             Stop::install_signal_handler().context("installing the signal handlers")?;
         }
-        let roster = Roster::gather(
-            &args.input,
-            args.inputs.as_deref(),
-            args.shard.as_deref(),
-            &Environment::of_process(),
-        )?;
+        let roster = start.roster(&Environment::of_process())?;
         if let Some(line) = roster.describe() {
             info!("inputs: {line}");
         }
-        watch = roster::Watch::start(args.input.clone(), &roster, &stop);
+        watch = roster::Watch::start(start.inputs_given(), &roster, &stop);
         if roster.listed() && roster.mine().is_empty() {
-            return idle::wait(&args, &roster, &stop);
+            return idle::wait(&start, &roster, &stop);
         }
-        let plan = RunPlan::from_args(args, &roster)?;
+        let plan = start.plan(&roster)?;
         if to.is_none() {
             full_build::hand_over(window.or_else(|| plan.opencv_part()));
         }

@@ -14,14 +14,6 @@ pub(super) fn shown_within() -> crate::frame::FrameSize {
     display::window::unscaled_area().unwrap_or(MAX_MOSAIC)
 }
 
-/// Why no window can be shown here, where none can: no display is named.
-pub(super) fn no_display() -> Option<&'static str> {
-    match display::window::display_named() {
-        true => None,
-        false => Some("no display to show a window on (DISPLAY is not set)"),
-    }
-}
-
 /// Fails, saying what to do instead, where a window can't be opened.
 pub(super) fn check_window_possible() -> Result<()> {
     Ok(display::window::check_display()?)

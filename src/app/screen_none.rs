@@ -12,14 +12,6 @@ pub(super) fn shown_within() -> crate::frame::FrameSize {
     MAX_MOSAIC
 }
 
-/// Why no window can be shown: no display is named, or this build has none.
-pub(super) fn no_display() -> Option<&'static str> {
-    match std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty()) {
-        true => Some("this build has no window (it has no OpenCV)"),
-        false => Some("no display to show a window on (DISPLAY is not set)"),
-    }
-}
-
 /// Never possible.
 pub(super) fn check_window_possible() -> Result<()> {
     anyhow::bail!("this build has no OpenCV and cannot open a window; run with --headless")

@@ -727,44 +727,17 @@ impl ChainKernels {
         v: View,
     ) -> Result<()> {
         let BandBuffers { src, dst, tmp } = band;
-        let n = (v.width * v.rows * 3) as u64;
-        let linear = |per_thread: u64| LaunchConfig {
-            grid_dim: (
-                n.div_ceil(per_thread).div_ceil(u64::from(BLOCK)).max(1) as u32,
-                1,
-                1,
-            ),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
         let grid = grid_2d(v);
         match *filter {
             Filter::Copy
             | Filter::Invert
             | Filter::Gray
             | Filter::Gain { .. }
-            | Filter::Rate(_) => {
-                // Bytes per thread: 16 (one uint4), 48 for gray (16 whole pixels). (`fps:N`
-                // changes no pixel: the plan leaves it to the outputs, a copy here.)
-                let (kernel, per) = match filter {
-                    Filter::Copy | Filter::Rate(_) => (Kernel::Copy, 16),
-                    Filter::Invert => (Kernel::Invert, 16),
-                    Filter::Gray => (Kernel::Gray, 48),
-                    _ => (Kernel::Gain, 16),
-                };
-                let band = Band::new(s, src, dst, v);
-                let mut b = s.launch_builder(self.func(kernel));
-                b.arg(&band);
-                if let Filter::Gain { alpha, beta } = filter {
-                    b.arg(alpha).arg(beta);
-                }
-                go(&mut b, linear(per))?;
-            }
+            | Filter::Rate(_) => self.pointwise(s, filter, Band::new(s, src, dst, v)),
             Filter::Box { k } => {
-                let area = k * k;
                 let passes = (Kernel::BoxRows, Kernel::BoxColumns);
                 let band = BandBuffers { src, dst, tmp };
-                self.separable(s, passes, band, v, k, PassArg::Area(area))?;
+                self.separable(s, passes, band, v, k, PassArg::Area(k * k))
             }
             Filter::Gauss { k, .. } => {
                 let Extra::Weights(wts) = extra else {
@@ -772,25 +745,10 @@ impl ChainKernels {
                 };
                 let passes = (Kernel::GaussRows, Kernel::GaussColumns);
                 let band = BandBuffers { src, dst, tmp };
-                self.separable(s, passes, band, v, k, PassArg::Weights(wts))?;
+                self.separable(s, passes, band, v, k, PassArg::Weights(wts))
             }
             Filter::Sobel | Filter::Median3 | Filter::Sharpen { .. } => {
-                let kernel = match filter {
-                    Filter::Sobel => Kernel::Sobel,
-                    Filter::Median3 => Kernel::Median3,
-                    _ => Kernel::Sharpen,
-                };
-                let band = Band::new(s, src, dst, v);
-                let mut b = s.launch_builder(self.func(kernel));
-                b.arg(&band);
-                let (keep, take) = match filter {
-                    Filter::Sharpen { amount } => (1.0 + amount, -amount),
-                    _ => (0.0, 0.0),
-                };
-                if kernel == Kernel::Sharpen {
-                    b.arg(&keep).arg(&take);
-                }
-                go(&mut b, grid)?;
+                self.neighbourhood(s, filter, Band::new(s, src, dst, v), grid)
             }
             Filter::Geometry(ref g) => {
                 anyhow::bail!("{g} runs on the whole frame after the bands (`backend::reshape`), not in a band")
@@ -799,16 +757,68 @@ impl ChainKernels {
                 let Extra::Atlas(atlas) = extra else {
                     anyhow::bail!("the text's glyphs were not uploaded");
                 };
-                self.text(s, t, atlas, Band::new(s, src, dst, v), grid)?;
+                self.text(s, t, atlas, Band::new(s, src, dst, v), grid)
             }
             Filter::Kernel(ref user) => {
                 let Extra::User(func) = extra else {
                     anyhow::bail!("kernel {} was not loaded", user.function);
                 };
-                Self::user(s, func, user, Band::new(s, src, dst, v), grid)?;
+                Self::user(s, func, user, Band::new(s, src, dst, v), grid)
             }
         }
-        Ok(())
+    }
+
+    /// The filters that read one pixel at a time (`copy`, `invert`, `gray`, `gain`; `fps:N`
+    /// changes no pixel: the plan leaves it to the outputs, a copy here), over the band's
+    /// bytes in a line of threads: 16 bytes each (one uint4), 48 for gray (16 whole pixels).
+    fn pointwise(&self, s: &CudaStream, filter: &Filter, band: Band) -> Result<()> {
+        let (kernel, per_thread) = match filter {
+            Filter::Copy | Filter::Rate(_) => (Kernel::Copy, 16),
+            Filter::Invert => (Kernel::Invert, 16),
+            Filter::Gray => (Kernel::Gray, 48),
+            _ => (Kernel::Gain, 16),
+        };
+        let n = band.width as u64 * band.rows as u64 * 3;
+        let linear = LaunchConfig {
+            grid_dim: (
+                n.div_ceil(per_thread).div_ceil(u64::from(BLOCK)).max(1) as u32,
+                1,
+                1,
+            ),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = s.launch_builder(self.func(kernel));
+        b.arg(&band);
+        if let Filter::Gain { alpha, beta } = filter {
+            b.arg(alpha).arg(beta);
+        }
+        go(&mut b, linear)
+    }
+
+    /// The 3×3 filters (`sobel`, `median3`, `sharpen` with its two weights) over `band`.
+    fn neighbourhood(
+        &self,
+        s: &CudaStream,
+        filter: &Filter,
+        band: Band,
+        grid: LaunchConfig,
+    ) -> Result<()> {
+        let kernel = match filter {
+            Filter::Sobel => Kernel::Sobel,
+            Filter::Median3 => Kernel::Median3,
+            _ => Kernel::Sharpen,
+        };
+        let mut b = s.launch_builder(self.func(kernel));
+        b.arg(&band);
+        let (keep, take) = match filter {
+            Filter::Sharpen { amount } => (1.0 + amount, -amount),
+            _ => (0.0, 0.0),
+        };
+        if kernel == Kernel::Sharpen {
+            b.arg(&keep).arg(&take);
+        }
+        go(&mut b, grid)
     }
 
     /// A text over `band`, placed on its frame (`filter::text`), its glyphs from `atlas`.

@@ -26,6 +26,20 @@ use anyhow::Result;
 use crate::pixel::PixelFormat;
 pub use crate::sink::{bgr, Flow, Frame, Sink};
 
+/// Why no window can be shown here, where none can: no display is named, or this build has
+/// no window (no OpenCV).
+pub fn why_no_window() -> Option<&'static str> {
+    #[cfg(feature = "opencv")]
+    let named = window::display_named();
+    #[cfg(not(feature = "opencv"))]
+    let named = std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty());
+    match (named, cfg!(feature = "opencv")) {
+        (false, _) => Some("no display to show a window on (DISPLAY is not set)"),
+        (true, false) => Some("this build has no window (it has no OpenCV)"),
+        (true, true) => None,
+    }
+}
+
 /// The settings the window's keys change, as the window last asked for them.
 #[derive(Clone, Debug)]
 pub struct Knobs {

@@ -104,6 +104,10 @@ pub fn height(ink: &Ink, rows: usize) -> i32 {
     ink.px(TEXT_PX + 12.0) + ink.px(ROW_PX) * rows.max(1) as i32 + ink.px(TEXT_PX + 14.0)
 }
 
+/// The strip's text and ticks, and its rows' lines.
+const LIGHT: Scalar = Scalar::new(235.0, 235.0, 235.0, 0.0);
+const GRID: Scalar = Scalar::new(90.0, 90.0, 90.0, 0.0);
+
 /// BGR of a trace colour.
 fn bgr([r, g, b]: [u8; 3]) -> Scalar {
     Scalar::new(f64::from(b), f64::from(g), f64::from(r), 0.0)
@@ -113,8 +117,6 @@ fn bgr([r, g, b]: [u8; 3]) -> Scalar {
 /// area, below the picture), `width` canvas pixels wide.
 pub fn draw(canvas: &mut Mat, top: i32, ink: &Ink, layout: Option<&Layout>) -> Result<()> {
     let width = canvas.cols();
-    let light = Scalar::new(235.0, 235.0, 235.0, 0.0);
-    let grid = Scalar::new(90.0, 90.0, 90.0, 0.0);
     let caption = match layout {
         Some(l) => l.caption(),
         None => "timeline: waiting for traced frames".to_string(),
@@ -123,43 +125,71 @@ pub fn draw(canvas: &mut Mat, top: i32, ink: &Ink, layout: Option<&Layout>) -> R
         canvas,
         &caption,
         Point::new(ink.px(6.0), top + ink.px(TEXT_PX + 4.0)),
-        light,
+        LIGHT,
     )?;
     let Some(layout) = layout else {
         return Ok(());
     };
-    let rows_top = top + ink.px(TEXT_PX + 12.0);
-    let row = ink.px(ROW_PX);
     let names = layout
         .rows
         .iter()
         .map(|(_, n)| ink.text_width(n))
         .collect::<Result<Vec<_>>>()?;
     let left = names.into_iter().max().unwrap_or(0).min(width / 3) + ink.px(12.0);
-    let plot = (width - left - ink.px(10.0)).max(1);
-    let x = |f: f64| left + (f.clamp(0.0, 1.0) * f64::from(plot)).round() as i32;
+    let area = Area {
+        left,
+        plot: (width - left - ink.px(10.0)).max(1),
+        rows_top: top + ink.px(TEXT_PX + 12.0),
+        row: ink.px(ROW_PX),
+    };
+    draw_rows(canvas, ink, layout, &area)?;
+    draw_axis(canvas, ink, layout, &area)
+}
+
+/// Where the strip's rows and bars go, in canvas pixels.
+struct Area {
+    /// The plot's left edge (right of the rows' names).
+    left: i32,
+    /// Its width.
+    plot: i32,
+    /// The first row's top.
+    rows_top: i32,
+    /// A row's height.
+    row: i32,
+}
+
+impl Area {
+    /// The column of `f` (0 to 1) of the plot's width.
+    fn x(&self, f: f64) -> i32 {
+        self.left + (f.clamp(0.0, 1.0) * f64::from(self.plot)).round() as i32
+    }
+}
+
+/// Each row's name and line, and the spans' bars on them.
+fn draw_rows(canvas: &mut Mat, ink: &Ink, layout: &Layout, area: &Area) -> Result<()> {
+    let (left, plot, row) = (area.left, area.plot, area.row);
     for (i, (_, name)) in layout.rows.iter().enumerate() {
-        let y = rows_top + row * i as i32;
+        let y = area.rows_top + row * i as i32;
         ink.text(
             canvas,
             name,
             Point::new(ink.px(6.0), y + row - ink.px(5.0)),
-            light,
+            LIGHT,
         )?;
         imgproc::line(
             canvas,
             Point::new(left, y + row),
             Point::new(left + plot, y + row),
-            grid,
+            GRID,
             1,
             imgproc::LINE_8,
             0,
         )?;
     }
     for b in &layout.bars {
-        let y = rows_top + row * b.row as i32;
+        let y = area.rows_top + row * b.row as i32;
         // At least 3 screen pixels: a 10 µs span in a 100 ms window still shows its colour.
-        let (x0, x1) = (x(b.x0), x(b.x1).max(x(b.x0) + ink.px(3.0)));
+        let (x0, x1) = (area.x(b.x0), area.x(b.x1).max(area.x(b.x0) + ink.px(3.0)));
         imgproc::rectangle(
             canvas,
             Rect::new(x0, y + ink.px(2.0), x1 - x0, row - ink.px(4.0)),
@@ -169,16 +199,22 @@ pub fn draw(canvas: &mut Mat, top: i32, ink: &Ink, layout: Option<&Layout>) -> R
             0,
         )?;
     }
-    let axis = rows_top + row * layout.rows.len() as i32 + ink.px(2.0);
-    // Labels that would run into the previous one are left out (their ticks stay).
+    Ok(())
+}
+
+/// The time axis under the rows: a tick at each of the layout's, labelled where the label
+/// doesn't run into the previous one (its tick stays).
+fn draw_axis(canvas: &mut Mat, ink: &Ink, layout: &Layout, area: &Area) -> Result<()> {
+    let width = canvas.cols();
+    let axis = area.rows_top + area.row * layout.rows.len() as i32 + ink.px(2.0);
     let mut free_from = i32::MIN;
     for t in &layout.ticks_ms {
-        let tx = x(t / layout.span_ms);
+        let tx = area.x(t / layout.span_ms);
         imgproc::line(
             canvas,
             Point::new(tx, axis),
             Point::new(tx, axis + ink.px(4.0)),
-            light,
+            LIGHT,
             1,
             imgproc::LINE_8,
             0,
@@ -191,7 +227,7 @@ pub fn draw(canvas: &mut Mat, top: i32, ink: &Ink, layout: Option<&Layout>) -> R
                 canvas,
                 &label,
                 Point::new(lx, axis + ink.px(TEXT_PX + 5.0)),
-                light,
+                LIGHT,
             )?;
             free_from = lx + w + ink.px(8.0);
         }

@@ -335,83 +335,93 @@ fn parse_args(name: &str, args: &[&str]) -> Result<Geometry, ArgumentError> {
             false => Err(ArgumentError::Count(args.len())),
         }
     };
-    let px = |s: &str| -> Result<usize, ArgumentError> {
-        s.parse::<usize>()
-            .ok()
-            .filter(|v| *v <= MAX_SIDE)
-            .ok_or_else(|| ArgumentError::NotPixels(s.to_string()))
+    match name {
+        "scale" => count(&[2, 3]).and_then(|_| parse_scale(args)),
+        "crop" => count(&[2, 4]).and_then(|_| parse_crop(args)),
+        "pad" => count(&[2, 4, 5]).and_then(|_| parse_pad(args)),
+        "hflip" => count(&[0]).map(|_| Geometry::HFlip),
+        "vflip" => count(&[0]).map(|_| Geometry::VFlip),
+        _ => count(&[0, 1]).and_then(|_| parse_transpose(args)),
+    }
+}
+
+/// A number of pixels, at most `MAX_SIDE`.
+fn px(s: &str) -> Result<usize, ArgumentError> {
+    s.parse::<usize>()
+        .ok()
+        .filter(|v| *v <= MAX_SIDE)
+        .ok_or_else(|| ArgumentError::NotPixels(s.to_string()))
+}
+
+/// `scale:W:H[:bilinear|area]`, -1 or -2 for a side kept in the aspect.
+fn parse_scale(args: &[&str]) -> Result<Geometry, ArgumentError> {
+    let side = |s: &str| match s {
+        "-1" => Ok(Side::Aspect(1)),
+        "-2" => Ok(Side::Aspect(2)),
+        _ => px(s).and_then(|v| match v {
+            0 => Err(ArgumentError::ZeroSide),
+            v => Ok(Side::Fixed(v)),
+        }),
     };
-    Ok(match name {
-        "scale" => {
-            count(&[2, 3])?;
-            let side = |s: &str| match s {
-                "-1" => Ok(Side::Aspect(1)),
-                "-2" => Ok(Side::Aspect(2)),
-                _ => px(s).and_then(|v| match v {
-                    0 => Err(ArgumentError::ZeroSide),
-                    v => Ok(Side::Fixed(v)),
-                }),
-            };
-            let (w, h) = (side(args[0])?, side(args[1])?);
-            if matches!((w, h), (Side::Aspect(_), Side::Aspect(_))) {
-                return Err(ArgumentError::BothAspect);
-            }
-            let sampling = match args.get(2).copied() {
-                None | Some("bilinear") => Sampling::Bilinear,
-                Some("area") => Sampling::Area,
-                Some(other) => return Err(ArgumentError::Sampling(other.to_string())),
-            };
-            Geometry::Scale { w, h, sampling }
-        }
-        "crop" => {
-            count(&[2, 4])?;
-            let at = match args.len() {
-                4 => Some((px(args[2])?, px(args[3])?)),
-                _ => None,
-            };
-            Geometry::Crop {
-                w: px(args[0])?,
-                h: px(args[1])?,
-                at,
-            }
-        }
-        "pad" => {
-            count(&[2, 4, 5])?;
-            let (x, y) = match args.len() {
-                2 => (0, 0),
-                _ => (px(args[2])?, px(args[3])?),
-            };
-            let color = match args.get(4) {
-                None => [0, 0, 0],
-                Some(c) => {
-                    let v = u32::from_str_radix(c.trim_start_matches('#'), 16)
-                        .ok()
-                        .filter(|_| c.trim_start_matches('#').len() == 6)
-                        .ok_or_else(|| ArgumentError::Colour(c.to_string()))?;
-                    [v as u8, (v >> 8) as u8, (v >> 16) as u8]
-                }
-            };
-            Geometry::Pad {
-                w: px(args[0])?,
-                h: px(args[1])?,
-                x,
-                y,
-                color,
-            }
-        }
-        "hflip" => count(&[0]).map(|_| Geometry::HFlip)?,
-        "vflip" => count(&[0]).map(|_| Geometry::VFlip)?,
-        _ => {
-            count(&[0, 1])?;
-            Geometry::Transpose(match args.first().copied() {
-                None | Some("0") | Some("cclock_flip") => Turn::CclockFlip,
-                Some("1") | Some("clock") => Turn::Clock,
-                Some("2") | Some("cclock") => Turn::Cclock,
-                Some("3") | Some("clock_flip") => Turn::ClockFlip,
-                Some(other) => return Err(ArgumentError::Direction(other.to_string())),
-            })
-        }
+    let (w, h) = (side(args[0])?, side(args[1])?);
+    if matches!((w, h), (Side::Aspect(_), Side::Aspect(_))) {
+        return Err(ArgumentError::BothAspect);
+    }
+    let sampling = match args.get(2).copied() {
+        None | Some("bilinear") => Sampling::Bilinear,
+        Some("area") => Sampling::Area,
+        Some(other) => return Err(ArgumentError::Sampling(other.to_string())),
+    };
+    Ok(Geometry::Scale { w, h, sampling })
+}
+
+/// `crop:W:H[:X:Y]`.
+fn parse_crop(args: &[&str]) -> Result<Geometry, ArgumentError> {
+    let at = match args.len() {
+        4 => Some((px(args[2])?, px(args[3])?)),
+        _ => None,
+    };
+    Ok(Geometry::Crop {
+        w: px(args[0])?,
+        h: px(args[1])?,
+        at,
     })
+}
+
+/// `pad:W:H[:X:Y[:RRGGBB]]`.
+fn parse_pad(args: &[&str]) -> Result<Geometry, ArgumentError> {
+    let (x, y) = match args.len() {
+        2 => (0, 0),
+        _ => (px(args[2])?, px(args[3])?),
+    };
+    let color = match args.get(4) {
+        None => [0, 0, 0],
+        Some(c) => {
+            let v = u32::from_str_radix(c.trim_start_matches('#'), 16)
+                .ok()
+                .filter(|_| c.trim_start_matches('#').len() == 6)
+                .ok_or_else(|| ArgumentError::Colour(c.to_string()))?;
+            [v as u8, (v >> 8) as u8, (v >> 16) as u8]
+        }
+    };
+    Ok(Geometry::Pad {
+        w: px(args[0])?,
+        h: px(args[1])?,
+        x,
+        y,
+        color,
+    })
+}
+
+/// `transpose[:DIR]`, ffmpeg's directions by name or number.
+fn parse_transpose(args: &[&str]) -> Result<Geometry, ArgumentError> {
+    Ok(Geometry::Transpose(match args.first().copied() {
+        None | Some("0") | Some("cclock_flip") => Turn::CclockFlip,
+        Some("1") | Some("clock") => Turn::Clock,
+        Some("2") | Some("cclock") => Turn::Cclock,
+        Some("3") | Some("clock_flip") => Turn::ClockFlip,
+        Some(other) => return Err(ArgumentError::Direction(other.to_string())),
+    }))
 }
 
 /// `scale`'s output size: a side kept in the input's aspect rounds to the nearest multiple

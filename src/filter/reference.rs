@@ -109,32 +109,53 @@ pub fn apply(filter: &Filter, v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u
                 .zip(src)
                 .for_each(|(d, s)| *d = t[usize::from(*s)]);
         }
-        Filter::Box { k } => {
-            let r = (k / 2) as isize;
-            let weights = Separable {
-                r,
-                w: |_| 1,
-                row_out: |sum| sum as u16,
-                col_out: |sum| {
-                    let area = k * k;
-                    ((sum + area / 2) / area) as u8
-                },
-            };
-            separable(v, src, dst, tmp, weights);
+        Filter::Box { k } => box_blur(v, src, dst, tmp, k),
+        Filter::Gauss { k, sigma } => gauss(v, src, dst, tmp, k, sigma),
+        Filter::Sobel | Filter::Sharpen { .. } | Filter::Median3 => {
+            neighbourhood(filter, v, src, dst)
         }
-        Filter::Gauss { k, sigma } => {
-            let w = gauss_weights(k, sigma);
-            let r = (k / 2) as isize;
-            let weights = Separable {
-                r,
-                w: |i| w[i],
-                row_out: |sum| ((sum + (1 << (GAUSS_ROW_SHIFT - 1))) >> GAUSS_ROW_SHIFT) as u16,
-                col_out: |sum| ((sum + (1 << (GAUSS_COL_SHIFT - 1))) >> GAUSS_COL_SHIFT) as u8,
-            };
-            separable(v, src, dst, tmp, weights);
-        }
+        Filter::Kernel(ref k) => unreachable!(
+            "{}: user kernels have no CPU reference; the CPU backends refuse them at start",
+            k.function
+        ),
+    }
+}
+
+/// `box:K`: the mean of a K×K square, as OpenCV's `blur`.
+fn box_blur(v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u16], k: u32) {
+    let weights = Separable {
+        r: (k / 2) as isize,
+        w: |_| 1,
+        row_out: |sum| sum as u16,
+        col_out: |sum| {
+            let area = k * k;
+            ((sum + area / 2) / area) as u8
+        },
+    };
+    separable(v, src, dst, tmp, weights);
+}
+
+/// `gauss:K:SIGMA`, in OpenCV's fixed-point arithmetic.
+fn gauss(v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u16], k: u32, sigma: f32) {
+    let w = gauss_weights(k, sigma);
+    let weights = Separable {
+        r: (k / 2) as isize,
+        w: |i| w[i],
+        row_out: |sum| ((sum + (1 << (GAUSS_ROW_SHIFT - 1))) >> GAUSS_ROW_SHIFT) as u16,
+        col_out: |sum| ((sum + (1 << (GAUSS_COL_SHIFT - 1))) >> GAUSS_COL_SHIFT) as u8,
+    };
+    separable(v, src, dst, tmp, weights);
+}
+
+/// The 3×3 filters: `sobel`, `sharpen` and `median3`, each pixel from its neighbours
+/// (reflected at the band's edges as at the frame's).
+fn neighbourhood(filter: &Filter, v: &View, src: &[u8], dst: &mut [u8]) {
+    let p = |y: usize, x: usize, c: usize, dy: isize, dx: isize| {
+        src[v.at(v.row(y, dy), v.col(x, dx), c)]
+    };
+    match *filter {
         Filter::Sobel => each_pixel(v, dst, |y, x, c| {
-            let p = |dy: isize, dx: isize| i32::from(src[v.at(v.row(y, dy), v.col(x, dx), c)]);
+            let p = |dy: isize, dx: isize| i32::from(p(y, x, c, dy, dx));
             let gx = p(-1, 1) + 2 * p(0, 1) + p(1, 1) - p(-1, -1) - 2 * p(0, -1) - p(1, -1);
             let gy = p(1, -1) + 2 * p(1, 0) + p(1, 1) - p(-1, -1) - 2 * p(-1, 0) - p(-1, 1);
             sobel_value(gx, gy)
@@ -142,7 +163,7 @@ pub fn apply(filter: &Filter, v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u
         Filter::Sharpen { amount } => {
             let (keep, take) = (1.0 + amount, -amount);
             each_pixel(v, dst, |y, x, c| {
-                let p = |dy: isize, dx: isize| u32::from(src[v.at(v.row(y, dy), v.col(x, dx), c)]);
+                let p = |dy: isize, dx: isize| u32::from(p(y, x, c, dy, dx));
                 let s = p(-1, -1)
                     + 2 * p(-1, 0)
                     + p(-1, 1)
@@ -154,21 +175,17 @@ pub fn apply(filter: &Filter, v: &View, src: &[u8], dst: &mut [u8], tmp: &mut [u
                 sharpen_value(p(0, 0) as u8, blur as u8, keep, take)
             })
         }
-        Filter::Median3 => each_pixel(v, dst, |y, x, c| {
+        _ => each_pixel(v, dst, |y, x, c| {
             let mut w = [0u8; 9];
             for (i, (dy, dx)) in (-1..=1)
                 .flat_map(|dy| (-1..=1).map(move |dx| (dy, dx)))
                 .enumerate()
             {
-                w[i] = src[v.at(v.row(y, dy), v.col(x, dx), c)];
+                w[i] = p(y, x, c, dy, dx);
             }
             w.sort_unstable();
             w[4]
         }),
-        Filter::Kernel(ref k) => unreachable!(
-            "{}: user kernels have no CPU reference; the CPU backends refuse them at start",
-            k.function
-        ),
     }
 }
 

@@ -538,6 +538,54 @@ struct EncoderSetup {
     live: bool,
 }
 
+/// The encoder picked for a codec: libavcodec's, its name, and the pixel format it is given.
+struct Picked {
+    found: ff::Codec,
+    name: &'static str,
+    pixel: ff::format::Pixel,
+}
+
+impl EncoderSetup {
+    /// The `picked` encoder as `settings` and the opened `out` say: its size (even where the
+    /// codec needs it), time base and rate, and how the container holds it.
+    fn of(
+        settings: &Settings,
+        picked: Picked,
+        out: &ff::format::context::Output,
+        container: Container,
+    ) -> Self {
+        let (codec, size, timing) = (settings.codec, settings.size, &settings.timing);
+        let rate = rational(
+            timing
+                .rate
+                .unwrap_or_else(|| crate::frame::ratio_of(crate::frame::DEFAULT_FPS)),
+        );
+        let global_header = out
+            .format()
+            .flags()
+            .contains(ff::format::Flags::GLOBAL_HEADER);
+        let size = if needs_even_size(codec) {
+            (size.width & !1, size.height & !1)
+        } else {
+            (size.width, size.height)
+        };
+        Self {
+            found: picked.found,
+            name: picked.name,
+            codec,
+            pixel: picked.pixel,
+            size,
+            tb: time_base_for(timing, rate, codec, container),
+            rate,
+            global_header,
+            // A recording that must survive a crash keeps its encoder's delay short too:
+            // the frames inside the lookahead are lost with the process.
+            fragmented: settings.fragmented && container.fragments(),
+            live: container.is_stream(),
+        }
+    }
+}
+
 /// Opens the encoder `setup` describes with the quality and encoder flags asked for (a
 /// flag the encoder does not know is refused); the fixed quantiser's lambda, where one is.
 fn open_encoder(
@@ -805,67 +853,31 @@ impl AvFile {
     }
 
     fn open_with(settings: &Settings, abort: Option<Arc<AtomicBool>>) -> Result<Self> {
-        let Settings {
-            path,
-            codec,
-            quality,
-            encoding,
-            size,
-            timing,
-            fragmented,
-        } = settings;
-        let (path, codec, quality, size, fragmented) =
-            (path.as_str(), *codec, *quality, *size, *fragmented);
+        let (path, codec) = (settings.path.as_str(), settings.codec);
         media::init();
         let (name, pixel, options) = encoder_for(codec);
-        let pixel = pixel_asked(pixel, encoding);
+        let pixel = pixel_asked(pixel, &settings.encoding);
         let found = ff::encoder::find_by_name(name)
             .with_context(|| format!("this FFmpeg has no {name} encoder for {}", codec.name()))?;
         let container = Container::of_path(path)
             .with_context(|| format!("'{path}' does not end in a video container's extension"))?;
         let (mut out, hls) = open_output_files(path, container, abort.as_ref())?;
-        let rate = rational(
-            timing
-                .rate
-                .unwrap_or_else(|| crate::frame::ratio_of(crate::frame::DEFAULT_FPS)),
-        );
-        let tb = time_base_for(timing, rate, codec, container);
-        let global_header = out
-            .format()
-            .flags()
-            .contains(ff::format::Flags::GLOBAL_HEADER);
-        let (w, h) = if needs_even_size(codec) {
-            (size.width & !1, size.height & !1)
-        } else {
-            (size.width, size.height)
-        };
-        let setup = EncoderSetup {
-            found,
-            name,
-            codec,
-            pixel,
-            size: (w, h),
-            tb,
-            rate,
-            global_header,
-            // A recording that must survive a crash keeps its encoder's delay short too:
-            // the frames inside the lookahead are lost with the process.
-            fragmented: fragmented && container.fragments(),
-            live: container.is_stream(),
-        };
-        let (encoder, fixed) = open_encoder(&setup, quality, encoding, &options)?;
+        let picked = Picked { found, name, pixel };
+        let setup = EncoderSetup::of(settings, picked, &out, container);
+        let (encoder, fixed) =
+            open_encoder(&setup, settings.quality, &settings.encoding, &options)?;
         let stream = {
             let mut st = out.add_stream(found)?;
             st.set_parameters(&encoder);
-            st.set_time_base(tb);
-            st.set_avg_frame_rate(rate);
+            st.set_time_base(setup.tb);
+            st.set_avg_frame_rate(setup.rate);
             st.index()
         };
-        let (audio, audio_kept) = match &timing.audio {
+        let (audio, audio_kept) = match &settings.timing.audio {
             Some(audio) => super::audio::copy(&mut out, audio, container, path)?,
             None => (None, 0),
         };
-        write_header(&mut out, container, path, fragmented)?;
+        write_header(&mut out, container, path, settings.fragmented)?;
         // JPEG's full-range YUV has no fast conversion from BGR in libswscale (9 ms a 1080p
         // frame, against 1.8 for video range): Motion JPEG goes through video range and a
         // table, the way ffmpeg itself gets there from a decoder's YUV.
@@ -874,6 +886,7 @@ impl AvFile {
         } else {
             pixel
         };
+        let (w, h) = setup.size;
         Ok(Self {
             out,
             _abort: abort,
@@ -881,7 +894,7 @@ impl AvFile {
             encoder,
             stream,
             pictures: Pictures::new(w, h, pixel, via)?,
-            clock: Clock::new(tb, rate),
+            clock: Clock::new(setup.tb, setup.rate),
             audio,
             quality: fixed,
             audio_kept,

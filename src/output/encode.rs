@@ -202,6 +202,14 @@ impl Encoding {
 
     /// Refuses what `codec` can't do, or what contradicts itself, saying why.
     pub fn check(&self, codec: Codec) -> Result<(), EncodingError> {
+        self.check_rate_control(codec)?;
+        self.check_tuning(codec)?;
+        self.check_pictures(codec)
+    }
+
+    /// `--crf`, `--bitrate`, `--maxrate` and `--bufsize`: what the codec takes, and not both
+    /// a quality and a rate.
+    fn check_rate_control(&self, codec: Codec) -> Result<(), EncodingError> {
         let name = codec.name();
         let x26x = matches!(codec, Codec::H264 | Codec::Hevc);
         let lossless = codec == Codec::Ffv1;
@@ -235,7 +243,15 @@ impl Encoding {
         if self.maxrate.is_some() != self.bufsize.is_some() {
             return Err(EncodingError::MaxrateAlone);
         }
-        if !x26x && (self.preset.is_some() || self.tune.is_some()) {
+        Ok(())
+    }
+
+    /// `--preset` and `--tune`: libx264's and libx265's only, and a preset they have.
+    fn check_tuning(&self, codec: Codec) -> Result<(), EncodingError> {
+        let name = codec.name();
+        if !matches!(codec, Codec::H264 | Codec::Hevc)
+            && (self.preset.is_some() || self.tune.is_some())
+        {
             return Err(EncodingError::NoPreset {
                 codec: name,
                 hint: if codec == Codec::Vp9 {
@@ -245,6 +261,32 @@ impl Encoding {
                 },
             });
         }
+        const X26X: [&str; 10] = [
+            "ultrafast",
+            "superfast",
+            "veryfast",
+            "faster",
+            "fast",
+            "medium",
+            "slow",
+            "slower",
+            "veryslow",
+            "placebo",
+        ];
+        match &self.preset {
+            Some(p) if !X26X.contains(&p.as_str()) => Err(EncodingError::Preset {
+                preset: p.clone(),
+                codec: name,
+                presets: X26X.join(", "),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// `--gop` (intra-only codecs take 1) and `--pix-fmt` (4:2:0 only, but for x264, x265
+    /// and VP9).
+    fn check_pictures(&self, codec: Codec) -> Result<(), EncodingError> {
+        let name = codec.name();
         if let Some(g) = self.gop {
             if g == 0 || matches!(codec, Codec::Mjpeg | Codec::Ffv1) && g != 1 {
                 return Err(match g {
@@ -257,32 +299,15 @@ impl Encoding {
             }
         }
         if let Some(p) = self.pix_fmt.filter(|p| *p != OutPixel::Yuv420p) {
-            if !(x26x || codec == Codec::Vp9) {
+            if !matches!(codec, Codec::H264 | Codec::Hevc | Codec::Vp9) {
                 return Err(EncodingError::PixFmt {
                     pix: p.name(),
                     codec: name,
-                    stored: if lossless { "BGR (lossless)" } else { "4:2:0" },
-                });
-            }
-        }
-        if let Some(p) = &self.preset {
-            const X26X: [&str; 10] = [
-                "ultrafast",
-                "superfast",
-                "veryfast",
-                "faster",
-                "fast",
-                "medium",
-                "slow",
-                "slower",
-                "veryslow",
-                "placebo",
-            ];
-            if !X26X.contains(&p.as_str()) {
-                return Err(EncodingError::Preset {
-                    preset: p.clone(),
-                    codec: name,
-                    presets: X26X.join(", "),
+                    stored: if codec == Codec::Ffv1 {
+                        "BGR (lossless)"
+                    } else {
+                        "4:2:0"
+                    },
                 });
             }
         }

@@ -34,12 +34,14 @@ pub mod machine;
 pub mod opencv;
 pub mod run;
 pub mod shard;
+pub mod start;
 
 pub use error::PlanError;
 
 pub use machine::Machine;
 pub use opencv::OpenCvPart;
 pub use run::{Engine, InputPlan, RunPlan};
+pub use start::Start;
 
 /// Slots the ring holds beyond the frames in flight where nothing else decides (the bench,
 /// the tests): frames being captured, waiting and consumed while others are on the GPU.

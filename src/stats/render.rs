@@ -86,6 +86,15 @@ impl Summary {
             avg(p.latency_ms, p.processed),
             avg(self.sink_stats.sink_ms, self.sink_stats.consumed)
         );
+        self.render_inputs(&mut out);
+        self.render_outputs(&mut out);
+        self.render_changes(&mut out);
+        self.render_gpu(&mut out);
+        out
+    }
+
+    /// Each input's line, where there are several.
+    fn render_inputs(&self, out: &mut String) {
         if self.inputs.len() > 1 {
             for (i, n) in self.inputs.iter().enumerate() {
                 let _ = write!(
@@ -106,6 +115,10 @@ impl Summary {
                 );
             }
         }
+    }
+
+    /// Each stream's line and the mosaic's recording.
+    fn render_outputs(&self, out: &mut String) {
         for st in &self.sink_stats.streams {
             let _ = write!(
                 out,
@@ -120,6 +133,11 @@ impl Summary {
                 m.pictures, m.to
             );
         }
+    }
+
+    /// What changed while the run ran: the window's controls, pauses, kernel reloads.
+    fn render_changes(&self, out: &mut String) {
+        let p = &self.process;
         if !p.controls.is_empty() {
             let _ = write!(out, "\nchanges while running: {}", p.controls.join(", "));
         }
@@ -142,6 +160,11 @@ impl Summary {
                 let _ = write!(out, "\n  {:.1} s, {}: {what}", r.at_s, r.cause);
             }
         }
+    }
+
+    /// The GPU's stages per frame, where they were timed.
+    fn render_gpu(&self, out: &mut String) {
+        let p = &self.process;
         if p.stage_frames > 0 {
             let n = p.stage_frames;
             let _ = write!(
@@ -153,6 +176,5 @@ impl Summary {
                 avg(p.stages.span_ms, n)
             );
         }
-        out
     }
 }

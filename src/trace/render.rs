@@ -249,73 +249,14 @@ pub fn timeline_svg(panels: &[(&str, &Trace)], frames: u64) -> String {
 /// Layouts drawn as an SVG, one panel each: the timeline's picture, and the window's strip
 /// drawn the same way (for the GPU machine, which has no display).
 pub fn layouts_svg(panels: &[(&str, Layout)]) -> String {
-    const W: f64 = 1200.0;
-    const LEFT: f64 = 190.0;
-    const ROW: f64 = 22.0;
-    let plot = W - LEFT - 20.0;
     let mut body = String::new();
     let mut y = 40.0;
     for (title, layout) in panels {
-        let x = |f: f64| LEFT + f * plot;
-        let _ = writeln!(
-            body,
-            r#"<text x="10" y="{:.1}" font-size="14" font-weight="bold">{} — {}</text>"#,
-            y,
-            xml_escape(title),
-            xml_escape(&layout.caption())
-        );
-        y += 10.0;
-        for (i, (_, name)) in layout.rows.iter().enumerate() {
-            let ry = y + i as f64 * ROW;
-            let _ = writeln!(
-                body,
-                r#"<text x="10" y="{:.1}" font-size="12">{}</text>"#,
-                ry + ROW * 0.7,
-                xml_escape(name)
-            );
-            let _ = writeln!(
-                body,
-                r##"<line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#e2e8f0"/>"##,
-                ry + ROW,
-                LEFT + plot,
-                ry + ROW
-            );
-        }
-        for b in &layout.bars {
-            let ry = y + b.row as f64 * ROW;
-            let band = b.band.map(|n| format!(" band {n}")).unwrap_or_default();
-            let input = b.input.map(|n| format!(" input {n}")).unwrap_or_default();
-            let _ = writeln!(
-                body,
-                r#"<rect x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="{}"><title>{}{input} frame {}{} {:.1} µs</title></rect>"#,
-                x(b.x0),
-                ry + 2.0,
-                ((b.x1 - b.x0) * plot).max(0.5),
-                ROW - 4.0,
-                b.kind.colour(),
-                b.kind.label(),
-                b.frame,
-                band,
-                b.us
-            );
-        }
-        y += layout.rows.len() as f64 * ROW + 6.0;
-        for t in &layout.ticks_ms {
-            let tx = x(t / layout.span_ms);
-            let _ = writeln!(
-                body,
-                r##"<line x1="{tx:.1}" y1="{:.1}" x2="{tx:.1}" y2="{:.1}" stroke="#718096"/><text x="{tx:.1}" y="{:.1}" font-size="10" text-anchor="middle">{} ms</text>"##,
-                y,
-                y + 4.0,
-                y + 15.0,
-                trim_float(*t)
-            );
-        }
-        y += 40.0;
+        y = svg_panel(&mut body, title, layout, y);
     }
     let mut legend = String::new();
     for (i, k) in Kind::ALL.iter().enumerate() {
-        let lx = LEFT + i as f64 * 110.0;
+        let lx = SVG_LEFT + i as f64 * 110.0;
         let _ = write!(
             legend,
             r#"<g class="legend"><rect x="{lx}" y="8" width="12" height="12" fill="{}"/><text x="{}" y="18" font-size="12">{}</text></g>"#,
@@ -325,11 +266,79 @@ pub fn layouts_svg(panels: &[(&str, Layout)]) -> String {
         );
     }
     format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{:.0}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>{legend}
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{SVG_WIDTH}" height="{:.0}" font-family="sans-serif"><rect width="100%" height="100%" fill="white"/>{legend}
 {body}</svg>
 "#,
         y
     )
+}
+
+/// The SVG's width, its column of row names, and a row's height.
+const SVG_WIDTH: f64 = 1200.0;
+const SVG_LEFT: f64 = 190.0;
+const SVG_ROW: f64 = 22.0;
+
+/// One panel of `layouts_svg` drawn into `body` from `y` down: its title, its rows, its
+/// bars and its axis; returns where the next panel starts.
+fn svg_panel(body: &mut String, title: &str, layout: &Layout, mut y: f64) -> f64 {
+    let (left, row) = (SVG_LEFT, SVG_ROW);
+    let plot = SVG_WIDTH - left - 20.0;
+    let x = |f: f64| left + f * plot;
+    let _ = writeln!(
+        body,
+        r#"<text x="10" y="{:.1}" font-size="14" font-weight="bold">{} — {}</text>"#,
+        y,
+        xml_escape(title),
+        xml_escape(&layout.caption())
+    );
+    y += 10.0;
+    for (i, (_, name)) in layout.rows.iter().enumerate() {
+        let ry = y + i as f64 * row;
+        let _ = writeln!(
+            body,
+            r#"<text x="10" y="{:.1}" font-size="12">{}</text>"#,
+            ry + row * 0.7,
+            xml_escape(name)
+        );
+        let _ = writeln!(
+            body,
+            r##"<line x1="{left}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#e2e8f0"/>"##,
+            ry + row,
+            left + plot,
+            ry + row
+        );
+    }
+    for b in &layout.bars {
+        let ry = y + b.row as f64 * row;
+        let band = b.band.map(|n| format!(" band {n}")).unwrap_or_default();
+        let input = b.input.map(|n| format!(" input {n}")).unwrap_or_default();
+        let _ = writeln!(
+            body,
+            r#"<rect x="{:.2}" y="{:.1}" width="{:.2}" height="{:.1}" fill="{}"><title>{}{input} frame {}{} {:.1} µs</title></rect>"#,
+            x(b.x0),
+            ry + 2.0,
+            ((b.x1 - b.x0) * plot).max(0.5),
+            row - 4.0,
+            b.kind.colour(),
+            b.kind.label(),
+            b.frame,
+            band,
+            b.us
+        );
+    }
+    y += layout.rows.len() as f64 * row + 6.0;
+    for t in &layout.ticks_ms {
+        let tx = x(t / layout.span_ms);
+        let _ = writeln!(
+            body,
+            r##"<line x1="{tx:.1}" y1="{:.1}" x2="{tx:.1}" y2="{:.1}" stroke="#718096"/><text x="{tx:.1}" y="{:.1}" font-size="10" text-anchor="middle">{} ms</text>"##,
+            y,
+            y + 4.0,
+            y + 15.0,
+            trim_float(*t)
+        );
+    }
+    y + 40.0
 }
 
 /// The 1-2-5 step nearest above `raw_ms`.

@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -191,24 +192,14 @@ fn answer(
     keys: &Sender<Ask>,
     kill: &Arc<Notify>,
 ) -> Response<Body> {
-    let rules = &shared.access;
-    let host = text(req, header::HOST).or_else(|| req.uri().authority().map(|a| a.as_str()));
-    if !rules.host_allowed(host) {
-        let why = "this server answers only its own address (DNS rebinding is refused); name other hosts with --serve-host";
-        return respond(StatusCode::MISDIRECTED_REQUEST, PLAIN, why);
-    }
-    let host = host.unwrap_or_default();
-    // The orchestrator's probe carries no token: it is told healthy or not, and no more.
-    if req.method() == Method::GET && req.uri().path() == "/healthz" {
-        return healthz(shared);
-    }
-    let query = req.uri().query().unwrap_or_default();
-    if !rules.token_ok(query, text(req, header::AUTHORIZATION)) {
-        let why = "a token is needed: add ?token=... to the address";
-        return respond(StatusCode::UNAUTHORIZED, PLAIN, why);
-    }
+    let host = match admit(req, shared) {
+        ControlFlow::Continue(host) => host,
+        ControlFlow::Break(answered) => return answered,
+    };
     let origin = text(req, header::ORIGIN);
-    let same_origin = rules.same_origin(host, origin, text(req, "sec-fetch-site"));
+    let same_origin = shared
+        .access
+        .same_origin(host, origin, text(req, "sec-fetch-site"));
     match (req.method(), req.uri().path()) {
         (&Method::GET, "/" | "/index.html") => {
             respond(StatusCode::OK, "text/html; charset=utf-8", super::PAGE)
@@ -218,12 +209,49 @@ fn answer(
         {
             respond(StatusCode::FORBIDDEN, PLAIN, "not for another site's page")
         }
-        (&Method::GET, "/stats") => {
+        (&Method::GET, "/stream.mjpg") => stream(shared, kill),
+        (&Method::GET, path @ ("/stats" | "/metrics" | "/frame.jpg" | "/timeline.svg")) => {
+            figures(path, shared)
+        }
+        (&Method::POST, "/control" | "/chain" | "/stop") => control(req, shared, host, keys),
+        _ => respond(StatusCode::NOT_FOUND, PLAIN, "not here"),
+    }
+}
+
+/// The checks every request passes first: its Host (DNS rebinding refused), then the token
+/// (`/healthz` is answered before it, saying healthy or not and no more). Goes on with the
+/// Host, or breaks with the answer.
+fn admit<'r>(
+    req: &'r Request<Incoming>,
+    shared: &Arc<Shared>,
+) -> ControlFlow<Response<Body>, &'r str> {
+    let rules = &shared.access;
+    let host = text(req, header::HOST).or_else(|| req.uri().authority().map(|a| a.as_str()));
+    if !rules.host_allowed(host) {
+        let why = "this server answers only its own address (DNS rebinding is refused); name other hosts with --serve-host";
+        return ControlFlow::Break(respond(StatusCode::MISDIRECTED_REQUEST, PLAIN, why));
+    }
+    if req.method() == Method::GET && req.uri().path() == "/healthz" {
+        return ControlFlow::Break(healthz(shared));
+    }
+    let query = req.uri().query().unwrap_or_default();
+    if !rules.token_ok(query, text(req, header::AUTHORIZATION)) {
+        let why = "a token is needed: add ?token=... to the address";
+        return ControlFlow::Break(respond(StatusCode::UNAUTHORIZED, PLAIN, why));
+    }
+    ControlFlow::Continue(host.unwrap_or_default())
+}
+
+/// What the page reads of the run: `/stats`, `/metrics` (both with secrets redacted), the
+/// latest picture and the timeline.
+fn figures(path: &str, shared: &Shared) -> Response<Body> {
+    match path {
+        "/stats" => {
             let stats = shared.stats.lock().map(|s| s.clone()).unwrap_or_default();
             let stats = crate::secret::redact(&stats).into_owned();
             respond(StatusCode::OK, "application/json", stats)
         }
-        (&Method::GET, "/metrics") => {
+        "/metrics" => {
             let text = super::health::metrics(&snapshot(shared));
             let text = crate::secret::redact(&text).into_owned();
             respond(
@@ -232,15 +260,14 @@ fn answer(
                 text,
             )
         }
-        (&Method::GET, "/frame.jpg") => {
+        "/frame.jpg" => {
             let jpeg = shared.latest.borrow().1.clone();
             match jpeg.is_empty() {
                 false => respond(StatusCode::OK, "image/jpeg", jpeg.to_vec()),
                 true => respond(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "no frame yet"),
             }
         }
-        (&Method::GET, "/stream.mjpg") => stream(shared, kill),
-        (&Method::GET, "/timeline.svg") => {
+        _ => {
             let svg = shared
                 .timeline
                 .lock()
@@ -251,21 +278,32 @@ fn answer(
                 true => respond(StatusCode::SERVICE_UNAVAILABLE, PLAIN, "no timeline yet"),
             }
         }
-        (&Method::POST, "/control" | "/chain" | "/stop") => {
-            let marked = req.headers().contains_key(CONTROL_HEADER);
-            if !rules.control_allowed(host, origin, marked) {
-                let why = "controls come from the page itself (its origin and its header)";
-                return respond(StatusCode::FORBIDDEN, PLAIN, why);
-            }
-            match super::ask_of(req.uri().path(), query) {
-                Ok(ask) => {
-                    let _ = keys.send(ask);
-                    respond(StatusCode::OK, PLAIN, "ok")
-                }
-                Err(why) => respond(StatusCode::BAD_REQUEST, PLAIN, why.to_string()),
-            }
+    }
+}
+
+/// A control (`/control`, `/chain`, `/stop`): taken from the page itself only (its origin
+/// and its header), refused with its reason where it asks for what the view can't do.
+fn control(
+    req: &Request<Incoming>,
+    shared: &Shared,
+    host: &str,
+    keys: &Sender<Ask>,
+) -> Response<Body> {
+    let marked = req.headers().contains_key(CONTROL_HEADER);
+    if !shared
+        .access
+        .control_allowed(host, text(req, header::ORIGIN), marked)
+    {
+        let why = "controls come from the page itself (its origin and its header)";
+        return respond(StatusCode::FORBIDDEN, PLAIN, why);
+    }
+    let query = req.uri().query().unwrap_or_default();
+    match super::ask_of(req.uri().path(), query) {
+        Ok(ask) => {
+            let _ = keys.send(ask);
+            respond(StatusCode::OK, PLAIN, "ok")
         }
-        _ => respond(StatusCode::NOT_FOUND, PLAIN, "not here"),
+        Err(why) => respond(StatusCode::BAD_REQUEST, PLAIN, why.to_string()),
     }
 }
 
