@@ -66,6 +66,8 @@ fn main() {
         framepipe::source::quiet_libraries(level == Level::Quiet);
     }
     let mut left_behind = false;
+    // Held until the process ends: an abort after the run returned still reports it.
+    let mut _until_exit = None;
     let result = match &cli.command {
         None => {
             // The run's CUDA objects are freed by the kernel as the process ends, not one
@@ -79,6 +81,7 @@ fn main() {
             if ran.restart && ran.result.is_ok() && !framepipe::stop::signalled() {
                 start_again();
             }
+            _until_exit = Some(ran.until_exit);
             ran.result
         }
         Some(Command::Bench(args)) => framepipe::bench::run(args),
@@ -131,22 +134,11 @@ fn exit(code: i32) -> ! {
 /// Ends the process after a run. Where a thread was left blocked inside a source
 /// (`left_behind`: a stalled stream), exit-time destructors (OpenCV's, GStreamer's) must not
 /// run under its feet, and where the run's CUDA objects were left to the kernel
-/// (`backend::teardown`) the driver's exit handler must not tear them down: `_exit` then.
+/// (`backend::teardown`) the driver's exit handler must not tear them down (`stop::end`).
 fn exit_after_run(code: i32, left_behind: bool) -> ! {
-    // An abort under way ends the process with its own code once its hooks are done.
-    framepipe::stop::yield_to_abort();
-    if left_behind || framepipe::backend::teardown::kept() {
-        use std::io::Write;
-        let _ = std::io::stdout().flush();
-        // SAFETY: _exit only ends the process; standard output is flushed above and
-        // standard error is unbuffered or flushed by msg's writers.
-        unsafe { libc::_exit(code) }
-    }
-    std::process::exit(code)
+    framepipe::stop::end(code, left_behind || framepipe::backend::teardown::kept())
 }
 
-/// `text` with every line longer than `max` characters cut in the middle, saying how long it
-/// was.
 /// clap's usage error (an `error:` line, hints, a usage block) as one line, as every other
 /// error of framepipe is: the cause, its hints in brackets, and where the options are listed.
 fn usage_error_line(text: &str) -> String {
@@ -163,6 +155,8 @@ fn usage_error_line(text: &str) -> String {
     line + " (framepipe --help lists the options)"
 }
 
+/// `text` with every line longer than `max` characters cut in the middle, saying how long it
+/// was.
 fn shorten_lines(text: &str, max: usize) -> String {
     text.lines()
         .map(|line| {

@@ -1,4 +1,5 @@
-//! Every line framepipe prints goes through here.
+//! Every line framepipe prints goes through here (FFmpeg's own lines, with -v or where they
+//! are not looked at, go through FFmpeg's printer: `media::log`).
 //!
 //! Invariants: a write to standard error or standard output never panics and never stops the
 //! program (a closed pipe, `| head -1`, a closed terminal: the line is dropped); no line shows

@@ -14,10 +14,12 @@
 //! - while a pipeline runs (`Watched`), a signalled stop ends the process within
 //!   `STOP_GRACE` of the last sign of progress (`beat`), whatever blocks it (a frozen
 //!   display, a reader of standard output that stopped reading): the watchdog then runs the
-//!   abort hooks (which finalize every open file) and exits 1 saying so; an output being
+//!   `at_end` hooks (which finalize every open file) and exits 1 saying so; an output being
 //!   finalized (`Finishing`) counts as progress;
 //! - an abort (second signal, or the watchdog) waits for an output being finalized and runs
-//!   the abort hooks before the process ends, so a video file is always left playable;
+//!   the `at_end` hooks before the process ends, so a video file is always left playable;
+//! - the process ends one way (`end`): the `at_end` registry is the one list of what must be
+//!   finalized, run once by an abort or by the exit handler, whichever comes;
 //! - one abort only: a later one (the watchdog firing while a second signal's hooks run) and
 //!   `main`'s own exit wait for it, so the exit code and the last message are the first
 //!   abort's.
@@ -37,8 +39,9 @@ static EPOCH: OnceLock<Instant> = OnceLock::new();
 /// Whether a pipeline is running: the watchdog judges progress only then (before, every
 /// phase is bounded or interruptible; after, only outputs are being finished).
 static WATCHING: AtomicBool = AtomicBool::new(false);
-/// What an abort runs before the process ends (finalize files, write the summary).
-static ABORT_HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
+/// What must be finalized however the process ends (`at_end`): the one registry the exit
+/// handler and an abort both run.
+static AT_END: Mutex<Vec<(u64, EndHook)>> = Mutex::new(Vec::new());
 /// What SIGHUP does instead of stopping, where a run gave it a job (`on_hangup`).
 static HANGUP: Mutex<Option<fn()>> = Mutex::new(None);
 
@@ -119,14 +122,55 @@ impl Drop for Watched {
     }
 }
 
-/// Registers `hook` to run when the process aborts (once each; hooks must not block for
-/// long and must tolerate running while other threads still work).
-pub fn on_abort(hook: fn()) {
-    if let Ok(mut hooks) = ABORT_HOOKS.lock() {
-        if !hooks.contains(&hook) {
-            hooks.push(hook);
+/// Something to finalize if the process ends before the run does (`at_end`).
+type EndHook = Arc<dyn Fn() + Send + Sync>;
+
+/// Registers `hook` to run if the process ends while the returned `AtEnd` lives: on an
+/// abort (a second stop signal, the watchdog), or an `exit` called from inside a library
+/// (Qt, when the display dies). Hooks run once, in the order registered, on the thread that
+/// ends the process; they must not block for long and must tolerate running while other
+/// threads still work. Dropping the `AtEnd` takes the hook back.
+pub fn at_end(hook: impl Fn() + Send + Sync + 'static) -> AtEnd {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    static HANDLER: std::sync::Once = std::sync::Once::new();
+    // SAFETY: `end_hooks_at_exit` is an `extern "C" fn()` that never unwinds (each hook
+    // ignores its errors) and holds the registry's lock only to take the hooks out.
+    HANDLER.call_once(|| unsafe {
+        libc::atexit(end_hooks_at_exit);
+    });
+    let id = NEXT.fetch_add(1, Ordering::SeqCst);
+    if let Ok(mut hooks) = AT_END.lock() {
+        hooks.push((id, Arc::new(hook)));
+    }
+    AtEnd(id)
+}
+
+/// A hook registered with `at_end`, taken back when dropped.
+#[must_use = "the hook is taken back when this is dropped"]
+pub struct AtEnd(u64);
+
+impl Drop for AtEnd {
+    fn drop(&mut self) {
+        if let Ok(mut hooks) = AT_END.lock() {
+            hooks.retain(|(id, _)| *id != self.0);
         }
     }
+}
+
+/// Runs every registered hook once (they are taken out first). The registry is held only
+/// for a push or a removal, never across a hook, so waiting for it is brief.
+fn run_end_hooks() {
+    let hooks = match AT_END.lock() {
+        Ok(mut hooks) => std::mem::take(&mut *hooks),
+        Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
+    };
+    for (_, hook) in hooks {
+        hook();
+    }
+}
+
+extern "C" fn end_hooks_at_exit() {
+    run_end_hooks();
 }
 
 /// Makes SIGHUP call `hook` instead of stopping the run (`--inputs`: read the file again,
@@ -200,11 +244,28 @@ fn abort_now(code: i32) -> ! {
     while FINISHING.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(10));
     }
-    let hooks = ABORT_HOOKS.lock().map(|h| h.clone()).unwrap_or_default();
-    for hook in hooks {
-        hook();
+    run_end_hooks();
+    end_now(code)
+}
+
+/// Ends the process with `code`, the one way framepipe ends it: after any abort under way
+/// (which ends it with its own code), with `_exit` where exit-time handlers must not run
+/// (`skip_handlers`: a thread left blocked inside a source, CUDA objects left to the
+/// kernel), else through `exit` (which runs the `at_end` hooks still registered).
+pub fn end(code: i32, skip_handlers: bool) -> ! {
+    yield_to_abort();
+    if skip_handlers {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        end_now(code)
     }
-    // SAFETY: _exit only ends the process; messages are written unbuffered by `msg`.
+    std::process::exit(code)
+}
+
+/// `_exit`: no exit handler runs again (another thread may be running them).
+fn end_now(code: i32) -> ! {
+    // SAFETY: _exit only ends the process; standard output is flushed by `end` and standard
+    // error is unbuffered or flushed by msg's writers.
     unsafe { libc::_exit(code) }
 }
 

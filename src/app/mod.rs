@@ -63,7 +63,13 @@ pub struct Ran {
     /// The run was stopped because its share of `--inputs` changed: the process is to
     /// start again with the same flags (`roster`).
     pub restart: bool,
+    /// What an abort still reports of the run until the process ends (its summary, marked
+    /// failed): a process that ends after its run keeps it to the end (`stop::end`).
+    pub until_exit: UntilExit,
 }
+
+/// The run's hooks at the process's end (`stop::at_end`), taken back when dropped.
+pub struct UntilExit(#[allow(dead_code)] Option<report::ExitSummary>);
 
 /// Runs the pipeline as `start` says. The flags are consumed into a `RunPlan`, and every
 /// later step reads that.
@@ -115,6 +121,7 @@ fn run_with(start: Start, stop: Stop, to: Option<sink::handover::HandTo>) -> Ran
         result,
         left_behind: ending.left_a_thread_behind(),
         restart: watch.is_some_and(|w| w.restart()),
+        until_exit: UntilExit(ending.into_exit_summary()),
     }
 }
 
@@ -147,21 +154,8 @@ fn run_plan(
     let (each, total) = open_each(plan, &mut inputs, outs, stop)?;
     let order = inputs.order();
     let compose = displays::compose(plan, &inputs, &order, each.iter().any(Option::is_some));
-    inputs.running[0].plan.backend.compose.clone_from(&compose);
-    // Frames stay on the device where nothing else reads them and the embedding program
-    // takes them as they are, or shaped for a model as the CUDA backend shapes them (it
-    // lends them: `backend::lend`; the CPU backend ignores both).
-    let alone = each.iter().all(Option::is_none) && compose.is_none();
-    let shape = to.and_then(|to| to.shaping.on_device());
-    let lend = alone && to.is_some_and(|to| to.shaping.plain() || shape.is_some());
-    let cfg = &mut inputs.running[0].plan.backend;
-    cfg.lend = lend;
-    cfg.shape = shape.filter(|_| lend);
-    // A text filter's {name}: each input's name, by its number in the pipeline.
-    inputs.running[0].plan.backend.names = order
-        .iter()
-        .map(|&at| plan.inputs()[at].name.clone())
-        .collect();
+    let consumers = consumers_of(plan, &each, compose.clone(), to, &order);
+    inputs.running[0].plan.settle_consumers(consumers);
     // Held until the backend exists, so that the warmed context is the one it opens.
     let _warm = warming.and_then(|w| w.join().ok().flatten());
     crate::debug!("start-up: CUDA warmed up at {:.1} ms", since());
@@ -181,14 +175,7 @@ fn run_plan(
         )?),
         None => None,
     };
-    let embedded = to.map(|to| route::Embedded {
-        first: Box::new(sink::handover::Handover::new(to.clone())),
-        marks: to.marks.clone(),
-    });
-    let mut sink = route::by_input(each, all, embedded);
-    if plan.progress() {
-        sink = Box::new(sink::progress::Progress::new(sink, total));
-    }
+    let mut sink = the_sink(plan, each, all, to, total);
     info!("output: {}", sink.describe());
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
     let failed: Vec<(usize, String)> = std::mem::take(&mut inputs.failed)
@@ -197,12 +184,12 @@ fn run_plan(
         .collect();
     let ring = plan.engine().ring_beside_others();
     let pipeline_inputs = inputs.into_pipeline(&names, ring, &recordings);
-    report::arm_exit_summary(plan.reports(), progress);
+    report::arm_exit_summary(ending, plan.reports(), progress);
     crate::debug!("start-up: sinks open at {:.1} ms", since());
     let ran = pipeline::run_inputs(pipeline_inputs, backend, sink.as_mut(), &opts, stop);
     crate::debug!("run ended at {:.1} ms", since());
     let recorded = recordings.finish();
-    report::disarm_exit_summary();
+    report::disarm_exit_summary(ending);
     let places = report::Places {
         order: &order,
         failed: &failed,
@@ -210,6 +197,51 @@ fn run_plan(
         recorded: &recorded,
     };
     report::finish(plan.reports(), ran, places, ending)
+}
+
+/// What the backend does for the consumers: compose the mosaic where there is one; keep
+/// frames on the device where nothing else reads them and the embedding program takes them
+/// as they are, or shaped for a model as the CUDA backend shapes them (it lends them:
+/// `backend::lend`; the CPU backend ignores both); each input's name for `{name}`.
+fn consumers_of(
+    plan: &RunPlan,
+    each: &[Option<Box<dyn Sink>>],
+    compose: Option<crate::tiles::Compose>,
+    to: Option<&sink::handover::HandTo>,
+    order: &[usize],
+) -> crate::plan::Consumers {
+    let alone = each.iter().all(Option::is_none) && compose.is_none();
+    let shape = to.and_then(|to| to.shaping.on_device());
+    let lend = alone && to.is_some_and(|to| to.shaping.plain() || shape.is_some());
+    crate::plan::Consumers {
+        compose,
+        lend,
+        shape,
+        names: order
+            .iter()
+            .map(|&at| plan.inputs()[at].name.clone())
+            .collect(),
+    }
+}
+
+/// The run's one sink: each input's own, the mosaic's, the embedding program's hand-over
+/// first, and the progress bar where asked (`total` frames where known).
+fn the_sink(
+    plan: &RunPlan,
+    each: Vec<Option<Box<dyn Sink>>>,
+    all: Option<Box<dyn Sink>>,
+    to: Option<&sink::handover::HandTo>,
+    total: Option<u64>,
+) -> Box<dyn Sink> {
+    let embedded = to.map(|to| route::Embedded {
+        first: Box::new(sink::handover::Handover::new(to.clone())),
+        marks: to.marks.clone(),
+    });
+    let sink = route::by_input(each, all, embedded);
+    match plan.progress() {
+        true => Box::new(sink::progress::Progress::new(sink, total)),
+        false => sink,
+    }
 }
 
 /// Each input's own sinks, by `InputId` (its window and browser view where it is shown

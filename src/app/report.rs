@@ -26,6 +26,9 @@ const DROP_WARNING_PERCENT: u64 = 3;
 pub(super) struct Ending {
     written: Cell<bool>,
     left_behind: Cell<bool>,
+    /// The running pipeline's summary, reported by an `at_end` hook if the process ends
+    /// before the run does (`arm_exit_summary`).
+    at_exit: std::cell::RefCell<Option<ExitSummary>>,
 }
 
 impl Ending {
@@ -36,6 +39,10 @@ impl Ending {
     /// Whether one was.
     pub fn left_a_thread_behind(&self) -> bool {
         self.left_behind.get()
+    }
+    /// The armed summary's hook, to keep until the process ends.
+    pub fn into_exit_summary(self) -> Option<ExitSummary> {
+        self.at_exit.into_inner()
     }
 }
 
@@ -241,11 +248,21 @@ fn write_counts(
     let _ = paths::write_atomically(std::path::Path::new(path), text.as_bytes());
 }
 
-/// The running pipeline, for a run that ends without returning: an abort (a second stop
-/// signal, the stop watchdog) or `exit` from inside a library (Qt, when the display dies).
-/// Set while the pipeline runs (an exit then ends it from outside); taken once it returned.
-/// The one process-wide slot of a run: exit and abort handlers take no argument.
-static AT_EXIT: Mutex<Option<AtExit>> = Mutex::new(None);
+/// The running pipeline's summary, for a run that ends without returning: an abort (a
+/// second stop signal, the stop watchdog) or `exit` from inside a library (Qt, when the
+/// display dies). Armed while the pipeline runs (an exit then ends it from outside); after
+/// it returned, an abort still marks the summary failed. Held by the run's `Ending`: its
+/// hook is taken back when the run is over.
+pub(crate) struct ExitSummary {
+    state: Arc<Mutex<Option<AtExit>>>,
+    _hook: crate::stop::AtEnd,
+}
+
+impl std::fmt::Debug for ExitSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ExitSummary")
+    }
+}
 
 /// What `summary_at_exit` reports: `--summary-json`, and the counts so far.
 struct AtExit {
@@ -256,42 +273,44 @@ struct AtExit {
 }
 
 /// Arms `summary_at_exit` for the pipeline's run, whose counts `progress` keeps.
-pub(super) fn arm_exit_summary(reports: &Reports, progress: Arc<pipeline::Progress>) {
-    if let Ok(mut s) = AT_EXIT.lock() {
-        *s = Some(AtExit {
-            summary_json: reports.summary_json.clone(),
-            progress,
-            returned: false,
-        });
-    }
-    static HANDLER: std::sync::Once = std::sync::Once::new();
-    // SAFETY: `summary_at_exit` is an `extern "C" fn()` that never unwinds (every error is
-    // ignored) and takes its lock without waiting.
-    HANDLER.call_once(|| unsafe {
-        libc::atexit(summary_at_exit);
-    });
-    crate::stop::on_abort(|| summary_at_exit());
+pub(super) fn arm_exit_summary(
+    ending: &Ending,
+    reports: &Reports,
+    progress: Arc<pipeline::Progress>,
+) {
+    let state = Arc::new(Mutex::new(Some(AtExit {
+        summary_json: reports.summary_json.clone(),
+        progress,
+        returned: false,
+    })));
+    let hook = {
+        let state = state.clone();
+        crate::stop::at_end(move || summary_at_exit(&state))
+    };
+    *ending.at_exit.borrow_mut() = Some(ExitSummary { state, _hook: hook });
 }
 
 /// The pipeline returned: its summary is reported the usual way (an abort before that
 /// still writes the counts, failed).
-pub(super) fn disarm_exit_summary() {
-    if let Ok(mut s) = AT_EXIT.lock() {
-        if let Some(at) = s.as_mut() {
-            at.returned = true;
+pub(super) fn disarm_exit_summary(ending: &Ending) {
+    if let Some(armed) = ending.at_exit.borrow().as_ref() {
+        if let Ok(mut s) = armed.state.lock() {
+            if let Some(at) = s.as_mut() {
+                at.returned = true;
+            }
         }
     }
 }
 
 /// Says why a running pipeline ended from outside, and writes `--summary-json` with the
 /// counts so far.
-extern "C" fn summary_at_exit() {
+fn summary_at_exit(state: &Mutex<Option<AtExit>>) {
     let aborted = |code: i32| match code {
         130 => "aborted by a second stop signal".to_string(),
         code => format!("the run did not end after the stop (exit {code})"),
     };
     // Without waiting: the pipeline may be ending it right now on another thread.
-    let Some(at) = AT_EXIT.try_lock().ok().and_then(|mut s| s.take()) else {
+    let Some(at) = state.try_lock().ok().and_then(|mut s| s.take()) else {
         return;
     };
     if at.returned {

@@ -459,24 +459,7 @@ impl LaneSet {
             .filters()
             .iter()
             .any(|f| matches!(f, Filter::Box { .. } | Filter::Gauss { .. }));
-        // Refuse before allocating what the device can't hold (an error, not an abort).
-        let lane_bytes: u64 = (0..sizes.bands)
-            .map(|b| {
-                let n = sizes.bgr(b) as u64;
-                let raw = (sizes.raw_in(b) + sizes.raw_out(b)) as u64;
-                2 * n + 2 * if separable { n } else { 1 } + raw
-            })
-            .sum();
-        let (free, _) = dev
-            .ctx
-            .mem_get_info()
-            .context("reading the device's free memory")?;
-        let lane_bytes = lane_bytes + Reshape::bytes(&cfg.chain, cfg.size, cfg.formats.output);
-        crate::budget::check_device(
-            lane_bytes.saturating_mul(cfg.in_flight.max(1) as u64),
-            free as u64,
-            &dev.name,
-        )?;
+        check_room(dev, cfg, &sizes, separable)?;
         let lanes = (0..cfg.in_flight.max(1))
             .map(|_| {
                 (0..sizes.bands)
@@ -1133,4 +1116,28 @@ impl LaneSet {
         t.span_ms = last - first;
         Ok(t)
     }
+}
+/// Refuses, before anything is allocated, lanes for `cfg` that the device's free memory
+/// can't hold (an error, not an abort): each lane's band buffers (`sizes`, with the
+/// separable filters' intermediate rows) and its whole-frame steps, times the frames in
+/// flight.
+fn check_room(dev: &Device, cfg: &BackendConfig, sizes: &BandSizes, separable: bool) -> Result<()> {
+    let lane_bytes: u64 = (0..sizes.bands)
+        .map(|b| {
+            let n = sizes.bgr(b) as u64;
+            let raw = (sizes.raw_in(b) + sizes.raw_out(b)) as u64;
+            2 * n + 2 * if separable { n } else { 1 } + raw
+        })
+        .sum();
+    let (free, _) = dev
+        .ctx
+        .mem_get_info()
+        .context("reading the device's free memory")?;
+    let lane_bytes = lane_bytes + Reshape::bytes(&cfg.chain, cfg.size, cfg.formats.output);
+    crate::budget::check_device(
+        lane_bytes.saturating_mul(cfg.in_flight.max(1) as u64),
+        free as u64,
+        &dev.name,
+    )?;
+    Ok(())
 }

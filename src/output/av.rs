@@ -11,7 +11,7 @@
 //!
 //! Invariants: a frame's timestamp never goes back (one that rounds onto its predecessor's is
 //! moved one tick on); audio is cut at the end of the last frame written; the trailer is
-//! written once, by `finish` (or by the exit handler in `writer`); a fragmented MP4/MOV
+//! written once, by `finish` (or by its `stop::at_end` hook in `writer`); a fragmented MP4/MOV
 //! (`FRAGMENT_SECONDS`) holds every fragment written before a crash.
 
 use std::sync::atomic::{AtomicBool, Ordering};

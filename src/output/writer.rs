@@ -17,7 +17,7 @@
 //!   most `FRAGMENT_SECONDS`, so a crash or `kill -9` loses at most the last fragment and the
 //!   frames still inside the encoder.
 
-use std::sync::{Arc, Mutex, Once, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -77,7 +77,7 @@ impl SpaceWatch {
     }
 }
 
-/// What a video file's exit handler needs: the writer until it is finalized, and the claim
+/// What a video file's `at_end` hook needs: the writer until it is finalized, and the claim
 /// to commit then.
 struct Open {
     writer: Option<AvFile>,
@@ -85,22 +85,18 @@ struct Open {
     written: u64,
 }
 
-/// Video files not yet finalized, for the exit handler.
-static OPEN_FILES: Mutex<Vec<Weak<Mutex<Open>>>> = Mutex::new(Vec::new());
-
-/// The longest an exit handler waits for a file that another thread is writing or
+/// The longest the `at_end` hook waits for a file that another thread is writing or
 /// finalizing.
 const EXIT_WAIT: Duration = Duration::from_secs(60);
 
-/// Finalizes every video file still open when the process ends before the run finished:
-/// an abort (a second stop signal, the stop watchdog), or `exit` called from inside a
-/// library (Qt, when the X display dies). A file another thread is finalizing is waited for.
-extern "C" fn finalize_at_exit() {
-    let files: Vec<_> = match OPEN_FILES.try_lock() {
-        Ok(files) => files.iter().filter_map(Weak::upgrade).collect(),
-        Err(_) => return,
+/// Finalizes a video file still open when the process ends before the run finished it: an
+/// abort (a second stop signal, the stop watchdog), or `exit` called from inside a library
+/// (Qt, when the X display dies). A file another thread is finalizing is waited for.
+fn finalize_at_exit(file: &Weak<Mutex<Open>>) {
+    let Some(file) = file.upgrade() else {
+        return;
     };
-    for file in files {
+    {
         let deadline = Instant::now() + EXIT_WAIT;
         let mut open = loop {
             match file.try_lock() {
@@ -113,7 +109,7 @@ extern "C" fn finalize_at_exit() {
             }
         };
         let Some(mut w) = open.writer.take() else {
-            continue; // finalized by its own thread
+            return; // finalized by its own thread
         };
         let written = open.written;
         let ok = w.finish().is_ok();
@@ -152,6 +148,8 @@ pub struct NoSpace {
 
 /// A video file written through FFmpeg's libraries (`av::AvFile`).
 pub struct VideoFile {
+    /// The file's finalizing if the process ends first.
+    _at_end: crate::stop::AtEnd,
     open: Arc<Mutex<Open>>,
     /// The codec written, by name.
     codec: &'static str,
@@ -222,8 +220,9 @@ impl VideoFile {
             claim,
             written: 0,
         }));
-        finalized_at_exit(&open);
+        let at_end = finalized_at_exit(&open);
         Ok(Self {
+            _at_end: at_end,
             open,
             codec: written_codec.name(),
             path: path.to_string(),
@@ -299,20 +298,12 @@ fn say_how_written(writer: &AvFile, claim: &VideoClaim, fragmented: bool) {
     }
 }
 
-/// The open file is finalized by the exit and abort handlers too, if the run never
-/// finishes it (the display dies, a second stop signal).
-fn finalized_at_exit(open: &Arc<Mutex<Open>>) {
-    static HANDLER: Once = Once::new();
-    // SAFETY: `finalize_at_exit` is an `extern "C" fn()` that never unwinds (it only
-    // takes locks and ignores every error).
-    HANDLER.call_once(|| unsafe {
-        libc::atexit(finalize_at_exit);
-    });
-    crate::stop::on_abort(|| finalize_at_exit());
-    if let Ok(mut files) = OPEN_FILES.lock() {
-        files.retain(|f| f.strong_count() > 0);
-        files.push(Arc::downgrade(open));
-    }
+/// The open file is finalized by the process's end too (`stop::at_end`), if the run never
+/// finishes it (the display dies, a second stop signal); the hook is taken back with the
+/// file.
+fn finalized_at_exit(open: &Arc<Mutex<Open>>) -> crate::stop::AtEnd {
+    let file = Arc::downgrade(open);
+    crate::stop::at_end(move || finalize_at_exit(&file))
 }
 
 impl Output for VideoFile {
@@ -354,7 +345,7 @@ impl Output for VideoFile {
             Err(p) => p.into_inner(),
         };
         let Some(mut w) = open.writer.take() else {
-            return Ok(()); // finalized by the exit handler
+            return Ok(()); // finalized by its at_end hook
         };
         let finished = w.finish();
         drop(w);

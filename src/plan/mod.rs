@@ -7,11 +7,12 @@
 //! the bench and the tests make theirs with it, and every pipeline in framepipe is started
 //! from a plan (`Plan::options`, `Plan::run`).
 //!
-//! Invariants: every default lives here once (ring, frames in flight, band counts, spare
-//! slots, the output rate where nothing says one); a plan is valid when made (bands cut for
-//! the size and the formats' row alignment, formats checked against the size, frames in
-//! flight between 1 and the ring's slots, the ring at least 2); nothing here opens a file, a
-//! device or a window.
+//! Invariants: the counts' defaults live here once (ring, frames in flight, band counts,
+//! spare slots; the rate where nothing says one is `frame::DEFAULT_FPS`, the formats' row
+//! alignment `band`'s); a plan is valid when made (bands cut for the size and the formats'
+//! row alignment, formats checked against the size, frames in flight between 1 and the
+//! ring's slots, the ring at least 2); deciding opens nothing: a file, a device or a window
+//! is opened only when a plan is run (`Plan::make_backend`, `Plan::run`) or by `app`.
 
 use std::sync::Arc;
 
@@ -162,7 +163,32 @@ impl CountError {
     }
 }
 
+/// What the run decides of the backend once its inputs and consumers are open (`app`): the
+/// mosaic it composes, whether processed frames stay on the device for an embedding
+/// program (and how they are shaped for its model), and the inputs' names for a text
+/// filter's `{name}`.
+#[derive(Debug)]
+pub struct Consumers {
+    /// The mosaic the backend composes, where the run shows or records one.
+    pub compose: Option<crate::tiles::Compose>,
+    /// Frames lent on the device to the run's one consumer.
+    pub lend: bool,
+    /// Lent frames shaped for a model (`lend` only).
+    pub shape: Option<backend::Shape>,
+    /// Each input's name, by its number in the pipeline.
+    pub names: Arc<[String]>,
+}
+
 impl Plan {
+    /// Settles what the backend does for the run's consumers (`Consumers`).
+    pub fn settle_consumers(&mut self, consumers: Consumers) {
+        let cfg = &mut self.backend;
+        cfg.compose = consumers.compose;
+        cfg.shape = consumers.shape.filter(|_| consumers.lend);
+        cfg.lend = consumers.lend;
+        cfg.names = consumers.names;
+    }
+
     /// `size` frames in `formats` through `chain` on `kind`, with `counts`; untraced,
     /// page-locked, CUDA's default settings, to the end of the input. The error says which
     /// count or format is wrong.
@@ -287,7 +313,8 @@ impl Plan {
 }
 
 /// What a run loses of its input's chroma, said before it starts: a 4:2:2 or 4:4:4 input
-/// written as 4:2:0 (framepipe writes no 4:2:2 or 4:4:4).
+/// whose frames are handed to the outputs as 4:2:0 (I420 or NV12). (A video file's encoder
+/// may store 4:2:2 or 4:4:4 again, `--pix-fmt`, from those 4:2:0 frames.)
 fn chroma_lost(formats: Formats) -> Option<String> {
     let from = match formats.input {
         PixelFormat::Yuyv | PixelFormat::Yuv422p => "4:2:2",

@@ -93,83 +93,91 @@ pub fn open(spec: &InputSpec, request: Request) -> Result<Box<dyn Source>> {
     // Before OpenCV's first FFmpeg call: its lines go through the hook from the start.
     ffmpeg_log::install();
     match spec {
-        InputSpec::Camera(i) => {
-            let mut cap = videoio::VideoCapture::new(*i, videoio::CAP_ANY)
-                .with_context(|| format!("opening camera {i}"))?;
-            // Asked before the first frame; the camera gives what it can (start reads back
-            // the real size from that frame).
-            if let Some(size) = request.size {
-                let _ = cap.set(videoio::CAP_PROP_FRAME_WIDTH, size.width as f64);
-                let _ = cap.set(videoio::CAP_PROP_FRAME_HEIGHT, size.height as f64);
-            }
-            if let Some(fps) = request.fps {
-                let _ = cap.set(videoio::CAP_PROP_FPS, fps);
-            }
-            let raw = ask_raw_yuyv(&mut cap);
-            let mut c = Capture::start(cap, format!("camera {i}"), true, false)?;
-            if raw {
-                c.take_camera_yuyv()?;
-            }
-            Ok(Box::new(c))
-        }
-        InputSpec::Stream(s) => {
-            let api = if s.contains('!') {
-                videoio::CAP_GSTREAMER
-            } else {
-                videoio::CAP_ANY
-            };
-            let kind = if api == videoio::CAP_GSTREAMER {
-                "GStreamer pipeline"
-            } else {
-                "stream"
-            };
-            let asked = std::time::Instant::now();
-            let cap = videoio::VideoCapture::from_file(s, api)
-                .with_context(|| format!("opening {kind} '{s}'"))?;
-            if !cap.is_opened().unwrap_or(false) && asked.elapsed() >= OPEN_TIMEOUT_SEEN {
-                bail!(
-                    "{kind} '{s}' timed out: no answer within {:.0} s (OpenCV's FFmpeg backend gives up after 30 s); is the server up and the address right?",
-                    asked.elapsed().as_secs_f64()
-                );
-            }
-            let live = api == videoio::CAP_GSTREAMER || !is_file_at_url(s, &cap);
-            let mut c = Capture::start(cap, format!("{kind} '{s}'"), live, request.pace && !live)?;
-            if live {
-                crate::info!(
-                    "{kind} '{s}' is read live: when the pipeline falls behind, frames are dropped (counted at the end) so that what comes out stays current; its audio, if any, is not recorded"
-                );
-            } else {
-                crate::info!(
-                    "'{s}' is a file (it has a duration): read as one, every frame kept in order"
-                );
-                c.timed_by_stream(0.0);
-            }
-            if api == videoio::CAP_GSTREAMER {
-                if let Some(raw) = raw_caps(s) {
-                    c.take_raw(raw)?;
-                }
-            }
-            Ok(Box::new(c))
-        }
-        InputSpec::Video(path) => {
-            let p = path.display().to_string();
-            let mut cap = videoio::VideoCapture::from_file(&p, videoio::CAP_FFMPEG)
-                .with_context(|| format!("opening video file '{p}'"))?;
-            // Frames are turned upright here, the way ffmpeg does (OpenCV 4.6 turns a
-            // 90-degree matrix the other way).
-            let _ = cap.set(videoio::CAP_PROP_ORIENTATION_AUTO, 0.0);
-            let mut c = Capture::start(cap, format!("file '{p}'"), false, request.pace)?;
-            c.timed_by_stream(request.offset);
-            if request.rotation != 0 {
-                c.turn_by(request.rotation)?;
-            }
-            Ok(Box::new(c))
-        }
+        InputSpec::Camera(i) => open_camera(*i, request),
+        InputSpec::Stream(s) => open_stream(s, request),
+        InputSpec::Video(path) => open_video(path, request),
         InputSpec::Image(path) => StillImage::open(path).map(|s| Box::new(s) as _),
         InputSpec::Default | InputSpec::Pattern(_) | InputSpec::Stdin | InputSpec::Pipe(_) => {
             Err(crate::bug!("{spec:?} is not an OpenCV source"))
         }
     }
+}
+
+/// Camera `i`, asked for `request`'s size and rate, in YUYV where it gives it raw.
+fn open_camera(i: i32, request: Request) -> Result<Box<dyn Source>> {
+    let mut cap = videoio::VideoCapture::new(i, videoio::CAP_ANY)
+        .with_context(|| format!("opening camera {i}"))?;
+    // Asked before the first frame; the camera gives what it can (start reads back
+    // the real size from that frame).
+    if let Some(size) = request.size {
+        let _ = cap.set(videoio::CAP_PROP_FRAME_WIDTH, size.width as f64);
+        let _ = cap.set(videoio::CAP_PROP_FRAME_HEIGHT, size.height as f64);
+    }
+    if let Some(fps) = request.fps {
+        let _ = cap.set(videoio::CAP_PROP_FPS, fps);
+    }
+    let raw = ask_raw_yuyv(&mut cap);
+    let mut c = Capture::start(cap, format!("camera {i}"), true, false)?;
+    if raw {
+        c.take_camera_yuyv()?;
+    }
+    Ok(Box::new(c))
+}
+
+/// A network stream or a GStreamer pipeline (`!`), read live unless it is a file behind a
+/// URL (it has a duration).
+fn open_stream(s: &str, request: Request) -> Result<Box<dyn Source>> {
+    let api = if s.contains('!') {
+        videoio::CAP_GSTREAMER
+    } else {
+        videoio::CAP_ANY
+    };
+    let kind = if api == videoio::CAP_GSTREAMER {
+        "GStreamer pipeline"
+    } else {
+        "stream"
+    };
+    let asked = std::time::Instant::now();
+    let cap = videoio::VideoCapture::from_file(s, api)
+        .with_context(|| format!("opening {kind} '{s}'"))?;
+    if !cap.is_opened().unwrap_or(false) && asked.elapsed() >= OPEN_TIMEOUT_SEEN {
+        bail!(
+            "{kind} '{s}' timed out: no answer within {:.0} s (OpenCV's FFmpeg backend gives up after 30 s); is the server up and the address right?",
+            asked.elapsed().as_secs_f64()
+        );
+    }
+    let live = api == videoio::CAP_GSTREAMER || !is_file_at_url(s, &cap);
+    let mut c = Capture::start(cap, format!("{kind} '{s}'"), live, request.pace && !live)?;
+    if live {
+        crate::info!(
+            "{kind} '{s}' is read live: when the pipeline falls behind, frames are dropped (counted at the end) so that what comes out stays current; its audio, if any, is not recorded"
+        );
+    } else {
+        crate::info!("'{s}' is a file (it has a duration): read as one, every frame kept in order");
+        c.timed_by_stream(0.0);
+    }
+    if api == videoio::CAP_GSTREAMER {
+        if let Some(raw) = raw_caps(s) {
+            c.take_raw(raw)?;
+        }
+    }
+    Ok(Box::new(c))
+}
+
+/// A video file, turned upright and timed by its stream, as ffmpeg does.
+fn open_video(path: &std::path::Path, request: Request) -> Result<Box<dyn Source>> {
+    let p = path.display().to_string();
+    let mut cap = videoio::VideoCapture::from_file(&p, videoio::CAP_FFMPEG)
+        .with_context(|| format!("opening video file '{p}'"))?;
+    // Frames are turned upright here, the way ffmpeg does (OpenCV 4.6 turns a
+    // 90-degree matrix the other way).
+    let _ = cap.set(videoio::CAP_PROP_ORIENTATION_AUTO, 0.0);
+    let mut c = Capture::start(cap, format!("file '{p}'"), false, request.pace)?;
+    c.timed_by_stream(request.offset);
+    if request.rotation != 0 {
+        c.turn_by(request.rotation)?;
+    }
+    Ok(Box::new(c))
 }
 
 /// The YUV layout a GStreamer pipeline's appsink receives, where its last caps before

@@ -220,6 +220,22 @@ struct Clock {
     past_end: bool,
 }
 
+impl Clock {
+    /// A clock at the start: nothing handed out, times kept by `continuity`, paced where
+    /// `pace` says.
+    fn new(continuity: super::continuity::Continuity, pace: Option<super::Pace>) -> Self {
+        Self {
+            continuity,
+            live_start: None,
+            pace,
+            pts: None,
+            prev_seconds: None,
+            frames: 0,
+            past_end: false,
+        }
+    }
+}
+
 /// The first picture's aspect ratio (the stream's where it gives one, as ffmpeg takes it;
 /// 0:0 unknown), interlacing, chroma siting and range, for a Y4M output; a picture turned a
 /// quarter has its aspect ratio turned too.
@@ -517,17 +533,14 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     let live = network && !(serves_files(url) && (has_duration || has_size(&input)));
     let codec_name = stream.parameters().id().name().to_string();
     let (decoder, nvdec, pinned) = open_decoder(&stream, live, asked, &what)?;
-    let start = crate::media::timebase::file_start(&input)
-        .map(|s| {
-            (s * f64::from(time_base.denominator()) / f64::from(time_base.numerator())).round()
-                as i64
-        })
-        .unwrap_or(0);
-    let frame_count = (!live).then(|| frames_of(&input, &stream, fps)).flatten();
-    let frame_count = trimmed_count(frame_count, fps, asked.trim);
     let ticks = |s: f64| {
         (s * f64::from(time_base.denominator()) / f64::from(time_base.numerator())).round() as i64
     };
+    let start = crate::media::timebase::file_start(&input)
+        .map(ticks)
+        .unwrap_or(0);
+    let frame_count = (!live).then(|| frames_of(&input, &stream, fps)).flatten();
+    let frame_count = trimmed_count(frame_count, fps, asked.trim);
     let trim = (ticks(asked.trim.start), asked.trim.end.map(ticks));
     let media = match live {
         true => None,
@@ -557,15 +570,10 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         format: PixelFormat::Bgr24,
         coded: (0, 0, ff::format::Pixel::None),
         conversion: Conversion::Planes { turns: 0 },
-        clock: Clock {
+        clock: Clock::new(
             continuity,
-            live_start: None,
-            pace: fps.filter(|_| asked.pace && !live).map(super::Pace::new),
-            pts: None,
-            prev_seconds: None,
-            frames: 0,
-            past_end: false,
-        },
+            fps.filter(|_| asked.pace && !live).map(super::Pace::new),
+        ),
         refused: 0,
         nvdec,
         pinned,
@@ -575,26 +583,34 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         silence,
         ended_by: None,
     };
-    if asked.trim.start > 0.0 {
-        source.seek(asked.trim.start)?;
-    }
-    // The first picture says the size and format (the codec parameters may not).
-    if !source.decode_kept()? {
-        if asked.trim.is_set() {
-            bail!(
-                "{} has no frame in the part --ss/--to/-t asked for (from {} s)",
-                source.facts.what,
-                asked.trim.start
-            );
-        }
-        bail!("{} opened, but gave no frame", source.facts.what);
-    }
+    source.read_first(asked.trim)?;
     source.settle(rotation, &codec_name, asked.untouched)?;
     source.tags = tags_of(&source.picture, (stream_sar.num, stream_sar.den), rotation);
     if network {
         say_how_read(&source, url);
     }
     Ok(source)
+}
+
+impl Decoded {
+    /// Decodes the first picture of the part `trim` reads (seeking to its start): it says
+    /// the size and format, which the codec parameters may not.
+    fn read_first(&mut self, trim: crate::source::Trim) -> Result<()> {
+        if trim.start > 0.0 {
+            self.seek(trim.start)?;
+        }
+        if self.decode_kept()? {
+            return Ok(());
+        }
+        if trim.is_set() {
+            bail!(
+                "{} has no frame in the part --ss/--to/-t asked for (from {} s)",
+                self.facts.what,
+                trim.start
+            );
+        }
+        bail!("{} opened, but gave no frame", self.facts.what);
+    }
 }
 
 /// The frames a file of `count` frames at `fps` gives of the part `trim` reads, where known.

@@ -273,6 +273,38 @@ pub fn attach(
         what: "a CUDA stream for NVDEC could not be made",
         why: e.to_string(),
     })?;
+    let mut device = device_around(&cuda, &stream)?;
+    // SAFETY: the context is allocated and not opened; it takes its own reference to the
+    // device (freed with the context) and ours is released; `cuda_first` has get_format's
+    // signature. The decoder keeps the frame threads `decode.rs` set, as ffmpeg does
+    // (NVDEC's hwaccel is safe with them); NVDEC is the limit either way (ffmpeg itself
+    // decodes 1080p H.264 at 714 fps steady with one thread and 718 with them on the H200,
+    // BENCHMARKS.md "NVDEC").
+    unsafe {
+        let c = ctx.as_mut_ptr();
+        (*c).hw_device_ctx = ffi::av_buffer_ref(device);
+        ffi::av_buffer_unref(&mut device);
+        if (*c).hw_device_ctx.is_null() {
+            return Err(NvdecError::OutOfMemory);
+        }
+        (*c).get_format = Some(cuda_first);
+    }
+    Ok(Nvdec {
+        stream,
+        keep,
+        direct: false,
+        host: ff::frame::Video::empty(),
+        on_gpu: 0,
+        on_cpu: 0,
+    })
+}
+
+/// A libavutil CUDA device context made around `cuda` (a retained primary context) and
+/// `stream` (NVDEC's post-processing stream), initialised; our reference to it.
+fn device_around(
+    cuda: &Arc<cudarc::driver::CudaContext>,
+    stream: &Arc<cudarc::driver::CudaStream>,
+) -> Result<*mut ffi::AVBufferRef, NvdecError> {
     // SAFETY: allocates a new device context of a type libavutil knows (or returns null).
     let mut device =
         unsafe { ffi::av_hwdevice_ctx_alloc(ffi::AVHWDeviceType::AV_HWDEVICE_TYPE_CUDA) };
@@ -299,29 +331,7 @@ pub fn attach(
             why: ff::Error::from(r).to_string(),
         });
     }
-    // SAFETY: the context is allocated and not opened; it takes its own reference to the
-    // device (freed with the context) and ours is released; `cuda_first` has get_format's
-    // signature. The decoder keeps the frame threads `decode.rs` set, as ffmpeg does
-    // (NVDEC's hwaccel is safe with them); NVDEC is the limit either way (ffmpeg itself
-    // decodes 1080p H.264 at 714 fps steady with one thread and 718 with them on the H200,
-    // BENCHMARKS.md "NVDEC").
-    unsafe {
-        let c = ctx.as_mut_ptr();
-        (*c).hw_device_ctx = ffi::av_buffer_ref(device);
-        ffi::av_buffer_unref(&mut device);
-        if (*c).hw_device_ctx.is_null() {
-            return Err(NvdecError::OutOfMemory);
-        }
-        (*c).get_format = Some(cuda_first);
-    }
-    Ok(Nvdec {
-        stream,
-        keep,
-        direct: false,
-        host: ff::frame::Video::empty(),
-        on_gpu: 0,
-        on_cpu: 0,
-    })
+    Ok(device)
 }
 
 impl Nvdec {
