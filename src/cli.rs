@@ -82,9 +82,55 @@ impl CheckKernelArgs {
     }
 }
 
-/// Options of a pipeline run (`framepipe [OPTIONS]`).
+/// Options of a pipeline run (`framepipe [OPTIONS]`), in groups: each group is read by the
+/// plan alone (`plan::Start`, `RunPlan::from_args`).
 #[derive(Args, Debug, Clone)]
 pub struct RunArgs {
+    /// Where frames come from (`--input`, `--inputs`, `--shard`) and how they are read.
+    #[command(flatten)]
+    pub sources: InputArgs,
+
+    /// The part of each input that is read, as ffmpeg's input options count it.
+    #[command(flatten)]
+    pub trim: TrimArgs,
+
+    /// What runs on the frames, and how the pipeline runs it.
+    #[command(flatten)]
+    pub engine: EngineArgs,
+
+    /// Where processed frames are written, and how a file is replaced.
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+
+    /// What a video output's encoder is told, named as ffmpeg names it.
+    #[command(flatten)]
+    pub encode: EncodeArgs,
+
+    /// Each input's own packets, written as they came (`--record`).
+    #[command(flatten)]
+    pub recording: RecordArgs,
+
+    /// What a person watches: the window, the mosaic and the browser view.
+    #[command(flatten)]
+    pub view: ViewArgs,
+
+    /// What the run writes about itself.
+    #[command(flatten)]
+    pub reports: ReportArgs,
+
+    /// Print only errors, warnings and the summary.
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Print details too, OpenCV's own log lines among them.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// Where frames come from (`--input`, `--inputs`, `--shard`) and how they are read.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Inputs")]
+pub struct InputArgs {
     /// Camera index, video file, URL, GStreamer pipeline (holds '!'), still image, named
     /// pipe (YUV4MPEG2 or raw frames, as standard input), '-' (standard input), or
     /// 'pattern' (its own size, format and rate as 'pattern:640x360:nv12:25'). Default:
@@ -106,45 +152,6 @@ pub struct RunArgs {
     /// adding a camera moves no other.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<String>,
-
-    /// --serve's /healthz answers 503 once an input has been down this long (reconnecting,
-    /// or not open yet), or has failed; 200 otherwise (30s, 2m).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
-    pub health_budget: std::time::Duration,
-
-    /// With several inputs: the mosaic's grid, as COLUMNSxROWS [default: as square as the
-    /// inputs allow, wider than tall].
-    #[arg(long, value_name = "CxR")]
-    pub grid: Option<FrameSize>,
-
-    /// With several inputs: one window per input instead of the mosaic.
-    #[arg(long)]
-    pub no_mosaic: bool,
-
-    /// Serve a page that shows the processed video live, its figures and the window's
-    /// controls, at http://127.0.0.1:PORT/ (or at ADDRESS:PORT, given whole: 0.0.0.0:8080
-    /// for every interface).
-    #[arg(long, value_name = "[ADDR:]PORT")]
-    pub serve: Option<String>,
-
-    /// Require this token on every request to --serve (?token=… in the page's address, or
-    /// `Authorization: Bearer`). Other users can read it with `ps`: --serve-token-file or
-    /// FRAMEPIPE_SERVE_TOKEN keep it from them.
-    #[arg(long, value_name = "TOKEN", conflicts_with = "serve_token_file")]
-    pub serve_token: Option<String>,
-
-    /// Read --serve's token from the first line of this file.
-    #[arg(long, value_name = "FILE")]
-    pub serve_token_file: Option<String>,
-
-    /// Another host name the browser view answers to (besides its IP addresses and
-    /// localhost: requests naming any other host are refused, against DNS rebinding).
-    #[arg(long, value_name = "NAME")]
-    pub serve_host: Vec<String>,
-
-    /// Serve on an address other machines reach without a token (refused otherwise).
-    #[arg(long)]
-    pub serve_insecure: bool,
 
     /// Open a live network stream again (with a growing pause, up to 8 s) when it ends or
     /// fails, until the run stops. On by default with several inputs.
@@ -168,12 +175,6 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "y4m")]
     pub input_format: crate::source::stdin::InputFormat,
 
-    /// What `--output -` writes: YUV4MPEG2 frames in i420 (C420jpeg) or gray (Cmono), or
-    /// headerless nv12 or bgr24 frames (which Y4M can't hold) [possible values: i420, gray,
-    /// nv12, bgr24; also ffmpeg's yuv420p, grey, bgr].
-    #[arg(long, value_name = "FORMAT", value_parser = writable_format)]
-    pub output_format: Option<crate::pixel::PixelFormat>,
-
     /// Size of the test pattern [default: 1280x720]; a camera is asked for it (and says
     /// what it gave); a file or stream keeps its own size.
     #[arg(long, value_name = "WxH")]
@@ -183,22 +184,6 @@ pub struct RunArgs {
     /// camera is asked for it; also the rate written to --output when the input does not say.
     #[arg(long, value_name = "FPS")]
     pub fps: Option<f64>,
-
-    /// Filter chain, e.g. 'gray,gain:1.5,10'. Filters: copy, invert, gray, gain:ALPHA[,BETA],
-    /// blur:K (K odd), gauss:SIGMA or gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3,
-    /// text:TEXT[,x=X,y=Y,size=PX,color=RRGGBB,box=0] ({time} {pts} {name} {input} {frame}
-    /// put in), timestamp[:pts], and your own CUDA kernel: kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…] (CUDA only;
-    /// written against kernels/framepipe.cuh; reloaded when the file is saved).
-    #[arg(short, long, value_name = "CHAIN", default_value = "copy")]
-    pub filter: Chain,
-
-    /// Where filters run: auto (CUDA if present, else CPU), cuda, cpu.
-    #[arg(long, value_enum, default_value = "auto")]
-    pub backend: BackendKind,
-
-    /// No window: write --output, or process and discard.
-    #[arg(long)]
-    pub headless: bool,
 
     /// Show or send a file as fast as it decodes instead of at its own rate (so does --fps
     /// 0): in the window, and where every output is live (--realtime's default).
@@ -215,7 +200,12 @@ pub struct RunArgs {
     /// until q.
     #[arg(long)]
     pub exit_at_end: bool,
+}
 
+/// The part of each input that is read, as ffmpeg's input options count it.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Trimming")]
+pub struct TrimArgs {
     /// Start a file at this time (seconds, or [HH:]MM:SS[.mmm]), as ffmpeg's -ss before -i:
     /// seeked to the keyframe before, decoded from there, frames before it dropped; the
     /// outputs' times start at 0 there.
@@ -229,7 +219,81 @@ pub struct RunArgs {
     /// Read this long from --ss (or the start), as ffmpeg's -t.
     #[arg(short = 't', long, value_name = "TIME", value_parser = parse_time)]
     pub duration: Option<f64>,
+}
 
+/// What runs on the frames, and how the pipeline runs it.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Processing")]
+pub struct EngineArgs {
+    /// Filter chain, e.g. 'gray,gain:1.5,10'. Filters: copy, invert, gray, gain:ALPHA[,BETA],
+    /// blur:K (K odd), gauss:SIGMA or gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3,
+    /// text:TEXT[,x=X,y=Y,size=PX,color=RRGGBB,box=0] ({time} {pts} {name} {input} {frame}
+    /// put in), timestamp[:pts], and your own CUDA kernel: kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…] (CUDA only;
+    /// written against kernels/framepipe.cuh; reloaded when the file is saved).
+    #[arg(short, long, value_name = "CHAIN", default_value = "copy")]
+    pub filter: Chain,
+
+    /// Where filters run: auto (CUDA if present, else CPU), cuda, cpu.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub backend: BackendKind,
+
+    /// Stop after N frames.
+    #[arg(long, value_name = "N")]
+    pub frames: Option<u64>,
+
+    /// Horizontal bands of a frame that finds the GPU idle (each band's copies and kernels
+    /// overlap the others'; --streams says which streams carry them) [default: by frame
+    /// height: 1 up to 360 rows, 4 up to 1200, else 8; half that for 4:2:0 frames, whose
+    /// bands take three copies each way].
+    #[arg(long, value_name = "N")]
+    pub bands: Option<usize>,
+
+    /// Bands for a frame submitted while others are still on the GPU (a steady stream, such
+    /// as a file): overlap with its neighbours hides its copies, so fewer bands cost less.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub busy_bands: usize,
+
+    /// Frame slots in the ring (at least 2; refused when the ring would not fit in the
+    /// machine's available memory) [default: 8, fewer for frames so large that 8 would
+    /// take more than 2 GiB]. NVDEC's pictures stay on the GPU for rings of up to 8 slots;
+    /// a larger ring has them brought down into its slots.
+    #[arg(long, value_name = "N")]
+    pub ring: Option<usize>,
+
+    /// Frames on the GPU at once [default: ring - 2, at least 1, at most 4; 6 above 1200 rows].
+    #[arg(long, value_name = "N")]
+    pub in_flight: Option<usize>,
+
+    /// Leave frame buffers pageable instead of page-locking them (the original
+    /// question's mistake; for comparison).
+    #[arg(long)]
+    pub pageable: bool,
+
+    /// How CUDA streams carry the bands: per-stage (one copy-in, one compute and one
+    /// copy-out stream) or per-band (a stream per band and frame in flight).
+    #[arg(long, value_enum, default_value = "per-stage")]
+    pub streams: crate::backend::StreamLayout,
+
+    /// Issue a frame that finds the GPU idle call by call instead of replaying a CUDA graph
+    /// captured from the same calls (one launch for all its bands, which wakes the GPU
+    /// sooner at a live rate: BENCHMARKS.md).
+    #[arg(long)]
+    pub no_graphs: bool,
+
+    /// Don't watch the chain's kernel files for changes (r in the window still reloads).
+    #[arg(long)]
+    pub no_watch: bool,
+
+    /// Not a flag: every input's frames are also handed, in this format, to the program
+    /// that embeds framepipe (`app::run_embedded`, the Python package).
+    #[arg(skip)]
+    pub handover: Option<crate::pixel::PixelFormat>,
+}
+
+/// Where processed frames are written, and how a file is replaced.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Outputs")]
+pub struct OutputArgs {
     // The help texts below write `{n}` with a word joiner after the brace (clap reads a
     // plain `{n}` as a line break); `options_markdown` takes it out.
     #[arg(
@@ -249,23 +313,11 @@ pub struct RunArgs {
     /// Where the frames go (`help` above).
     pub output: Vec<String>,
 
-    #[arg(
-        long,
-        value_name = "PATH",
-        help = "Record each input's own stream as it arrives, video and audio, neither \
-            decoded nor encoded (what an NVR keeps), beside the outputs: .mp4, .mov, .mkv or \
-            .ts; {\u{2060}n} is the input's number and {\u{2060}name} its name (one of them \
-            needed with several inputs). Written under a hidden .NAME.part and renamed when \
-            finished; nothing is replaced. A file that can't be written fails the run."
-    )]
-    /// Where each input's own packets go (`help` above).
-    pub record: Option<String>,
-
-    /// Cut each --record into files of about this length (90, 90s, 10m, 1h), each from a
-    /// keyframe; the name takes {seg} (the segment's number, 00000 on) or the local time
-    /// (%Y%m%d-%H%M%S).
-    #[arg(long, value_name = "DURATION", requires = "record", value_parser = parse_duration)]
-    pub segment: Option<std::time::Duration>,
+    /// What `--output -` writes: YUV4MPEG2 frames in i420 (C420jpeg) or gray (Cmono), or
+    /// headerless nv12 or bgr24 frames (which Y4M can't hold) [possible values: i420, gray,
+    /// nv12, bgr24; also ffmpeg's yuv420p, grey, bgr].
+    #[arg(long, value_name = "FORMAT", value_parser = writable_format)]
+    pub output_format: Option<crate::pixel::PixelFormat>,
 
     /// Replace an --output that exists (as ffmpeg -y): the new file is written beside it
     /// and renamed over it once finished with at least one frame. Without -y an existing
@@ -283,6 +335,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub fragmented: bool,
 
+    /// Leave the input's audio out of a video --output (by default it is copied as it is).
+    #[arg(long)]
+    pub no_audio: bool,
+}
+
+/// What a video output's encoder is told, named as ffmpeg names it.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Encoding")]
+pub struct EncodeArgs {
     /// Codec of a video --output [default: h264 in .mp4/.mov/.mkv/.ts/.flv, mjpeg in .avi,
     /// vp9 in .webm; ffv1 keeps every pixel].
     #[arg(long, value_enum)]
@@ -331,55 +392,83 @@ pub struct RunArgs {
     /// e.g. profile=high, x264-params=ref=2.
     #[arg(long, value_name = "KEY=VALUE", value_parser = crate::output::encode::parse_opt)]
     pub codec_opt: Vec<(String, String)>,
+}
 
-    /// Stop after N frames.
-    #[arg(long, value_name = "N")]
-    pub frames: Option<u64>,
+/// Each input's own packets, written as they came (`--record`).
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Recording")]
+pub struct RecordArgs {
+    #[arg(
+        long,
+        value_name = "PATH",
+        help = "Record each input's own stream as it arrives, video and audio, neither \
+            decoded nor encoded (what an NVR keeps), beside the outputs: .mp4, .mov, .mkv or \
+            .ts; {\u{2060}n} is the input's number and {\u{2060}name} its name (one of them \
+            needed with several inputs). Written under a hidden .NAME.part and renamed when \
+            finished; nothing is replaced. A file that can't be written fails the run."
+    )]
+    /// Where each input's own packets go (`help` above).
+    pub record: Option<String>,
 
-    /// Not a flag: every input's frames are also handed, in this format, to the program
-    /// that embeds framepipe (`app::run_embedded`, the Python package).
-    #[arg(skip)]
-    pub handover: Option<crate::pixel::PixelFormat>,
+    /// Cut each --record into files of about this length (90, 90s, 10m, 1h), each from a
+    /// keyframe; the name takes {seg} (the segment's number, 00000 on) or the local time
+    /// (%Y%m%d-%H%M%S).
+    #[arg(long, value_name = "DURATION", requires = "record", value_parser = parse_duration)]
+    pub segment: Option<std::time::Duration>,
+}
 
-    /// Horizontal bands of a frame that finds the GPU idle (each band's copies and kernels
-    /// overlap the others'; --streams says which streams carry them) [default: by frame
-    /// height: 1 up to 360 rows, 4 up to 1200, else 8; half that for 4:2:0 frames, whose
-    /// bands take three copies each way].
-    #[arg(long, value_name = "N")]
-    pub bands: Option<usize>,
-
-    /// Bands for a frame submitted while others are still on the GPU (a steady stream, such
-    /// as a file): overlap with its neighbours hides its copies, so fewer bands cost less.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub busy_bands: usize,
-
-    /// Frame slots in the ring (at least 2; refused when the ring would not fit in the
-    /// machine's available memory) [default: 8, fewer for frames so large that 8 would
-    /// take more than 2 GiB]. NVDEC's pictures stay on the GPU for rings of up to 8 slots;
-    /// a larger ring has them brought down into its slots.
-    #[arg(long, value_name = "N")]
-    pub ring: Option<usize>,
-
-    /// Frames on the GPU at once [default: ring - 2, at least 1, at most 4; 6 above 1200 rows].
-    #[arg(long, value_name = "N")]
-    pub in_flight: Option<usize>,
-
-    /// Leave frame buffers pageable instead of page-locking them (the original
-    /// question's mistake; for comparison).
+/// What a person watches: the window, the mosaic and the browser view.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Window and browser view")]
+pub struct ViewArgs {
+    /// No window: write --output, or process and discard.
     #[arg(long)]
-    pub pageable: bool,
+    pub headless: bool,
 
-    /// How CUDA streams carry the bands: per-stage (one copy-in, one compute and one
-    /// copy-out stream) or per-band (a stream per band and frame in flight).
-    #[arg(long, value_enum, default_value = "per-stage")]
-    pub streams: crate::backend::StreamLayout,
+    /// With several inputs: the mosaic's grid, as COLUMNSxROWS [default: as square as the
+    /// inputs allow, wider than tall].
+    #[arg(long, value_name = "CxR")]
+    pub grid: Option<FrameSize>,
 
-    /// Issue a frame that finds the GPU idle call by call instead of replaying a CUDA graph
-    /// captured from the same calls (one launch for all its bands, which wakes the GPU
-    /// sooner at a live rate: BENCHMARKS.md).
+    /// With several inputs: one window per input instead of the mosaic.
     #[arg(long)]
-    pub no_graphs: bool,
+    pub no_mosaic: bool,
 
+    /// Serve a page that shows the processed video live, its figures and the window's
+    /// controls, at http://127.0.0.1:PORT/ (or at ADDRESS:PORT, given whole: 0.0.0.0:8080
+    /// for every interface).
+    #[arg(long, value_name = "[ADDR:]PORT")]
+    pub serve: Option<String>,
+
+    /// Require this token on every request to --serve (?token=… in the page's address, or
+    /// `Authorization: Bearer`). Other users can read it with `ps`: --serve-token-file or
+    /// FRAMEPIPE_SERVE_TOKEN keep it from them.
+    #[arg(long, value_name = "TOKEN", conflicts_with = "serve_token_file")]
+    pub serve_token: Option<String>,
+
+    /// Read --serve's token from the first line of this file.
+    #[arg(long, value_name = "FILE")]
+    pub serve_token_file: Option<String>,
+
+    /// Another host name the browser view answers to (besides its IP addresses and
+    /// localhost: requests naming any other host are refused, against DNS rebinding).
+    #[arg(long, value_name = "NAME")]
+    pub serve_host: Vec<String>,
+
+    /// Serve on an address other machines reach without a token (refused otherwise).
+    #[arg(long)]
+    pub serve_insecure: bool,
+
+    /// --serve's /healthz answers 503 once an input has been down this long (reconnecting,
+    /// or not open yet), or has failed; 200 otherwise (30s, 2m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]
+    pub health_budget: std::time::Duration,
+}
+
+/// What the run writes about itself.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Reports")]
+pub struct ReportArgs {
     /// Write a Chrome trace (Perfetto, chrome://tracing) of the first frames: every band's
     /// H2D, kernels and D2H on its stream's track, capture and output on theirs.
     #[arg(long, value_name = "FILE.json")]
@@ -399,22 +488,6 @@ pub struct RunArgs {
     /// and the error when the run failed), for scripts and tests.
     #[arg(long, value_name = "FILE.json")]
     pub summary_json: Option<String>,
-
-    /// Leave the input's audio out of a video --output (by default it is copied as it is).
-    #[arg(long)]
-    pub no_audio: bool,
-
-    /// Don't watch the chain's kernel files for changes (r in the window still reloads).
-    #[arg(long)]
-    pub no_watch: bool,
-
-    /// Print only errors, warnings and the summary.
-    #[arg(short, long, conflicts_with = "verbose")]
-    pub quiet: bool,
-
-    /// Print details too, OpenCV's own log lines among them.
-    #[arg(short, long)]
-    pub verbose: bool,
 }
 
 /// `framepipe bench`: what to measure.

@@ -878,7 +878,7 @@ fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyR
         _ => framepipe::msg::Level::Normal,
     };
     framepipe::msg::set_level(level);
-    let names: Vec<String> = cli.run.input.clone();
+    let names: Vec<String> = cli.run.sources.input.clone();
     let (to, frames) = crossbeam_channel::bounded(QUEUED);
     let stop = Stop::new();
     let marks = Marks::default();

@@ -138,7 +138,8 @@ mod tests {
         let line = line.iter().map(String::as_str);
         let cli = Cli::try_parse_from(["framepipe", "--headless"].into_iter().chain(line)).unwrap();
         let args = cli.run;
-        let roster = Roster::gather(&args.input, None, None, &Environment::default()).unwrap();
+        let roster =
+            Roster::gather(&args.sources.input, None, None, &Environment::default()).unwrap();
         RunPlan::from_args(args, &roster).unwrap().opencv_part()
     }
 

@@ -204,7 +204,7 @@ impl RunPlan {
         check_kernels(&args)?;
         check_reports(&args)?;
         let mine = roster.mine();
-        args.input = mine.iter().map(|e| e.source.clone()).collect();
+        args.sources.input = mine.iter().map(|e| e.source.clone()).collect();
         let specs = check_inputs(&args)?;
         let marks = Marks::of(&mine, roster, specs.len());
         let records = records_of(&args, &specs, &marks)?;
@@ -239,17 +239,17 @@ impl RunPlan {
             display,
             engine,
             reports: Reports {
-                trace: args.trace,
-                timeline: args.timeline,
-                summary_json: args.summary_json,
+                trace: args.reports.trace,
+                timeline: args.reports.timeline,
+                summary_json: args.reports.summary_json,
             },
             writing: Writing {
-                overwrite: Overwrite::from_flags(args.overwrite, args.no_overwrite),
-                fragmented: args.fragmented,
-                no_audio: args.no_audio,
-                output_format: args.output_format,
+                overwrite: Overwrite::from_flags(args.outputs.overwrite, args.outputs.no_overwrite),
+                fragmented: args.outputs.fragmented,
+                no_audio: args.outputs.no_audio,
+                output_format: args.outputs.output_format,
             },
-            progress: args.headless && !args.quiet,
+            progress: args.view.headless && !args.quiet,
         })
     }
 
@@ -353,52 +353,57 @@ impl RunPlan {
 
 /// The window, the browser view and the mosaic, decided once.
 fn display_of(args: &RunArgs, several: bool, serve: Option<Serve>, recorded: bool) -> Display {
-    let window = match (args.headless, several && !args.no_mosaic) {
+    let window = match (args.view.headless, several && !args.view.no_mosaic) {
         (true, _) => Window::None,
         (false, false) => Window::Each,
         (false, true) => Window::Mosaic,
     };
     Display {
         window,
-        hold: !args.exit_at_end,
-        mosaic: several && !args.no_mosaic && (!args.headless || recorded || serve.is_some()),
+        hold: !args.sources.exit_at_end,
+        mosaic: several
+            && !args.view.no_mosaic
+            && (!args.view.headless || recorded || serve.is_some()),
         serve,
-        grid: args.grid.map(|g| (g.width, g.height)),
+        grid: args.view.grid.map(|g| (g.width, g.height)),
     }
 }
 
 /// The backend's part of the flags.
 fn engine_of(args: &RunArgs, several: bool) -> Engine {
-    let tracing = args.trace.is_some() || args.timeline.is_some();
-    let (trace_frames, trace_last) = match args.trace_frames {
+    let tracing = args.reports.trace.is_some() || args.reports.timeline.is_some();
+    let (trace_frames, trace_last) = match args.reports.trace_frames {
         TraceFrames::First(n) if tracing => (n.max(1), 0),
         TraceFrames::Last(n) if tracing => (0, n.max(1)),
         _ => (0, 0),
     };
-    let (chain, rate) = args.filter.without_rate();
+    let (chain, rate) = args.engine.filter.without_rate();
     Engine {
-        kind: args.backend,
+        kind: args.engine.backend,
         chain,
         rate,
-        ring: args.ring,
-        ring_cap: (several && args.ring.is_none()).then_some(RING_EACH),
-        in_flight: args.in_flight,
-        bands: args.bands,
-        busy_bands: args.busy_bands,
-        pageable: args.pageable,
-        streams: args.streams,
-        graphs: !args.no_graphs,
-        frames: args.frames,
-        fps: args.fps.filter(|&f| f > 0.0),
+        ring: args.engine.ring,
+        ring_cap: (several && args.engine.ring.is_none()).then_some(RING_EACH),
+        in_flight: args.engine.in_flight,
+        bands: args.engine.bands,
+        busy_bands: args.engine.busy_bands,
+        pageable: args.engine.pageable,
+        streams: args.engine.streams,
+        graphs: !args.engine.no_graphs,
+        frames: args.engine.frames,
+        fps: args.sources.fps.filter(|&f| f > 0.0),
         trace_frames,
         trace_last,
         // The window's strip and the browser view's timeline draw the last frames.
-        rolling: match (trace_last > 0, args.headless && args.serve.is_none()) {
+        rolling: match (
+            trace_last > 0,
+            args.view.headless && args.view.serve.is_none(),
+        ) {
             (true, _) => Rolling::Every,
             (false, false) => Rolling::Bursts,
             (false, true) => Rolling::Off,
         },
-        watch: !args.no_watch,
+        watch: !args.engine.no_watch,
     }
 }
 
@@ -416,19 +421,19 @@ fn input_plan(
     let live_only =
         (!outputs.streams.is_empty() || display.serve.is_some()) && outputs.file.is_none();
     let asked = Asked {
-        input_format: args.input_format,
-        size: args.size,
-        fps: args.fps,
-        window: !args.headless,
-        no_pace: args.no_pace,
-        realtime: args.realtime || live_only,
-        decode: args.decode,
+        input_format: args.sources.input_format,
+        size: args.sources.size,
+        fps: args.sources.fps,
+        window: !args.view.headless,
+        no_pace: args.sources.no_pace,
+        realtime: args.sources.realtime || live_only,
+        decode: args.sources.decode,
         on_device: false,
         pinned: false,
-        reconnect: args.reconnect || several,
+        reconnect: args.sources.reconnect || several,
         trim: trim_of(args),
-        untouched: args.filter.is_identity()
-            && args.headless
+        untouched: args.engine.filter.is_identity()
+            && args.view.headless
             && outputs.file == Some(OutputSpec::Stdout)
             && outputs.streams.is_empty(),
         #[cfg(feature = "opencv")]
@@ -439,11 +444,11 @@ fn input_plan(
     // Frames cross the CPU and PCIe in the source's own format; the backend converts them
     // to the format every consumer takes (negotiated once, when the input is open).
     let mut takes: Vec<Vec<PixelFormat>> = Vec::new();
-    if !args.headless {
+    if !args.view.headless {
         takes.push(display::WINDOW_TAKES.to_vec());
     }
     if let Some(out) = &outputs.file {
-        takes.push(out.takes(args.output_format));
+        takes.push(out.takes(args.outputs.output_format));
     }
     takes.extend(outputs.streams.iter().map(|s| s.takes(None)));
     if display.serve.is_some() || display.mosaic {
@@ -452,9 +457,11 @@ fn input_plan(
     }
     // A program that embeds framepipe takes every input's frames (an input joining late's
     // too: `sink::route::Embedded`).
-    takes.extend(args.handover.map(|f| vec![f]));
+    takes.extend(args.engine.handover.map(|f| vec![f]));
     InputPlan {
-        may_join_late: several && outputs.is_empty() && (args.headless || !args.no_mosaic),
+        may_join_late: several
+            && outputs.is_empty()
+            && (args.view.headless || !args.view.no_mosaic),
         spec,
         name,
         outputs,
@@ -513,7 +520,7 @@ fn records_of(
     specs: &[(InputSpec, String)],
     marks: &Marks,
 ) -> Result<Vec<Option<Record>>, PlanError> {
-    let Some(name) = &args.record else {
+    let Some(name) = &args.recording.record else {
         return Ok(specs.iter().map(|_| None).collect());
     };
     if specs.len() > 1 && !Marks::own(name) {
@@ -522,7 +529,7 @@ fn records_of(
             inputs: specs.len(),
         });
     }
-    if args.decode == Decode::Opencv {
+    if args.sources.decode == Decode::Opencv {
         return Err(PlanError::RecordWithoutDemuxer(name.clone()));
     }
     let mut records = Vec::with_capacity(specs.len());
@@ -544,7 +551,10 @@ fn records_of(
                 what: what.to_string(),
             });
         }
-        records.push(Some(record_of(marks.fill(name, n), args.segment)?));
+        records.push(Some(record_of(
+            marks.fill(name, n),
+            args.recording.segment,
+        )?));
     }
     Ok(records)
 }
@@ -563,15 +573,15 @@ fn record_of(name: String, _: Option<std::time::Duration>) -> Result<Record, Pla
 /// The encoder flags as asked.
 fn encoding_of(args: &RunArgs) -> output::Encoding {
     output::Encoding {
-        crf: args.crf,
-        bitrate: args.bitrate,
-        maxrate: args.maxrate,
-        bufsize: args.bufsize,
-        preset: args.preset.clone(),
-        tune: args.tune.clone(),
-        gop: args.gop,
-        pix_fmt: args.pix_fmt,
-        opts: args.codec_opt.clone(),
+        crf: args.encode.crf,
+        bitrate: args.encode.bitrate,
+        maxrate: args.encode.maxrate,
+        bufsize: args.encode.bufsize,
+        preset: args.encode.preset.clone(),
+        tune: args.encode.tune.clone(),
+        gop: args.encode.gop,
+        pix_fmt: args.encode.pix_fmt,
+        opts: args.encode.codec_opt.clone(),
     }
 }
 
@@ -582,8 +592,8 @@ fn outputs_of(args: &RunArgs, named: Vec<String>) -> Result<Outputs, PlanError> 
     let mut streams = Vec::new();
     for (k, o) in named.iter().enumerate() {
         let spec = OutputSpec::parse(o)
-            .and_then(|spec| spec.with_codec(args.codec))
-            .and_then(|spec| spec.with_quality(args.quality))
+            .and_then(|spec| spec.with_codec(args.encode.codec))
+            .and_then(|spec| spec.with_quality(args.encode.quality))
             .and_then(|spec| spec.with_encoding(encoding_of(args)))
             .map_err(PlanError::Output)?;
         if named[..k].contains(o) {
@@ -620,14 +630,18 @@ struct Parts {
 /// its outputs.
 fn outputs_of_parts(args: &RunArgs, marks: &Marks) -> Result<Parts, PlanError> {
     if marks.0.len() == 1 {
-        let named = args.output.iter().map(|o| marks.fill(o, 0));
+        let named = args.outputs.output.iter().map(|o| marks.fill(o, 0));
         return Ok(Parts {
             each: vec![outputs_of(args, named.collect())?],
             recording: None,
         });
     }
-    let (own, mosaic): (Vec<String>, Vec<String>) =
-        args.output.iter().cloned().partition(|o| Marks::own(o));
+    let (own, mosaic): (Vec<String>, Vec<String>) = args
+        .outputs
+        .output
+        .iter()
+        .cloned()
+        .partition(|o| Marks::own(o));
     let each = (0..marks.0.len())
         .map(|i| outputs_of(args, own.iter().map(|o| marks.fill(o, i)).collect()))
         .collect::<Result<_, _>>()?;
@@ -645,13 +659,13 @@ fn outputs_of_parts(args: &RunArgs, marks: &Marks) -> Result<Parts, PlanError> {
 /// refused here (one standard input; the browser view and the mosaic's outputs
 /// need the mosaic).
 fn check_inputs(args: &RunArgs) -> Result<Vec<(InputSpec, String)>, PlanError> {
-    if args.input.is_empty() {
+    if args.sources.input.is_empty() {
         return Ok(vec![(InputSpec::Default, String::new())]);
     }
-    let mut inputs = Vec::with_capacity(args.input.len());
-    for (n, text) in args.input.iter().enumerate() {
+    let mut inputs = Vec::with_capacity(args.sources.input.len());
+    for (n, text) in args.sources.input.iter().enumerate() {
         let spec = InputSpec::parse(Some(text)).map_err(|why| PlanError::Input {
-            input: (args.input.len() > 1).then_some(n),
+            input: (args.sources.input.len() > 1).then_some(n),
             why,
         })?;
         inputs.push((spec, text.clone()));
@@ -679,10 +693,10 @@ fn check_several(args: &RunArgs, inputs: &[(InputSpec, String)]) -> Result<(), P
     {
         return Err(PlanError::StdinTwice);
     }
-    if args.serve.is_some() && args.no_mosaic {
+    if args.view.serve.is_some() && args.view.no_mosaic {
         return Err(PlanError::ServeWithoutMosaic(n));
     }
-    if let Some(grid) = args.grid {
+    if let Some(grid) = args.view.grid {
         if grid.width * grid.height < n {
             return Err(PlanError::GridTooSmall {
                 cols: grid.width,
@@ -691,9 +705,9 @@ fn check_several(args: &RunArgs, inputs: &[(InputSpec, String)]) -> Result<(), P
             });
         }
     }
-    if let Some(o) = args.output.iter().find(|o| !Marks::own(o)) {
+    if let Some(o) = args.outputs.output.iter().find(|o| !Marks::own(o)) {
         let output = o.clone();
-        if args.no_mosaic {
+        if args.view.no_mosaic {
             return Err(PlanError::RecordingWithoutMosaic { output, n });
         }
     }
@@ -702,16 +716,17 @@ fn check_several(args: &RunArgs, inputs: &[(InputSpec, String)]) -> Result<(), P
 
 /// `--ring`, `--in-flight`, `--fps`, `--frames`, `--busy-bands`.
 fn check_counts(args: &RunArgs) -> Result<(), PlanError> {
-    if let Some(ring) = args.ring.filter(|&n| n < 2) {
+    if let Some(ring) = args.engine.ring.filter(|&n| n < 2) {
         return Err(PlanError::RingTooSmall(ring));
     }
-    if args.in_flight == Some(0) {
+    if args.engine.in_flight == Some(0) {
         return Err(PlanError::NoneInFlight);
     }
-    if let Some(fps) = args.fps.filter(|f| !f.is_finite() || *f < 0.0) {
+    if let Some(fps) = args.sources.fps.filter(|f| !f.is_finite() || *f < 0.0) {
         return Err(PlanError::FpsNotARate(fps));
     }
     if let Some(fps) = args
+        .sources
         .fps
         .filter(|&f| f != 0.0 && !(MIN_FPS..=MAX_FPS).contains(&f))
     {
@@ -721,18 +736,18 @@ fn check_counts(args: &RunArgs) -> Result<(), PlanError> {
             max: MAX_FPS,
         });
     }
-    if args.frames == Some(0) {
+    if args.engine.frames == Some(0) {
         return Err(PlanError::NoFrames);
     }
-    if args.busy_bands == 0 {
+    if args.engine.busy_bands == 0 {
         return Err(PlanError::NoBusyBands);
     }
-    if let (Some(to), ss) = (args.to, args.ss.unwrap_or(0.0)) {
+    if let (Some(to), ss) = (args.trim.to, args.trim.ss.unwrap_or(0.0)) {
         if to <= ss {
             return Err(PlanError::ToNotAfterSs { to, ss });
         }
     }
-    if args.duration == Some(0.0) {
+    if args.trim.duration == Some(0.0) {
         return Err(PlanError::NoDuration);
     }
     Ok(())
@@ -740,18 +755,18 @@ fn check_counts(args: &RunArgs) -> Result<(), PlanError> {
 
 /// The part of each input that is read: `--ss` on, until `--to` or for `-t`.
 fn trim_of(args: &RunArgs) -> crate::source::Trim {
-    let start = args.ss.unwrap_or(0.0);
+    let start = args.trim.ss.unwrap_or(0.0);
     crate::source::Trim {
         start,
-        end: args.to.or(args.duration.map(|t| start + t)),
+        end: args.trim.to.or(args.trim.duration.map(|t| start + t)),
     }
 }
 
 /// A user kernel runs on CUDA only: refused with `--backend cpu` before the input is
 /// classified (whether CUDA is here is the machine's fact: `RunPlan::fit`).
 fn check_kernels(args: &RunArgs) -> Result<(), PlanError> {
-    match args.filter.user_kernels().next() {
-        Some(k) if args.backend == BackendKind::Cpu => {
+    match args.engine.filter.user_kernels().next() {
+        Some(k) if args.engine.backend == BackendKind::Cpu => {
             Err(PlanError::KernelOnCpu(backend::cpu::needs_cuda(k)))
         }
         _ => Ok(()),
@@ -761,24 +776,24 @@ fn check_kernels(args: &RunArgs) -> Result<(), PlanError> {
 /// A chain that changes the frames' size takes one input (this version: the mosaic's tiles
 /// take frames of their input's size).
 fn check_geometry(args: &RunArgs, several: bool) -> Result<(), PlanError> {
-    if !args.filter.changes_size() || !several {
+    if !args.engine.filter.changes_size() || !several {
         return Ok(());
     }
-    Err(PlanError::GeometryOfSeveral(args.filter.to_string()))
+    Err(PlanError::GeometryOfSeveral(args.engine.filter.to_string()))
 }
 
 /// `--trace-frames`, and the names of `--trace`, `--timeline` and `--summary-json`.
 fn check_reports(args: &RunArgs) -> Result<(), PlanError> {
-    if args.trace_frames.count() > crate::trace::MAX_TRACE_FRAMES {
+    if args.reports.trace_frames.count() > crate::trace::MAX_TRACE_FRAMES {
         return Err(PlanError::TooManyTraceFrames {
-            asked: args.trace_frames.to_string(),
+            asked: args.reports.trace_frames.to_string(),
             max: crate::trace::MAX_TRACE_FRAMES,
         });
     }
     for (flag, path, ext) in [
-        ("--trace", &args.trace, "json"),
-        ("--timeline", &args.timeline, "svg"),
-        ("--summary-json", &args.summary_json, "json"),
+        ("--trace", &args.reports.trace, "json"),
+        ("--timeline", &args.reports.timeline, "svg"),
+        ("--summary-json", &args.reports.summary_json, "json"),
     ] {
         if let Some(p) = path {
             paths::check_file_arg(flag, p, ext).map_err(PlanError::ReportFile)?;
@@ -790,14 +805,14 @@ fn check_reports(args: &RunArgs) -> Result<(), PlanError> {
 /// `--serve` and the flags that apply to it: the browser view's settings, where asked for
 /// (a run with no input of its own to run serves them too: `app::idle`).
 pub fn check_serve(args: &RunArgs) -> Result<Option<Serve>, PlanError> {
-    let serve_flags = args.serve_token.is_some()
-        || args.serve_token_file.is_some()
-        || !args.serve_host.is_empty()
-        || args.serve_insecure;
-    if serve_flags && args.serve.is_none() {
+    let serve_flags = args.view.serve_token.is_some()
+        || args.view.serve_token_file.is_some()
+        || !args.view.serve_host.is_empty()
+        || args.view.serve_insecure;
+    if serve_flags && args.view.serve.is_none() {
         return Err(PlanError::ServeFlagsAlone);
     }
-    let Some(serve) = &args.serve else {
+    let Some(serve) = &args.view.serve else {
         return Ok(None);
     };
     serve_settings(args, serve).map(Some)
@@ -806,14 +821,18 @@ pub fn check_serve(args: &RunArgs) -> Result<Option<Serve>, PlanError> {
 #[cfg(feature = "ffmpeg")]
 fn serve_settings(args: &RunArgs, serve: &str) -> Result<Serve, PlanError> {
     let token = display::web::TokenFrom {
-        flag: args.serve_token.clone(),
-        file: args.serve_token_file.clone(),
+        flag: args.view.serve_token.clone(),
+        file: args.view.serve_token_file.clone(),
         env: std::env::var(display::web::access::TOKEN_VARIABLE).ok(),
     };
-    let mut settings =
-        display::web::Settings::new(serve, &token, &args.serve_host, args.serve_insecure)
-            .map_err(PlanError::Serve)?;
-    settings.health_budget = args.health_budget;
+    let mut settings = display::web::Settings::new(
+        serve,
+        &token,
+        &args.view.serve_host,
+        args.view.serve_insecure,
+    )
+    .map_err(PlanError::Serve)?;
+    settings.health_budget = args.view.health_budget;
     Ok(settings)
 }
 
@@ -830,13 +849,13 @@ fn check_encoding(
     recording: Option<&Outputs>,
 ) -> Result<(), PlanError> {
     let videos = !first.is_empty() || recording.is_some_and(|r| !r.is_empty());
-    if (args.codec.is_some() || args.quality.is_some()) && !videos {
+    if (args.encode.codec.is_some() || args.encode.quality.is_some()) && !videos {
         return Err(PlanError::CodecWithoutVideo);
     }
     if !encoding_of(args).is_default() && !videos {
         return Err(PlanError::EncodingWithoutVideo);
     }
-    if let Some(f) = args.output_format {
+    if let Some(f) = args.outputs.output_format {
         let file = first
             .file
             .as_ref()

@@ -29,12 +29,12 @@ impl Start {
     /// run goes on headless, as `--headless` does.
     pub fn new(mut args: RunArgs) -> Self {
         let display = std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty());
-        let window = (!args.headless && display).then_some(OpenCvPart::Window);
-        let headless_because = match args.headless {
+        let window = (!args.view.headless && display).then_some(OpenCvPart::Window);
+        let headless_because = match args.view.headless {
             true => None,
             false => crate::display::why_no_window(),
         };
-        args.headless |= headless_because.is_some();
+        args.view.headless |= headless_because.is_some();
         Self {
             args,
             window,
@@ -46,8 +46,8 @@ impl Start {
     /// `format`, and no CUDA graph is captured (the program runs CUDA work of its own on the
     /// same context, and a thread that synchronizes it breaks a capture).
     pub fn embedded(mut self, format: PixelFormat) -> Self {
-        self.args.handover = Some(format);
-        self.args.no_graphs = true;
+        self.args.engine.handover = Some(format);
+        self.args.engine.no_graphs = true;
         self
     }
 
@@ -63,20 +63,20 @@ impl Start {
 
     /// `--summary-json`'s file.
     pub fn summary_json(&self) -> Option<String> {
-        self.args.summary_json.clone()
+        self.args.reports.summary_json.clone()
     }
 
     /// The `--input`s as given (the roster's watch compares the list with them).
     pub fn inputs_given(&self) -> Vec<String> {
-        self.args.input.clone()
+        self.args.sources.input.clone()
     }
 
     /// The inputs listed by `--input` and `--inputs`, and this process's `--shard` of them.
     pub fn roster(&self, env: &Environment) -> Result<Roster, ShardError> {
         Roster::gather(
-            &self.args.input,
-            self.args.inputs.as_deref(),
-            self.args.shard.as_deref(),
+            &self.args.sources.input,
+            self.args.sources.inputs.as_deref(),
+            self.args.sources.shard.as_deref(),
             env,
         )
     }
