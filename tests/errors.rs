@@ -188,6 +188,9 @@ fn bench_and_doctor_without_a_gpu() {
             "{text}"
         );
     }
+    // No GPU here: NVDEC is picked for nothing; and whether GStreamer pipelines are read.
+    assert!(!text.contains("on NVDEC"), "{text}");
+    assert!(text.contains("GStreamer:  "), "{text}");
 }
 
 #[test]

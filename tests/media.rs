@@ -208,6 +208,8 @@ fn audio_rate_and_frame_times_are_kept() {
     // .webm can't hold AAC either, but Opus: encoded again, as ffmpeg does.
     let (out, err) = written("out.webm");
     assert!(err.contains("it is encoded to Opus"), "{err}");
+    // Encoded, so not said to be copied as it is.
+    assert!(!err.contains("copied as they are"), "{err}");
     assert!(
         streams(&out)
             .iter()

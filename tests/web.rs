@@ -490,6 +490,10 @@ fn the_page_lists_each_input_and_zooms_into_one() {
     // Then a double click on tile 1 (top right of the 2x2 mosaic), as a user gives it.
     let dblclick = "const v = document.getElementById('view'), r = v.getBoundingClientRect(); v.dispatchEvent(new MouseEvent('dblclick', {bubbles: true, clientX: r.left + r.width * 0.75, clientY: r.top + r.height * 0.25})); 'picked ' + v.naturalWidth + 'x' + v.naturalHeight";
     let rows = "Array.from(document.querySelectorAll('#inputs tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent).join('|')).join(' ; ') + ' ; markup ' + document.querySelectorAll('#inputs i').length";
+    // Every cell of the table but the names (which end in an ellipsis, the whole in their
+    // tooltip) shows its whole text, and the table lies inside the window.
+    let whole = "(() => { const cells = Array.from(document.querySelectorAll('#inputs th, #inputs td')).filter(c => !c.classList.contains('name')); const clipped = cells.filter(c => c.scrollWidth > c.clientWidth + 1).length; const box = document.getElementById('inputs-box'); return 'clipped ' + clipped + ', inside ' + (box.scrollWidth <= box.clientWidth + 1 && box.getBoundingClientRect().right <= window.innerWidth); })()";
+    let shots = [dir.join("page-1280.png"), dir.join("page-1920.png")];
     let out = Command::new("timeout")
         .args([
             "60",
@@ -499,6 +503,12 @@ fn the_page_lists_each_input_and_zooms_into_one() {
             "sleep:3",
         ])
         .arg(format!("eval:{rows}"))
+        .args(["size:1280x720", "sleep:0.5"])
+        .arg(format!("eval:{whole}"))
+        .arg(format!("shot:{}", shots[0].display()))
+        .args(["size:1920x1080", "sleep:0.5"])
+        .arg(format!("eval:{whole}"))
+        .arg(format!("shot:{}", shots[1].display()))
         .arg(format!("eval:{dblclick}"))
         .output()
         .unwrap();
@@ -506,10 +516,26 @@ fn the_page_lists_each_input_and_zooms_into_one() {
     assert!(out.status.success(), "cdp: {said}{}", stderr(&out));
     // (The evaluated string comes back quoted, as JSON.)
     let mut lines = said.lines();
-    let (said, picked) = (
+    let (said, at_1280, at_1920, picked) = (
+        lines.next().unwrap_or_default(),
+        lines.next().unwrap_or_default(),
         lines.next().unwrap_or_default(),
         lines.next().unwrap_or_default(),
     );
+    for (at, width) in [(at_1280, 1280), (at_1920, 1920)] {
+        assert_eq!(
+            at, "\"clipped 0, inside true\"",
+            "the inputs' table at {width} px"
+        );
+    }
+    for shot in &shots {
+        let png = std::fs::read(shot).unwrap_or_default();
+        assert!(
+            png.starts_with(b"\x89PNG"),
+            "no screenshot {}",
+            shot.display()
+        );
+    }
     let rows: Vec<&str> = said.trim().trim_matches('"').split(" ; ").collect();
     assert_eq!(rows.len(), 4, "three rows and the markup count: {said}");
     assert!(
@@ -756,4 +782,36 @@ fn clients_that_trickle_their_requests_hold_up_no_one() {
     drop(slow);
     let out = stop(child, "slowloris");
     assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// `/frame.jpg` is the newest picture while nobody watches the stream too (it once stayed
+/// the last picture a viewer had been sent, for as long as nobody watched).
+#[test]
+fn the_newest_picture_is_served_while_nobody_watches() {
+    let dir = TempDir::new("web-newest");
+    let port = free_port();
+    let child = serve(&dir, port, "pattern:320x240:30", &[]);
+    let frame = || {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let (status, jpeg) = http(port, "GET", "/frame.jpg", "");
+            if status == 200 {
+                return jpeg;
+            }
+            assert!(Instant::now() < deadline, "no frame was served ({status})");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let pictures: Vec<Vec<u8>> = (0..3)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(1200));
+            frame()
+        })
+        .collect();
+    assert!(
+        pictures[0] != pictures[1] && pictures[1] != pictures[2],
+        "three fetches 1.2 s apart gave the same picture"
+    );
+    let out = stop(child, "newest picture");
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
 }

@@ -15,14 +15,18 @@ mod ffmpeg;
 /// Runs `framepipe doctor`: prints what this machine offers framepipe.
 pub fn run() -> Result<()> {
     crate::out!("framepipe {} doctor", env!("CARGO_PKG_VERSION"));
-    match device::probe() {
+    let cuda = device::probe();
+    match &cuda {
         Ok(()) => gpu()?,
         Err(why) => crate::out!("GPU:        none ({why}); framepipe uses its CPU backend"),
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     crate::out!("CPU:        {cores} cores");
     #[cfg(feature = "ffmpeg")]
-    crate::out!("decoding:   {}", crate::source::nvdec::doctor(cores));
+    crate::out!(
+        "decoding:   {}",
+        crate::source::nvdec::doctor(cores, cuda.is_ok())
+    );
     #[cfg(feature = "ffmpeg")]
     ffmpeg::report();
     #[cfg(not(feature = "ffmpeg"))]
@@ -139,6 +143,7 @@ fn host_side() {
     use opencv::videoio;
     let version = opencv::core::get_version_string().unwrap_or_default();
     crate::out!("OpenCV:     {version} (this build has the window, capture and writers)");
+    crate::out!("GStreamer:  {}", gstreamer_line());
     match crate::display::window::check_display() {
         Ok(()) => crate::out!(
             "display:    available ({})",
@@ -187,6 +192,22 @@ fn host_side() {
     }
 }
 
+/// Whether OpenCV's capture reads GStreamer pipelines (`--input '… ! appsink'`), as its
+/// build information says.
+#[cfg(feature = "opencv")]
+fn gstreamer_line() -> &'static str {
+    let info = opencv::core::get_build_information().unwrap_or_default();
+    let yes = info
+        .lines()
+        .any(|l| l.trim_start().starts_with("GStreamer:") && l.contains("YES"));
+    match yes {
+        true => {
+            "OpenCV reads GStreamer pipelines (--input 'videotestsrc ! videoconvert ! appsink')"
+        }
+        false => "OpenCV was built without GStreamer: --input pipelines with '!' can't be read",
+    }
+}
+
 #[cfg(not(feature = "opencv"))]
 fn host_side() {
     crate::out!(
@@ -198,5 +219,6 @@ fn host_side() {
         }
     );
     crate::out!("display:    not used by this build");
+    crate::out!("GStreamer:  not in this build (OpenCV reads GStreamer pipelines)");
     crate::out!("cameras:    not available in this build");
 }

@@ -29,6 +29,28 @@ static SCALER_FAILURES: AtomicU64 = AtomicU64::new(0);
 /// The size an H.264 decoder last re-initialized to, as `width << 32 | height`.
 static REINIT_SIZE: AtomicU64 = AtomicU64::new(0);
 static DEFAULT: OnceLock<Option<(Callback, FormatLine)>> = OnceLock::new();
+/// Whether the first decoder complaint about a stream joined between keyframes was said.
+static SAID_JOINED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The H.264 and HEVC decoders' complaints about pictures that refer to what came before
+/// the first keyframe read: what a camera or a wall of them prints by the hundred when it is
+/// joined mid-stream, and harmless (the decoder waits for the next keyframe). By their
+/// format strings.
+const JOINED_MID_STREAM: [&[u8]; 8] = [
+    b"non-existing PPS",
+    b"non-existing SPS",
+    b"decode_slice_header error",
+    b"no frame!",
+    b"co located POCs unavailable",
+    b"mmco: unref short failure",
+    b"PPS id out of range",
+    b"Could not find ref with POC",
+];
+
+/// Whether an error line's format is one of `JOINED_MID_STREAM`.
+fn joined_between_keyframes(format: &[u8]) -> bool {
+    JOINED_MID_STREAM.iter().any(|j| format.starts_with(j))
+}
 
 /// How many frames FFmpeg's scaler refused so far (OpenCV's reader asks).
 #[cfg(feature = "opencv")]
@@ -93,7 +115,17 @@ unsafe extern "C" fn hook(avcl: *mut c_void, level: c_int, fmt: *const c_char, v
         let cause = text.split("] ").last().unwrap_or(&text).trim().to_string();
         LAST_ERROR.with(|e| *e.borrow_mut() = Some(cause));
         if crate::msg::enabled(crate::msg::Level::Normal) && !QUIET.with(|q| q.get()) {
-            crate::msg::stderr(format_args!("{text}"));
+            // SAFETY: as above.
+            let format = unsafe { CStr::from_ptr(fmt) }.to_bytes();
+            if !joined_between_keyframes(format) || crate::msg::enabled(crate::msg::Level::Verbose)
+            {
+                crate::msg::stderr(format_args!("{text}"));
+            } else if !SAID_JOINED.swap(true, Ordering::SeqCst) {
+                crate::msg::stderr(format_args!(
+                    "{} (a stream read from between two keyframes: the decoder's complaints until the next one are not shown; -v shows them)",
+                    text.trim_end()
+                ));
+            }
         }
         return;
     }

@@ -182,7 +182,7 @@ impl Packets {
 enum Route {
     /// Copied into the output's stream.
     Copy(usize),
-    /// Decoded and encoded to AAC (the container can't hold its codec).
+    /// Decoded and encoded to AAC or Opus (the container can't hold its codec).
     Encode(Box<super::reencode::Reencode>),
 }
 
@@ -320,7 +320,7 @@ fn rtp_holds_audio(id: ff::codec::Id) -> bool {
 
 /// Adds to `out` a stream for each of the input's audio streams (`audio`) that the
 /// container holds, warning about each it can't; the copier that feeds them, and how many
-/// were kept.
+/// were copied as they are (those encoded again say so as they are added).
 pub fn copy(
     out: &mut ff::format::context::Output,
     audio: &Audio,
@@ -361,6 +361,11 @@ pub fn copy(
         }
     }
     let kept = map.iter().flatten().count();
+    let copied = map
+        .iter()
+        .flatten()
+        .filter(|(route, _)| matches!(route, Route::Copy(_)))
+        .count();
     let copy = (kept > 0).then_some(AudioCopy {
         packets,
         times: vec![Default::default(); map.len()],
@@ -370,7 +375,7 @@ pub fn copy(
         done: false,
         skip_before: trimmed.then_some(0.0),
     });
-    Ok((copy, kept))
+    Ok((copy, copied))
 }
 
 /// Whether `out` (of `container`) holds audio of codec `id`.

@@ -259,7 +259,7 @@ pub struct AvFile {
     audio: Option<super::audio::AudioCopy>,
     /// Each frame's quality (a fixed quantiser, in lambda units), where the codec takes one.
     quality: Option<i32>,
-    /// Audio streams kept (for the log).
+    /// Audio streams copied as they are (for the log; those encoded again said so).
     pub audio_kept: usize,
     trailer_written: bool,
     /// Seconds spent converting and encoding (and muxing), for `-v`.

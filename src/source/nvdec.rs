@@ -175,8 +175,8 @@ fn nvcuvid_present() -> bool {
 }
 
 /// `framepipe doctor`'s line on decoding: NVDEC in this build and on this machine, and what
-/// `--decode auto` picks on `cores` cores.
-pub fn doctor(cores: usize) -> String {
+/// `--decode auto` picks on `cores` cores (the CPU wherever CUDA is not here: `cuda`).
+pub fn doctor(cores: usize, cuda: bool) -> String {
     use ff::codec::Id;
     let built: Vec<&str> = [Id::H264, Id::HEVC]
         .into_iter()
@@ -191,6 +191,12 @@ pub fn doctor(cores: usize) -> String {
     } else {
         "libnvcuvid (the NVIDIA driver's decoder library) not found: --decode gpu decodes on the CPU"
     };
+    if !cuda {
+        return format!(
+            "libavcodec on the CPU (this build has NVDEC for {}, but there is no CUDA here: --decode gpu and auto decode on the CPU)",
+            built.join(" and ")
+        );
+    }
     let auto: Vec<String> = [Id::H264, Id::HEVC]
         .into_iter()
         .filter_map(|id| {

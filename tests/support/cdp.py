@@ -4,7 +4,8 @@
     cdp.py DEVTOOLS_PORT STEP...
 
 Steps, in order: `eval:JS` (runs JS in the page, prints its value as JSON), `shot:FILE.png`
-(a screenshot of the page), `sleep:SECONDS`. Waits up to 20 s for the page to be there.
+(a screenshot of the page), `size:WxH` (the page's viewport, as a window that size would
+give it), `sleep:SECONDS`. Waits up to 20 s for the page to be there.
 """
 import base64
 import json
@@ -54,6 +55,9 @@ def main():
             r = call("Page.captureScreenshot", format="png")
             with open(arg, "wb") as f:
                 f.write(base64.b64decode(r["data"]))
+        elif kind == "size":
+            w, h = (int(v) for v in arg.split("x"))
+            call("Emulation.setDeviceMetricsOverride", width=w, height=h, deviceScaleFactor=1, mobile=False)
         elif kind == "sleep":
             time.sleep(float(arg))
         else:

@@ -12,8 +12,8 @@
 //! whole address, token included, to open as it is; the figures read 0 fps while paused.
 //!
 //! Invariants: the pipeline never waits for a browser: the sink hands the newest frame to
-//! the encoder thread only when it is idle (at most `MAX_FPS` a second, and only while a
-//! client watches), and each viewer is sent the newest JPEG when its connection takes it,
+//! the encoder thread only when it is idle (at most `MAX_FPS` a second while a client
+//! watches, one every `UNWATCHED` otherwise, so that `/frame.jpg` is never older), and each viewer is sent the newest JPEG when its connection takes it,
 //! so a slow or stalled viewer gets fewer frames and slows nothing else; at most
 //! `MAX_CLIENTS` streams at once (more are refused with 503); every request passes
 //! `access`'s checks first (host, token, origin; `/healthz` the host only, and it names no
@@ -47,6 +47,9 @@ use crate::stats::Live;
 
 /// The most frames a second sent to browsers.
 pub const MAX_FPS: f64 = 25.0;
+/// How often the newest frame is encoded while nobody watches the stream (`/frame.jpg`'s
+/// picture is at most this old).
+const UNWATCHED: Duration = Duration::from_millis(500);
 /// The most browsers watching the stream at once.
 pub const MAX_CLIENTS: usize = 32;
 /// How often the encoder looks at the stop flag.
@@ -368,10 +371,12 @@ impl Display for Web {
     }
     fn show(&mut self, frame: &Frame) -> Result<Flow> {
         let (size, bgr) = (frame.size(), super::bgr(frame, "the browser view")?);
-        let due = self
-            .last_handoff
-            .is_none_or(|t| t.elapsed().as_secs_f64() >= 1.0 / MAX_FPS);
-        if due && self.shared.clients.load(Ordering::SeqCst) > 0 {
+        let since = self.last_handoff.map(|t| t.elapsed());
+        let due = since.is_none_or(|t| t.as_secs_f64() >= 1.0 / MAX_FPS);
+        let watched = self.shared.clients.load(Ordering::SeqCst) > 0;
+        // Unwatched, a picture every `UNWATCHED` all the same: `/frame.jpg` stays current.
+        let refresh = since.is_none_or(|t| t >= UNWATCHED);
+        if (due && watched) || refresh {
             if let Ok(mut mailbox) = self.shared.mailbox.try_lock() {
                 if mailbox.is_none() {
                     // The encoder is idle: it gets this frame; a busy one misses it.
