@@ -8,5 +8,12 @@ set -euo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 . "$top/scripts/setup.sh"
 setup_packages
+# Two builds: the full one (OpenCV: the window, cameras, GStreamer, still images) and one
+# without OpenCV, which starts in a fifth of the time (the dynamic loader binds none of
+# OpenCV's 256 libraries). The second runs; where a run needs OpenCV it hands the run to
+# the first before opening anything (FRAMEPIPE_OPENCV_BUILD, src/app/full_build.rs).
 cargo build --release --quiet --manifest-path "$top/Cargo.toml"
-exec "$top/target/release/framepipe" "$@"
+cargo build --release --quiet --manifest-path "$top/Cargo.toml" --no-default-features \
+    --features ffmpeg --target-dir "$top/target/ffonly"
+export FRAMEPIPE_OPENCV_BUILD="$top/target/release/framepipe"
+exec "$top/target/ffonly/release/framepipe" "$@"

@@ -23,10 +23,36 @@ setup_packages() {
         DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
     fi
     if ! command -v cargo >/dev/null; then
-        [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
+        [ -f "${CARGO_HOME:-$HOME/.cargo}/env" ] && . "${CARGO_HOME:-$HOME/.cargo}/env"
     fi
-    command -v cargo >/dev/null || {
-        echo "framepipe setup: cargo not found; install Rust from https://rustup.rs" >&2
+    command -v cargo >/dev/null || setup_rust
+}
+
+# Rust's stable toolchain (with rustfmt and clippy, which test.sh runs) by rustup, for this
+# user, where no cargo is found: rustup-init fetched from static.rust-lang.org (Debian's own
+# rustc is too old for the crates framepipe uses).
+setup_rust() {
+    local arch init
+    arch="$(uname -m)"
+    init="$(mktemp -d)/rustup-init"
+    echo "framepipe setup: installing Rust (stable, for this user) with rustup" >&2
+    command -v curl >/dev/null || setup_packages_only curl ca-certificates
+    curl -sSf --retry 3 -o "$init" \
+        "https://static.rust-lang.org/rustup/dist/${arch}-unknown-linux-gnu/rustup-init" || {
+        echo "framepipe setup: could not fetch rustup-init; install Rust from https://rustup.rs" >&2
         exit 1
     }
+    chmod +x "$init"
+    "$init" -y --no-modify-path --profile minimal --default-toolchain stable \
+        --component rustfmt,clippy >&2
+    rm -f "$init"
+    . "${CARGO_HOME:-$HOME/.cargo}/env"
+}
+
+# apt packages alone (no Rust check): what setup_rust itself needs.
+setup_packages_only() {
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >&2
 }

@@ -10,6 +10,7 @@ mod attacks;
 mod cpu_backend;
 mod decode;
 mod encode;
+mod entry;
 mod errors;
 mod ffmpeg_only;
 mod files;

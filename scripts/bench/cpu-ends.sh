@@ -5,9 +5,10 @@
 #   start-up    one 64x64 frame of a pattern through and out, against ffmpeg doing the same
 #   decode      a 10 s 1080p H.264 clip decoded to nothing (framepipe headless, no output;
 #               ffmpeg -f null)
-# for the full build (target/release) and the headless build without OpenCV
-# (target/ffonly: cargo build --release --no-default-features --features ffmpeg
-# --target-dir target/ffonly).
+# for the full build (target/release), the headless build without OpenCV (target/ffonly:
+# cargo build --release --no-default-features --features ffmpeg --target-dir target/ffonly),
+# and scripts/run.sh's entry (the headless build, told where the full one is: it hands a
+# run over only where the run needs OpenCV).
 #   scripts/bench/cpu-ends.sh [ROUNDS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -33,9 +34,11 @@ one_frame=(--input pattern --size 64x64 --frames 1 --headless --backend cpu -q -
 for _ in $(seq "$ROUNDS"); do
     row start-full "$FULL" "${one_frame[@]}"
     row start-headless "$HEADLESS" "${one_frame[@]}"
+    row start-entry env FRAMEPIPE_OPENCV_BUILD="$FULL" "$HEADLESS" "${one_frame[@]}"
     row start-ffmpeg ffmpeg -v error -f lavfi -i testsrc2=s=64x64 -frames:v 1 -f rawvideo -
     row decode-full "$FULL" -q --input "$T/in.mp4" --headless --backend cpu
     row decode-headless "$HEADLESS" -q --input "$T/in.mp4" --backend cpu
+    row decode-entry env FRAMEPIPE_OPENCV_BUILD="$FULL" "$HEADLESS" -q --input "$T/in.mp4" --backend cpu
     row decode-ffmpeg ffmpeg -v error -i "$T/in.mp4" -f null -
 done
 median() { # column of the runs of $1
@@ -46,7 +49,7 @@ echo "CPU ends, $(nproc) cores, medians of $ROUNDS paired rounds (wall s, CPU s;
 for work in start decode; do
     fw=$(median "$work-ffmpeg" 1) fc=$(median "$work-ffmpeg" 2)
     printf "%-8s ffmpeg            %6.3f %6.2f\n" "$work" "$fw" "$fc"
-    for build in full headless; do
+    for build in full headless entry; do
         w=$(median "$work-$build" 1) c=$(median "$work-$build" 2)
         printf "%-8s framepipe %-8s %6.3f %6.2f   wall %.2fx, CPU %.2fx\n" "$work" "$build" "$w" "$c" \
             "$(echo "$w / $fw" | bc -l)" "$(echo "$c / $fc" | bc -l)"
