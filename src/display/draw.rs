@@ -41,11 +41,12 @@ pub struct Ink {
 }
 
 impl Ink {
-    /// Text for a tile `width` pixels wide: 8 pixels high below 960, 16 below 1440, 24 from
-    /// there (a 48-character name then fits its tile).
-    pub fn for_tile(width: usize) -> Self {
+    /// Text for a tile of `width` × `height` pixels: a font pixel for every 240 × 135 of the
+    /// tile, 1 to 3 (16 pixels high in the 480×270 tiles of a 4×4 wall at 1080p, 24 in the
+    /// 960×540 tiles of a 2×2; a 30-character line then fits its tile).
+    pub fn for_tile(width: usize, height: usize) -> Self {
         Self {
-            scale: (width / 480).clamp(1, 3),
+            scale: (width / 240).min(height / 135).clamp(1, 3),
         }
     }
     /// The width `text` takes, in picture pixels.
@@ -151,6 +152,19 @@ impl<'a> Canvas<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_grow_with_their_tiles() {
+        // A 4x4 wall at 1080p: 16-pixel text; a 2x2: 24; small tiles keep 8.
+        assert_eq!(Ink::for_tile(480, 270).line(), 22);
+        assert_eq!(Ink::for_tile(960, 540).scale, 3);
+        assert_eq!(Ink::for_tile(320, 240).scale, 1);
+        assert_eq!(
+            Ink::for_tile(1920, 200).scale,
+            1,
+            "as the shorter side allows"
+        );
+    }
 
     #[test]
     fn text_is_clipped_and_drawn_where_asked() {

@@ -238,7 +238,7 @@ impl Mosaic {
         }
         let mut c = Canvas::new(&mut self.shown, canvas).expect("sized above");
         let first_tile = self.layout.tile_area(0);
-        let ink = Ink::for_tile(first_tile.width);
+        let ink = Ink::for_tile(first_tile.width, first_tile.height);
         for (t, tile) in self.tiles.iter().enumerate() {
             let a = self.layout.tile_area(t);
             let area = Rect {
@@ -251,6 +251,10 @@ impl Mosaic {
                 c.backdrop(area);
             }
             let (first, second) = tile.label(t);
+            // Each line cut to its tile's width, so that no label runs into the next tile.
+            let fits = area.width.saturating_sub(ink.px(12)) / ink.width("x").max(1);
+            let cut = |line: String| line.chars().take(fits).collect::<String>();
+            let (first, second) = (cut(first), cut(second));
             let widest = ink.width(&first).max(ink.width(&second));
             c.backdrop(Rect {
                 width: widest + ink.px(12),
