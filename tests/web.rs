@@ -439,7 +439,15 @@ fn the_mosaic_of_several_inputs_is_served() {
             std::thread::sleep(Duration::from_millis(100));
         }
     };
-    let jpeg = frame();
+    // The newest picture: the inputs' first frames may still be on their way.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let jpeg = loop {
+        let jpeg = frame();
+        if colourful(&jpeg) > 0.2 || Instant::now() > deadline {
+            break jpeg;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
     let img = opencv::imgcodecs::imdecode(
         &opencv::core::Vector::<u8>::from_slice(&jpeg),
         opencv::imgcodecs::IMREAD_COLOR,
