@@ -589,6 +589,25 @@ fn the_page_lists_each_input_and_zooms_into_one() {
         }
     };
     until((160, 120), "input 1 was not shown alone");
+    // Shown alone, it is labelled as its tile is: light text on a dark band, top left.
+    let (_, jpeg) = http(port, "GET", "/frame.jpg", "");
+    let img = opencv::imgcodecs::imdecode(
+        &opencv::core::Vector::<u8>::from_slice(&jpeg),
+        opencv::imgcodecs::IMREAD_GRAYSCALE,
+    )
+    .unwrap();
+    let band: Vec<u8> = (2..20)
+        .flat_map(|y| (2..100).map(move |x| (y, x)))
+        .map(|(y, x)| *img.at_2d::<u8>(y, x).unwrap())
+        .collect();
+    let (light, dark) = (
+        band.iter().filter(|&&g| g > 200).count(),
+        band.iter().filter(|&&g| g < 90).count(),
+    );
+    assert!(
+        light > 50 && dark > 300,
+        "no label: {light} light, {dark} dark"
+    );
     // A double click on it brings the mosaic back (the page's request, as the page sends it).
     let back = http(port, "POST", "/control?pick=10%2C10&double=1", CONTROL);
     assert_eq!(back.0, 200);

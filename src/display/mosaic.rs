@@ -130,6 +130,29 @@ impl Tile {
         };
         (first, second)
     }
+
+    /// Draws the label of tile `t` on a backdrop at `area`'s top left, each line cut to the
+    /// area's width so that no label runs into the next tile.
+    fn draw_label(&self, c: &mut Canvas, area: Rect, ink: Ink, t: usize) {
+        let (first, second) = self.label(t);
+        let fits = area.width.saturating_sub(ink.px(12)) / ink.width("x").max(1);
+        let cut = |line: String| line.chars().take(fits).collect::<String>();
+        let (first, second) = (cut(first), cut(second));
+        let widest = ink.width(&first).max(ink.width(&second));
+        c.backdrop(Rect {
+            width: widest + ink.px(12),
+            height: ink.line() * 2 + ink.px(6),
+            ..area
+        });
+        let white = [240, 240, 240];
+        let colour = match &self.ended {
+            Some(e) if e.starts_with("failed") => [80, 80, 255],
+            _ => white,
+        };
+        let (x, y) = (area.x + ink.px(6), area.y + ink.px(4));
+        c.text(x, y, &first, ink, white);
+        c.text(x, y + ink.line(), &second, ink, colour);
+    }
 }
 
 /// The mosaic sink (module doc): composes, then hands the picture to `window` and to the
@@ -151,6 +174,8 @@ pub struct Mosaic {
     full: FullFrames,
     /// What is handed to the window: `picture` with the labels (packed BGR).
     shown: Vec<u8>,
+    /// The input shown alone, with its label.
+    alone_shown: Vec<u8>,
     tiles: Vec<Tile>,
     /// Which tile each input of the run fills (inputs that failed to open have a tile and
     /// no `InputId`).
@@ -199,6 +224,7 @@ impl Mosaic {
             picture: None,
             full,
             shown: Vec::new(),
+            alone_shown: Vec::new(),
             tiles,
             tile_of,
             selected: 0,
@@ -250,25 +276,7 @@ impl Mosaic {
             if tile.state.is_some() || tile.ended.as_deref().is_some_and(|e| e != "stopped") {
                 c.backdrop(area);
             }
-            let (first, second) = tile.label(t);
-            // Each line cut to its tile's width, so that no label runs into the next tile.
-            let fits = area.width.saturating_sub(ink.px(12)) / ink.width("x").max(1);
-            let cut = |line: String| line.chars().take(fits).collect::<String>();
-            let (first, second) = (cut(first), cut(second));
-            let widest = ink.width(&first).max(ink.width(&second));
-            c.backdrop(Rect {
-                width: widest + ink.px(12),
-                height: ink.line() * 2 + ink.px(6),
-                ..area
-            });
-            let white = [240, 240, 240];
-            let colour = match &tile.ended {
-                Some(e) if e.starts_with("failed") => [80, 80, 255],
-                _ => white,
-            };
-            let (x, y) = (area.x + ink.px(6), area.y + ink.px(4));
-            c.text(x, y, &first, ink, white);
-            c.text(x, y + ink.line(), &second, ink, colour);
+            tile.draw_label(&mut c, area, ink, t);
             if t == self.selected && self.tiles.len() > 1 {
                 let inside = Rect {
                     x: area.x + 1,
@@ -331,9 +339,25 @@ impl Mosaic {
         self.dirty = false;
         let flow = match &self.tiles[self.selected].full {
             Some((size, bytes)) if self.alone => {
-                let desc = FrameDesc::host(PixelFormat::Bgr24, *size);
+                // The input alone, at its own size, labelled as its tile is.
+                let size = *size;
+                self.alone_shown.clear();
+                self.alone_shown.extend_from_slice(bytes);
+                let mut c = Canvas::new(&mut self.alone_shown, size).expect("its own size");
+                let all = Rect {
+                    x: 0,
+                    y: 0,
+                    width: size.width,
+                    height: size.height,
+                };
+                let ink = Ink::for_tile(size.width, size.height);
+                self.tiles[self.selected].draw_label(&mut c, all, ink, self.selected);
+                let desc = FrameDesc::host(PixelFormat::Bgr24, size);
                 let window = self.window.as_mut().expect("checked");
-                window.consume(&Frame { desc: &desc, bytes })?
+                window.consume(&Frame {
+                    desc: &desc,
+                    bytes: &self.alone_shown,
+                })?
             }
             _ => {
                 self.compose()?;
