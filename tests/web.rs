@@ -39,6 +39,19 @@ fn serve(dir: &TempDir, port: u16, input: &str, extra: &[&str]) -> Child {
     child
 }
 
+/// `/frame.jpg`, once the view has a picture (within 10 s).
+fn frame_jpg(port: u16) -> Vec<u8> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, jpeg) = http(port, "GET", "/frame.jpg", "");
+        if status == 200 {
+            return jpeg;
+        }
+        assert!(Instant::now() < deadline, "no frame was served ({status})");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// The header the page sends with its controls.
 const CONTROL: &str = "X-Framepipe-Control: 1\r\n";
 
@@ -428,17 +441,7 @@ fn the_mosaic_of_several_inputs_is_served() {
         "GET /stream.mjpg HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     )
     .unwrap();
-    let frame = || {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let (status, jpeg) = http(port, "GET", "/frame.jpg", "");
-            if status == 200 {
-                return jpeg;
-            }
-            assert!(Instant::now() < deadline, "no frame was served ({status})");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
+    let frame = || frame_jpg(port);
     // The newest picture: the inputs' first frames may still be on their way.
     let deadline = Instant::now() + Duration::from_secs(10);
     let jpeg = loop {
@@ -818,17 +821,7 @@ fn the_newest_picture_is_served_while_nobody_watches() {
     let dir = TempDir::new("web-newest");
     let port = free_port();
     let child = serve(&dir, port, "pattern:320x240:30", &[]);
-    let frame = || {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let (status, jpeg) = http(port, "GET", "/frame.jpg", "");
-            if status == 200 {
-                return jpeg;
-            }
-            assert!(Instant::now() < deadline, "no frame was served ({status})");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
+    let frame = || frame_jpg(port);
     let pictures: Vec<Vec<u8>> = (0..3)
         .map(|_| {
             std::thread::sleep(Duration::from_millis(1200));
