@@ -38,33 +38,8 @@ fn main() {
         framepipe::stop::note_early_signal();
         framepipe::info!("a stop signal came while framepipe started: stopping");
     }
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => {
-            // --help and --version print to stdout and succeed; every other error exits 1.
-            if !e.use_stderr() {
-                let _ = e.print();
-                exit(0);
-            }
-            // An error quotes the value it refuses: a huge one (a 13 KB chain) is cut short.
-            let line = usage_error_line(&e.to_string());
-            // (600: framepipe's own list of the known filters, 400 characters, stays whole.)
-            framepipe::say!("framepipe: error: {}", shorten_lines(&line, 600));
-            exit(1);
-        }
-    };
-    let level = if cli.run.quiet {
-        Level::Quiet
-    } else if cli.run.verbose {
-        Level::Verbose
-    } else {
-        Level::Normal
-    };
-    msg::set_level(level);
-    if level < Level::Verbose && std::env::var_os("OPENCV_LOG_LEVEL").is_none() {
-        // OpenCV's own warnings (camera probing, GStreamer) only with -v.
-        framepipe::source::quiet_libraries(level == Level::Quiet);
-    }
+    let cli = parsed();
+    say_as_asked(&cli);
     let mut left_behind = false;
     // Held until the process ends: an abort after the run returned still reports it.
     let mut _until_exit = None;
@@ -107,6 +82,41 @@ fn main() {
             framepipe::say!("framepipe: error: {}", shorten_lines(&line, 1000));
             exit_after_run(1, left_behind);
         }
+    }
+}
+
+/// The command line, parsed; `--help` and `--version` print and exit 0, any other error is
+/// one line and exit 1.
+fn parsed() -> Cli {
+    match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            if !e.use_stderr() {
+                let _ = e.print();
+                exit(0);
+            }
+            // An error quotes the value it refuses: a huge one (a 13 KB chain) is cut short.
+            let line = usage_error_line(&e.to_string());
+            // (600: framepipe's own list of the known filters, 400 characters, stays whole.)
+            framepipe::say!("framepipe: error: {}", shorten_lines(&line, 600));
+            exit(1);
+        }
+    }
+}
+
+/// framepipe's lines as -q and -v ask, and the libraries' (OpenCV's warnings: camera
+/// probing, GStreamer) only with -v.
+fn say_as_asked(cli: &Cli) {
+    let level = if cli.run.quiet {
+        Level::Quiet
+    } else if cli.run.verbose {
+        Level::Verbose
+    } else {
+        Level::Normal
+    };
+    msg::set_level(level);
+    if level < Level::Verbose && std::env::var_os("OPENCV_LOG_LEVEL").is_none() {
+        framepipe::source::quiet_libraries(level == Level::Quiet);
     }
 }
 
