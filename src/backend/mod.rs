@@ -152,47 +152,48 @@ pub enum BackendKind {
     Cpu,
 }
 
-/// What a backend is built from. Made with `BackendConfig::new` (the app's defaults) and
-/// changed field by field where a caller differs; the CUDA backend's own settings are in
+/// What a backend is built from, decided by the plan (`plan::Plan`: made with
+/// `BackendConfig::new`, settled by `Plan::settle_consumers` and the plan's builders); its
+/// fields are the crate's own, read by the backends. The CUDA backend's own settings are in
 /// `cuda`, which the CPU backend ignores.
 #[derive(Clone, Debug)]
 pub struct BackendConfig {
     /// Frame size of every frame.
-    pub size: FrameSize,
+    pub(crate) size: FrameSize,
     /// The frames' formats in the input and output buffers (set with `with_formats`).
-    pub formats: Formats,
+    pub(crate) formats: Formats,
     /// The filter chain to run.
-    pub chain: Chain,
+    pub(crate) chain: Chain,
     /// Bands of a frame that finds the GPU idle, for longer than a frame takes (a source
     /// slower than the pipeline: its latency matters).
-    pub plan: BandPlan,
+    pub(crate) plan: BandPlan,
     /// Bands of any other frame (a steady stream: throughput matters).
-    pub busy_plan: BandPlan,
+    pub(crate) busy_plan: BandPlan,
     /// Frames in flight at once.
-    pub in_flight: usize,
+    pub(crate) in_flight: usize,
     /// Leave ring buffers pageable (the original question's mistake, for comparison).
-    pub pageable: bool,
+    pub(crate) pageable: bool,
     /// Frames `0..trace_frames` record their spans (`trace`).
-    pub trace_frames: u64,
+    pub(crate) trace_frames: u64,
     /// Which later frames record their spans too, for the rolling trace (the window's
     /// strip, `--trace-frames last:N`); kept through controls, unlike `trace_frames`.
-    pub rolling: crate::trace::Rolling,
+    pub(crate) rolling: crate::trace::Rolling,
     /// Time the stages of one frame in this many (0: never).
-    pub sample_every: u64,
+    pub(crate) sample_every: u64,
     /// Settings only the CUDA backend reads.
-    pub cuda: CudaSettings,
+    pub(crate) cuda: CudaSettings,
     /// The mosaic of a run of several inputs, which the backend composes (each processed
     /// frame scaled into its tile), where the run shows or records one.
-    pub compose: Option<crate::tiles::Compose>,
+    pub(crate) compose: Option<crate::tiles::Compose>,
     /// The inputs' names by `InputId`, for a text filter's `{name}`.
-    pub names: std::sync::Arc<[String]>,
+    pub(crate) names: std::sync::Arc<[String]>,
     /// Processed frames stay on the device, lent to the run's one consumer (an embedding
     /// program's hand-over, where nothing else reads them: `lend`). The CPU backend
     /// ignores it.
-    pub lend: bool,
+    pub(crate) lend: bool,
     /// Lent frames shaped for a model on the device (`lend` only): fitted and laid out as
     /// `Shape` says, after the chain.
-    pub shape: Option<Shape>,
+    pub(crate) shape: Option<Shape>,
 }
 
 /// Frames shaped for a model (the Python package's `size=`, `fit=` and model formats):

@@ -281,6 +281,42 @@ impl Plan {
         self
     }
 
+    /// Leaves the ring's buffers pageable (`--pageable`: the original question's mistake).
+    pub fn pageable(mut self, pageable: bool) -> Self {
+        self.backend.pageable = pageable;
+        self
+    }
+
+    /// The CUDA backend's own settings.
+    pub fn cuda(&self) -> backend::CudaSettings {
+        self.backend.cuda
+    }
+
+    /// Runs the CUDA backend as `cuda` says (its stream layout, issue order, graphs).
+    pub fn with_cuda(mut self, cuda: backend::CudaSettings) -> Self {
+        self.backend.cuda = cuda;
+        self
+    }
+
+    /// Has the backend compose the mosaic `compose` describes.
+    pub fn composing(mut self, compose: Option<crate::tiles::Compose>) -> Self {
+        self.backend.compose = compose;
+        self
+    }
+
+    /// Lends processed frames on the device to the run's one consumer, shaped for a model
+    /// where `shape` says (the CPU backend ignores both).
+    pub fn lending(mut self, lend: bool, shape: Option<backend::Shape>) -> Self {
+        self.backend.lend = lend;
+        self.backend.shape = shape.filter(|_| lend);
+        self
+    }
+
+    /// The frames' size and formats as the backend takes them.
+    pub fn frame(&self) -> (FrameSize, Formats) {
+        (self.backend.size, self.backend.formats)
+    }
+
     /// The pipeline's options, with `reload` watching the chain's kernel files.
     pub fn options(&self, reload: Option<Arc<Reloader>>) -> Options {
         Options {

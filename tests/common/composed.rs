@@ -53,9 +53,12 @@ pub fn run(
         busy_bands: bands.div_ceil(2),
         ..Counts::spare(bands, in_flight)
     };
-    let mut plan = Plan::new(kind, size, formats, chain, counts).unwrap();
-    plan.backend.cuda.streams = streams;
-    plan.backend.compose = Some(Compose {
+    let plan = Plan::new(kind, size, formats, chain, counts).unwrap();
+    let cuda = framepipe::backend::CudaSettings {
+        streams,
+        ..plan.cuda()
+    };
+    let plan = plan.with_cuda(cuda).composing(Some(Compose {
         layout,
         tile_of: (0..cfgs.len()).collect(),
         full: if all {
@@ -63,7 +66,7 @@ pub fn run(
         } else {
             FullFrames::shown()
         },
-    });
+    }));
     let mut backend = plan.make_backend().unwrap();
     let mut free: Vec<Vec<Slot>> = cfgs
         .iter()
@@ -240,7 +243,7 @@ pub fn throughput(
         input: PixelFormat::Bgr24,
         output: PixelFormat::Bgr24,
     };
-    let mut plan = Plan::new(
+    let plan = Plan::new(
         kind,
         size,
         formats,
@@ -250,11 +253,11 @@ pub fn throughput(
     .unwrap();
     let sizes = vec![size; inputs];
     let (cols, rows) = framepipe::tiles::auto_grid(inputs);
-    plan.backend.compose = mosaic.then(|| Compose {
+    let plan = plan.composing(mosaic.then(|| Compose {
         layout: Layout::new(cols, rows, &sizes, MAX_MOSAIC),
         tile_of: (0..inputs).collect(),
         full: FullFrames::shown(),
-    });
+    }));
     let mut backend = plan.make_backend().unwrap();
     let mut free: Vec<Vec<Slot>> = (0..inputs)
         .map(|k| {

@@ -262,9 +262,7 @@ pub fn run_case_lent(case: &Case, formats: Formats) -> (u64, u64, u8, usize) {
 /// seen, frames unlike the reference fitted and laid out on the CPU, `pixel::lookup`).
 pub fn run_case_shaped(case: &Case, shape: backend::Shape) -> (u64, u64) {
     let chain: Chain = case.chain.parse().unwrap();
-    let mut plan = plan_of(case, Formats::BGR, chain.clone());
-    plan.backend.lend = true;
-    plan.backend.shape = Some(shape.clone());
+    let plan = plan_of(case, Formats::BGR, chain.clone()).lending(true, Some(shape.clone()));
     let mut sink = ShapedSink {
         chain: shape.after(&chain, case.size).unwrap(),
         shape,
@@ -319,13 +317,17 @@ fn plan_of(case: &Case, formats: Formats, chain: Chain) -> Plan {
         bands: case.bands,
         busy_bands: case.busy_bands,
     };
-    let mut plan = Plan::new(case.kind, case.size, formats, chain, counts)
+    let plan = Plan::new(case.kind, case.size, formats, chain, counts)
         .unwrap()
-        .traced(case.trace_frames);
-    plan.backend.pageable = case.pageable;
-    plan.backend.cuda.issue = case.issue;
-    plan.backend.cuda.streams = case.streams;
-    plan.backend.cuda.graphs = case.graphs;
+        .traced(case.trace_frames)
+        .pageable(case.pageable);
+    let cuda = framepipe::backend::CudaSettings {
+        issue: case.issue,
+        streams: case.streams,
+        graphs: case.graphs,
+        ..plan.cuda()
+    };
+    let mut plan = plan.with_cuda(cuda);
     plan.frames = Some(case.frames);
     plan
 }
@@ -337,8 +339,7 @@ fn run_checked(
     lend: bool,
 ) -> (CheckSink, framepipe::stats::Summary) {
     let chain: Chain = case.chain.parse().unwrap();
-    let mut plan = plan_of(case, formats, chain);
-    plan.backend.lend = lend;
+    let plan = plan_of(case, formats, chain).lending(lend, None);
     let mut sink = CheckSink::in_formats(reference.parse().unwrap(), case.size, formats);
     let source = Box::new(Pattern::new(case.size, 0.0).in_format(formats.input));
     let summary = plan.run(source, &mut sink, &Stop::new()).unwrap();
