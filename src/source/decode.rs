@@ -29,7 +29,9 @@
 //!   stop flag, and a silent server is given up after `media::URL_TIMEOUT_US`, whatever its
 //!   protocol (`Silence`), once what the demuxer and decoder hold is handed over;
 //! - after a stop, a live input hands over the frames it still holds (`begin_drain`: the
-//!   demuxer's last packet, the decoder's delay) without waiting for more.
+//!   demuxer's last packet, the decoder's delay) without waiting for more; where it was
+//!   still sending, what the interrupted demuxer flushes was cut short and is left out
+//!   (`Drain`): no output or recording ends on a broken picture.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -96,7 +98,38 @@ pub struct Decoded {
     silence: Box<Silence>,
     /// Why the input failed once its last frames are out (it went silent).
     ended_by: Option<String>,
+    /// Whether a stop's drain takes the packets the demuxer flushes (`Drain`).
+    drain: Drain,
 }
+
+/// A live input's drain after a stop: the demuxer, interrupted, flushes the pictures (and
+/// sound) it was assembling, one packet a read. Where the input was still sending when the
+/// stop came, those were cut short (a corrupt last frame in the recording and the outputs):
+/// the input ends at the last packet read before the stop, and the drain only takes the
+/// decoder's delayed pictures. Where the sender had gone quiet, the flushed packets are
+/// whole (the camera's last picture) and go on.
+#[derive(Default)]
+struct Drain {
+    /// When the last packet was read before the stop.
+    last_read: Option<Instant>,
+    /// Whether the input was still sending when the stop came (decided at the first packet
+    /// read after it, or as the drain begins).
+    flowing: Option<bool>,
+}
+
+impl Drain {
+    /// Whether the input was still sending when the stop came: a packet read within
+    /// `STILL_SENDING` of it.
+    fn flowing(&mut self) -> bool {
+        let last = self.last_read;
+        *self
+            .flowing
+            .get_or_insert_with(|| last.is_some_and(|t| t.elapsed() < STILL_SENDING))
+    }
+}
+
+/// How recently a packet must have come, at a stop, for the input to count as still sending.
+const STILL_SENDING: Duration = Duration::from_millis(500);
 
 /// Where a decoded input's packets go once read (`tap`): to every tap attached, and, while
 /// the input opens (until the first frame is read), kept (up to `HELD_PACKETS`), so that
@@ -582,6 +615,7 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         tapped: Tapped::new(),
         silence,
         ended_by: None,
+        drain: Drain::default(),
     };
     source.read_first(asked.trim)?;
     source.settle(rotation, &codec_name, asked.untouched)?;
@@ -593,6 +627,20 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
 }
 
 impl Decoded {
+    /// A packet read: to the decoder where it is the video's, and on to the taps (the
+    /// decoder keeps its own reference).
+    fn pass_on(&mut self, packet: ff::Packet) {
+        if packet.stream() == self.facts.stream {
+            if let Err(e) = self.decoder.send_packet(&packet) {
+                match e {
+                    ff::Error::Other { errno } if errno == libc::EAGAIN => {}
+                    _ => self.refused += 1,
+                }
+            }
+        }
+        self.tapped.take(packet);
+    }
+
     /// Decodes the first picture of the part `trim` reads (seeking to its start): it says
     /// the size and format, which the codec parameters may not.
     fn read_first(&mut self, trim: crate::source::Trim) -> Result<()> {
@@ -945,26 +993,27 @@ impl Decoded {
             self.silence.start();
             let read = self.packet.read(&mut self.input);
             self.silence.deadline_us.store(0, Ordering::Relaxed);
+            let draining = self.silence.draining.load(Ordering::Relaxed);
             match read {
                 // Draining after a stop: the demuxer, told to give up, has handed over what
                 // it held (a read that fails flushes its last packet and its parser); the
                 // decoder's delayed pictures come next.
-                Err(_) if self.silence.draining.load(Ordering::Relaxed) => {
+                Err(_) if draining => {
                     self.drained = true;
                     let _ = self.decoder.send_eof();
                 }
                 Ok(()) => {
-                    if self.packet.stream() == self.facts.stream {
-                        if let Err(e) = self.decoder.send_packet(&self.packet) {
-                            match e {
-                                ff::Error::Other { errno } if errno == libc::EAGAIN => {}
-                                _ => self.refused += 1,
-                            }
-                        }
-                    }
-                    // The decoder keeps its own reference: the packet itself goes on.
+                    // After a stop the demuxer is interrupted: what it flushes of an input
+                    // still sending was cut short, and is left out (`Drain`).
+                    let stopped = self.facts.live
+                        && (draining || crate::stop::Stop::process().is_requested());
                     let packet = std::mem::replace(&mut self.packet, ff::Packet::empty());
-                    self.tapped.take(packet);
+                    if !stopped {
+                        self.drain.last_read = Some(Instant::now());
+                        self.pass_on(packet);
+                    } else if !self.drain.flowing() {
+                        self.pass_on(packet);
+                    }
                 }
                 Err(ff::Error::Eof) => {
                     self.drained = true;
@@ -1266,6 +1315,7 @@ impl Source for Decoded {
         if !self.facts.live || self.drained {
             return false;
         }
+        self.drain.flowing();
         self.silence.draining.store(true, Ordering::Relaxed);
         true
     }
