@@ -24,6 +24,7 @@ pub mod doctor;
 pub mod error;
 pub mod filter;
 pub mod frame;
+pub mod host;
 pub mod media;
 pub mod msg;
 pub mod output;

@@ -242,9 +242,10 @@ fn a_server_that_never_answers_is_named_a_time_out() {
 /// quarters of what a run may take) is refused for two inputs, before anything is allocated.
 #[test]
 fn every_inputs_ring_counts_against_the_memory() {
-    use framepipe::budget::{host_available, slot_bytes, HOST_SHARE};
+    use framepipe::budget::{slot_bytes, HOST_SHARE};
     use framepipe::frame::FrameSize;
-    let Some(available) = host_available() else {
+    use framepipe::host::memory_available;
+    let Some(available) = memory_available() else {
         println!("SKIPPED: the kernel says no MemAvailable");
         return;
     };

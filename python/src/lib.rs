@@ -835,7 +835,7 @@ const ALIVE: u64 = QUEUED as u64 + 2;
 /// available now (the command line refuses such a ring the same way).
 fn fits_in_memory(size: FrameSize, layout: Layout) -> PyResult<()> {
     let each = layout.bytes(size) as u64;
-    match framepipe::budget::host_available() {
+    match framepipe::host::memory_available() {
         Some(free) if each.saturating_mul(ALIVE) > free / 2 => Err(PyValueError::new_err(format!(
             "size={}: {ALIVE} frames of {} as {} would take more than half the available memory ({})",
             size,

@@ -121,7 +121,7 @@ pub(super) fn open(stop: &Stop, plan: &RunPlan, recordings: &Recordings) -> Resu
         .iter()
         .map(|r| (r.plan.ring, r.plan.backend.size))
         .collect();
-    crate::budget::check_rings(&rings, crate::budget::host_available())?;
+    crate::budget::check_rings(&rings, crate::host::memory_available())?;
     if inputs.running.is_empty() {
         anyhow::bail!(
             "none of the {} inputs could be opened ({})",

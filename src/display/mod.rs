@@ -32,7 +32,7 @@ pub fn why_no_window() -> Option<&'static str> {
     #[cfg(feature = "opencv")]
     let named = window::display_named();
     #[cfg(not(feature = "opencv"))]
-    let named = std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty());
+    let named = crate::host::display_named(false);
     match (named, cfg!(feature = "opencv")) {
         (false, _) => Some("no display to show a window on (DISPLAY is not set)"),
         (true, false) => Some("this build has no window (it has no OpenCV)"),

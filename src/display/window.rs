@@ -401,9 +401,7 @@ const DISPLAY_ANSWER: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Whether a display is named at all: DISPLAY, or a Qt platform that needs none.
 pub fn display_named() -> bool {
-    let headless_qt = std::env::var("QT_QPA_PLATFORM")
-        .is_ok_and(|p| matches!(p.as_str(), "offscreen" | "minimal" | "vnc"));
-    headless_qt || std::env::var("DISPLAY").is_ok_and(|d| !d.is_empty())
+    crate::host::display_named(true)
 }
 
 /// Why no window can be opened here; each message says what to do instead.

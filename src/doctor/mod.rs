@@ -20,7 +20,7 @@ pub fn run() -> Result<()> {
         Ok(()) => gpu()?,
         Err(why) => crate::out!("GPU:        none ({why}); framepipe uses its CPU backend"),
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::host::cores();
     crate::out!("CPU:        {cores} cores");
     #[cfg(feature = "ffmpeg")]
     crate::out!(

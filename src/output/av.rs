@@ -196,7 +196,7 @@ unsafe impl Send for Scaler {}
 
 impl Scaler {
     fn new(w: u32, h: u32, from: ff::format::Pixel, to: ff::format::Pixel) -> Result<Self> {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get()) as i64;
+        let threads = crate::host::cores() as i64;
         let (from, to): (ff::ffi::AVPixelFormat, ff::ffi::AVPixelFormat) = (from.into(), to.into());
         // SAFETY: a freshly allocated context gets its options by name, as libswscale
         // documents, then is initialised once; it is freed in `Drop` (or here on failure).

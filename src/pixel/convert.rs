@@ -107,7 +107,7 @@ pub(super) fn i420_rows(
 
 /// Threads for a conversion of `rows` rows: every core, at most one per 64 rows.
 fn threads_for(rows: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::host::cores();
     cores.min(rows / 64).clamp(1, 32)
 }
 

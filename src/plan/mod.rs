@@ -379,7 +379,7 @@ fn settle_counts(engine: &Engine, size: FrameSize, align: usize) -> Result<Count
         }
         defaults.ring
     });
-    crate::budget::check_ring(ring, size, crate::budget::host_available())?;
+    crate::budget::check_ring(ring, size, crate::host::memory_available())?;
     Ok(Counts {
         ring,
         in_flight: engine

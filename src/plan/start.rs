@@ -28,7 +28,7 @@ impl Start {
     /// is OpenCV's part; with no display to show it on, or a build without a window, the
     /// run goes on headless, as `--headless` does.
     pub fn new(mut args: RunArgs) -> Self {
-        let display = std::env::var_os("DISPLAY").is_some_and(|d| !d.is_empty());
+        let display = crate::host::display_named(false);
         let window = (!args.view.headless && display).then_some(OpenCvPart::Window);
         let headless_because = match args.view.headless {
             true => None,

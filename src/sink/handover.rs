@@ -193,7 +193,7 @@ fn fitted(size: FrameSize, to: FrameSize, fit: Fit) -> Result<Chain, FitError> {
     let chain = fitting(size, to, fit);
     chain.output_size(size)?;
     let most = chain.largest_frame(size) as u64;
-    match crate::budget::host_available() {
+    match crate::host::memory_available() {
         Some(free) if most > free / 4 => Err(FitError::TooLarge {
             chain: chain.to_string(),
             most,

@@ -141,7 +141,7 @@ fn nvdec_wins(id: ff::codec::Id, cores: usize) -> Option<(bool, f64, f64)> {
 /// `--decode auto`: whether NVDEC decodes codec `id` faster than this machine's cores would
 /// (`nvdec_wins`). Says which it picked, and why, for `what`.
 pub fn prefers(id: ff::codec::Id, what: &str) -> bool {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::host::cores();
     let Some((nvdec, gpu, cpu)) = nvdec_wins(id, cores) else {
         crate::info!(
             "{what}: --decode auto: NVDEC has no {} here; the CPU decodes it",

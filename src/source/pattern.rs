@@ -100,7 +100,7 @@ pub fn draw_in(format: PixelFormat, size: FrameSize, index: u64, out: &mut [u8])
 pub fn draw(size: FrameSize, index: u64, out: &mut [u8]) {
     let index = index % period(size);
     let rows = size.height;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = crate::host::cores();
     let threads = cores.min(rows / 128).clamp(1, 32);
     if threads == 1 {
         return draw_rows(size, index, 0, out);
