@@ -551,15 +551,18 @@ fn the_page_lists_each_input_and_zooms_into_one() {
     assert_eq!(rows.len(), 4, "three rows and the markup count: {said}");
     assert!(
         // (The last column, the recording's, is empty: no --record.)
-        rows[0].starts_with("0|pattern:320x240:30|") && rows[0].ends_with("|running|"),
+        // Each input is called by a name derived from its source: the pattern, a file's
+        // stem, a URL's host (and port, where it has no path).
+        rows[0].starts_with("0|pattern|") && rows[0].ends_with("|running|"),
         "{said}"
     );
     assert!(
-        rows[1].starts_with("1|") && rows[1].contains("<i>cam.mp4|"),
+        rows[1].starts_with("1|") && rows[1].contains("<i>cam|"),
         "{said}"
     );
     assert!(
-        rows[2].starts_with(&format!("2|{silent}|0|0|")) && rows[2].contains("|down "),
+        rows[2].starts_with(&format!("2|{}|0|0|", &silent["udp://".len()..]))
+            && rows[2].contains("|down "),
         "{said}"
     );
     assert_eq!(rows[3], "markup 0", "a name was read as markup: {said}");

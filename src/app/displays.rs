@@ -38,7 +38,7 @@ pub(super) fn of_input(
                 format!(
                     "framepipe {}: {}",
                     running.at,
-                    plan.inputs()[running.at].name
+                    plan.inputs()[running.at].label
                 ),
                 None,
             ),
@@ -49,7 +49,7 @@ pub(super) fn of_input(
     }
     // Beside others the view shows the mosaic (`open_mosaic` takes it).
     if let Some(view) = view.take_if(|_| !several) {
-        let label = plan.inputs()[running.at].name.clone();
+        let label = plan.inputs()[running.at].label.clone();
         shown.push(web(view, knobs, vec![label], Vec::new()));
     }
     Ok(shown)
@@ -126,7 +126,7 @@ pub(super) fn open_mosaic(
         let hold = display.hold.then(|| stop.clone());
         shown.push(open_window("framepipe", knobs.clone(), hold)?);
     }
-    let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
+    let names: Vec<String> = plan.inputs().iter().map(|i| i.label.clone()).collect();
     // The browser view shows what the window shows: the mosaic, labelled.
     if let Some(view) = view {
         let labels = compose.tile_of.iter().map(|&i| names[i].clone()).collect();
@@ -206,7 +206,7 @@ pub(super) fn open_view(plan: &RunPlan) -> Result<Option<View>> {
     let Some(serve) = &plan.display().serve else {
         return Ok(None);
     };
-    let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
+    let names: Vec<String> = plan.inputs().iter().map(|i| i.label.clone()).collect();
     Ok(Some(View::open(serve.clone())?.opening(&names)))
 }
 

@@ -219,7 +219,7 @@ fn consumers_of(
         shape,
         names: order
             .iter()
-            .map(|&at| plan.inputs()[at].name.clone())
+            .map(|&at| plan.inputs()[at].label.clone())
             .collect(),
     }
 }

@@ -32,6 +32,7 @@ use crate::stop::Stop;
 
 pub mod error;
 pub mod machine;
+pub mod names;
 pub mod opencv;
 pub mod run;
 pub mod shard;

@@ -61,8 +61,12 @@ pub struct RunPlan {
 pub struct InputPlan {
     /// `--input`, classified.
     pub spec: InputSpec,
-    /// `--input`'s text (empty for the default input).
+    /// Its name in errors and the summary: an inputs file's name for it, or `--input`'s
+    /// text (empty for the default input).
     pub name: String,
+    /// What it is called where it is shown (the mosaic, the window's title, the browser
+    /// view, `{name}`): an inputs file's name, or one derived from its source (`names`).
+    pub label: String,
     /// Its own outputs: in a run of one input every `--output`; beside others, those with
     /// `{n}`, with its index put in.
     pub outputs: Outputs,
@@ -216,12 +220,23 @@ impl RunPlan {
         check_encoding(&args, &parts.each[0], recording.as_ref())?;
         let display = display_of(&args, several, serve, recording.is_some());
         let engine = engine_of(&args, several);
+        let given: Vec<Option<String>> = (0..specs.len())
+            .map(|i| {
+                roster
+                    .listed()
+                    .then(|| mine.get(i).map(|e| e.name.clone()))
+                    .flatten()
+            })
+            .collect();
+        let sources: Vec<(&InputSpec, &str)> = specs.iter().map(|(s, t)| (s, t.as_str())).collect();
+        let labels = super::names::shown(&sources, &given);
         let inputs = specs
             .into_iter()
             .zip(parts.each)
             .zip(records)
+            .zip(labels)
             .enumerate()
-            .map(|(i, (((spec, text), outputs), record))| {
+            .map(|(i, ((((spec, text), outputs), record), label))| {
                 // A listed input is called by its own name (`NAME = SOURCE`), and is a
                 // camera of a wall: opened again when lost, and at the start until it is up.
                 let (name, listed) = match roster.listed() {
@@ -230,7 +245,11 @@ impl RunPlan {
                 };
                 let mut input = input_plan(&args, &display, several, spec, name, outputs);
                 input.asked.reconnect |= listed;
-                InputPlan { record, ..input }
+                InputPlan {
+                    record,
+                    label,
+                    ..input
+                }
             })
             .collect();
         Ok(Self {
@@ -463,6 +482,7 @@ fn input_plan(
             && outputs.is_empty()
             && (args.view.headless || !args.view.no_mosaic),
         spec,
+        label: name.clone(),
         name,
         outputs,
         asked,
