@@ -345,9 +345,10 @@ pub struct OutputArgs {
 #[command(next_help_heading = "Encoding")]
 pub struct EncodeArgs {
     /// Codec of a video --output [default: h264 in .mp4/.mov/.mkv/.ts/.flv, mjpeg in .avi,
-    /// vp9 in .webm; ffv1 keeps every pixel].
+    /// vp9 in .webm; ffv1 keeps every pixel; copy writes the input's own packets, neither
+    /// decoded nor encoded, as ffmpeg -c copy does].
     #[arg(long, value_enum)]
-    pub codec: Option<crate::output::Codec>,
+    pub codec: Option<CodecArg>,
 
     /// Quality, 1-100, of Motion JPEG or MPEG-4 Part 2 (a fixed quantiser, 31 to 1)
     /// [default: quantiser 3, like ffmpeg -q:v 3].
@@ -663,6 +664,48 @@ values!(Codec {
     Ffv1 => "ffv1": "FFV1, lossless: every pixel kept (it stores framepipe's BGR, not YUV)",
     Vp9 => "vp9": "VP9: the default and only codec of .webm",
 });
+
+/// `--codec`: an encoder, or `copy` (the input's packets as they came).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CodecArg {
+    /// Frames encoded with this codec.
+    Encode(crate::output::Codec),
+    /// The input's own packets, neither decoded nor encoded.
+    Copy,
+}
+
+impl CodecArg {
+    /// The encoder asked for; None for `copy`.
+    pub fn encoder(self) -> Option<crate::output::Codec> {
+        match self {
+            CodecArg::Encode(c) => Some(c),
+            CodecArg::Copy => None,
+        }
+    }
+}
+
+impl clap::ValueEnum for CodecArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        use crate::output::Codec::*;
+        &[
+            CodecArg::Encode(H264),
+            CodecArg::Encode(Hevc),
+            CodecArg::Encode(Mpeg4),
+            CodecArg::Encode(Mjpeg),
+            CodecArg::Encode(Ffv1),
+            CodecArg::Encode(Vp9),
+            CodecArg::Copy,
+        ]
+    }
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        match self {
+            CodecArg::Encode(c) => c.to_possible_value(),
+            CodecArg::Copy => Some(PossibleValue::new("copy").help(
+                "The input's own packets, video and audio, neither decoded nor encoded (files and network streams read by FFmpeg; no filter)",
+            )),
+        }
+    }
+}
 
 values!(OutPixel {
     Yuv420p => "yuv420p": "4:2:0, what players expect (the default)",

@@ -41,6 +41,8 @@ use crossbeam_channel::{Receiver, Sender};
 use ff::Rescale;
 use ffmpeg_next as ff;
 
+use crate::media::remux::{InStream, Remux};
+
 /// Packets waiting for the recording's thread: about 8 s of a 1080p30 camera.
 const QUEUE: usize = 2048;
 /// How long after a failed segment the next one is tried, at the next keyframe.
@@ -173,16 +175,6 @@ enum Msg {
     End,
 }
 
-/// One stream of the input as it opened.
-struct InStream {
-    params: ff::codec::Parameters,
-    time_base: ff::Rational,
-    kind: ff::media::Type,
-}
-
-// SAFETY: the parameters are a copy owned by the message, read by one thread at a time.
-unsafe impl Send for InStream {}
-
 /// One input's recording: the tap its source writes to, and the thread that writes files.
 pub struct Recording {
     tx: Sender<Msg>,
@@ -231,15 +223,7 @@ impl Recording {
 
 impl crate::media::tap::PacketTap for Recording {
     fn open(&self, input: &ff::format::context::Input, video: usize, _from: f64) {
-        let streams = input
-            .streams()
-            .map(|s| InStream {
-                params: s.parameters(),
-                time_base: s.time_base(),
-                kind: s.parameters().medium(),
-            })
-            .collect();
-        let _ = self.tx.try_send(Msg::Open(streams, video));
+        let _ = self.tx.try_send(Msg::Open(InStream::all_of(input), video));
     }
 
     fn packet(&self, packet: ff::Packet) {
@@ -261,21 +245,9 @@ impl crate::media::tap::PacketTap for Recording {
 
 /// The file being written.
 struct Segment {
-    out: ff::format::context::Output,
+    remux: Remux,
     part: PathBuf,
     name: PathBuf,
-    /// Per input stream: its stream in the file, if it has one.
-    map: Vec<Option<usize>>,
-    /// Per input stream: AAC in ADTS (as MPEG-TS carries it) made MP4's raw AAC, where the
-    /// file is MP4 or MOV (FFmpeg 5.1's muxer refuses ADTS and does not convert it).
-    adts: Vec<Option<crate::media::bsf::AdtsToAsc>>,
-    /// The first keyframe's time (µs): the file's zero.
-    origin_us: i64,
-    /// The last decoding time written per input stream (in the file's time base), to keep
-    /// them rising.
-    last_dts: Vec<Option<i64>>,
-    /// Packets written into it.
-    packets: u64,
 }
 
 /// The recording's thread: takes packets, writes segments.
@@ -415,7 +387,9 @@ impl Writer {
         let key = p.stream() == self.video && p.is_key();
         if key {
             let due = match (&self.segment, self.spec.segment, self.time_us(&p)) {
-                (Some(seg), Some(len), Some(t)) => t - seg.origin_us >= len.as_micros() as i64,
+                (Some(seg), Some(len), Some(t)) => {
+                    t - seg.remux.origin_us >= len.as_micros() as i64
+                }
                 _ => false,
             };
             if due || std::mem::take(&mut self.cut_at_key) {
@@ -437,15 +411,14 @@ impl Writer {
             return;
         };
         let video = p.stream() == self.video;
-        match seg.write(p, &self.streams) {
+        match seg.remux.write(p, &self.streams) {
             Ok(true) => {
                 self.recorded.packets += 1;
                 self.recorded.video_packets += u64::from(video);
-                seg.packets += 1;
             }
             Ok(false) => {}
             Err(e) => {
-                self.recorded.failed_packets += seg.packets + 1;
+                self.recorded.failed_packets += seg.remux.packets + 1;
                 self.fail(e);
             }
         }
@@ -457,18 +430,8 @@ impl Writer {
         self.next_number += 1;
         let part = claim_part(&name)?;
         let muxer = muxer_of(&self.spec.name).unwrap_or("matroska");
-        let mut out = ff::format::output_as(&part, muxer)
+        let out = ff::format::output_as(&part, muxer)
             .with_context(|| format!("opening '{}'", part.display()))?;
-        let map = add_streams(&mut out, &self.streams, self.video, &name)?;
-        let mp4 = matches!(muxer, "mp4" | "mov");
-        let adts = self
-            .streams
-            .iter()
-            .map(|s| match mp4 && s.params.id() == ff::codec::Id::AAC {
-                true => crate::media::bsf::AdtsToAsc::new(&s.params, s.time_base).map(Some),
-                false => Ok(None),
-            })
-            .collect::<Result<_>>()?;
         let mut options = ff::Dictionary::new();
         if matches!(muxer, "mp4" | "mov") {
             // delay_moov: the header waits for the first fragment, so that what a stream
@@ -478,18 +441,15 @@ impl Writer {
                 "+frag_keyframe+empty_moov+delay_moov+default_base_moof",
             );
         }
-        out.write_header_with(options)
-            .with_context(|| format!("writing the header of '{}'", part.display()))?;
-        Ok(Segment {
-            out,
-            part,
-            name,
-            map,
-            adts,
-            origin_us,
-            last_dts: vec![None; self.streams.len()],
-            packets: 0,
-        })
+        let streams = (self.streams.as_slice(), self.video, true);
+        let what = name.display().to_string();
+        match Remux::start(out, what, streams, origin_us, options) {
+            Ok(remux) => Ok(Segment { remux, part, name }),
+            Err(e) => {
+                let _ = std::fs::remove_file(&part);
+                Err(e)
+            }
+        }
     }
 
     /// Finishes the open file (trailer, rename), if one is open.
@@ -497,26 +457,12 @@ impl Writer {
         let Some(mut seg) = self.segment.take() else {
             return Ok(());
         };
-        // A fragmented MP4's trailer answers the size of its index, not 0 (ffmpeg-next's
-        // `write_trailer` calls that an error): only a negative answer is one.
-        // SAFETY: the context is open, its header was written, and this is its one trailer.
-        let ret = unsafe { ff::ffi::av_write_trailer(seg.out.as_mut_ptr()) };
-        // A write that failed in FFmpeg's buffer (a full disk) is kept in the I/O context,
-        // not always answered by the trailer.
-        let ret = if ret < 0 { ret } else { seg.io_error(true) };
-        if ret < 0 {
-            let why = format!(
-                "finishing '{}': {}",
-                seg.part.display(),
-                ff::Error::from(ret)
-            );
+        if let Err(e) = seg.remux.finish() {
             seg.abandon();
-            bail!(why);
+            return Err(e);
         }
-        let Segment {
-            out, part, name, ..
-        } = seg;
-        drop(out);
+        let Segment { remux, part, name } = seg;
+        drop(remux);
         let name = match rename_without_replacing(&part, &name) {
             Ok(name) => name,
             Err(e) => {
@@ -543,133 +489,12 @@ impl Writer {
 }
 
 impl Segment {
-    /// Writes `p` (its times made the file's); false where it is not written (a stream the
-    /// file has not, audio the filter keeps for later).
-    fn write(&mut self, mut p: ff::Packet, streams: &[InStream]) -> Result<bool> {
-        let from = p.stream();
-        let Some(to) = self.map[from] else {
-            return Ok(false);
-        };
-        let tb = streams[from].time_base;
-        let shift = self.origin_us.rescale(ff::Rational::new(1, 1_000_000), tb);
-        p.set_pts(p.pts().map(|t| t - shift));
-        p.set_dts(p.dts().map(|t| t - shift));
-        let out_tb = self.out.stream(to).context("recorded stream")?.time_base();
-        p.rescale_ts(tb, out_tb);
-        // A decoding time that does not rise in the file's time base (two close times
-        // rounded alike, audio overlapping at a join) is nudged past the last, as ffmpeg's
-        // muxing does; the packet is kept. Audio a little before the file's zero (sent
-        // after the keyframe, timed before it) stays: the muxer shifts the file's times.
-        if let Some(dts) = p.dts() {
-            let dts = match self.last_dts[from] {
-                Some(last) if dts <= last => {
-                    p.set_dts(Some(last + 1));
-                    if p.pts().is_some_and(|pts| pts <= last) {
-                        p.set_pts(Some(last + 1));
-                    }
-                    last + 1
-                }
-                _ => dts,
-            };
-            self.last_dts[from] = Some(dts);
-        }
-        p.set_stream(to);
-        p.set_position(-1);
-        let p = match &mut self.adts[from] {
-            Some(bsf) => match bsf.convert(p)? {
-                Some(p) => p,
-                None => return Ok(false),
-            },
-            None => p,
-        };
-        p.write_interleaved(&mut self.out)
-            .with_context(|| format!("writing '{}'", self.part.display()))?;
-        match self.io_error(false) {
-            0 => Ok(true),
-            e => bail!("writing '{}': {}", self.part.display(), ff::Error::from(e)),
-        }
-    }
-
-    /// The error the file's I/O context holds (0: none), after its buffer is written out
-    /// where `flush` (a packet's write only fills the buffer, whose own flushes record
-    /// their errors there).
-    fn io_error(&mut self, flush: bool) -> i32 {
-        // SAFETY: the context is open; its `pb` (opened by `output_as`) is valid or null,
-        // and flushing it only writes its buffer.
-        unsafe {
-            let pb = (*self.out.as_mut_ptr()).pb;
-            if pb.is_null() {
-                return 0;
-            }
-            if flush {
-                ff::ffi::avio_flush(pb);
-            }
-            (*pb).error.min(0)
-        }
-    }
-
     /// Gives the file up: closed without its trailer, its `.part` removed.
     fn abandon(self) {
-        let Segment { out, part, .. } = self;
-        drop(out);
+        let Segment { remux, part, .. } = self;
+        drop(remux);
         let _ = std::fs::remove_file(&part);
     }
-}
-
-/// The input's video and audio streams as streams of `out`: per input stream, its index in
-/// the file. Audio the container can't hold is left out (said once); video it can't hold
-/// is an error.
-fn add_streams(
-    out: &mut ff::format::context::Output,
-    streams: &[InStream],
-    video: usize,
-    name: &Path,
-) -> Result<Vec<Option<usize>>> {
-    let mut map = vec![None; streams.len()];
-    for (i, s) in streams.iter().enumerate() {
-        let is_video = i == video;
-        if !is_video && s.kind != ff::media::Type::Audio {
-            continue;
-        }
-        let id = s.params.id();
-        if !holds(out, id) {
-            if is_video {
-                bail!(
-                    "'{}' can't hold the input's {} video (.mkv holds any codec)",
-                    name.display(),
-                    id.name()
-                );
-            }
-            crate::warn!(
-                "'{}' can't hold the input's {} audio (stream {i}): it is left out (.mkv holds any audio)",
-                name.display(),
-                id.name()
-            );
-            continue;
-        }
-        let mut ost = out.add_stream(ff::encoder::find(ff::codec::Id::None))?;
-        ost.set_parameters(s.params.clone());
-        ost.set_time_base(s.time_base);
-        // SAFETY: the stream's parameters were just set; a zero tag lets the muxer choose
-        // its own for the codec.
-        unsafe { (*ost.parameters().as_mut_ptr()).codec_tag = 0 };
-        map[i] = Some(ost.index());
-    }
-    Ok(map)
-}
-
-/// Whether `out`'s container holds `id` (MPEG-TS answers no query: it holds what it has a
-/// stream type for, which is every codec a camera sends).
-fn holds(out: &ff::format::context::Output, id: ff::codec::Id) -> bool {
-    // SAFETY: `out` is an open output context, so its oformat is valid.
-    let (answer, name) = unsafe {
-        let format = (*out.as_ptr()).oformat;
-        (
-            ff::ffi::avformat_query_codec(format, id.into(), ff::ffi::FF_COMPLIANCE_NORMAL),
-            std::ffi::CStr::from_ptr((*format).name).to_bytes() == b"mpegts",
-        )
-    };
-    answer == 1 || name
 }
 
 /// The name of segment `number`: `{seg}` as five digits, and the local time's `%Y %m %d %H

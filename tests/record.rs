@@ -13,7 +13,7 @@ use common::run::{bin, framepipe, require, stderr, wait_with_deadline, TempDir};
 
 /// Each packet of `path`'s first stream of `kind` ("v" or "a"), as (size, md5), in order:
 /// framemd5 of a stream copy.
-fn packets(path: &Path, kind: &str) -> Vec<(u64, String)> {
+pub(crate) fn packets(path: &Path, kind: &str) -> Vec<(u64, String)> {
     let out = Command::new("ffmpeg")
         .args(["-v", "error", "-i"])
         .arg(path)
@@ -45,7 +45,7 @@ fn packets(path: &Path, kind: &str) -> Vec<(u64, String)> {
 }
 
 /// The first audio stream of `path` as ADTS (AAC's own frames, however packed).
-fn adts(path: &Path) -> Vec<u8> {
+pub(crate) fn adts(path: &Path) -> Vec<u8> {
     let out = Command::new("ffmpeg")
         .args(["-v", "error", "-i"])
         .arg(path)

@@ -7,6 +7,7 @@ mod common;
 
 mod attacks;
 
+mod copy;
 mod cpu_backend;
 mod decode;
 mod encode;

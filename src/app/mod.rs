@@ -188,6 +188,15 @@ fn run_plan(
     crate::debug!("start-up: sinks open at {:.1} ms", since());
     let ran = pipeline::run_inputs(pipeline_inputs, backend, sink.as_mut(), &opts, stop);
     crate::debug!("run ended at {:.1} ms", since());
+    let mut recordings = recordings;
+    let ran = match (ran, recordings.finish_copies()) {
+        (Ok(summary), Err(error)) => Err(pipeline::Failed {
+            summary: Box::new(summary),
+            error,
+        }
+        .into()),
+        (ran, _) => ran,
+    };
     let recorded = recordings.finish();
     report::disarm_exit_summary(ending);
     let places = report::Places {

@@ -1,9 +1,11 @@
-//! `--record`: each input's recording started before the input opens, its tap attached to
-//! the source once open (and to every source a reconnect opens), and finished after the
-//! run, its files named in one line each.
+//! What takes an input's packets as they came: `--record`'s recording and the outputs of
+//! `--codec copy` (`output::copy`), each started before the input opens (a copy's file
+//! claimed then), one tap per input attached to the source once open (and to every source a
+//! reconnect opens) that hands each packet to all of them, and finished after the run: a
+//! recording's files named in one line each, a copy's failure the run's.
 //!
-//! Invariant: every recording is finished however the run ends (an error, a stop, the
-//! inputs' end): `Drop` finishes what `finish` did not, so no file is left as `.part`.
+//! Invariant: every recording and copy is finished however the run ends (an error, a stop,
+//! the inputs' end): `Drop` finishes what `finish` did not, so no file is left as `.part`.
 //! Built with FFmpeg's libraries only; without them the plan refuses `--record`, and
 //! `recordings_none.rs` stands in (no recording, the same calls).
 
@@ -18,12 +20,14 @@ use crate::record::{Recorded, Recording};
 pub(super) type Tap = crate::media::tap::Tap;
 
 type Each = std::sync::Arc<Recording>;
+type Copy = std::sync::Arc<crate::output::copy::Copy>;
 
-/// The run's recordings, by place among the `--input`s.
-pub(super) struct Recordings(Vec<Option<Each>>);
+/// The run's recordings and copies, by place among the `--input`s.
+pub(super) struct Recordings(Vec<Option<Each>>, Vec<Vec<Copy>>);
 
 impl Recordings {
-    /// Starts every input's recording (none without `--record`).
+    /// Starts every input's recording (none without `--record`) and copies (none without
+    /// `--codec copy`).
     pub fn start(plan: &RunPlan) -> Result<Self> {
         let each = plan
             .inputs()
@@ -34,12 +38,57 @@ impl Recordings {
                 None => Ok(None),
             })
             .collect::<Result<_>>()?;
-        Ok(Self(each))
+        let copies = plan
+            .inputs()
+            .iter()
+            .map(|input| {
+                let live = matches!(input.spec, crate::source::InputSpec::Stream(_));
+                let specs = input
+                    .copies
+                    .iter()
+                    .filter_map(|out| copy_spec(plan, out, live));
+                specs.map(crate::output::copy::Copy::start).collect()
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self(each, copies))
     }
 
-    /// The tap of input `at`'s recording, if it records.
+    /// The tap of input `at`'s recording and copies, if it has any.
     pub fn tap(&self, at: usize) -> Option<Tap> {
-        self.0.get(at)?.clone().map(|r| r as Tap)
+        let recording = self.0.get(at)?.clone().map(|r| r as Tap);
+        let copies = self
+            .1
+            .get(at)
+            .into_iter()
+            .flatten()
+            .map(|c| c.clone() as Tap);
+        let all: Vec<Tap> = recording.into_iter().chain(copies).collect();
+        match all.len() {
+            0 => None,
+            1 => all.into_iter().next(),
+            _ => Some(std::sync::Arc::new(Fan(all))),
+        }
+    }
+
+    /// Finishes every copy: what each wrote said in a line; the first that failed, its
+    /// error.
+    pub fn finish_copies(&mut self) -> Result<()> {
+        let mut first = Ok(());
+        for (n, copies) in self.1.iter_mut().enumerate() {
+            for copy in copies.drain(..) {
+                match copy.finish() {
+                    Ok(c) => crate::info!(
+                        "copied input {n}: {} video packets ({} in all) into '{}'",
+                        c.video_packets,
+                        c.packets,
+                        copy.describe()
+                    ),
+                    Err(e) if first.is_ok() => first = Err(e),
+                    Err(e) => crate::warn!("{e:#}"),
+                }
+            }
+        }
+        first
     }
 
     /// Input `at`'s recording's figures as it goes, if it records.
@@ -86,6 +135,50 @@ impl Drop for Recordings {
         for rec in self.0.iter_mut().filter_map(Option::take) {
             let _ = rec.finish();
         }
+        for copy in self.1.iter_mut().flat_map(|c| c.drain(..)) {
+            let _ = copy.finish();
+        }
+    }
+}
+
+/// One tap that hands every packet to several (a recording and copies).
+struct Fan(Vec<Tap>);
+
+impl crate::media::tap::PacketTap for Fan {
+    fn open(&self, input: &ffmpeg_next::format::context::Input, video: usize, from: f64) {
+        for tap in &self.0 {
+            tap.open(input, video, from);
+        }
+    }
+
+    fn packet(&self, packet: ffmpeg_next::Packet) {
+        if let Some((last, first)) = self.0.split_last() {
+            for tap in first {
+                tap.packet(packet.clone());
+            }
+            last.packet(packet);
+        }
+    }
+}
+
+/// What a copy of `out` writes to: a video file or a stream (the plan keeps no other), in
+/// fragments where the input is `live` or `--fragmented` says so.
+fn copy_spec(
+    plan: &RunPlan,
+    out: &crate::output::OutputSpec,
+    live: bool,
+) -> Option<crate::output::copy::CopySpec> {
+    match out {
+        crate::output::OutputSpec::Video {
+            path, container, ..
+        } => Some(crate::output::copy::CopySpec {
+            path: path.clone(),
+            container: *container,
+            audio: !plan.writing().no_audio,
+            overwrite: plan.writing().overwrite,
+            fragmented: live || plan.writing().fragmented,
+        }),
+        _ => None,
     }
 }
 

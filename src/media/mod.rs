@@ -1,8 +1,9 @@
 //! The media facts that sources and outputs share, below both of them: FFmpeg's time
 //! arithmetic (`timebase`), what a file says of itself (`info`: rate, time base, rotation,
 //! audio), a picture's tags (`tags`: aspect, interlacing, chroma siting, range), the packet
-//! tap that hands an input's packets on untouched (`tap`), FFmpeg's log (`log`) and its
-//! bitstream filters (`bsf`).
+//! tap that hands an input's packets on untouched (`tap`), those packets laid out in a
+//! container someone opened (`remux`), FFmpeg's log (`log`) and its bitstream filters
+//! (`bsf`).
 //!
 //! Invariants: nothing here opens an input or an output, or imports the rooms that do
 //! (`source`, `output`, `display`); every figure is what `ffmpeg -i` would read.
@@ -13,6 +14,8 @@ pub mod bsf;
 pub mod info;
 #[cfg(feature = "ffmpeg")]
 pub(crate) mod log;
+#[cfg(feature = "ffmpeg")]
+pub mod remux;
 pub mod tags;
 #[cfg(feature = "ffmpeg")]
 pub mod tap;

@@ -645,7 +645,7 @@ fn open_encoder(
 
 /// The muxer's options: an MP4/MOV in fragments of at most `FRAGMENT_SECONDS` where
 /// `fragmented`, else none.
-fn muxer_options(fragmented: bool) -> ff::Dictionary<'static> {
+pub(super) fn muxer_options(fragmented: bool) -> ff::Dictionary<'static> {
     let mut muxer = ff::Dictionary::new();
     if fragmented {
         // Fragments at every keyframe and at least every FRAGMENT_SECONDS, each one
@@ -674,7 +674,7 @@ unsafe extern "C" fn aborted(opaque: *mut std::ffi::c_void) -> std::ffi::c_int {
 /// not say (a URL), its byte stream opened with `options` unless the muxer opens its own
 /// connections or files (RTSP, HLS), and `abort` (where given) read by its interrupt
 /// callback.
-fn open_output(
+pub(super) fn open_output(
     path: &str,
     container: Container,
     abort: Option<&Arc<AtomicBool>>,
@@ -776,7 +776,7 @@ fn live_defaults(
 /// (`HLS_SEGMENT_SECONDS` each, named as `hls::Names` says, the last `HLS_SEGMENTS` in the
 /// playlist, older ones deleted, every file written under a temporary name and renamed);
 /// RTSP over TCP.
-fn stream_options(container: Container, path: &str) -> Result<ff::Dictionary<'static>> {
+pub(super) fn stream_options(container: Container, path: &str) -> Result<ff::Dictionary<'static>> {
     let mut d = ff::Dictionary::new();
     d.set("flush_packets", "1");
     match container {
@@ -800,7 +800,7 @@ fn stream_options(container: Container, path: &str) -> Result<ff::Dictionary<'st
 /// The network protocol's options: SRT waits up to a second at the end for what it has not
 /// yet delivered (it drops it otherwise); an RTMP peer that takes nothing for
 /// `STALLED_PEER_US` is taken as gone. Options in the URL itself win.
-fn protocol_options(path: &str) -> ff::Dictionary<'static> {
+pub(super) fn protocol_options(path: &str) -> ff::Dictionary<'static> {
     let mut d = ff::Dictionary::new();
     let lower = path.to_ascii_lowercase();
     if lower.starts_with("srt://") && !lower.contains("linger=") {

@@ -1,7 +1,9 @@
 //! Where frames are written: one file a kind — a video file (`writer`, encoded and muxed by
 //! `av`, its audio copied by `audio` or encoded again by `reencode`), a stream (`stream`:
 //! UDP, SRT, RTMP, RTSP publishing, HLS through `hls`), an image sequence (`images`, each
-//! picture by `picture`; `ppm` without FFmpeg), and standard output (`y4m`). What `--output` names is `spec`; the containers
+//! picture by `picture`; `ppm` without FFmpeg), standard output (`y4m`), and an input's
+//! own packets copied to a file or a stream (`copy`, `--codec copy`: a packet tap, not an
+//! `Output` of frames). What `--output` names is `spec`; the containers
 //! and codecs `codec`; the encoder's flags `encode`; claiming a file before writing it
 //! `claim`; and `kind` each kind's formats, claim and opening: a new output is a file here
 //! and a variant in `kind`'s list.
@@ -20,6 +22,8 @@ pub mod audio;
 pub mod av;
 pub mod claim;
 pub mod codec;
+#[cfg(feature = "ffmpeg")]
+pub mod copy;
 pub mod encode;
 #[cfg(feature = "ffmpeg")]
 pub mod hls;

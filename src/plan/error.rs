@@ -50,6 +50,9 @@ pub enum PlanError {
     #[cfg(feature = "ffmpeg")]
     #[error(transparent)]
     Record(#[from] crate::record::RecordError),
+    /// `--codec copy` that can't be done.
+    #[error(transparent)]
+    Copy(#[from] super::copy::CopyError),
     /// `--ring` below 2.
     #[error("--ring {0} is too small: the ring needs at least 2 slots")]
     RingTooSmall(usize),

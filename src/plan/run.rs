@@ -17,7 +17,7 @@ use super::shard::{Entry, Roster};
 use super::RING_EACH;
 use crate::backend::device::NoCuda;
 use crate::backend::{self, BackendKind, StreamLayout};
-use crate::cli::RunArgs;
+use crate::cli::{CodecArg, RunArgs};
 use crate::display;
 use crate::filter::Chain;
 use crate::frame::{MAX_FPS, MIN_FPS};
@@ -80,6 +80,8 @@ pub struct InputPlan {
     pub may_join_late: bool,
     /// Its packets recorded as they came (`--record`, its `{n}` put in).
     pub record: Option<Record>,
+    /// Outputs of its packets as they came (`--codec copy`: video files and streams).
+    pub copies: Vec<OutputSpec>,
 }
 
 /// A set of outputs: a file, image sequence or standard output, and streams.
@@ -213,11 +215,12 @@ impl RunPlan {
         let marks = Marks::of(&mine, roster, specs.len());
         let records = records_of(&args, &specs, &marks)?;
         let serve = check_serve(&args)?;
-        let parts = outputs_of_parts(&args, &marks)?;
+        let mut parts = outputs_of_parts(&args, &marks)?;
         let several = specs.len() > 1;
         check_geometry(&args, several)?;
         let recording = parts.recording;
         check_encoding(&args, &parts.each[0], recording.as_ref())?;
+        let copies = super::copy::copies_of(&args, &specs, &mut parts.each, recording.as_ref())?;
         let display = display_of(&args, several, serve, recording.is_some());
         let engine = engine_of(&args, several);
         let given: Vec<Option<String>> = (0..specs.len())
@@ -235,8 +238,9 @@ impl RunPlan {
             .zip(parts.each)
             .zip(records)
             .zip(labels)
+            .zip(copies)
             .enumerate()
-            .map(|(i, ((((spec, text), outputs), record), label))| {
+            .map(|(i, (((((spec, text), outputs), record), label), copies))| {
                 // A listed input is called by its own name (`NAME = SOURCE`), and is a
                 // camera of a wall: opened again when lost, and at the start until it is up.
                 let (name, listed) = match roster.listed() {
@@ -245,9 +249,16 @@ impl RunPlan {
                 };
                 let mut input = input_plan(&args, &display, several, spec, name, outputs);
                 input.asked.reconnect |= listed;
+                // A file copied to streams alone is sent at its own rate, as a live
+                // source would send it.
+                let streams_only = !copies.is_empty()
+                    && input.outputs.is_empty()
+                    && copies.iter().all(|c| matches!(c, OutputSpec::Video { container, .. } if container.is_stream()));
+                input.asked.realtime |= streams_only;
                 InputPlan {
                     record,
                     label,
+                    copies,
                     ..input
                 }
             })
@@ -488,6 +499,7 @@ fn input_plan(
         asked,
         takes,
         record: None,
+        copies: Vec::new(),
     }
 }
 
@@ -612,7 +624,7 @@ fn outputs_of(args: &RunArgs, named: Vec<String>) -> Result<Outputs, PlanError> 
     let mut streams = Vec::new();
     for (k, o) in named.iter().enumerate() {
         let spec = OutputSpec::parse(o)
-            .and_then(|spec| spec.with_codec(args.encode.codec))
+            .and_then(|spec| spec.with_codec(args.encode.codec.and_then(CodecArg::encoder)))
             .and_then(|spec| spec.with_quality(args.encode.quality))
             .and_then(|spec| spec.with_encoding(encoding_of(args)))
             .map_err(PlanError::Output)?;
