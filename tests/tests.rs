@@ -38,3 +38,4 @@ mod trace;
 mod trust;
 mod web;
 mod yuv;
+mod yuv_geometry;

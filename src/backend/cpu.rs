@@ -113,7 +113,8 @@ impl CpuBackend {
 
     /// One `size` frame in `formats`: the input converted to BGR, the chain, the result
     /// converted to the output format (`pixel::apply_reference` defines it); untouched where
-    /// nothing changes, the chroma moved where only the 4:2:0 layout does.
+    /// nothing changes, the chroma moved where only the 4:2:0 layout does, and a chain of
+    /// geometry alone run on the planes of a YUV frame that stays YUV (`filter::planes`).
     fn process(
         &mut self,
         chain: &Chain,
@@ -132,6 +133,10 @@ impl CpuBackend {
         }
         if formats.repacked(chain.is_identity()) {
             pixel::repack_420(formats, size, input, output);
+            return Ok(());
+        }
+        if fin == fout && crate::filter::planes::fits(chain, fin, size) {
+            crate::filter::planes::apply(chain, fin, size, input, output, &mut self.parts);
             return Ok(());
         }
         let src: &[u8] = if fin == PixelFormat::Bgr24 {

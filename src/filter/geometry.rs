@@ -228,34 +228,60 @@ impl Geometry {
 
     /// Makes `dst` (of `out`, which `output(size)` gave) from `src` (of `size`), packed BGR.
     pub fn apply(&self, size: FrameSize, src: &[u8], out: FrameSize, dst: &mut [u8]) {
+        let fill = match *self {
+            Geometry::Pad { color, .. } => color,
+            _ => [0; 3],
+        };
+        self.apply_px(size, (src, CHANNELS), out, dst, &fill);
+    }
+
+    /// `apply` on a plane of `px` bytes a pixel (`src`: the plane and `px`): packed BGR's 3,
+    /// a Y, U or V plane's 1, NV12's interleaved chroma's 2; a pad fills with `fill` (one
+    /// pixel's `px` bytes).
+    pub fn apply_px(
+        &self,
+        size: FrameSize,
+        (src, px): (&[u8], usize),
+        out: FrameSize,
+        dst: &mut [u8],
+        fill: &[u8],
+    ) {
         match *self {
             Geometry::Scale { sampling, .. } => match sampling {
-                Sampling::Bilinear => bilinear(size, src, out, dst),
-                Sampling::Area => area(size, src, out, dst),
+                Sampling::Bilinear => bilinear(size, (src, px), out, dst),
+                Sampling::Area => area(size, (src, px), out, dst),
             },
             Geometry::Crop { w, h, at } => {
                 let (x, y) = at.unwrap_or_else(|| centred(size, w, h));
-                for (r, row) in dst.chunks_exact_mut(w * CHANNELS).take(h).enumerate() {
-                    let from = ((y + r) * size.width + x) * CHANNELS;
-                    row.copy_from_slice(&src[from..from + w * CHANNELS]);
+                for (r, row) in dst.chunks_exact_mut(w * px).take(h).enumerate() {
+                    let from = ((y + r) * size.width + x) * px;
+                    row.copy_from_slice(&src[from..from + w * px]);
                 }
             }
-            Geometry::Pad { w, x, y, color, .. } => {
-                dst.chunks_exact_mut(CHANNELS)
-                    .for_each(|p| p.copy_from_slice(&color));
-                for (r, row) in src.chunks_exact(size.stride()).enumerate() {
-                    let to = ((y + r) * w + x) * CHANNELS;
+            Geometry::Pad { w, h, x, y, .. } => {
+                dst[..w * h * px]
+                    .chunks_exact_mut(px)
+                    .for_each(|p| p.copy_from_slice(&fill[..px]));
+                let stride = size.width * px;
+                for (r, row) in src[..stride * size.height].chunks_exact(stride).enumerate() {
+                    let to = ((y + r) * w + x) * px;
                     dst[to..to + row.len()].copy_from_slice(row);
                 }
             }
             Geometry::HFlip | Geometry::VFlip | Geometry::Transpose(_) => {
-                self.move_pixels(size, out, src, dst)
+                self.move_pixels(size, out, (src, px), dst)
             }
         }
     }
 
     /// The flips and turns: each output pixel from the input pixel it names.
-    fn move_pixels(&self, size: FrameSize, out: FrameSize, src: &[u8], dst: &mut [u8]) {
+    fn move_pixels(
+        &self,
+        size: FrameSize,
+        out: FrameSize,
+        (src, px): (&[u8], usize),
+        dst: &mut [u8],
+    ) {
         let (w, h) = (size.width, size.height);
         for oy in 0..out.height {
             for ox in 0..out.width {
@@ -268,8 +294,8 @@ impl Geometry {
                     Geometry::Transpose(Turn::ClockFlip) => (w - 1 - oy, h - 1 - ox),
                     _ => (ox, oy),
                 };
-                let (to, from) = ((oy * out.width + ox) * CHANNELS, (y * w + x) * CHANNELS);
-                dst[to..to + CHANNELS].copy_from_slice(&src[from..from + CHANNELS]);
+                let (to, from) = ((oy * out.width + ox) * px, (y * w + x) * px);
+                dst[to..to + px].copy_from_slice(&src[from..from + px]);
             }
         }
     }
@@ -494,32 +520,33 @@ fn taps(input: usize, output: usize) -> Vec<(usize, Vec<u32>)> {
         .collect()
 }
 
-fn bilinear(size: FrameSize, src: &[u8], out: FrameSize, dst: &mut [u8]) {
+fn bilinear(size: FrameSize, (src, px): (&[u8], usize), out: FrameSize, dst: &mut [u8]) {
     let (xs, ys) = (taps(size.width, out.width), taps(size.height, out.height));
     // Rows first, kept to 2^BITS times their value; then columns, rounded once.
-    let mut rows = vec![0u32; size.height * out.width * CHANNELS];
+    let stride = size.width * px;
+    let mut rows = vec![0u32; size.height * out.width * px];
     for y in 0..size.height {
-        let line = &src[y * size.stride()..(y + 1) * size.stride()];
+        let line = &src[y * stride..(y + 1) * stride];
         for (ox, (x0, w)) in xs.iter().enumerate() {
-            for c in 0..CHANNELS {
+            for c in 0..px {
                 let v: u32 = w
                     .iter()
                     .enumerate()
-                    .map(|(k, w)| u32::from(line[(x0 + k) * CHANNELS + c]) * w)
+                    .map(|(k, w)| u32::from(line[(x0 + k) * px + c]) * w)
                     .sum();
-                rows[(y * out.width + ox) * CHANNELS + c] = v;
+                rows[(y * out.width + ox) * px + c] = v;
             }
         }
     }
     let round = 1u64 << (2 * BITS - 1);
     for (oy, (y0, w)) in ys.iter().enumerate() {
-        for i in 0..out.width * CHANNELS {
+        for i in 0..out.width * px {
             let v: u64 = w
                 .iter()
                 .enumerate()
-                .map(|(k, w)| u64::from(rows[(y0 + k) * out.width * CHANNELS + i]) * u64::from(*w))
+                .map(|(k, w)| u64::from(rows[(y0 + k) * out.width * px + i]) * u64::from(*w))
                 .sum();
-            dst[oy * out.width * CHANNELS + i] = ((v + round) >> (2 * BITS)).min(255) as u8;
+            dst[oy * out.width * px + i] = ((v + round) >> (2 * BITS)).min(255) as u8;
         }
     }
 }
@@ -542,20 +569,20 @@ fn spans(input: usize, output: usize) -> Vec<Vec<(usize, u64)>> {
         .collect()
 }
 
-fn area(size: FrameSize, src: &[u8], out: FrameSize, dst: &mut [u8]) {
+fn area(size: FrameSize, (src, px): (&[u8], usize), out: FrameSize, dst: &mut [u8]) {
     let (xs, ys) = (spans(size.width, out.width), spans(size.height, out.height));
     // Each footprint's weights sum to `input` each way.
     let total = (size.width * size.height) as u64;
     for (oy, ry) in ys.iter().enumerate() {
         for (ox, rx) in xs.iter().enumerate() {
-            for c in 0..CHANNELS {
+            for c in 0..px {
                 let mut sum = 0u64;
                 for &(y, wy) in ry {
                     for &(x, wx) in rx {
-                        sum += u64::from(src[(y * size.width + x) * CHANNELS + c]) * wx * wy;
+                        sum += u64::from(src[(y * size.width + x) * px + c]) * wx * wy;
                     }
                 }
-                dst[(oy * out.width + ox) * CHANNELS + c] = ((sum + total / 2) / total) as u8;
+                dst[(oy * out.width + ox) * px + c] = ((sum + total / 2) / total) as u8;
             }
         }
     }

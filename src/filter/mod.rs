@@ -14,6 +14,7 @@
 
 pub mod fit;
 pub mod geometry;
+pub mod planes;
 pub mod reference;
 pub mod text;
 pub mod user;

@@ -1,0 +1,199 @@
+//! Geometry on a YUV frame's own planes: a chain of `crop`, `pad`, the flips, `transpose`
+//! and `scale` run on each plane of an I420, NV12 or gray frame, as ffmpeg's filters run on
+//! `yuv420p`, `nv12` and `gray`, instead of through BGR and back (which rounds every pixel
+//! twice). The CPU backend takes this path where the frame comes and goes in one of those
+//! formats and the chain is geometry alone (`fits`).
+//!
+//! Invariants: crop, pad, the flips and transpose move samples untouched (a copy of
+//! ffmpeg's output, byte for byte); on 4:2:0 a crop's or a pad's corner is rounded down to
+//! even, as ffmpeg's filters round it to the chroma's grid, and every size the chain makes
+//! must be even (else `fits` says no and the frame goes through BGR); a pad's colour is the
+//! BGR colour's Y, U and V (`reference::yuv`, video range: black is 16, 128, 128); a scale
+//! samples each plane at its own size (`geometry`'s pixel centres), the chroma planes at
+//! half the luma's.
+
+use super::geometry::{centred, Geometry};
+use super::reference::yuv;
+use super::{Chain, Filter};
+use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
+
+/// Whether `chain` runs on the planes of `format` frames of `size` (module doc).
+pub fn fits(chain: &Chain, format: PixelFormat, size: FrameSize) -> bool {
+    if !matches!(
+        format,
+        PixelFormat::I420 | PixelFormat::Nv12 | PixelFormat::Gray
+    ) {
+        return false;
+    }
+    let mut at = size;
+    for f in chain.filters() {
+        let Filter::Geometry(g) = f else {
+            return false;
+        };
+        let g = on_grid(g, at, format);
+        match g.output(at) {
+            Ok(out) if format.check(out).is_ok() => at = out,
+            _ => return false,
+        }
+    }
+    !chain.filters().is_empty()
+}
+
+/// Runs `chain` (which `fits`) on a `size` frame `src` of `format`, into `dst` (the frame
+/// the chain makes, in `format`); `parts` holds the frames between filters.
+pub fn apply(
+    chain: &Chain,
+    format: PixelFormat,
+    size: FrameSize,
+    src: &[u8],
+    dst: &mut [u8],
+    parts: &mut super::Parts,
+) {
+    let filters = chain.filters();
+    let [a, b] = &mut parts.0;
+    let (mut from, mut to) = (a, b);
+    let mut s = size;
+    for (i, f) in filters.iter().enumerate() {
+        let Filter::Geometry(g) = f else { continue };
+        let g = on_grid(g, s, format);
+        let Ok(out) = g.output(s) else { return };
+        let input: &[u8] = if i == 0 {
+            src
+        } else {
+            &from[..format.bytes(s)]
+        };
+        let target: &mut [u8] = if i + 1 == filters.len() {
+            &mut dst[..format.bytes(out)]
+        } else {
+            to.resize(format.bytes(out), 0);
+            &mut to[..]
+        };
+        planes_of(&g, format, (s, input), (out, target));
+        std::mem::swap(&mut from, &mut to);
+        s = out;
+    }
+}
+
+/// `g` as ffmpeg runs it on `format`: a crop's or pad's corner rounded down to the chroma's
+/// grid (even on 4:2:0), a centred crop placed first.
+fn on_grid(g: &Geometry, size: FrameSize, format: PixelFormat) -> Geometry {
+    let even = |v: usize| match format {
+        PixelFormat::Gray => v,
+        _ => v & !1,
+    };
+    match *g {
+        Geometry::Crop { w, h, at } => {
+            let (x, y) = at.unwrap_or_else(|| centred(size, w, h));
+            Geometry::Crop {
+                w,
+                h,
+                at: Some((even(x), even(y))),
+            }
+        }
+        Geometry::Pad { w, h, x, y, color } => Geometry::Pad {
+            w,
+            h,
+            x: even(x),
+            y: even(y),
+            color,
+        },
+        other => other,
+    }
+}
+
+/// One filter on every plane of a frame: (size, frame) in, (size, frame) out.
+fn planes_of(
+    g: &Geometry,
+    format: PixelFormat,
+    (size, src): (FrameSize, &[u8]),
+    (out, dst): (FrameSize, &mut [u8]),
+) {
+    let [b, gr, r] = match g {
+        Geometry::Pad { color, .. } => *color,
+        _ => [0; 3],
+    };
+    let y = yuv::luma(b, gr, r);
+    let (u, v) = yuv::chroma(b, gr, r);
+    let luma = size.width * size.height;
+    let out_luma = out.width * out.height;
+    let (src_y, src_c) = src.split_at(luma);
+    let (dst_y, dst_c) = dst.split_at_mut(out_luma);
+    g.apply_px(size, (src_y, 1), out, dst_y, &[y]);
+    let (half, out_half) = (halved(size), halved(out));
+    let chroma = on_chroma(g);
+    match format {
+        PixelFormat::I420 => {
+            let (src_u, src_v) = src_c.split_at(half.width * half.height);
+            let (dst_u, dst_v) = dst_c.split_at_mut(out_half.width * out_half.height);
+            chroma.apply_px(half, (src_u, 1), out_half, dst_u, &[u]);
+            chroma.apply_px(half, (src_v, 1), out_half, dst_v, &[v]);
+        }
+        PixelFormat::Nv12 => chroma.apply_px(half, (src_c, 2), out_half, dst_c, &[u, v]),
+        _ => {}
+    }
+}
+
+/// A 4:2:0 frame's chroma plane size.
+fn halved(size: FrameSize) -> FrameSize {
+    FrameSize::new(size.width / 2, size.height / 2)
+}
+
+/// `g` as it acts on a 4:2:0 chroma plane: every size and corner halved (`on_grid` made
+/// the corners even, `fits` the sizes).
+fn on_chroma(g: &Geometry) -> Geometry {
+    match *g {
+        Geometry::Crop { w, h, at } => Geometry::Crop {
+            w: w / 2,
+            h: h / 2,
+            at: at.map(|(x, y)| (x / 2, y / 2)),
+        },
+        Geometry::Pad { w, h, x, y, color } => Geometry::Pad {
+            w: w / 2,
+            h: h / 2,
+            x: x / 2,
+            y: y / 2,
+            color,
+        },
+        // A scale samples at the sizes it is given: the chroma planes' own.
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(s: &str) -> Chain {
+        s.parse().unwrap()
+    }
+
+    #[test]
+    fn only_geometry_on_even_sizes_fits() {
+        let size = FrameSize::new(640, 360);
+        assert!(fits(&chain("crop:320:200:101:61"), PixelFormat::I420, size));
+        assert!(fits(&chain("transpose:1,hflip"), PixelFormat::Nv12, size));
+        assert!(!fits(&chain("crop:321:200"), PixelFormat::I420, size));
+        assert!(fits(&chain("crop:321:200"), PixelFormat::Gray, size));
+        assert!(!fits(&chain("crop:320:200,gray"), PixelFormat::I420, size));
+        assert!(!fits(&chain("hflip"), PixelFormat::Bgr24, size));
+    }
+
+    #[test]
+    fn a_crop_takes_the_samples_at_its_even_corner() {
+        let size = FrameSize::new(4, 4);
+        let src: Vec<u8> = (0..24).collect();
+        let mut dst = vec![0; 6];
+        let c = chain("crop:2:2:1:1");
+        apply(
+            &c,
+            PixelFormat::I420,
+            size,
+            &src,
+            &mut dst,
+            &mut Default::default(),
+        );
+        // Y rows 0-1, columns 0-1 (the corner rounded to 0,0); U and V's first sample.
+        assert_eq!(dst, [0, 1, 4, 5, 16, 20]);
+    }
+}
