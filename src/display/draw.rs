@@ -1,18 +1,66 @@
-//! Drawing on a packed BGR picture, in every build (no OpenCV): text in an 8×8 bitmap font
-//! (`font8x8`'s public-domain glyphs) scaled by whole pixels, a darkened backdrop that text
-//! reads on over any picture, and a rectangle's outline. The mosaic's labels are drawn with
-//! it, so that the server build (FFmpeg without OpenCV) records and serves the mosaic.
+//! Drawing on a packed BGR picture, in every build (no OpenCV): text in a real font at any
+//! size (DejaVu Sans Mono Bold, compiled into the binary from `assets/fonts`, rasterized by
+//! `fontdue` and blended by its coverage), a darkened backdrop that text reads on over any
+//! picture, and a rectangle's outline. The mosaic's labels are drawn with it, so that the
+//! server build (FFmpeg without OpenCV) records and serves the mosaic.
 //!
 //! Invariants: every stroke is clipped to the picture (text may run past its edge, never
-//! past its buffer); a glyph the font lacks is drawn as `?`; the same text, scale and colour
-//! give the same bytes on every machine.
+//! past its buffer); a glyph the font lacks is drawn as `?`; the same text, size and colour
+//! give the same bytes on every machine (the rasterizer is pure Rust, the blend integer);
+//! each glyph is rasterized once per size and kept.
 
-use font8x8::UnicodeFonts;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 use crate::frame::FrameSize;
 
-/// A glyph's side in font pixels.
-const GLYPH: usize = 8;
+/// The font, compiled in.
+const FONT: &[u8] = include_bytes!("../../assets/fonts/DejaVuSansMono-Bold.ttf");
+
+/// The parsed font, made once.
+fn font() -> &'static fontdue::Font {
+    static FONT_PARSED: OnceLock<fontdue::Font> = OnceLock::new();
+    FONT_PARSED.get_or_init(|| {
+        fontdue::Font::from_bytes(FONT, fontdue::FontSettings::default())
+            .expect("the font compiled into framepipe parses")
+    })
+}
+
+/// A glyph at one size: where its coverage sits from the pen, and the coverage.
+#[derive(Clone)]
+struct Glyph {
+    left: i32,
+    top: i32,
+    width: usize,
+    coverage: Vec<u8>,
+}
+
+/// `ch` at `px` pixels (the font's `?` where it has none), rasterized once and kept.
+fn glyph(ch: char, px: usize) -> Glyph {
+    static GLYPHS: OnceLock<Mutex<HashMap<(char, usize), Glyph>>> = OnceLock::new();
+    let cache = GLYPHS.get_or_init(Default::default);
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(g) = cache.get(&(ch, px)) {
+        return g.clone();
+    }
+    let font = font();
+    let ch = if font.has_glyph(ch) { ch } else { '?' };
+    let ascent = font
+        .horizontal_line_metrics(px as f32)
+        .map_or(px as f32 * 0.8, |m| m.ascent);
+    let (m, coverage) = font.rasterize(ch, px as f32);
+    let g = Glyph {
+        left: m.xmin,
+        top: (ascent - (m.height as f32 + m.ymin as f32)).round() as i32,
+        width: m.width,
+        coverage,
+    };
+    if cache.len() > 4096 {
+        cache.clear();
+    }
+    cache.insert((ch, px), g.clone());
+    g
+}
 
 /// A packed BGR picture to draw on.
 pub struct Canvas<'a> {
@@ -33,33 +81,39 @@ pub struct Rect {
     pub height: usize,
 }
 
-/// Text's size: glyphs of `scale`×8 picture pixels.
+/// Text's size: the font's em in picture pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ink {
-    /// Picture pixels a font pixel.
-    pub scale: usize,
+    /// Picture pixels of the font's em (about the height of a capital and a descender).
+    pub size: usize,
 }
 
+/// The em that margins are counted against (`Ink::px`).
+const BASE: usize = 12;
+
 impl Ink {
-    /// Text for a tile of `width` × `height` pixels: a font pixel for every 240 × 135 of the
-    /// tile, 1 to 3 (16 pixels high in the 480×270 tiles of a 4×4 wall at 1080p, 24 in the
-    /// 960×540 tiles of a 2×2; a 30-character line then fits its tile).
+    /// Text for a tile of `width` × `height` pixels: a fifteenth of its height, within a
+    /// twenty-sixth of its width, 12 to 48 pixels (18 in the 480×270 tiles of a 4×4 wall at
+    /// 1080p, 36 in the 960×540 tiles of a 2×2, 48 for a camera shown alone; a line of 30
+    /// characters then fits its tile).
     pub fn for_tile(width: usize, height: usize) -> Self {
         Self {
-            scale: (width / 240).min(height / 135).clamp(1, 3),
+            size: (height / 15).min(width / 26).clamp(12, 48),
         }
     }
-    /// The width `text` takes, in picture pixels.
+    /// The width `text` takes, in picture pixels (every glyph of the monospaced font is as
+    /// wide).
     pub fn width(&self, text: &str) -> usize {
-        text.chars().count() * GLYPH * self.scale
+        let advance = font().metrics('0', self.size as f32).advance_width.round() as usize;
+        text.chars().count() * advance
     }
     /// From one line of text to the next, in picture pixels.
     pub fn line(&self) -> usize {
-        (GLYPH + 3) * self.scale
+        self.size * 5 / 4
     }
-    /// `px` at this ink's scale (margins that grow with the text).
+    /// `px` of a 12-pixel em, at this ink's size (margins that grow with the text).
     pub fn px(&self, px: usize) -> usize {
-        px * self.scale
+        (px * self.size).div_ceil(BASE)
     }
 }
 
@@ -119,30 +173,41 @@ impl<'a> Canvas<'a> {
         }
     }
 
-    /// `text` in `ink`, its top left corner at (`x`, `y`), in `bgr`.
+    /// `text` in `ink`, its top left corner at (`x`, `y`), in `bgr`: each pixel blended
+    /// with the glyph's coverage.
     pub fn text(&mut self, x: usize, y: usize, text: &str, ink: Ink, bgr: [u8; 3]) {
-        let s = ink.scale;
+        let advance = ink.width("0");
         for (k, ch) in text.chars().enumerate() {
-            let glyph = font8x8::BASIC_FONTS
-                .get(ch)
-                .or_else(|| font8x8::LATIN_FONTS.get(ch))
-                .or_else(|| font8x8::BASIC_FONTS.get('?'))
-                .unwrap_or([0; 8]);
-            let left = x + k * GLYPH * s;
-            if left >= self.size.width {
+            let pen = x + k * advance;
+            if pen >= self.size.width {
                 break;
             }
-            for (row, bits) in glyph.iter().enumerate() {
-                for col in 0..GLYPH {
-                    if bits >> col & 1 == 1 {
-                        let dot = Rect {
-                            x: left + col * s,
-                            y: y + row * s,
-                            width: s,
-                            height: s,
-                        };
-                        self.fill(dot, bgr);
-                    }
+            if ch == ' ' {
+                continue;
+            }
+            self.glyph(pen, y, &glyph(ch, ink.size), bgr);
+        }
+    }
+
+    /// One glyph, its pen at (`pen`, `y`) (the line's top), clipped to the picture.
+    fn glyph(&mut self, pen: usize, y: usize, g: &Glyph, bgr: [u8; 3]) {
+        if g.width == 0 {
+            return;
+        }
+        for (row, line) in g.coverage.chunks_exact(g.width).enumerate() {
+            let py = y as i64 + i64::from(g.top) + row as i64;
+            if py < 0 || py >= self.size.height as i64 {
+                continue;
+            }
+            for (col, &a) in line.iter().enumerate() {
+                let px = pen as i64 + i64::from(g.left) + col as i64;
+                if a == 0 || px < 0 || px >= self.size.width as i64 {
+                    continue;
+                }
+                let at = (py as usize * self.size.width + px as usize) * 3;
+                for (c, ink) in self.bytes[at..at + 3].iter_mut().zip(bgr) {
+                    let (a, under) = (u16::from(a), u16::from(*c));
+                    *c = ((u16::from(ink) * a + under * (255 - a) + 127) / 255) as u8;
                 }
             }
         }
@@ -155,15 +220,32 @@ mod tests {
 
     #[test]
     fn labels_grow_with_their_tiles() {
-        // A 4x4 wall at 1080p: 16-pixel text; a 2x2: 24; small tiles keep 8.
-        assert_eq!(Ink::for_tile(480, 270).line(), 22);
-        assert_eq!(Ink::for_tile(960, 540).scale, 3);
-        assert_eq!(Ink::for_tile(320, 240).scale, 1);
+        // A 4x4 wall at 1080p: 18-pixel text; a 2x2: 36; alone: 48; small tiles keep 12.
+        assert_eq!(Ink::for_tile(480, 270).size, 18);
+        assert_eq!(Ink::for_tile(960, 540).size, 36);
+        assert_eq!(Ink::for_tile(1920, 1080).size, 48);
+        assert_eq!(Ink::for_tile(160, 120).size, 12);
         assert_eq!(
-            Ink::for_tile(1920, 200).scale,
-            1,
+            Ink::for_tile(1920, 200).size,
+            13,
             "as the shorter side allows"
         );
+        // 30 characters fit a tile.
+        for (w, h) in [(480, 270), (960, 540), (1920, 1080), (320, 240)] {
+            let ink = Ink::for_tile(w, h);
+            assert!(ink.width(&"x".repeat(30)) + ink.px(12) <= w, "{w}x{h}");
+        }
+    }
+
+    #[test]
+    fn glyphs_are_the_font_s_at_any_size() {
+        for size in [12, 18, 36, 48] {
+            let g = glyph('H', size);
+            let lit = g.coverage.iter().filter(|&&a| a > 128).count();
+            assert!(lit > size, "an H of {size} px has {lit} pixels");
+            assert!(g.top >= 0 && (g.top as usize) < size, "{}", g.top);
+        }
+        assert_eq!(glyph('\u{10ffff}', 12).coverage, glyph('?', 12).coverage);
     }
 
     #[test]
@@ -172,7 +254,7 @@ mod tests {
         let mut bytes = vec![0u8; 40 * 20 * 3];
         let mut c = Canvas::new(&mut bytes, size).unwrap();
         // Runs past the right edge and the bottom: clipped, never past the buffer.
-        c.text(30, 15, "AAAA", Ink { scale: 2 }, [255, 255, 255]);
+        c.text(30, 8, "AAAA", Ink { size: 16 }, [255, 255, 255]);
         c.outline(
             Rect {
                 x: 0,
@@ -186,11 +268,11 @@ mod tests {
         let lit = |x: usize, y: usize| bytes[(y * 40 + x) * 3];
         assert_eq!(bytes[2], 255, "the outline's top left corner is red");
         assert!(
-            (30..40).any(|x| (15..20).any(|y| lit(x, y) == 255)),
+            (30..40).any(|x| (9..20).any(|y| lit(x, y) > 200)),
             "no text drawn"
         );
         assert!(
-            (1..30).all(|x| (1..15).all(|y| lit(x, y) == 0)),
+            (1..29).all(|x| (1..8).all(|y| lit(x, y) == 0)),
             "text outside its place"
         );
     }
