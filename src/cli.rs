@@ -460,6 +460,14 @@ pub struct ViewArgs {
     #[arg(long)]
     pub serve_insecure: bool,
 
+    /// Serve each input's own packets (video and audio, neither decoded nor encoded) over
+    /// RTSP, to any number of players over TCP or UDP, at rtsp://127.0.0.1:PORT/NAME (the
+    /// input's name as shown, or its number); ADDRESS:PORT listens there, with a token
+    /// beyond loopback as --serve (--serve-token-file, FRAMEPIPE_SERVE_TOKEN; players give
+    /// it as ?token= or rtsp://user:TOKEN@…).
+    #[arg(long, value_name = "[ADDR:]PORT")]
+    pub rtsp_serve: Option<String>,
+
     /// --serve's /healthz answers 503 once an input has been down this long (reconnecting,
     /// or not open yet), or has failed; 200 otherwise (30s, 2m).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "30s")]

@@ -37,6 +37,8 @@ pub mod plan;
 pub mod record;
 pub mod reload;
 pub mod ring;
+#[cfg(feature = "ffmpeg")]
+pub mod rtsp;
 pub mod secret;
 pub mod sink;
 pub mod source;

@@ -29,6 +29,7 @@ mod promises;
 mod python;
 mod readme;
 mod record;
+mod rtsp;
 mod several;
 mod shards;
 mod stdio;

@@ -22,12 +22,18 @@ pub(super) type Tap = crate::media::tap::Tap;
 type Each = std::sync::Arc<Recording>;
 type Copy = std::sync::Arc<crate::output::copy::Copy>;
 
-/// The run's recordings and copies, by place among the `--input`s.
-pub(super) struct Recordings(Vec<Option<Each>>, Vec<Vec<Copy>>);
+/// The run's recordings and copies, by place among the `--input`s; the RTSP server's taps,
+/// and the server, held for the run.
+pub(super) struct Recordings(
+    Vec<Option<Each>>,
+    Vec<Vec<Copy>>,
+    Vec<Option<Tap>>,
+    #[allow(dead_code)] Option<crate::rtsp::Server>,
+);
 
 impl Recordings {
     /// Starts every input's recording (none without `--record`) and copies (none without
-    /// `--codec copy`).
+    /// `--codec copy`), and the RTSP server of the inputs' packets (`--rtsp-serve`).
     pub fn start(plan: &RunPlan) -> Result<Self> {
         let each = plan
             .inputs()
@@ -50,7 +56,8 @@ impl Recordings {
                 specs.map(crate::output::copy::Copy::start).collect()
             })
             .collect::<Result<_>>()?;
-        Ok(Self(each, copies))
+        let (served, server) = rtsp_of(plan)?;
+        Ok(Self(each, copies, served, server))
     }
 
     /// The tap of input `at`'s recording and copies, if it has any.
@@ -62,7 +69,8 @@ impl Recordings {
             .into_iter()
             .flatten()
             .map(|c| c.clone() as Tap);
-        let all: Vec<Tap> = recording.into_iter().chain(copies).collect();
+        let served = self.2.get(at).cloned().flatten();
+        let all: Vec<Tap> = recording.into_iter().chain(copies).chain(served).collect();
         match all.len() {
             0 => None,
             1 => all.into_iter().next(),
@@ -138,6 +146,45 @@ impl Drop for Recordings {
         for copy in self.1.iter_mut().flat_map(|c| c.drain(..)) {
             let _ = copy.finish();
         }
+    }
+}
+
+/// The RTSP server where `--rtsp-serve` asks for one, and the tap of each input it serves
+/// (those read by FFmpeg's demuxer: the others have no packets, and say so).
+fn rtsp_of(plan: &RunPlan) -> Result<(Vec<Option<Tap>>, Option<crate::rtsp::Server>)> {
+    let Some(serve) = &plan.display().rtsp else {
+        return Ok((Vec::new(), None));
+    };
+    let settings = crate::rtsp::Settings {
+        addr: serve.addr,
+        token: serve.token.clone(),
+    };
+    let names: Vec<String> = plan.inputs().iter().map(|i| i.label.clone()).collect();
+    let server = crate::rtsp::Server::start(&settings, &names, serve.published.as_slice())?;
+    let taps = plan
+        .inputs()
+        .iter()
+        .enumerate()
+        .map(|(at, input)| match has_packets(&input.spec) {
+            true => server.tap(at).map(|t| Some(t as Tap)),
+            false => {
+                crate::info!(
+                    "rtsp: input {at} ({}) is made of pictures, not packets: it is not served",
+                    input.label
+                );
+                Ok(None)
+            }
+        })
+        .collect::<Result<_>>()?;
+    Ok((taps, Some(server)))
+}
+
+/// Whether FFmpeg demuxes the input (a file, or a URL that is not a GStreamer pipeline).
+fn has_packets(spec: &crate::source::InputSpec) -> bool {
+    match spec {
+        crate::source::InputSpec::Video(_) => true,
+        crate::source::InputSpec::Stream(url) => !url.contains('!') && !url.starts_with("/dev/"),
+        _ => false,
     }
 }
 

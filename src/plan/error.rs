@@ -53,6 +53,12 @@ pub enum PlanError {
     /// `--codec copy` that can't be done.
     #[error(transparent)]
     Copy(#[from] super::copy::CopyError),
+    /// `--rtsp-serve` beyond loopback without a token.
+    #[error("--rtsp-serve {0} answers every machine that reaches it, and no token is set: give one (--serve-token-file FILE, or FRAMEPIPE_SERVE_TOKEN), or --serve-insecure to serve without")]
+    RtspOpenWithoutToken(std::net::SocketAddr),
+    /// `--rtsp-serve` in a build without FFmpeg's libraries.
+    #[error("--rtsp-serve: this build has no FFmpeg libraries to read packets with")]
+    RtspNotBuilt,
     /// `--ring` below 2.
     #[error("--ring {0} is too small: the ring needs at least 2 slots")]
     RingTooSmall(usize),

@@ -123,10 +123,24 @@ pub struct Display {
     pub hold: bool,
     /// The browser view (`--serve`).
     pub serve: Option<Serve>,
+    /// The RTSP server of the inputs' packets (`--rtsp-serve`).
+    pub rtsp: Option<RtspServe>,
     /// Several inputs, shown, recorded or served: the backend composes their mosaic.
     pub mosaic: bool,
     /// `--grid`: columns and rows of the mosaic.
     pub grid: Option<(usize, usize)>,
+}
+
+/// `--rtsp-serve`, checked: where it listens and the token it asks for.
+#[derive(Clone, Debug)]
+pub struct RtspServe {
+    /// Where it listens.
+    pub addr: std::net::SocketAddr,
+    /// The token every player must give, if any.
+    pub token: Option<String>,
+    /// The path framepipe's own encoder publishes (`mosaic` of several inputs, `picture`
+    /// of one whose filter changes it), where the run has one.
+    pub published: Option<&'static str>,
 }
 
 /// What the backend is asked for, before the input says its size.
@@ -221,7 +235,10 @@ impl RunPlan {
         let recording = parts.recording;
         check_encoding(&args, &parts.each[0], recording.as_ref())?;
         let copies = super::copy::copies_of(&args, &specs, &mut parts.each, recording.as_ref())?;
-        let display = display_of(&args, several, serve, recording.is_some());
+        let mut rtsp = check_rtsp(&args)?;
+        let mut recording = recording;
+        publish_to_rtsp(&args, rtsp.as_mut(), &mut parts.each, &mut recording)?;
+        let display = display_of(&args, several, (serve, rtsp), recording.is_some());
         let engine = engine_of(&args, several);
         let given: Vec<Option<String>> = (0..specs.len())
             .map(|i| {
@@ -382,7 +399,12 @@ impl RunPlan {
 }
 
 /// The window, the browser view and the mosaic, decided once.
-fn display_of(args: &RunArgs, several: bool, serve: Option<Serve>, recorded: bool) -> Display {
+fn display_of(
+    args: &RunArgs,
+    several: bool,
+    (serve, rtsp): (Option<Serve>, Option<RtspServe>),
+    recorded: bool,
+) -> Display {
     let window = match (args.view.headless, several && !args.view.no_mosaic) {
         (true, _) => Window::None,
         (false, false) => Window::Each,
@@ -395,6 +417,7 @@ fn display_of(args: &RunArgs, several: bool, serve: Option<Serve>, recorded: boo
             && !args.view.no_mosaic
             && (!args.view.headless || recorded || serve.is_some()),
         serve,
+        rtsp,
         grid: args.view.grid.map(|g| (g.width, g.height)),
     }
 }
@@ -449,7 +472,8 @@ fn input_plan(
     // A file is sent at its own rate, as a live source would send it, where every output
     // of the run is live (streams, HLS, the browser view).
     let live_only =
-        (!outputs.streams.is_empty() || display.serve.is_some()) && outputs.file.is_none();
+        (!outputs.streams.is_empty() || display.serve.is_some() || display.rtsp.is_some())
+            && outputs.file.is_none();
     let asked = Asked {
         input_format: args.sources.input_format,
         size: args.sources.size,
@@ -837,11 +861,11 @@ fn check_reports(args: &RunArgs) -> Result<(), PlanError> {
 /// `--serve` and the flags that apply to it: the browser view's settings, where asked for
 /// (a run with no input of its own to run serves them too: `app::idle`).
 pub fn check_serve(args: &RunArgs) -> Result<Option<Serve>, PlanError> {
-    let serve_flags = args.view.serve_token.is_some()
+    let token_flags = args.view.serve_token.is_some()
         || args.view.serve_token_file.is_some()
-        || !args.view.serve_host.is_empty()
         || args.view.serve_insecure;
-    if serve_flags && args.view.serve.is_none() {
+    let alone = (token_flags && args.view.rtsp_serve.is_none()) || !args.view.serve_host.is_empty();
+    if alone && args.view.serve.is_none() {
         return Err(PlanError::ServeFlagsAlone);
     }
     let Some(serve) = &args.view.serve else {
@@ -871,6 +895,91 @@ fn serve_settings(args: &RunArgs, serve: &str) -> Result<Serve, PlanError> {
 #[cfg(not(feature = "ffmpeg"))]
 fn serve_settings(_: &RunArgs, _: &str) -> Result<Serve, PlanError> {
     Err(PlanError::ServeNotBuilt)
+}
+
+/// `--rtsp-serve`'s address and token: beyond loopback, a token or `--serve-insecure`.
+fn check_rtsp(args: &RunArgs) -> Result<Option<RtspServe>, PlanError> {
+    match &args.view.rtsp_serve {
+        Some(given) => rtsp_settings(args, given).map(Some),
+        None => Ok(None),
+    }
+}
+
+#[cfg(not(feature = "ffmpeg"))]
+fn rtsp_settings(_: &RunArgs, _: &str) -> Result<RtspServe, PlanError> {
+    Err(PlanError::RtspNotBuilt)
+}
+
+#[cfg(feature = "ffmpeg")]
+fn rtsp_settings(args: &RunArgs, given: &str) -> Result<RtspServe, PlanError> {
+    let addr = display::web::access::bind_address(given).map_err(PlanError::Serve)?;
+    let token = display::web::TokenFrom {
+        flag: args.view.serve_token.clone(),
+        file: args.view.serve_token_file.clone(),
+        env: std::env::var(display::web::access::TOKEN_VARIABLE).ok(),
+    }
+    .read()
+    .map_err(PlanError::Serve)?;
+    if token.is_none() && !addr.ip().is_loopback() && !args.view.serve_insecure {
+        return Err(PlanError::RtspOpenWithoutToken(addr));
+    }
+    Ok(RtspServe {
+        addr,
+        token,
+        published: None,
+    })
+}
+
+/// With `--rtsp-serve`, the mosaic of several inputs (or the processed picture of one whose
+/// filter changes it) is encoded once by a stream output publishing it to the server from
+/// loopback (`rtsp::`'s `/mosaic`, `/picture`); copies (`--codec copy`) publish nothing.
+fn publish_to_rtsp(
+    args: &RunArgs,
+    rtsp: Option<&mut RtspServe>,
+    each: &mut [Outputs],
+    recording: &mut Option<Outputs>,
+) -> Result<(), PlanError> {
+    let Some(rtsp) = rtsp else { return Ok(()) };
+    let several = each.len() > 1;
+    if args.encode.codec == Some(CodecArg::Copy)
+        || (several && args.view.no_mosaic)
+        || (!several && args.engine.filter.is_identity())
+    {
+        return Ok(());
+    }
+    let name = if several { "mosaic" } else { "picture" };
+    let ip = match rtsp.addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv6() => {
+            std::net::IpAddr::from([0u16, 0, 0, 0, 0, 0, 0, 1])
+        }
+        ip if ip.is_unspecified() => std::net::IpAddr::from([127, 0, 0, 1]),
+        ip => ip,
+    };
+    let at = std::net::SocketAddr::new(ip, rtsp.addr.port());
+    let query = rtsp.token.as_ref().map_or_else(String::new, |t| {
+        let encoded: String = t
+            .bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                    char::from(b).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect();
+        format!("?token={encoded}")
+    });
+    let url = format!("rtsp://{at}/{name}{query}");
+    let spec = OutputSpec::parse(&url)
+        .and_then(|spec| spec.with_codec(args.encode.codec.and_then(CodecArg::encoder)))
+        .and_then(|spec| spec.with_encoding(encoding_of(args)))
+        .map_err(PlanError::Output)?;
+    let outputs = match several {
+        true => recording.get_or_insert_with(Outputs::default),
+        false => &mut each[0],
+    };
+    outputs.streams.push(spec);
+    rtsp.published = Some(name);
+    Ok(())
 }
 
 /// The encoder flags and `--output-format` need an output they apply to (`first`: the
