@@ -135,6 +135,21 @@ impl CpuBackend {
             pixel::repack_420(formats, size, input, output);
             return Ok(());
         }
+        // A chain that changes nothing converts straight into the output: no BGR frame
+        // between (a copy of the whole frame saved).
+        if chain.is_identity() {
+            match (fin, fout) {
+                (_, PixelFormat::Bgr24) => pixel::to_bgr(fin, size, input, output),
+                (PixelFormat::Bgr24, _) => pixel::from_bgr(fout, size, input, output),
+                _ => {
+                    grow(&mut self.bgr_in, size.bytes());
+                    let bgr = &mut self.bgr_in[..size.bytes()];
+                    pixel::to_bgr(fin, size, input, bgr);
+                    pixel::from_bgr(fout, size, bgr, output);
+                }
+            }
+            return Ok(());
+        }
         if fin == fout && crate::filter::planes::fits(chain, fin, size) {
             crate::filter::planes::apply(chain, fin, size, input, output, &mut self.parts);
             return Ok(());
