@@ -521,32 +521,38 @@ fn taps(input: usize, output: usize) -> Vec<(usize, Vec<u32>)> {
 }
 
 fn bilinear(size: FrameSize, (src, px): (&[u8], usize), out: FrameSize, dst: &mut [u8]) {
-    let (xs, ys) = (taps(size.width, out.width), taps(size.height, out.height));
-    // Rows first, kept to 2^BITS times their value; then columns, rounded once.
-    let stride = size.width * px;
-    let mut rows = vec![0u32; size.height * out.width * px];
-    for y in 0..size.height {
-        let line = &src[y * stride..(y + 1) * stride];
-        for (ox, (x0, w)) in xs.iter().enumerate() {
-            for c in 0..px {
-                let v: u32 = w
-                    .iter()
-                    .enumerate()
-                    .map(|(k, w)| u32::from(line[(x0 + k) * px + c]) * w)
-                    .sum();
-                rows[(y * out.width + ox) * px + c] = v;
+    // The taps as flat tables (first input coordinate, then `n` weights, zeros last).
+    // Columns first, over whole rows (contiguous, so the compiler vectorizes it), kept to
+    // 2^BITS times their value; then rows, rounded once. The sums are exact integers, so
+    // the order is free: the result is the same as rows first.
+    let (xt, xn) = tap_table(size.width, out.width);
+    let (yt, yn) = tap_table(size.height, out.height);
+    let (stride, ow) = (size.width * px, out.width * px);
+    let round = 1u64 << (2 * BITS - 1);
+    let mut column = vec![0u32; stride];
+    for (t, line) in yt.chunks_exact(yn + 1).zip(dst.chunks_exact_mut(ow)) {
+        let y0 = t[0] as usize;
+        column.fill(0);
+        for (k, &w) in t[1..].iter().enumerate() {
+            if w == 0 {
+                continue;
+            }
+            let row = &src[(y0 + k) * stride..(y0 + k + 1) * stride];
+            for (a, &v) in column.iter_mut().zip(row) {
+                *a += u32::from(v) * w as u32;
             }
         }
-    }
-    let round = 1u64 << (2 * BITS - 1);
-    for (oy, (y0, w)) in ys.iter().enumerate() {
-        for i in 0..out.width * px {
-            let v: u64 = w
-                .iter()
-                .enumerate()
-                .map(|(k, w)| u64::from(rows[(y0 + k) * out.width * px + i]) * u64::from(*w))
-                .sum();
-            dst[oy * out.width * px + i] = ((v + round) >> (2 * BITS)).min(255) as u8;
+        for (ox, t) in xt.chunks_exact(xn + 1).enumerate() {
+            let x0 = t[0] as usize;
+            for c in 0..px {
+                let mut v = 0u64;
+                for (k, &w) in t[1..].iter().enumerate() {
+                    if w != 0 {
+                        v += u64::from(column[(x0 + k) * px + c]) * w as u64;
+                    }
+                }
+                line[ox * px + c] = ((v + round) >> (2 * BITS)).min(255) as u8;
+            }
         }
     }
 }

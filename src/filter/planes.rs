@@ -1,8 +1,9 @@
-//! Geometry on a YUV frame's own planes: a chain of `crop`, `pad`, the flips, `transpose`
-//! and `scale` run on each plane of an I420, NV12 or gray frame, as ffmpeg's filters run on
-//! `yuv420p`, `nv12` and `gray`, instead of through BGR and back (which rounds every pixel
-//! twice). The CPU backend takes this path where the frame comes and goes in one of those
-//! formats and the chain is geometry alone (`fits`).
+//! Geometry and text on a YUV frame's own planes: a chain of `crop`, `pad`, the flips,
+//! `transpose`, `scale` and `text:`/`timestamp` run on each plane of an I420, NV12 or gray
+//! frame, as ffmpeg's filters run on `yuv420p`, `nv12` and `gray`, instead of through BGR
+//! and back (which rounds every pixel twice, and costs two conversions a frame). The CPU
+//! backend takes this path where the frame comes and goes in one of those formats and the
+//! chain holds nothing else (`fits`).
 //!
 //! Invariants: crop, pad, the flips and transpose move samples untouched (a copy of
 //! ffmpeg's output, byte for byte); on 4:2:0 a crop's or a pad's corner is rounded down to
@@ -10,10 +11,14 @@
 //! must be even (else `fits` says no and the frame goes through BGR); a pad's colour is the
 //! BGR colour's Y, U and V (`reference::yuv`, video range: black is 16, 128, 128); a scale
 //! samples each plane at its own size (`geometry`'s pixel centres), the chroma planes at
-//! half the luma's.
+//! half the luma's; text is the BGR path's glyphs and box (`text::Placed`): a stroke takes
+//! the colour's Y, and its U and V where a chroma sample's top-left pixel is a stroke (as a
+//! 2×2 block's chroma comes from its top-left pixel, `pixel`); the box darkens Y towards 16
+//! and U, V towards 128 by the BGR box's share.
 
 use super::geometry::{centred, Geometry};
 use super::reference::yuv;
+use super::text::Placed;
 use super::{Chain, Filter};
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
@@ -28,8 +33,10 @@ pub fn fits(chain: &Chain, format: PixelFormat, size: FrameSize) -> bool {
     }
     let mut at = size;
     for f in chain.filters() {
-        let Filter::Geometry(g) = f else {
-            return false;
+        let g = match f {
+            Filter::Geometry(g) => g,
+            Filter::Text(_) => continue,
+            _ => return false,
         };
         let g = on_grid(g, at, format);
         match g.output(at) {
@@ -55,9 +62,13 @@ pub fn apply(
     let (mut from, mut to) = (a, b);
     let mut s = size;
     for (i, f) in filters.iter().enumerate() {
-        let Filter::Geometry(g) = f else { continue };
-        let g = on_grid(g, s, format);
-        let Ok(out) = g.output(s) else { return };
+        // A text keeps the size (a flip stands for it in `output`); it is drawn below.
+        let step = match f {
+            Filter::Geometry(g) => on_grid(g, s, format),
+            Filter::Text(_) => Geometry::HFlip,
+            _ => continue,
+        };
+        let Ok(out) = step.output(s) else { return };
         let input: &[u8] = if i == 0 {
             src
         } else {
@@ -69,9 +80,66 @@ pub fn apply(
             to.resize(format.bytes(out), 0);
             &mut to[..]
         };
-        planes_of(&g, format, (s, input), (out, target));
+        match f {
+            Filter::Text(t) => {
+                target.copy_from_slice(&input[..target.len()]);
+                text_on_planes(&t.place(s), format, s, target);
+            }
+            _ => planes_of(&step, format, (s, input), (out, target)),
+        }
         std::mem::swap(&mut from, &mut to);
         s = out;
+    }
+}
+
+/// `text` drawn on the planes of a `size` frame of `format` in place (module doc).
+fn text_on_planes(text: &Placed, format: PixelFormat, size: FrameSize, frame: &mut [u8]) {
+    let atlas = super::text::atlas();
+    let [b, g, r] = text.color;
+    let (y_ink, (u_ink, v_ink)) = (yuv::luma(b, g, r), yuv::chroma(b, g, r));
+    let keep = (256 - super::text::BOX_DARKEN) as i32;
+    let darken = |v: u8, zero: u8| {
+        let d = (i32::from(v) - i32::from(zero)) * keep;
+        (i32::from(zero) + ((d + 128) >> 8)).clamp(0, 255) as u8
+    };
+    let (left, top, w, h) = text.covers();
+    let inside = |x: i32, y: i32| x >= left && y >= top && x < left + w && y < top + h;
+    let rows = top.max(0)..(top + h).min(size.height as i32);
+    let cols = left.max(0)..(left + w).min(size.width as i32);
+    let (luma, chroma) = frame.split_at_mut(size.width * size.height);
+    for y in rows.clone() {
+        for x in cols.clone() {
+            let at = y as usize * size.width + x as usize;
+            luma[at] = match text.ink(atlas, x, y) {
+                true => y_ink,
+                false if text.boxed => darken(luma[at], 16),
+                false => luma[at],
+            };
+        }
+    }
+    if format == PixelFormat::Gray {
+        return;
+    }
+    let half = halved(size);
+    let (step, v_at) = match format {
+        PixelFormat::Nv12 => (2, 1),
+        _ => (1, half.width * half.height),
+    };
+    for cy in (rows.start / 2)..(rows.end + 1) / 2 {
+        for cx in (cols.start / 2)..(cols.end + 1) / 2 {
+            let (x, y) = (cx * 2, cy * 2);
+            if !inside(x, y) {
+                continue;
+            }
+            let at = (cy as usize * half.width + cx as usize) * step;
+            let (u, v) = match text.ink(atlas, x, y) {
+                true => (u_ink, v_ink),
+                false if text.boxed => (darken(chroma[at], 128), darken(chroma[at + v_at], 128)),
+                false => continue,
+            };
+            chroma[at] = u;
+            chroma[at + v_at] = v;
+        }
     }
 }
 
@@ -177,6 +245,23 @@ mod tests {
         assert!(fits(&chain("crop:321:200"), PixelFormat::Gray, size));
         assert!(!fits(&chain("crop:320:200,gray"), PixelFormat::I420, size));
         assert!(!fits(&chain("hflip"), PixelFormat::Bgr24, size));
+    }
+
+    #[test]
+    fn text_is_drawn_on_the_planes_with_its_box() {
+        let size = FrameSize::new(64, 32);
+        let src = vec![128u8; PixelFormat::I420.bytes(size)];
+        let mut dst = vec![0u8; src.len()];
+        let c = chain("text:II,x=8,y=8,size=8,color=ffffff");
+        assert!(fits(&c, PixelFormat::I420, size));
+        apply(&c, PixelFormat::I420, size, &src, &mut dst, &mut Default::default());
+        let luma = &dst[..64 * 32];
+        // Strokes take white's Y, the box darkens towards black, the rest is untouched.
+        assert!(luma.contains(&yuv::luma(255, 255, 255)));
+        assert!(luma.contains(&(16 + ((112 * 96 + 128) >> 8) as u8)));
+        assert_eq!((luma[0], luma[64 * 31 + 63]), (128, 128));
+        // Grey's chroma stays 128 under white ink and the box alike.
+        assert!(dst[64 * 32..].iter().all(|&c| c == 128));
     }
 
     #[test]
