@@ -13,16 +13,21 @@ use common::run::{framepipe, free_port, require, stderr, TempDir};
 
 /// An H.264 clip with B-frames (its first decoding time below zero) and AAC audio.
 fn clip(path: &Path) {
-    let out = Command::new("ffmpeg")
-        .args(["-v", "error", "-y", "-f", "lavfi", "-i"])
-        .arg("testsrc2=s=320x240:r=25:d=3")
-        .args(["-f", "lavfi", "-i", "sine=f=440:d=3"])
-        .args(["-c:v", "libx264", "-bf", "2", "-g", "25", "-c:a", "aac"])
-        .args(["-shortest"])
-        .arg(path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    common::run::ffmpeg_made(
+        path,
+        &["testsrc2=s=320x240:r=25:d=3", "sine=f=440:d=3"],
+        &[
+            "-c:v",
+            "libx264",
+            "-bf",
+            "2",
+            "-g",
+            "25",
+            "-c:a",
+            "aac",
+            "-shortest",
+        ],
+    );
 }
 
 /// Each decoded picture of `path` as framemd5 writes it (its time, size and digest where

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use crate::common::run::{bin, free_port, require, stderr, TempDir};
+use crate::common::run::{bin, ffmpeg_made, free_port, require, stderr, TempDir};
 
 /// Each decoded picture's digest, as framemd5 writes it, of `path`'s video (`pix_fmt`).
 fn digests(path: &Path, pix_fmt: &str) -> Vec<String> {
@@ -86,23 +86,11 @@ fn three_kinds_of_players_get_every_picture_of_an_input_at_once() {
     require(&["ffmpeg", "gst-launch-1.0", "/usr/bin/python3"]);
     let dir = TempDir::new("rtsp");
     let clip = dir.join("door.mp4");
-    let made = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=320x240:r=25:d=7",
-        ])
-        .args([
-            "-f", "lavfi", "-i", "sine=d=7", "-c:v", "libx264", "-g", "25", "-bf", "0",
-        ])
-        .args(["-c:a", "aac"])
-        .arg(&clip)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", stderr(&made));
+    ffmpeg_made(
+        &clip,
+        &["testsrc2=s=320x240:r=25:d=7", "sine=d=7"],
+        &["-c:v", "libx264", "-g", "25", "-bf", "0", "-c:a", "aac"],
+    );
     let port = free_port();
     let server = spawn(
         Command::new(bin())
@@ -201,20 +189,11 @@ fn off_loopback_it_asks_for_a_token_and_players_give_it() {
     require(&["ffmpeg"]);
     let dir = TempDir::new("rtsp-token");
     let clip = dir.join("c.mp4");
-    let made = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=160x120:r=25:d=8",
-        ])
-        .args(["-c:v", "libx264", "-g", "25"])
-        .arg(&clip)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
+    ffmpeg_made(
+        &clip,
+        &["testsrc2=s=160x120:r=25:d=8"],
+        &["-c:v", "libx264", "-g", "25"],
+    );
     let refused = Command::new(bin())
         .arg("-i")
         .arg(&clip)

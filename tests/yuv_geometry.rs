@@ -100,20 +100,11 @@ fn geometry_on_i420_and_nv12_planes_equals_ffmpegs() {
     require(&["ffmpeg"]);
     let dir = TempDir::new("yuv-geometry");
     let clip = dir.join("clip.mp4");
-    let made = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=640x360:r=25:d=0.4",
-        ])
-        .args(["-c:v", "libx264", "-pix_fmt", "yuv420p"])
-        .arg(&clip)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", stderr(&made));
+    crate::common::run::ffmpeg_made(
+        &clip,
+        &["testsrc2=s=640x360:r=25:d=0.4"],
+        &["-c:v", "libx264", "-pix_fmt", "yuv420p"],
+    );
     let nv12 = ffmpeg(&[], &clip, "null", "nv12");
     let raw = dir.join("in.nv12");
     std::fs::write(&raw, &nv12).unwrap();

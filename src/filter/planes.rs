@@ -254,7 +254,14 @@ mod tests {
         let mut dst = vec![0u8; src.len()];
         let c = chain("text:II,x=8,y=8,size=8,color=ffffff");
         assert!(fits(&c, PixelFormat::I420, size));
-        apply(&c, PixelFormat::I420, size, &src, &mut dst, &mut Default::default());
+        apply(
+            &c,
+            PixelFormat::I420,
+            size,
+            &src,
+            &mut dst,
+            &mut Default::default(),
+        );
         let luma = &dst[..64 * 32];
         // Strokes take white's Y, the box darkens towards black, the rest is untouched.
         assert!(luma.contains(&yuv::luma(255, 255, 255)));

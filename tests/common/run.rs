@@ -362,3 +362,15 @@ pub fn files_starting(dir: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
     files.sort();
     files
 }
+
+/// A clip made by ffmpeg from lavfi sources: `sources` are its `-f lavfi -i` graphs,
+/// `options` the encoding options before `path`; panics with ffmpeg's words if it fails.
+pub fn ffmpeg_made(path: &Path, sources: &[&str], options: &[&str]) {
+    let mut cmd = Command::new("ffmpeg");
+    cmd.args(["-v", "error", "-y"]);
+    for s in sources {
+        cmd.args(["-f", "lavfi", "-i", s]);
+    }
+    let out = cmd.args(options).arg(path).output().unwrap();
+    assert!(out.status.success(), "ffmpeg {sources:?}: {}", stderr(&out));
+}
