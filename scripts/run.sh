@@ -8,6 +8,7 @@ set -euo pipefail
 top="$(cd "$(dirname "$0")/.." && pwd)"
 . "$top/scripts/setup.sh"
 setup_packages
+setup_onnxruntime
 # Two builds: the full one (OpenCV: the window, cameras, GStreamer, still images) and one
 # without OpenCV, which starts in a fifth of the time (the dynamic loader binds none of
 # OpenCV's 256 libraries). The second runs; where a run needs OpenCV it hands the run to

@@ -56,3 +56,45 @@ setup_packages_only() {
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >&2
 }
+
+# ONNX Runtime for --detect (issue 61), for the project: PyPI's onnxruntime wheel in a
+# virtual environment of its own (target/ortvenv, which sees Debian's Python packages), its
+# library copied to target/ort/, where framepipe finds it (or set ORT_DYLIB_PATH). With
+# `rapidocr`, PyPI's rapidocr-onnxruntime too (the tests' reference detector), and its
+# PP-OCRv4 text detector copied beside the library.
+#   setup_onnxruntime [rapidocr]
+setup_onnxruntime() {
+    local top venv
+    top="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+    venv="$top/target/ortvenv"
+    # Already here (every start of run.sh passes by): nothing to ask Python.
+    if compgen -G "$top/target/ort/libonnxruntime.so*" >/dev/null &&
+        { [ "${1:-}" != rapidocr ] || [ -f "$top/target/ort/ch_PP-OCRv4_det_infer.onnx" ]; }; then
+        return 0
+    fi
+    if [ ! -x "$venv/bin/python" ]; then
+        python3 -m venv --system-site-packages "$venv" >&2
+    fi
+    "$venv/bin/python" -c "import onnxruntime" 2>/dev/null ||
+        "$venv/bin/pip" install --quiet --disable-pip-version-check onnxruntime==1.32.0 >&2
+    if [ "${1:-}" = rapidocr ]; then
+        "$venv/bin/python" -c "import rapidocr_onnxruntime" 2>/dev/null ||
+            "$venv/bin/pip" install --quiet --disable-pip-version-check rapidocr-onnxruntime==1.4.4 >&2
+    fi
+    mkdir -p "$top/target/ort"
+    "$venv/bin/python" - "$top/target/ort" <<'PY'
+import glob, os, shutil, sys
+to = sys.argv[1]
+import onnxruntime
+for lib in glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so*")):
+    if not os.path.exists(os.path.join(to, os.path.basename(lib))):
+        shutil.copy(lib, to)
+try:
+    import rapidocr_onnxruntime
+    model = os.path.join(os.path.dirname(rapidocr_onnxruntime.__file__), "models", "ch_PP-OCRv4_det_infer.onnx")
+    if not os.path.exists(os.path.join(to, os.path.basename(model))):
+        shutil.copy(model, to)
+except ImportError:
+    pass
+PY
+}

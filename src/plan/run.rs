@@ -54,6 +54,7 @@ pub struct RunPlan {
     reports: Reports,
     writing: Writing,
     progress: bool,
+    detect: Option<crate::detect::Settings>,
 }
 
 /// One input of the run: what it is, what it writes of its own, how it is opened.
@@ -285,6 +286,7 @@ impl RunPlan {
             recording,
             display,
             engine,
+            detect: check_detect(&args)?,
             reports: Reports {
                 trace: args.reports.trace,
                 timeline: args.reports.timeline,
@@ -387,6 +389,10 @@ impl RunPlan {
     /// The reports the run writes.
     pub fn reports(&self) -> &Reports {
         &self.reports
+    }
+    /// The detector the run runs on its pictures (`--detect`), if any.
+    pub fn detect(&self) -> Option<&crate::detect::Settings> {
+        self.detect.as_ref()
     }
     /// How outputs are written.
     pub fn writing(&self) -> Writing {
@@ -895,6 +901,34 @@ fn serve_settings(args: &RunArgs, serve: &str) -> Result<Serve, PlanError> {
 #[cfg(not(feature = "ffmpeg"))]
 fn serve_settings(_: &RunArgs, _: &str) -> Result<Serve, PlanError> {
     Err(PlanError::ServeNotBuilt)
+}
+
+/// `--detect` and its companions: a model file that is there, flags that need it, a
+/// `--detections` file that may be written.
+fn check_detect(args: &RunArgs) -> Result<Option<crate::detect::Settings>, PlanError> {
+    let d = &args.detect;
+    let Some(model) = &d.detect else {
+        if d.detect_score.is_some() || d.detect_fps.is_some() || d.detections.is_some() {
+            return Err(PlanError::DetectFlagsAlone);
+        }
+        return Ok(None);
+    };
+    if !model.is_file() {
+        return Err(PlanError::NoModel(model.clone()));
+    }
+    if let Some(out) = &d.detections {
+        let text = out.to_string_lossy();
+        paths::check_folder("--detections", &text).map_err(PlanError::ReportFile)?;
+        if out.exists() && !args.outputs.overwrite {
+            return Err(PlanError::DetectionsExist(out.clone()));
+        }
+    }
+    Ok(Some(crate::detect::Settings {
+        model: model.clone(),
+        score: d.detect_score,
+        fps: d.detect_fps,
+        jsonl: d.detections.clone(),
+    }))
 }
 
 /// `--rtsp-serve`'s address and token: beyond loopback, a token or `--serve-insecure`.

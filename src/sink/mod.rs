@@ -2,7 +2,8 @@
 //! (several fed the same frames), `route` (each input's own, by input, and an embedding
 //! program's hand-over first), `rate` (`fps:N`: an input's frames dropped or repeated for
 //! its outputs), `progress` (the bar of a headless run), `handover` (frames handed to the
-//! Python package), `marks` (an embedding program's boxes drawn into its inputs' frames) and
+//! Python package), `marks` (an embedding program's boxes drawn into its inputs' frames),
+//! `detecting` (`--detect`: due frames handed to the detector, its lines written) and
 //! `null` (nowhere). The consumers themselves are outputs (`output`) and displays
 //! (`display`), each made a `Sink` by its room's `boxed`; `negotiate` decides once what
 //! format every consumer takes; `report` is what the outputs hold once finished.
@@ -13,6 +14,7 @@
 //! takes BGR only checks the descriptor (`bgr`), so a frame is never misread. Nothing here
 //! imports `output` or `display`: they build on this room.
 
+pub mod detecting;
 pub mod handover;
 pub mod marks;
 pub mod null;

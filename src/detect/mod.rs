@@ -1,0 +1,191 @@
+//! `--detect MODEL.onnx`: an object detector run on the pictures, through ONNX Runtime
+//! (the `ort` crate, its library loaded at run time: `runtime`). What the model says is read
+//! from the model itself: its outputs name the family (`Family::of`), each family's decoding
+//! a file of its own (`db`: PaddleOCR's text detector, a probability map to boxes).
+//!
+//! Invariants: a model is opened, and its family known, before the first frame (a bad
+//! model is one line and exit 1); a machine without ONNX Runtime runs everything else and
+//! refuses `--detect` in one line (never a panic inside `ort`); boxes are in the input
+//! picture's pixels, clipped to it; nothing here draws or writes (`sink::detecting` does).
+
+pub mod db;
+pub mod runtime;
+
+use std::path::{Path, PathBuf};
+
+use crate::frame::FrameSize;
+
+/// What `--detect` and its companions ask for, checked by the plan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// The model.
+    pub model: PathBuf,
+    /// The least score a box is kept with (`--detect-score`; each family's own default).
+    pub score: Option<f32>,
+    /// Detections a second of each input (`--detect-fps`; every frame of a file, 5 a
+    /// second of a live input where not given).
+    pub fps: Option<f64>,
+    /// Where each detected frame's line goes (`--detections FILE.jsonl`).
+    pub jsonl: Option<PathBuf>,
+}
+
+/// One box the model found, in the input picture's pixels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Detection {
+    /// Its class's name.
+    pub label: String,
+    /// Its score, 0 to 1.
+    pub score: f32,
+    /// Left, top, right, bottom (right and bottom past the box's last pixel).
+    pub rect: [f32; 4],
+}
+
+/// Why a model can't be used; each says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum DetectError {
+    /// No ONNX Runtime library found, or it did not load.
+    #[error("--detect: {0}")]
+    Runtime(#[from] runtime::RuntimeError),
+    /// The model can't be read as ONNX.
+    #[error("--detect '{}': not an ONNX model ONNX Runtime can load ({why})", model.display())]
+    NotOnnx {
+        /// The model.
+        model: PathBuf,
+        /// ONNX Runtime's words.
+        why: String,
+    },
+    /// Its input is not one picture batch.
+    #[error("--detect '{}': its input {shape} is not a batch of pictures (N, 3, H, W)", model.display())]
+    Input {
+        /// The model.
+        model: PathBuf,
+        /// The input's shape as the model says it.
+        shape: String,
+    },
+    /// Outputs of no layout this version reads.
+    #[error("--detect '{}': outputs {outputs} are not a layout framepipe reads (DB text detection: one (N, 1, H, W) map)", model.display())]
+    Layout {
+        /// The model.
+        model: PathBuf,
+        /// Its outputs, named with their shapes.
+        outputs: String,
+    },
+    /// Inference failed on a frame.
+    #[error("--detect: ONNX Runtime failed on a frame: {0}")]
+    Run(String),
+}
+
+/// The family of a model, read from its outputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// DB text detection (PaddleOCR's detector): one (N, 1, H, W) probability map.
+    Db,
+}
+
+impl Family {
+    /// The family of a model whose input has `input` dims and outputs `outputs` dims
+    /// (-1 where the model leaves a side free).
+    pub fn of(input: &[i64], outputs: &[Vec<i64>]) -> Option<Self> {
+        let picture = input.len() == 4 && (input[1] == 3 || input[1] == -1);
+        match outputs {
+            [map] if picture && map.len() == 4 && map[1] == 1 => Some(Family::Db),
+            _ => None,
+        }
+    }
+}
+
+/// A model opened for detection (module doc).
+pub struct Model {
+    session: ort::session::Session,
+    family: Family,
+    input: String,
+    path: PathBuf,
+    score: f32,
+}
+
+impl Model {
+    /// Opens `settings.model` on the CPU, reading its family from its outputs.
+    pub fn open(settings: &Settings) -> Result<Self, DetectError> {
+        runtime::init()?;
+        let path = settings.model.clone();
+        let not_onnx = |e: ort::Error| DetectError::NotOnnx {
+            model: path.clone(),
+            why: e.to_string(),
+        };
+        let session = ort::session::Session::builder()
+            .and_then(|b| b.commit_from_file(&path))
+            .map_err(not_onnx)?;
+        let dims = |t: &ort::value::ValueType| match t {
+            ort::value::ValueType::Tensor { shape, .. } => shape.iter().copied().collect(),
+            _ => Vec::new(),
+        };
+        let input = session.inputs.first().ok_or_else(|| DetectError::Input {
+            model: path.clone(),
+            shape: "(none)".into(),
+        })?;
+        let input_dims: Vec<i64> = dims(&input.input_type);
+        let outputs: Vec<Vec<i64>> = session
+            .outputs
+            .iter()
+            .map(|o| dims(&o.output_type))
+            .collect();
+        if input_dims.len() != 4 || !(input_dims[1] == 3 || input_dims[1] == -1) {
+            return Err(DetectError::Input {
+                model: path.clone(),
+                shape: format!("{input_dims:?}"),
+            });
+        }
+        let family = Family::of(&input_dims, &outputs).ok_or_else(|| DetectError::Layout {
+            model: path.clone(),
+            outputs: session
+                .outputs
+                .iter()
+                .zip(&outputs)
+                .map(|(o, d)| format!("{} {d:?}", o.name))
+                .collect::<Vec<_>>()
+                .join(", "),
+        })?;
+        let input = input.name.clone();
+        let score = settings.score.unwrap_or(match family {
+            Family::Db => db::BOX_THRESH,
+        });
+        Ok(Self {
+            session,
+            family,
+            input,
+            path,
+            score,
+        })
+    }
+
+    /// Its family.
+    pub fn family(&self) -> Family {
+        self.family
+    }
+
+    /// The model's file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The boxes in one packed BGR picture of `size`.
+    pub fn detect(&mut self, bgr: &[u8], size: FrameSize) -> Result<Vec<Detection>, DetectError> {
+        match self.family {
+            Family::Db => {
+                let (tensor, fed) = db::prepare(bgr, size);
+                let shape = [1usize, 3, fed.height, fed.width];
+                let value = ort::value::Tensor::from_array((shape, tensor))
+                    .map_err(|e| DetectError::Run(e.to_string()))?;
+                let outputs = self
+                    .session
+                    .run(ort::inputs![self.input.as_str() => value])
+                    .map_err(|e| DetectError::Run(e.to_string()))?;
+                let (dims, map) = outputs[0]
+                    .try_extract_tensor::<f32>()
+                    .map_err(|e| DetectError::Run(e.to_string()))?;
+                let (h, w) = (dims[2] as usize, dims[3] as usize);
+                Ok(db::boxes(map, FrameSize::new(w, h), size, self.score))
+            }
+        }
+    }
+}

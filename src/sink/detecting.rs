@@ -1,0 +1,282 @@
+//! `--detect`'s place in the run: a sink in front of the others that hands each input's due
+//! frames (every frame of a file, or `--detect-fps` a second; 5 a second of a live input) to
+//! a detector thread of its own (`detect::Model`), and writes each detected frame's boxes as
+//! one JSON line (`--detections FILE.jsonl`).
+//!
+//! Invariants: a video frame is never held for a live input nor dropped: a live input's due
+//! frame that finds the detector busy is skipped (counted per input, said at the end); a
+//! file's waits for it (a file is read at its slowest consumer's pace); every frame the
+//! detector ran on has its line, written whole and flushed; the JSON file is created new
+//! (replaced only with `-y`).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+
+use super::{Flow, Frame, Sink, SinkReport};
+use crate::detect::{Detection, Model};
+use crate::frame::FrameSize;
+use crate::pixel::PixelFormat;
+
+/// Detections a second of a live input where `--detect-fps` is not given.
+pub const LIVE_FPS: f64 = 5.0;
+
+/// One frame for the detector.
+struct Job {
+    input: usize,
+    index: u64,
+    seconds: Option<f64>,
+    size: FrameSize,
+    bgr: Vec<u8>,
+}
+
+/// Each input's: its name, whether it is live, when its last frame was sent, what was
+/// skipped.
+struct Input {
+    name: String,
+    live: bool,
+    last: Option<f64>,
+    skipped: Arc<AtomicU64>,
+}
+
+/// The detecting sink (module doc).
+pub struct Detecting {
+    inner: Box<dyn Sink>,
+    tx: Option<Sender<Job>>,
+    thread: Option<std::thread::JoinHandle<Result<u64>>>,
+    inputs: Vec<Input>,
+    fps: Option<f64>,
+    started: std::time::Instant,
+}
+
+/// What the run tells the detecting sink about its inputs: each one's name and whether it
+/// is live.
+pub struct Inputs {
+    /// Names, by input.
+    pub names: Vec<String>,
+    /// Live, by input.
+    pub live: Vec<bool>,
+}
+
+impl Detecting {
+    /// `inner` with `model` run on its inputs' due frames (`fps` a second, or as the module
+    /// says), each detected frame's line written to `jsonl` (created new, or replaced where
+    /// `replace`).
+    pub fn new(
+        inner: Box<dyn Sink>,
+        model: Model,
+        inputs: Inputs,
+        fps: Option<f64>,
+        jsonl: Option<(PathBuf, bool)>,
+    ) -> Result<Self> {
+        let file = match &jsonl {
+            Some((path, replace)) => {
+                let mut open = std::fs::OpenOptions::new();
+                open.write(true);
+                match replace {
+                    true => open.create(true).truncate(true),
+                    false => open.create_new(true),
+                };
+                let file = open.open(path).with_context(|| {
+                    format!(
+                        "--detections '{}' can't be created (-y replaces it)",
+                        path.display()
+                    )
+                })?;
+                Some(std::io::BufWriter::new(file))
+            }
+            None => None,
+        };
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let names = inputs.names.clone();
+        let thread = std::thread::Builder::new()
+            .name("detector".into())
+            .spawn(move || detect_loop(model, rx, file, names))?;
+        let inputs = inputs
+            .names
+            .into_iter()
+            .zip(inputs.live)
+            .map(|(name, live)| Input {
+                name,
+                live,
+                last: None,
+                skipped: Arc::new(AtomicU64::new(0)),
+            })
+            .collect();
+        Ok(Self {
+            inner,
+            tx: Some(tx),
+            thread: Some(thread),
+            inputs,
+            fps,
+            started: std::time::Instant::now(),
+        })
+    }
+
+    /// Whether `frame` is due for detection, and notes it as sent where it is.
+    fn due(&mut self, frame: &Frame) -> bool {
+        let clock = self.started.elapsed().as_secs_f64();
+        let Some(input) = self.inputs.get_mut(usize::from(frame.desc.input.0)) else {
+            return false;
+        };
+        let fps = match (self.fps, input.live) {
+            (Some(f), _) => f,
+            (None, true) => LIVE_FPS,
+            (None, false) => return true,
+        };
+        let now = match input.live {
+            true => clock,
+            false => frame.desc.seconds().unwrap_or(clock),
+        };
+        if input.last.is_some_and(|l| now - l < 1.0 / fps - 1e-6) {
+            return false;
+        }
+        input.last = Some(now);
+        true
+    }
+
+    /// Hands `frame` to the detector: a live input's skipped where it is busy.
+    fn hand(&mut self, frame: &Frame) -> Result<()> {
+        let Some(tx) = &self.tx else { return Ok(()) };
+        let size = frame.desc.size;
+        let mut bgr = vec![0u8; size.bytes()];
+        match frame.desc.format {
+            PixelFormat::Bgr24 => bgr.copy_from_slice(&frame.bytes[..size.bytes()]),
+            f => crate::pixel::to_bgr(f, size, frame.bytes, &mut bgr),
+        }
+        let at = usize::from(frame.desc.input.0);
+        let job = Job {
+            input: at,
+            index: frame.desc.index,
+            seconds: frame.desc.seconds(),
+            size,
+            bgr,
+        };
+        let input = &self.inputs[at];
+        match input.live {
+            true => {
+                if let Err(TrySendError::Full(_)) = tx.try_send(job) {
+                    input.skipped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            false => {
+                let _ = tx.send(job);
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the detector: its error, or how many frames it ran on.
+    fn end_detector(&mut self) -> Result<u64> {
+        self.tx = None;
+        match self.thread.take().map(|t| t.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => anyhow::bail!("the detector's thread panicked"),
+            None => Ok(0),
+        }
+    }
+}
+
+/// The detector's loop: each job's boxes, and its line.
+fn detect_loop(
+    mut model: Model,
+    rx: Receiver<Job>,
+    mut file: Option<std::io::BufWriter<std::fs::File>>,
+    names: Vec<String>,
+) -> Result<u64> {
+    let mut ran = 0;
+    while let Ok(job) = rx.recv() {
+        let found = model.detect(&job.bgr, job.size)?;
+        ran += 1;
+        if let Some(f) = &mut file {
+            let line = line_of(
+                &job,
+                names.get(job.input).map_or("", String::as_str),
+                &found,
+            );
+            writeln!(f, "{line}")
+                .and_then(|()| f.flush())
+                .context("writing --detections")?;
+        }
+    }
+    Ok(ran)
+}
+
+/// One detected frame's JSON line.
+fn line_of(job: &Job, name: &str, found: &[Detection]) -> String {
+    let boxes: Vec<serde_json::Value> = found
+        .iter()
+        .map(|d| {
+            serde_json::json!({
+                "label": d.label,
+                "score": (f64::from(d.score) * 1e4).round() / 1e4,
+                "box": d.rect,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "input": job.input,
+        "name": name,
+        "frame": job.index,
+        "seconds": job.seconds,
+        "width": job.size.width,
+        "height": job.size.height,
+        "detections": boxes,
+    })
+    .to_string()
+}
+
+impl Sink for Detecting {
+    fn verb(&self) -> &'static str {
+        self.inner.verb()
+    }
+    fn describe(&self) -> String {
+        format!("{}, with detection", self.inner.describe())
+    }
+    fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+        if self.due(frame) {
+            self.hand(frame)?;
+        }
+        self.inner.consume(frame)
+    }
+    fn composed(&mut self, picture: &crate::backend::Picture) -> Result<()> {
+        self.inner.composed(picture)
+    }
+    fn status(&mut self, live: &crate::stats::Live) {
+        self.inner.status(live)
+    }
+    fn wants_timeline(&self) -> bool {
+        self.inner.wants_timeline()
+    }
+    fn idle(&mut self) -> Result<Flow> {
+        self.inner.idle()
+    }
+    fn begin_finish(&mut self) {
+        self.inner.begin_finish()
+    }
+    fn finish(&mut self) -> Result<()> {
+        let detected = self.end_detector();
+        for input in &self.inputs {
+            let skipped = input.skipped.load(Ordering::Relaxed);
+            if skipped > 0 {
+                crate::info!(
+                    "detection: {} skipped {skipped} due frames (the detector was busy)",
+                    input.name
+                );
+            }
+        }
+        let finished = self.inner.finish();
+        match detected {
+            Ok(n) => crate::info!("detection: ran on {n} frames"),
+            Err(e) => return Err(e.context("detection")),
+        }
+        finished
+    }
+    fn report(&self) -> SinkReport {
+        self.inner.report()
+    }
+}

@@ -1,0 +1,209 @@
+//! `--detect`: PaddleOCR's PP-OCRv4 text detector (the model inside PyPI's
+//! rapidocr-onnxruntime, which scripts/setup.sh installs with ONNX Runtime under
+//! target/ort) finds the words framepipe's own `text:` filter burns into a clip, at their
+//! places and nowhere else; its boxes equal rapidocr's own detection of the same frames; a
+//! model that can't be used, or a missing ONNX Runtime, is one line and exit 1.
+#![cfg(feature = "ffmpeg")]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::common::run::{bin, framepipe, require, stderr, TempDir};
+
+/// The project's copy of the detector (scripts/setup.sh puts it there).
+fn model() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ort/ch_PP-OCRv4_det_infer.onnx");
+    assert!(
+        p.is_file(),
+        "{} is missing: run scripts/test.sh (it installs it)",
+        p.display()
+    );
+    p
+}
+
+/// The words burned in: text, left, top, glyph size (8 glyph pixels of size/8 each).
+const WORDS: &[(&str, usize, usize, usize)] = &[
+    ("FRAMEPIPE", 80, 90, 56),
+    ("CAMERA", 640, 330, 48),
+    ("GATE", 240, 560, 64),
+];
+
+fn iou(a: [f64; 4], b: [f64; 4]) -> f64 {
+    let w = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
+    let h = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
+    let inter = w * h;
+    let area = |r: [f64; 4]| (r[2] - r[0]) * (r[3] - r[1]);
+    inter / (area(a) + area(b) - inter)
+}
+
+fn boxes_of(line: &serde_json::Value) -> Vec<[f64; 4]> {
+    line["detections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let b = d["box"].as_array().unwrap();
+            [0, 1, 2, 3].map(|i| b[i].as_f64().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn the_text_detector_finds_burned_words_where_they_are_as_rapidocr_does() {
+    require(&["ffmpeg"]);
+    let model = model();
+    let dir = TempDir::new("detect");
+    let clip = dir.join("words.mp4");
+    let chain: Vec<String> = WORDS
+        .iter()
+        .map(|(t, x, y, s)| format!("text:{t},x={x},y={y},size={s}"))
+        .collect();
+    let made = framepipe(
+        &[
+            "-i",
+            "pattern:1280x720:25",
+            "--frames",
+            "50",
+            "-f",
+            &chain.join(","),
+            "-o",
+            dir.join("words.mp4").to_str().unwrap(),
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(made.status.success(), "{}", stderr(&made));
+    let jsonl = dir.join("det.jsonl");
+    let run = framepipe(
+        &[
+            "-i",
+            clip.to_str().unwrap(),
+            "--detect",
+            model.to_str().unwrap(),
+            "--detect-fps",
+            "5",
+            "--detections",
+            jsonl.to_str().unwrap(),
+        ],
+        Duration::from_secs(300),
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // 2 s at 5 detections a second.
+    assert_eq!(lines.len(), 10, "{lines:?}");
+    let truth: Vec<[f64; 4]> = WORDS
+        .iter()
+        .map(|(t, x, y, s)| {
+            let (x, y, s) = (*x as f64, *y as f64, *s as f64);
+            [x, y, x + t.len() as f64 * s, y + s]
+        })
+        .collect();
+    for line in &lines {
+        let found = boxes_of(line);
+        for (w, want) in WORDS.iter().zip(&truth) {
+            let best = found.iter().map(|b| iou(*b, *want)).fold(0.0, f64::max);
+            assert!(best >= 0.7, "{} found at IoU {best:.2}: {line}", w.0);
+        }
+        for b in &found {
+            let best = truth.iter().map(|t| iou(*b, *t)).fold(0.0, f64::max);
+            assert!(best >= 0.5, "a box where there is no text: {b:?} in {line}");
+        }
+    }
+    // rapidocr's own detection of the same frames (decoded to BGR by ffmpeg).
+    let frames: Vec<u64> = lines
+        .iter()
+        .map(|l| l["frame"].as_u64().unwrap())
+        .take(3)
+        .collect();
+    let mut pngs = Vec::new();
+    for n in &frames {
+        let png = dir.join(&format!("f{n}.png"));
+        let out = Command::new("ffmpeg")
+            .args(["-v", "error", "-i"])
+            .arg(&clip)
+            .args(["-vf", &format!("select=eq(n\\,{n})"), "-frames:v", "1"])
+            .arg(&png)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        pngs.push(png);
+    }
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ortvenv/bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/rapidocr_det.py");
+    let theirs = Command::new(&python)
+        .arg(&script)
+        .args(&pngs)
+        .output()
+        .unwrap();
+    assert!(theirs.status.success(), "rapidocr: {}", stderr(&theirs));
+    for (line, reference) in lines
+        .iter()
+        .zip(String::from_utf8_lossy(&theirs.stdout).lines())
+    {
+        let reference: Vec<[f64; 4]> = serde_json::from_str(reference).unwrap();
+        let ours = boxes_of(line);
+        assert_eq!(
+            ours.len(),
+            reference.len(),
+            "ours {ours:?}, rapidocr's {reference:?}"
+        );
+        for r in &reference {
+            let best = ours.iter().map(|b| iou(*b, *r)).fold(0.0, f64::max);
+            assert!(
+                best >= 0.95,
+                "rapidocr's {r:?} matched at IoU {best:.3}: ours {ours:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_model_or_a_runtime_that_cannot_be_used_is_one_line() {
+    let model = model();
+    let dir = TempDir::new("detect-bad");
+    let not_onnx = dir.join("model.onnx");
+    std::fs::write(&not_onnx, b"this is not a model").unwrap();
+    let cls = model
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("ortvenv/lib/python3.11/site-packages/rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx");
+    let mut cases = vec![
+        (not_onnx.clone(), None, "not an ONNX model"),
+        (dir.join("absent.onnx"), None, "no such model file"),
+        (
+            model.clone(),
+            Some("/nonexistent/libonnxruntime.so"),
+            "not a loadable ONNX Runtime",
+        ),
+    ];
+    if cls.is_file() {
+        // A classifier: its (N, 2) output is no detector's.
+        cases.push((cls, None, "not a layout framepipe reads"));
+    }
+    for (m, ort, says) in cases {
+        let mut cmd = Command::new(bin());
+        cmd.args([
+            "-i",
+            "pattern:320x240:25",
+            "--frames",
+            "5",
+            "--headless",
+            "--detect",
+        ])
+        .arg(&m);
+        if let Some(ort) = ort {
+            cmd.env("ORT_DYLIB_PATH", ort);
+        }
+        let out = cmd.output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{}: {err}", m.display());
+        assert!(err.contains(says), "{}: {err}", m.display());
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}
