@@ -60,8 +60,8 @@ setup_packages_only() {
 # ONNX Runtime for --detect (issue 61), for the project: PyPI's onnxruntime wheel in a
 # virtual environment of its own (target/ortvenv, which sees Debian's Python packages), its
 # library copied to target/ort/, where framepipe finds it (or set ORT_DYLIB_PATH). With
-# `rapidocr`, PyPI's rapidocr-onnxruntime too (the tests' reference detector), and its
-# PP-OCRv4 text detector copied beside the library.
+# `rapidocr`, PyPI's rapidocr-onnxruntime too (the tests' reference detector) and onnx (the
+# tests build YOLO models with it), and the PP-OCRv4 text detector copied beside the library.
 #   setup_onnxruntime [rapidocr]
 setup_onnxruntime() {
     local top venv
@@ -69,7 +69,8 @@ setup_onnxruntime() {
     venv="$top/target/ortvenv"
     # Already here (every start of run.sh passes by): nothing to ask Python.
     if compgen -G "$top/target/ort/libonnxruntime.so*" >/dev/null &&
-        { [ "${1:-}" != rapidocr ] || [ -f "$top/target/ort/ch_PP-OCRv4_det_infer.onnx" ]; }; then
+        { [ "${1:-}" != rapidocr ] || [ -f "$top/target/ort/ch_PP-OCRv4_det_infer.onnx" ] &&
+            "$venv/bin/python" -c "import onnx" 2>/dev/null; }; then
         return 0
     fi
     if [ ! -x "$venv/bin/python" ]; then
@@ -78,8 +79,8 @@ setup_onnxruntime() {
     "$venv/bin/python" -c "import onnxruntime" 2>/dev/null ||
         "$venv/bin/pip" install --quiet --disable-pip-version-check onnxruntime==1.32.0 >&2
     if [ "${1:-}" = rapidocr ]; then
-        "$venv/bin/python" -c "import rapidocr_onnxruntime" 2>/dev/null ||
-            "$venv/bin/pip" install --quiet --disable-pip-version-check rapidocr-onnxruntime==1.4.4 >&2
+        "$venv/bin/python" -c "import rapidocr_onnxruntime, onnx" 2>/dev/null ||
+            "$venv/bin/pip" install --quiet --disable-pip-version-check rapidocr-onnxruntime==1.4.4 onnx==1.19.1 >&2
     fi
     mkdir -p "$top/target/ort"
     "$venv/bin/python" - "$top/target/ort" <<'PY'

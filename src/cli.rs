@@ -350,11 +350,13 @@ pub struct OutputArgs {
 pub struct DetectArgs {
     /// Run this ONNX object detector on the pictures (ONNX Runtime, loaded at run time from
     /// ORT_DYLIB_PATH or the copy scripts/setup.sh installs; its family read from its
-    /// outputs: DB text detection, as PaddleOCR's PP-OCRv4 detector).
+    /// outputs: DB text detection, as PaddleOCR's PP-OCRv4 detector, or YOLO as
+    /// Ultralytics exports it, v5, v8/v11 or with NMS).
     #[arg(long, value_name = "MODEL.onnx")]
     pub detect: Option<std::path::PathBuf>,
 
-    /// The least score a box is kept with, 0 to 1 [default: the family's own: 0.5 for DB].
+    /// The least score a box is kept with, 0 to 1 [default: the family's own: 0.5 for DB,
+    /// 0.25 for YOLO].
     #[arg(long, value_name = "SCORE", value_parser = parse_score)]
     pub detect_score: Option<f32>,
 

@@ -207,3 +207,83 @@ fn a_model_or_a_runtime_that_cannot_be_used_is_one_line() {
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
 }
+
+/// A model in Ultralytics' `layout` (v8, v5 or nms) of known output, made by
+/// tests/support/yolo_model.py with the onnx package, fed `side`×`side` pictures.
+fn yolo_model(dir: &TempDir, layout: &str) -> PathBuf {
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ortvenv/bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/yolo_model.py");
+    let out = dir.join(&format!("yolo-{layout}.onnx"));
+    let made = Command::new(python)
+        .arg(script)
+        .arg(&out)
+        .args([layout, "64"])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    out
+}
+
+#[test]
+fn yolo_outputs_in_every_layout_are_decoded_as_ultralytics_does() {
+    model();
+    let dir = TempDir::new("detect-yolo");
+    // The model's boxes (its own 64x64 input): a person, a second one NMS drops (IoU over
+    // 0.7, lower score), a car, and one under the score; names from its metadata.
+    let person = [12.0, 12.0, 28.0, 28.0];
+    let car = [39.0, 30.0, 49.0, 50.0];
+    for layout in ["v8", "v5", "nms"] {
+        let m = yolo_model(&dir, layout);
+        for (size, gain, pad) in [("128x128", 0.5, (0.0, 0.0)), ("256x128", 0.25, (0.0, 16.0))] {
+            let jsonl = dir.join(&format!("{layout}-{size}.jsonl"));
+            let run = framepipe(
+                &[
+                    "-i",
+                    &format!("pattern:{size}:25"),
+                    "--frames",
+                    "2",
+                    "--detect",
+                    m.to_str().unwrap(),
+                    // The pattern is live: every frame of it asked for.
+                    "--detect-fps",
+                    "100",
+                    "--detections",
+                    jsonl.to_str().unwrap(),
+                ],
+                Duration::from_secs(60),
+            );
+            assert!(run.status.success(), "{layout}: {}", stderr(&run));
+            let text = std::fs::read_to_string(&jsonl).unwrap();
+            let line: serde_json::Value =
+                serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            let (w, h) = (
+                line["width"].as_f64().unwrap(),
+                line["height"].as_f64().unwrap(),
+            );
+            // Ultralytics' scale_boxes: the padding taken off, divided by the gain, clipped.
+            let back = |r: [f64; 4]| {
+                [
+                    ((r[0] - pad.0) / gain).clamp(0.0, w),
+                    ((r[1] - pad.1) / gain).clamp(0.0, h),
+                    ((r[2] - pad.0) / gain).clamp(0.0, w),
+                    ((r[3] - pad.1) / gain).clamp(0.0, h),
+                ]
+            };
+            let found = &line["detections"];
+            let labels: Vec<&str> = found
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d["label"].as_str().unwrap())
+                .collect();
+            assert_eq!(labels, ["person", "car"], "{layout} {size}: {line}");
+            assert_eq!(
+                boxes_of(&line),
+                [back(person), back(car)],
+                "{layout} {size}: {line}"
+            );
+            assert_eq!(found[0]["score"], 0.9);
+            assert_eq!(text.lines().count(), 2, "one line a frame");
+        }
+    }
+}

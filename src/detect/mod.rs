@@ -1,7 +1,8 @@
 //! `--detect MODEL.onnx`: an object detector run on the pictures, through ONNX Runtime
 //! (the `ort` crate, its library loaded at run time: `runtime`). What the model says is read
 //! from the model itself: its outputs name the family (`Family::of`), each family's decoding
-//! a file of its own (`db`: PaddleOCR's text detector, a probability map to boxes).
+//! a file of its own (`db`: PaddleOCR's text detector, a probability map to boxes; `yolo`:
+//! Ultralytics' v5, v8/v11 and NMS'd layouts, class names from the model's `names`).
 //!
 //! Invariants: a model is opened, and its family known, before the first frame (a bad
 //! model is one line and exit 1); a machine without ONNX Runtime runs everything else and
@@ -10,6 +11,7 @@
 
 pub mod db;
 pub mod runtime;
+pub mod yolo;
 
 use std::path::{Path, PathBuf};
 
@@ -63,7 +65,7 @@ pub enum DetectError {
         shape: String,
     },
     /// Outputs of no layout this version reads.
-    #[error("--detect '{}': outputs {outputs} are not a layout framepipe reads (DB text detection: one (N, 1, H, W) map)", model.display())]
+    #[error("--detect '{}': outputs {outputs} are not a layout framepipe reads (DB text detection: one (N, 1, H, W) map; YOLO: (N, 4+C, A), (N, A, 5+C) or (N, K, 6))", model.display())]
     Layout {
         /// The model.
         model: PathBuf,
@@ -80,6 +82,8 @@ pub enum DetectError {
 pub enum Family {
     /// DB text detection (PaddleOCR's detector): one (N, 1, H, W) probability map.
     Db,
+    /// YOLO as Ultralytics exports it, in one of its layouts.
+    Yolo(yolo::Layout),
 }
 
 impl Family {
@@ -89,6 +93,7 @@ impl Family {
         let picture = input.len() == 4 && (input[1] == 3 || input[1] == -1);
         match outputs {
             [map] if picture && map.len() == 4 && map[1] == 1 => Some(Family::Db),
+            [out] if picture => yolo::Layout::of(out).map(Family::Yolo),
             _ => None,
         }
     }
@@ -99,6 +104,10 @@ pub struct Model {
     session: ort::session::Session,
     family: Family,
     input: String,
+    /// The input's size where the model fixes it (YOLO's letterbox), else 640×640.
+    fed: FrameSize,
+    /// Class names, by number (the model's `names` metadata).
+    names: Vec<String>,
     path: PathBuf,
     score: f32,
 }
@@ -146,13 +155,24 @@ impl Model {
                 .join(", "),
         })?;
         let input = input.name.clone();
+        let side = |d: i64| if d > 0 { d as usize } else { 640 };
+        let fed = FrameSize::new(side(input_dims[3]), side(input_dims[2]));
+        let names = session
+            .metadata()
+            .ok()
+            .and_then(|m| m.custom("names").ok().flatten())
+            .map(|n| yolo::names_of(&n))
+            .unwrap_or_default();
         let score = settings.score.unwrap_or(match family {
             Family::Db => db::BOX_THRESH,
+            Family::Yolo(_) => yolo::SCORE,
         });
         Ok(Self {
             session,
             family,
             input,
+            fed,
+            names,
             path,
             score,
         })
@@ -185,6 +205,22 @@ impl Model {
                     .map_err(|e| DetectError::Run(e.to_string()))?;
                 let (h, w) = (dims[2] as usize, dims[3] as usize);
                 Ok(db::boxes(map, FrameSize::new(w, h), size, self.score))
+            }
+            Family::Yolo(layout) => {
+                let (tensor, lb) = yolo::prepare(bgr, size, self.fed);
+                let shape = [1usize, 3, self.fed.height, self.fed.width];
+                let value = ort::value::Tensor::from_array((shape, tensor))
+                    .map_err(|e| DetectError::Run(e.to_string()))?;
+                let outputs = self
+                    .session
+                    .run(ort::inputs![self.input.as_str() => value])
+                    .map_err(|e| DetectError::Run(e.to_string()))?;
+                let (dims, data) = outputs[0]
+                    .try_extract_tensor::<f32>()
+                    .map_err(|e| DetectError::Run(e.to_string()))?;
+                let dims: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
+                let out = (data, dims.as_slice(), layout);
+                Ok(yolo::boxes(out, lb, size, self.score, &self.names))
             }
         }
     }
