@@ -1,4 +1,4 @@
-//! Geometry on a YUV frame's own planes (`filter::planes`): `crop`, `pad`, the flips and
+//! Geometry on a YUV frame's own planes (`pixel::planes`): `crop`, `pad`, the flips and
 //! `transpose` of I420 (an H.264 clip decoded as yuv420p, out as YUV4MPEG2) and NV12 (raw
 //! frames in and out) equal ffmpeg's filters on the same frames bit for bit, odd corners
 //! rounded to the chroma's grid as ffmpeg rounds them; `scale` within ±1 of

@@ -136,10 +136,7 @@ fn run_plan(
     let since = || crate::stats::ms(started.elapsed());
     let mut claims = claims::claim(plan)?;
     // The detector is opened, and its family known, before any input is.
-    let model = match plan.detect() {
-        Some(settings) => Some(crate::detect::Model::open(settings)?),
-        None => None,
-    };
+    let model = plan.detect().map(crate::detect::Model::open).transpose()?;
     if !displays::window_possible_unless_stopped(plan.display(), stop)? {
         return Ok(());
     }
@@ -196,16 +193,7 @@ fn run_plan(
     crate::debug!("start-up: sinks open at {:.1} ms", since());
     let ran = pipeline::run_inputs(pipeline_inputs, backend, sink.as_mut(), &opts, stop);
     crate::debug!("run ended at {:.1} ms", since());
-    let mut recordings = recordings;
-    let ran = match (ran, recordings.finish_copies()) {
-        (Ok(summary), Err(error)) => Err(pipeline::Failed {
-            summary: Box::new(summary),
-            error,
-        }
-        .into()),
-        (ran, _) => ran,
-    };
-    let recorded = recordings.finish();
+    let (ran, recorded) = finish_taps(ran, recordings);
     report::disarm_exit_summary(ending);
     let places = report::Places {
         order: &order,
@@ -214,6 +202,26 @@ fn run_plan(
         recorded: &recorded,
     };
     report::finish(plan.reports(), ran, places, ending)
+}
+
+/// Finishes what took the inputs' packets (copies, recordings) after the run `ran`: a copy
+/// that failed fails the run (its summary kept); what each recording wrote, by place.
+fn finish_taps(
+    ran: Result<crate::stats::Summary>,
+    mut recordings: recordings::Recordings,
+) -> (
+    Result<crate::stats::Summary>,
+    Vec<Option<crate::stats::Recorded>>,
+) {
+    let ran = match (ran, recordings.finish_copies()) {
+        (Ok(summary), Err(error)) => Err(pipeline::Failed {
+            summary: Box::new(summary),
+            error,
+        }
+        .into()),
+        (ran, _) => ran,
+    };
+    (ran, recordings.finish())
 }
 
 /// What the backend does for the consumers: compose the mosaic where there is one; keep

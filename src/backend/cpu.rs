@@ -114,7 +114,7 @@ impl CpuBackend {
     /// One `size` frame in `formats`: the input converted to BGR, the chain, the result
     /// converted to the output format (`pixel::apply_reference` defines it); untouched where
     /// nothing changes, the chroma moved where only the 4:2:0 layout does, and a chain of
-    /// geometry alone run on the planes of a YUV frame that stays YUV (`filter::planes`).
+    /// geometry alone run on the planes of a YUV frame that stays YUV (`pixel::planes`).
     fn process(
         &mut self,
         chain: &Chain,
@@ -150,8 +150,8 @@ impl CpuBackend {
             }
             return Ok(());
         }
-        if fin == fout && crate::filter::planes::fits(chain, fin, size) {
-            crate::filter::planes::apply(chain, fin, size, input, output, &mut self.parts);
+        if fin == fout && crate::pixel::planes::fits(chain, fin, size) {
+            crate::pixel::planes::apply(chain, fin, size, input, output, &mut self.parts);
             return Ok(());
         }
         let src: &[u8] = if fin == PixelFormat::Bgr24 {

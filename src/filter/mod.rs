@@ -14,7 +14,6 @@
 
 pub mod fit;
 pub mod geometry;
-pub mod planes;
 pub mod reference;
 pub mod text;
 pub mod user;
@@ -587,6 +586,15 @@ impl Chain {
 /// kept from frame to frame so that none is allocated per frame.
 #[derive(Default)]
 pub struct Parts([Vec<u8>; 2]);
+
+impl Parts {
+    /// The two frames, to read one and write the other (`pixel::planes` runs its own
+    /// parts in them).
+    pub fn pair(&mut self) -> (&mut Vec<u8>, &mut Vec<u8>) {
+        let [a, b] = &mut self.0;
+        (a, b)
+    }
+}
 
 impl fmt::Display for Chain {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

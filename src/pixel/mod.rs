@@ -2,7 +2,8 @@
 //! I420, NV12, YUYV, …), where a band's planes lie (`band_planes`), and the conversions to
 //! and from the packed BGR every filter is defined on, with the reference arithmetic
 //! (`filter::reference::yuv`, which is OpenCV 4.6's `cvtColor`). `apply_reference` defines
-//! a chain between two formats; both backends are checked against it.
+//! a chain between two formats; both backends are checked against it. A chain of geometry
+//! and text runs on a YUV frame's own planes instead (`planes`).
 //!
 //! Invariants: 4:2:0 and 4:2:2 frames have even widths (4:2:0 even heights too), as ffmpeg's
 //! `yuv420p` pipes do; every format's frame is `bytes(size)` long, planes one after another;
@@ -15,6 +16,7 @@ use crate::frame::FrameSize;
 
 mod convert;
 pub mod lookup;
+pub mod planes;
 
 use crate::filter::reference::yuv;
 pub use convert::{apply_reference, from_bgr, repack_420, to_bgr};

@@ -6,7 +6,6 @@
 //! Invariant: a plan with copies has no frame output left for the copied inputs: their
 //! pictures go only to the window and the browser view, where shown.
 
-use super::run::Outputs;
 use crate::cli::{CodecArg, RunArgs};
 use crate::output::{Container, OutputSpec};
 use crate::source::open::Decode;
@@ -51,23 +50,22 @@ pub enum CopyError {
     },
 }
 
-/// Each input's copies where `--codec copy` is asked (its frame outputs moved into them);
-/// none otherwise. `each` holds each input's outputs, `recording` the mosaic's.
+/// Whether the run copies packets (`--codec copy`).
+pub fn asked(args: &RunArgs) -> bool {
+    args.encode.codec == Some(CodecArg::Copy)
+}
+
+/// Each input's copies (`--codec copy`): `each` holds each input's outputs (its file and
+/// its streams, taken out of its frame outputs), `mosaic` the first output of the mosaic.
 pub fn copies_of(
     args: &RunArgs,
     specs: &[(InputSpec, String)],
-    each: &mut [Outputs],
-    recording: Option<&Outputs>,
+    each: Vec<Vec<OutputSpec>>,
+    mosaic: Option<&str>,
 ) -> Result<Vec<Vec<OutputSpec>>, CopyError> {
-    if args.encode.codec != Some(CodecArg::Copy) {
-        return Ok(vec![Vec::new(); each.len()]);
-    }
-    check_run(args, recording)?;
-    let mut copies = Vec::with_capacity(each.len());
-    for (n, (outputs, (spec, text))) in each.iter_mut().zip(specs).enumerate() {
-        let outputs = std::mem::take(outputs);
-        let all: Vec<OutputSpec> = outputs.file.into_iter().chain(outputs.streams).collect();
-        for out in &all {
+    check_run(args, mosaic)?;
+    for (n, (all, (spec, text))) in each.iter().zip(specs).enumerate() {
+        for out in all {
             check_output(out)?;
         }
         if !all.is_empty() && !has_packets(spec) {
@@ -79,13 +77,12 @@ pub fn copies_of(
                 },
             });
         }
-        copies.push(all);
     }
-    Ok(copies)
+    Ok(each)
 }
 
 /// What refuses a copy whatever the inputs and outputs.
-fn check_run(args: &RunArgs, recording: Option<&Outputs>) -> Result<(), CopyError> {
+fn check_run(args: &RunArgs, mosaic: Option<&str>) -> Result<(), CopyError> {
     if !cfg!(feature = "ffmpeg") {
         return Err(CopyError::WithoutFfmpeg);
     }
@@ -101,8 +98,8 @@ fn check_run(args: &RunArgs, recording: Option<&Outputs>) -> Result<(), CopyErro
     if args.sources.decode == Decode::Opencv {
         return Err(CopyError::Opencv);
     }
-    if let Some(mosaic) = recording.and_then(|r| r.named.first()) {
-        return Err(CopyError::Mosaic(mosaic.clone()));
+    if let Some(mosaic) = mosaic {
+        return Err(CopyError::Mosaic(mosaic.to_string()));
     }
     Ok(())
 }

@@ -235,22 +235,13 @@ impl RunPlan {
         check_geometry(&args, several)?;
         let recording = parts.recording;
         check_encoding(&args, &parts.each[0], recording.as_ref())?;
-        let copies = super::copy::copies_of(&args, &specs, &mut parts.each, recording.as_ref())?;
+        let copies = copies_of(&args, &specs, &mut parts.each, recording.as_ref())?;
         let mut rtsp = check_rtsp(&args)?;
         let mut recording = recording;
         publish_to_rtsp(&args, rtsp.as_mut(), &mut parts.each, &mut recording)?;
         let display = display_of(&args, several, (serve, rtsp), recording.is_some());
         let engine = engine_of(&args, several);
-        let given: Vec<Option<String>> = (0..specs.len())
-            .map(|i| {
-                roster
-                    .listed()
-                    .then(|| mine.get(i).map(|e| e.name.clone()))
-                    .flatten()
-            })
-            .collect();
-        let sources: Vec<(&InputSpec, &str)> = specs.iter().map(|(s, t)| (s, t.as_str())).collect();
-        let labels = super::names::shown(&sources, &given);
+        let labels = labels_of(roster, &mine, &specs);
         let inputs = specs
             .into_iter()
             .zip(parts.each)
@@ -258,28 +249,27 @@ impl RunPlan {
             .zip(labels)
             .zip(copies)
             .enumerate()
-            .map(|(i, (((((spec, text), outputs), record), label), copies))| {
-                // A listed input is called by its own name (`NAME = SOURCE`), and is a
-                // camera of a wall: opened again when lost, and at the start until it is up.
-                let (name, listed) = match roster.listed() {
-                    true => (mine.get(i).map_or(text, |e| e.name.clone()), true),
-                    false => (text, false),
-                };
-                let mut input = input_plan(&args, &display, several, spec, name, outputs);
-                input.asked.reconnect |= listed;
-                // A file copied to streams alone is sent at its own rate, as a live
-                // source would send it.
-                let streams_only = !copies.is_empty()
-                    && input.outputs.is_empty()
-                    && copies.iter().all(|c| matches!(c, OutputSpec::Video { container, .. } if container.is_stream()));
-                input.asked.realtime |= streams_only;
-                InputPlan {
-                    record,
-                    label,
-                    copies,
-                    ..input
-                }
-            })
+            .map(
+                |(i, (((((spec, text), outputs), record), label), copies))| {
+                    // A listed input is called by its own name (`NAME = SOURCE`), and is a
+                    // camera of a wall: opened again when lost, and at the start until it is up.
+                    let (name, listed) = match roster.listed() {
+                        true => (mine.get(i).map_or(text, |e| e.name.clone()), true),
+                        false => (text, false),
+                    };
+                    let mut input = input_plan(&args, &display, several, spec, name, outputs);
+                    input.asked.reconnect |= listed;
+                    // A file copied to streams alone is sent at its own rate, as a live
+                    // source would send it.
+                    input.asked.realtime |= input.outputs.is_empty() && streams_alone(&copies);
+                    InputPlan {
+                        record,
+                        label,
+                        copies,
+                        ..input
+                    }
+                },
+            )
             .collect();
         Ok(Self {
             inputs,
@@ -901,6 +891,51 @@ fn serve_settings(args: &RunArgs, serve: &str) -> Result<Serve, PlanError> {
 #[cfg(not(feature = "ffmpeg"))]
 fn serve_settings(_: &RunArgs, _: &str) -> Result<Serve, PlanError> {
     Err(PlanError::ServeNotBuilt)
+}
+
+/// What each input is called where it is shown: an inputs file's name, or one derived
+/// from its source (`names`).
+fn labels_of(roster: &Roster, mine: &[Entry], specs: &[(InputSpec, String)]) -> Vec<String> {
+    let given: Vec<Option<String>> = (0..specs.len())
+        .map(|i| {
+            roster
+                .listed()
+                .then(|| mine.get(i).map(|e| e.name.clone()))
+                .flatten()
+        })
+        .collect();
+    let sources: Vec<(&InputSpec, &str)> = specs.iter().map(|(s, t)| (s, t.as_str())).collect();
+    super::names::shown(&sources, &given)
+}
+
+/// Whether `copies` are streams and nothing else (none: false).
+fn streams_alone(copies: &[OutputSpec]) -> bool {
+    !copies.is_empty()
+        && copies
+            .iter()
+            .all(|c| matches!(c, OutputSpec::Video { container, .. } if container.is_stream()))
+}
+
+/// `--codec copy`: each input's outputs taken out of its frame outputs as copies of its
+/// packets (`copy`); none otherwise.
+fn copies_of(
+    args: &RunArgs,
+    specs: &[(InputSpec, String)],
+    each: &mut [Outputs],
+    mosaic: Option<&Outputs>,
+) -> Result<Vec<Vec<OutputSpec>>, PlanError> {
+    if !super::copy::asked(args) {
+        return Ok(vec![Vec::new(); each.len()]);
+    }
+    let taken = each
+        .iter_mut()
+        .map(|o| {
+            let o = std::mem::take(o);
+            o.file.into_iter().chain(o.streams).collect()
+        })
+        .collect();
+    let mosaic = mosaic.and_then(|r| r.named.first()).map(String::as_str);
+    Ok(super::copy::copies_of(args, specs, taken, mosaic)?)
 }
 
 /// `--detect` and its companions: a model file that is there, flags that need it, a

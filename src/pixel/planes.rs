@@ -16,12 +16,12 @@
 //! 2×2 block's chroma comes from its top-left pixel, `pixel`); the box darkens Y towards 16
 //! and U, V towards 128 by the BGR box's share.
 
-use super::geometry::{centred, Geometry};
-use super::reference::yuv;
-use super::text::Placed;
-use super::{Chain, Filter};
+use super::PixelFormat;
+use crate::filter::geometry::{centred, Geometry};
+use crate::filter::reference::yuv;
+use crate::filter::text::Placed;
+use crate::filter::{Chain, Filter, Parts};
 use crate::frame::FrameSize;
-use crate::pixel::PixelFormat;
 
 /// Whether `chain` runs on the planes of `format` frames of `size` (module doc).
 pub fn fits(chain: &Chain, format: PixelFormat, size: FrameSize) -> bool {
@@ -55,11 +55,10 @@ pub fn apply(
     size: FrameSize,
     src: &[u8],
     dst: &mut [u8],
-    parts: &mut super::Parts,
+    parts: &mut Parts,
 ) {
     let filters = chain.filters();
-    let [a, b] = &mut parts.0;
-    let (mut from, mut to) = (a, b);
+    let (mut from, mut to) = parts.pair();
     let mut s = size;
     for (i, f) in filters.iter().enumerate() {
         // A text keeps the size (a flip stands for it in `output`); it is drawn below.
@@ -94,10 +93,10 @@ pub fn apply(
 
 /// `text` drawn on the planes of a `size` frame of `format` in place (module doc).
 fn text_on_planes(text: &Placed, format: PixelFormat, size: FrameSize, frame: &mut [u8]) {
-    let atlas = super::text::atlas();
+    let atlas = crate::filter::text::atlas();
     let [b, g, r] = text.color;
     let (y_ink, (u_ink, v_ink)) = (yuv::luma(b, g, r), yuv::chroma(b, g, r));
-    let keep = (256 - super::text::BOX_DARKEN) as i32;
+    let keep = (256 - crate::filter::text::BOX_DARKEN) as i32;
     let darken = |v: u8, zero: u8| {
         let d = (i32::from(v) - i32::from(zero)) * keep;
         (i32::from(zero) + ((d + 128) >> 8)).clamp(0, 255) as u8
