@@ -302,6 +302,26 @@ pub(super) fn disarm_exit_summary(ending: &Ending) {
     }
 }
 
+/// How long an abort's summary waits for the state another thread holds a moment.
+const LOCK_WITHIN: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// `state`'s lock, tried until had or `LOCK_WITHIN` passed.
+fn lock_briefly(
+    state: &Mutex<Option<AtExit>>,
+) -> Option<std::sync::MutexGuard<'_, Option<AtExit>>> {
+    let until = std::time::Instant::now() + LOCK_WITHIN;
+    loop {
+        match state.try_lock() {
+            Ok(guard) => return Some(guard),
+            Err(std::sync::TryLockError::Poisoned(p)) => return Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if std::time::Instant::now() < until => {
+                std::thread::sleep(std::time::Duration::from_millis(2))
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
+    }
+}
+
 /// Says why a running pipeline ended from outside, and writes `--summary-json` with the
 /// counts so far.
 fn summary_at_exit(state: &Mutex<Option<AtExit>>) {
@@ -309,8 +329,10 @@ fn summary_at_exit(state: &Mutex<Option<AtExit>>) {
         130 => "aborted by a second stop signal".to_string(),
         code => format!("the run did not end after the stop (exit {code})"),
     };
-    // Without waiting: the pipeline may be ending it right now on another thread.
-    let Some(at) = state.try_lock().ok().and_then(|mut s| s.take()) else {
+    // Never waiting long: the pipeline may be ending it right now on another thread, which
+    // holds the lock for a moment only (`disarm_exit_summary`); a lock not had within
+    // `LOCK_WITHIN` is left, rather than an abort held.
+    let Some(at) = lock_briefly(state).and_then(|mut s| s.take()) else {
         return;
     };
     if at.returned {

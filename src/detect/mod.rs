@@ -193,35 +193,41 @@ impl Model {
         match self.family {
             Family::Db => {
                 let (tensor, fed) = db::prepare(bgr, size);
-                let shape = [1usize, 3, fed.height, fed.width];
-                let value = ort::value::Tensor::from_array((shape, tensor))
-                    .map_err(|e| DetectError::Run(e.to_string()))?;
-                let outputs = self
-                    .session
-                    .run(ort::inputs![self.input.as_str() => value])
-                    .map_err(|e| DetectError::Run(e.to_string()))?;
-                let (dims, map) = outputs[0]
-                    .try_extract_tensor::<f32>()
-                    .map_err(|e| DetectError::Run(e.to_string()))?;
-                let (h, w) = (dims[2] as usize, dims[3] as usize);
-                Ok(db::boxes(map, FrameSize::new(w, h), size, self.score))
+                let (dims, map) = self.infer(tensor, fed)?;
+                Ok(db::boxes(
+                    &map,
+                    FrameSize::new(dims[3], dims[2]),
+                    size,
+                    self.score,
+                ))
             }
             Family::Yolo(layout) => {
                 let (tensor, lb) = yolo::prepare(bgr, size, self.fed);
-                let shape = [1usize, 3, self.fed.height, self.fed.width];
-                let value = ort::value::Tensor::from_array((shape, tensor))
-                    .map_err(|e| DetectError::Run(e.to_string()))?;
-                let outputs = self
-                    .session
-                    .run(ort::inputs![self.input.as_str() => value])
-                    .map_err(|e| DetectError::Run(e.to_string()))?;
-                let (dims, data) = outputs[0]
-                    .try_extract_tensor::<f32>()
-                    .map_err(|e| DetectError::Run(e.to_string()))?;
-                let dims: Vec<usize> = dims.iter().map(|&d| d.max(0) as usize).collect();
-                let out = (data, dims.as_slice(), layout);
+                let (dims, data) = self.infer(tensor, self.fed)?;
+                let out = (data.as_slice(), dims.as_slice(), layout);
                 Ok(yolo::boxes(out, lb, size, self.score, &self.names))
             }
         }
+    }
+
+    /// One inference of a (1, 3, H, W) `tensor` of a `fed` picture: the first output's
+    /// dimensions and values.
+    fn infer(
+        &mut self,
+        tensor: Vec<f32>,
+        fed: FrameSize,
+    ) -> Result<(Vec<usize>, Vec<f32>), DetectError> {
+        let run = |e: ort::Error| DetectError::Run(e.to_string());
+        let shape = [1usize, 3, fed.height, fed.width];
+        let value = ort::value::Tensor::from_array((shape, tensor)).map_err(run)?;
+        let outputs = self
+            .session
+            .run(ort::inputs![self.input.as_str() => value])
+            .map_err(run)?;
+        let (dims, data) = outputs[0].try_extract_tensor::<f32>().map_err(run)?;
+        Ok((
+            dims.iter().map(|&d| d.max(0) as usize).collect(),
+            data.to_vec(),
+        ))
     }
 }
