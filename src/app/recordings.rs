@@ -165,7 +165,7 @@ fn rtsp_of(plan: &RunPlan) -> Result<(Vec<Option<Tap>>, Option<crate::rtsp::Serv
         .inputs()
         .iter()
         .enumerate()
-        .map(|(at, input)| match has_packets(&input.spec) {
+        .map(|(at, input)| match input.spec.has_packets() {
             true => server.tap(at).map(|t| Some(t as Tap)),
             false => {
                 crate::info!(
@@ -177,15 +177,6 @@ fn rtsp_of(plan: &RunPlan) -> Result<(Vec<Option<Tap>>, Option<crate::rtsp::Serv
         })
         .collect::<Result<_>>()?;
     Ok((taps, Some(server)))
-}
-
-/// Whether FFmpeg demuxes the input (a file, or a URL that is not a GStreamer pipeline).
-fn has_packets(spec: &crate::source::InputSpec) -> bool {
-    match spec {
-        crate::source::InputSpec::Video(_) => true,
-        crate::source::InputSpec::Stream(url) => !url.contains('!') && !url.starts_with("/dev/"),
-        _ => false,
-    }
 }
 
 /// One tap that hands every packet to several (a recording and copies).

@@ -68,7 +68,7 @@ pub fn copies_of(
         for out in all {
             check_output(out)?;
         }
-        if !all.is_empty() && !has_packets(spec) {
+        if !all.is_empty() && !spec.has_packets() {
             return Err(CopyError::NoPackets {
                 n,
                 what: match text.is_empty() {
@@ -139,13 +139,4 @@ fn check_output(out: &OutputSpec) -> Result<(), CopyError> {
         out: crate::secret::redact(&name).into_owned(),
         what,
     })
-}
-
-/// Whether FFmpeg demuxes the input (a file, or a URL that is not a GStreamer pipeline).
-fn has_packets(spec: &InputSpec) -> bool {
-    match spec {
-        InputSpec::Video(_) => true,
-        InputSpec::Stream(url) => !url.contains('!') && !url.starts_with("/dev/"),
-        _ => false,
-    }
 }

@@ -267,6 +267,18 @@ pub enum InputSpec {
     Pipe(std::path::PathBuf),
 }
 
+impl InputSpec {
+    /// Whether FFmpeg's demuxer reads it, so that it has packets to copy or serve: a file,
+    /// or a URL that is neither a GStreamer pipeline nor a V4L2 camera's path.
+    pub fn has_packets(&self) -> bool {
+        match self {
+            InputSpec::Video(_) => true,
+            InputSpec::Stream(url) => !url.contains('!') && !url.starts_with("/dev/"),
+            _ => false,
+        }
+    }
+}
+
 /// What `pattern:…` says of the pattern; what it leaves out comes from `--size`,
 /// `--input-format` and `--fps`.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
