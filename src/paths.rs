@@ -311,8 +311,10 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.framepipe-{}.tmp", std::process::id()));
-    let _ = std::fs::remove_file(&tmp); // our own leftover, from an earlier frame's failure
+    // One name per write: two threads writing one path never share a temporary file.
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_file_name(format!(".{name}.framepipe-{}-{n}.tmp", std::process::id()));
     let result = OpenOptions::new()
         .write(true)
         .create_new(true)

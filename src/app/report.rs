@@ -177,32 +177,73 @@ fn write_summary_json(
         return Ok(());
     };
     let json = summary.to_json(error);
-    let text = crate::secret::redact(&serde_json::to_string_pretty(&json)?).into_owned();
     ending.written.set(true);
-    paths::write_atomically(std::path::Path::new(path), (text + "\n").as_bytes())
-        .with_context(|| format!("writing {path}"))?;
-    if let Ok(mut written) = WRITTEN.lock() {
-        *written = Some((path.clone(), json));
+    write_json(path, json, Keep::ForAnAbort).with_context(|| format!("writing {path}"))
+}
+
+/// The summary on disk, and who may still write it: the run's thread writes it once, an
+/// abort (a second stop signal while the outputs are finalized, on the signal thread)
+/// writes it again as failed. One lock orders the two, so a run that exits 130 never leaves
+/// `ok: true` behind, and two writers never meet in one temporary file.
+static WRITTEN: Mutex<Written> = Mutex::new(Written::Nothing);
+
+enum Written {
+    Nothing,
+    /// The summary written last, kept for an abort to write again as failed.
+    Summary(String, serde_json::Value),
+    /// An abort wrote its summary: nothing writes after it.
+    ByAnAbort,
+}
+
+/// Whether a summary written now is kept for an abort to mark failed.
+#[derive(PartialEq)]
+enum Keep {
+    ForAnAbort,
+    No,
+}
+
+/// Writes `json` to `path` (whole, under a temporary name, then renamed), unless an abort
+/// is under way: its own summary, written or about to be, is the one that stays.
+fn write_json(path: &str, json: serde_json::Value, keep: Keep) -> std::io::Result<()> {
+    let mut written = WRITTEN.lock().unwrap_or_else(|p| p.into_inner());
+    // Checked under the lock: an abort sets its flag before its hook takes the lock.
+    if crate::stop::aborting() || matches!(*written, Written::ByAnAbort) {
+        return Ok(());
+    }
+    write_text(path, &json)?;
+    if keep == Keep::ForAnAbort {
+        *written = Written::Summary(path.to_string(), json);
     }
     Ok(())
 }
 
-/// The summary written last, kept so that an abort after it (a second stop signal while
-/// the outputs are finalized) writes it again as failed: a run that exits 130 never leaves
-/// `ok: true` behind.
-static WRITTEN: Mutex<Option<(String, serde_json::Value)>> = Mutex::new(None);
-
-/// Writes the summary written last again, `ok: false` with `why`; false where none was.
-fn rewrite_as_failed(why: &str) -> bool {
-    let Some((path, mut json)) = WRITTEN.try_lock().ok().and_then(|mut w| w.take()) else {
-        return false;
-    };
-    json["ok"] = false.into();
-    json["error"] = why.into();
-    let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
+/// `json`, pretty and with its secrets redacted, written whole to `path`.
+fn write_text(path: &str, json: &serde_json::Value) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(json).unwrap_or_default() + "\n";
     let text = crate::secret::redact(&text);
-    let _ = paths::write_atomically(std::path::Path::new(&path), text.as_bytes());
-    true
+    paths::write_atomically(std::path::Path::new(path), text.as_bytes())
+}
+
+/// An abort's summary: the one written last again, `ok: false` with `why`, else `counts`
+/// at `path` (where there is one). The lock is waited for briefly only (the run's thread
+/// holds it for one file's write); nothing is written after this.
+fn write_as_aborted(why: &str, path: Option<&str>, counts: [u64; 4]) {
+    let Some(mut written) = lock_briefly(&WRITTEN) else {
+        return;
+    };
+    match std::mem::replace(&mut *written, Written::ByAnAbort) {
+        Written::Summary(path, mut json) => {
+            json["ok"] = false.into();
+            json["error"] = why.into();
+            let _ = write_text(&path, &json);
+        }
+        Written::Nothing => {
+            if let Some(path) = path {
+                let _ = write_text(path, &counts_json(Some(why), counts));
+            }
+        }
+        Written::ByAnAbort => {}
+    }
 }
 
 /// `--summary-json` for a run that ended before its pipeline did (the input could not be
@@ -222,17 +263,15 @@ pub(super) fn without_a_run(path: Option<&str>, error: Option<&anyhow::Error>, e
     {
         return;
     }
-    let frames = [0; 4];
-    write_counts(path, error.as_deref(), frames);
+    let _ = write_json(path, counts_json(error.as_deref(), [0; 4]), Keep::No);
 }
 
-/// Writes `path` as a summary of counts only: captured, processed, consumed, dropped.
-fn write_counts(
-    path: &str,
+/// A summary of counts only (captured, processed, consumed, dropped), failed where `error`.
+fn counts_json(
     error: Option<&str>,
     [captured, processed, consumed, dropped]: [u64; 4],
-) {
-    let json = serde_json::json!({
+) -> serde_json::Value {
+    serde_json::json!({
         "ok": error.is_none(),
         "error": error,
         "frames": {
@@ -242,10 +281,7 @@ fn write_counts(
             "written": consumed,
             "dropped": dropped,
         },
-    });
-    let text = serde_json::to_string_pretty(&json).unwrap_or_default() + "\n";
-    let text = crate::secret::redact(&text);
-    let _ = paths::write_atomically(std::path::Path::new(path), text.as_bytes());
+    })
 }
 
 /// The running pipeline's summary, for a run that ends without returning: an abort (a
@@ -306,9 +342,7 @@ pub(super) fn disarm_exit_summary(ending: &Ending) {
 const LOCK_WITHIN: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// `state`'s lock, tried until had or `LOCK_WITHIN` passed.
-fn lock_briefly(
-    state: &Mutex<Option<AtExit>>,
-) -> Option<std::sync::MutexGuard<'_, Option<AtExit>>> {
+fn lock_briefly<T>(state: &Mutex<T>) -> Option<std::sync::MutexGuard<'_, T>> {
     let until = std::time::Instant::now() + LOCK_WITHIN;
     loop {
         match state.try_lock() {
@@ -339,12 +373,8 @@ fn summary_at_exit(state: &Mutex<Option<AtExit>>) {
         // An abort after the pipeline returned: the summary, written already or not yet,
         // says the run failed.
         if let Some(code) = crate::stop::abort_code() {
-            let why = aborted(code);
-            if !rewrite_as_failed(&why) {
-                if let Some(path) = &at.summary_json {
-                    write_counts(path, Some(&why), at.progress.counts());
-                }
-            }
+            let path = at.summary_json.as_deref();
+            write_as_aborted(&aborted(code), path, at.progress.counts());
         }
         return;
     }
@@ -361,7 +391,5 @@ fn summary_at_exit(state: &Mutex<Option<AtExit>>) {
             why.to_string()
         }
     };
-    if let Some(path) = &at.summary_json {
-        write_counts(path, Some(&why), progress);
-    }
+    write_as_aborted(&why, at.summary_json.as_deref(), progress);
 }
