@@ -5,6 +5,7 @@ use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand};
 
 use crate::backend::{BackendKind, IssueOrder, StreamLayout};
+use crate::detect::Draw;
 use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::output::{encode::OutPixel, Codec};
@@ -370,6 +371,21 @@ pub struct DetectArgs {
     /// the input's pixels); an existing FILE is replaced only with -y.
     #[arg(long, value_name = "FILE.jsonl")]
     pub detections: Option<std::path::PathBuf>,
+
+    /// Class names, one a line, the first for class 0 [default: the model's own `names`,
+    /// else "class N"; DB text detection: "text"].
+    #[arg(long, value_name = "FILE")]
+    pub detect_labels: Option<std::path::PathBuf>,
+
+    /// The overlap (IoU, 0 to 1) above which the lower-scored of two boxes of one class is
+    /// dropped (NMS; YOLO and SSD) [default: 0.7, Ultralytics' own].
+    #[arg(long, value_name = "IOU", value_parser = parse_score)]
+    pub detect_nms: Option<f32>,
+
+    /// What of the boxes is drawn into the pictures shown and encoded (window, mosaic,
+    /// browser view, video outputs; recordings and copies stay untouched).
+    #[arg(long, value_name = "WHAT", default_value = "labels")]
+    pub draw: Draw,
 }
 
 /// A score, 0 to 1.
@@ -700,6 +716,12 @@ values!(BackendKind {
     Auto => "auto": "CUDA when a driver and a GPU are present, else the CPU",
     Cuda => "cuda": "CUDA, or an error where it is missing",
     Cpu => "cpu": "The CPU backend (OpenCV, or the plain-Rust reference)",
+});
+
+values!(Draw {
+    None => "none": "Nothing: the pictures as they are",
+    Boxes => "boxes": "Each box's outline, coloured by its label",
+    Labels => "labels": "The outline with its label and score above it",
 });
 
 values!(StreamLayout {

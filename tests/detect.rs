@@ -288,3 +288,142 @@ fn yolo_outputs_in_every_layout_are_decoded_as_ultralytics_does() {
         }
     }
 }
+
+/// Raw frames of `clip` with `model`'s boxes drawn as `draw` says, in `format`.
+fn drawn(clip: &Path, model: &Path, draw: &str, format: &str) -> Vec<u8> {
+    let out = Command::new(bin())
+        .arg("-i")
+        .arg(clip)
+        .arg("--detect")
+        .arg(model)
+        .args(["--draw", draw, "--output-format", format, "-o", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    out.stdout
+}
+
+#[test]
+fn boxes_are_drawn_where_they_were_found_in_every_frame_of_a_file() {
+    model();
+    let dir = TempDir::new("detect-draw");
+    let m = yolo_model(&dir, "v8");
+    let clip = dir.join("128.mp4");
+    crate::common::run::ffmpeg_made(
+        &clip,
+        &["testsrc2=s=128x128:r=25:d=0.2"],
+        &["-c:v", "libx264"],
+    );
+    // The person's box at the model's 64x64 is [12, 12, 28, 28]: [24, 24, 56, 56] here.
+    let (w, frame) = (128usize, 128 * 128 * 3);
+    let plain = drawn(&clip, &m, "none", "bgr24");
+    let boxes = drawn(&clip, &m, "boxes", "bgr24");
+    let labels = drawn(&clip, &m, "labels", "bgr24");
+    assert_eq!(plain.len(), 5 * frame);
+    assert_eq!(boxes.len(), plain.len());
+    let px = |v: &[u8], f: usize, x: usize, y: usize| -> [u8; 3] {
+        let at = f * frame + (y * w + x) * 3;
+        [v[at], v[at + 1], v[at + 2]]
+    };
+    let edge = px(&boxes, 0, 24, 40);
+    for f in 0..5 {
+        for (x, y) in [(24, 40), (40, 24), (55, 40), (40, 55)] {
+            assert_eq!(
+                px(&boxes, f, x, y),
+                edge,
+                "frame {f}: the outline at ({x}, {y})"
+            );
+        }
+        for (x, y) in [(40, 40), (100, 100), (10, 110)] {
+            assert_eq!(
+                px(&boxes, f, x, y),
+                px(&plain, f, x, y),
+                "frame {f}: ({x}, {y}) untouched"
+            );
+        }
+        // The label's tab sits above the box.
+        let tab = (10..24).any(|y| px(&labels, f, 30, y) != px(&plain, f, 30, y));
+        assert!(tab, "frame {f}: no label above the box");
+        assert_eq!(
+            px(&boxes, f, 30, 15),
+            px(&plain, f, 30, 15),
+            "boxes: no label"
+        );
+    }
+    assert_ne!(edge, px(&plain, 0, 24, 40));
+    // Into a YUV output (Y4M on standard output), the planes themselves (no trip through
+    // BGR): the luma changes on the outline only.
+    let plain = drawn(&clip, &m, "none", "i420");
+    let boxes = drawn(&clip, &m, "boxes", "i420");
+    let first = |v: &[u8]| v.windows(6).position(|s| s == b"FRAME\n").unwrap() + 6;
+    let y = |v: &[u8], x: usize, yy: usize| v[first(v) + yy * w + x];
+    assert_ne!(y(&boxes, 24, 40), y(&plain, 24, 40));
+    assert_eq!(y(&boxes, 40, 40), y(&plain, 40, 40));
+    assert_eq!(y(&boxes, 100, 100), y(&plain, 100, 100));
+}
+
+#[test]
+fn labels_from_a_file_and_the_nms_overlap_are_the_users() {
+    model();
+    let dir = TempDir::new("detect-labels");
+    let m = yolo_model(&dir, "v8");
+    let clip = dir.join("128.mp4");
+    crate::common::run::ffmpeg_made(
+        &clip,
+        &["testsrc2=s=128x128:r=25:d=0.04"],
+        &["-c:v", "libx264"],
+    );
+    let labels = dir.join("labels.txt");
+    std::fs::write(&labels, "man\nauto\n").unwrap();
+    let jsonl = dir.join("det.jsonl");
+    // The two people overlap by IoU 0.88: kept both at 0.9.
+    let run = framepipe(
+        &[
+            "-i",
+            clip.to_str().unwrap(),
+            "--detect",
+            m.to_str().unwrap(),
+            "--detect-labels",
+            labels.to_str().unwrap(),
+            "--detect-nms",
+            "0.9",
+            "--detections",
+            jsonl.to_str().unwrap(),
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let line: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&jsonl)
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let found: Vec<&str> = line["detections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(found, ["man", "man", "auto"], "{line}");
+    // A labels file that is not there: one line, before the first frame.
+    let bad = framepipe(
+        &[
+            "-i",
+            clip.to_str().unwrap(),
+            "--detect",
+            m.to_str().unwrap(),
+            "--detect-labels",
+            "/nonexistent/labels.txt",
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        stderr(&bad).contains("--detect-labels '/nonexistent/labels.txt': no such file"),
+        "{}",
+        stderr(&bad)
+    );
+}

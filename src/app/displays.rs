@@ -100,13 +100,14 @@ fn mosaic_layout(display: &Display, n: usize, running: &[Running]) -> Layout {
 /// The mosaic of every input (`inputs`: those running, and those that failed to open, with
 /// why), in one window (unless headless or `--no-mosaic`), in the browser view, and recorded
 /// to the outputs without `{n}` (`RunPlan::recording`, on its claim); `compose` is what the
-/// backend composes.
+/// backend composes; `seen`, the detector's boxes to draw into the tiles (`--detect`).
 pub(super) fn open_mosaic(
     plan: &RunPlan,
     inputs: &Inputs,
     compose: Compose,
     stop: &Stop,
     (claim, view): (Option<Claimed>, Option<View>),
+    seen: Option<crate::detect::seen::Seen>,
 ) -> Result<Box<dyn Sink>> {
     use crate::display::mosaic::Mosaic;
     let display = plan.display();
@@ -143,7 +144,10 @@ pub(super) fn open_mosaic(
         tile_of,
         full,
     } = compose;
-    let mosaic = Mosaic::new(sink::tee(shown), layout, full, names, tile_of, failed);
+    let mut mosaic = Mosaic::new(sink::tee(shown), layout, full, names, tile_of, failed);
+    if let (Some(seen), Some(detect)) = (seen, plan.detect()) {
+        mosaic = mosaic.with_boxes(seen, detect.draw);
+    }
     match (plan.recording(), claim) {
         (Some(recording), Some(claim)) => {
             let fps = display::mosaic::RECORD_FPS;

@@ -155,7 +155,12 @@ fn run_plan(
     let outs = (&mut claims.each[..], &mut view);
     let (each, total) = open_each(plan, &mut inputs, outs, stop)?;
     let order = inputs.order();
-    let compose = displays::compose(plan, &inputs, &order, each.iter().any(Option::is_some));
+    // The detector reads every frame: the backend brings each one down.
+    let every_frame = each.iter().any(Option::is_some) || model.is_some();
+    let compose = displays::compose(plan, &inputs, &order, every_frame);
+    let seen = model
+        .as_ref()
+        .map(|_| crate::detect::seen::Seen::new(order.len()));
     let consumers = consumers_of(plan, &each, compose.clone(), to, &order);
     inputs.running[0].plan.settle_consumers(consumers);
     // Held until the backend exists, so that the warmed context is the one it opens.
@@ -174,12 +179,13 @@ fn run_plan(
             c,
             stop,
             (claims.recording, view),
+            seen.clone(),
         )?),
         None => None,
     };
     let mut sink = the_sink(plan, each, all, to, total);
-    if let Some(model) = model {
-        sink = detecting(plan, sink, model)?;
+    if let (Some(model), Some(seen)) = (model, seen) {
+        sink = detecting(plan, sink, model, seen, &order)?;
     }
     info!("output: {}", sink.describe());
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
@@ -249,22 +255,26 @@ fn consumers_of(
     }
 }
 
-/// `sink` with `model` run on the inputs' due frames (`--detect`).
+/// `sink` with `model` run on the inputs' due frames (`--detect`), their boxes kept in
+/// `seen`; `order[k]` is the `--input` place of the run's input `k`.
 fn detecting(
     plan: &RunPlan,
     sink: Box<dyn Sink>,
     model: crate::detect::Model,
+    seen: crate::detect::seen::Seen,
+    order: &[usize],
 ) -> Result<Box<dyn Sink>> {
     let Some(settings) = plan.detect() else {
         return Ok(sink);
     };
+    let placed = || order.iter().map(|&at| &plan.inputs()[at]);
     let inputs = sink::detecting::Inputs {
-        names: plan.inputs().iter().map(|i| i.label.clone()).collect(),
-        live: plan
-            .inputs()
-            .iter()
+        names: placed().map(|i| i.label.clone()).collect(),
+        live: placed()
             .map(|i| !matches!(i.spec, crate::source::InputSpec::Video(_)))
             .collect(),
+        seen,
+        draw: settings.draw,
     };
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
     let jsonl = settings.jsonl.clone().map(|p| (p, replace));

@@ -11,6 +11,7 @@
 
 pub mod db;
 pub mod runtime;
+pub mod seen;
 pub mod yolo;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +30,24 @@ pub struct Settings {
     pub fps: Option<f64>,
     /// Where each detected frame's line goes (`--detections FILE.jsonl`).
     pub jsonl: Option<PathBuf>,
+    /// Class names, one a line (`--detect-labels`; the model's own where not given).
+    pub labels: Option<PathBuf>,
+    /// The NMS overlap (`--detect-nms`; `yolo::IOU` where not given).
+    pub nms: Option<f32>,
+    /// What of the boxes is drawn into the pictures (`--draw`).
+    pub draw: Draw,
+}
+
+/// What of the boxes is drawn into the pictures shown and encoded (`--draw`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Draw {
+    /// Nothing.
+    None,
+    /// Each box's outline.
+    Boxes,
+    /// The outline, with the label and score above it.
+    #[default]
+    Labels,
 }
 
 /// One box the model found, in the input picture's pixels.
@@ -72,6 +91,14 @@ pub enum DetectError {
         /// Its outputs, named with their shapes.
         outputs: String,
     },
+    /// A `--detect-labels` file that can't be read as text.
+    #[error("--detect-labels '{}': {why}", file.display())]
+    Labels {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        why: String,
+    },
     /// Inference failed on a frame.
     #[error("--detect: ONNX Runtime failed on a frame: {0}")]
     Run(String),
@@ -110,6 +137,18 @@ pub struct Model {
     names: Vec<String>,
     path: PathBuf,
     score: f32,
+    /// The NMS overlap.
+    nms: f32,
+}
+
+/// Class names from a labels file: one a line, the first for class 0 (blank lines kept as
+/// classes without a name; a trailing newline is not a class).
+fn labels_of(file: &Path) -> Result<Vec<String>, DetectError> {
+    let text = std::fs::read_to_string(file).map_err(|e| DetectError::Labels {
+        file: file.to_path_buf(),
+        why: e.to_string(),
+    })?;
+    Ok(text.lines().map(|l| l.trim().to_string()).collect())
 }
 
 impl Model {
@@ -157,12 +196,15 @@ impl Model {
         let input = input.name.clone();
         let side = |d: i64| if d > 0 { d as usize } else { 640 };
         let fed = FrameSize::new(side(input_dims[3]), side(input_dims[2]));
-        let names = session
-            .metadata()
-            .ok()
-            .and_then(|m| m.custom("names").ok().flatten())
-            .map(|n| yolo::names_of(&n))
-            .unwrap_or_default();
+        let names = match &settings.labels {
+            Some(file) => labels_of(file)?,
+            None => session
+                .metadata()
+                .ok()
+                .and_then(|m| m.custom("names").ok().flatten())
+                .map(|n| yolo::names_of(&n))
+                .unwrap_or_default(),
+        };
         let score = settings.score.unwrap_or(match family {
             Family::Db => db::BOX_THRESH,
             Family::Yolo(_) => yolo::SCORE,
@@ -175,6 +217,7 @@ impl Model {
             names,
             path,
             score,
+            nms: settings.nms.unwrap_or(yolo::IOU),
         })
     }
 
@@ -205,7 +248,11 @@ impl Model {
                 let (tensor, lb) = yolo::prepare(bgr, size, self.fed);
                 let (dims, data) = self.infer(tensor, self.fed)?;
                 let out = (data.as_slice(), dims.as_slice(), layout);
-                Ok(yolo::boxes(out, lb, size, self.score, &self.names))
+                let keep = yolo::Keep {
+                    score: self.score,
+                    nms: self.nms,
+                };
+                Ok(yolo::boxes(out, lb, size, keep, &self.names))
             }
         }
     }

@@ -3,7 +3,8 @@
 //! v8/v11's (N, 4 + C, A) (centre x, centre y, width, height, then each class's score) or
 //! v5's (N, A, 5 + C) (the same with an objectness first, a class's score being objectness
 //! × its own); or, exported with NMS in the graph, (N, K, 6) (left, top, right, bottom,
-//! score, class). Boxes above the score are kept, then NMS per class (IoU `IOU`, at most
+//! score, class). Boxes above the score are kept, then NMS per class (IoU `IOU` unless
+//! `--detect-nms` says, at most
 //! `MAX_DET`), as Ultralytics' `non_max_suppression` does, and mapped back to the picture.
 //!
 //! Invariant: boxes are clipped to the picture; a class without a name is called by its
@@ -20,6 +21,15 @@ pub const IOU: f32 = 0.7;
 pub const MAX_DET: usize = 300;
 /// The letterbox's grey.
 const PAD: u8 = 114;
+
+/// Which boxes are kept: those scored at least `score`, then NMS at overlap `nms`.
+#[derive(Clone, Copy, Debug)]
+pub struct Keep {
+    /// The least score.
+    pub score: f32,
+    /// The overlap above which the lower-scored box of a class is dropped.
+    pub nms: f32,
+}
 
 /// Which layout the output has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,9 +99,10 @@ pub fn boxes(
     (data, dims, layout): (&[f32], &[usize], Layout),
     lb: Letterbox,
     picture: FrameSize,
-    score: f32,
+    keep: Keep,
     names: &[String],
 ) -> Vec<Detection> {
+    let score = keep.score;
     let (a, b) = (dims[1], dims[2]);
     let mut found: Vec<(usize, f32, [f32; 4])> = Vec::new();
     let corners =
@@ -134,7 +145,7 @@ pub fn boxes(
     }
     let kept = match layout {
         Layout::Nms => found,
-        _ => nms(found),
+        _ => nms(found, keep.nms),
     };
     kept.into_iter()
         .take(MAX_DET)
@@ -144,6 +155,7 @@ pub fn boxes(
             Detection {
                 label: names
                     .get(class)
+                    .filter(|n| !n.is_empty())
                     .cloned()
                     .unwrap_or_else(|| class.to_string()),
                 score: s,
@@ -158,15 +170,15 @@ pub fn boxes(
         .collect()
 }
 
-/// Greedy NMS per class, highest score first (module doc).
-pub fn nms(mut boxes: Vec<(usize, f32, [f32; 4])>) -> Vec<(usize, f32, [f32; 4])> {
+/// Greedy NMS per class at overlap `over`, highest score first (module doc).
+pub fn nms(mut boxes: Vec<(usize, f32, [f32; 4])>, over: f32) -> Vec<(usize, f32, [f32; 4])> {
     boxes.sort_by(|a, b| b.1.total_cmp(&a.1));
     let mut kept: Vec<(usize, f32, [f32; 4])> = Vec::new();
     for b in boxes {
         if kept.len() >= MAX_DET {
             break;
         }
-        if !kept.iter().any(|k| k.0 == b.0 && iou(&k.2, &b.2) > IOU) {
+        if !kept.iter().any(|k| k.0 == b.0 && iou(&k.2, &b.2) > over) {
             kept.push(b);
         }
     }
@@ -279,7 +291,7 @@ mod tests {
             (&data, &[1, a, b], Layout::V8),
             lb,
             FrameSize::new(1280, 720),
-            0.25,
+            Keep { score: 0.25, nms: IOU },
             &names,
         );
         assert_eq!(found.len(), 2, "{found:?}");

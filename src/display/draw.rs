@@ -176,38 +176,45 @@ impl<'a> Canvas<'a> {
     /// `text` in `ink`, its top left corner at (`x`, `y`), in `bgr`: each pixel blended
     /// with the glyph's coverage.
     pub fn text(&mut self, x: usize, y: usize, text: &str, ink: Ink, bgr: [u8; 3]) {
-        let advance = ink.width("0");
-        for (k, ch) in text.chars().enumerate() {
-            let pen = x + k * advance;
-            if pen >= self.size.width {
-                break;
+        let size = self.size;
+        coverage(text, (x, y), ink, |px, py, a| {
+            if px >= size.width || py >= size.height {
+                return;
             }
-            if ch == ' ' {
-                continue;
+            let at = (py * size.width + px) * 3;
+            for (c, ink) in self.bytes[at..at + 3].iter_mut().zip(bgr) {
+                *c = blend(*c, ink, a);
             }
-            self.glyph(pen, y, &glyph(ch, ink.size), bgr);
-        }
+        });
     }
+}
 
-    /// One glyph, its pen at (`pen`, `y`) (the line's top), clipped to the picture.
-    fn glyph(&mut self, pen: usize, y: usize, g: &Glyph, bgr: [u8; 3]) {
+/// `ink` over `under` at coverage `a` (0 to 255), rounded.
+pub fn blend(under: u8, ink: u8, a: u8) -> u8 {
+    let (a, under) = (u16::from(a), u16::from(under));
+    ((u16::from(ink) * a + under * (255 - a) + 127) / 255) as u8
+}
+
+/// Each pixel `text` in `ink` covers with its top left corner at `at`: `each(x, y,
+/// coverage)`, for pixels right of and below the picture's origin only (the caller clips
+/// the far edges).
+pub fn coverage(text: &str, at: (usize, usize), ink: Ink, mut each: impl FnMut(usize, usize, u8)) {
+    let advance = ink.width("0");
+    for (k, ch) in text.chars().enumerate() {
+        if ch == ' ' {
+            continue;
+        }
+        let pen = at.0 + k * advance;
+        let g = glyph(ch, ink.size);
         if g.width == 0 {
-            return;
+            continue;
         }
         for (row, line) in g.coverage.chunks_exact(g.width).enumerate() {
-            let py = y as i64 + i64::from(g.top) + row as i64;
-            if py < 0 || py >= self.size.height as i64 {
-                continue;
-            }
+            let py = at.1 as i64 + i64::from(g.top) + row as i64;
             for (col, &a) in line.iter().enumerate() {
                 let px = pen as i64 + i64::from(g.left) + col as i64;
-                if a == 0 || px < 0 || px >= self.size.width as i64 {
-                    continue;
-                }
-                let at = (py as usize * self.size.width + px as usize) * 3;
-                for (c, ink) in self.bytes[at..at + 3].iter_mut().zip(bgr) {
-                    let (a, under) = (u16::from(a), u16::from(*c));
-                    *c = ((u16::from(ink) * a + under * (255 - a) + 127) / 255) as u8;
+                if a != 0 && px >= 0 && py >= 0 {
+                    each(px as usize, py as usize, a);
                 }
             }
         }

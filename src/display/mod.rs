@@ -10,6 +10,7 @@
 //! one thread); `idle` keeps it responsive when no frame comes; `finish` is called once;
 //! nothing here imports `source` (the media facts are `media`).
 
+pub mod boxes;
 pub mod draw;
 pub mod mosaic;
 #[cfg(feature = "opencv")]

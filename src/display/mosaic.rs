@@ -18,6 +18,9 @@
 //! this sink without their bytes, except those of the input shown alone (this sink says
 //! which through `FullFrames`).
 //!
+//! With `--detect`, each input's newest boxes are drawn into its tile and into the input
+//! shown alone (`--draw`; `display::boxes`), under the labels.
+//!
 //! Invariants: a tile keeps its input's last frame until the next one comes (a slow input
 //! never blanks); an input that ended or failed keeps its last frame, dimmed, with a line
 //! saying why; a tile's picture keeps its input's aspect (letterboxed, centred); the labels
@@ -184,6 +187,8 @@ pub struct Mosaic {
     alone: bool,
     dirty: bool,
     last_show: Option<Instant>,
+    /// The detector's newest boxes of each input, and what of them is drawn (`--draw`).
+    boxes: Option<(crate::detect::seen::Seen, crate::detect::Draw)>,
 }
 
 impl Mosaic {
@@ -231,7 +236,41 @@ impl Mosaic {
             alone: false,
             dirty: true,
             last_show: None,
+            boxes: None,
         }
+    }
+
+    /// The mosaic with each input's newest boxes drawn into its tile, as `draw` says.
+    pub fn with_boxes(
+        mut self,
+        seen: crate::detect::seen::Seen,
+        draw: crate::detect::Draw,
+    ) -> Self {
+        self.boxes = (draw != crate::detect::Draw::None).then_some((seen, draw));
+        self
+    }
+
+    /// Draws input `k`'s newest boxes into `area` of `bytes` (a BGR picture of `size`).
+    fn draw_boxes(&self, bytes: &mut [u8], size: FrameSize, k: usize, area: Option<Rect>) {
+        use super::boxes::{draw_boxes, Paint};
+        let Some((seen, draw)) = &self.boxes else {
+            return;
+        };
+        let Some(found) = seen.last(k) else { return };
+        let planes = crate::desc::Planes::packed(PixelFormat::Bgr24, size);
+        let Some(mut paint) = Paint::new(bytes, PixelFormat::Bgr24, size, planes) else {
+            return;
+        };
+        let area = area.unwrap_or_else(|| {
+            let a = self.layout.picture_area(self.tile_of[k], found.size);
+            Rect {
+                x: a.x,
+                y: a.y,
+                width: a.width,
+                height: a.height,
+            }
+        });
+        draw_boxes(&mut paint, area, found.size, &found.boxes, *draw);
     }
 
     /// The mosaic's size.
@@ -262,6 +301,11 @@ impl Mosaic {
             }
             None => self.shown.fill(16),
         }
+        let mut shown = std::mem::take(&mut self.shown);
+        for k in 0..self.tile_of.len() {
+            self.draw_boxes(&mut shown, canvas, k, None);
+        }
+        self.shown = shown;
         let mut c = Canvas::new(&mut self.shown, canvas).expect("sized above");
         let first_tile = self.layout.tile_area(0);
         let ink = Ink::for_tile(first_tile.width, first_tile.height);
@@ -341,15 +385,20 @@ impl Mosaic {
             Some((size, bytes)) if self.alone => {
                 // The input alone, at its own size, labelled as its tile is.
                 let size = *size;
-                self.alone_shown.clear();
-                self.alone_shown.extend_from_slice(bytes);
-                let mut c = Canvas::new(&mut self.alone_shown, size).expect("its own size");
+                let mut alone = std::mem::take(&mut self.alone_shown);
+                alone.clear();
+                alone.extend_from_slice(bytes);
                 let all = Rect {
                     x: 0,
                     y: 0,
                     width: size.width,
                     height: size.height,
                 };
+                if let Some(k) = self.tile_of.iter().position(|&t| t == self.selected) {
+                    self.draw_boxes(&mut alone, size, k, Some(all));
+                }
+                self.alone_shown = alone;
+                let mut c = Canvas::new(&mut self.alone_shown, size).expect("its own size");
                 let ink = Ink::for_tile(size.width, size.height);
                 self.tiles[self.selected].draw_label(&mut c, all, ink, self.selected);
                 let desc = FrameDesc::host(PixelFormat::Bgr24, size);

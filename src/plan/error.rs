@@ -53,14 +53,16 @@ pub enum PlanError {
     /// `--codec copy` that can't be done.
     #[error(transparent)]
     Copy(#[from] super::copy::CopyError),
-    /// `--detect-score`, `--detect-fps` or `--detections` without `--detect`.
-    #[error(
-        "--detect-score, --detect-fps and --detections apply to --detect, and it is not given"
-    )]
+    /// `--detect-score`, `--detect-fps`, `--detections`, `--detect-labels` or `--detect-nms`
+    /// without `--detect`.
+    #[error("--detect-score, --detect-fps, --detections, --detect-labels and --detect-nms apply to --detect, and it is not given")]
     DetectFlagsAlone,
     /// A `--detect` model that is not a file.
     #[error("--detect '{}': no such model file", .0.display())]
     NoModel(std::path::PathBuf),
+    /// A `--detect-labels` file that is not there.
+    #[error("--detect-labels '{}': no such file", .0.display())]
+    NoLabels(std::path::PathBuf),
     /// `--detections` naming a file that exists, without `-y`.
     #[error("--detections '{}' exists (-y replaces it)", .0.display())]
     DetectionsExist(std::path::PathBuf),

@@ -943,13 +943,23 @@ fn copies_of(
 fn check_detect(args: &RunArgs) -> Result<Option<crate::detect::Settings>, PlanError> {
     let d = &args.detect;
     let Some(model) = &d.detect else {
-        if d.detect_score.is_some() || d.detect_fps.is_some() || d.detections.is_some() {
+        let companions = d.detect_score.is_some()
+            || d.detect_fps.is_some()
+            || d.detections.is_some()
+            || d.detect_labels.is_some()
+            || d.detect_nms.is_some();
+        if companions {
             return Err(PlanError::DetectFlagsAlone);
         }
         return Ok(None);
     };
     if !model.is_file() {
         return Err(PlanError::NoModel(model.clone()));
+    }
+    if let Some(labels) = &d.detect_labels {
+        if !labels.is_file() {
+            return Err(PlanError::NoLabels(labels.clone()));
+        }
     }
     if let Some(out) = &d.detections {
         let text = out.to_string_lossy();
@@ -963,6 +973,9 @@ fn check_detect(args: &RunArgs) -> Result<Option<crate::detect::Settings>, PlanE
         score: d.detect_score,
         fps: d.detect_fps,
         jsonl: d.detections.clone(),
+        labels: d.detect_labels.clone(),
+        nms: d.detect_nms,
+        draw: d.draw,
     }))
 }
 

@@ -1,24 +1,27 @@
 //! `--detect`'s place in the run: a sink in front of the others that hands each input's due
 //! frames (every frame of a file, or `--detect-fps` a second; 5 a second of a live input) to
-//! a detector thread of its own (`detect::Model`), and writes each detected frame's boxes as
-//! one JSON line (`--detections FILE.jsonl`).
+//! a detector thread of its own (`detect::Model`), writes each detected frame's boxes as
+//! one JSON line (`--detections FILE.jsonl`), keeps each input's newest boxes and figures
+//! (`detect::seen`, read by the mosaic and `/metrics`), and draws the boxes into the frames
+//! it hands on (`--draw`, `display::boxes`).
 //!
 //! Invariants: a video frame is never held for a live input nor dropped: a live input's due
-//! frame that finds the detector busy is skipped (counted per input, said at the end); a
-//! file's waits for it (a file is read at its slowest consumer's pace); every frame the
-//! detector ran on has its line, written whole and flushed; the JSON file is created new
-//! (replaced only with `-y`).
+//! frame that finds the detector busy is skipped (counted per input, said at the end), and
+//! its frames carry the newest boxes found; a file's due frame waits for the detector (a
+//! file is read at its slowest consumer's pace), and where boxes are drawn, for its own
+//! boxes, so a file's frame shows what was found on it; every frame the detector ran on has
+//! its line, written whole and flushed; the JSON file is created new (replaced only with
+//! `-y`); the frames are drawn on in a copy (the pipeline's own bytes are never written).
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use super::{Flow, Frame, Sink, SinkReport};
-use crate::detect::{Detection, Model};
+use crate::detect::seen::{Found, Seen};
+use crate::detect::{Detection, Draw, Model};
 use crate::frame::FrameSize;
 use crate::pixel::PixelFormat;
 
@@ -32,34 +35,44 @@ struct Job {
     seconds: Option<f64>,
     size: FrameSize,
     bgr: Vec<u8>,
+    /// Whether the sink waits for it to be done.
+    waited: bool,
 }
 
-/// Each input's: its name, whether it is live, when its last frame was sent, what was
-/// skipped.
+/// Each input's: its name, whether it is live, when its last frame was sent.
 struct Input {
     name: String,
     live: bool,
     last: Option<f64>,
-    skipped: Arc<AtomicU64>,
 }
 
 /// The detecting sink (module doc).
 pub struct Detecting {
     inner: Box<dyn Sink>,
     tx: Option<Sender<Job>>,
+    /// Each job's (input, frame) once the detector is done with it.
+    done: Receiver<(usize, u64)>,
     thread: Option<std::thread::JoinHandle<Result<u64>>>,
     inputs: Vec<Input>,
     fps: Option<f64>,
     started: std::time::Instant,
+    seen: Seen,
+    draw: Draw,
+    /// The copy of a frame the boxes are drawn into.
+    drawn: Vec<u8>,
 }
 
-/// What the run tells the detecting sink about its inputs: each one's name and whether it
-/// is live.
+/// What the run tells the detecting sink about its inputs (by the run's input number:
+/// `FrameDesc::input`) and what it does with the boxes.
 pub struct Inputs {
     /// Names, by input.
     pub names: Vec<String>,
     /// Live, by input.
     pub live: Vec<bool>,
+    /// Where each input's newest boxes and figures are kept.
+    pub seen: Seen,
+    /// What of the boxes is drawn into the frames.
+    pub draw: Draw,
 }
 
 impl Detecting {
@@ -92,28 +105,41 @@ impl Detecting {
             None => None,
         };
         let (tx, rx) = crossbeam_channel::bounded(1);
-        let names = inputs.names.clone();
+        let (done_tx, done) = crossbeam_channel::unbounded();
+        let to = Detector {
+            names: inputs.names.clone(),
+            seen: inputs.seen.clone(),
+            done: done_tx,
+        };
         let thread = std::thread::Builder::new()
             .name("detector".into())
-            .spawn(move || detect_loop(model, rx, file, names))?;
-        let inputs = inputs
-            .names
+            .spawn(move || detect_loop(model, rx, file, to))?;
+        let Inputs {
+            names,
+            live,
+            seen,
+            draw,
+        } = inputs;
+        let inputs = names
             .into_iter()
-            .zip(inputs.live)
+            .zip(live)
             .map(|(name, live)| Input {
                 name,
                 live,
                 last: None,
-                skipped: Arc::new(AtomicU64::new(0)),
             })
             .collect();
         Ok(Self {
             inner,
             tx: Some(tx),
+            done,
             thread: Some(thread),
             inputs,
             fps,
             started: std::time::Instant::now(),
+            seen,
+            draw,
+            drawn: Vec::new(),
         })
     }
 
@@ -139,10 +165,14 @@ impl Detecting {
         true
     }
 
-    /// Hands `frame` to the detector: a live input's skipped where it is busy.
+    /// Hands `frame` to the detector: a live input's skipped where it is busy; a file's
+    /// waited for where its boxes are drawn.
     fn hand(&mut self, frame: &Frame) -> Result<()> {
         let Some(tx) = &self.tx else { return Ok(()) };
         let size = frame.desc.size;
+        if frame.bytes.len() < frame.desc.format.bytes(size) {
+            return Ok(()); // a frame the backend did not bring down
+        }
         let mut bgr = vec![0u8; size.bytes()];
         match frame.desc.format {
             PixelFormat::Bgr24 => bgr.copy_from_slice(&frame.bytes[..size.bytes()]),
@@ -155,19 +185,54 @@ impl Detecting {
             seconds: frame.desc.seconds(),
             size,
             bgr,
+            waited: !self.inputs[at].live && self.draw != Draw::None,
         };
-        let input = &self.inputs[at];
-        match input.live {
+        let index = job.index;
+        match self.inputs[at].live {
             true => {
                 if let Err(TrySendError::Full(_)) = tx.try_send(job) {
-                    input.skipped.fetch_add(1, Ordering::Relaxed);
+                    self.seen.skipped(at);
                 }
             }
             false => {
-                let _ = tx.send(job);
+                let waited = job.waited;
+                if tx.send(job).is_ok() && waited {
+                    // Jobs are done in order: the next one done for this input is this one.
+                    while let Ok((i, n)) = self.done.recv() {
+                        if (i, n) == (at, index) {
+                            break;
+                        }
+                    }
+                }
             }
         }
         Ok(())
+    }
+
+    /// `frame` handed on, with its input's newest boxes drawn in a copy where `--draw`
+    /// asks and there are any.
+    fn hand_on(&mut self, frame: &Frame) -> Result<Flow> {
+        let found = match self.draw {
+            Draw::None => None,
+            _ => self.seen.last(usize::from(frame.desc.input.0)),
+        };
+        let Some(found) = found.filter(|f| !f.boxes.is_empty()) else {
+            return self.inner.consume(frame);
+        };
+        let d = frame.desc;
+        self.drawn.clear();
+        self.drawn.extend_from_slice(frame.bytes);
+        let Some(mut paint) =
+            crate::display::boxes::Paint::new(&mut self.drawn, d.format, d.size, d.planes)
+        else {
+            return self.inner.consume(frame); // a frame the backend did not bring down
+        };
+        let all = paint.all();
+        crate::display::boxes::draw_boxes(&mut paint, all, found.size, &found.boxes, self.draw);
+        self.inner.consume(&Frame {
+            desc: frame.desc,
+            bytes: &self.drawn,
+        })
     }
 
     /// Ends the detector: its error, or how many frames it ran on.
@@ -181,26 +246,40 @@ impl Detecting {
     }
 }
 
-/// The detector's loop: each job's boxes, and its line.
+/// Where the detector's thread puts what it found.
+struct Detector {
+    names: Vec<String>,
+    seen: Seen,
+    done: Sender<(usize, u64)>,
+}
+
+/// The detector's loop: each job's boxes, its line, and its input's newest boxes.
 fn detect_loop(
     mut model: Model,
     rx: Receiver<Job>,
     mut file: Option<std::io::BufWriter<std::fs::File>>,
-    names: Vec<String>,
+    to: Detector,
 ) -> Result<u64> {
     let mut ran = 0;
     while let Ok(job) = rx.recv() {
+        let began = std::time::Instant::now();
         let found = model.detect(&job.bgr, job.size)?;
+        to.seen.inferred(began.elapsed().as_secs_f64(), 1);
         ran += 1;
         if let Some(f) = &mut file {
-            let line = line_of(
-                &job,
-                names.get(job.input).map_or("", String::as_str),
-                &found,
-            );
-            writeln!(f, "{line}")
+            let name = to.names.get(job.input).map_or("", String::as_str);
+            writeln!(f, "{}", line_of(&job, name, &found))
                 .and_then(|()| f.flush())
                 .context("writing --detections")?;
+        }
+        let found = Found {
+            index: job.index,
+            size: job.size,
+            boxes: found,
+        };
+        to.seen.found(job.input, found);
+        if job.waited {
+            let _ = to.done.send((job.input, job.index));
         }
     }
     Ok(ran)
@@ -241,7 +320,7 @@ impl Sink for Detecting {
         if self.due(frame) {
             self.hand(frame)?;
         }
-        self.inner.consume(frame)
+        self.hand_on(frame)
     }
     fn composed(&mut self, picture: &crate::backend::Picture) -> Result<()> {
         self.inner.composed(picture)
@@ -260,8 +339,8 @@ impl Sink for Detecting {
     }
     fn finish(&mut self) -> Result<()> {
         let detected = self.end_detector();
-        for input in &self.inputs {
-            let skipped = input.skipped.load(Ordering::Relaxed);
+        for (at, input) in self.inputs.iter().enumerate() {
+            let skipped = self.seen.figures(at).skipped;
             if skipped > 0 {
                 crate::info!(
                     "detection: {} skipped {skipped} due frames (the detector was busy)",
