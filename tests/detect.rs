@@ -427,3 +427,84 @@ fn labels_from_a_file_and_the_nms_overlap_are_the_users() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn eight_live_cameras_with_detection_drop_no_frame_and_metrics_count_the_boxes() {
+    use crate::common::run::{free_port, try_http, wait_until_it_catches, wait_with_deadline};
+    model();
+    let dir = TempDir::new("detect-live");
+    let m = yolo_model(&dir, "v8");
+    let port = free_port();
+    let summary = dir.join("s.json");
+    let mut args: Vec<String> = Vec::new();
+    for _ in 0..8 {
+        args.extend(["-i".into(), "pattern:320x240:25".into()]);
+    }
+    args.extend(
+        [
+            "--headless",
+            "--detect",
+            m.to_str().unwrap(),
+            "--serve",
+            &port.to_string(),
+            "--summary-json",
+            summary.to_str().unwrap(),
+        ]
+        .map(String::from),
+    );
+    let log = dir.join("run.log");
+    let child = Command::new(bin())
+        .args(&args)
+        .env_remove("DISPLAY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    wait_until_it_catches(child.id(), libc::SIGINT);
+    // Every camera's boxes counted by label, and the detector's figures, in /metrics.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut metrics = String::new();
+    let counted = |m: &str| {
+        m.lines()
+            .filter(|l| {
+                l.starts_with("framepipe_detections_total{") && l.contains("label=\"person\"")
+            })
+            .filter(|l| !l.ends_with(" 0"))
+            .count()
+    };
+    while std::time::Instant::now() < deadline {
+        if let Some((200, body)) = try_http(port, "GET", "/metrics", "") {
+            metrics = String::from_utf8_lossy(&body).into_owned();
+            if counted(&metrics) == 8 {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    crate::common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(30), "eight cameras");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(out.status.success(), "{said}");
+    assert_eq!(counted(&metrics), 8, "{metrics}");
+    for family in [
+        "framepipe_detect_frames_total{",
+        "framepipe_detect_skipped_total{",
+        "framepipe_detect_inference_seconds{",
+        "framepipe_detect_batch_size{",
+    ] {
+        assert_eq!(
+            metrics.lines().filter(|l| l.starts_with(family)).count(),
+            8,
+            "{family}: {metrics}"
+        );
+    }
+    // No video frame dropped: a busy detector skips detections, never frames.
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&summary).unwrap()).unwrap();
+    assert_eq!(json["frames"]["dropped"], 0, "{json}");
+    assert!(
+        json["frames"]["captured"].as_u64().unwrap() > 8 * 25,
+        "{json}"
+    );
+}

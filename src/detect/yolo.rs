@@ -291,7 +291,10 @@ mod tests {
             (&data, &[1, a, b], Layout::V8),
             lb,
             FrameSize::new(1280, 720),
-            Keep { score: 0.25, nms: IOU },
+            Keep {
+                score: 0.25,
+                nms: IOU,
+            },
             &names,
         );
         assert_eq!(found.len(), 2, "{found:?}");

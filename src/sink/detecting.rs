@@ -326,7 +326,20 @@ impl Sink for Detecting {
         self.inner.composed(picture)
     }
     fn status(&mut self, live: &crate::stats::Live) {
-        self.inner.status(live)
+        // The detector's figures join each input's, for /metrics and the page.
+        let mut live = live.clone();
+        let (seconds, batch) = self.seen.inference().unwrap_or_default();
+        for (at, input) in live.inputs.iter_mut().enumerate() {
+            let f = self.seen.figures(at);
+            input.detection = Some(crate::stats::DetectionNow {
+                detected: f.detected,
+                skipped: f.skipped,
+                by_label: f.by_label,
+                inference_seconds: seconds,
+                batch,
+            });
+        }
+        self.inner.status(&live)
     }
     fn wants_timeline(&self) -> bool {
         self.inner.wants_timeline()

@@ -395,6 +395,23 @@ pub struct InputLive {
     pub latency: LatencyNow,
     /// Its recording's figures, where it is recorded (`--record`).
     pub recording: Option<RecordingNow>,
+    /// Its detector's figures, where it is detected on (`--detect`).
+    pub detection: Option<DetectionNow>,
+}
+
+/// An input's detection figures at one moment.
+#[derive(Clone, Debug, Default)]
+pub struct DetectionNow {
+    /// Frames the detector ran on.
+    pub detected: u64,
+    /// Due frames skipped because the detector was busy.
+    pub skipped: u64,
+    /// Boxes found, by label.
+    pub by_label: std::collections::BTreeMap<String, u64>,
+    /// The last inference's seconds (the batch it was part of).
+    pub inference_seconds: f64,
+    /// The last inference's batch size.
+    pub batch: usize,
 }
 
 /// An input's latency figures at one moment.

@@ -146,7 +146,7 @@ type Figure = fn(&InputLive) -> Option<f64>;
 
 /// The per-input families of `/metrics`: name, type, help, and the figure. A family no
 /// input has a figure of (the recording's, where nothing records) is left out.
-const FAMILIES: [(&str, &str, &str, Figure); 10] = [
+const FAMILIES: [(&str, &str, &str, Figure); 14] = [
     (
         "framepipe_frames_captured_total",
         "counter",
@@ -207,6 +207,30 @@ const FAMILIES: [(&str, &str, &str, Figure); 10] = [
         "1 while the input's recording can't write, 0 while it writes.",
         |i| Some(f64::from(u8::from(i.recording.as_ref()?.failing.is_some()))),
     ),
+    (
+        "framepipe_detect_frames_total",
+        "counter",
+        "Frames of the input the detector ran on (--detect).",
+        |i| Some(i.detection.as_ref()?.detected as f64),
+    ),
+    (
+        "framepipe_detect_skipped_total",
+        "counter",
+        "Due detection frames of the input skipped because the detector was busy.",
+        |i| Some(i.detection.as_ref()?.skipped as f64),
+    ),
+    (
+        "framepipe_detect_inference_seconds",
+        "gauge",
+        "How long the detector's last inference took (the batch it was part of).",
+        |i| Some(i.detection.as_ref()?.inference_seconds),
+    ),
+    (
+        "framepipe_detect_batch_size",
+        "gauge",
+        "How many frames the detector's last inference took at once.",
+        |i| Some(i.detection.as_ref()?.batch as f64),
+    ),
 ];
 
 /// `/metrics`: each input's figures, and the run's, in Prometheus's text format (0.0.4).
@@ -228,6 +252,7 @@ pub fn metrics(snap: &Snapshot) -> String {
         }
     }
     latency(&mut out, snap, &labels);
+    detections(&mut out, snap, &labels);
     let failed = snap
         .failed
         .iter()
@@ -282,6 +307,30 @@ pub fn inputs_json(snap: &Snapshot) -> serde_json::Value {
         })
     });
     serde_json::Value::Array(rows.collect())
+}
+
+/// Each input's boxes found, by label (`--detect`): one counter, labelled by input and
+/// label (named only where an input is detected on).
+fn detections(out: &mut String, snap: &Snapshot, labels: &[String]) {
+    let samples: Vec<(String, f64)> = snap
+        .inputs
+        .iter()
+        .zip(labels)
+        .filter_map(|(input, l)| Some((l, input.detection.as_ref()?)))
+        .flat_map(|(l, d)| {
+            d.by_label
+                .iter()
+                .map(move |(label, n)| (format!("{{{l},label=\"{}\"}}", escape(label)), *n as f64))
+        })
+        .collect();
+    if snap.inputs.iter().any(|i| i.detection.is_some()) {
+        let help = "Boxes the detector found on the input, by label.";
+        family(
+            out,
+            ("framepipe_detections_total", "counter", help),
+            samples.into_iter(),
+        );
+    }
 }
 
 /// Each input's latency (capture to out of the sink) as a summary: the 0.99 quantile, the
