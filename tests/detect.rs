@@ -113,6 +113,50 @@ fn the_text_detector_finds_burned_words_where_they_are_as_rapidocr_does() {
             assert!(best >= 0.5, "a box where there is no text: {b:?} in {line}");
         }
     }
+    // Two inputs: their due frames go through the model in batches, with the same boxes.
+    let jsonl2 = dir.join("det2.jsonl");
+    let both = framepipe(
+        &[
+            "-i",
+            clip.to_str().unwrap(),
+            "-i",
+            clip.to_str().unwrap(),
+            "--detect",
+            model.to_str().unwrap(),
+            "--detect-fps",
+            "5",
+            "--detections",
+            jsonl2.to_str().unwrap(),
+        ],
+        Duration::from_secs(300),
+    );
+    let said = stderr(&both);
+    assert!(both.status.success(), "{said}");
+    let batched = said
+        .split("detection: ran on 20 frames in ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no count of inferences: {said}"));
+    assert!(batched < 20, "no batch of two: {said}");
+    let text2 = std::fs::read_to_string(&jsonl2).unwrap();
+    for input in [0, 1] {
+        let theirs: Vec<serde_json::Value> = text2
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|l| l["input"] == input)
+            .collect();
+        assert_eq!(theirs.len(), lines.len(), "input {input}");
+        for (one, batched) in lines.iter().zip(&theirs) {
+            assert_eq!(one["frame"], batched["frame"]);
+            let (a, b) = (boxes_of(one), boxes_of(batched));
+            assert_eq!(a.len(), b.len(), "{one}\n{batched}");
+            for r in &a {
+                let best = b.iter().map(|x| iou(*x, *r)).fold(0.0, f64::max);
+                assert!(best >= 0.99, "alone {r:?}, batched {b:?}");
+            }
+        }
+    }
     // rapidocr's own detection of the same frames (decoded to BGR by ffmpeg).
     let frames: Vec<u64> = lines
         .iter()

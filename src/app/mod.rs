@@ -274,7 +274,11 @@ fn detecting(
             .map(|i| !matches!(i.spec, crate::source::InputSpec::Video(_)))
             .collect(),
         seen,
-        draw: settings.draw,
+        // Nothing to draw into: a file's frames need not wait for their boxes.
+        draw: match plan.pictures_seen() {
+            true => settings.draw,
+            false => crate::detect::Draw::None,
+        },
     };
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
     let jsonl = settings.jsonl.clone().map(|p| (p, replace));

@@ -139,6 +139,8 @@ pub struct Model {
     score: f32,
     /// The NMS overlap.
     nms: f32,
+    /// The batch the model takes at most where it fixes one (None: any).
+    batch: Option<usize>,
 }
 
 /// Class names from a labels file: one a line, the first for class 0 (blank lines kept as
@@ -218,6 +220,7 @@ impl Model {
             path,
             score,
             nms: settings.nms.unwrap_or(yolo::IOU),
+            batch: (input_dims[0] > 0).then_some(input_dims[0] as usize),
         })
     }
 
@@ -233,40 +236,102 @@ impl Model {
 
     /// The boxes in one packed BGR picture of `size`.
     pub fn detect(&mut self, bgr: &[u8], size: FrameSize) -> Result<Vec<Detection>, DetectError> {
+        Ok(self.detect_batch(&[(bgr, size)])?.pop().unwrap_or_default())
+    }
+
+    /// The boxes in each of `pictures` (packed BGR, of their sizes), by picture: pictures
+    /// fed at one size go through the model as one batch where its batch side is free
+    /// (or as large), else one at a time.
+    pub fn detect_batch(
+        &mut self,
+        pictures: &[(&[u8], FrameSize)],
+    ) -> Result<Vec<Vec<Detection>>, DetectError> {
+        let prepared: Vec<Prepared> = pictures
+            .iter()
+            .map(|&(bgr, size)| self.prepare(bgr, size))
+            .collect();
+        let mut found = Vec::with_capacity(pictures.len());
+        let mut at = 0;
+        while at < prepared.len() {
+            let fed = prepared[at].fed;
+            let same = prepared[at..].iter().take_while(|p| p.fed == fed).count();
+            let n = same.min(self.batch.unwrap_or(usize::MAX)).max(1);
+            let group = &prepared[at..at + n];
+            // A model that fixes its batch is fed that many, the rest zeros.
+            let fed_n = self.batch.unwrap_or(n);
+            let (dims, data) = self.infer(group.iter().map(|p| &p.tensor[..]), fed_n, fed)?;
+            if dims.first() != Some(&fed_n) {
+                return Err(DetectError::Run(format!(
+                    "the model answered a batch of {fed_n} pictures with outputs {dims:?}"
+                )));
+            }
+            let each = data.len() / fed_n.max(1);
+            let one: Vec<usize> = std::iter::once(1)
+                .chain(dims.iter().skip(1).copied())
+                .collect();
+            for (k, p) in group.iter().enumerate() {
+                found.push(self.decode(&data[k * each..(k + 1) * each], &one, p));
+            }
+            at += n;
+        }
+        Ok(found)
+    }
+
+    /// One picture made ready for the model.
+    fn prepare(&self, bgr: &[u8], size: FrameSize) -> Prepared {
         match self.family {
             Family::Db => {
                 let (tensor, fed) = db::prepare(bgr, size);
-                let (dims, map) = self.infer(tensor, fed)?;
-                Ok(db::boxes(
-                    &map,
-                    FrameSize::new(dims[3], dims[2]),
+                Prepared {
+                    tensor,
+                    fed,
                     size,
-                    self.score,
-                ))
+                    letterbox: None,
+                }
             }
-            Family::Yolo(layout) => {
+            Family::Yolo(_) => {
                 let (tensor, lb) = yolo::prepare(bgr, size, self.fed);
-                let (dims, data) = self.infer(tensor, self.fed)?;
-                let out = (data.as_slice(), dims.as_slice(), layout);
-                let keep = yolo::Keep {
-                    score: self.score,
-                    nms: self.nms,
-                };
-                Ok(yolo::boxes(out, lb, size, keep, &self.names))
+                Prepared {
+                    tensor,
+                    fed: self.fed,
+                    size,
+                    letterbox: Some(lb),
+                }
             }
         }
     }
 
-    /// One inference of a (1, 3, H, W) `tensor` of a `fed` picture: the first output's
-    /// dimensions and values.
-    fn infer(
+    /// One picture's boxes from its share of the output (`dims` with a batch of one).
+    fn decode(&self, data: &[f32], dims: &[usize], p: &Prepared) -> Vec<Detection> {
+        match (self.family, p.letterbox) {
+            (Family::Yolo(layout), Some(lb)) => {
+                let keep = yolo::Keep {
+                    score: self.score,
+                    nms: self.nms,
+                };
+                yolo::boxes((data, dims, layout), lb, p.size, keep, &self.names)
+            }
+            _ => {
+                let map = FrameSize::new(dims[3], dims[2]);
+                db::boxes(data, map, p.size, self.score)
+            }
+        }
+    }
+
+    /// One inference of `n` (3, H, W) `tensors` of `fed` pictures, stacked (zeros where
+    /// fewer are given): the first output's dimensions and values.
+    fn infer<'t>(
         &mut self,
-        tensor: Vec<f32>,
+        tensors: impl Iterator<Item = &'t [f32]>,
+        n: usize,
         fed: FrameSize,
     ) -> Result<(Vec<usize>, Vec<f32>), DetectError> {
         let run = |e: ort::Error| DetectError::Run(e.to_string());
-        let shape = [1usize, 3, fed.height, fed.width];
-        let value = ort::value::Tensor::from_array((shape, tensor)).map_err(run)?;
+        let shape = [n, 3, fed.height, fed.width];
+        let mut stacked = Vec::with_capacity(n * 3 * fed.width * fed.height);
+        tensors.for_each(|t| stacked.extend_from_slice(t));
+        stacked.resize(n * 3 * fed.width * fed.height, 0.0);
+        let value = ort::value::Tensor::from_array((shape, stacked)).map_err(run)?;
         let outputs = self
             .session
             .run(ort::inputs![self.input.as_str() => value])
@@ -277,4 +342,13 @@ impl Model {
             data.to_vec(),
         ))
     }
+}
+
+/// A picture made ready for the model: its tensor, the size it is fed at, its own size,
+/// and where YOLO's letterbox put it.
+struct Prepared {
+    tensor: Vec<f32>,
+    fed: FrameSize,
+    size: FrameSize,
+    letterbox: Option<yolo::Letterbox>,
 }

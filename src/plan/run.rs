@@ -368,6 +368,16 @@ impl RunPlan {
     pub fn recording(&self) -> Option<&Outputs> {
         self.recording.as_ref()
     }
+    /// Whether any picture of the run is shown or encoded (a window, the browser view, the
+    /// RTSP server, an output): where none is, `--draw` has nothing to draw into.
+    pub fn pictures_seen(&self) -> bool {
+        let d = &self.display;
+        d.window != Window::None
+            || d.serve.is_some()
+            || d.rtsp.is_some()
+            || self.recording.as_ref().is_some_and(|r| !r.is_empty())
+            || self.inputs.iter().any(|i| !i.outputs.is_empty())
+    }
     /// What the run shows.
     pub fn display(&self) -> &Display {
         &self.display

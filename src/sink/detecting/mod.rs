@@ -15,9 +15,13 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use crossbeam_channel::{Receiver, Sender, TrySendError};
+use crossbeam_channel::{Receiver, Sender};
+
+mod slots;
+use slots::Slots;
 
 use super::{Flow, Frame, Sink, SinkReport};
 use crate::detect::seen::{Found, Seen};
@@ -28,13 +32,14 @@ use crate::pixel::PixelFormat;
 /// Detections a second of a live input where `--detect-fps` is not given.
 pub const LIVE_FPS: f64 = 5.0;
 
-/// One frame for the detector.
+/// One frame for the detector: a copy of its bytes, as the pipeline had them (the
+/// detector's thread converts them).
 struct Job {
-    input: usize,
     index: u64,
     seconds: Option<f64>,
     size: FrameSize,
-    bgr: Vec<u8>,
+    format: PixelFormat,
+    bytes: Vec<u8>,
     /// Whether the sink waits for it to be done.
     waited: bool,
 }
@@ -49,10 +54,10 @@ struct Input {
 /// The detecting sink (module doc).
 pub struct Detecting {
     inner: Box<dyn Sink>,
-    tx: Option<Sender<Job>>,
+    slots: Arc<Slots<Job>>,
     /// Each job's (input, frame) once the detector is done with it.
     done: Receiver<(usize, u64)>,
-    thread: Option<std::thread::JoinHandle<Result<u64>>>,
+    thread: Option<std::thread::JoinHandle<Result<(u64, u64)>>>,
     inputs: Vec<Input>,
     fps: Option<f64>,
     started: std::time::Instant,
@@ -104,16 +109,21 @@ impl Detecting {
             }
             None => None,
         };
-        let (tx, rx) = crossbeam_channel::bounded(1);
+        let slots = Arc::new(Slots::new(inputs.names.len()));
         let (done_tx, done) = crossbeam_channel::unbounded();
         let to = Detector {
             names: inputs.names.clone(),
             seen: inputs.seen.clone(),
             done: done_tx,
         };
+        let taken = slots.clone();
         let thread = std::thread::Builder::new()
             .name("detector".into())
-            .spawn(move || detect_loop(model, rx, file, to))?;
+            .spawn(move || {
+                let ran = detect_loop(model, &taken, file, to);
+                taken.close(); // a file waiting for its slot goes on
+                ran
+            })?;
         let Inputs {
             names,
             live,
@@ -131,7 +141,7 @@ impl Detecting {
             .collect();
         Ok(Self {
             inner,
-            tx: Some(tx),
+            slots,
             done,
             thread: Some(thread),
             inputs,
@@ -165,48 +175,39 @@ impl Detecting {
         true
     }
 
-    /// Hands `frame` to the detector: a live input's skipped where it is busy; a file's
-    /// waited for where its boxes are drawn.
-    fn hand(&mut self, frame: &Frame) -> Result<()> {
-        let Some(tx) = &self.tx else { return Ok(()) };
+    /// Hands `frame` to the detector (`slots`): a live input's replaces its waiting one
+    /// (that one skipped); a file's waits for its slot, and for its boxes where they are
+    /// drawn.
+    fn hand(&mut self, frame: &Frame) {
         let size = frame.desc.size;
-        if frame.bytes.len() < frame.desc.format.bytes(size) {
-            return Ok(()); // a frame the backend did not bring down
-        }
-        let mut bgr = vec![0u8; size.bytes()];
-        match frame.desc.format {
-            PixelFormat::Bgr24 => bgr.copy_from_slice(&frame.bytes[..size.bytes()]),
-            f => crate::pixel::to_bgr(f, size, frame.bytes, &mut bgr),
+        let format = frame.desc.format;
+        if frame.bytes.len() < format.bytes(size) || !frame.desc.planes.is_packed(format, size) {
+            return; // a frame the backend did not bring down
         }
         let at = usize::from(frame.desc.input.0);
         let job = Job {
-            input: at,
             index: frame.desc.index,
             seconds: frame.desc.seconds(),
             size,
-            bgr,
+            format,
+            bytes: frame.bytes[..format.bytes(size)].to_vec(),
             waited: !self.inputs[at].live && self.draw != Draw::None,
         };
-        let index = job.index;
-        match self.inputs[at].live {
-            true => {
-                if let Err(TrySendError::Full(_)) = tx.try_send(job) {
-                    self.seen.skipped(at);
-                }
+        let (index, waited) = (job.index, job.waited);
+        if self.inputs[at].live {
+            if self.slots.replace(at, job) {
+                self.seen.skipped(at);
             }
-            false => {
-                let waited = job.waited;
-                if tx.send(job).is_ok() && waited {
-                    // Jobs are done in order: the next one done for this input is this one.
-                    while let Ok((i, n)) = self.done.recv() {
-                        if (i, n) == (at, index) {
-                            break;
-                        }
-                    }
+            return;
+        }
+        if self.slots.wait_to_put(at, job) && waited {
+            // This input's jobs are done in order: the next one done for it is this one.
+            while let Ok((i, n)) = self.done.recv() {
+                if (i, n) == (at, index) {
+                    break;
                 }
             }
         }
-        Ok(())
     }
 
     /// `frame` handed on, with its input's newest boxes drawn in a copy where `--draw`
@@ -235,13 +236,13 @@ impl Detecting {
         })
     }
 
-    /// Ends the detector: its error, or how many frames it ran on.
-    fn end_detector(&mut self) -> Result<u64> {
-        self.tx = None;
+    /// Ends the detector: its error, or how many frames it ran on in how many inferences.
+    fn end_detector(&mut self) -> Result<(u64, u64)> {
+        self.slots.close();
         match self.thread.take().map(|t| t.join()) {
             Some(Ok(r)) => r,
             Some(Err(_)) => anyhow::bail!("the detector's thread panicked"),
-            None => Ok(0),
+            None => Ok((0, 0)),
         }
     }
 }
@@ -253,40 +254,62 @@ struct Detector {
     done: Sender<(usize, u64)>,
 }
 
-/// The detector's loop: each job's boxes, its line, and its input's newest boxes.
+/// The detector's loop: each batch's boxes, each frame's line, and each input's newest
+/// boxes.
 fn detect_loop(
     mut model: Model,
-    rx: Receiver<Job>,
+    slots: &Slots<Job>,
     mut file: Option<std::io::BufWriter<std::fs::File>>,
     to: Detector,
-) -> Result<u64> {
-    let mut ran = 0;
-    while let Ok(job) = rx.recv() {
+) -> Result<(u64, u64)> {
+    let (mut ran, mut batches) = (0, 0);
+    while let Some(batch) = slots.take() {
+        batches += 1;
+        let bgr: Vec<Vec<u8>> = batch.iter().map(|(_, job)| bgr_of(job)).collect();
+        let pictures: Vec<(&[u8], FrameSize)> = bgr
+            .iter()
+            .zip(&batch)
+            .map(|(b, (_, job))| (&b[..], job.size))
+            .collect();
         let began = std::time::Instant::now();
-        let found = model.detect(&job.bgr, job.size)?;
-        to.seen.inferred(began.elapsed().as_secs_f64(), 1);
-        ran += 1;
-        if let Some(f) = &mut file {
-            let name = to.names.get(job.input).map_or("", String::as_str);
-            writeln!(f, "{}", line_of(&job, name, &found))
-                .and_then(|()| f.flush())
-                .context("writing --detections")?;
-        }
-        let found = Found {
-            index: job.index,
-            size: job.size,
-            boxes: found,
-        };
-        to.seen.found(job.input, found);
-        if job.waited {
-            let _ = to.done.send((job.input, job.index));
+        let found = model.detect_batch(&pictures)?;
+        to.seen.inferred(began.elapsed().as_secs_f64(), batch.len());
+        for ((input, job), boxes) in batch.into_iter().zip(found) {
+            ran += 1;
+            if let Some(f) = &mut file {
+                let name = to.names.get(input).map_or("", String::as_str);
+                writeln!(f, "{}", line_of(input, &job, name, &boxes))
+                    .and_then(|()| f.flush())
+                    .context("writing --detections")?;
+            }
+            let found = Found {
+                index: job.index,
+                size: job.size,
+                boxes,
+            };
+            to.seen.found(input, found);
+            if job.waited {
+                let _ = to.done.send((input, job.index));
+            }
         }
     }
-    Ok(ran)
+    Ok((ran, batches))
+}
+
+/// `job`'s picture as packed BGR.
+fn bgr_of(job: &Job) -> Vec<u8> {
+    match job.format {
+        PixelFormat::Bgr24 => job.bytes.clone(),
+        f => {
+            let mut bgr = vec![0u8; job.size.bytes()];
+            crate::pixel::to_bgr(f, job.size, &job.bytes, &mut bgr);
+            bgr
+        }
+    }
 }
 
 /// One detected frame's JSON line.
-fn line_of(job: &Job, name: &str, found: &[Detection]) -> String {
+fn line_of(input: usize, job: &Job, name: &str, found: &[Detection]) -> String {
     let boxes: Vec<serde_json::Value> = found
         .iter()
         .map(|d| {
@@ -298,7 +321,7 @@ fn line_of(job: &Job, name: &str, found: &[Detection]) -> String {
         })
         .collect();
     serde_json::json!({
-        "input": job.input,
+        "input": input,
         "name": name,
         "frame": job.index,
         "seconds": job.seconds,
@@ -318,7 +341,7 @@ impl Sink for Detecting {
     }
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
         if self.due(frame) {
-            self.hand(frame)?;
+            self.hand(frame);
         }
         self.hand_on(frame)
     }
@@ -363,7 +386,10 @@ impl Sink for Detecting {
         }
         let finished = self.inner.finish();
         match detected {
-            Ok(n) => crate::info!("detection: ran on {n} frames"),
+            Ok((n, batches)) => crate::info!(
+                "detection: ran on {n} frames in {batches} inferences ({:.1} frames each)",
+                n as f64 / batches.max(1) as f64
+            ),
             Err(e) => return Err(e.context("detection")),
         }
         finished
