@@ -351,13 +351,13 @@ pub struct OutputArgs {
 pub struct DetectArgs {
     /// Run this ONNX object detector on the pictures (ONNX Runtime, loaded at run time from
     /// ORT_DYLIB_PATH or the copy scripts/setup.sh installs; its family read from its
-    /// outputs: DB text detection, as PaddleOCR's PP-OCRv4 detector, or YOLO as
-    /// Ultralytics exports it, v5, v8/v11 or with NMS).
+    /// outputs: DB text detection, as PaddleOCR's PP-OCRv4 detector; YOLO as Ultralytics
+    /// exports it, v5, v8/v11 or with NMS; SSD-style, boxes, scores and classes apart).
     #[arg(long, value_name = "MODEL.onnx")]
     pub detect: Option<std::path::PathBuf>,
 
-    /// The least score a box is kept with, 0 to 1 [default: the family's own: 0.5 for DB,
-    /// 0.25 for YOLO].
+    /// The least score a box is kept with, 0 to 1 [default: the family's own: 0.5 for DB
+    /// and SSD, 0.25 for YOLO].
     #[arg(long, value_name = "SCORE", value_parser = parse_score)]
     pub detect_score: Option<f32>,
 
@@ -378,7 +378,8 @@ pub struct DetectArgs {
     pub detect_labels: Option<std::path::PathBuf>,
 
     /// The overlap (IoU, 0 to 1) above which the lower-scored of two boxes of one class is
-    /// dropped (NMS; YOLO and SSD) [default: 0.7, Ultralytics' own].
+    /// dropped (NMS; YOLO and SSD's raw head) [default: 0.7 for YOLO, Ultralytics' own;
+    /// 0.45 for SSD].
     #[arg(long, value_name = "IOU", value_parser = parse_score)]
     pub detect_nms: Option<f32>,
 

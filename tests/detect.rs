@@ -552,3 +552,101 @@ fn eight_live_cameras_with_detection_drop_no_frame_and_metrics_count_the_boxes()
         "{json}"
     );
 }
+
+#[test]
+fn ssd_outputs_in_every_layout_are_decoded_as_their_references_do() {
+    model();
+    let dir = TempDir::new("detect-ssd");
+    let clip = dir.join("128.mp4");
+    crate::common::run::ffmpeg_made(
+        &clip,
+        &["testsrc2=s=128x128:r=25:d=0.04"],
+        &["-c:v", "libx264"],
+    );
+    let labels = dir.join("coco.txt");
+    std::fs::write(&labels, "???\nperson\nbicycle\ncar\n").unwrap();
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ortvenv/bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/ssd_model.py");
+    let s = 128.0;
+    let px = 128.0 / 300.0;
+    // What each reference keeps (see ssd_model.py), in the 128x128 picture's pixels.
+    let cases: [(&str, Vec<(&str, f64, [f64; 4])>); 3] = [
+        // TensorFlow: [top, left, bottom, right] normalized, classes from 1, the count's rows.
+        (
+            "tf",
+            vec![
+                ("person", 0.9, [0.2 * s, 0.1 * s, 0.4 * s, 0.5 * s]),
+                ("car", 0.7, [0.5 * s, 0.5 * s, 0.8 * s, 0.9 * s]),
+            ],
+        ),
+        // Final boxes in the input's pixels, int64 labels.
+        (
+            "final",
+            vec![
+                (
+                    "person",
+                    0.8,
+                    [30.0 * px, 60.0 * px, 120.0 * px, 150.0 * px],
+                ),
+                (
+                    "bicycle",
+                    0.6,
+                    [150.0 * px, 150.0 * px, 270.0 * px, 240.0 * px],
+                ),
+            ],
+        ),
+        // pytorch-ssd's predictor: per class but the background, NMS at 0.45, by score.
+        (
+            "raw",
+            vec![
+                ("person", 0.9, [0.1 * s, 0.1 * s, 0.3 * s, 0.5 * s]),
+                ("bicycle", 0.7, [0.5 * s, 0.5 * s, 0.9 * s, 0.7 * s]),
+                ("person", 0.6, [0.6 * s, 0.0, 0.8 * s, 0.2 * s]),
+                ("bicycle", 0.55, [0.6 * s, 0.0, 0.8 * s, 0.2 * s]),
+            ],
+        ),
+    ];
+    for (layout, want) in cases {
+        let m = dir.join(&format!("ssd-{layout}.onnx"));
+        let made = Command::new(&python)
+            .arg(&script)
+            .arg(&m)
+            .arg(layout)
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{}", stderr(&made));
+        let jsonl = dir.join(&format!("{layout}.jsonl"));
+        let run = framepipe(
+            &[
+                "-i",
+                clip.to_str().unwrap(),
+                "--detect",
+                m.to_str().unwrap(),
+                "--detect-labels",
+                labels.to_str().unwrap(),
+                "--detections",
+                jsonl.to_str().unwrap(),
+            ],
+            Duration::from_secs(60),
+        );
+        assert!(run.status.success(), "{layout}: {}", stderr(&run));
+        let text = std::fs::read_to_string(&jsonl).unwrap();
+        let line: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+        let found = line["detections"].as_array().unwrap();
+        assert_eq!(found.len(), want.len(), "{layout}: {line}");
+        for (d, (label, score, rect)) in found.iter().zip(&want) {
+            assert_eq!(d["label"], *label, "{layout}: {line}");
+            assert!(
+                (d["score"].as_f64().unwrap() - score).abs() < 1e-4,
+                "{layout}: {line}"
+            );
+            let b = d["box"].as_array().unwrap();
+            for (got, want) in b.iter().zip(rect) {
+                assert!(
+                    (got.as_f64().unwrap() - want).abs() < 1e-3,
+                    "{layout}: {line}"
+                );
+            }
+        }
+    }
+}

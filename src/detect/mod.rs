@@ -2,7 +2,10 @@
 //! (the `ort` crate, its library loaded at run time: `runtime`). What the model says is read
 //! from the model itself: its outputs name the family (`Family::of`), each family's decoding
 //! a file of its own (`db`: PaddleOCR's text detector, a probability map to boxes; `yolo`:
-//! Ultralytics' v5, v8/v11 and NMS'd layouts, class names from the model's `names`).
+//! Ultralytics' v5, v8/v11 and NMS'd layouts, class names from the model's `names`; `ssd`:
+//! boxes, scores and classes as separate outputs, TensorFlow's and SSD's own head). The
+//! pictures of one size go through the model as one batch where it takes one
+//! (`Model::detect_batch`); `seen` keeps what was found last, for those who draw it.
 //!
 //! Invariants: a model is opened, and its family known, before the first frame (a bad
 //! model is one line and exit 1); a machine without ONNX Runtime runs everything else and
@@ -12,6 +15,7 @@
 pub mod db;
 pub mod runtime;
 pub mod seen;
+pub mod ssd;
 pub mod yolo;
 
 use std::path::{Path, PathBuf};
@@ -84,7 +88,7 @@ pub enum DetectError {
         shape: String,
     },
     /// Outputs of no layout this version reads.
-    #[error("--detect '{}': outputs {outputs} are not a layout framepipe reads (DB text detection: one (N, 1, H, W) map; YOLO: (N, 4+C, A), (N, A, 5+C) or (N, K, 6))", model.display())]
+    #[error("--detect '{}': outputs {outputs} are not a layout framepipe reads (DB text detection: one (N, 1, H, W) map; YOLO: (N, 4+C, A), (N, A, 5+C) or (N, K, 6); SSD: boxes (N, K, 4) with scores and classes (N, K), or with scores (N, K, C))", model.display())]
     Layout {
         /// The model.
         model: PathBuf,
@@ -111,19 +115,33 @@ pub enum Family {
     Db,
     /// YOLO as Ultralytics exports it, in one of its layouts.
     Yolo(yolo::Layout),
+    /// SSD-style: boxes, scores and classes as separate outputs.
+    Ssd(ssd::Layout),
 }
 
 impl Family {
-    /// The family of a model whose input has `input` dims and outputs `outputs` dims
-    /// (-1 where the model leaves a side free).
-    pub fn of(input: &[i64], outputs: &[Vec<i64>]) -> Option<Self> {
-        let picture = input.len() == 4 && (input[1] == 3 || input[1] == -1);
+    /// The family of a model whose input has `input` dims and whose outputs are named and
+    /// shaped as `outputs` (-1 where the model leaves a side free). Only an SSD takes its
+    /// pictures as (N, H, W, 3).
+    pub fn of(input: &[i64], outputs: &[(String, Vec<i64>)]) -> Option<Self> {
+        let planes = input.len() == 4 && (input[1] == 3 || input[1] == -1);
+        let pixels = input.len() == 4 && input[3] == 3;
         match outputs {
-            [map] if picture && map.len() == 4 && map[1] == 1 => Some(Family::Db),
-            [out] if picture => yolo::Layout::of(out).map(Family::Yolo),
+            [(_, map)] if planes && map.len() == 4 && map[1] == 1 => Some(Family::Db),
+            [(_, out)] if planes => yolo::Layout::of(out).map(Family::Yolo),
+            _ if planes || pixels => ssd::Layout::of(outputs).map(Family::Ssd),
             _ => None,
         }
     }
+}
+
+/// How the model takes its pictures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Feed {
+    /// (N, H, W, 3) rather than (N, 3, H, W).
+    nhwc: bool,
+    /// 8-bit values (0 to 255) rather than floats.
+    bytes: bool,
 }
 
 /// A model opened for detection (module doc).
@@ -141,6 +159,7 @@ pub struct Model {
     nms: f32,
     /// The batch the model takes at most where it fixes one (None: any).
     batch: Option<usize>,
+    feed: Feed,
 }
 
 /// Class names from a labels file: one a line, the first for class 0 (blank lines kept as
@@ -174,12 +193,14 @@ impl Model {
             shape: "(none)".into(),
         })?;
         let input_dims: Vec<i64> = dims(&input.input_type);
-        let outputs: Vec<Vec<i64>> = session
+        let outputs: Vec<(String, Vec<i64>)> = session
             .outputs
             .iter()
-            .map(|o| dims(&o.output_type))
+            .map(|o| (o.name.clone(), dims(&o.output_type)))
             .collect();
-        if input_dims.len() != 4 || !(input_dims[1] == 3 || input_dims[1] == -1) {
+        let picture = input_dims.len() == 4
+            && (input_dims[1] == 3 || input_dims[1] == -1 || input_dims[3] == 3);
+        if !picture {
             return Err(DetectError::Input {
                 model: path.clone(),
                 shape: format!("{input_dims:?}"),
@@ -187,17 +208,28 @@ impl Model {
         }
         let family = Family::of(&input_dims, &outputs).ok_or_else(|| DetectError::Layout {
             model: path.clone(),
-            outputs: session
-                .outputs
+            outputs: outputs
                 .iter()
-                .zip(&outputs)
-                .map(|(o, d)| format!("{} {d:?}", o.name))
+                .map(|(name, d)| format!("{name} {d:?}"))
                 .collect::<Vec<_>>()
                 .join(", "),
         })?;
+        let feed = Feed {
+            nhwc: input_dims[1] != 3 && input_dims[3] == 3,
+            bytes: matches!(
+                input.input_type,
+                ort::value::ValueType::Tensor {
+                    ty: ort::tensor::TensorElementType::Uint8,
+                    ..
+                }
+            ),
+        };
         let input = input.name.clone();
         let side = |d: i64| if d > 0 { d as usize } else { 640 };
-        let fed = FrameSize::new(side(input_dims[3]), side(input_dims[2]));
+        let fed = match feed.nhwc {
+            true => FrameSize::new(side(input_dims[2]), side(input_dims[1])),
+            false => FrameSize::new(side(input_dims[3]), side(input_dims[2])),
+        };
         let names = match &settings.labels {
             Some(file) => labels_of(file)?,
             None => session
@@ -210,6 +242,11 @@ impl Model {
         let score = settings.score.unwrap_or(match family {
             Family::Db => db::BOX_THRESH,
             Family::Yolo(_) => yolo::SCORE,
+            Family::Ssd(_) => ssd::SCORE,
+        });
+        let nms = settings.nms.unwrap_or(match family {
+            Family::Ssd(_) => ssd::IOU,
+            _ => yolo::IOU,
         });
         Ok(Self {
             session,
@@ -219,7 +256,8 @@ impl Model {
             names,
             path,
             score,
-            nms: settings.nms.unwrap_or(yolo::IOU),
+            nms,
+            feed,
             batch: (input_dims[0] > 0).then_some(input_dims[0] as usize),
         })
     }
@@ -259,18 +297,30 @@ impl Model {
             let group = &prepared[at..at + n];
             // A model that fixes its batch is fed that many, the rest zeros.
             let fed_n = self.batch.unwrap_or(n);
-            let (dims, data) = self.infer(group.iter().map(|p| &p.tensor[..]), fed_n, fed)?;
-            if dims.first() != Some(&fed_n) {
+            let outputs = self.infer(group.iter().map(|p| &p.tensor[..]), fed_n, fed)?;
+            if let Some((dims, _)) = outputs.iter().find(|(d, _)| d.first() != Some(&fed_n)) {
                 return Err(DetectError::Run(format!(
-                    "the model answered a batch of {fed_n} pictures with outputs {dims:?}"
+                    "the model answered a batch of {fed_n} pictures with an output of {dims:?}"
                 )));
             }
-            let each = data.len() / fed_n.max(1);
-            let one: Vec<usize> = std::iter::once(1)
-                .chain(dims.iter().skip(1).copied())
+            let ones: Vec<Vec<usize>> = outputs
+                .iter()
+                .map(|(d, _)| {
+                    std::iter::once(1)
+                        .chain(d.iter().skip(1).copied())
+                        .collect()
+                })
                 .collect();
             for (k, p) in group.iter().enumerate() {
-                found.push(self.decode(&data[k * each..(k + 1) * each], &one, p));
+                let shares: Vec<(&[f32], &[usize])> = outputs
+                    .iter()
+                    .zip(&ones)
+                    .map(|((_, data), one)| {
+                        let each = data.len() / fed_n;
+                        (&data[k * each..(k + 1) * each], &one[..])
+                    })
+                    .collect();
+                found.push(self.decode(&shares, p));
             }
             at += n;
         }
@@ -298,11 +348,22 @@ impl Model {
                     letterbox: Some(lb),
                 }
             }
+            Family::Ssd(_) => {
+                let Feed { nhwc, bytes } = self.feed;
+                Prepared {
+                    tensor: ssd::prepare(bgr, size, self.fed, nhwc, !bytes),
+                    fed: self.fed,
+                    size,
+                    letterbox: None,
+                }
+            }
         }
     }
 
-    /// One picture's boxes from its share of the output (`dims` with a batch of one).
-    fn decode(&self, data: &[f32], dims: &[usize], p: &Prepared) -> Vec<Detection> {
+    /// One picture's boxes from its share of each output (values, and dimensions with a
+    /// batch of one).
+    fn decode(&self, outputs: &[(&[f32], &[usize])], p: &Prepared) -> Vec<Detection> {
+        let (data, dims) = outputs[0];
         match (self.family, p.letterbox) {
             (Family::Yolo(layout), Some(lb)) => {
                 let keep = yolo::Keep {
@@ -311,6 +372,14 @@ impl Model {
                 };
                 yolo::boxes((data, dims, layout), lb, p.size, keep, &self.names)
             }
+            (Family::Ssd(layout), _) => {
+                let keep = ssd::Keep {
+                    score: self.score,
+                    nms: self.nms,
+                    names: &self.names,
+                };
+                ssd::boxes(outputs, layout, (p.fed, p.size), &keep)
+            }
             _ => {
                 let map = FrameSize::new(dims[3], dims[2]);
                 db::boxes(data, map, p.size, self.score)
@@ -318,30 +387,58 @@ impl Model {
         }
     }
 
-    /// One inference of `n` (3, H, W) `tensors` of `fed` pictures, stacked (zeros where
-    /// fewer are given): the first output's dimensions and values.
+    /// One inference of `n` `tensors` of `fed` pictures, stacked (zeros where fewer are
+    /// given), as the model takes them (`Feed`): every output's dimensions and values.
     fn infer<'t>(
         &mut self,
         tensors: impl Iterator<Item = &'t [f32]>,
         n: usize,
         fed: FrameSize,
-    ) -> Result<(Vec<usize>, Vec<f32>), DetectError> {
+    ) -> Result<Vec<Output>, DetectError> {
         let run = |e: ort::Error| DetectError::Run(e.to_string());
-        let shape = [n, 3, fed.height, fed.width];
+        let shape = match self.feed.nhwc {
+            true => [n, fed.height, fed.width, 3],
+            false => [n, 3, fed.height, fed.width],
+        };
         let mut stacked = Vec::with_capacity(n * 3 * fed.width * fed.height);
         tensors.for_each(|t| stacked.extend_from_slice(t));
         stacked.resize(n * 3 * fed.width * fed.height, 0.0);
-        let value = ort::value::Tensor::from_array((shape, stacked)).map_err(run)?;
+        let value = match self.feed.bytes {
+            true => {
+                let bytes: Vec<u8> = stacked.iter().map(|&v| v as u8).collect();
+                ort::value::Tensor::from_array((shape, bytes))
+                    .map_err(run)?
+                    .into_dyn()
+            }
+            false => ort::value::Tensor::from_array((shape, stacked))
+                .map_err(run)?
+                .into_dyn(),
+        };
         let outputs = self
             .session
             .run(ort::inputs![self.input.as_str() => value])
             .map_err(run)?;
-        let (dims, data) = outputs[0].try_extract_tensor::<f32>().map_err(run)?;
-        Ok((
-            dims.iter().map(|&d| d.max(0) as usize).collect(),
-            data.to_vec(),
-        ))
+        outputs
+            .iter()
+            .map(|(_, v)| values_of(&v).map_err(run))
+            .collect()
     }
+}
+
+/// One output of an inference: its dimensions and values.
+type Output = (Vec<usize>, Vec<f32>);
+
+/// An output's dimensions and values as floats (classes may come as integers).
+fn values_of(v: &ort::value::DynValue) -> Result<Output, ort::Error> {
+    let dims = |d: &ort::tensor::Shape| d.iter().map(|&d| d.max(0) as usize).collect();
+    if let Ok((d, data)) = v.try_extract_tensor::<f32>() {
+        return Ok((dims(d), data.to_vec()));
+    }
+    if let Ok((d, data)) = v.try_extract_tensor::<i64>() {
+        return Ok((dims(d), data.iter().map(|&x| x as f32).collect()));
+    }
+    let (d, data) = v.try_extract_tensor::<i32>()?;
+    Ok((dims(d), data.iter().map(|&x| x as f32).collect()))
 }
 
 /// A picture made ready for the model: its tensor, the size it is fed at, its own size,
