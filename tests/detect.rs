@@ -570,7 +570,8 @@ fn ssd_outputs_in_every_layout_are_decoded_as_their_references_do() {
     let s = 128.0;
     let px = 128.0 / 300.0;
     // What each reference keeps (see ssd_model.py), in the 128x128 picture's pixels.
-    let cases: [(&str, Vec<(&str, f64, [f64; 4])>); 3] = [
+    type Found = (&'static str, f64, [f64; 4]);
+    let cases: [(&str, Vec<Found>); 3] = [
         // TensorFlow: [top, left, bottom, right] normalized, classes from 1, the count's rows.
         (
             "tf",
