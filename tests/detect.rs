@@ -651,3 +651,71 @@ fn ssd_outputs_in_every_layout_are_decoded_as_their_references_do() {
         }
     }
 }
+
+#[test]
+fn each_recorded_segment_has_its_frames_detections_beside_it() {
+    model();
+    let dir = TempDir::new("detect-sidecar");
+    let m = yolo_model(&dir, "v8");
+    let clip = dir.join("cam.mp4");
+    crate::common::run::ffmpeg_made(
+        &clip,
+        &["testsrc2=s=128x128:r=25:d=4"],
+        &[
+            "-c:v",
+            "libx264",
+            "-g",
+            "25",
+            "-keyint_min",
+            "25",
+            "-bf",
+            "2",
+        ],
+    );
+    let jsonl = dir.join("all.jsonl");
+    let run = crate::common::run::framepipe_in(
+        dir.path(),
+        &[
+            "-i",
+            clip.to_str().unwrap(),
+            "--detect",
+            m.to_str().unwrap(),
+            "--detections",
+            jsonl.to_str().unwrap(),
+            "--record",
+            "seg-{seg}.mkv",
+            "--segment",
+            "1",
+        ],
+        Duration::from_secs(60),
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let all = std::fs::read_to_string(&jsonl).unwrap();
+    assert_eq!(all.lines().count(), 100);
+    let mut segments = crate::common::run::files_starting(dir.path(), "seg-");
+    segments.retain(|p| p.extension().is_some_and(|e| e == "mkv"));
+    segments.sort();
+    assert_eq!(segments.len(), 4, "{segments:?}");
+    let mut beside = Vec::new();
+    for (k, seg) in segments.iter().enumerate() {
+        let sidecar = PathBuf::from(format!("{}.detections.jsonl", seg.display()));
+        let text = std::fs::read_to_string(&sidecar)
+            .unwrap_or_else(|e| panic!("{}: {e}", sidecar.display()));
+        let frames: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["frame"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        // Segment k holds the second k: its frames' detections, each once.
+        let want: Vec<u64> = (25 * k as u64..25 * (k as u64 + 1)).collect();
+        assert_eq!(frames, want, "{}", sidecar.display());
+        beside.extend(text.lines().map(String::from));
+    }
+    assert_eq!(beside, all.lines().map(String::from).collect::<Vec<_>>());
+    // Nothing hidden is left behind.
+    let left = crate::common::run::files_starting(dir.path(), ".");
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -185,7 +185,8 @@ fn run_plan(
     };
     let mut sink = the_sink(plan, each, all, to, total);
     if let (Some(model), Some(seen)) = (model, seen) {
-        sink = detecting(plan, sink, model, seen, &order)?;
+        let beside = order.iter().map(|&at| recordings.beside(at)).collect();
+        sink = detecting(plan, sink, model, (seen, beside), &order)?;
     }
     info!("output: {}", sink.describe());
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
@@ -256,12 +257,16 @@ fn consumers_of(
 }
 
 /// `sink` with `model` run on the inputs' due frames (`--detect`), their boxes kept in
-/// `seen`; `order[k]` is the `--input` place of the run's input `k`.
+/// `seen` and their lines written `beside` each recording; `order[k]` is the `--input`
+/// place of the run's input `k`.
 fn detecting(
     plan: &RunPlan,
     sink: Box<dyn Sink>,
     model: crate::detect::Model,
-    seen: crate::detect::seen::Seen,
+    (seen, beside): (
+        crate::detect::seen::Seen,
+        Vec<Option<sink::detecting::Beside>>,
+    ),
     order: &[usize],
 ) -> Result<Box<dyn Sink>> {
     let Some(settings) = plan.detect() else {
@@ -279,6 +284,7 @@ fn detecting(
             true => settings.draw,
             false => crate::detect::Draw::None,
         },
+        beside,
     };
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
     let jsonl = settings.jsonl.clone().map(|p| (p, replace));

@@ -99,6 +99,15 @@ impl Recordings {
         first
     }
 
+    /// Where input `at`'s detected frames' lines go beside its recorded segments, if it
+    /// records.
+    pub fn beside(&self, at: usize) -> Option<crate::sink::detecting::Beside> {
+        let rec = self.0.get(at)?.clone()?;
+        Some(std::sync::Arc::new(move |line, seen, seconds| {
+            rec.detected(line, seen, seconds)
+        }))
+    }
+
     /// Input `at`'s recording's figures as it goes, if it records.
     pub fn live(&self, at: usize) -> Option<std::sync::Arc<crate::stats::RecordLive>> {
         Some(self.0.get(at)?.as_ref()?.live())

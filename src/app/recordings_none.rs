@@ -24,6 +24,11 @@ impl Recordings {
         None
     }
 
+    /// No sidecars.
+    pub fn beside(&self, _: usize) -> Option<crate::sink::detecting::Beside> {
+        None
+    }
+
     /// No figures.
     pub fn live(&self, _: usize) -> Option<std::sync::Arc<crate::stats::RecordLive>> {
         None

@@ -1,7 +1,8 @@
 //! `--detect`'s place in the run: a sink in front of the others that hands each input's due
 //! frames (every frame of a file, or `--detect-fps` a second; 5 a second of a live input) to
 //! a detector thread of its own (`detect::Model`), writes each detected frame's boxes as
-//! one JSON line (`--detections FILE.jsonl`), keeps each input's newest boxes and figures
+//! one JSON line (`--detections FILE.jsonl`, and beside the input's recorded segments),
+//! keeps each input's newest boxes and figures
 //! (`detect::seen`, read by the mosaic and `/metrics`), and draws the boxes into the frames
 //! it hands on (`--draw`, `display::boxes`).
 //!
@@ -42,7 +43,14 @@ struct Job {
     bytes: Vec<u8>,
     /// Whether the sink waits for it to be done.
     waited: bool,
+    /// When it reached the detecting sink (a recording's sidecar places it by this).
+    seen_at: std::time::Instant,
 }
+
+/// Where a detected frame's line goes besides `--detections`: the input's recording, into
+/// the sidecar of the segment its frame is in (`record::sidecar`), given when the frame
+/// was seen and, for a file's frame, its time in the run.
+pub type Beside = Arc<dyn Fn(String, std::time::Instant, Option<f64>) + Send + Sync>;
 
 /// Each input's: its name, whether it is live, when its last frame was sent.
 struct Input {
@@ -78,6 +86,8 @@ pub struct Inputs {
     pub seen: Seen,
     /// What of the boxes is drawn into the frames.
     pub draw: Draw,
+    /// Each input's recording's sidecars, where it records.
+    pub beside: Vec<Option<Beside>>,
 }
 
 impl Detecting {
@@ -115,6 +125,8 @@ impl Detecting {
             names: inputs.names.clone(),
             seen: inputs.seen.clone(),
             done: done_tx,
+            beside: inputs.beside.clone(),
+            live: inputs.live.clone(),
         };
         let taken = slots.clone();
         let thread = std::thread::Builder::new()
@@ -129,6 +141,7 @@ impl Detecting {
             live,
             seen,
             draw,
+            ..
         } = inputs;
         let inputs = names
             .into_iter()
@@ -192,6 +205,7 @@ impl Detecting {
             format,
             bytes: frame.bytes[..format.bytes(size)].to_vec(),
             waited: !self.inputs[at].live && self.draw != Draw::None,
+            seen_at: std::time::Instant::now(),
         };
         let (index, waited) = (job.index, job.waited);
         if self.inputs[at].live {
@@ -252,6 +266,9 @@ struct Detector {
     names: Vec<String>,
     seen: Seen,
     done: Sender<(usize, u64)>,
+    beside: Vec<Option<Beside>>,
+    /// Live, by input.
+    live: Vec<bool>,
 }
 
 /// The detector's loop: each batch's boxes, each frame's line, and each input's newest
@@ -276,11 +293,19 @@ fn detect_loop(
         to.seen.inferred(began.elapsed().as_secs_f64(), batch.len());
         for ((input, job), boxes) in batch.into_iter().zip(found) {
             ran += 1;
-            if let Some(f) = &mut file {
+            let beside = to.beside.get(input).cloned().flatten();
+            if file.is_some() || beside.is_some() {
                 let name = to.names.get(input).map_or("", String::as_str);
-                writeln!(f, "{}", line_of(input, &job, name, &boxes))
-                    .and_then(|()| f.flush())
-                    .context("writing --detections")?;
+                let line = line_of(input, &job, name, &boxes);
+                if let Some(f) = &mut file {
+                    writeln!(f, "{line}")
+                        .and_then(|()| f.flush())
+                        .context("writing --detections")?;
+                }
+                if let Some(beside) = beside {
+                    let seconds = job.seconds.filter(|_| !to.live[input]);
+                    beside(line, job.seen_at, seconds);
+                }
             }
             let found = Found {
                 index: job.index,

@@ -30,6 +30,9 @@
 //! turns 503), and the next keyframe at least `RETRY_EVERY` later opens a new file, so a
 //! freed disk resumes the recording; the run then ends as failed. Packets the channel
 //! can't take at once are counted as lost and said.
+//!
+//! With `--detect`, each segment has its detections beside it (`sidecar`):
+//! `NAME.detections.jsonl`, renamed with the segment, given up with it.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -42,6 +45,9 @@ use ff::Rescale;
 use ffmpeg_next as ff;
 
 use crate::media::remux::{InStream, Remux};
+
+mod sidecar;
+use sidecar::{Began, Sidecars, When};
 
 /// Packets waiting for the recording's thread: about 8 s of a 1080p30 camera.
 const QUEUE: usize = 2048;
@@ -170,8 +176,13 @@ pub struct Recorded {
 }
 
 enum Msg {
-    Open(Vec<InStream>, usize),
+    /// The input's streams, its video's index, and where the run's time 0 is in the
+    /// packets' timeline (seconds).
+    Open(Vec<InStream>, usize, f64),
     Packet(ff::Packet),
+    /// A detected frame's line, when the frame reached the detector, and its time in the
+    /// run (a file's; None for a live input's).
+    Detection(String, std::time::Instant, Option<f64>),
     End,
 }
 
@@ -206,6 +217,13 @@ impl Recording {
         }))
     }
 
+    /// A frame of this input that reached the detector `at`, of time `seconds` in the run
+    /// (a file's frame; None for a live input's), had `line` (`--detect`): it goes into the
+    /// sidecar of the segment its frame is in (`sidecar`).
+    pub fn detected(&self, line: String, at: std::time::Instant, seconds: Option<f64>) {
+        let _ = self.tx.try_send(Msg::Detection(line, at, seconds));
+    }
+
     /// Its figures as it goes.
     pub fn live(&self) -> Arc<crate::stats::RecordLive> {
         self.live.clone()
@@ -222,8 +240,17 @@ impl Recording {
 }
 
 impl crate::media::tap::PacketTap for Recording {
-    fn open(&self, input: &ff::format::context::Input, video: usize, _from: f64) {
-        let _ = self.tx.try_send(Msg::Open(InStream::all_of(input), video));
+    fn open(&self, input: &ff::format::context::Input, video: usize, from: f64) {
+        let start = input.stream(video).map_or(0.0, |s| {
+            let tb = s.time_base();
+            match s.start_time() {
+                t if t == ff::ffi::AV_NOPTS_VALUE => 0.0,
+                t => t as f64 * f64::from(tb.numerator()) / f64::from(tb.denominator()),
+            }
+        });
+        let _ = self
+            .tx
+            .try_send(Msg::Open(InStream::all_of(input), video, start + from));
     }
 
     fn packet(&self, packet: ff::Packet) {
@@ -248,6 +275,7 @@ struct Segment {
     remux: Remux,
     part: PathBuf,
     name: PathBuf,
+    began: Began,
 }
 
 /// The recording's thread: takes packets, writes segments.
@@ -267,6 +295,10 @@ struct Writer {
     retry_at: Option<std::time::Instant>,
     /// The figures the browser view shows.
     live: Arc<crate::stats::RecordLive>,
+    /// The detections beside each segment, once one came.
+    sidecars: Option<Sidecars>,
+    /// Where the run's time 0 is in the packets' timeline, seconds.
+    zero: f64,
 }
 
 impl Writer {
@@ -283,13 +315,16 @@ impl Writer {
             cut_at_key: false,
             retry_at: None,
             live,
+            sidecars: None,
+            zero: 0.0,
         }
     }
 
     fn run(mut self, rx: Receiver<Msg>) -> Recorded {
         while let Ok(msg) = rx.recv() {
             match msg {
-                Msg::Open(streams, video) => {
+                Msg::Open(streams, video, zero) => {
+                    self.zero = zero;
                     self.close_or_fail();
                     self.times = vec![Default::default(); streams.len()];
                     self.cut_at_key = false;
@@ -297,11 +332,40 @@ impl Writer {
                     self.video = video;
                 }
                 Msg::Packet(p) => self.packet(p),
+                Msg::Detection(line, at, seconds) => {
+                    let when = match seconds {
+                        Some(s) => When::Media(self.zero + s),
+                        None => When::Seen(at),
+                    };
+                    self.detection(&line, when);
+                }
                 Msg::End => break,
             }
         }
         self.close_or_fail();
+        if let Some(lost) = self.sidecars.as_ref().map(|s| s.lost).filter(|&n| n > 0) {
+            crate::warn!(
+                "recording {}: {lost} detection line(s) could not be written beside the segments",
+                self.what
+            );
+        }
         self.recorded
+    }
+
+    /// A detected frame's line: into the sidecar of the segment written when its frame was
+    /// seen (the first line makes the open segment's).
+    fn detection(&mut self, line: &str, when: When) {
+        let sidecars = match &mut self.sidecars {
+            Some(s) => s,
+            None => {
+                let s = self.sidecars.insert(Sidecars::default());
+                if let Some(seg) = &self.segment {
+                    s.open(&seg.part, seg.began);
+                }
+                s
+            }
+        };
+        sidecars.line(line, when);
     }
 
     /// Finishes the open file; where that fails, the failure is taken as any other.
@@ -317,6 +381,9 @@ impl Writer {
         let why = format!("{e:#}");
         if let Some(seg) = self.segment.take() {
             seg.abandon();
+            if let Some(s) = &mut self.sidecars {
+                s.abandon();
+            }
         }
         self.recorded.failures += 1;
         self.live.failures.fetch_add(1, Ordering::SeqCst);
@@ -372,6 +439,12 @@ impl Writer {
         Some(t.rescale(tb, ff::Rational::new(1, 1_000_000)))
     }
 
+    /// A packet's presentation time in µs.
+    fn pts_us(&self, p: &ff::Packet) -> Option<i64> {
+        let tb = self.streams.get(p.stream())?.time_base;
+        Some(p.pts()?.rescale(tb, ff::Rational::new(1, 1_000_000)))
+    }
+
     fn packet(&mut self, mut p: ff::Packet) {
         if p.stream() >= self.streams.len() {
             return;
@@ -398,7 +471,17 @@ impl Writer {
             if self.segment.is_none() && self.may_open() {
                 let origin = self.time_us(&p).unwrap_or(0);
                 match self.open(origin) {
-                    Ok(seg) => self.segment = Some(seg),
+                    Ok(mut seg) => {
+                        // Frames are timed by presentation: the keyframe's, not its decoding
+                        // time (earlier by the pictures reordered around it).
+                        if let Some(pts) = self.pts_us(&p) {
+                            seg.began.media = pts as f64 / 1e6;
+                        }
+                        if let Some(s) = &mut self.sidecars {
+                            s.open(&seg.part, seg.began);
+                        }
+                        self.segment = Some(seg);
+                    }
                     Err(e) => self.fail(e),
                 }
             }
@@ -444,7 +527,15 @@ impl Writer {
         let streams = (self.streams.as_slice(), self.video, true);
         let what = name.display().to_string();
         match Remux::start(out, what, streams, origin_us, options) {
-            Ok(remux) => Ok(Segment { remux, part, name }),
+            Ok(remux) => Ok(Segment {
+                remux,
+                part,
+                name,
+                began: Began {
+                    at: std::time::Instant::now(),
+                    media: origin_us as f64 / 1e6,
+                },
+            }),
             Err(e) => {
                 let _ = std::fs::remove_file(&part);
                 Err(e)
@@ -459,17 +550,28 @@ impl Writer {
         };
         if let Err(e) = seg.remux.finish() {
             seg.abandon();
+            if let Some(s) = &mut self.sidecars {
+                s.abandon();
+            }
             return Err(e);
         }
-        let Segment { remux, part, name } = seg;
+        let Segment {
+            remux, part, name, ..
+        } = seg;
         drop(remux);
         let name = match rename_without_replacing(&part, &name) {
             Ok(name) => name,
             Err(e) => {
                 let _ = std::fs::remove_file(&part);
+                if let Some(s) = &mut self.sidecars {
+                    s.abandon();
+                }
                 return Err(e);
             }
         };
+        if let Some(s) = &mut self.sidecars {
+            s.close(&name);
+        }
         crate::debug!("recording {}: '{}' closed", self.what, name.display());
         let bytes = std::fs::metadata(&name).map_or(0, |m| m.len());
         self.recorded.bytes += bytes;
