@@ -567,3 +567,57 @@ fn a_slow_loop_makes_a_live_input_drop_and_says_how_many() {
     let out = run_script(&dir, SLOW_LOOP, &[&port], Duration::from_secs(60));
     assert!(out.contains("dropped"), "{out}");
 }
+
+const DETECTIONS: &str = r#"
+import json, sys
+import framepipe
+clip, model, jsonl = sys.argv[1], sys.argv[2], sys.argv[3]
+seen = {}
+with framepipe.open(clip, detect=model, detections=jsonl, y=True, size=(64, 64)) as run:
+    for frame in run:
+        assert frame.detections_frame == frame.index, (frame.index, frame.detections_frame)
+        seen[frame.index] = frame.detections
+lines = [json.loads(l) for l in open(jsonl)]
+assert len(lines) == len(seen) == 5, (len(lines), len(seen))
+for line in lines:
+    got = seen[line["frame"]]
+    assert got == line["detections"], (got, line["detections"])
+print("equal:", len(lines), [d["label"] for d in lines[0]["detections"]])
+"#;
+
+#[test]
+fn frame_detections_equal_the_json_lines() {
+    require(&["ffmpeg"]);
+    let ortpy = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ortvenv/bin/python");
+    let maker = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/yolo_model.py");
+    let dir = TempDir::new("py-detect");
+    let model = dir.join("yolo.onnx");
+    let made = Command::new(ortpy)
+        .arg(maker)
+        .arg(&model)
+        .args(["v8", "64"])
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let clip = dir.join("clip.mp4");
+    crate::common::run::ffmpeg_made(
+        &clip,
+        &["testsrc2=s=128x128:r=25:d=0.2"],
+        &["-c:v", "libx264"],
+    );
+    let out = run_script(
+        &dir,
+        DETECTIONS,
+        &[
+            clip.to_str().unwrap(),
+            model.to_str().unwrap(),
+            dir.join("det.jsonl").to_str().unwrap(),
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(out.contains("equal: 5 ['person', 'car']"), "{out}");
+}

@@ -93,6 +93,32 @@ impl Frame {
     fn seconds(&self) -> Option<f64> {
         self.handed.seconds
     }
+    /// With `detect=MODEL`: the newest boxes found on this frame's input as of this frame,
+    /// each a dict of `label`, `score` and `box` ([left, top, right, bottom] in the pixels
+    /// of the frame as the pipeline made it, before `size=`), as `--detections` writes
+    /// them; None before the first detection. A file's detected frame has its own boxes
+    /// (`detections_frame == index`); a live input's frame the newest found on an earlier
+    /// one.
+    #[getter]
+    fn detections<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        let Some((_, found)) = &self.handed.detections else {
+            return Ok(None);
+        };
+        let list = PyList::empty_bound(py);
+        for d in found {
+            let one = PyDict::new_bound(py);
+            one.set_item("label", &d.label)?;
+            one.set_item("score", (f64::from(d.score) * 1e4).round() / 1e4)?;
+            one.set_item("box", d.rect.to_vec())?;
+            list.append(one)?;
+        }
+        Ok(Some(list))
+    }
+    /// The frame `detections` were found on (None before the first detection).
+    #[getter]
+    fn detections_frame(&self) -> Option<u64> {
+        self.handed.detections.as_ref().map(|d| d.0)
+    }
     /// Width in pixels.
     #[getter]
     fn width(&self) -> usize {
@@ -856,6 +882,8 @@ fn fits_in_memory(size: FrameSize, layout: Layout) -> PyResult<()> {
 #[pyo3(signature = (*inputs, **options))]
 fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Run> {
     use clap::Parser;
+    static LOOKED: std::sync::Once = std::sync::Once::new();
+    LOOKED.call_once(|| onnx_runtime_beside(inputs.py()));
     let Asked {
         argv,
         shaping,
@@ -907,6 +935,44 @@ fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyR
         marks,
         fit: shaping.size,
     })
+}
+
+/// Where `detect=` finds ONNX Runtime besides `ORT_DYLIB_PATH`: the library of PyPI's
+/// `onnxruntime` (or `onnxruntime-gpu`) where it is installed, and the project's copy
+/// above the folder this module was installed in (`detect::runtime::look_also`).
+fn onnx_runtime_beside(py: Python<'_>) {
+    let library = py
+        .import_bound("importlib.util")
+        .and_then(|u| u.call_method1("find_spec", ("onnxruntime",)))
+        .ok()
+        .filter(|spec| !spec.is_none())
+        .and_then(|spec| spec.getattr("origin").ok()?.extract::<String>().ok())
+        .and_then(|init| {
+            let capi = std::path::Path::new(&init).parent()?.join("capi");
+            let mut found: Vec<_> = std::fs::read_dir(capi)
+                .ok()?
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("libonnxruntime.so"))
+                })
+                .collect();
+            found.sort();
+            found.pop()
+        });
+    // (Known once imported: an extension module has no file while it initialises.)
+    let folder = py
+        .import_bound("framepipe")
+        .and_then(|m| m.getattr("__file__"))
+        .ok()
+        .and_then(|f| f.extract::<String>().ok())
+        .map(std::path::PathBuf::from)
+        .and_then(|f| f.parent().map(std::path::Path::to_path_buf));
+    if let Some(folder) = folder {
+        framepipe::detect::runtime::look_also(library, folder);
+    }
 }
 
 /// The Python module.

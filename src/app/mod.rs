@@ -183,10 +183,11 @@ fn run_plan(
         )?),
         None => None,
     };
-    let mut sink = the_sink(plan, each, all, to, total);
+    let mut sink = the_sink(plan, each, all, to, total, seen.clone());
     if let (Some(model), Some(seen)) = (model, seen) {
         let beside = order.iter().map(|&at| recordings.beside(at)).collect();
-        sink = detecting(plan, sink, model, (seen, beside), &order)?;
+        let handed = to.is_some();
+        sink = detecting(plan, sink, model, (seen, beside), (&order, handed))?;
     }
     info!("output: {}", sink.describe());
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
@@ -258,7 +259,8 @@ fn consumers_of(
 
 /// `sink` with `model` run on the inputs' due frames (`--detect`), their boxes kept in
 /// `seen` and their lines written `beside` each recording; `order[k]` is the `--input`
-/// place of the run's input `k`.
+/// place of the run's input `k`; `handed`: an embedding program takes the frames (a file's
+/// then waits for its own boxes, as where they are drawn).
 fn detecting(
     plan: &RunPlan,
     sink: Box<dyn Sink>,
@@ -267,7 +269,7 @@ fn detecting(
         crate::detect::seen::Seen,
         Vec<Option<sink::detecting::Beside>>,
     ),
-    order: &[usize],
+    (order, handed): (&[usize], bool),
 ) -> Result<Box<dyn Sink>> {
     let Some(settings) = plan.detect() else {
         return Ok(sink);
@@ -285,6 +287,7 @@ fn detecting(
             false => crate::detect::Draw::None,
         },
         beside,
+        exact: handed,
     };
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
     let jsonl = settings.jsonl.clone().map(|p| (p, replace));
@@ -298,16 +301,18 @@ fn detecting(
 }
 
 /// The run's one sink: each input's own, the mosaic's, the embedding program's hand-over
-/// first, and the progress bar where asked (`total` frames where known).
+/// first (each frame with its input's newest boxes, from `seen`, where the run detects),
+/// and the progress bar where asked (`total` frames where known).
 fn the_sink(
     plan: &RunPlan,
     each: Vec<Option<Box<dyn Sink>>>,
     all: Option<Box<dyn Sink>>,
     to: Option<&sink::handover::HandTo>,
     total: Option<u64>,
+    seen: Option<crate::detect::seen::Seen>,
 ) -> Box<dyn Sink> {
     let embedded = to.map(|to| route::Embedded {
-        first: Box::new(sink::handover::Handover::new(to.clone())),
+        first: Box::new(sink::handover::Handover::new(to.clone()).with_detections(seen)),
         marks: to.marks.clone(),
     });
     let sink = route::by_input(each, all, embedded);

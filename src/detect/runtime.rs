@@ -1,6 +1,8 @@
-//! Where ONNX Runtime's library is, and that it loads: `ORT_DYLIB_PATH` where set, else the
-//! copy `scripts/setup.sh` installs for the project (`target/ort/`, found from the
-//! executable's folder or the working folder up), else the system's `libonnxruntime.so`.
+//! Where ONNX Runtime's library is, and that it loads: `ORT_DYLIB_PATH` where set, else one
+//! an embedding program found (`look_also`: the Python package's, PyPI's `onnxruntime`
+//! installed beside it), else the copy `scripts/setup.sh` installs for the project
+//! (`target/ort/`, found from the executable's folder, the working folder or a folder the
+//! embedding program named, up), else the system's `libonnxruntime.so`.
 //! The library is loaded here first (`libloading`), so that one that is missing or broken
 //! is a sentence, not a panic inside `ort`.
 //!
@@ -44,16 +46,35 @@ fn project_copy(from: &Path) -> Option<PathBuf> {
     })
 }
 
+/// What an embedding program found: a library, and folders to look from.
+static ALSO: std::sync::Mutex<(Option<PathBuf>, Vec<PathBuf>)> =
+    std::sync::Mutex::new((None, Vec::new()));
+
+/// An embedding program's finds (module doc): `library`, where it found one (taken after
+/// `ORT_DYLIB_PATH`), and `folder`, to look for the project's copy from.
+pub fn look_also(library: Option<PathBuf>, folder: PathBuf) {
+    let mut also = ALSO.lock().unwrap_or_else(|p| p.into_inner());
+    if library.is_some() {
+        also.0 = library;
+    }
+    also.1.push(folder);
+}
+
 /// The library to load (module doc), or why there is none.
 pub fn find() -> Result<PathBuf, RuntimeError> {
     if let Some(p) = std::env::var_os("ORT_DYLIB_PATH").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
+    let (library, folders) = ALSO.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    if let Some(p) = library {
+        return Ok(p);
+    }
     let exe = std::env::current_exe().ok();
     let places = exe
         .iter()
         .filter_map(|e| e.parent().map(Path::to_path_buf))
-        .chain(std::env::current_dir().ok());
+        .chain(std::env::current_dir().ok())
+        .chain(folders);
     for place in places {
         if let Some(p) = project_copy(&place) {
             return Ok(p);

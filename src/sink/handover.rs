@@ -60,6 +60,10 @@ pub struct Handed {
     /// Its input is live (a camera, a stream: frames are dropped rather than waited for);
     /// false for a file, whose every frame is handed over.
     pub live: bool,
+    /// With `--detect`: the newest boxes found on its input as of this frame (in the
+    /// pixels of `source`), and the frame they were found on (this one, for a file's
+    /// detected frame; an earlier one, for a live input's); None before any.
+    pub detections: Option<(u64, Vec<crate::detect::Detection>)>,
 }
 
 /// Where and how frames are handed over: the channel, the format the reader asked for,
@@ -235,6 +239,8 @@ pub struct Handover {
     /// Each input's frames dropped so far, and whether it is live, from the run's live
     /// figures.
     dropped: Vec<(u64, bool)>,
+    /// Each input's newest boxes (`--detect`).
+    seen: Option<crate::detect::seen::Seen>,
 }
 
 impl Handover {
@@ -248,7 +254,14 @@ impl Handover {
             resized: Vec::new(),
             fits: HashMap::new(),
             dropped: Vec::new(),
+            seen: None,
         }
+    }
+
+    /// Each frame handed with its input's newest boxes, kept in `seen` (`--detect`).
+    pub fn with_detections(mut self, seen: Option<crate::detect::seen::Seen>) -> Self {
+        self.seen = seen;
+        self
     }
 
     /// `frame`'s pixels as asked, and their size; an error where its size can't be
@@ -367,6 +380,11 @@ impl Sink for Handover {
             memory: d.memory.clone(),
             dropped: self.dropped.get(input).map_or(0, |d| d.0),
             live: self.dropped.get(input).is_some_and(|d| d.1),
+            detections: self
+                .seen
+                .as_ref()
+                .and_then(|s| s.last(input))
+                .map(|f| (f.index, f.boxes)),
         };
         loop {
             match self.to.send_timeout(handed, Stop::TICK) {

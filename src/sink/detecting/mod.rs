@@ -71,6 +71,8 @@ pub struct Detecting {
     started: std::time::Instant,
     seen: Seen,
     draw: Draw,
+    /// A file's frame waits for its own boxes (they are drawn, or handed with it).
+    exact: bool,
     /// The copy of a frame the boxes are drawn into.
     drawn: Vec<u8>,
 }
@@ -88,6 +90,9 @@ pub struct Inputs {
     pub draw: Draw,
     /// Each input's recording's sidecars, where it records.
     pub beside: Vec<Option<Beside>>,
+    /// A file's frame waits for its own boxes even where none are drawn (an embedding
+    /// program reads them with the frame).
+    pub exact: bool,
 }
 
 impl Detecting {
@@ -141,6 +146,7 @@ impl Detecting {
             live,
             seen,
             draw,
+            exact,
             ..
         } = inputs;
         let inputs = names
@@ -162,6 +168,7 @@ impl Detecting {
             started: std::time::Instant::now(),
             seen,
             draw,
+            exact: exact || draw != Draw::None,
             drawn: Vec::new(),
         })
     }
@@ -204,7 +211,7 @@ impl Detecting {
             size,
             format,
             bytes: frame.bytes[..format.bytes(size)].to_vec(),
-            waited: !self.inputs[at].live && self.draw != Draw::None,
+            waited: !self.inputs[at].live && self.exact,
             seen_at: std::time::Instant::now(),
         };
         let (index, waited) = (job.index, job.waited);
