@@ -5,7 +5,7 @@ use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand};
 
 use crate::backend::{BackendKind, IssueOrder, StreamLayout};
-use crate::detect::Draw;
+use crate::detect::{Draw, Provider};
 use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::output::{encode::OutPixel, Codec};
@@ -383,6 +383,13 @@ pub struct DetectArgs {
     #[arg(long, value_name = "IOU", value_parser = parse_score)]
     pub detect_nms: Option<f32>,
 
+    /// Where the model runs: auto (CUDA where ONNX Runtime offers it, as onnxruntime-gpu
+    /// does, else the CPU), cpu, cuda, or tensorrt (TensorRT, its engines kept in
+    /// ~/.cache/framepipe/tensorrt; the first run builds them). A provider asked for and not
+    /// offered is an error before the first frame.
+    #[arg(long, value_name = "WHERE", default_value = "auto")]
+    pub detect_provider: Provider,
+
     /// What of the boxes is drawn into the pictures shown and encoded (window, mosaic,
     /// browser view, video outputs; recordings and copies stay untouched).
     #[arg(long, value_name = "WHAT", default_value = "labels")]
@@ -723,6 +730,13 @@ values!(Draw {
     None => "none": "Nothing: the pictures as they are",
     Boxes => "boxes": "Each box's outline, coloured by its label",
     Labels => "labels": "The outline with its label and score above it",
+});
+
+values!(Provider {
+    Auto => "auto": "CUDA where ONNX Runtime offers it, else the CPU",
+    Cpu => "cpu": "ONNX Runtime's CPU provider",
+    Cuda => "cuda": "onnxruntime-gpu's CUDA provider",
+    Tensorrt => "tensorrt": "onnxruntime-gpu's TensorRT provider (engines built on the first run, then kept)",
 });
 
 values!(StreamLayout {

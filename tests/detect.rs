@@ -250,6 +250,20 @@ fn a_model_or_a_runtime_that_cannot_be_used_is_one_line() {
         assert!(err.contains(says), "{}: {err}", m.display());
         assert_eq!(err.trim().lines().count(), 1, "{err}");
     }
+    // A provider this ONNX Runtime (PyPI's CPU wheel) does not offer.
+    for provider in ["cuda", "tensorrt"] {
+        let out = Command::new(bin())
+            .args(["-i", "pattern:320x240:25", "--frames", "5", "--headless"])
+            .arg("--detect")
+            .arg(&model)
+            .args(["--detect-provider", provider])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{provider}: {err}");
+        assert!(err.contains("does not offer it (it offers CPU"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
 }
 
 /// A model in Ultralytics' `layout` (v8, v5 or nms) of known output, made by

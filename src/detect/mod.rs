@@ -40,6 +40,22 @@ pub struct Settings {
     pub nms: Option<f32>,
     /// What of the boxes is drawn into the pictures (`--draw`).
     pub draw: Draw,
+    /// Where the model runs (`--detect-provider`).
+    pub provider: Provider,
+}
+
+/// Where the model runs (`--detect-provider`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Provider {
+    /// CUDA where ONNX Runtime offers it, else the CPU.
+    #[default]
+    Auto,
+    /// The CPU.
+    Cpu,
+    /// CUDA.
+    Cuda,
+    /// TensorRT (then CUDA for what it does not take).
+    Tensorrt,
 }
 
 /// What of the boxes is drawn into the pictures shown and encoded (`--draw`).
@@ -95,6 +111,9 @@ pub enum DetectError {
         /// Its outputs, named with their shapes.
         outputs: String,
     },
+    /// A provider asked for that this ONNX Runtime does not offer.
+    #[error("--detect-provider {0}: this ONNX Runtime does not offer it (it offers {1}; onnxruntime-gpu has CUDA and TensorRT)")]
+    Provider(&'static str, String),
     /// A `--detect-labels` file that can't be read as text.
     #[error("--detect-labels '{}': {why}", file.display())]
     Labels {
@@ -162,6 +181,43 @@ pub struct Model {
     feed: Feed,
 }
 
+/// The execution providers a session is given for `asked`, and what it runs on, in words;
+/// an error where one asked for is not offered.
+fn providers(
+    asked: Provider,
+) -> Result<(Vec<ort::execution_providers::ExecutionProviderDispatch>, &'static str), DetectError>
+{
+    use ort::execution_providers::{CUDAExecutionProvider, TensorRTExecutionProvider};
+    let offered = runtime::accelerators();
+    let has = |name: &str| offered.contains(&name);
+    let words = || {
+        let mut all = offered.clone();
+        all.push("CPU");
+        all.join(", ")
+    };
+    let cuda = || CUDAExecutionProvider::default().build().error_on_failure();
+    match asked {
+        Provider::Cpu => Ok((Vec::new(), "the CPU")),
+        Provider::Auto if has("CUDA") => Ok((vec![cuda()], "CUDA")),
+        Provider::Auto => Ok((Vec::new(), "the CPU")),
+        Provider::Cuda if has("CUDA") => Ok((vec![cuda()], "CUDA")),
+        Provider::Cuda => Err(DetectError::Provider("cuda", words())),
+        Provider::Tensorrt if has("TensorRT") => {
+            let cache = std::env::var_os("HOME")
+                .map(|h| std::path::PathBuf::from(h).join(".cache/framepipe/tensorrt"))
+                .unwrap_or_else(|| std::env::temp_dir().join("framepipe-tensorrt"));
+            let _ = std::fs::create_dir_all(&cache);
+            let trt = TensorRTExecutionProvider::default()
+                .with_engine_cache(true)
+                .with_engine_cache_path(cache.display())
+                .build()
+                .error_on_failure();
+            Ok((vec![trt, cuda()], "TensorRT"))
+        }
+        Provider::Tensorrt => Err(DetectError::Provider("tensorrt", words())),
+    }
+}
+
 /// Class names from a labels file: one a line, the first for class 0 (blank lines kept as
 /// classes without a name; a trailing newline is not a class).
 fn labels_of(file: &Path) -> Result<Vec<String>, DetectError> {
@@ -181,7 +237,9 @@ impl Model {
             model: path.clone(),
             why: e.to_string(),
         };
+        let (providers, on) = providers(settings.provider)?;
         let session = ort::session::Session::builder()
+            .and_then(|b| b.with_execution_providers(providers))
             .and_then(|b| b.commit_from_file(&path))
             .map_err(not_onnx)?;
         let dims = |t: &ort::value::ValueType| match t {
@@ -244,6 +302,7 @@ impl Model {
             Family::Yolo(_) => yolo::SCORE,
             Family::Ssd(_) => ssd::SCORE,
         });
+        crate::info!("detection: {} ({family:?}) on {on}", path.display());
         let nms = settings.nms.unwrap_or(match family {
             Family::Ssd(_) => ssd::IOU,
             _ => yolo::IOU,

@@ -116,7 +116,7 @@ pub fn init() -> Result<PathBuf, RuntimeError> {
     .clone()
 }
 
-/// ONNX Runtime's version and where it was found, or why it can't be used (`framepipe
+/// ONNX Runtime's build and where it was found, or why it can't be used (`framepipe
 /// doctor`).
 pub fn describe() -> Result<String, RuntimeError> {
     let path = init()?;
@@ -125,4 +125,24 @@ pub fn describe() -> Result<String, RuntimeError> {
         .find_map(|kv| kv.strip_prefix("git-commit-id="))
         .unwrap_or("?");
     Ok(format!("{} (build {commit})", path.display()))
+}
+
+/// The execution providers this ONNX Runtime offers besides the CPU's (`onnxruntime-gpu`'s
+/// CUDA and TensorRT), in the order a session prefers them; empty where the library has
+/// none or can't be loaded.
+pub fn accelerators() -> Vec<&'static str> {
+    use ort::execution_providers::{
+        CUDAExecutionProvider, ExecutionProvider, TensorRTExecutionProvider,
+    };
+    if init().is_err() {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    if TensorRTExecutionProvider::default().is_available().unwrap_or(false) {
+        found.push("TensorRT");
+    }
+    if CUDAExecutionProvider::default().is_available().unwrap_or(false) {
+        found.push("CUDA");
+    }
+    found
 }

@@ -32,7 +32,14 @@ pub fn run() -> Result<()> {
     #[cfg(not(feature = "ffmpeg"))]
     crate::out!("decoding:   no FFmpeg libraries in this build (video files need them)");
     match crate::detect::runtime::describe() {
-        Ok(what) => crate::out!("detection:  ONNX Runtime at {what}; execution provider: CPU"),
+        Ok(what) => {
+            let mut providers = crate::detect::runtime::accelerators();
+            providers.push("CPU");
+            crate::out!(
+                "detection:  ONNX Runtime at {what}; execution providers: {}",
+                providers.join(", ")
+            )
+        }
         Err(why) => crate::out!("detection:  none ({why}); --detect is refused, all else runs"),
     }
     host_side();

@@ -986,6 +986,7 @@ fn check_detect(args: &RunArgs) -> Result<Option<crate::detect::Settings>, PlanE
         labels: d.detect_labels.clone(),
         nms: d.detect_nms,
         draw: d.draw,
+        provider: d.detect_provider,
     }))
 }
 
