@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 setup_packages xvfb xauth xdotool imagemagick python3-xlib ffmpeg chromium-headless-shell python3-websocket \
     python3-venv python3-prometheus-client nginx-light libnginx-mod-rtmp tesseract-ocr tesseract-ocr-eng \
     python3-gi gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
-    gstreamer1.0-tools gstreamer1.0-libav python3-opencv
+    gstreamer1.0-tools gstreamer1.0-libav python3-opencv mosquitto mosquitto-clients
 # --detect's ONNX Runtime, and rapidocr as the reference detector (tests/detect.rs).
 setup_onnxruntime rapidocr
 if [ ! -x target/venv/bin/kubernetes-validate ] || [ ! -x target/venv/bin/hadolint ]; then

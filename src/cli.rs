@@ -119,6 +119,10 @@ pub struct RunArgs {
     #[command(flatten)]
     pub detect: DetectArgs,
 
+    /// What the detected objects do: tracks, zones, lines, events.
+    #[command(flatten)]
+    pub events: EventArgs,
+
     /// What the run writes about itself.
     #[command(flatten)]
     pub reports: ReportArgs,
@@ -394,6 +398,38 @@ pub struct DetectArgs {
     /// browser view, video outputs; recordings and copies stay untouched).
     #[arg(long, value_name = "WHAT", default_value = "labels")]
     pub draw: Draw,
+}
+
+/// `--zone`, `--line` and where their events go.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Events")]
+pub struct EventArgs {
+    /// A zone: NAME:X1,Y1,X2,Y2,X3,Y3… (a polygon, in the input's pixels), on every input or
+    /// the one @INPUT names (its number or name) at the end. An object (where its box
+    /// stands: the bottom middle) entering, leaving or staying makes events. Repeatable.
+    #[arg(long, value_name = "NAME:X,Y,…[@INPUT]")]
+    pub zone: Vec<String>,
+
+    /// A line: NAME:X1,Y1,X2,Y2 [@INPUT]; an object crossing it makes an event saying which
+    /// way (left-to-right as one walking from the first point to the second sees its sides).
+    /// Repeatable.
+    #[arg(long, value_name = "NAME:X1,Y1,X2,Y2[@INPUT]")]
+    pub line: Vec<String>,
+
+    /// Where events go: FILE.jsonl (a JSON line each; replaced only with -y),
+    /// http://HOST[:PORT]/PATH (a JSON POST each, retried while the receiver is down), or
+    /// mqtt://HOST[:PORT]/PREFIX (PREFIX/INPUT/events, retained zone counts on
+    /// PREFIX/INPUT/zones/ZONE). Repeatable.
+    #[arg(long, value_name = "WHERE")]
+    pub events: Vec<String>,
+
+    /// Only these labels make events (comma-separated) [default: every label].
+    #[arg(long, value_name = "LABEL,…", value_delimiter = ',')]
+    pub event_labels: Vec<String>,
+
+    /// Seconds in a zone after which an object's stay is an event of its own.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_positive)]
+    pub stay: Option<f64>,
 }
 
 /// A score, 0 to 1.

@@ -23,6 +23,7 @@ pub mod detect;
 pub mod display;
 pub mod doctor;
 pub mod error;
+pub mod events;
 pub mod filter;
 pub mod frame;
 pub mod host;

@@ -14,6 +14,7 @@ mod detect;
 mod encode;
 mod entry;
 mod errors;
+mod events;
 mod ffmpeg_only;
 mod files;
 mod formats;

@@ -186,8 +186,9 @@ fn run_plan(
     let mut sink = the_sink(plan, each, all, to, total, seen.clone());
     if let (Some(model), Some(seen)) = (model, seen) {
         let beside = order.iter().map(|&at| recordings.beside(at)).collect();
+        let events = events_of(plan, &inputs, &order)?;
         let handed = to.is_some();
-        sink = detecting(plan, sink, model, (seen, beside), (&order, handed))?;
+        sink = detecting(plan, sink, model, (seen, beside, events), (&order, handed))?;
     }
     info!("output: {}", sink.describe());
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
@@ -265,9 +266,10 @@ fn detecting(
     plan: &RunPlan,
     sink: Box<dyn Sink>,
     model: crate::detect::Model,
-    (seen, beside): (
+    (seen, beside, events): (
         crate::detect::seen::Seen,
         Vec<Option<sink::detecting::Beside>>,
+        Option<crate::events::Engine>,
     ),
     (order, handed): (&[usize], bool),
 ) -> Result<Box<dyn Sink>> {
@@ -288,6 +290,7 @@ fn detecting(
         },
         beside,
         exact: handed,
+        events,
     };
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
     let jsonl = settings.jsonl.clone().map(|p| (p, replace));
@@ -298,6 +301,31 @@ fn detecting(
         settings.fps,
         jsonl,
     )?))
+}
+
+/// The tracks of the run's detections, and the zones and events (`--zone`, `--line`,
+/// `--events`) where asked: every zone and line checked against its input's picture (a
+/// point outside it is an error before the first frame), the destinations started.
+fn events_of(
+    plan: &RunPlan,
+    inputs: &opening::Inputs,
+    order: &[usize],
+) -> Result<Option<crate::events::Engine>> {
+    let none = crate::events::Settings::default();
+    let settings = plan.events().unwrap_or(&none);
+    let names: Vec<String> = order
+        .iter()
+        .map(|&at| plan.inputs()[at].label.clone())
+        .collect();
+    for (k, r) in inputs.running.iter().enumerate() {
+        let size = r.opened.0.size();
+        for s in settings.shapes.iter().filter(|s| s.on(k, &names[k])) {
+            let input = format!("{k} ({})", names[k]);
+            s.check_inside(&input, size.width, size.height)?;
+        }
+    }
+    let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
+    crate::events::Engine::start(settings, &names, replace).map(Some)
 }
 
 /// The run's one sink: each input's own, the mosaic's, the embedding program's hand-over

@@ -146,6 +146,7 @@ pub fn boxes(map: &[f32], map_size: FrameSize, picture: FrameSize, score: f32) -
             label: "text".into(),
             score: mean,
             rect,
+            track: None,
         });
     }
     found

@@ -79,6 +79,8 @@ pub struct Detection {
     pub score: f32,
     /// Left, top, right, bottom (right and bottom past the box's last pixel).
     pub rect: [f32; 4],
+    /// The object's id across frames, given by the input's tracker (`events::track`).
+    pub track: Option<u64>,
 }
 
 /// Why a model can't be used; each says what to do.
@@ -185,8 +187,13 @@ pub struct Model {
 /// an error where one asked for is not offered.
 fn providers(
     asked: Provider,
-) -> Result<(Vec<ort::execution_providers::ExecutionProviderDispatch>, &'static str), DetectError>
-{
+) -> Result<
+    (
+        Vec<ort::execution_providers::ExecutionProviderDispatch>,
+        &'static str,
+    ),
+    DetectError,
+> {
     use ort::execution_providers::{CUDAExecutionProvider, TensorRTExecutionProvider};
     let offered = runtime::accelerators();
     let has = |name: &str| offered.contains(&name);

@@ -138,10 +138,16 @@ pub fn accelerators() -> Vec<&'static str> {
         return Vec::new();
     }
     let mut found = Vec::new();
-    if TensorRTExecutionProvider::default().is_available().unwrap_or(false) {
+    if TensorRTExecutionProvider::default()
+        .is_available()
+        .unwrap_or(false)
+    {
         found.push("TensorRT");
     }
-    if CUDAExecutionProvider::default().is_available().unwrap_or(false) {
+    if CUDAExecutionProvider::default()
+        .is_available()
+        .unwrap_or(false)
+    {
         found.push("CUDA");
     }
     found

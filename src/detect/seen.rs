@@ -32,6 +32,8 @@ pub struct Figures {
     pub skipped: u64,
     /// Boxes found, by label.
     pub by_label: BTreeMap<String, u64>,
+    /// Objects in each of its zones now (`--zone`).
+    pub zones: BTreeMap<String, u64>,
 }
 
 /// Each input's last boxes and figures, and the detector's (module doc).
@@ -78,6 +80,13 @@ impl Seen {
     pub fn skipped(&self, input: usize) {
         if let Some(f) = self.state().figures.get_mut(input) {
             f.skipped += 1;
+        }
+    }
+
+    /// Input `input`'s zones hold `counts` objects now.
+    pub fn zones(&self, input: usize, counts: BTreeMap<String, u64>) {
+        if let Some(f) = self.state().figures.get_mut(input) {
+            f.zones = counts;
         }
     }
 

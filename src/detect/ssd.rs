@@ -186,6 +186,7 @@ pub fn boxes(
                     (r * sx).clamp(0.0, picture.width as f32),
                     (bo * sy).clamp(0.0, picture.height as f32),
                 ],
+                track: None,
             }
         })
         .collect()

@@ -165,6 +165,7 @@ pub fn boxes(
                     map(r[2], lb.left, picture.width),
                     map(r[3], lb.top, picture.height),
                 ],
+                track: None,
             }
         })
         .collect()

@@ -1,6 +1,6 @@
 //! The detector's boxes drawn into a picture (`--draw boxes|labels`): each box's outline in
-//! its label's colour, and with `labels` the label and score on a tab of that colour above
-//! it. Drawn into the frames of every pixel format the pipeline hands its consumers (packed
+//! its label's colour, and with `labels` the label, the track's id and the score on a tab
+//! of that colour above it. Drawn into the frames of every pixel format the pipeline hands its consumers (packed
 //! BGR, YUYV, planar and semi-planar YUV, gray), so an I420 output gets its boxes without a
 //! trip through BGR, and into a tile of the mosaic (boxes scaled from the frame they were
 //! found on to the area the frame fills).
@@ -215,7 +215,10 @@ fn outline(paint: &mut Paint, r: Rect, thick: usize, colour: [u8; 3], within: Re
 /// `d`'s label and score on a tab of `colour` above `r` (inside its top where there is no
 /// room above), clipped to `within`.
 fn label(paint: &mut Paint, r: Rect, d: &Detection, ink: Ink, colour: [u8; 3], within: Rect) {
-    let text = format!("{} {:.2}", d.label, d.score);
+    let text = match d.track {
+        Some(id) => format!("{} #{id} {:.2}", d.label, d.score),
+        None => format!("{} {:.2}", d.label, d.score),
+    };
     let (w, h) = (ink.width(&text) + ink.px(6), ink.line());
     let y = match r.y >= within.y + h {
         true => r.y - h,
@@ -243,6 +246,7 @@ mod tests {
             label: "person".into(),
             score: 0.9,
             rect: [10.0, 20.0, 50.0, 60.0],
+            track: None,
         }
     }
 

@@ -29,6 +29,7 @@ pub(super) fn summarize(
     stats.stored = report.stored;
     stats.streams = report.streams.clone();
     stats.mosaic = report.mosaic.clone();
+    stats.detection = report.detection.clone();
     let inputs = shared
         .inputs
         .iter()

@@ -60,6 +60,12 @@ pub enum PlanError {
     /// A `--detect` model that is not a file.
     #[error("--detect '{}': no such model file", .0.display())]
     NoModel(std::path::PathBuf),
+    /// A zone or a line that can't be used.
+    #[error(transparent)]
+    Zone(#[from] crate::events::zones::ZoneError),
+    /// Events asked for wrongly (no detector, a bad destination, a file in the way).
+    #[error("{0}")]
+    Events(String),
     /// A `--detect-labels` file that is not there.
     #[error("--detect-labels '{}': no such file", .0.display())]
     NoLabels(std::path::PathBuf),

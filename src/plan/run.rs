@@ -55,6 +55,7 @@ pub struct RunPlan {
     writing: Writing,
     progress: bool,
     detect: Option<crate::detect::Settings>,
+    events: Option<crate::events::Settings>,
 }
 
 /// One input of the run: what it is, what it writes of its own, how it is opened.
@@ -242,6 +243,7 @@ impl RunPlan {
         let display = display_of(&args, several, (serve, rtsp), recording.is_some());
         let engine = engine_of(&args, several);
         let labels = labels_of(roster, &mine, &specs);
+        let names_of_inputs = labels.clone();
         let inputs = specs
             .into_iter()
             .zip(parts.each)
@@ -277,6 +279,7 @@ impl RunPlan {
             display,
             engine,
             detect: check_detect(&args)?,
+            events: check_events(&args, &names_of_inputs)?,
             reports: Reports {
                 trace: args.reports.trace,
                 timeline: args.reports.timeline,
@@ -393,6 +396,10 @@ impl RunPlan {
     /// The detector the run runs on its pictures (`--detect`), if any.
     pub fn detect(&self) -> Option<&crate::detect::Settings> {
         self.detect.as_ref()
+    }
+    /// The tracks, zones, lines and events the run makes of its detections, if any.
+    pub fn events(&self) -> Option<&crate::events::Settings> {
+        self.events.as_ref()
     }
     /// How outputs are written.
     pub fn writing(&self) -> Writing {
@@ -988,6 +995,59 @@ fn check_detect(args: &RunArgs) -> Result<Option<crate::detect::Settings>, PlanE
         draw: d.draw,
         provider: d.detect_provider,
     }))
+}
+
+/// `--zone`, `--line`, `--events` and their companions: definitions that read, inputs that
+/// are there (`names`: the inputs' labels), a detector to see with, files that may be
+/// written.
+fn check_events(
+    args: &RunArgs,
+    names: &[String],
+) -> Result<Option<crate::events::Settings>, PlanError> {
+    use crate::events::{out::Destination, zones::Shape};
+    let e = &args.events;
+    let zones = e.zone.iter().map(|z| Shape::parse(z, false));
+    let lines = e.line.iter().map(|l| Shape::parse(l, true));
+    let shapes: Vec<Shape> = zones.chain(lines).collect::<Result<_, _>>()?;
+    for s in &shapes {
+        s.check_input(names)?;
+    }
+    let to: Vec<Destination> = e
+        .events
+        .iter()
+        .map(|t| Destination::parse(t).map_err(PlanError::Events))
+        .collect::<Result<_, _>>()?;
+    let settings = crate::events::Settings {
+        shapes,
+        to,
+        labels: e.event_labels.clone(),
+        stay: e.stay,
+    };
+    if !settings.any() {
+        if !e.event_labels.is_empty() || e.stay.is_some() {
+            return Err(PlanError::Events(
+                "--event-labels and --stay apply to --zone and --line, and none is given".into(),
+            ));
+        }
+        return Ok(None);
+    }
+    if args.detect.detect.is_none() {
+        return Err(PlanError::Events(
+            "--zone, --line and --events follow what --detect finds, and it is not given".into(),
+        ));
+    }
+    for d in &settings.to {
+        if let Destination::File(f) = d {
+            paths::check_folder("--events", &f.to_string_lossy()).map_err(PlanError::ReportFile)?;
+            if f.exists() && !args.outputs.overwrite {
+                return Err(PlanError::Events(format!(
+                    "--events '{}' exists (-y replaces it)",
+                    f.display()
+                )));
+            }
+        }
+    }
+    Ok(Some(settings))
 }
 
 /// `--rtsp-serve`'s address and token: beyond loopback, a token or `--serve-insecure`.

@@ -124,6 +124,8 @@ pub struct SinkReport {
     pub streams: Vec<crate::stats::StreamStats>,
     /// What the mosaic's recording holds, where the mosaic is recorded to a file.
     pub mosaic: Option<crate::stats::MosaicRecorded>,
+    /// What the detector did (`--detect`), for the summary.
+    pub detection: Option<serde_json::Value>,
 }
 
 impl SinkReport {
@@ -166,6 +168,7 @@ impl SinkReport {
             inputs,
             streams: parts.iter().flat_map(|r| r.streams.clone()).collect(),
             mosaic: parts.iter().find_map(|r| r.mosaic.clone()),
+            detection: parts.iter().find_map(|r| r.detection.clone()),
         }
     }
 }

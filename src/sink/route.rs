@@ -191,6 +191,7 @@ impl Sink for ByInput {
                 .collect(),
             streams,
             mosaic: all.and_then(|r| r.mosaic),
+            detection: None,
         }
     }
 }

@@ -160,6 +160,8 @@ pub struct SinkStats {
     pub streams: Vec<StreamStats>,
     /// What the mosaic's recording holds, where the mosaic is recorded to a file.
     pub mosaic: Option<MosaicRecorded>,
+    /// What the detector did (`--detect`): frames, inferences, events by kind.
+    pub detection: Option<serde_json::Value>,
 }
 
 /// A recording of the mosaic (a run of several inputs, an `--output` without `{n}`): its
@@ -412,6 +414,8 @@ pub struct DetectionNow {
     pub inference_seconds: f64,
     /// The last inference's batch size.
     pub batch: usize,
+    /// Objects in each of its zones now (`--zone`).
+    pub zones: std::collections::BTreeMap<String, u64>,
 }
 
 /// An input's latency figures at one moment.

@@ -52,6 +52,7 @@ impl Summary {
             "inputs": self.inputs.iter().map(InputStats::to_json).collect::<Vec<_>>(),
             "streams": self.sink_stats.streams,
             "mosaic": self.sink_stats.mosaic,
+            "detection": self.sink_stats.detection,
         })
     }
 

@@ -331,6 +331,25 @@ fn detections(out: &mut String, snap: &Snapshot, labels: &[String]) {
             samples.into_iter(),
         );
     }
+    let zones: Vec<(String, f64)> = snap
+        .inputs
+        .iter()
+        .zip(labels)
+        .filter_map(|(input, l)| Some((l, input.detection.as_ref()?)))
+        .flat_map(|(l, d)| {
+            d.zones
+                .iter()
+                .map(move |(zone, n)| (format!("{{{l},zone=\"{}\"}}", escape(zone)), *n as f64))
+        })
+        .collect();
+    if !zones.is_empty() {
+        let help = "Tracked objects in the zone now (--zone).";
+        family(
+            out,
+            ("framepipe_zone_objects", "gauge", help),
+            zones.into_iter(),
+        );
+    }
 }
 
 /// Each input's latency (capture to out of the sink) as a summary: the 0.99 quantile, the

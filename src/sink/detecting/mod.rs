@@ -65,7 +65,7 @@ pub struct Detecting {
     slots: Arc<Slots<Job>>,
     /// Each job's (input, frame) once the detector is done with it.
     done: Receiver<(usize, u64)>,
-    thread: Option<std::thread::JoinHandle<Result<(u64, u64)>>>,
+    thread: Option<std::thread::JoinHandle<Result<Ended>>>,
     inputs: Vec<Input>,
     fps: Option<f64>,
     started: std::time::Instant,
@@ -73,6 +73,8 @@ pub struct Detecting {
     draw: Draw,
     /// A file's frame waits for its own boxes (they are drawn, or handed with it).
     exact: bool,
+    /// What the detector did, once it ended.
+    ended: Option<Ended>,
     /// The copy of a frame the boxes are drawn into.
     drawn: Vec<u8>,
 }
@@ -93,6 +95,8 @@ pub struct Inputs {
     /// A file's frame waits for its own boxes even where none are drawn (an embedding
     /// program reads them with the frame).
     pub exact: bool,
+    /// The tracks, zones and events made of the boxes, where asked.
+    pub events: Option<crate::events::Engine>,
 }
 
 impl Detecting {
@@ -126,7 +130,10 @@ impl Detecting {
         };
         let slots = Arc::new(Slots::new(inputs.names.len()));
         let (done_tx, done) = crossbeam_channel::unbounded();
+        let mut inputs = inputs;
         let to = Detector {
+            events: inputs.events.take(),
+            started: std::time::Instant::now(),
             names: inputs.names.clone(),
             seen: inputs.seen.clone(),
             done: done_tx,
@@ -169,6 +176,7 @@ impl Detecting {
             seen,
             draw,
             exact: exact || draw != Draw::None,
+            ended: None,
             drawn: Vec::new(),
         })
     }
@@ -257,13 +265,13 @@ impl Detecting {
         })
     }
 
-    /// Ends the detector: its error, or how many frames it ran on in how many inferences.
-    fn end_detector(&mut self) -> Result<(u64, u64)> {
+    /// Ends the detector: its error, or what it did.
+    fn end_detector(&mut self) -> Result<Ended> {
         self.slots.close();
         match self.thread.take().map(|t| t.join()) {
             Some(Ok(r)) => r,
             Some(Err(_)) => anyhow::bail!("the detector's thread panicked"),
-            None => Ok((0, 0)),
+            None => Ok(Ended::default()),
         }
     }
 }
@@ -276,6 +284,20 @@ struct Detector {
     beside: Vec<Option<Beside>>,
     /// Live, by input.
     live: Vec<bool>,
+    events: Option<crate::events::Engine>,
+    /// When the run began (the time of a frame without one).
+    started: std::time::Instant,
+}
+
+/// What the detector did, at its end.
+#[derive(Debug, Default)]
+struct Ended {
+    /// Frames it ran on.
+    ran: u64,
+    /// Inferences.
+    batches: u64,
+    /// Events by kind.
+    events: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 /// The detector's loop: each batch's boxes, each frame's line, and each input's newest
@@ -284,9 +306,20 @@ fn detect_loop(
     mut model: Model,
     slots: &Slots<Job>,
     mut file: Option<std::io::BufWriter<std::fs::File>>,
-    to: Detector,
-) -> Result<(u64, u64)> {
+    mut to: Detector,
+) -> Result<Ended> {
     let (mut ran, mut batches) = (0, 0);
+    let ended = |to: &mut Detector, ran, batches| {
+        let events = to.events.as_mut().and_then(|e| {
+            e.finish();
+            e.counts().cloned()
+        });
+        Ended {
+            ran,
+            batches,
+            events,
+        }
+    };
     while let Some(batch) = slots.take() {
         batches += 1;
         let bgr: Vec<Vec<u8>> = batch.iter().map(|(_, job)| bgr_of(job)).collect();
@@ -296,10 +329,32 @@ fn detect_loop(
             .map(|(b, (_, job))| (&b[..], job.size))
             .collect();
         let began = std::time::Instant::now();
-        let found = model.detect_batch(&pictures)?;
+        let found = match model.detect_batch(&pictures) {
+            Ok(found) => found,
+            Err(e) => {
+                ended(&mut to, ran, batches);
+                return Err(e.into());
+            }
+        };
         to.seen.inferred(began.elapsed().as_secs_f64(), batch.len());
-        for ((input, job), boxes) in batch.into_iter().zip(found) {
+        for ((input, job), mut boxes) in batch.into_iter().zip(found) {
             ran += 1;
+            if let Some(events) = &mut to.events {
+                let seen = crate::events::Seen {
+                    input,
+                    name: to.names.get(input).map_or("", String::as_str),
+                    frame: job.index,
+                    seconds: job
+                        .seconds
+                        .unwrap_or_else(|| (job.seen_at - to.started).as_secs_f64()),
+                    size: job.size,
+                };
+                events.detected(&seen, &mut boxes);
+                to.seen.zones(
+                    input,
+                    events.zone_counts().get(input).cloned().unwrap_or_default(),
+                );
+            }
             let beside = to.beside.get(input).cloned().flatten();
             if file.is_some() || beside.is_some() {
                 let name = to.names.get(input).map_or("", String::as_str);
@@ -325,7 +380,7 @@ fn detect_loop(
             }
         }
     }
-    Ok((ran, batches))
+    Ok(ended(&mut to, ran, batches))
 }
 
 /// `job`'s picture as packed BGR.
@@ -349,6 +404,7 @@ fn line_of(input: usize, job: &Job, name: &str, found: &[Detection]) -> String {
                 "label": d.label,
                 "score": (f64::from(d.score) * 1e4).round() / 1e4,
                 "box": d.rect,
+                "track": d.track,
             })
         })
         .collect();
@@ -392,6 +448,7 @@ impl Sink for Detecting {
                 by_label: f.by_label,
                 inference_seconds: seconds,
                 batch,
+                zones: f.zones,
             });
         }
         self.inner.status(&live)
@@ -418,15 +475,51 @@ impl Sink for Detecting {
         }
         let finished = self.inner.finish();
         match detected {
-            Ok((n, batches)) => crate::info!(
-                "detection: ran on {n} frames in {batches} inferences ({:.1} frames each)",
-                n as f64 / batches.max(1) as f64
-            ),
+            Ok(ended) => {
+                let (n, batches) = (ended.ran, ended.batches);
+                crate::info!(
+                    "detection: ran on {n} frames in {batches} inferences ({:.1} frames each)",
+                    n as f64 / batches.max(1) as f64
+                );
+                if let Some(events) = &ended.events {
+                    let said: Vec<String> =
+                        events.iter().map(|(k, n)| format!("{n} {k}")).collect();
+                    crate::info!(
+                        "events: {}",
+                        match said.is_empty() {
+                            true => "none".to_string(),
+                            false => said.join(", "),
+                        }
+                    );
+                }
+                self.ended = Some(ended);
+            }
             Err(e) => return Err(e.context("detection")),
         }
         finished
     }
     fn report(&self) -> SinkReport {
-        self.inner.report()
+        let mut report = self.inner.report();
+        let inputs: Vec<serde_json::Value> = self
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(at, input)| {
+                let f = self.seen.figures(at);
+                serde_json::json!({
+                    "name": input.name,
+                    "detected": f.detected,
+                    "skipped": f.skipped,
+                    "boxes": f.by_label,
+                })
+            })
+            .collect();
+        report.detection = Some(serde_json::json!({
+            "frames": self.ended.as_ref().map_or(0, |e| e.ran),
+            "inferences": self.ended.as_ref().map_or(0, |e| e.batches),
+            "inputs": inputs,
+            "events": self.ended.as_ref().and_then(|e| e.events.clone()),
+        }));
+        report
     }
 }

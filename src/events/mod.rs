@@ -1,0 +1,199 @@
+//! From boxes to events: each input's tracker gives every object an id across frames
+//! (`track`); its zones and lines (`zones`) turn the tracks' steps into events (entered,
+//! left, stayed in a zone; crossed a line, which way); the events go out as JSON (`out`:
+//! a file, webhooks, MQTT), are counted for the summary, and each zone's count is kept for
+//! `/metrics` and MQTT's retained topics.
+//!
+//! Runs on the detector's thread, after each detected frame (`Engine::detected`): events
+//! are as fresh as the detections, one detection interval at most after the step.
+//!
+//! Invariants: an event names its input, its track and the frame it was seen on; only the
+//! labels asked for (`--event-labels`; every label where not given) make events; every
+//! enter has its leave by the end (a track ending in a zone leaves it); the counts by kind
+//! are those that went to the destinations.
+
+pub mod out;
+pub mod track;
+pub mod zones;
+
+use std::collections::BTreeMap;
+
+use crate::detect::Detection;
+use crate::frame::FrameSize;
+use zones::{Did, Rules, Shape};
+
+/// What `--zone`, `--line`, `--events`, `--event-labels` and `--stay` ask for, checked by the
+/// plan.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Settings {
+    /// The zones and lines.
+    pub shapes: Vec<Shape>,
+    /// Where events go.
+    pub to: Vec<out::Destination>,
+    /// The labels that make events (every one where empty).
+    pub labels: Vec<String>,
+    /// Seconds in a zone after which a stay is said.
+    pub stay: Option<f64>,
+}
+
+impl Settings {
+    /// Whether anything is asked for.
+    pub fn any(&self) -> bool {
+        !self.shapes.is_empty() || !self.to.is_empty()
+    }
+}
+
+/// One detected frame, as events name it.
+pub struct Seen<'a> {
+    /// The run's input number.
+    pub input: usize,
+    /// Its name.
+    pub name: &'a str,
+    /// The frame's index.
+    pub frame: u64,
+    /// Its time in the run, seconds (the run's clock for a live input).
+    pub seconds: f64,
+    /// Its size.
+    pub size: FrameSize,
+}
+
+/// Every input's tracker and rules, the destinations, and the counts (module doc).
+pub struct Engine {
+    trackers: Vec<track::Tracker>,
+    rules: Vec<Rules>,
+    labels: Vec<String>,
+    out: out::Outputs,
+    /// Events by kind.
+    counts: BTreeMap<String, u64>,
+    /// Each input's zones' counts last sent.
+    zone_counts: Vec<BTreeMap<String, u64>>,
+}
+
+impl Engine {
+    /// The engine for `names` (the run's inputs, in order), as `settings` asks; its
+    /// destinations started (`replace`: `-y`).
+    pub fn start(settings: &Settings, names: &[String], replace: bool) -> anyhow::Result<Self> {
+        let rules = names
+            .iter()
+            .enumerate()
+            .map(|(k, n)| {
+                let mine = settings
+                    .shapes
+                    .iter()
+                    .filter(|s| s.on(k, n))
+                    .cloned()
+                    .collect();
+                Rules::new(mine, settings.stay)
+            })
+            .collect();
+        Ok(Self {
+            trackers: names.iter().map(|_| track::Tracker::default()).collect(),
+            rules,
+            labels: settings.labels.clone(),
+            out: out::Outputs::start(&settings.to, replace)?,
+            counts: BTreeMap::new(),
+            zone_counts: vec![BTreeMap::new(); names.len()],
+        })
+    }
+
+    /// `found` on frame `seen`: each box given its track's id, and the events it makes sent.
+    pub fn detected(&mut self, seen: &Seen, found: &mut [Detection]) {
+        let Some(tracker) = self.trackers.get_mut(seen.input) else {
+            return;
+        };
+        let ended = tracker.update(found);
+        let rules = &mut self.rules[seen.input];
+        if rules.is_empty() {
+            return;
+        }
+        let mut events = Vec::new();
+        for d in found.iter() {
+            let Some(id) = d.track else { continue };
+            if !self.labels.is_empty() && !self.labels.contains(&d.label) {
+                continue;
+            }
+            let foot = ((d.rect[0] + d.rect[2]) / 2.0, d.rect[3]);
+            for did in rules.saw(id, foot, seen.seconds) {
+                events.push(event(seen, &did, Some(d), id));
+            }
+        }
+        for id in ended {
+            for did in rules.ended(id) {
+                events.push(event(seen, &did, None, id));
+            }
+        }
+        for e in events {
+            let kind = e["type"].as_str().unwrap_or("?").to_string();
+            *self.counts.entry(kind).or_default() += 1;
+            self.out
+                .send(&out::Message::Event(seen.name.to_string(), e));
+        }
+        let now = rules.counts();
+        for (zone, n) in &now {
+            if self.zone_counts[seen.input].get(zone) != Some(n) {
+                let m = out::Message::Count(seen.name.to_string(), zone.clone(), *n);
+                self.out.send(&m);
+            }
+        }
+        self.zone_counts[seen.input] = now;
+    }
+
+    /// Events by kind, so far; None where no zone, line or destination was asked for (the
+    /// engine then only tracks).
+    pub fn counts(&self) -> Option<&BTreeMap<String, u64>> {
+        (!self.out.is_empty() || self.rules.iter().any(|r| !r.is_empty())).then_some(&self.counts)
+    }
+
+    /// Each input's zones' counts now.
+    pub fn zone_counts(&self) -> &[BTreeMap<String, u64>] {
+        &self.zone_counts
+    }
+
+    /// Ends the destinations (module doc of `out`).
+    pub fn finish(&mut self) {
+        self.out.finish();
+    }
+}
+
+/// The JSON of what track `id` did on frame `seen` (`d`: its box there, where it was seen).
+fn event(seen: &Seen, did: &Did, d: Option<&Detection>, id: u64) -> serde_json::Value {
+    let mut e = serde_json::json!({
+        "input": seen.input,
+        "name": seen.name,
+        "track": id,
+        "frame": seen.frame,
+        "seconds": (seen.seconds * 1e3).round() / 1e3,
+        "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+    });
+    if let Some(d) = d {
+        e["label"] = d.label.clone().into();
+        e["score"] = ((f64::from(d.score) * 1e4).round() / 1e4).into();
+        e["box"] = serde_json::json!(d.rect);
+    }
+    match did {
+        Did::Entered(z) => {
+            e["type"] = "enter".into();
+            e["zone"] = z.clone().into();
+        }
+        Did::Left(z) => {
+            e["type"] = "leave".into();
+            e["zone"] = z.clone().into();
+        }
+        Did::Stayed(z, s) => {
+            e["type"] = "stay".into();
+            e["zone"] = z.clone().into();
+            e["stayed_s"] = ((s * 1e3).round() / 1e3).into();
+        }
+        Did::Crossed(l, ltr) => {
+            e["type"] = "cross".into();
+            e["line"] = l.clone().into();
+            e["direction"] = if *ltr {
+                "left-to-right"
+            } else {
+                "right-to-left"
+            }
+            .into();
+        }
+    }
+    e
+}

@@ -1,0 +1,378 @@
+//! From boxes to events (`--zone`, `--line`, `--events`), with the real PP-OCRv4 detector on
+//! a scene the test controls: two words moving across a white picture on known paths
+//! (ffmpeg's drawtext, 150 px/s right and 130 px/s left). Each word keeps one track id for its
+//! whole path; a line across their paths is crossed once by each, each the way it went,
+//! within one detection interval of the frame where the path crosses it; a zone is entered
+//! and left once; the same events reach a JSON Lines file, Debian's mosquitto (started here on
+//! loopback: each event exactly once, in order, the zone's count retained) and a webhook
+//! receiver that was down when the first events came (they are delivered once it is up).
+#![cfg(feature = "ffmpeg")]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::run::{bin, free_port, require, stderr, TempDir};
+
+/// The project's copy of PP-OCRv4's detector (scripts/setup.sh puts it there).
+fn model() -> PathBuf {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ort/ch_PP-OCRv4_det_infer.onnx");
+    assert!(
+        p.is_file(),
+        "{} is missing: run scripts/test.sh",
+        p.display()
+    );
+    p
+}
+
+/// 4 s at 25 fps, 640x360: GATE moving right from x = 40 at 150 px/s (y 80), DOCK moving left
+/// from x = 560 at 130 px/s (y 250), 64 px text.
+fn scene(dir: &TempDir) -> PathBuf {
+    let font = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/fonts/DejaVuSansMono-Bold.ttf");
+    let f = font.display();
+    let clip = dir.join("moving.mp4");
+    let vf = format!(
+        "drawtext=fontfile={f}:text=GATE:fontsize=64:fontcolor=black:x=40+t*150:y=80,\
+         drawtext=fontfile={f}:text=DOCK:fontsize=64:fontcolor=black:x=560-t*130:y=250"
+    );
+    let out = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "color=white:s=640x360:r=25:d=4",
+        ])
+        .args(["-vf", &vf, "-c:v", "libx264", "-g", "25"])
+        .arg(&clip)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    clip
+}
+
+/// The run's arguments: the scene, 5 detections a second, a line at x = 320 drawn upwards
+/// (walking up it, its left is the picture's left), a zone over x 400-600 of the upper half.
+fn args<'a>(clip: &'a Path, model: &'a Path) -> Vec<String> {
+    [
+        "--headless",
+        "-i",
+        clip.to_str().unwrap(),
+        "--detect",
+        model.to_str().unwrap(),
+        "--detect-fps",
+        "5",
+        "--line",
+        "door:320,360,320,0",
+        "--zone",
+        "bay:400,0,600,0,600,200,400,200",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The frame at which a word's box middle, starting at `x0` (its left) and `w` wide, moving
+/// `speed` px/s (negative: leftwards), reaches `x`.
+fn frame_at(x0: f64, w: f64, speed: f64, x: f64) -> f64 {
+    (x - (x0 + w / 2.0)) / speed * 25.0
+}
+
+#[test]
+fn moving_words_cross_enter_and_leave_once_each_with_one_track_each() {
+    require(&["ffmpeg"]);
+    let model = model();
+    let dir = TempDir::new("events");
+    let clip = scene(&dir);
+    let (events, det) = (dir.join("ev.jsonl"), dir.join("det.jsonl"));
+    let mut a = args(&clip, &model);
+    a.extend(["--events", events.to_str().unwrap()].map(String::from));
+    a.extend(["--detections", det.to_str().unwrap()].map(String::from));
+    a.extend(["--summary-json", dir.join("s.json").to_str().unwrap()].map(String::from));
+    let out = Command::new(bin()).args(&a).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    // One id for each word's whole path.
+    let mut ids = std::collections::BTreeMap::<u64, Vec<f64>>::new();
+    for line in lines(&det) {
+        for d in line["detections"].as_array().unwrap() {
+            let top = d["box"][1].as_f64().unwrap();
+            ids.entry(d["track"].as_u64().unwrap())
+                .or_default()
+                .push(top);
+        }
+    }
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(
+        ids[&1].iter().all(|&t| t < 150.0),
+        "track 1 is GATE's: {ids:?}"
+    );
+    assert!(
+        ids[&2].iter().all(|&t| t > 200.0),
+        "track 2 is DOCK's: {ids:?}"
+    );
+    let ev = lines(&events);
+    let kinds: Vec<(&str, u64)> = ev
+        .iter()
+        .map(|e| (e["type"].as_str().unwrap(), e["track"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [("cross", 1), ("enter", 1), ("cross", 2), ("leave", 1)],
+        "{ev:?}"
+    );
+    // The crossings, each its way, within one detection interval (5 frames) after the
+    // frame where the path crosses (GATE is 154 px wide, DOCK as wide).
+    let interval = 5.0;
+    for (e, want, way) in [
+        (&ev[0], frame_at(40.0, 154.0, 150.0, 320.0), "left-to-right"),
+        (
+            &ev[2],
+            frame_at(560.0, 154.0, -130.0, 320.0),
+            "right-to-left",
+        ),
+    ] {
+        let f = e["frame"].as_f64().unwrap();
+        assert_eq!(e["direction"], way, "{e}");
+        assert_eq!(e["line"], "door");
+        assert!(
+            f >= want - 1.0 && f <= want + interval,
+            "{e}: the path crosses at {want:.1}"
+        );
+    }
+    assert_eq!(ev[1]["zone"], "bay");
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("s.json")).unwrap()).unwrap();
+    let counts = &summary["detection"]["events"];
+    assert_eq!(counts["cross"], 2, "{summary}");
+    assert_eq!(counts["enter"], 1);
+    assert_eq!(counts["leave"], 1);
+    assert!(
+        stderr(&out).contains("events: 2 cross, 1 enter, 1 leave"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn bad_zones_and_lines_are_one_line_before_the_first_frame() {
+    let model = model();
+    let dir = TempDir::new("events-bad");
+    let clip = dir.join("c.mp4");
+    crate::common::run::ffmpeg_made(
+        &clip,
+        &["testsrc2=s=320x240:r=25:d=0.2"],
+        &["-c:v", "libx264"],
+    );
+    for (flag, value, says) in [
+        (
+            "--zone",
+            "bay:0,0,10,10",
+            "a zone has three points at least",
+        ),
+        ("--line", "door:0,0,10", "the coordinates come in pairs"),
+        (
+            "--zone",
+            "bay:0,0,400,0,400,100",
+            "is outside input 0 (c)'s 320x240 picture",
+        ),
+        ("--line", "door:0,0,10,10@7", "no input '7'"),
+        ("--events", "https://example.com/hook", "https and mqtts"),
+    ] {
+        let out = Command::new(bin())
+            .args(["--headless", "-i", clip.to_str().unwrap(), "--detect"])
+            .arg(&model)
+            .args([flag, value])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{value}: {err}");
+        assert!(err.contains(says), "{value}: {err}");
+        assert!(
+            !err.contains("frames:"),
+            "{value}: a frame went through: {err}"
+        );
+    }
+    // Without a detector, there is nothing to follow.
+    let out = Command::new(bin())
+        .args([
+            "--headless",
+            "-i",
+            clip.to_str().unwrap(),
+            "--line",
+            "door:0,0,10,10",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("follow what --detect finds"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A mosquitto broker on a free loopback port, anonymous, for the test's life.
+struct Broker(std::process::Child, u16);
+
+impl Broker {
+    fn start(dir: &TempDir) -> Self {
+        let port = free_port();
+        let conf = dir.join("mosquitto.conf");
+        std::fs::write(
+            &conf,
+            format!("listener {port} 127.0.0.1\nallow_anonymous true\n"),
+        )
+        .unwrap();
+        let child = Command::new("mosquitto")
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let until = Instant::now() + Duration::from_secs(5);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < until, "mosquitto did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Broker(child, port)
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn mqtt_and_a_webhook_that_was_down_receive_every_event_once_in_order() {
+    require(&["ffmpeg", "mosquitto", "mosquitto_sub"]);
+    let model = model();
+    let dir = TempDir::new("events-out");
+    let clip = scene(&dir);
+    let broker = Broker::start(&dir);
+    let port = broker.1.to_string();
+    let mut sub = Command::new("mosquitto_sub")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port,
+            "-t",
+            "site/#",
+            "-v",
+            "-q",
+            "2",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // The webhook's port is closed until the first event was written to the file.
+    let hook_port = free_port();
+    let events = dir.join("ev.jsonl");
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let hook = {
+        let received = received.clone();
+        let events = events.clone();
+        std::thread::spawn(move || {
+            let until = Instant::now() + Duration::from_secs(30);
+            while std::fs::read_to_string(&events).map_or(true, |t| t.is_empty()) {
+                assert!(Instant::now() < until, "no event came");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            let listener = std::net::TcpListener::bind(("127.0.0.1", hook_port)).unwrap();
+            listener.set_nonblocking(true).unwrap();
+            let until = Instant::now() + Duration::from_secs(15);
+            while Instant::now() < until {
+                let Ok((mut s, _)) = listener.accept() else {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                };
+                s.set_nonblocking(false).unwrap();
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut len = 0;
+                loop {
+                    let mut line = String::new();
+                    r.read_line(&mut line).unwrap();
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        len = v.trim().parse().unwrap();
+                    }
+                    if line == "\r\n" || line.is_empty() {
+                        break;
+                    }
+                }
+                let mut body = vec![0; len];
+                r.read_exact(&mut body).unwrap();
+                received
+                    .lock()
+                    .unwrap()
+                    .push(String::from_utf8(body).unwrap());
+                let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n");
+            }
+        })
+    };
+    let mut a = args(&clip, &model);
+    a.extend(
+        [
+            "--realtime",
+            "--events",
+            events.to_str().unwrap(),
+            "--events",
+            &format!("mqtt://127.0.0.1:{port}/site"),
+            "--events",
+            &format!("http://127.0.0.1:{hook_port}/hook"),
+        ]
+        .map(String::from),
+    );
+    let out = Command::new(bin()).args(&a).output().unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("kept and tried again"),
+        "the webhook was never down? {err}"
+    );
+    let want: Vec<serde_json::Value> = lines(&events);
+    assert_eq!(want.len(), 4, "{want:?}");
+    // The webhook: every event, once, in order, though it was down when the first came.
+    let until = Instant::now() + Duration::from_secs(5);
+    while received.lock().unwrap().len() < want.len() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let posted: Vec<serde_json::Value> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|b| serde_json::from_str(b).unwrap())
+        .collect();
+    assert_eq!(posted, want, "{err}");
+    // MQTT: the events on site/moving/events, once each, in order; the zone's count retained.
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = sub.kill();
+    let mut got = String::new();
+    sub.stdout.take().unwrap().read_to_string(&mut got).unwrap();
+    let _ = sub.wait();
+    let published: Vec<serde_json::Value> = got
+        .lines()
+        .filter_map(|l| l.strip_prefix("site/moving/events "))
+        .map(|j| serde_json::from_str(j).unwrap())
+        .collect();
+    assert_eq!(published, want, "{got}");
+    assert!(got.lines().any(|l| l == "site/moving/zones/bay 1"), "{got}");
+    assert!(got.lines().any(|l| l == "site/moving/zones/bay 0"), "{got}");
+    assert!(got.lines().any(|l| l == "site/available online"), "{got}");
+    drop(hook);
+}
