@@ -430,6 +430,22 @@ pub struct EventArgs {
     /// Seconds in a zone after which an object's stay is an event of its own.
     #[arg(long, value_name = "SECONDS", value_parser = parse_positive)]
     pub stay: Option<f64>,
+
+    /// Write a clip of each event: the camera's own packets, untouched, from the keyframe at
+    /// or before --pre seconds before it to --post seconds after the last event of the clip
+    /// (events meanwhile extend it). PATTERN (.mp4, .mov, .mkv or .ts) takes {name} (the
+    /// input's), {event} (type and zone or line), {track} and {time} (local,
+    /// YYYYmmdd-HHMMSS); its folder is made where missing.
+    #[arg(long, value_name = "PATTERN")]
+    pub clip: Option<String>,
+
+    /// Seconds of a clip before its event [default: 5].
+    #[arg(long, value_name = "SECONDS", value_parser = parse_positive)]
+    pub pre: Option<f64>,
+
+    /// Seconds of a clip after its last event [default: 10].
+    #[arg(long, value_name = "SECONDS", value_parser = parse_positive)]
+    pub post: Option<f64>,
 }
 
 /// A score, 0 to 1.

@@ -376,3 +376,141 @@ fn mqtt_and_a_webhook_that_was_down_receive_every_event_once_in_order() {
     assert!(got.lines().any(|l| l == "site/available online"), "{got}");
     drop(hook);
 }
+
+/// Each packet of `file`'s `stream` (v or a): presentation time, keyframe, data hash.
+fn packets(file: &Path, stream: &str) -> Vec<(f64, bool, String)> {
+    let out = Command::new("ffprobe")
+        .args([
+            "-v",
+            "error",
+            "-select_streams",
+            stream,
+            "-show_packets",
+            "-show_data_hash",
+            "MD5",
+        ])
+        .args(["-of", "json"])
+        .arg(file)
+        .output()
+        .unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    json["packets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["pts_time"]
+                    .as_str()
+                    .and_then(|t| t.parse().ok())
+                    .unwrap_or(f64::NAN),
+                p["flags"].as_str().unwrap_or("").starts_with('K'),
+                p["data_hash"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_clip_holds_the_cameras_own_packets_from_a_keyframe_before_the_event() {
+    require(&["ffmpeg", "ffprobe"]);
+    let model = model();
+    let dir = TempDir::new("events-clip");
+    let font = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/fonts/DejaVuSansMono-Bold.ttf");
+    let clip = dir.join("cam.mp4");
+    let vf = format!(
+        "drawtext=fontfile={}:text=GATE:fontsize=64:fontcolor=black:x=40+t*150:y=80",
+        font.display()
+    );
+    let made = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "color=white:s=640x360:r=25:d=4",
+        ])
+        .args(["-f", "lavfi", "-i", "sine=f=440:d=4", "-vf", &vf])
+        .args(["-c:v", "libx264", "-g", "25", "-c:a", "aac", "-shortest"])
+        .arg(&clip)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    let events = dir.join("ev.jsonl");
+    let out = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["--headless", "-i", clip.to_str().unwrap(), "--detect"])
+        .arg(&model)
+        .args(["--detect-fps", "5", "--line", "door:320,360,320,0"])
+        .args(["--events", events.to_str().unwrap()])
+        .args([
+            "--clip",
+            "clips/{name}-{event}-{track}.mp4",
+            "--pre",
+            "1",
+            "--post",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let ev = lines(&events);
+    assert_eq!(ev.len(), 1, "{ev:?}");
+    let at = ev[0]["seconds"].as_f64().unwrap();
+    let made = dir.join("clips/cam-cross-door-1.mp4");
+    assert!(made.is_file(), "{err}");
+    // The camera's own packets: the clip's video is a run of the source's, from a keyframe
+    // at or before 1 s before the event to 1 s after it (less a frame); its audio, the
+    // source's audio packets of that time.
+    let (source, theirs) = (packets(&clip, "v"), packets(&made, "v"));
+    let first = source.iter().position(|p| p.2 == theirs[0].2).unwrap();
+    assert!(source[first].1, "the clip starts on a keyframe");
+    let run: Vec<&String> = source[first..first + theirs.len()]
+        .iter()
+        .map(|p| &p.2)
+        .collect();
+    assert_eq!(run, theirs.iter().map(|p| &p.2).collect::<Vec<_>>());
+    let start = source[first].0;
+    assert!(
+        start <= at - 1.0 + 1e-6,
+        "starts at {start}, the event at {at}"
+    );
+    assert!(
+        start > at - 1.0 - 1.0 - 1e-6,
+        "not a keyframe earlier than needed: {start}"
+    );
+    let end = source[first..first + theirs.len()]
+        .iter()
+        .map(|p| p.0)
+        .fold(f64::MIN, f64::max);
+    assert!(
+        end >= at + 1.0 - 0.04 - 1e-6,
+        "ends at {end}, the event at {at}"
+    );
+    let audio = packets(&made, "a");
+    let source_audio: Vec<String> = packets(&clip, "a").into_iter().map(|p| p.2).collect();
+    assert!(audio.len() > 20, "{audio:?}");
+    assert!(
+        audio.iter().all(|p| source_audio.contains(&p.2)),
+        "audio packets as they came"
+    );
+    // It decodes whole.
+    let decoded = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(&made)
+        .args(["-f", "null", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        decoded.status.success() && decoded.stderr.is_empty(),
+        "{}",
+        stderr(&decoded)
+    );
+    assert!(
+        err.contains("clip of cam: 'clips/cam-cross-door-1.mp4'"),
+        "{err}"
+    );
+}

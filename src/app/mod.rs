@@ -186,7 +186,8 @@ fn run_plan(
     let mut sink = the_sink(plan, each, all, to, total, seen.clone());
     if let (Some(model), Some(seen)) = (model, seen) {
         let beside = order.iter().map(|&at| recordings.beside(at)).collect();
-        let events = events_of(plan, &inputs, &order)?;
+        let clips = order.iter().map(|&at| recordings.clip_hook(at)).collect();
+        let events = events_of(plan, &inputs, &order, clips)?;
         let handed = to.is_some();
         sink = detecting(plan, sink, model, (seen, beside, events), (&order, handed))?;
     }
@@ -304,12 +305,13 @@ fn detecting(
 }
 
 /// The tracks of the run's detections, and the zones and events (`--zone`, `--line`,
-/// `--events`) where asked: every zone and line checked against its input's picture (a
+/// `--events`, each input's `clips`) where asked: every zone and line checked against its input's picture (a
 /// point outside it is an error before the first frame), the destinations started.
 fn events_of(
     plan: &RunPlan,
     inputs: &opening::Inputs,
     order: &[usize],
+    clips: Vec<Option<crate::events::ClipHook>>,
 ) -> Result<Option<crate::events::Engine>> {
     let none = crate::events::Settings::default();
     let settings = plan.events().unwrap_or(&none);
@@ -325,7 +327,7 @@ fn events_of(
         }
     }
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
-    crate::events::Engine::start(settings, &names, replace).map(Some)
+    crate::events::Engine::start(settings, &names, replace, clips).map(Some)
 }
 
 /// The run's one sink: each input's own, the mosaic's, the embedding program's hand-over

@@ -16,19 +16,44 @@ use crate::source::Source;
 
 use crate::record::{Recorded, Recording};
 
+/// Each input's clip maker (`--clip`), for the inputs that have packets (a file, a
+/// stream; a camera device's frames have none).
+fn clips_of(plan: &RunPlan) -> Result<Vec<Option<Clips>>> {
+    let Some((pattern, pre, post)) = plan.events().and_then(|e| e.clip.clone()) else {
+        return Ok(Vec::new());
+    };
+    plan.inputs()
+        .iter()
+        .map(|input| {
+            if !input.spec.has_packets() {
+                return Ok(None);
+            }
+            let spec = crate::record::clip::ClipSpec {
+                pattern: pattern.clone(),
+                pre,
+                post,
+            };
+            crate::record::clip::Clips::start(spec, input.label.clone()).map(Some)
+        })
+        .collect()
+}
+
 /// A recording, as the source's tap.
 pub(super) type Tap = crate::media::tap::Tap;
 
 type Each = std::sync::Arc<Recording>;
 type Copy = std::sync::Arc<crate::output::copy::Copy>;
 
+type Clips = std::sync::Arc<crate::record::clip::Clips>;
+
 /// The run's recordings and copies, by place among the `--input`s; the RTSP server's taps,
-/// and the server, held for the run.
+/// and the server, held for the run; the clip makers of events (`--clip`).
 pub(super) struct Recordings(
     Vec<Option<Each>>,
     Vec<Vec<Copy>>,
     Vec<Option<Tap>>,
     #[allow(dead_code)] Option<crate::rtsp::Server>,
+    Vec<Option<Clips>>,
 );
 
 impl Recordings {
@@ -57,7 +82,20 @@ impl Recordings {
             })
             .collect::<Result<_>>()?;
         let (served, server) = rtsp_of(plan)?;
-        Ok(Self(each, copies, served, server))
+        let clips = clips_of(plan)?;
+        Ok(Self(each, copies, served, server, clips))
+    }
+
+    /// Where input `at`'s events start or extend a clip, if `--clip` asks.
+    pub fn clip_hook(&self, at: usize) -> Option<crate::events::ClipHook> {
+        let clips = self.4.get(at)?.clone()?;
+        Some(std::sync::Arc::new(move |seen, seconds, fields| {
+            let when = match seconds {
+                Some(s) => crate::record::When::Media(s),
+                None => crate::record::When::Seen(seen),
+            };
+            clips.event(when, fields)
+        }))
     }
 
     /// The tap of input `at`'s recording and copies, if it has any.
@@ -70,7 +108,13 @@ impl Recordings {
             .flatten()
             .map(|c| c.clone() as Tap);
         let served = self.2.get(at).cloned().flatten();
-        let all: Vec<Tap> = recording.into_iter().chain(copies).chain(served).collect();
+        let clips = self.4.get(at).cloned().flatten().map(|c| c as Tap);
+        let all: Vec<Tap> = recording
+            .into_iter()
+            .chain(copies)
+            .chain(served)
+            .chain(clips)
+            .collect();
         match all.len() {
             0 => None,
             1 => all.into_iter().next(),
@@ -121,6 +165,9 @@ impl Recordings {
 
     /// Finishes every recording and says what each wrote; by place, for the summary.
     pub fn finish(mut self) -> Vec<Option<crate::stats::Recorded>> {
+        for clips in self.4.iter_mut().filter_map(Option::take) {
+            let _ = clips.finish();
+        }
         let each = self
             .0
             .iter_mut()
@@ -154,6 +201,9 @@ impl Drop for Recordings {
         }
         for copy in self.1.iter_mut().flat_map(|c| c.drain(..)) {
             let _ = copy.finish();
+        }
+        for clips in self.4.iter_mut().filter_map(Option::take) {
+            let _ = clips.finish();
         }
     }
 }

@@ -24,6 +24,11 @@ impl Recordings {
         None
     }
 
+    /// No clips.
+    pub fn clip_hook(&self, _: usize) -> Option<crate::events::ClipHook> {
+        None
+    }
+
     /// No sidecars.
     pub fn beside(&self, _: usize) -> Option<crate::sink::detecting::Beside> {
         None

@@ -1,8 +1,9 @@
 //! From boxes to events: each input's tracker gives every object an id across frames
 //! (`track`); its zones and lines (`zones`) turn the tracks' steps into events (entered,
 //! left, stayed in a zone; crossed a line, which way); the events go out as JSON (`out`:
-//! a file, webhooks, MQTT), are counted for the summary, and each zone's count is kept for
-//! `/metrics` and MQTT's retained topics.
+//! a file, webhooks, MQTT), start or extend a clip of the input's own packets with the
+//! seconds before (`--clip`, `record::clip`), are counted for the summary, and each zone's
+//! count is kept for `/metrics` and MQTT's retained topics.
 //!
 //! Runs on the detector's thread, after each detected frame (`Engine::detected`): events
 //! are as fresh as the detections, one detection interval at most after the step.
@@ -34,7 +35,16 @@ pub struct Settings {
     pub labels: Vec<String>,
     /// Seconds in a zone after which a stay is said.
     pub stay: Option<f64>,
+    /// `--clip`: the clips' pattern, and the seconds before and after an event.
+    pub clip: Option<(String, f64, f64)>,
 }
+
+/// Where an input's events start or extend a clip (`record::clip`): given when the event's
+/// frame was seen, its time in the run where it is a file's (None for a live input's), and
+/// the fields its name takes (`event`, `track`).
+pub type ClipHook = std::sync::Arc<
+    dyn Fn(std::time::Instant, Option<f64>, Vec<(&'static str, String)>) + Send + Sync,
+>;
 
 impl Settings {
     /// Whether anything is asked for.
@@ -55,6 +65,10 @@ pub struct Seen<'a> {
     pub seconds: f64,
     /// Its size.
     pub size: FrameSize,
+    /// When it reached the detector.
+    pub seen_at: std::time::Instant,
+    /// Its input is live (its clips are placed by `seen_at`, a file's by `seconds`).
+    pub live: bool,
 }
 
 /// Every input's tracker and rules, the destinations, and the counts (module doc).
@@ -67,12 +81,19 @@ pub struct Engine {
     counts: BTreeMap<String, u64>,
     /// Each input's zones' counts last sent.
     zone_counts: Vec<BTreeMap<String, u64>>,
+    /// Each input's clip maker, where `--clip` asks.
+    clips: Vec<Option<ClipHook>>,
 }
 
 impl Engine {
     /// The engine for `names` (the run's inputs, in order), as `settings` asks; its
     /// destinations started (`replace`: `-y`).
-    pub fn start(settings: &Settings, names: &[String], replace: bool) -> anyhow::Result<Self> {
+    pub fn start(
+        settings: &Settings,
+        names: &[String],
+        replace: bool,
+        clips: Vec<Option<ClipHook>>,
+    ) -> anyhow::Result<Self> {
         let rules = names
             .iter()
             .enumerate()
@@ -93,6 +114,7 @@ impl Engine {
             out: out::Outputs::start(&settings.to, replace)?,
             counts: BTreeMap::new(),
             zone_counts: vec![BTreeMap::new(); names.len()],
+            clips,
         })
     }
 
@@ -124,6 +146,15 @@ impl Engine {
         }
         for e in events {
             let kind = e["type"].as_str().unwrap_or("?").to_string();
+            if let Some(clip) = self.clips.get(seen.input).cloned().flatten() {
+                let place = e["zone"].as_str().or(e["line"].as_str()).unwrap_or("");
+                let fields = vec![
+                    ("event", format!("{kind}-{place}")),
+                    ("track", e["track"].to_string()),
+                ];
+                let seconds = (!seen.live).then_some(seen.seconds);
+                clip(seen.seen_at, seconds, fields);
+            }
             *self.counts.entry(kind).or_default() += 1;
             self.out
                 .send(&out::Message::Event(seen.name.to_string(), e));

@@ -1017,11 +1017,28 @@ fn check_events(
         .iter()
         .map(|t| Destination::parse(t).map_err(PlanError::Events))
         .collect::<Result<_, _>>()?;
+    let clip = match &e.clip {
+        Some(pattern) => Some((
+            pattern.clone(),
+            e.pre.unwrap_or(5.0),
+            e.post.unwrap_or(10.0),
+        )),
+        None if e.pre.is_some() || e.post.is_some() => {
+            return Err(PlanError::Events(
+                "--pre and --post apply to --clip, and it is not given".into(),
+            ))
+        }
+        None => None,
+    };
+    if let Some((pattern, ..)) = &clip {
+        check_clip(pattern, &shapes)?;
+    }
     let settings = crate::events::Settings {
         shapes,
         to,
         labels: e.event_labels.clone(),
         stay: e.stay,
+        clip,
     };
     if !settings.any() {
         if !e.event_labels.is_empty() || e.stay.is_some() {
@@ -1048,6 +1065,29 @@ fn check_events(
         }
     }
     Ok(Some(settings))
+}
+
+/// `--clip PATTERN`: a container clips can be written in, zones or lines to make events,
+/// and a build with FFmpeg's libraries.
+fn check_clip(pattern: &str, shapes: &[crate::events::zones::Shape]) -> Result<(), PlanError> {
+    if shapes.is_empty() {
+        return Err(PlanError::Events(
+            "--clip writes the clips of events, and no --zone or --line makes any".into(),
+        ));
+    }
+    #[cfg(feature = "ffmpeg")]
+    {
+        if crate::record::muxer_of(pattern).is_none() {
+            return Err(PlanError::Events(format!(
+                "--clip '{pattern}': a clip is .mp4, .mov, .mkv or .ts"
+            )));
+        }
+        Ok(())
+    }
+    #[cfg(not(feature = "ffmpeg"))]
+    Err(PlanError::Events(format!(
+        "--clip '{pattern}': this build has no FFmpeg libraries to write clips with"
+    )))
 }
 
 /// `--rtsp-serve`'s address and token: beyond loopback, a token or `--serve-insecure`.

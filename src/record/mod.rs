@@ -46,8 +46,10 @@ use ffmpeg_next as ff;
 
 use crate::media::remux::{InStream, Remux};
 
+pub mod clip;
 mod sidecar;
-use sidecar::{Began, Sidecars, When};
+pub use sidecar::When;
+use sidecar::{Began, Sidecars};
 
 /// Packets waiting for the recording's thread: about 8 s of a 1080p30 camera.
 const QUEUE: usize = 2048;
@@ -241,16 +243,10 @@ impl Recording {
 
 impl crate::media::tap::PacketTap for Recording {
     fn open(&self, input: &ff::format::context::Input, video: usize, from: f64) {
-        let start = input.stream(video).map_or(0.0, |s| {
-            let tb = s.time_base();
-            match s.start_time() {
-                t if t == ff::ffi::AV_NOPTS_VALUE => 0.0,
-                t => t as f64 * f64::from(tb.numerator()) / f64::from(tb.denominator()),
-            }
-        });
+        let zero = zero_of(input, video) + from;
         let _ = self
             .tx
-            .try_send(Msg::Open(InStream::all_of(input), video, start + from));
+            .try_send(Msg::Open(InStream::all_of(input), video, zero));
     }
 
     fn packet(&self, packet: ff::Packet) {
@@ -268,6 +264,18 @@ impl crate::media::tap::PacketTap for Recording {
             }
         }
     }
+}
+
+/// Where the input's video starts in its packets' timeline, seconds (its stream's start
+/// time; 0 without one): a frame's time in the run is this after it (with `--ss`'s `from`).
+fn zero_of(input: &ff::format::context::Input, video: usize) -> f64 {
+    input.stream(video).map_or(0.0, |s| {
+        let tb = s.time_base();
+        match s.start_time() {
+            t if t == ff::ffi::AV_NOPTS_VALUE => 0.0,
+            t => t as f64 * f64::from(tb.numerator()) / f64::from(tb.denominator()),
+        }
+    })
 }
 
 /// The file being written.

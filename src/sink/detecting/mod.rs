@@ -348,6 +348,8 @@ fn detect_loop(
                         .seconds
                         .unwrap_or_else(|| (job.seen_at - to.started).as_secs_f64()),
                     size: job.size,
+                    seen_at: job.seen_at,
+                    live: to.live[input],
                 };
                 events.detected(&seen, &mut boxes);
                 to.seen.zones(

@@ -1,0 +1,386 @@
+//! Clips of events with the seconds before (`--clip PATTERN --pre S --post S`): each input's
+//! packets of the last moments kept as they came (a cache bounded by `CACHE_BYTES` and by
+//! time), and on an event a file written from the video keyframe at or before `pre` seconds
+//! before it to `post` seconds after it, the camera's own packets untouched, audio with
+//! them (DeepStream's Smart Record, Frigate's pre and post capture). An event of the same
+//! input while its clip is being written extends that clip instead of starting another.
+//!
+//! An event is placed against the packets as sidecars place lines (`sidecar::When`): a
+//! file's by its frame's time in the input, a live camera's by when its frame was seen
+//! against when each packet arrived.
+//!
+//! Invariants: a clip starts on a video keyframe, its times counted from it, and ends before
+//! the first video packet decoded past `post` (every picture shown before then is in it,
+//! and nothing written misses a picture it refers to); it is written
+//! under a hidden `.part` name (`create_new`: nothing replaced) and renamed to its own once
+//! its trailer is written; the cache never holds more than `CACHE_BYTES`; a clip that can't
+//! be written is said and given up, never the input.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use crossbeam_channel::{Receiver, Sender};
+use ff::Rescale;
+use ffmpeg_next as ff;
+
+use super::sidecar::When;
+use crate::media::remux::{InStream, Remux};
+
+/// The most bytes of packets one input's cache holds: about 30 s of a 1080p camera at
+/// 8 Mbit/s.
+pub const CACHE_BYTES: usize = 32 << 20;
+/// Packets waiting for the cache's thread.
+const QUEUE: usize = 2048;
+
+/// `--clip`'s settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClipSpec {
+    /// The pattern: `{name}` the input's, `{event}` the event's type and zone or line,
+    /// `{track}` its track, `{time}` the local time (`%Y%m%d-%H%M%S`).
+    pub pattern: String,
+    /// Seconds before the event.
+    pub pre: f64,
+    /// Seconds after the last event.
+    pub post: f64,
+}
+
+enum Msg {
+    Open(Vec<InStream>, usize, f64),
+    Packet(ff::Packet, Instant),
+    Event(When, Vec<(&'static str, String)>),
+    End,
+}
+
+/// One input's clip maker: a packet tap, and a thread that keeps the cache and writes.
+pub struct Clips {
+    tx: Sender<Msg>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<Vec<PathBuf>>>>,
+}
+
+impl Clips {
+    /// Starts the clip maker of input `name` (for `{name}` and messages).
+    pub fn start(spec: ClipSpec, name: String) -> Result<Arc<Self>> {
+        crate::media::info::init();
+        let (tx, rx) = crossbeam_channel::bounded(QUEUE);
+        let thread = std::thread::Builder::new()
+            .name("clips".into())
+            .spawn(move || Maker::new(spec, name).run(rx))?;
+        Ok(Arc::new(Self {
+            tx,
+            thread: std::sync::Mutex::new(Some(thread)),
+        }))
+    }
+
+    /// An event at `when`; `fields` fill the pattern (`event`, `track`).
+    pub fn event(&self, when: When, fields: Vec<(&'static str, String)>) {
+        let _ = self.tx.try_send(Msg::Event(when, fields));
+    }
+
+    /// Ends the maker: an open clip is finished; the clips written.
+    pub fn finish(&self) -> Vec<PathBuf> {
+        let _ = self.tx.send_timeout(Msg::End, Duration::from_secs(1));
+        let t = self.thread.lock().ok().and_then(|mut t| t.take());
+        t.and_then(|t| t.join().ok()).unwrap_or_default()
+    }
+}
+
+impl crate::media::tap::PacketTap for Clips {
+    fn open(&self, input: &ff::format::context::Input, video: usize, from: f64) {
+        let zero = super::zero_of(input, video) + from;
+        let _ = self
+            .tx
+            .try_send(Msg::Open(InStream::all_of(input), video, zero));
+    }
+
+    fn packet(&self, packet: ff::Packet) {
+        let _ = self.tx.try_send(Msg::Packet(packet, Instant::now()));
+    }
+}
+
+/// A packet kept: it, when it arrived, its time (seconds of its presentation, else its
+/// decoding), whether it is a video keyframe, its size.
+struct Kept {
+    packet: ff::Packet,
+    arrived: Instant,
+    seconds: f64,
+    /// Its decoding time, seconds (its presentation time where it has none).
+    decoded: f64,
+    key: bool,
+    bytes: usize,
+}
+
+impl Kept {
+    /// Whether it is before `when`.
+    fn before(&self, when: When) -> bool {
+        match when {
+            When::Seen(i) => self.arrived < i,
+            When::Media(t) => self.seconds < t,
+        }
+    }
+}
+
+/// The clip being written.
+struct Open {
+    remux: Remux,
+    part: PathBuf,
+    name: PathBuf,
+    /// Written until a packet past this.
+    until: When,
+}
+
+/// The clip maker's thread.
+struct Maker {
+    spec: ClipSpec,
+    name: String,
+    streams: Vec<InStream>,
+    video: usize,
+    zero: f64,
+    cache: VecDeque<Kept>,
+    bytes: usize,
+    open: Option<Open>,
+    written: Vec<PathBuf>,
+}
+
+impl Maker {
+    fn new(spec: ClipSpec, name: String) -> Self {
+        Self {
+            spec,
+            name,
+            streams: Vec::new(),
+            video: 0,
+            zero: 0.0,
+            cache: VecDeque::new(),
+            bytes: 0,
+            open: None,
+            written: Vec::new(),
+        }
+    }
+
+    fn run(mut self, rx: Receiver<Msg>) -> Vec<PathBuf> {
+        while let Ok(m) = rx.recv() {
+            match m {
+                Msg::Open(streams, video, zero) => {
+                    self.close();
+                    self.cache.clear();
+                    self.bytes = 0;
+                    (self.streams, self.video, self.zero) = (streams, video, zero);
+                }
+                Msg::Packet(p, arrived) => self.packet(p, arrived),
+                Msg::Event(when, fields) => self.event(when, &fields),
+                Msg::End => break,
+            }
+        }
+        self.close();
+        self.written
+    }
+
+    /// `seconds` after `when`.
+    fn after(&self, when: When, seconds: f64) -> When {
+        match when {
+            When::Seen(i) => When::Seen(i + Duration::from_secs_f64(seconds.max(0.0))),
+            When::Media(t) => When::Media(t + seconds),
+        }
+    }
+
+    fn packet(&mut self, p: ff::Packet, arrived: Instant) {
+        let Some(stream) = self.streams.get(p.stream()) else {
+            return;
+        };
+        let Some(t) = p.pts().or(p.dts()) else { return };
+        let us = |t: i64| t.rescale(stream.time_base, ff::Rational::new(1, 1_000_000)) as f64 / 1e6;
+        let seconds = us(t);
+        let decoded = p.dts().map_or(seconds, us);
+        let key = p.stream() == self.video && p.is_key();
+        let kept = Kept {
+            bytes: p.size(),
+            packet: p,
+            arrived,
+            seconds,
+            decoded,
+            key,
+        };
+        // The clip ends before the first video packet decoded past its time: every picture
+        // shown before then is in it, with what it refers to.
+        if let Some(open) = &self.open {
+            let past = match open.until {
+                When::Seen(i) => kept.arrived >= i,
+                When::Media(t) => kept.decoded >= t,
+            };
+            if kept.packet.stream() == self.video && past {
+                self.close();
+            }
+        }
+        if let Some(open) = &mut self.open {
+            if let Err(e) = open.remux.write(kept.packet.clone(), &self.streams) {
+                crate::warn!("clip of {}: {e:#}; given up", self.name);
+                self.abandon();
+            }
+        }
+        self.keep(kept);
+    }
+
+    /// Keeps `k`, dropping the oldest past the cache's bounds (bytes, and `pre` plus a
+    /// group of pictures' worth of time before the newest).
+    fn keep(&mut self, k: Kept) {
+        self.bytes += k.bytes;
+        let horizon = self.spec.pre + 10.0;
+        let (newest_s, newest_at) = (k.seconds, k.arrived);
+        self.cache.push_back(k);
+        while let Some(old) = self.cache.front() {
+            let stale = newest_s - old.seconds > horizon
+                && newest_at.duration_since(old.arrived).as_secs_f64() > horizon;
+            if self.bytes <= CACHE_BYTES && !stale {
+                break;
+            }
+            self.bytes -= old.bytes;
+            self.cache.pop_front();
+        }
+    }
+
+    fn event(&mut self, when: When, fields: &[(&'static str, String)]) {
+        let when = match when {
+            When::Media(s) => When::Media(self.zero + s),
+            w => w,
+        };
+        let until = self.after(when, self.spec.post);
+        if let Some(open) = &mut self.open {
+            open.until = until; // the clip goes on
+            return;
+        }
+        let from = match when {
+            When::Media(t) => When::Media(t - self.spec.pre),
+            When::Seen(i) => When::Seen(
+                i.checked_sub(Duration::from_secs_f64(self.spec.pre))
+                    .unwrap_or(i),
+            ),
+        };
+        let start = self
+            .cache
+            .iter()
+            .rposition(|k| k.key && (k.before(from) || at_or(k, from)))
+            .or_else(|| self.cache.iter().position(|k| k.key));
+        let Some(start) = start else {
+            crate::warn!("clip of {}: no keyframe kept yet; no clip", self.name);
+            return;
+        };
+        match self.begin(start, until, fields) {
+            Ok(()) => {}
+            Err(e) => crate::warn!("clip of {}: {e:#}", self.name),
+        }
+    }
+
+    /// Opens a clip from cache entry `start` (a keyframe) and writes the cache from there.
+    fn begin(
+        &mut self,
+        start: usize,
+        until: When,
+        fields: &[(&'static str, String)],
+    ) -> Result<()> {
+        let name = PathBuf::from(self.name_of(fields));
+        if let Some(dir) = name.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating '{}'", dir.display()))?;
+        }
+        let part = super::claim_part(&name)?;
+        let muxer = super::muxer_of(&self.spec.pattern).unwrap_or("mp4");
+        let out = ff::format::output_as(&part, muxer)
+            .with_context(|| format!("opening '{}'", part.display()))?;
+        let key = &self.cache[start].packet;
+        let tb = self.streams[key.stream()].time_base;
+        let origin = key
+            .dts()
+            .or(key.pts())
+            .unwrap_or(0)
+            .rescale(tb, ff::Rational::new(1, 1_000_000));
+        let streams = (self.streams.as_slice(), self.video, true);
+        let what = name.display().to_string();
+        let remux = match Remux::start(out, what, streams, origin, ff::Dictionary::new()) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = std::fs::remove_file(&part);
+                return Err(e);
+            }
+        };
+        self.open = Some(Open {
+            remux,
+            part,
+            name,
+            until,
+        });
+        let cached: Vec<ff::Packet> = self
+            .cache
+            .iter()
+            .skip(start)
+            .map(|k| k.packet.clone())
+            .collect();
+        for p in cached {
+            let Some(open) = &mut self.open else { break };
+            if let Err(e) = open.remux.write(p, &self.streams) {
+                self.abandon();
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// The clip's file name: the pattern with its fields.
+    fn name_of(&self, fields: &[(&'static str, String)]) -> String {
+        let mut name = self
+            .spec
+            .pattern
+            .replace("{name}", &crate::plan::shard::file_safe(&self.name))
+            .replace(
+                "{time}",
+                &chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
+            );
+        for (k, v) in fields {
+            name = name.replace(&format!("{{{k}}}"), &crate::plan::shard::file_safe(v));
+        }
+        name
+    }
+
+    /// Finishes the open clip: trailer, then its own name.
+    fn close(&mut self) {
+        let Some(mut open) = self.open.take() else {
+            return;
+        };
+        if let Err(e) = open.remux.finish() {
+            crate::warn!("clip of {}: {e:#}", self.name);
+            let _ = std::fs::remove_file(&open.part);
+            return;
+        }
+        let Open {
+            remux, part, name, ..
+        } = open;
+        drop(remux);
+        match super::rename_without_replacing(&part, &name) {
+            Ok(name) => {
+                crate::info!("clip of {}: '{}'", self.name, name.display());
+                self.written.push(name);
+            }
+            Err(e) => {
+                crate::warn!("clip of {}: {e:#}", self.name);
+                let _ = std::fs::remove_file(&part);
+            }
+        }
+    }
+
+    /// Gives the open clip up.
+    fn abandon(&mut self) {
+        if let Some(open) = self.open.take() {
+            drop(open.remux);
+            let _ = std::fs::remove_file(&open.part);
+        }
+    }
+}
+
+/// Whether `k` is at `when` exactly (a keyframe at the very start).
+fn at_or(k: &Kept, when: When) -> bool {
+    match when {
+        When::Seen(i) => k.arrived == i,
+        When::Media(t) => (k.seconds - t).abs() < 1e-6,
+    }
+}
