@@ -514,3 +514,52 @@ fn a_clip_holds_the_cameras_own_packets_from_a_keyframe_before_the_event() {
         "{err}"
     );
 }
+
+#[test]
+fn a_camera_lost_and_back_is_an_event_on_the_same_channel() {
+    require(&["ffmpeg"]);
+    let model = model();
+    let dir = TempDir::new("events-camera");
+    let port = free_port();
+    let mut server = crate::several::live_server(port);
+    std::thread::sleep(Duration::from_millis(500));
+    let events = dir.join("ev.jsonl");
+    let child = Command::new(bin())
+        .args(["--headless", "-q", "--reconnect"])
+        .args(["--input", &format!("http://127.0.0.1:{port}/live.ts")])
+        .arg("--detect")
+        .arg(&model)
+        .args(["--detect-fps", "1", "--events", events.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    server.kill().unwrap();
+    server.wait().unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut server = crate::several::live_server(port);
+    let until = Instant::now() + Duration::from_secs(15);
+    let kinds = || -> Vec<String> {
+        std::fs::read_to_string(&events)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["type"].to_string())
+            .collect()
+    };
+    while !kinds().contains(&"\"camera-up\"".to_string()) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    crate::common::run::interrupt(&child);
+    let out = crate::common::run::wait_with_deadline(child, Duration::from_secs(5), "camera");
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        kinds(),
+        ["\"camera-down\"", "\"camera-up\""],
+        "{}",
+        stderr(&out)
+    );
+}

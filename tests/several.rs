@@ -659,7 +659,7 @@ fn lit_share(img: &opencv::core::Mat, x0: i32, y0: i32, w: i32, h: i32) -> f64 {
     f64::from(lit) / f64::from(w * h)
 }
 /// ffmpeg serving the test source live as MPEG-TS over HTTP on `port` (one client).
-fn live_server(port: u16) -> Child {
+pub fn live_server(port: u16) -> Child {
     Command::new("ffmpeg")
         .args([
             "-v",

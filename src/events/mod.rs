@@ -76,7 +76,7 @@ pub struct Engine {
     trackers: Vec<track::Tracker>,
     rules: Vec<Rules>,
     labels: Vec<String>,
-    out: out::Outputs,
+    out: std::sync::Arc<out::Outputs>,
     /// Events by kind.
     counts: BTreeMap<String, u64>,
     /// Each input's zones' counts last sent.
@@ -111,7 +111,7 @@ impl Engine {
             trackers: names.iter().map(|_| track::Tracker::default()).collect(),
             rules,
             labels: settings.labels.clone(),
-            out: out::Outputs::start(&settings.to, replace)?,
+            out: std::sync::Arc::new(out::Outputs::start(&settings.to, replace)?),
             counts: BTreeMap::new(),
             zone_counts: vec![BTreeMap::new(); names.len()],
             clips,
@@ -183,6 +183,74 @@ impl Engine {
     /// Ends the destinations (module doc of `out`).
     pub fn finish(&mut self) {
         self.out.finish();
+    }
+
+    /// The destinations, for the events of the run's own states (`States`).
+    pub fn outputs(&self) -> std::sync::Arc<out::Outputs> {
+        self.out.clone()
+    }
+}
+
+/// The events of the inputs' own states, sent to the same destinations: a camera went down
+/// (lost, reconnecting) or came back, its recording could not write or writes again.
+#[derive(Debug)]
+pub struct States {
+    out: std::sync::Arc<out::Outputs>,
+    /// Each input's: down, and its recording failing.
+    last: Vec<(bool, bool)>,
+    counts: BTreeMap<String, u64>,
+}
+
+impl States {
+    /// The states' events of `inputs` inputs, to `out`.
+    pub fn new(out: std::sync::Arc<out::Outputs>, inputs: usize) -> Self {
+        Self {
+            out,
+            last: vec![(false, false); inputs],
+            counts: BTreeMap::new(),
+        }
+    }
+
+    /// The run's figures now: an event for each input whose state changed.
+    pub fn saw(&mut self, live: &crate::stats::Live, names: &[String]) {
+        for (k, input) in live.inputs.iter().enumerate() {
+            let Some(last) = self.last.get_mut(k) else {
+                break;
+            };
+            let down = input.down.is_some() && input.ended.is_none();
+            let failing = input.recording.as_ref().and_then(|r| r.failing.clone());
+            let mut made = Vec::new();
+            if down != last.0 {
+                let state = input.state.clone().unwrap_or_else(|| "not open".into());
+                made.push(match down {
+                    true => serde_json::json!({"type": "camera-down", "state": crate::secret::redact(&state)}),
+                    false => serde_json::json!({"type": "camera-up"}),
+                });
+            }
+            if failing.is_some() != last.1 {
+                made.push(match &failing {
+                    Some(why) => serde_json::json!({"type": "recording-failed", "error": why}),
+                    None => serde_json::json!({"type": "recording-resumed"}),
+                });
+            }
+            *last = (down, failing.is_some());
+            let name = names.get(k).map_or("", String::as_str);
+            for mut e in made {
+                e["input"] = k.into();
+                e["name"] = name.into();
+                e["time"] = chrono::Utc::now()
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+                    .into();
+                let kind = e["type"].as_str().unwrap_or("?").to_string();
+                *self.counts.entry(kind).or_default() += 1;
+                self.out.send(&out::Message::Event(name.to_string(), e));
+            }
+        }
+    }
+
+    /// Events by kind, so far.
+    pub fn counts(&self) -> &BTreeMap<String, u64> {
+        &self.counts
     }
 }
 

@@ -115,14 +115,15 @@ pub enum Message {
 /// One destination's running half.
 struct Running {
     what: String,
-    tx: Option<Sender<Message>>,
+    tx: std::sync::Mutex<Option<Sender<Message>>>,
     /// Set when the run ends: a receiver that is down is no longer waited for.
     ended: Arc<std::sync::atomic::AtomicBool>,
     overflow: Arc<AtomicU64>,
-    thread: Option<std::thread::JoinHandle<u64>>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<u64>>>,
 }
 
-/// Every destination (module doc).
+/// Every destination (module doc); shared by those who make events (the detector's
+/// thread, the run's own states).
 pub struct Outputs(Vec<Running>);
 
 impl Outputs {
@@ -156,10 +157,10 @@ impl Outputs {
             };
             all.push(Running {
                 what,
-                tx: Some(tx),
+                tx: std::sync::Mutex::new(Some(tx)),
                 ended,
                 overflow: Arc::new(AtomicU64::new(0)),
-                thread: Some(thread),
+                thread: std::sync::Mutex::new(Some(thread)),
             });
         }
         Ok(Self(all))
@@ -173,7 +174,8 @@ impl Outputs {
     /// Puts `m` in every destination's queue (a full one counts it).
     pub fn send(&self, m: &Message) {
         for r in &self.0 {
-            let Some(tx) = &r.tx else { continue };
+            let tx = r.tx.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let Some(tx) = tx else { continue };
             if let Err(TrySendError::Full(_)) = tx.try_send(m.clone()) {
                 if r.overflow.fetch_add(1, Ordering::Relaxed) == 0 {
                     crate::warn!(
@@ -187,23 +189,26 @@ impl Outputs {
 
     /// Ends every destination within about a second (`DRAIN` to send what they hold,
     /// then a receiver still down is given up): what each could not send is said.
-    pub fn finish(&mut self) {
-        for r in &mut self.0 {
-            r.tx = None;
+    pub fn finish(&self) {
+        for r in &self.0 {
+            *r.tx.lock().unwrap_or_else(|p| p.into_inner()) = None;
         }
+        let running = |r: &Running| {
+            r.thread
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .is_some_and(|t| !t.is_finished())
+        };
         let until = Instant::now() + DRAIN;
-        while Instant::now() < until
-            && self
-                .0
-                .iter()
-                .any(|r| r.thread.as_ref().is_some_and(|t| !t.is_finished()))
-        {
+        while Instant::now() < until && self.0.iter().any(running) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        for r in &mut self.0 {
+        for r in &self.0 {
             r.ended.store(true, Ordering::SeqCst);
-            let lost = r.thread.take().and_then(|t| t.join().ok()).unwrap_or(0)
-                + r.overflow.load(Ordering::Relaxed);
+            let thread = r.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let Some(thread) = thread else { continue };
+            let lost = thread.join().unwrap_or(0) + r.overflow.load(Ordering::Relaxed);
             if lost > 0 {
                 crate::warn!("events to {}: {lost} event(s) could not be sent", r.what);
             }
@@ -214,6 +219,14 @@ impl Outputs {
 impl Drop for Outputs {
     fn drop(&mut self) {
         self.finish();
+    }
+}
+
+impl std::fmt::Debug for Outputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|r| &r.what))
+            .finish()
     }
 }
 

@@ -75,6 +75,9 @@ pub struct Detecting {
     exact: bool,
     /// What the detector did, once it ended.
     ended: Option<Ended>,
+    /// The events of the inputs' own states (a camera down, a recording failing), where
+    /// events are asked for.
+    states: Option<crate::events::States>,
     /// The copy of a frame the boxes are drawn into.
     drawn: Vec<u8>,
 }
@@ -131,6 +134,11 @@ impl Detecting {
         let slots = Arc::new(Slots::new(inputs.names.len()));
         let (done_tx, done) = crossbeam_channel::unbounded();
         let mut inputs = inputs;
+        let states = inputs
+            .events
+            .as_ref()
+            .filter(|e| e.counts().is_some())
+            .map(|e| crate::events::States::new(e.outputs(), inputs.names.len()));
         let to = Detector {
             events: inputs.events.take(),
             started: std::time::Instant::now(),
@@ -177,6 +185,7 @@ impl Detecting {
             draw,
             exact: exact || draw != Draw::None,
             ended: None,
+            states,
             drawn: Vec::new(),
         })
     }
@@ -439,6 +448,10 @@ impl Sink for Detecting {
         self.inner.composed(picture)
     }
     fn status(&mut self, live: &crate::stats::Live) {
+        if let Some(states) = &mut self.states {
+            let names: Vec<String> = self.inputs.iter().map(|i| i.name.clone()).collect();
+            states.saw(live, &names);
+        }
         // The detector's figures join each input's, for /metrics and the page.
         let mut live = live.clone();
         let (seconds, batch) = self.seen.inference().unwrap_or_default();
@@ -520,7 +533,14 @@ impl Sink for Detecting {
             "frames": self.ended.as_ref().map_or(0, |e| e.ran),
             "inferences": self.ended.as_ref().map_or(0, |e| e.batches),
             "inputs": inputs,
-            "events": self.ended.as_ref().and_then(|e| e.events.clone()),
+            "events": self.ended.as_ref().and_then(|e| e.events.clone()).map(|mut counts| {
+                if let Some(states) = &self.states {
+                    for (k, n) in states.counts() {
+                        *counts.entry(k.clone()).or_default() += n;
+                    }
+                }
+                counts
+            }),
         }));
         report
     }
