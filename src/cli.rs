@@ -439,6 +439,12 @@ pub struct EventArgs {
     #[arg(long, value_name = "PATTERN")]
     pub clip: Option<String>,
 
+    /// Watch each input for motion (a cheap frame difference): motion-start and motion-end
+    /// events, and the detector run only while there is motion, as NVRs save their
+    /// detectors' time.
+    #[arg(long)]
+    pub motion: bool,
+
     /// Seconds of a clip before its event [default: 5].
     #[arg(long, value_name = "SECONDS", value_parser = parse_positive)]
     pub pre: Option<f64>,

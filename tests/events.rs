@@ -563,3 +563,66 @@ fn a_camera_lost_and_back_is_an_event_on_the_same_channel() {
         stderr(&out)
     );
 }
+
+#[test]
+fn motion_is_an_event_and_the_detector_runs_only_while_there_is_some() {
+    require(&["ffmpeg"]);
+    let model = model();
+    let dir = TempDir::new("events-motion");
+    let font = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/fonts/DejaVuSansMono-Bold.ttf");
+    let clip = dir.join("still.mp4");
+    // Still for 1 s, a word moving from 1 s to 3 s, still again to 5 s.
+    let vf = format!(
+        "drawtext=fontfile={}:text=GATE:fontsize=64:fontcolor=black:x=40+(t-1)*150:y=80:enable='between(t,1,3)'",
+        font.display()
+    );
+    let made = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "color=white:s=640x360:r=25:d=5",
+        ])
+        .args(["-vf", &vf, "-c:v", "libx264", "-g", "25"])
+        .arg(&clip)
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    let (events, det) = (dir.join("ev.jsonl"), dir.join("det.jsonl"));
+    let out = Command::new(bin())
+        .args(["--headless", "-i", clip.to_str().unwrap(), "--detect"])
+        .arg(&model)
+        .args([
+            "--detect-fps",
+            "5",
+            "--motion",
+            "--events",
+            events.to_str().unwrap(),
+        ])
+        .args(["--detections", det.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let ev = lines(&events);
+    let kinds: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["motion-start", "motion-end"], "{ev:?}");
+    let start = ev[0]["frame"].as_u64().unwrap();
+    assert!((25..=29).contains(&start), "motion seen at frame {start}");
+    let end = ev[1]["seconds"].as_f64().unwrap();
+    assert!((3.0..=5.0).contains(&end), "motion ended at {end} s");
+    let frames: Vec<u64> = lines(&det)
+        .iter()
+        .map(|l| l["frame"].as_u64().unwrap())
+        .collect();
+    assert!(frames.len() >= 8, "{frames:?}");
+    assert!(
+        frames
+            .iter()
+            .all(|&f| f >= start && (f as f64) / 25.0 <= end),
+        "{frames:?}"
+    );
+}

@@ -292,6 +292,7 @@ fn detecting(
         beside,
         exact: handed,
         events,
+        motion: plan.events().is_some_and(|e| e.motion),
     };
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
     let jsonl = settings.jsonl.clone().map(|p| (p, replace));

@@ -13,6 +13,7 @@
 //! enter has its leave by the end (a track ending in a zone leaves it); the counts by kind
 //! are those that went to the destinations.
 
+pub mod motion;
 pub mod out;
 pub mod track;
 pub mod zones;
@@ -37,6 +38,8 @@ pub struct Settings {
     pub stay: Option<f64>,
     /// `--clip`: the clips' pattern, and the seconds before and after an event.
     pub clip: Option<(String, f64, f64)>,
+    /// `--motion`: motion events, and the detector run only while there is motion.
+    pub motion: bool,
 }
 
 /// Where an input's events start or extend a clip (`record::clip`): given when the event's
@@ -49,7 +52,7 @@ pub type ClipHook = std::sync::Arc<
 impl Settings {
     /// Whether anything is asked for.
     pub fn any(&self) -> bool {
-        !self.shapes.is_empty() || !self.to.is_empty()
+        !self.shapes.is_empty() || !self.to.is_empty() || self.motion
     }
 }
 
@@ -251,6 +254,37 @@ impl States {
     /// Events by kind, so far.
     pub fn counts(&self) -> &BTreeMap<String, u64> {
         &self.counts
+    }
+
+    /// Input `k` (called `name`) had `change` of its motion on `frame` at `seconds`.
+    pub fn motion(
+        &mut self,
+        (k, name): (usize, &str),
+        frame: u64,
+        seconds: f64,
+        change: motion::Change,
+    ) {
+        let mut e = match change {
+            motion::Change::Started(area, b) => serde_json::json!({
+                "type": "motion-start",
+                "area": (area * 1e4).round() / 1e4,
+                "box": b,
+            }),
+            motion::Change::Ended(lasted) => serde_json::json!({
+                "type": "motion-end",
+                "lasted_s": (lasted * 1e3).round() / 1e3,
+            }),
+        };
+        e["input"] = k.into();
+        e["name"] = name.into();
+        e["frame"] = frame.into();
+        e["seconds"] = ((seconds * 1e3).round() / 1e3).into();
+        e["time"] = chrono::Utc::now()
+            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+            .into();
+        let kind = e["type"].as_str().unwrap_or("?").to_string();
+        *self.counts.entry(kind).or_default() += 1;
+        self.out.send(&out::Message::Event(name.to_string(), e));
     }
 }
 

@@ -1039,6 +1039,7 @@ fn check_events(
         labels: e.event_labels.clone(),
         stay: e.stay,
         clip,
+        motion: e.motion,
     };
     if !settings.any() {
         if !e.event_labels.is_empty() || e.stay.is_some() {
@@ -1050,7 +1051,8 @@ fn check_events(
     }
     if args.detect.detect.is_none() {
         return Err(PlanError::Events(
-            "--zone, --line and --events follow what --detect finds, and it is not given".into(),
+            "--zone, --line, --events and --motion follow what --detect finds, and it is not given"
+                .into(),
         ));
     }
     for d in &settings.to {

@@ -75,9 +75,12 @@ pub struct Detecting {
     exact: bool,
     /// What the detector did, once it ended.
     ended: Option<Ended>,
-    /// The events of the inputs' own states (a camera down, a recording failing), where
-    /// events are asked for.
+    /// The events of the inputs' own states (a camera down, a recording failing, motion),
+    /// where events are asked for.
     states: Option<crate::events::States>,
+    /// Each input's motion detector (`--motion`): the detector runs only while it sees
+    /// motion.
+    motion: Option<Vec<crate::events::motion::Motion>>,
     /// The copy of a frame the boxes are drawn into.
     drawn: Vec<u8>,
 }
@@ -100,6 +103,8 @@ pub struct Inputs {
     pub exact: bool,
     /// The tracks, zones and events made of the boxes, where asked.
     pub events: Option<crate::events::Engine>,
+    /// `--motion`.
+    pub motion: bool,
 }
 
 impl Detecting {
@@ -137,8 +142,11 @@ impl Detecting {
         let states = inputs
             .events
             .as_ref()
-            .filter(|e| e.counts().is_some())
+            .filter(|e| e.counts().is_some() || inputs.motion)
             .map(|e| crate::events::States::new(e.outputs(), inputs.names.len()));
+        let motion = inputs
+            .motion
+            .then(|| inputs.names.iter().map(|_| Default::default()).collect());
         let to = Detector {
             events: inputs.events.take(),
             started: std::time::Instant::now(),
@@ -186,8 +194,50 @@ impl Detecting {
             exact: exact || draw != Draw::None,
             ended: None,
             states,
+            motion,
             drawn: Vec::new(),
         })
+    }
+
+    /// Events by kind: the detections' and the inputs' own states'; None where no event was
+    /// asked for.
+    fn event_counts(&self) -> Option<std::collections::BTreeMap<String, u64>> {
+        let detected = self.ended.as_ref().and_then(|e| e.events.clone());
+        let states = self.states.as_ref().map(|s| s.counts().clone());
+        match (detected, states) {
+            (None, None) => None,
+            (a, b) => {
+                let mut counts = a.unwrap_or_default();
+                for (k, n) in b.unwrap_or_default() {
+                    *counts.entry(k).or_default() += n;
+                }
+                Some(counts)
+            }
+        }
+    }
+
+    /// Whether `frame`'s input shows motion (always, without `--motion`); a change of its
+    /// motion is an event.
+    fn moving(&mut self, frame: &Frame) -> bool {
+        let Some(motion) = &mut self.motion else {
+            return true;
+        };
+        let at = usize::from(frame.desc.input.0);
+        let Some(m) = motion.get_mut(at) else {
+            return true;
+        };
+        let seconds = frame
+            .desc
+            .seconds()
+            .filter(|_| !self.inputs[at].live)
+            .unwrap_or_else(|| self.started.elapsed().as_secs_f64());
+        if let Some(change) = m.frame(frame, seconds) {
+            if let Some(states) = &mut self.states {
+                let name = self.inputs[at].name.as_str();
+                states.motion((at, name), frame.desc.index, seconds, change);
+            }
+        }
+        m.active()
     }
 
     /// Whether `frame` is due for detection, and notes it as sent where it is.
@@ -439,7 +489,7 @@ impl Sink for Detecting {
         format!("{}, with detection", self.inner.describe())
     }
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
-        if self.due(frame) {
+        if self.moving(frame) && self.due(frame) {
             self.hand(frame);
         }
         self.hand_on(frame)
@@ -478,6 +528,15 @@ impl Sink for Detecting {
         self.inner.begin_finish()
     }
     fn finish(&mut self) -> Result<()> {
+        if let (Some(motion), Some(states)) = (&mut self.motion, &mut self.states) {
+            let seconds = self.started.elapsed().as_secs_f64();
+            for (at, m) in motion.iter_mut().enumerate() {
+                if let Some(change) = m.end(seconds) {
+                    let name = self.inputs[at].name.as_str();
+                    states.motion((at, name), 0, seconds, change);
+                }
+            }
+        }
         let detected = self.end_detector();
         for (at, input) in self.inputs.iter().enumerate() {
             let skipped = self.seen.figures(at).skipped;
@@ -496,7 +555,8 @@ impl Sink for Detecting {
                     "detection: ran on {n} frames in {batches} inferences ({:.1} frames each)",
                     n as f64 / batches.max(1) as f64
                 );
-                if let Some(events) = &ended.events {
+                self.ended = Some(ended);
+                if let Some(events) = self.event_counts() {
                     let said: Vec<String> =
                         events.iter().map(|(k, n)| format!("{n} {k}")).collect();
                     crate::info!(
@@ -507,7 +567,6 @@ impl Sink for Detecting {
                         }
                     );
                 }
-                self.ended = Some(ended);
             }
             Err(e) => return Err(e.context("detection")),
         }
@@ -533,14 +592,7 @@ impl Sink for Detecting {
             "frames": self.ended.as_ref().map_or(0, |e| e.ran),
             "inferences": self.ended.as_ref().map_or(0, |e| e.batches),
             "inputs": inputs,
-            "events": self.ended.as_ref().and_then(|e| e.events.clone()).map(|mut counts| {
-                if let Some(states) = &self.states {
-                    for (k, n) in states.counts() {
-                        *counts.entry(k.clone()).or_default() += n;
-                    }
-                }
-                counts
-            }),
+            "events": self.event_counts(),
         }));
         report
     }
