@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::common::run::{bin, framepipe, require, stderr, TempDir};
 
 /// The project's copy of the detector (scripts/setup.sh puts it there).
-fn model() -> PathBuf {
+pub fn model() -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ort/ch_PP-OCRv4_det_infer.onnx");
     assert!(
         p.is_file(),

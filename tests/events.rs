@@ -15,16 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::run::{bin, free_port, require, stderr, TempDir};
 
-/// The project's copy of PP-OCRv4's detector (scripts/setup.sh puts it there).
-fn model() -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ort/ch_PP-OCRv4_det_infer.onnx");
-    assert!(
-        p.is_file(),
-        "{} is missing: run scripts/test.sh",
-        p.display()
-    );
-    p
-}
+use crate::detect::model;
 
 /// 4 s at 25 fps, 640x360: GATE moving right from x = 40 at 150 px/s (y 80), DOCK moving left
 /// from x = 560 at 130 px/s (y 250), 64 px text.

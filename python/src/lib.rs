@@ -949,18 +949,7 @@ fn onnx_runtime_beside(py: Python<'_>) {
         .and_then(|spec| spec.getattr("origin").ok()?.extract::<String>().ok())
         .and_then(|init| {
             let capi = std::path::Path::new(&init).parent()?.join("capi");
-            let mut found: Vec<_> = std::fs::read_dir(capi)
-                .ok()?
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("libonnxruntime.so"))
-                })
-                .collect();
-            found.sort();
-            found.pop()
+            framepipe::detect::runtime::library_in(&capi)
         });
     // (Known once imported: an extension module has no file while it initialises.)
     let folder = py

@@ -29,21 +29,25 @@ pub enum RuntimeError {
 
 /// The project's copy, under `target/ort/` of the checkout holding `from` or a folder above.
 fn project_copy(from: &Path) -> Option<PathBuf> {
-    from.ancestors().find_map(|dir| {
-        let folder = dir.join("target/ort");
-        let entries = std::fs::read_dir(&folder).ok()?;
-        let mut found: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("libonnxruntime.so"))
-            })
-            .collect();
-        found.sort();
-        found.pop()
-    })
+    from.ancestors()
+        .find_map(|dir| library_in(&dir.join("target/ort")))
+}
+
+/// The newest `libonnxruntime.so*` in `folder` (PyPI's wheels put theirs in
+/// `onnxruntime/capi/`, `scripts/setup.sh` in `target/ort/`).
+pub fn library_in(folder: &Path) -> Option<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(folder)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libonnxruntime.so"))
+        })
+        .collect();
+    found.sort();
+    found.pop()
 }
 
 /// What an embedding program found: a library, and folders to look from.

@@ -191,23 +191,7 @@ pub fn draw_boxes(paint: &mut Paint, area: Rect, from: FrameSize, boxes: &[Detec
 
 /// A frame `thick` wide just inside `r`, clipped to `within`.
 fn outline(paint: &mut Paint, r: Rect, thick: usize, colour: [u8; 3], within: Rect) {
-    let t = thick.min(r.width).min(r.height);
-    let right = (r.x + r.width).saturating_sub(t);
-    let bottom = (r.y + r.height).saturating_sub(t);
-    for side in [
-        Rect { height: t, ..r },
-        Rect {
-            y: bottom,
-            height: t,
-            ..r
-        },
-        Rect { width: t, ..r },
-        Rect {
-            x: right,
-            width: t,
-            ..r
-        },
-    ] {
+    for side in r.sides(thick.min(r.width).min(r.height)) {
         paint.fill(side, within, colour);
     }
 }

@@ -81,6 +81,28 @@ pub struct Rect {
     pub height: usize,
 }
 
+impl Rect {
+    /// The four strips `t` wide just inside it: top, bottom, left, right.
+    pub fn sides(self, t: usize) -> [Rect; 4] {
+        let right = (self.x + self.width).saturating_sub(t);
+        let bottom = (self.y + self.height).saturating_sub(t);
+        [
+            Rect { height: t, ..self },
+            Rect {
+                y: bottom,
+                height: t,
+                ..self
+            },
+            Rect { width: t, ..self },
+            Rect {
+                x: right,
+                width: t,
+                ..self
+            },
+        ]
+    }
+}
+
 /// Text's size: the font's em in picture pixels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ink {
@@ -151,24 +173,7 @@ impl<'a> Canvas<'a> {
     /// A frame `thickness` pixels wide just inside `r`, in `bgr`.
     pub fn outline(&mut self, r: Rect, thickness: usize, bgr: [u8; 3]) {
         let t = thickness.min(r.width / 2).min(r.height / 2);
-        let (right, bottom) = (
-            (r.x + r.width).saturating_sub(t),
-            (r.y + r.height).saturating_sub(t),
-        );
-        for side in [
-            Rect { height: t, ..r },
-            Rect {
-                y: bottom,
-                height: t,
-                ..r
-            },
-            Rect { width: t, ..r },
-            Rect {
-                x: right,
-                width: t,
-                ..r
-            },
-        ] {
+        for side in r.sides(t) {
             self.fill(side, bgr);
         }
     }
