@@ -30,6 +30,7 @@ pub mod host;
 pub mod media;
 pub mod msg;
 pub mod output;
+pub mod paint;
 pub mod paths;
 pub mod pipe;
 pub mod pipeline;

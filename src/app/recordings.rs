@@ -33,7 +33,11 @@ fn clips_of(plan: &RunPlan) -> Result<Vec<Option<Clips>>> {
                 pre,
                 post,
             };
-            crate::record::clip::Clips::start(spec, input.label.clone()).map(Some)
+            let names = (
+                input.label.clone(),
+                crate::plan::shard::file_safe(&input.label),
+            );
+            crate::record::clip::Clips::start(spec, names).map(Some)
         })
         .collect()
 }

@@ -10,8 +10,6 @@
 //! one thread); `idle` keeps it responsive when no frame comes; `finish` is called once;
 //! nothing here imports `source` (the media facts are `media`).
 
-pub mod boxes;
-pub mod draw;
 pub mod mosaic;
 #[cfg(feature = "opencv")]
 pub mod strip;

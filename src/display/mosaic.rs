@@ -19,7 +19,7 @@
 //! which through `FullFrames`).
 //!
 //! With `--detect`, each input's newest boxes are drawn into its tile and into the input
-//! shown alone (`--draw`; `display::boxes`), under the labels.
+//! shown alone (`--draw`; `paint::boxes`), under the labels.
 //!
 //! Invariants: a tile keeps its input's last frame until the next one comes (a slow input
 //! never blanks); an input that ended or failed keeps its last frame, dimmed, with a line
@@ -32,11 +32,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 
-use super::draw::{Canvas, Ink, Rect};
 use super::{Flow, Frame, Sink};
 use crate::backend::Picture;
 use crate::desc::FrameDesc;
 use crate::frame::FrameSize;
+use crate::paint::draw::{Canvas, Ink, Rect};
 use crate::pixel::PixelFormat;
 use crate::stats::Live;
 use crate::tiles::{FullFrames, Layout};
@@ -252,7 +252,7 @@ impl Mosaic {
 
     /// Draws input `k`'s newest boxes into `area` of `bytes` (a BGR picture of `size`).
     fn draw_boxes(&self, bytes: &mut [u8], size: FrameSize, k: usize, area: Option<Rect>) {
-        use super::boxes::{draw_boxes, Paint};
+        use crate::paint::boxes::{draw_boxes, Paint};
         let Some((seen, draw)) = &self.boxes else {
             return;
         };

@@ -61,13 +61,14 @@ pub struct Clips {
 }
 
 impl Clips {
-    /// Starts the clip maker of input `name` (for `{name}` and messages).
-    pub fn start(spec: ClipSpec, name: String) -> Result<Arc<Self>> {
+    /// Starts the clip maker of input `name` (for messages), called `file_name` in its
+    /// clips' names (`{name}`: a name safe in a file's).
+    pub fn start(spec: ClipSpec, (name, file_name): (String, String)) -> Result<Arc<Self>> {
         crate::media::info::init();
         let (tx, rx) = crossbeam_channel::bounded(QUEUE);
         let thread = std::thread::Builder::new()
             .name("clips".into())
-            .spawn(move || Maker::new(spec, name).run(rx))?;
+            .spawn(move || Maker::new(spec, name, file_name).run(rx))?;
         Ok(Arc::new(Self {
             tx,
             thread: std::sync::Mutex::new(Some(thread)),
@@ -135,6 +136,7 @@ struct Open {
 struct Maker {
     spec: ClipSpec,
     name: String,
+    file_name: String,
     streams: Vec<InStream>,
     video: usize,
     zero: f64,
@@ -145,10 +147,11 @@ struct Maker {
 }
 
 impl Maker {
-    fn new(spec: ClipSpec, name: String) -> Self {
+    fn new(spec: ClipSpec, name: String, file_name: String) -> Self {
         Self {
             spec,
             name,
+            file_name,
             streams: Vec::new(),
             video: 0,
             zero: 0.0,
@@ -328,16 +331,16 @@ impl Maker {
 
     /// The clip's file name: the pattern with its fields.
     fn name_of(&self, fields: &[(&'static str, String)]) -> String {
+        let time = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
         let mut name = self
             .spec
             .pattern
-            .replace("{name}", &crate::plan::shard::file_safe(&self.name))
-            .replace(
-                "{time}",
-                &chrono::Local::now().format("%Y%m%d-%H%M%S").to_string(),
-            );
+            .replace("{name}", &self.file_name)
+            .replace("{time}", &time);
+        // An event's names are a zone's or a line's (letters, digits, '-', '_'), a track's
+        // a number: none leaves the folder.
         for (k, v) in fields {
-            name = name.replace(&format!("{{{k}}}"), &crate::plan::shard::file_safe(v));
+            name = name.replace(&format!("{{{k}}}"), &v.replace(['/', '\\', '.'], "_"));
         }
         name
     }

@@ -4,7 +4,7 @@
 //! one JSON line (`--detections FILE.jsonl`, and beside the input's recorded segments),
 //! keeps each input's newest boxes and figures
 //! (`detect::seen`, read by the mosaic and `/metrics`), and draws the boxes into the frames
-//! it hands on (`--draw`, `display::boxes`).
+//! it hands on (`--draw`, `paint::boxes`).
 //!
 //! Invariants: a video frame is never held for a live input nor dropped: a live input's due
 //! frame that finds the detector busy is skipped (counted per input, said at the end), and
@@ -312,12 +312,12 @@ impl Detecting {
         self.drawn.clear();
         self.drawn.extend_from_slice(frame.bytes);
         let Some(mut paint) =
-            crate::display::boxes::Paint::new(&mut self.drawn, d.format, d.size, d.planes)
+            crate::paint::boxes::Paint::new(&mut self.drawn, d.format, d.size, d.planes)
         else {
             return self.inner.consume(frame); // a frame the backend did not bring down
         };
         let all = paint.all();
-        crate::display::boxes::draw_boxes(&mut paint, all, found.size, &found.boxes, self.draw);
+        crate::paint::boxes::draw_boxes(&mut paint, all, found.size, &found.boxes, self.draw);
         self.inner.consume(&Frame {
             desc: frame.desc,
             bytes: &self.drawn,
