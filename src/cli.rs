@@ -149,7 +149,8 @@ pub struct InputArgs {
     pub input: Vec<String>,
 
     /// Read inputs from FILE too, after any --input: one a line as --input takes it, or
-    /// 'NAME = SOURCE' to name it ({name} in --output and --record); '#' starts a comment.
+    /// 'NAME = SOURCE' to name it ({name} in --output and --record), 'NAME [detect=off,
+    /// detect-fps=N] = SOURCE' to give it settings of its own; '#' starts a comment.
     /// The file is read again when it changes and on SIGHUP (which then stops nothing):
     /// where this process's inputs change, its run ends cleanly and starts again with them.
     #[arg(long, value_name = "FILE")]

@@ -733,3 +733,77 @@ fn each_recorded_segment_has_its_frames_detections_beside_it() {
     let left = crate::common::run::files_starting(dir.path(), ".");
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn each_camera_of_an_inputs_file_can_have_its_own_detection() {
+    model();
+    let dir = TempDir::new("detect-own");
+    let m = yolo_model(&dir, "v8");
+    let clip = dir.join("cam.mp4");
+    crate::common::run::ffmpeg_made(
+        &clip,
+        &["testsrc2=s=128x128:r=25:d=2"],
+        &["-c:v", "libx264"],
+    );
+    let list = dir.join("cameras.txt");
+    let c = clip.display();
+    std::fs::write(
+        &list,
+        format!("gate [detect=off] = {c}\ndock [detect-fps=2] = {c}\n"),
+    )
+    .unwrap();
+    let jsonl = dir.join("det.jsonl");
+    let run = framepipe(
+        &[
+            "--headless",
+            "--inputs",
+            list.to_str().unwrap(),
+            "--detect",
+            m.to_str().unwrap(),
+        ]
+        .into_iter()
+        .chain(["--detections", jsonl.to_str().unwrap()])
+        .collect::<Vec<_>>(),
+        Duration::from_secs(60),
+    );
+    assert!(run.status.success(), "{}", stderr(&run));
+    let seen: Vec<(String, u64)> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|l| {
+            (
+                l["name"].as_str().unwrap().to_string(),
+                l["frame"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // gate: none; dock: 2 a second of its 2 s.
+    let dock = |f: u64| ("dock".to_string(), f);
+    assert_eq!(seen, [dock(0), dock(13), dock(26), dock(39)]);
+    // A camera asking for detection without a model, a setting that is none: one line.
+    std::fs::write(&list, format!("gate [detect=on] = {c}\n")).unwrap();
+    let bad = framepipe(
+        &["--headless", "--inputs", list.to_str().unwrap()],
+        Duration::from_secs(30),
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(stderr(&bad).contains("'gate' asks for detection, and no --detect MODEL is given"));
+    std::fs::write(&list, format!("gate [detect=maybe] = {c}\n")).unwrap();
+    let bad = framepipe(
+        &[
+            "--headless",
+            "--inputs",
+            list.to_str().unwrap(),
+            "--detect",
+            m.to_str().unwrap(),
+        ],
+        Duration::from_secs(30),
+    );
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(
+        stderr(&bad).contains("line 1: 'detect=maybe' is not an input's setting"),
+        "{}",
+        stderr(&bad)
+    );
+}

@@ -293,6 +293,9 @@ fn detecting(
         exact: handed,
         events,
         motion: plan.events().is_some_and(|e| e.motion),
+        own: placed()
+            .map(|i| (i.own.detect != Some(false), i.own.detect_fps()))
+            .collect(),
     };
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
     let jsonl = settings.jsonl.clone().map(|p| (p, replace));

@@ -84,6 +84,8 @@ pub struct InputPlan {
     pub record: Option<Record>,
     /// Outputs of its packets as they came (`--codec copy`: video files and streams).
     pub copies: Vec<OutputSpec>,
+    /// Its own settings from the inputs file (`NAME [KEY=VALUE, …] = SOURCE`).
+    pub own: super::shard::PerInput,
 }
 
 /// A set of outputs: a file, image sequence or standard output, and streams.
@@ -244,6 +246,7 @@ impl RunPlan {
         let engine = engine_of(&args, several);
         let labels = labels_of(roster, &mine, &specs);
         let names_of_inputs = labels.clone();
+        check_own(&args, &mine)?;
         let inputs = specs
             .into_iter()
             .zip(parts.each)
@@ -259,6 +262,7 @@ impl RunPlan {
                         true => (mine.get(i).map_or(text, |e| e.name.clone()), true),
                         false => (text, false),
                     };
+                    let own = mine.get(i).map(|e| e.own.clone()).unwrap_or_default();
                     let mut input = input_plan(&args, &display, several, spec, name, outputs);
                     input.asked.reconnect |= listed;
                     // A file copied to streams alone is sent at its own rate, as a live
@@ -268,6 +272,7 @@ impl RunPlan {
                         record,
                         label,
                         copies,
+                        own,
                         ..input
                     }
                 },
@@ -537,6 +542,7 @@ fn input_plan(
         takes,
         record: None,
         copies: Vec::new(),
+        own: Default::default(),
     }
 }
 
@@ -995,6 +1001,20 @@ fn check_detect(args: &RunArgs) -> Result<Option<crate::detect::Settings>, PlanE
         draw: d.draw,
         provider: d.detect_provider,
     }))
+}
+
+/// The inputs file's own settings: `detect=on` and `detect-fps` need `--detect`.
+fn check_own(args: &RunArgs, mine: &[super::shard::Entry]) -> Result<(), PlanError> {
+    let asks = mine
+        .iter()
+        .find(|e| e.own.detect == Some(true) || e.own.detect_millis.is_some());
+    match (asks, &args.detect.detect) {
+        (Some(e), None) => Err(PlanError::Events(format!(
+            "--inputs: '{}' asks for detection, and no --detect MODEL is given",
+            e.name
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// `--zone`, `--line`, `--events` and their companions: definitions that read, inputs that

@@ -3,7 +3,9 @@
 //! by a scheduler (a Kubernetes indexed Job or StatefulSet), none talking to another.
 //!
 //! The list: one input a line, written as `--input` takes it, or `NAME = SOURCE` to give it
-//! a name of its own; `#` starts a comment line; blank lines are skipped. An input's name is
+//! a name of its own, or `NAME [KEY=VALUE, …] = SOURCE` to give it settings of its own
+//! (`PerInput`: `detect=on|off`, `detect-fps=N`); `#` starts a comment line; blank lines
+//! are skipped. An input's name is
 //! its own (`NAME = …`, one input's only) or its source text (a source listed twice unnamed
 //! is two inputs, as `-i x -i x` is). `--input` flags come
 //! first, then the file's lines: an input's number `{n}` is its place in that whole list,
@@ -43,6 +45,53 @@ pub struct Entry {
     pub source: String,
     /// Its place in the whole list (`{n}`).
     pub n: usize,
+    /// Its own settings (`NAME [KEY=VALUE, …] = SOURCE`).
+    pub own: PerInput,
+}
+
+/// An input's own settings in the inputs file, over the command line's for it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PerInput {
+    /// `detect=on|off`: whether `--detect` runs on this input (on where not said).
+    pub detect: Option<bool>,
+    /// `detect-fps=N`: its detections a second, in thousandths (exact, so that a change of
+    /// the file is seen).
+    pub detect_millis: Option<u64>,
+}
+
+impl PerInput {
+    /// `detect-fps`, a second.
+    pub fn detect_fps(&self) -> Option<f64> {
+        self.detect_millis.map(|m| m as f64 / 1000.0)
+    }
+
+    /// The settings `text` (`KEY=VALUE, …`) gives.
+    fn parse(text: &str) -> Result<Self, String> {
+        let mut own = Self::default();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = part
+                .split_once('=')
+                .ok_or_else(|| format!("'{part}' is not KEY=VALUE"))?;
+            match (key.trim(), value.trim()) {
+                ("detect", "on") => own.detect = Some(true),
+                ("detect", "off") => own.detect = Some(false),
+                ("detect-fps", v) => {
+                    let fps = v
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|f| f.is_finite() && *f > 0.0 && *f <= 1000.0)
+                        .ok_or_else(|| format!("detect-fps '{v}' is not a rate from 0 to 1000"))?;
+                    own.detect_millis = Some((fps * 1000.0).round() as u64);
+                }
+                (k, v) => {
+                    return Err(format!(
+                        "'{k}={v}' is not an input's setting (detect=on|off, detect-fps=N)"
+                    ))
+                }
+            }
+        }
+        Ok(own)
+    }
 }
 
 impl Entry {
@@ -223,6 +272,7 @@ pub fn list(flags: &[String], path: &str, text: &str) -> Result<Vec<Entry>, Shar
             name: s.clone(),
             source: s.clone(),
             n,
+            own: PerInput::default(),
         })
         .collect();
     for (i, line) in text.lines().enumerate() {
@@ -247,9 +297,14 @@ pub fn list(flags: &[String], path: &str, text: &str) -> Result<Vec<Entry>, Shar
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (name, source) = named(line).map_err(at)?;
+        let (name, source, own) = named(line).map_err(|e| at(&e))?;
         let n = entries.len();
-        entries.push(Entry { name, source, n });
+        entries.push(Entry {
+            name,
+            source,
+            n,
+            own,
+        });
     }
     // A name given twice is refused; a source listed twice unnamed (`-i clip.mp4 -i
     // clip.mp4`) is the same input twice, told apart by `{n}`.
@@ -267,25 +322,31 @@ pub fn list(flags: &[String], path: &str, text: &str) -> Result<Vec<Entry>, Shar
     Ok(entries)
 }
 
-/// A line's name and source: `NAME = SOURCE` (NAME of letters, digits, `.`, `-`, `_`), or
-/// the source alone, named by itself.
-fn named(line: &str) -> Result<(String, String), &'static str> {
+/// A line's name, source and settings: `NAME = SOURCE` or `NAME [KEY=VALUE, …] = SOURCE`
+/// (NAME of letters, digits, `.`, `-`, `_`), or the source alone, named by itself.
+fn named(line: &str) -> Result<(String, String, PerInput), String> {
+    let whole = || Ok((line.to_string(), line.to_string(), PerInput::default()));
     let split = line
         .split_once(" = ")
         .or_else(|| line.strip_suffix(" =").map(|name| (name, "")));
-    let Some((name, source)) = split else {
-        return Ok((line.to_string(), line.to_string()));
+    let Some((head, source)) = split else {
+        return whole();
     };
-    let (name, source) = (name.trim(), source.trim());
+    let (head, source) = (head.trim(), source.trim());
+    let (name, own) = match head.split_once('[') {
+        Some((name, rest)) if rest.ends_with(']') => (name.trim(), Some(&rest[..rest.len() - 1])),
+        _ => (head, None),
+    };
     let plain = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
     if name.is_empty() || !name.chars().all(plain) {
         // Not a name: the whole line is the source (a GStreamer pipeline with " = ").
-        return Ok((line.to_string(), line.to_string()));
+        return whole();
     }
     if source.is_empty() {
-        return Err("a name with no source after ' = '");
+        return Err("a name with no source after ' = '".into());
     }
-    Ok((name.to_string(), source.to_string()))
+    let own = own.map(PerInput::parse).transpose()?.unwrap_or_default();
+    Ok((name.to_string(), source.to_string(), own))
 }
 
 /// Reads the inputs file `path` and lists it after `flags`.
@@ -542,6 +603,24 @@ mod tests {
         );
         assert_eq!(l[2].file_name(), "udp___239.0.0.1_5000");
         assert_eq!(file_safe("../x"), "_._x");
+    }
+
+    #[test]
+    fn an_input_of_the_list_has_settings_of_its_own() {
+        let text = "gate [detect=off] = rtsp://cam/1\ndock [detect-fps=2.5, detect=on] = x.mp4\n";
+        let l = list(&[], "f", text).unwrap();
+        assert_eq!(l[0].own.detect, Some(false));
+        assert_eq!(
+            (l[1].own.detect, l[1].own.detect_fps()),
+            (Some(true), Some(2.5))
+        );
+        for bad in [
+            "a [detect=maybe] = x",
+            "a [fps=2] = x",
+            "a [detect-fps=0] = x",
+        ] {
+            assert!(list(&[], "f", bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

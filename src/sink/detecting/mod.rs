@@ -52,11 +52,14 @@ struct Job {
 /// was seen and, for a file's frame, its time in the run.
 pub type Beside = Arc<dyn Fn(String, std::time::Instant, Option<f64>) + Send + Sync>;
 
-/// Each input's: its name, whether it is live, when its last frame was sent.
+/// Each input's: its name, whether it is live, when its last frame was sent, whether it
+/// is detected on and at what rate (the inputs file's own settings).
 struct Input {
     name: String,
     live: bool,
     last: Option<f64>,
+    on: bool,
+    fps: Option<f64>,
 }
 
 /// The detecting sink (module doc).
@@ -105,6 +108,9 @@ pub struct Inputs {
     pub events: Option<crate::events::Engine>,
     /// `--motion`.
     pub motion: bool,
+    /// Each input's own settings (the inputs file's `detect=` and `detect-fps=`): whether
+    /// it is detected on, and its rate where it has one.
+    pub own: Vec<(bool, Option<f64>)>,
 }
 
 impl Detecting {
@@ -172,13 +178,20 @@ impl Detecting {
             exact,
             ..
         } = inputs;
+        let own = std::mem::take(&mut inputs.own);
         let inputs = names
             .into_iter()
             .zip(live)
-            .map(|(name, live)| Input {
-                name,
-                live,
-                last: None,
+            .enumerate()
+            .map(|(k, (name, live))| {
+                let (on, fps) = own.get(k).copied().unwrap_or((true, None));
+                Input {
+                    name,
+                    live,
+                    last: None,
+                    on,
+                    fps,
+                }
             })
             .collect();
         Ok(Self {
@@ -246,7 +259,10 @@ impl Detecting {
         let Some(input) = self.inputs.get_mut(usize::from(frame.desc.input.0)) else {
             return false;
         };
-        let fps = match (self.fps, input.live) {
+        if !input.on {
+            return false;
+        }
+        let fps = match (input.fps.or(self.fps), input.live) {
             (Some(f), _) => f,
             (None, true) => LIVE_FPS,
             (None, false) => return true,
