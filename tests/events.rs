@@ -512,7 +512,7 @@ fn a_camera_lost_and_back_is_an_event_on_the_same_channel() {
     let model = model();
     let dir = TempDir::new("events-camera");
     let port = free_port();
-    let mut server = crate::several::live_server(port);
+    let mut server = crate::common::run::live_server(port);
     std::thread::sleep(Duration::from_millis(500));
     let events = dir.join("ev.jsonl");
     let child = Command::new(bin())
@@ -530,7 +530,7 @@ fn a_camera_lost_and_back_is_an_event_on_the_same_channel() {
     server.kill().unwrap();
     server.wait().unwrap();
     std::thread::sleep(Duration::from_millis(1500));
-    let mut server = crate::several::live_server(port);
+    let mut server = crate::common::run::live_server(port);
     let until = Instant::now() + Duration::from_secs(15);
     let kinds = || -> Vec<String> {
         std::fs::read_to_string(&events)

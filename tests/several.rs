@@ -658,26 +658,6 @@ fn lit_share(img: &opencv::core::Mat, x0: i32, y0: i32, w: i32, h: i32) -> f64 {
     }
     f64::from(lit) / f64::from(w * h)
 }
-/// ffmpeg serving the test source live as MPEG-TS over HTTP on `port` (one client).
-pub fn live_server(port: u16) -> Child {
-    Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-re",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=size=320x240:rate=25",
-        ])
-        .args(["-c:v", "mpeg4", "-g", "10", "-f", "mpegts", "-listen", "1"])
-        .arg(format!("http://127.0.0.1:{port}/live.ts"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
 
 /// A network input whose server goes away and comes back is reopened while the other
 /// input runs on; the summary counts the reconnect, and a stop still ends the run at once.
@@ -686,7 +666,7 @@ fn a_network_input_reconnects_when_its_server_comes_back() {
     require(&["ffmpeg"]);
     let dir = TempDir::new("several-reconnect");
     let port = common::run::free_port();
-    let mut server = live_server(port);
+    let mut server = crate::common::run::live_server(port);
     std::thread::sleep(Duration::from_millis(500));
     let child = Command::new(bin())
         .current_dir(dir.path())
@@ -705,7 +685,7 @@ fn a_network_input_reconnects_when_its_server_comes_back() {
     server.kill().unwrap();
     server.wait().unwrap();
     std::thread::sleep(Duration::from_millis(1000));
-    let mut server = live_server(port);
+    let mut server = crate::common::run::live_server(port);
     std::thread::sleep(Duration::from_millis(3500));
     let asked = Instant::now();
     common::run::interrupt(&child);

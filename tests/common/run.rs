@@ -374,3 +374,25 @@ pub fn ffmpeg_made(path: &Path, sources: &[&str], options: &[&str]) {
     let out = cmd.args(options).arg(path).output().unwrap();
     assert!(out.status.success(), "ffmpeg {sources:?}: {}", stderr(&out));
 }
+
+/// ffmpeg serving a live MPEG-TS of its test pattern (MPEG-4, 320x240, 25 fps) at
+/// `http://127.0.0.1:PORT/live.ts`, for one client.
+pub fn live_server(port: u16) -> std::process::Child {
+    Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-re",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=320x240:rate=25",
+        ])
+        .args(["-c:v", "mpeg4", "-g", "10", "-f", "mpegts", "-listen", "1"])
+        .arg(format!("http://127.0.0.1:{port}/live.ts"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
