@@ -94,9 +94,9 @@ impl Frame {
         self.handed.seconds
     }
     /// With `detect=MODEL`: the newest boxes found on this frame's input as of this frame,
-    /// each a dict of `label`, `score` and `box` ([left, top, right, bottom] in the pixels
-    /// of the frame as the pipeline made it, before `size=`), as `--detections` writes
-    /// them; None before the first detection. A file's detected frame has its own boxes
+    /// each a dict of `label`, `score`, `box` ([left, top, right, bottom] in the pixels
+    /// of the frame as the pipeline made it, before `size=`) and `track` (the object's id),
+    /// as `--detections` writes them; None before the first detection. A file's detected frame has its own boxes
     /// (`detections_frame == index`); a live input's frame the newest found on an earlier
     /// one.
     #[getter]
@@ -110,6 +110,7 @@ impl Frame {
             one.set_item("label", &d.label)?;
             one.set_item("score", (f64::from(d.score) * 1e4).round() / 1e4)?;
             one.set_item("box", d.rect.to_vec())?;
+            one.set_item("track", d.track)?;
             list.append(one)?;
         }
         Ok(Some(list))
