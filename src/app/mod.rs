@@ -23,6 +23,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::backend::{self, check, BackendConfig, BackendKind};
+use crate::detect::seen::Seen;
 use crate::info;
 use crate::output;
 use crate::pipeline;
@@ -158,9 +159,7 @@ fn run_plan(
     // The detector reads every frame: the backend brings each one down.
     let every_frame = each.iter().any(Option::is_some) || model.is_some();
     let compose = displays::compose(plan, &inputs, &order, every_frame);
-    let seen = model
-        .as_ref()
-        .map(|_| crate::detect::seen::Seen::new(order.len()));
+    let seen = model.as_ref().map(|_| Seen::new(order.len()));
     let consumers = consumers_of(plan, &each, compose.clone(), to, &order);
     inputs.running[0].plan.settle_consumers(consumers);
     // Held until the backend exists, so that the warmed context is the one it opens.
@@ -172,31 +171,25 @@ fn run_plan(
     info!("backend: {}", backend.describe());
     let opts = first.options(user_kernels(plan, &first.backend)?);
     let progress = opts.progress.clone();
-    let all = match compose {
-        Some(c) => Some(displays::open_mosaic(
+    let mosaic = |c| {
+        displays::open_mosaic(
             plan,
             &inputs,
             c,
             stop,
             (claims.recording, view),
             seen.clone(),
-        )?),
-        None => None,
+        )
     };
+    let all = compose.map(mosaic).transpose()?;
     let mut sink = the_sink(plan, each, all, to, total, seen.clone());
     if let (Some(model), Some(seen)) = (model, seen) {
-        let beside = order.iter().map(|&at| recordings.beside(at)).collect();
-        let clips = order.iter().map(|&at| recordings.clip_hook(at)).collect();
-        let events = events_of(plan, &inputs, &order, clips)?;
-        let handed = to.is_some();
-        sink = detecting(plan, sink, model, (seen, beside, events), (&order, handed))?;
+        let around = (&inputs, &order[..], &recordings, to.is_some());
+        sink = detecting(plan, sink, model, seen, around)?;
     }
     info!("output: {}", sink.describe());
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
-    let failed: Vec<(usize, String)> = std::mem::take(&mut inputs.failed)
-        .into_iter()
-        .map(|(i, e)| (i, format!("failed: {e:#}")))
-        .collect();
+    let failed = inputs.take_failed();
     let ring = plan.engine().ring_beside_others();
     let pipeline_inputs = inputs.into_pipeline(&names, ring, &recordings);
     report::arm_exit_summary(ending, plan.reports(), progress);
@@ -260,23 +253,28 @@ fn consumers_of(
 }
 
 /// `sink` with `model` run on the inputs' due frames (`--detect`), their boxes kept in
-/// `seen` and their lines written `beside` each recording; `order[k]` is the `--input`
-/// place of the run's input `k`; `handed`: an embedding program takes the frames (a file's
-/// then waits for its own boxes, as where they are drawn).
+/// `seen`, their lines written beside each input's recording, their events made and
+/// clipped (`recordings`' clip makers); `order[k]` is the `--input` place of the run's
+/// input `k`; `handed`: an embedding program takes the frames (a file's then waits for its
+/// own boxes, as where they are drawn).
 fn detecting(
     plan: &RunPlan,
     sink: Box<dyn Sink>,
     model: crate::detect::Model,
-    (seen, beside, events): (
-        crate::detect::seen::Seen,
-        Vec<Option<sink::detecting::Beside>>,
-        Option<crate::events::Engine>,
+    seen: crate::detect::seen::Seen,
+    (inputs, order, recordings, handed): (
+        &opening::Inputs,
+        &[usize],
+        &recordings::Recordings,
+        bool,
     ),
-    (order, handed): (&[usize], bool),
 ) -> Result<Box<dyn Sink>> {
     let Some(settings) = plan.detect() else {
         return Ok(sink);
     };
+    let beside = order.iter().map(|&at| recordings.beside(at)).collect();
+    let clips = order.iter().map(|&at| recordings.clip_hook(at)).collect();
+    let events = events_of(plan, inputs, order, clips)?;
     let placed = || order.iter().map(|&at| &plan.inputs()[at]);
     let inputs = sink::detecting::Inputs {
         names: placed().map(|i| i.label.clone()).collect(),

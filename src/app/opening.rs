@@ -45,6 +45,14 @@ pub(super) struct Inputs {
 }
 
 impl Inputs {
+    /// Those that could not be opened, taken out: each one's place and why.
+    pub fn take_failed(&mut self) -> Vec<(usize, String)> {
+        std::mem::take(&mut self.failed)
+            .into_iter()
+            .map(|(i, e)| (i, format!("failed: {e:#}")))
+            .collect()
+    }
+
     /// The run's inputs by `InputId`: their places among the `--input`s.
     pub fn order(&self) -> Vec<usize> {
         let late = self.late.iter().map(|(i, _)| *i);

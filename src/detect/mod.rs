@@ -156,6 +156,70 @@ impl Family {
     }
 }
 
+impl Family {
+    /// The least score a box is kept with where `--detect-score` does not say.
+    fn score(self) -> f32 {
+        match self {
+            Family::Db => db::BOX_THRESH,
+            Family::Yolo(_) => yolo::SCORE,
+            Family::Ssd(_) => ssd::SCORE,
+        }
+    }
+
+    /// The NMS overlap where `--detect-nms` does not say.
+    fn nms(self) -> f32 {
+        match self {
+            Family::Ssd(_) => ssd::IOU,
+            _ => yolo::IOU,
+        }
+    }
+}
+
+/// The family of `model`, whose input has `input` dims and whose outputs are `outputs`;
+/// an error naming them where it is none.
+fn family_of(
+    model: &Path,
+    input: &[i64],
+    outputs: &[(String, Vec<i64>)],
+) -> Result<Family, DetectError> {
+    let picture = input.len() == 4 && (input[1] == 3 || input[1] == -1 || input[3] == 3);
+    if !picture {
+        return Err(DetectError::Input {
+            model: model.to_path_buf(),
+            shape: format!("{input:?}"),
+        });
+    }
+    Family::of(input, outputs).ok_or_else(|| DetectError::Layout {
+        model: model.to_path_buf(),
+        outputs: outputs
+            .iter()
+            .map(|(name, d)| format!("{name} {d:?}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+/// How a model whose input is of `ty` and `dims` takes its pictures, and their size (640
+/// a side it leaves free).
+fn feed_of(ty: &ort::value::ValueType, dims: &[i64]) -> (Feed, FrameSize) {
+    let feed = Feed {
+        nhwc: dims[1] != 3 && dims[3] == 3,
+        bytes: matches!(
+            ty,
+            ort::value::ValueType::Tensor {
+                ty: ort::tensor::TensorElementType::Uint8,
+                ..
+            }
+        ),
+    };
+    let side = |d: i64| if d > 0 { d as usize } else { 640 };
+    let fed = match feed.nhwc {
+        true => FrameSize::new(side(dims[2]), side(dims[1])),
+        false => FrameSize::new(side(dims[3]), side(dims[2])),
+    };
+    (feed, fed)
+}
+
 /// How the model takes its pictures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Feed {
@@ -263,38 +327,9 @@ impl Model {
             .iter()
             .map(|o| (o.name.clone(), dims(&o.output_type)))
             .collect();
-        let picture = input_dims.len() == 4
-            && (input_dims[1] == 3 || input_dims[1] == -1 || input_dims[3] == 3);
-        if !picture {
-            return Err(DetectError::Input {
-                model: path.clone(),
-                shape: format!("{input_dims:?}"),
-            });
-        }
-        let family = Family::of(&input_dims, &outputs).ok_or_else(|| DetectError::Layout {
-            model: path.clone(),
-            outputs: outputs
-                .iter()
-                .map(|(name, d)| format!("{name} {d:?}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-        })?;
-        let feed = Feed {
-            nhwc: input_dims[1] != 3 && input_dims[3] == 3,
-            bytes: matches!(
-                input.input_type,
-                ort::value::ValueType::Tensor {
-                    ty: ort::tensor::TensorElementType::Uint8,
-                    ..
-                }
-            ),
-        };
+        let family = family_of(&path, &input_dims, &outputs)?;
+        let (feed, fed) = feed_of(&input.input_type, &input_dims);
         let input = input.name.clone();
-        let side = |d: i64| if d > 0 { d as usize } else { 640 };
-        let fed = match feed.nhwc {
-            true => FrameSize::new(side(input_dims[2]), side(input_dims[1])),
-            false => FrameSize::new(side(input_dims[3]), side(input_dims[2])),
-        };
         let names = match &settings.labels {
             Some(file) => labels_of(file)?,
             None => session
@@ -304,16 +339,7 @@ impl Model {
                 .map(|n| yolo::names_of(&n))
                 .unwrap_or_default(),
         };
-        let score = settings.score.unwrap_or(match family {
-            Family::Db => db::BOX_THRESH,
-            Family::Yolo(_) => yolo::SCORE,
-            Family::Ssd(_) => ssd::SCORE,
-        });
         crate::info!("detection: {} ({family:?}) on {on}", path.display());
-        let nms = settings.nms.unwrap_or(match family {
-            Family::Ssd(_) => ssd::IOU,
-            _ => yolo::IOU,
-        });
         Ok(Self {
             session,
             family,
@@ -321,8 +347,8 @@ impl Model {
             fed,
             names,
             path,
-            score,
-            nms,
+            score: settings.score.unwrap_or(family.score()),
+            nms: settings.nms.unwrap_or(family.nms()),
             feed,
             batch: (input_dims[0] > 0).then_some(input_dims[0] as usize),
         })

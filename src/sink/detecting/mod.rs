@@ -124,24 +124,7 @@ impl Detecting {
         fps: Option<f64>,
         jsonl: Option<(PathBuf, bool)>,
     ) -> Result<Self> {
-        let file = match &jsonl {
-            Some((path, replace)) => {
-                let mut open = std::fs::OpenOptions::new();
-                open.write(true);
-                match replace {
-                    true => open.create(true).truncate(true),
-                    false => open.create_new(true),
-                };
-                let file = open.open(path).with_context(|| {
-                    format!(
-                        "--detections '{}' can't be created (-y replaces it)",
-                        path.display()
-                    )
-                })?;
-                Some(std::io::BufWriter::new(file))
-            }
-            None => None,
-        };
+        let file = jsonl.as_ref().map(open_jsonl).transpose()?;
         let slots = Arc::new(Slots::new(inputs.names.len()));
         let (done_tx, done) = crossbeam_channel::unbounded();
         let mut inputs = inputs;
@@ -178,22 +161,7 @@ impl Detecting {
             exact,
             ..
         } = inputs;
-        let own = std::mem::take(&mut inputs.own);
-        let inputs = names
-            .into_iter()
-            .zip(live)
-            .enumerate()
-            .map(|(k, (name, live))| {
-                let (on, fps) = own.get(k).copied().unwrap_or((true, None));
-                Input {
-                    name,
-                    live,
-                    last: None,
-                    on,
-                    fps,
-                }
-            })
-            .collect();
+        let inputs = each_input(names, live, &inputs.own);
         Ok(Self {
             inner,
             slots,
@@ -351,6 +319,42 @@ impl Detecting {
     }
 }
 
+/// `--detections`' file, created new (replaced where `replace`).
+fn open_jsonl((path, replace): &(PathBuf, bool)) -> Result<std::io::BufWriter<std::fs::File>> {
+    let mut open = std::fs::OpenOptions::new();
+    open.write(true);
+    match replace {
+        true => open.create(true).truncate(true),
+        false => open.create_new(true),
+    };
+    let file = open.open(path).with_context(|| {
+        format!(
+            "--detections '{}' can't be created (-y replaces it)",
+            path.display()
+        )
+    })?;
+    Ok(std::io::BufWriter::new(file))
+}
+
+/// Each input's state, from its name, whether it is live, and its own settings.
+fn each_input(names: Vec<String>, live: Vec<bool>, own: &[(bool, Option<f64>)]) -> Vec<Input> {
+    names
+        .into_iter()
+        .zip(live)
+        .enumerate()
+        .map(|(k, (name, live))| {
+            let (on, fps) = own.get(k).copied().unwrap_or((true, None));
+            Input {
+                name,
+                live,
+                last: None,
+                on,
+                fps,
+            }
+        })
+        .collect()
+}
+
 /// Where the detector's thread puts what it found.
 struct Detector {
     names: Vec<String>,
@@ -412,52 +416,66 @@ fn detect_loop(
             }
         };
         to.seen.inferred(began.elapsed().as_secs_f64(), batch.len());
-        for ((input, job), mut boxes) in batch.into_iter().zip(found) {
+        for ((input, job), boxes) in batch.into_iter().zip(found) {
             ran += 1;
-            if let Some(events) = &mut to.events {
-                let seen = crate::events::Seen {
-                    input,
-                    name: to.names.get(input).map_or("", String::as_str),
-                    frame: job.index,
-                    seconds: job
-                        .seconds
-                        .unwrap_or_else(|| (job.seen_at - to.started).as_secs_f64()),
-                    size: job.size,
-                    seen_at: job.seen_at,
-                    live: to.live[input],
-                };
-                events.detected(&seen, &mut boxes);
-                to.seen.zones(
-                    input,
-                    events.zone_counts().get(input).cloned().unwrap_or_default(),
-                );
-            }
-            let beside = to.beside.get(input).cloned().flatten();
-            if file.is_some() || beside.is_some() {
-                let name = to.names.get(input).map_or("", String::as_str);
-                let line = line_of(input, &job, name, &boxes);
-                if let Some(f) = &mut file {
-                    writeln!(f, "{line}")
-                        .and_then(|()| f.flush())
-                        .context("writing --detections")?;
-                }
-                if let Some(beside) = beside {
-                    let seconds = job.seconds.filter(|_| !to.live[input]);
-                    beside(line, job.seen_at, seconds);
-                }
-            }
-            let found = Found {
-                index: job.index,
-                size: job.size,
-                boxes,
-            };
-            to.seen.found(input, found);
-            if job.waited {
-                let _ = to.done.send((input, job.index));
-            }
+            to.found(input, job, boxes, file.as_mut())?;
         }
     }
     Ok(ended(&mut to, ran, batches))
+}
+
+impl Detector {
+    /// Input `input`'s `job` had `boxes`: tracked, made events of, written as a line (to
+    /// `file` and beside the recording), kept as its input's newest, and said done where
+    /// the sink waits for it.
+    fn found(
+        &mut self,
+        input: usize,
+        job: Job,
+        mut boxes: Vec<Detection>,
+        file: Option<&mut std::io::BufWriter<std::fs::File>>,
+    ) -> Result<()> {
+        let name = self.names.get(input).map_or("", String::as_str);
+        if let Some(events) = &mut self.events {
+            let seen = crate::events::Seen {
+                input,
+                name,
+                frame: job.index,
+                seconds: job
+                    .seconds
+                    .unwrap_or_else(|| (job.seen_at - self.started).as_secs_f64()),
+                size: job.size,
+                seen_at: job.seen_at,
+                live: self.live[input],
+            };
+            events.detected(&seen, &mut boxes);
+            let zones = events.zone_counts().get(input).cloned().unwrap_or_default();
+            self.seen.zones(input, zones);
+        }
+        let beside = self.beside.get(input).cloned().flatten();
+        if file.is_some() || beside.is_some() {
+            let line = line_of(input, &job, name, &boxes);
+            if let Some(f) = file {
+                writeln!(f, "{line}")
+                    .and_then(|()| f.flush())
+                    .context("writing --detections")?;
+            }
+            if let Some(beside) = beside {
+                let seconds = job.seconds.filter(|_| !self.live[input]);
+                beside(line, job.seen_at, seconds);
+            }
+        }
+        let found = Found {
+            index: job.index,
+            size: job.size,
+            boxes,
+        };
+        self.seen.found(input, found);
+        if job.waited {
+            let _ = self.done.send((input, job.index));
+        }
+        Ok(())
+    }
 }
 
 /// `job`'s picture as packed BGR.
@@ -544,6 +562,9 @@ impl Sink for Detecting {
         self.inner.begin_finish()
     }
     fn finish(&mut self) -> Result<()> {
+        // The detector ends its inference and its destinations send what they hold (half
+        // a second at most): an output being finished, as the stop's watchdog counts it.
+        let _finishing = crate::stop::Finishing::start();
         if let (Some(motion), Some(states)) = (&mut self.motion, &mut self.states) {
             let seconds = self.started.elapsed().as_secs_f64();
             for (at, m) in motion.iter_mut().enumerate() {
