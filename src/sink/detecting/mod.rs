@@ -1,18 +1,22 @@
 //! `--detect`'s place in the run: a sink in front of the others that hands each input's due
-//! frames (every frame of a file, or `--detect-fps` a second; 5 a second of a live input) to
-//! a detector thread of its own (`detect::Model`), writes each detected frame's boxes as
-//! one JSON line (`--detections FILE.jsonl`, and beside the input's recorded segments),
-//! keeps each input's newest boxes and figures
-//! (`detect::seen`, read by the mosaic and `/metrics`), and draws the boxes into the frames
-//! it hands on (`--draw`, `paint::boxes`).
+//! frames (every frame of a file, or `--detect-fps` a second, or the inputs file's own rate;
+//! 5 a second of a live input; only while there is motion with `--motion`) to a detector
+//! thread of its own through one slot an input (`slots`: every waiting input's frame goes
+//! into one batch), tracks and turns the boxes into events (`events::Engine`), writes each
+//! detected frame's boxes as one JSON line (`--detections FILE.jsonl`, and beside the
+//! input's recorded segments), keeps each input's newest boxes and figures (`detect::seen`,
+//! read by the mosaic, the hand-over to Python and `/metrics`), and draws the boxes into
+//! the frames it hands on (`--draw`, `paint::boxes`).
 //!
 //! Invariants: a video frame is never held for a live input nor dropped: a live input's due
-//! frame that finds the detector busy is skipped (counted per input, said at the end), and
-//! its frames carry the newest boxes found; a file's due frame waits for the detector (a
-//! file is read at its slowest consumer's pace), and where boxes are drawn, for its own
-//! boxes, so a file's frame shows what was found on it; every frame the detector ran on has
-//! its line, written whole and flushed; the JSON file is created new (replaced only with
-//! `-y`); the frames are drawn on in a copy (the pipeline's own bytes are never written).
+//! frame replaces the one still waiting in its slot (that one is skipped, counted per
+//! input, said at the end), and its frames carry the newest boxes found; a file's due frame
+//! waits for its slot (a file is read at its slowest consumer's pace), and where boxes are
+//! drawn or handed over with the frame, for its own boxes, so a file's frame shows what was
+//! found on it; every frame the detector ran on has its line, written whole and flushed;
+//! the JSON file is created new (replaced only with `-y`); the frames are drawn on in a copy
+//! (the pipeline's own bytes are never written); finishing (the detector's last inference,
+//! the event destinations' drain) counts as an output being finalized for the stop.
 
 use std::io::Write;
 use std::path::PathBuf;
