@@ -114,11 +114,11 @@ struct Kept {
 }
 
 impl Kept {
-    /// Whether it is before `when`.
-    fn before(&self, when: When) -> bool {
+    /// Whether it is at or before `when` (a keyframe at the very start counts).
+    fn at_or_before(&self, when: When) -> bool {
         match when {
-            When::Seen(i) => self.arrived < i,
-            When::Media(t) => self.seconds < t,
+            When::Seen(i) => self.arrived <= i,
+            When::Media(t) => self.seconds < t + 1e-6,
         }
     }
 }
@@ -178,14 +178,6 @@ impl Maker {
         }
         self.close();
         self.written
-    }
-
-    /// `seconds` after `when`.
-    fn after(&self, when: When, seconds: f64) -> When {
-        match when {
-            When::Seen(i) => When::Seen(i + Duration::from_secs_f64(seconds.max(0.0))),
-            When::Media(t) => When::Media(t + seconds),
-        }
     }
 
     fn packet(&mut self, p: ff::Packet, arrived: Instant) {
@@ -248,30 +240,23 @@ impl Maker {
             When::Media(s) => When::Media(self.zero + s),
             w => w,
         };
-        let until = self.after(when, self.spec.post);
+        let until = shifted(when, self.spec.post);
         if let Some(open) = &mut self.open {
             open.until = until; // the clip goes on
             return;
         }
-        let from = match when {
-            When::Media(t) => When::Media(t - self.spec.pre),
-            When::Seen(i) => When::Seen(
-                i.checked_sub(Duration::from_secs_f64(self.spec.pre))
-                    .unwrap_or(i),
-            ),
-        };
+        let from = shifted(when, -self.spec.pre);
         let start = self
             .cache
             .iter()
-            .rposition(|k| k.key && (k.before(from) || at_or(k, from)))
+            .rposition(|k| k.key && k.at_or_before(from))
             .or_else(|| self.cache.iter().position(|k| k.key));
         let Some(start) = start else {
             crate::warn!("clip of {}: no keyframe kept yet; no clip", self.name);
             return;
         };
-        match self.begin(start, until, fields) {
-            Ok(()) => {}
-            Err(e) => crate::warn!("clip of {}: {e:#}", self.name),
+        if let Err(e) = self.begin(start, until, fields) {
+            crate::warn!("clip of {}: {e:#}", self.name);
         }
     }
 
@@ -380,10 +365,13 @@ impl Maker {
     }
 }
 
-/// Whether `k` is at `when` exactly (a keyframe at the very start).
-fn at_or(k: &Kept, when: When) -> bool {
+/// `seconds` (negative: before) from `when`; an instant before the clock's start is its
+/// start.
+fn shifted(when: When, seconds: f64) -> When {
+    let by = Duration::from_secs_f64(seconds.abs());
     match when {
-        When::Seen(i) => k.arrived == i,
-        When::Media(t) => (k.seconds - t).abs() < 1e-6,
+        When::Media(t) => When::Media(t + seconds),
+        When::Seen(i) if seconds >= 0.0 => When::Seen(i + by),
+        When::Seen(i) => When::Seen(i.checked_sub(by).unwrap_or(i)),
     }
 }
