@@ -17,32 +17,50 @@ use crate::common::run::{bin, free_port, require, stderr, TempDir};
 
 use crate::detect::model;
 
-/// 4 s at 25 fps, 640x360: GATE moving right from x = 40 at 150 px/s (y 80), DOCK moving left
-/// from x = 560 at 130 px/s (y 250), 64 px text.
-fn scene(dir: &TempDir) -> PathBuf {
+/// `name`: `seconds` of a white 640x360 picture at 25 fps (keyframe every second), with
+/// each of `words` drawn on it in black 64 px text (a drawtext's own options: its text, its
+/// place as a function of `t`), and a sine tone as AAC where `audio`.
+fn words(dir: &TempDir, name: &str, seconds: u32, words: &[&str], audio: bool) -> PathBuf {
     let font = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/fonts/DejaVuSansMono-Bold.ttf");
-    let f = font.display();
-    let clip = dir.join("moving.mp4");
-    let vf = format!(
-        "drawtext=fontfile={f}:text=GATE:fontsize=64:fontcolor=black:x=40+t*150:y=80,\
-         drawtext=fontfile={f}:text=DOCK:fontsize=64:fontcolor=black:x=560-t*130:y=250"
-    );
-    let out = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "color=white:s=640x360:r=25:d=4",
-        ])
-        .args(["-vf", &vf, "-c:v", "libx264", "-g", "25"])
+    let vf: Vec<String> = words
+        .iter()
+        .map(|w| {
+            format!(
+                "drawtext=fontfile={}:fontsize=64:fontcolor=black:{w}",
+                font.display()
+            )
+        })
+        .collect();
+    let clip = dir.join(name);
+    let mut ffmpeg = Command::new("ffmpeg");
+    ffmpeg.args(["-v", "error", "-y", "-f", "lavfi", "-i"]);
+    ffmpeg.arg(format!("color=white:s=640x360:r=25:d={seconds}"));
+    if audio {
+        ffmpeg
+            .args(["-f", "lavfi", "-i"])
+            .arg(format!("sine=f=440:d={seconds}"));
+        ffmpeg.args(["-c:a", "aac", "-shortest"]);
+    }
+    let out = ffmpeg
+        .args(["-vf", &vf.join(","), "-c:v", "libx264", "-g", "25"])
         .arg(&clip)
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     clip
+}
+
+/// 4 s: GATE moving right from x = 40 at 150 px/s (y 80), DOCK moving left from x = 560 at
+/// 130 px/s (y 250).
+fn scene(dir: &TempDir) -> PathBuf {
+    let gate = "text=GATE:x=40+t*150:y=80";
+    words(
+        dir,
+        "moving.mp4",
+        4,
+        &[gate, "text=DOCK:x=560-t*130:y=250"],
+        false,
+    )
 }
 
 /// The run's arguments: the scene, 5 detections a second, a line at x = 320 drawn upwards
@@ -407,28 +425,7 @@ fn a_clip_holds_the_cameras_own_packets_from_a_keyframe_before_the_event() {
     require(&["ffmpeg", "ffprobe"]);
     let model = model();
     let dir = TempDir::new("events-clip");
-    let font = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/fonts/DejaVuSansMono-Bold.ttf");
-    let clip = dir.join("cam.mp4");
-    let vf = format!(
-        "drawtext=fontfile={}:text=GATE:fontsize=64:fontcolor=black:x=40+t*150:y=80",
-        font.display()
-    );
-    let made = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "color=white:s=640x360:r=25:d=4",
-        ])
-        .args(["-f", "lavfi", "-i", "sine=f=440:d=4", "-vf", &vf])
-        .args(["-c:v", "libx264", "-g", "25", "-c:a", "aac", "-shortest"])
-        .arg(&clip)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", stderr(&made));
+    let clip = words(&dir, "cam.mp4", 4, &["text=GATE:x=40+t*150:y=80"], true);
     let events = dir.join("ev.jsonl");
     let out = Command::new(bin())
         .current_dir(dir.path())
@@ -560,28 +557,9 @@ fn motion_is_an_event_and_the_detector_runs_only_while_there_is_some() {
     require(&["ffmpeg"]);
     let model = model();
     let dir = TempDir::new("events-motion");
-    let font = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/fonts/DejaVuSansMono-Bold.ttf");
-    let clip = dir.join("still.mp4");
     // Still for 1 s, a word moving from 1 s to 3 s, still again to 5 s.
-    let vf = format!(
-        "drawtext=fontfile={}:text=GATE:fontsize=64:fontcolor=black:x=40+(t-1)*150:y=80:enable='between(t,1,3)'",
-        font.display()
-    );
-    let made = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "color=white:s=640x360:r=25:d=5",
-        ])
-        .args(["-vf", &vf, "-c:v", "libx264", "-g", "25"])
-        .arg(&clip)
-        .output()
-        .unwrap();
-    assert!(made.status.success(), "{}", stderr(&made));
+    let moving = "text=GATE:x=40+(t-1)*150:y=80:enable='between(t,1,3)'";
+    let clip = words(&dir, "still.mp4", 5, &[moving], false);
     let (events, det) = (dir.join("ev.jsonl"), dir.join("det.jsonl"));
     let out = Command::new(bin())
         .args(["--headless", "-i", clip.to_str().unwrap(), "--detect"])
