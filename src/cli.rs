@@ -547,6 +547,21 @@ pub struct RecordArgs {
     /// (%Y%m%d-%H%M%S).
     #[arg(long, value_name = "DURATION", requires = "record", value_parser = parse_duration)]
     pub segment: Option<std::time::Duration>,
+
+    /// Delete recorded segments that ended longer ago than this (12h, 7d, 2w), oldest first;
+    /// only closed segments this recorder wrote and indexed are ever deleted.
+    #[arg(long, value_name = "AGE", requires = "record", value_parser = parse_age)]
+    pub retain: Option<std::time::Duration>,
+
+    /// Keep the recordings under this size in all (500M, 20G, 1.5T; Mi, Gi, Ti for powers of
+    /// 1024): the camera holding the most loses its oldest segment first.
+    #[arg(long, value_name = "SIZE", requires = "record", value_parser = parse_size)]
+    pub retain_size: Option<u64>,
+
+    /// Keep at least this share of the recordings' disk free (10%), deleting the oldest
+    /// segments as --retain-size does.
+    #[arg(long, value_name = "PERCENT", requires = "record", value_parser = parse_percent)]
+    pub retain_free: Option<f64>,
 }
 
 /// What a person watches: the window, the mosaic and the browser view.
@@ -703,6 +718,17 @@ pub enum ValueError {
     /// Not a pixel format.
     #[error("unknown pixel format '{0}' (framepipe writes i420, gray, nv12 or bgr24 frames)")]
     Format(String),
+    /// Not an age.
+    #[error("'{0}' is not an age: a number with s, m, h, d or w (12h, 7d, 2w)")]
+    Age(String),
+    /// Not a size.
+    #[error(
+        "'{0}' is not a size: a number with k, M, G or T, or Ki, Mi, Gi, Ti (500M, 20G, 1.5T)"
+    )]
+    Size(String),
+    /// Not a share.
+    #[error("'{0}' is not a share of the disk: a percentage above 0 and below 100 (10%)")]
+    Percent(String),
     /// Not a time.
     #[error("'{0}' is not a time: seconds (3.2) or [HH:]MM:SS[.mmm] (00:01:02.5), not negative")]
     Time(String),
@@ -725,6 +751,63 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, ValueError> {
             Ok(std::time::Duration::from_secs_f64(v * unit))
         }
         _ => Err(ValueError::Duration(s.into())),
+    }
+}
+
+/// An age: a number with s, m, h, d (days) or w (weeks); seconds without a unit.
+fn parse_age(s: &str) -> Result<std::time::Duration, ValueError> {
+    let t = s.trim();
+    let unit: f64 = match t.chars().last() {
+        Some('s') => 1.0,
+        Some('m') => 60.0,
+        Some('h') => 3_600.0,
+        Some('d') => 86_400.0,
+        Some('w') => 7.0 * 86_400.0,
+        _ => 0.0,
+    };
+    let number = match unit > 0.0 {
+        true => &t[..t.len() - 1],
+        false => t,
+    };
+    match (number.parse::<f64>(), unit.max(1.0)) {
+        (Ok(v), unit) if v.is_finite() && v > 0.0 && v * unit <= 100.0 * 365.0 * 86_400.0 => {
+            Ok(std::time::Duration::from_secs_f64(v * unit))
+        }
+        _ => Err(ValueError::Age(s.into())),
+    }
+}
+
+/// A size in bytes: a number with k, M, G or T (powers of 1000, as disks are sold) or Ki,
+/// Mi, Gi, Ti (of 1024), and an optional B.
+fn parse_size(s: &str) -> Result<u64, ValueError> {
+    let t = s.trim();
+    let t = t.strip_suffix(['B', 'b']).unwrap_or(t);
+    let (t, base) = match t.strip_suffix('i') {
+        Some(rest) => (rest, 1024f64),
+        None => (t, 1000f64),
+    };
+    let (number, power) = match t.chars().last().map(|c| c.to_ascii_uppercase()) {
+        Some('K') => (&t[..t.len() - 1], 1),
+        Some('M') => (&t[..t.len() - 1], 2),
+        Some('G') => (&t[..t.len() - 1], 3),
+        Some('T') => (&t[..t.len() - 1], 4),
+        _ => (t, 0),
+    };
+    match number.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v * base.powi(power) < 1e18 => {
+            Ok((v * base.powi(power)) as u64)
+        }
+        _ => Err(ValueError::Size(s.into())),
+    }
+}
+
+/// A share of the disk: 10% (or 10), from above 0 to below 100.
+fn parse_percent(s: &str) -> Result<f64, ValueError> {
+    let t = s.trim();
+    let t = t.strip_suffix('%').unwrap_or(t);
+    match t.trim().parse::<f64>() {
+        Ok(v) if v > 0.0 && v < 100.0 => Ok(v / 100.0),
+        _ => Err(ValueError::Percent(s.into())),
     }
 }
 

@@ -32,6 +32,7 @@ mod python;
 mod readme;
 mod record;
 mod rtsp;
+mod service;
 mod several;
 mod shards;
 mod stdio;

@@ -206,16 +206,34 @@ pub(super) type View = std::convert::Infallible;
 
 /// The run's browser view, where it has one: every input down until it opens.
 #[cfg(feature = "ffmpeg")]
-pub(super) fn open_view(plan: &RunPlan) -> Result<Option<View>> {
+pub(super) fn open_view(
+    plan: &RunPlan,
+    recordings: &super::recordings::Recordings,
+) -> Result<Option<View>> {
     let Some(serve) = &plan.display().serve else {
         return Ok(None);
     };
     let names: Vec<String> = plan.inputs().iter().map(|i| i.label.clone()).collect();
-    Ok(Some(View::open(serve.clone())?.opening(&names)))
+    let indexes = recordings
+        .archives()
+        .iter()
+        .map(|a| a.index().clone())
+        .collect();
+    let recorded = plan
+        .inputs()
+        .iter()
+        .filter_map(|i| Some(i.record.as_ref()?.input.clone()));
+    let sources = plan.inputs().iter().map(|i| i.source.clone()).collect();
+    let view = View::open(serve.clone())?.opening(&names);
+    Ok(Some(view.with_recordings(
+        indexes,
+        recorded.collect(),
+        sources,
+    )))
 }
 
 #[cfg(not(feature = "ffmpeg"))]
-pub(super) fn open_view(plan: &RunPlan) -> Result<Option<View>> {
+pub(super) fn open_view(plan: &RunPlan, _: &super::recordings::Recordings) -> Result<Option<View>> {
     match plan.display().serve {
         Some(never) => match never {},
         None => Ok(None),

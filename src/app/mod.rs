@@ -145,8 +145,8 @@ fn run_plan(
     let warming = (plan.engine().kind != BackendKind::Cpu)
         .then(|| backend::device::warm_up(backend::device::DEFAULT_DEVICE));
     crate::budget::make_room_for_fds(plan.inputs().len())?;
-    let mut view = displays::open_view(plan)?;
     let recordings = recordings::Recordings::start(plan)?;
+    let mut view = displays::open_view(plan, &recordings)?;
     let Some(mut inputs) = opening::open(stop, plan, &recordings)? else {
         ending.leave_a_thread_behind();
         info!("stopped while the input was opening; nothing was written");

@@ -14,6 +14,9 @@ use anyhow::Result;
 use crate::plan::RunPlan;
 use crate::source::Source;
 
+use std::sync::Arc;
+
+use crate::record::archive::Archive;
 use crate::record::{Recorded, Recording};
 
 /// Each input's clip maker (`--clip`), for the inputs that have packets (a file, a
@@ -51,27 +54,55 @@ type Copy = std::sync::Arc<crate::output::copy::Copy>;
 type Clips = std::sync::Arc<crate::record::clip::Clips>;
 
 /// The run's recordings and copies, by place among the `--input`s; the RTSP server's taps,
-/// and the server, held for the run; the clip makers of events (`--clip`).
+/// and the server, held for the run; the clip makers of events (`--clip`); the recordings'
+/// roots (each its index and retention).
 pub(super) struct Recordings(
     Vec<Option<Each>>,
     Vec<Vec<Copy>>,
     Vec<Option<Tap>>,
     #[allow(dead_code)] Option<crate::rtsp::Server>,
     Vec<Option<Clips>>,
+    Vec<Arc<Archive>>,
 );
+
+/// The recordings' roots of `plan`'s inputs, each opened once (its index reconciled with
+/// the files of every input recorded there).
+fn archives_of(plan: &RunPlan) -> Result<Vec<Arc<Archive>>> {
+    let mut roots: Vec<(&crate::record::RecordSpec, Vec<(String, String)>)> = Vec::new();
+    for spec in plan.inputs().iter().filter_map(|i| i.record.as_ref()) {
+        let named = (spec.input.clone(), spec.name.clone());
+        match roots.iter_mut().find(|(s, _)| s.root == spec.root) {
+            Some((_, inputs)) => inputs.push(named),
+            None => roots.push((spec, vec![named])),
+        }
+    }
+    roots
+        .into_iter()
+        .map(|(spec, inputs)| Archive::open(&spec.root, &inputs, spec.keep))
+        .collect()
+}
 
 impl Recordings {
     /// Starts every input's recording (none without `--record`) and copies (none without
     /// `--codec copy`), and the RTSP server of the inputs' packets (`--rtsp-serve`).
     pub fn start(plan: &RunPlan) -> Result<Self> {
+        let archives = archives_of(plan)?;
+        let archive_of = |spec: &crate::record::RecordSpec| {
+            let at = archives.iter().position(|a| a.index().root() == spec.root);
+            at.map(|at| archives[at].clone())
+        };
         let each = plan
             .inputs()
             .iter()
             .zip(0..)
-            .map(|(input, n)| match &input.record {
-                Some(spec) => Recording::start(spec.clone(), format!("input {n}")).map(Some),
-                None => Ok(None),
-            })
+            .map(
+                |(input, n)| match (&input.record, input.record.as_ref().and_then(archive_of)) {
+                    (Some(spec), Some(archive)) => {
+                        Recording::start(spec.clone(), format!("input {n}"), archive).map(Some)
+                    }
+                    _ => Ok(None),
+                },
+            )
             .collect::<Result<_>>()?;
         let copies = plan
             .inputs()
@@ -87,7 +118,7 @@ impl Recordings {
             .collect::<Result<_>>()?;
         let (served, server) = rtsp_of(plan)?;
         let clips = clips_of(plan)?;
-        Ok(Self(each, copies, served, server, clips))
+        Ok(Self(each, copies, served, server, clips, archives))
     }
 
     /// Where input `at`'s events start or extend a clip, if `--clip` asks.
@@ -165,6 +196,11 @@ impl Recordings {
     pub fn attach(&self, at: usize, source: &mut dyn Source) -> Result<()> {
         use anyhow::Context;
         attach(self.tap(at), source).with_context(|| format!("input {at}"))
+    }
+
+    /// The recordings' roots (each its index), for the browser view's `/api/recordings`.
+    pub fn archives(&self) -> &[Arc<Archive>] {
+        &self.5
     }
 
     /// Finishes every recording and says what each wrote; by place, for the summary.

@@ -69,6 +69,8 @@ pub struct InputPlan {
     /// What it is called where it is shown (the mosaic, the window's title, the browser
     /// view, `{name}`): an inputs file's name, or one derived from its source (`names`).
     pub label: String,
+    /// Its source as given (`--input`'s text, or an inputs file's), a password and all.
+    pub source: String,
     /// Its own outputs: in a run of one input every `--output`; beside others, those with
     /// `{n}`, with its index put in.
     pub outputs: Outputs,
@@ -231,7 +233,8 @@ impl RunPlan {
         args.sources.input = mine.iter().map(|e| e.source.clone()).collect();
         let specs = check_inputs(&args)?;
         let marks = Marks::of(&mine, roster, specs.len());
-        let records = records_of(&args, &specs, &marks)?;
+        let labels = labels_of(roster, &mine, &specs);
+        let records = records_of(&args, &specs, &marks, &labels)?;
         let serve = check_serve(&args)?;
         let mut parts = outputs_of_parts(&args, &marks)?;
         let several = specs.len() > 1;
@@ -244,7 +247,6 @@ impl RunPlan {
         publish_to_rtsp(&args, rtsp.as_mut(), &mut parts.each, &mut recording)?;
         let display = display_of(&args, several, (serve, rtsp), recording.is_some());
         let engine = engine_of(&args, several);
-        let labels = labels_of(roster, &mine, &specs);
         let names_of_inputs = labels.clone();
         check_own(&args, &mine)?;
         let inputs = specs
@@ -256,6 +258,7 @@ impl RunPlan {
             .enumerate()
             .map(
                 |(i, (((((spec, text), outputs), record), label), copies))| {
+                    let source = text.clone();
                     // A listed input is called by its own name (`NAME = SOURCE`), and is a
                     // camera of a wall: opened again when lost, and at the start until it is up.
                     let (name, listed) = match roster.listed() {
@@ -271,6 +274,7 @@ impl RunPlan {
                     InputPlan {
                         record,
                         label,
+                        source,
                         copies,
                         own,
                         ..input
@@ -536,6 +540,7 @@ fn input_plan(
             && (args.view.headless || !args.view.no_mosaic),
         spec,
         label: name.clone(),
+        source: String::new(),
         name,
         outputs,
         asked,
@@ -594,6 +599,7 @@ fn records_of(
     args: &RunArgs,
     specs: &[(InputSpec, String)],
     marks: &Marks,
+    labels: &[String],
 ) -> Result<Vec<Option<Record>>, PlanError> {
     let Some(name) = &args.recording.record else {
         return Ok(specs.iter().map(|_| None).collect());
@@ -626,22 +632,44 @@ fn records_of(
                 what: what.to_string(),
             });
         }
+        let root = marks.shared(name);
         records.push(Some(record_of(
             marks.fill(name, n),
-            args.recording.segment,
+            (&root, &labels[n]),
+            &args.recording,
         )?));
     }
     Ok(records)
 }
 
+/// One input's recording, its `name` checked: the recordings' root is that of the
+/// `--record` name every input shares (`pattern`), the input listed as `label`.
 #[cfg(feature = "ffmpeg")]
-fn record_of(name: String, segment: Option<std::time::Duration>) -> Result<Record, PlanError> {
-    crate::record::check(&name, segment)?;
-    Ok(Record { name, segment })
+fn record_of(
+    name: String,
+    (pattern, label): (&str, &str),
+    args: &crate::cli::RecordArgs,
+) -> Result<Record, PlanError> {
+    crate::record::check(&name, args.segment)?;
+    Ok(Record {
+        name,
+        segment: args.segment,
+        input: label.to_string(),
+        root: crate::record::index::root_of(pattern),
+        keep: crate::record::archive::Keep {
+            age: args.retain,
+            size: args.retain_size,
+            free: args.retain_free,
+        },
+    })
 }
 
 #[cfg(not(feature = "ffmpeg"))]
-fn record_of(name: String, _: Option<std::time::Duration>) -> Result<Record, PlanError> {
+fn record_of(
+    name: String,
+    _: (&str, &str),
+    _: &crate::cli::RecordArgs,
+) -> Result<Record, PlanError> {
     Err(PlanError::RecordWithoutFfmpeg(name))
 }
 

@@ -45,8 +45,12 @@ use ff::Rescale;
 use ffmpeg_next as ff;
 
 use crate::media::remux::{InStream, Remux};
+use archive::Archive;
+use index::Mark;
 
+pub mod archive;
 pub mod clip;
+pub mod index;
 mod sidecar;
 pub use sidecar::When;
 use sidecar::{Began, Sidecars};
@@ -55,14 +59,24 @@ use sidecar::{Began, Sidecars};
 const QUEUE: usize = 2048;
 /// How long after a failed segment the next one is tried, at the next keyframe.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
+/// How far the camera's clock may drift from the wall clock before a segment's wall-clock
+/// start is taken from the clock again (`Writer::wall_start`).
+const DRIFT_US: i64 = 1_000_000;
 
-/// `--record`'s setting for one input: the name (its `{n}` put in) and the segment length.
+/// `--record`'s setting for one input: the name (its `{n}` put in), the segment length,
+/// the input's name in the index, the recordings' root and how long they are kept.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordSpec {
     /// The file's name, or each segment's pattern (`{seg}`, `%Y%m%d-%H%M%S`).
     pub name: String,
     /// `--segment`: a new file from the first keyframe this long after the last began.
     pub segment: Option<Duration>,
+    /// The input's name (its label), as the index lists it.
+    pub input: String,
+    /// The recordings' root (`index::root_of` the `--record` name every input shares).
+    pub root: PathBuf,
+    /// `--retain`, `--retain-size`, `--retain-free`.
+    pub keep: archive::Keep,
 }
 
 /// The containers a recording is written in, by the extension of its name.
@@ -199,16 +213,18 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Starts the recording of `what` (the input, for messages) to `spec`.
-    pub fn start(spec: RecordSpec, what: String) -> Result<Arc<Self>> {
+    /// Starts the recording of `what` (the input, for messages) to `spec`, each closed
+    /// segment listed in `archive` (its root's index, which keeps it within its budget).
+    pub fn start(spec: RecordSpec, what: String, archive: Arc<Archive>) -> Result<Arc<Self>> {
         crate::media::info::init();
         let (tx, rx) = crossbeam_channel::bounded(QUEUE);
         let label = what.clone();
         let live = Arc::new(crate::stats::RecordLive::default());
+        archive.track(&spec.input, spec.keep.age, live.clone());
         let shared = live.clone();
         let thread = std::thread::Builder::new()
             .name("record".into())
-            .spawn(move || Writer::new(spec, label, shared).run(rx))?;
+            .spawn(move || Writer::new(spec, label, (shared, archive)).run(rx))?;
         Ok(Arc::new(Self {
             tx,
             live,
@@ -284,6 +300,8 @@ struct Segment {
     part: PathBuf,
     name: PathBuf,
     began: Began,
+    /// What its container says of it (the index reads it back, `index::probe`).
+    mark: Mark,
 }
 
 /// The recording's thread: takes packets, writes segments.
@@ -307,10 +325,20 @@ struct Writer {
     sidecars: Option<Sidecars>,
     /// Where the run's time 0 is in the packets' timeline, seconds.
     zero: f64,
+    /// The index its segments go into.
+    archive: Arc<Archive>,
+    /// The wall clock and the media time (µs) of this opening's first segment: each next
+    /// segment's wall-clock start is counted from it by its media time, so that segments
+    /// that follow each other meet exactly (`wall_start`).
+    anchor: Option<(i64, i64)>,
 }
 
 impl Writer {
-    fn new(spec: RecordSpec, what: String, live: Arc<crate::stats::RecordLive>) -> Self {
+    fn new(
+        spec: RecordSpec,
+        what: String,
+        (live, archive): (Arc<crate::stats::RecordLive>, Arc<Archive>),
+    ) -> Self {
         Self {
             spec,
             what,
@@ -325,6 +353,8 @@ impl Writer {
             live,
             sidecars: None,
             zero: 0.0,
+            archive,
+            anchor: None,
         }
     }
 
@@ -334,6 +364,7 @@ impl Writer {
                 Msg::Open(streams, video, zero) => {
                     self.zero = zero;
                     self.close_or_fail();
+                    self.anchor = None;
                     self.times = vec![Default::default(); streams.len()];
                     self.cut_at_key = false;
                     self.streams = streams;
@@ -478,13 +509,11 @@ impl Writer {
             }
             if self.segment.is_none() && self.may_open() {
                 let origin = self.time_us(&p).unwrap_or(0);
-                match self.open(origin) {
-                    Ok(mut seg) => {
-                        // Frames are timed by presentation: the keyframe's, not its decoding
-                        // time (earlier by the pictures reordered around it).
-                        if let Some(pts) = self.pts_us(&p) {
-                            seg.began.media = pts as f64 / 1e6;
-                        }
+                // Frames are timed by presentation: the keyframe's, not its decoding time
+                // (earlier by the pictures reordered around it).
+                let shown = self.pts_us(&p).unwrap_or(origin);
+                match self.open(origin, shown) {
+                    Ok(seg) => {
                         if let Some(s) = &mut self.sidecars {
                             s.open(&seg.part, seg.began);
                         }
@@ -515,14 +544,38 @@ impl Writer {
         }
     }
 
-    /// Opens the next file, its zero at `origin_us`.
-    fn open(&mut self, origin_us: i64) -> Result<Segment> {
+    /// The wall-clock start (µs since the epoch) of a segment whose first picture is at
+    /// `media_us`: counted from the anchor while the two clocks agree within `DRIFT`, else
+    /// the clock now (and the anchor set again).
+    fn wall_start(&mut self, media_us: i64) -> i64 {
+        let now = archive::now_us();
+        match self.anchor {
+            Some((wall, media)) if (wall + media_us - media - now).abs() < DRIFT_US => {
+                wall + media_us - media
+            }
+            _ => {
+                self.anchor = Some((now, media_us));
+                now
+            }
+        }
+    }
+
+    /// Opens the next file, its zero at `origin_us`, its first picture shown at `shown_us`.
+    fn open(&mut self, origin_us: i64, shown_us: i64) -> Result<Segment> {
         let name = PathBuf::from(expand(&self.spec.name, self.next_number));
         self.next_number += 1;
         let part = claim_part(&name)?;
         let muxer = muxer_of(&self.spec.name).unwrap_or("matroska");
-        let out = ff::format::output_as(&part, muxer)
+        let mut out = ff::format::output_as(&part, muxer)
             .with_context(|| format!("opening '{}'", part.display()))?;
+        let mark = Mark {
+            input: self.spec.input.clone(),
+            start_us: self.wall_start(shown_us),
+            media_us: shown_us,
+        };
+        let mut tags = ff::Dictionary::new();
+        tags.set(index::mark_key(muxer), &mark.text());
+        out.set_metadata(tags);
         let mut options = ff::Dictionary::new();
         if matches!(muxer, "mp4" | "mov") {
             // delay_moov: the header waits for the first fragment, so that what a stream
@@ -541,8 +594,9 @@ impl Writer {
                 name,
                 began: Began {
                     at: std::time::Instant::now(),
-                    media: origin_us as f64 / 1e6,
+                    media: shown_us as f64 / 1e6,
                 },
+                mark,
             }),
             Err(e) => {
                 let _ = std::fs::remove_file(&part);
@@ -564,7 +618,11 @@ impl Writer {
             return Err(e);
         }
         let Segment {
-            remux, part, name, ..
+            remux,
+            part,
+            name,
+            mark,
+            ..
         } = seg;
         drop(remux);
         let name = match rename_without_replacing(&part, &name) {
@@ -577,10 +635,19 @@ impl Writer {
                 return Err(e);
             }
         };
-        if let Some(s) = &mut self.sidecars {
-            s.close(&name);
-        }
+        let sidecar = self.sidecars.as_mut().and_then(|s| s.close(&name));
         crate::debug!("recording {}: '{}' closed", self.what, name.display());
+        // Its length as the index reads it again from the file (`Index::open`).
+        match index::probe(&name) {
+            Some((_, duration)) => self
+                .archive
+                .closed(&name, &mark, duration, sidecar.as_deref()),
+            None => crate::warn!(
+                "recording {}: '{}' was closed but does not read back; it is not indexed",
+                self.what,
+                name.display()
+            ),
+        }
         let bytes = std::fs::metadata(&name).map_or(0, |m| m.len());
         self.recorded.bytes += bytes;
         self.live.bytes.fetch_add(bytes, Ordering::SeqCst);

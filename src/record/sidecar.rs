@@ -115,17 +115,20 @@ impl Sidecars {
         }
     }
 
-    /// The open segment was closed as `name`: its sidecar takes the name beside it.
-    pub fn close(&mut self, name: &Path) {
-        let Some(open) = self.open.take() else { return };
+    /// The open segment was closed as `name`: its sidecar takes the name beside it
+    /// (`beside`), which is returned.
+    pub fn close(&mut self, name: &Path) -> Option<PathBuf> {
+        let open = self.open.take()?;
         drop(open.file);
-        let file = name.file_name().unwrap_or_default().to_string_lossy();
-        let to = name.with_file_name(format!("{file}.detections.jsonl"));
-        match super::rename_without_replacing(&open.part, &to) {
-            Ok(to) => self.closed = Some((to, None)),
+        match super::rename_without_replacing(&open.part, &beside(name)) {
+            Ok(to) => {
+                self.closed = Some((to.clone(), None));
+                Some(to)
+            }
             Err(e) => {
                 crate::warn!("recording: {e:#}");
                 let _ = std::fs::remove_file(&open.part);
+                None
             }
         }
     }
@@ -136,6 +139,12 @@ impl Sidecars {
             let _ = std::fs::remove_file(&open.part);
         }
     }
+}
+
+/// The sidecar's name beside segment `name`: `NAME.detections.jsonl`.
+pub fn beside(name: &Path) -> PathBuf {
+    let file = name.file_name().unwrap_or_default().to_string_lossy();
+    name.with_file_name(format!("{file}.detections.jsonl"))
 }
 
 /// Appends `line` to the closed sidecar `path`; whether it was written.

@@ -307,6 +307,12 @@ pub struct RecordLive {
     pub failures: std::sync::atomic::AtomicU64,
     /// Why it can't write now: Some while it fails (until a segment is written again).
     pub failing: std::sync::Mutex<Option<String>>,
+    /// Segments retention deleted.
+    pub deleted_segments: std::sync::atomic::AtomicU64,
+    /// The files that went with them (their sidecars too).
+    pub deleted_files: std::sync::atomic::AtomicU64,
+    /// Their bytes.
+    pub deleted_bytes: std::sync::atomic::AtomicU64,
 }
 
 impl RecordLive {
@@ -318,6 +324,11 @@ impl RecordLive {
             bytes: self.bytes.load(Relaxed),
             failures: self.failures.load(Relaxed),
             failing: self.failing.lock().ok().and_then(|f| f.clone()),
+            deleted: [
+                self.deleted_segments.load(Relaxed),
+                self.deleted_files.load(Relaxed),
+                self.deleted_bytes.load(Relaxed),
+            ],
         }
     }
 }
@@ -333,6 +344,8 @@ pub struct RecordingNow {
     pub failures: u64,
     /// Why it can't write now, while it fails.
     pub failing: Option<String>,
+    /// What retention deleted: segments, files, bytes.
+    pub deleted: [u64; 3],
 }
 
 impl InputStats {

@@ -146,7 +146,7 @@ type Figure = fn(&InputLive) -> Option<f64>;
 
 /// The per-input families of `/metrics`: name, type, help, and the figure. A family no
 /// input has a figure of (the recording's, where nothing records) is left out.
-const FAMILIES: [(&str, &str, &str, Figure); 14] = [
+const FAMILIES: [(&str, &str, &str, Figure); 17] = [
     (
         "framepipe_frames_captured_total",
         "counter",
@@ -206,6 +206,24 @@ const FAMILIES: [(&str, &str, &str, Figure); 14] = [
         "gauge",
         "1 while the input's recording can't write, 0 while it writes.",
         |i| Some(f64::from(u8::from(i.recording.as_ref()?.failing.is_some()))),
+    ),
+    (
+        "framepipe_retention_deleted_segments_total",
+        "counter",
+        "Recorded segments retention deleted (--retain, --retain-size, --retain-free).",
+        |i| Some(i.recording.as_ref()?.deleted[0] as f64),
+    ),
+    (
+        "framepipe_retention_deleted_files_total",
+        "counter",
+        "Files retention deleted: the segments and their detections sidecars.",
+        |i| Some(i.recording.as_ref()?.deleted[1] as f64),
+    ),
+    (
+        "framepipe_retention_deleted_bytes_total",
+        "counter",
+        "Bytes retention freed.",
+        |i| Some(i.recording.as_ref()?.deleted[2] as f64),
     ),
     (
         "framepipe_detect_frames_total",
@@ -288,6 +306,7 @@ pub fn inputs_json(snap: &Snapshot) -> serde_json::Value {
                 "segments": r.segments,
                 "bytes": r.bytes,
                 "failures": r.failures,
+                "deleted": {"segments": r.deleted[0], "files": r.deleted[1], "bytes": r.deleted[2]},
             })
         });
         serde_json::json!({

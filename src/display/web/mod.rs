@@ -26,6 +26,7 @@
 //! (`POLL`).
 
 pub mod access;
+mod api;
 pub mod health;
 mod server;
 
@@ -186,6 +187,12 @@ pub(crate) struct Shared {
     /// Ends the server.
     shutdown: tokio::sync::Notify,
     access: Settings,
+    /// The recordings' indexes (`/api/recordings`), once the recordings started.
+    recordings: std::sync::OnceLock<Vec<Arc<crate::record::index::Index>>>,
+    /// The inputs recorded, by name.
+    recorded: std::sync::OnceLock<Vec<String>>,
+    /// Each input's source as given (`/api/inputs` redacts it), by the pipeline's number.
+    sources: std::sync::OnceLock<Vec<String>>,
 }
 
 /// The browser view's sink (module doc).
@@ -235,6 +242,9 @@ impl Web {
             stop: AtomicBool::new(false),
             shutdown: tokio::sync::Notify::new(),
             access: settings,
+            recordings: std::sync::OnceLock::new(),
+            recorded: std::sync::OnceLock::new(),
+            sources: std::sync::OnceLock::new(),
         });
         let (key_tx, keys) = unbounded();
         let serving = {
@@ -296,6 +306,20 @@ impl Web {
         if let Ok(mut s) = self.shared.snapshot.lock() {
             *s = health::Snapshot::opening(labels);
         }
+        self
+    }
+
+    /// The recordings' `indexes` and the inputs `recorded` (by name), for
+    /// `/api/recordings`; each input's source, for `/api/inputs`.
+    pub fn with_recordings(
+        self,
+        indexes: Vec<Arc<crate::record::index::Index>>,
+        recorded: Vec<String>,
+        sources: Vec<String>,
+    ) -> Self {
+        let _ = self.shared.recordings.set(indexes);
+        let _ = self.shared.recorded.set(recorded);
+        let _ = self.shared.sources.set(sources);
         self
     }
 

@@ -42,7 +42,8 @@ pub const HEAD_WITHIN: Duration = Duration::from_secs(5);
 /// How long a viewer's connection may take nothing while a frame waits for it.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
 
-type Body = BoxBody<Bytes, Infallible>;
+/// An answer's body.
+pub(super) type Body = BoxBody<Bytes, Infallible>;
 
 /// Serves `listener` until `shared.shutdown` is notified (runs on the server's thread).
 pub fn run(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Sender<Ask>) {
@@ -157,7 +158,7 @@ impl Drop for ClientPlace {
 }
 
 /// A whole response.
-fn respond(code: StatusCode, kind: &str, body: impl Into<Bytes>) -> Response<Body> {
+pub(super) fn respond(code: StatusCode, kind: &str, body: impl Into<Bytes>) -> Response<Body> {
     let mut r = Response::new(Full::new(body.into()).boxed());
     *r.status_mut() = code;
     let h = r.headers_mut();
@@ -178,7 +179,8 @@ fn respond(code: StatusCode, kind: &str, body: impl Into<Bytes>) -> Response<Bod
     r
 }
 
-const PLAIN: &str = "text/plain; charset=utf-8";
+/// Plain text, the type of every refusal.
+pub(super) const PLAIN: &str = "text/plain; charset=utf-8";
 
 /// A header's value as text.
 fn text(req: &Request<Incoming>, name: impl header::AsHeaderName) -> Option<&str> {
@@ -208,6 +210,15 @@ fn answer(
             if !same_origin =>
         {
             respond(StatusCode::FORBIDDEN, PLAIN, "not for another site's page")
+        }
+        (_, path) if path.starts_with("/api/") && !same_origin => {
+            respond(StatusCode::FORBIDDEN, PLAIN, "not for another site's page")
+        }
+        (method, path) if path.starts_with("/api/") => {
+            let query = req.uri().query().unwrap_or_default();
+            let range = text(req, header::RANGE);
+            super::api::answer(method, path, query, range, shared)
+                .unwrap_or_else(|| respond(StatusCode::NOT_FOUND, PLAIN, "no such API endpoint"))
         }
         (&Method::GET, "/stream.mjpg") => stream(shared, kill),
         (&Method::GET, path @ ("/stats" | "/metrics" | "/frame.jpg" | "/timeline.svg")) => {

@@ -1,0 +1,345 @@
+//! The wall as a service, with real parts: recordings indexed in SQLite and found by time
+//! through the browser view's API (`/api/recordings`, its VOD playlist read by ffmpeg and
+//! played by headless Chromium), the index made again from the files, retention keeping a
+//! budget without touching a file put there by hand, and the API's refusals.
+#![cfg(feature = "opencv")]
+
+use crate::common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::run::{bin, ffmpeg_made, free_port, http, stderr, wait_with_deadline, TempDir};
+
+/// A 12 s clip of the test pattern, H.264 with a keyframe every second.
+fn clip(dir: &TempDir) -> String {
+    let path = dir.join("clip.mp4");
+    let options = [
+        "-t", "12", "-c:v", "libx264", "-g", "25", "-pix_fmt", "yuv420p",
+    ];
+    ffmpeg_made(&path, &["testsrc=size=320x240:rate=25"], &options);
+    path.display().to_string()
+}
+
+/// framepipe recording `clip.mp4` (served, so played at its own rate) into
+/// `rec/cam-{seg}.mp4` in 1 s segments, with `extra` flags.
+fn record(dir: &TempDir, port: u16, extra: &[&str]) -> Child {
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["--headless", "--backend", "cpu", "--input", "clip.mp4"])
+        .args(["--record", "rec/cam-{seg}.mp4", "--segment", "1"])
+        .args([
+            "--serve",
+            &port.to_string(),
+            "--summary-json",
+            "summary.json",
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the view did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+/// `GET path` as JSON.
+fn json(port: u16, path: &str) -> serde_json::Value {
+    let (status, body) = http(port, "GET", path, "");
+    assert_eq!(status, 200, "{path}: {}", String::from_utf8_lossy(&body));
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// The segments listed, once at least `n` are (within 20 s).
+fn listed(port: u16, n: usize) -> Vec<serde_json::Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let all = json(port, "/api/recordings?input=clip")["recordings"]
+            .as_array()
+            .unwrap()
+            .clone();
+        if all.len() >= n {
+            return all;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "only {} segments listed",
+            all.len()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The packets' hashes of `input`, as ffmpeg reads them (stream copy, framemd5).
+fn packets(input: &str) -> Vec<String> {
+    let out = Command::new("ffmpeg")
+        .args([
+            "-v", "error", "-i", input, "-map", "0:v", "-c", "copy", "-f", "framemd5", "-",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ffmpeg {input}: {}", stderr(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.rsplit(',').next().unwrap().trim().to_string())
+        .collect()
+}
+
+fn end(child: Child) -> std::process::Output {
+    common::run::interrupt(&child);
+    wait_with_deadline(child, Duration::from_secs(10), "recording")
+}
+
+#[test]
+fn recordings_are_found_by_time_played_as_hls_and_indexed_again_from_the_files() {
+    let dir = TempDir::new("service-index");
+    clip(&dir);
+    std::fs::create_dir(dir.join("rec")).unwrap();
+    // A file put there by hand, named as a segment would be: never listed, never touched.
+    std::fs::copy(dir.join("clip.mp4"), dir.join("rec/cam-99999.mp4")).unwrap();
+    let port = free_port();
+    let child = record(&dir, port, &[]);
+    let segments = listed(port, 5);
+    // Each segment starts where the one before ended (within a frame).
+    for pair in segments.windows(2) {
+        let gap = pair[1]["start_unix"].as_f64().unwrap() - pair[0]["end_unix"].as_f64().unwrap();
+        assert!(gap.abs() <= 0.041, "a gap of {gap} s between {pair:?}");
+    }
+    assert!(segments.iter().all(|s| s["file"] != "cam-99999.mp4"));
+    // A range finds the segments that overlap it.
+    let (from, to) = (
+        segments[1]["start_unix"].as_f64().unwrap() + 0.5,
+        segments[2]["start_unix"].as_f64().unwrap() + 0.5,
+    );
+    let some = json(
+        port,
+        &format!("/api/recordings?input=clip&from={from}&to={to}"),
+    );
+    let ids: Vec<&serde_json::Value> = some["recordings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["id"])
+        .collect();
+    assert_eq!(ids, [&segments[1]["id"], &segments[2]["id"]]);
+    // The playlist of the first five, read by ffmpeg: the very packets of their files.
+    let to = segments[4]["end_unix"].as_f64().unwrap() - 0.1;
+    let playlist = format!("http://127.0.0.1:{port}/api/recordings/clip.m3u8?to={to}");
+    let played = packets(&playlist);
+    let files: Vec<String> = segments[..5]
+        .iter()
+        .flat_map(|s| {
+            packets(
+                &dir.join(&format!("rec/{}", s["file"].as_str().unwrap()))
+                    .display()
+                    .to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(played.len(), files.len());
+    assert_eq!(played, files);
+    // Headless Chromium plays it (the page's player: Media Source Extensions).
+    let shown = chromium_plays(&dir, port, "clip");
+    assert!(shown >= 25, "Chromium showed {shown} frames");
+    let out = end(child);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let before = json_file(&dir.join("summary.json"));
+    let recorded = before["inputs"][0]["recorded"]["files"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(recorded >= 10, "{before}");
+
+    // The index deleted: the next run makes it again from the files.
+    std::fs::remove_file(dir.join("rec/framepipe-index.sqlite")).unwrap();
+    let port = free_port();
+    let child = record(&dir, port, &[]);
+    let again = json(port, "/api/recordings?input=clip");
+    let again = again["recordings"].as_array().unwrap();
+    for s in &segments {
+        let found = again
+            .iter()
+            .find(|a| a["file"] == s["file"])
+            .unwrap_or_else(|| panic!("{s} is not indexed again"));
+        for key in ["start_unix", "end_unix", "media_start", "bytes"] {
+            assert_eq!(found[key], s[key], "{key} of {}", s["file"]);
+        }
+    }
+    assert!(again.iter().all(|s| s["file"] != "cam-99999.mp4"));
+    let _ = end(child);
+    assert!(dir.join("rec/cam-99999.mp4").is_file());
+}
+
+/// Frames headless Chromium shows of `input`'s recordings in 3 s, played by the page.
+fn chromium_plays(dir: &TempDir, port: u16, input: &str) -> u64 {
+    let devtools = free_port();
+    let mut chromium = Command::new("chromium-headless-shell")
+        .args([
+            "--no-sandbox",
+            "--disable-gpu",
+            "--autoplay-policy=no-user-gesture-required",
+        ])
+        .arg(format!("--remote-debugging-port={devtools}"))
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.join("chromium").display()
+        ))
+        .arg(format!("http://127.0.0.1:{port}/"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let cdp = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/cdp.py");
+    let play = format!("eval:framepipe.play('{input}').then(() => new Promise(r => setTimeout(() => r(framepipe.shown), 3000)))");
+    let out = Command::new("timeout")
+        .args([
+            "60",
+            "/usr/bin/python3",
+            cdp,
+            &devtools.to_string(),
+            "sleep:1",
+            &play,
+        ])
+        .output()
+        .unwrap();
+    let _ = chromium.kill();
+    let _ = Command::new("pkill")
+        .arg("-f")
+        .arg(format!("remote-debugging-port={devtools}"))
+        .status();
+    let _ = chromium.wait();
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "cdp: {said}{}", stderr(&out));
+    said.trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("cdp said {said}"))
+}
+
+fn json_file(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn retention_keeps_the_budget_deleting_the_oldest_and_nothing_else() {
+    let dir = TempDir::new("service-retain");
+    clip(&dir);
+    std::fs::create_dir(dir.join("rec")).unwrap();
+    std::fs::write(dir.join("rec/cam-00000-7.mp4"), b"mine, not framepipe's").unwrap();
+    std::fs::write(dir.join("rec/notes.txt"), b"kept").unwrap();
+    let port = free_port();
+    let child = record(&dir, port, &["--retain-size", "40k"]);
+    // While it runs: the deletions are counted in /metrics.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let deleted = loop {
+        let (_, body) = http(port, "GET", "/metrics", "");
+        let text = String::from_utf8_lossy(&body).to_string();
+        let n = text
+            .lines()
+            .find(|l| l.starts_with("framepipe_retention_deleted_files_total{"))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap_or(0.0);
+        if n >= 2.0 {
+            break n;
+        }
+        assert!(Instant::now() < deadline, "nothing was deleted:\n{text}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(deleted >= 2.0);
+    let out = end(child);
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    let summary = json_file(&dir.join("summary.json"));
+    let files: Vec<String> = summary["inputs"][0]["recorded"]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap().to_string())
+        .collect();
+    let gone: Vec<&String> = files.iter().filter(|f| !dir.join(f).exists()).collect();
+    let kept: Vec<&String> = files.iter().filter(|f| dir.join(f).exists()).collect();
+    // Each deletion is one line, and the deleted are the oldest: what is left is the newest.
+    let lines = said
+        .lines()
+        .filter(|l| l.contains("retention: deleted"))
+        .count();
+    assert_eq!(lines, gone.len(), "{said}");
+    assert!(!gone.is_empty() && !kept.is_empty());
+    assert_eq!(
+        &files[files.len() - kept.len()..],
+        kept.iter().map(|s| s.as_str()).collect::<Vec<_>>()
+    );
+    let bytes: u64 = kept
+        .iter()
+        .map(|f| std::fs::metadata(dir.join(f)).unwrap().len())
+        .sum();
+    assert!(bytes <= 40_000, "{bytes} bytes kept");
+    // What framepipe did not write is there as it was.
+    assert_eq!(
+        std::fs::read(dir.join("rec/cam-00000-7.mp4")).unwrap(),
+        b"mine, not framepipe's"
+    );
+    assert_eq!(std::fs::read(dir.join("rec/notes.txt")).unwrap(), b"kept");
+}
+
+#[test]
+fn the_api_refuses_what_it_cannot_answer_and_other_sites() {
+    let dir = TempDir::new("service-refusals");
+    clip(&dir);
+    std::fs::create_dir(dir.join("rec")).unwrap();
+    let port = free_port();
+    let child = record(&dir, port, &["--serve-token", "sesame"]);
+    let t = "token=sesame";
+    let status = |path: &str, headers: &str| http(port, "GET", path, headers).0;
+    assert_eq!(status("/api/recordings", ""), 401);
+    assert_eq!(
+        status("/api/recordings", "Authorization: Bearer sesame\r\n"),
+        200
+    );
+    assert_eq!(
+        status(&format!("/api/recordings?{t}&input=nobody"), ""),
+        404
+    );
+    assert_eq!(
+        status(&format!("/api/recordings?{t}&from=20&to=10"), ""),
+        400
+    );
+    assert_eq!(
+        status(&format!("/api/recordings?{t}&from=yesterday"), ""),
+        400
+    );
+    assert_eq!(
+        status(&format!("/api/recordings/segment/0-999999.mp4?{t}"), ""),
+        404
+    );
+    assert_eq!(
+        status(
+            &format!("/api/recordings/segment/..%2F..%2Fclip.mp4?{t}"),
+            ""
+        ),
+        404
+    );
+    assert_eq!(
+        status(&format!("/api/recordings/segment/../../clip.mp4?{t}"), ""),
+        404
+    );
+    assert_eq!(status(&format!("/api/recordings/nobody.m3u8?{t}"), ""), 404);
+    assert_eq!(status(&format!("/api/nothing?{t}"), ""), 404);
+    let foreign = "Origin: http://evil.example\r\nSec-Fetch-Site: cross-site\r\n";
+    assert_eq!(status(&format!("/api/inputs?{t}"), foreign), 403);
+    // The inputs as they stand, the source's password never in it.
+    let inputs = json(port, &format!("/api/inputs?{t}"));
+    let first = &inputs["inputs"][0];
+    assert_eq!(first["name"], "clip");
+    assert_eq!(first["source"], "clip.mp4");
+    assert!(first["recording"].is_object(), "{inputs}");
+    let out = end(child);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
