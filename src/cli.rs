@@ -150,10 +150,13 @@ pub struct InputArgs {
 
     /// Read inputs from FILE too, after any --input: one a line as --input takes it, or
     /// 'NAME = SOURCE' to name it ({name} in --output and --record), 'NAME [detect=off,
-    /// detect-fps=N] = SOURCE' to give it settings of its own; '#' starts a comment.
-    /// The file is read again when it changes and on SIGHUP (which then stops nothing):
-    /// where this process's inputs change, its run ends cleanly and starts again with them.
-    #[arg(long, value_name = "FILE")]
+    /// detect-fps=N, record=off, segment=10m, retain=7d] = SOURCE' to give it settings of
+    /// its own; '#' starts a comment. A FILE ending in .toml is a camera file ([[camera]]
+    /// tables: name, source and those settings; docs/service.md); --config is its other
+    /// name. The file is read again when it changes and on SIGHUP (which then stops
+    /// nothing): where this process's inputs change, its run ends cleanly and starts again
+    /// with them; a file that no longer reads keeps the inputs running as they are.
+    #[arg(long, visible_alias = "config", value_name = "FILE")]
     pub inputs: Option<String>,
 
     /// Run one shard of the inputs: K/N (shard K of N, from 0), or N with K taken from
@@ -738,7 +741,7 @@ pub enum ValueError {
 }
 
 /// A length of time: seconds, or a number with s, m or h.
-fn parse_duration(s: &str) -> Result<std::time::Duration, ValueError> {
+pub(crate) fn parse_duration(s: &str) -> Result<std::time::Duration, ValueError> {
     let t = s.trim();
     let (number, unit) = match t.char_indices().last() {
         Some((i, 's')) => (&t[..i], 1.0),
@@ -755,7 +758,7 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, ValueError> {
 }
 
 /// An age: a number with s, m, h, d (days) or w (weeks); seconds without a unit.
-fn parse_age(s: &str) -> Result<std::time::Duration, ValueError> {
+pub(crate) fn parse_age(s: &str) -> Result<std::time::Duration, ValueError> {
     let t = s.trim();
     let unit: f64 = match t.chars().last() {
         Some('s') => 1.0,

@@ -343,3 +343,81 @@ fn the_api_refuses_what_it_cannot_answer_and_other_sites() {
     let out = end(child);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn the_camera_file_says_what_each_camera_does_and_a_bad_edit_keeps_the_run() {
+    let dir = TempDir::new("service-cameras");
+    clip(&dir);
+    std::fs::create_dir(dir.join("rec")).unwrap();
+    let cameras = dir.join("cameras.toml");
+    let good = "[[camera]]\nname = \"front\"\nsource = \"clip.mp4\"\nsegment = \"1s\"\nretain = \"30d\"\n\n[[camera]]\nname = \"back\"\nsource = \"clip.mp4\"\nrecord = false\n";
+    std::fs::write(&cameras, good).unwrap();
+    // A mistake at the start: one line naming the camera and the key, and no run.
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, good.replace("retain", "retian")).unwrap();
+    let out = Command::new(bin())
+        .current_dir(dir.path())
+        .args([
+            "--headless",
+            "--config",
+            "bad.toml",
+            "--record",
+            "rec/{name}-{seg}.mp4",
+        ])
+        .output()
+        .unwrap();
+    let said = stderr(&out);
+    assert!(!out.status.success());
+    assert!(
+        said.contains("camera 'front'") && said.contains("'retian'"),
+        "{said}"
+    );
+    assert_eq!(said.trim().lines().count(), 1, "{said}");
+    assert!(std::fs::read_dir(dir.join("rec")).unwrap().next().is_none());
+
+    let mut child = Command::new(bin())
+        .current_dir(dir.path())
+        .args([
+            "--headless",
+            "--backend",
+            "cpu",
+            "--realtime",
+            "--config",
+            "cameras.toml",
+        ])
+        .args(["--record", "rec/{name}-{seg}.mp4", "--segment", "4"])
+        .args(["--summary-json", "summary.json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    // An edit that doesn't read: said, and the run goes on as it was.
+    std::fs::write(
+        &cameras,
+        good.replace("segment = \"1s\"", "segment = \"soon\""),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the run ended on a bad edit"
+    );
+    let out = end(child);
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("camera 'front'") && said.contains("segment"),
+        "{said}"
+    );
+    let summary = json_file(&dir.join("summary.json"));
+    let inputs = summary["inputs"].as_array().unwrap();
+    let (front, back) = (&inputs[0], &inputs[1]);
+    // The camera's own 1 s segments, not the command line's 4 s; the other not recorded.
+    assert!(
+        front["recorded"]["files"].as_array().unwrap().len() >= 4,
+        "{front}"
+    );
+    assert!(back["recorded"].is_null(), "{back}");
+}

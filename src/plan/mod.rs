@@ -30,6 +30,7 @@ use crate::source::Source;
 use crate::stats::Summary;
 use crate::stop::Stop;
 
+pub mod cameras;
 pub mod copy;
 pub mod error;
 pub mod machine;

@@ -234,7 +234,10 @@ impl RunPlan {
         let specs = check_inputs(&args)?;
         let marks = Marks::of(&mine, roster, specs.len());
         let labels = labels_of(roster, &mine, &specs);
-        let records = records_of(&args, &specs, &marks, &labels)?;
+        let owns: Vec<super::shard::PerInput> = (0..specs.len())
+            .map(|i| mine.get(i).map(|e| e.own.clone()).unwrap_or_default())
+            .collect();
+        let records = records_of(&args, &specs, &marks, (&labels, &owns))?;
         let serve = check_serve(&args)?;
         let mut parts = outputs_of_parts(&args, &marks)?;
         let several = specs.len() > 1;
@@ -599,7 +602,7 @@ fn records_of(
     args: &RunArgs,
     specs: &[(InputSpec, String)],
     marks: &Marks,
-    labels: &[String],
+    (labels, owns): (&[String], &[super::shard::PerInput]),
 ) -> Result<Vec<Option<Record>>, PlanError> {
     let Some(name) = &args.recording.record else {
         return Ok(specs.iter().map(|_| None).collect());
@@ -615,6 +618,10 @@ fn records_of(
     }
     let mut records = Vec::with_capacity(specs.len());
     for (n, (spec, text)) in specs.iter().enumerate() {
+        if owns[n].record == Some(false) {
+            records.push(None);
+            continue;
+        }
         let demuxed = match spec {
             InputSpec::Video(_) => true,
             InputSpec::Stream(url) => !url.contains('!'),
@@ -637,6 +644,7 @@ fn records_of(
             marks.fill(name, n),
             (&root, &labels[n]),
             &args.recording,
+            &owns[n],
         )?));
     }
     Ok(records)
@@ -649,15 +657,17 @@ fn record_of(
     name: String,
     (pattern, label): (&str, &str),
     args: &crate::cli::RecordArgs,
+    own: &super::shard::PerInput,
 ) -> Result<Record, PlanError> {
-    crate::record::check(&name, args.segment)?;
+    let segment = own.segment().or(args.segment);
+    crate::record::check(&name, segment)?;
     Ok(Record {
         name,
-        segment: args.segment,
+        segment,
         input: label.to_string(),
         root: crate::record::index::root_of(pattern),
         keep: crate::record::archive::Keep {
-            age: args.retain,
+            age: own.retain().or(args.retain),
             size: args.retain_size,
             free: args.retain_free,
         },
@@ -669,6 +679,7 @@ fn record_of(
     name: String,
     _: (&str, &str),
     _: &crate::cli::RecordArgs,
+    _: &super::shard::PerInput,
 ) -> Result<Record, PlanError> {
     Err(PlanError::RecordWithoutFfmpeg(name))
 }
@@ -1036,9 +1047,18 @@ fn check_own(args: &RunArgs, mine: &[super::shard::Entry]) -> Result<(), PlanErr
     let asks = mine
         .iter()
         .find(|e| e.own.detect == Some(true) || e.own.detect_millis.is_some());
-    match (asks, &args.detect.detect) {
-        (Some(e), None) => Err(PlanError::Events(format!(
+    if let (Some(e), None) = (asks, &args.detect.detect) {
+        return Err(PlanError::Events(format!(
             "--inputs: '{}' asks for detection, and no --detect MODEL is given",
+            e.name
+        )));
+    }
+    let records = mine.iter().find(|e| {
+        e.own.record == Some(true) || e.own.segment_millis.is_some() || e.own.retain_secs.is_some()
+    });
+    match (records, &args.recording.record) {
+        (Some(e), None) => Err(PlanError::Events(format!(
+            "--inputs: '{}' asks for recording (record, segment or retain), and no --record PATTERN names its files",
             e.name
         ))),
         _ => Ok(()),

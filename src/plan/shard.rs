@@ -49,7 +49,8 @@ pub struct Entry {
     pub own: PerInput,
 }
 
-/// An input's own settings in the inputs file, over the command line's for it.
+/// An input's own settings in the inputs file (or the camera file), over the command
+/// line's for it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PerInput {
     /// `detect=on|off`: whether `--detect` runs on this input (on where not said).
@@ -57,12 +58,28 @@ pub struct PerInput {
     /// `detect-fps=N`: its detections a second, in thousandths (exact, so that a change of
     /// the file is seen).
     pub detect_millis: Option<u64>,
+    /// `record=on|off`: whether `--record` records it (on where not said).
+    pub record: Option<bool>,
+    /// `segment=DURATION`: its own `--segment`, ms.
+    pub segment_millis: Option<u64>,
+    /// `retain=AGE`: its own `--retain`, seconds.
+    pub retain_secs: Option<u64>,
 }
 
 impl PerInput {
     /// `detect-fps`, a second.
     pub fn detect_fps(&self) -> Option<f64> {
         self.detect_millis.map(|m| m as f64 / 1000.0)
+    }
+
+    /// `--segment` as this input has it, where its own.
+    pub fn segment(&self) -> Option<std::time::Duration> {
+        self.segment_millis.map(std::time::Duration::from_millis)
+    }
+
+    /// `--retain` as this input has it, where its own.
+    pub fn retain(&self) -> Option<std::time::Duration> {
+        self.retain_secs.map(std::time::Duration::from_secs)
     }
 
     /// The settings `text` (`KEY=VALUE, …`) gives.
@@ -72,25 +89,45 @@ impl PerInput {
             let (key, value) = part
                 .split_once('=')
                 .ok_or_else(|| format!("'{part}' is not KEY=VALUE"))?;
-            match (key.trim(), value.trim()) {
-                ("detect", "on") => own.detect = Some(true),
-                ("detect", "off") => own.detect = Some(false),
-                ("detect-fps", v) => {
-                    let fps = v
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|f| f.is_finite() && *f > 0.0 && *f <= 1000.0)
-                        .ok_or_else(|| format!("detect-fps '{v}' is not a rate from 0 to 1000"))?;
-                    own.detect_millis = Some((fps * 1000.0).round() as u64);
-                }
-                (k, v) => {
-                    return Err(format!(
-                        "'{k}={v}' is not an input's setting (detect=on|off, detect-fps=N)"
-                    ))
-                }
-            }
+            own.set(key.trim(), value.trim())?;
         }
         Ok(own)
+    }
+
+    /// Sets `key` to `value` (`detect=on|off`, `detect-fps=N`, `record=on|off`,
+    /// `segment=DURATION`, `retain=AGE`).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let on_off = |v: &str| match v {
+            "on" | "true" => Ok(true),
+            "off" | "false" => Ok(false),
+            _ => Err(format!("'{v}' is not on or off")),
+        };
+        match key {
+            "detect" => self.detect = Some(on_off(value)?),
+            "record" => self.record = Some(on_off(value)?),
+            "detect-fps" => {
+                let fps = value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|f| f.is_finite() && *f > 0.0 && *f <= 1000.0)
+                    .ok_or_else(|| format!("detect-fps '{value}' is not a rate from 0 to 1000"))?;
+                self.detect_millis = Some((fps * 1000.0).round() as u64);
+            }
+            "segment" => {
+                let d = crate::cli::parse_duration(value).map_err(|e| e.to_string())?;
+                self.segment_millis = Some(d.as_millis() as u64);
+            }
+            "retain" => {
+                let d = crate::cli::parse_age(value).map_err(|e| e.to_string())?;
+                self.retain_secs = Some(d.as_secs().max(1));
+            }
+            k => {
+                return Err(format!(
+                    "'{k}={value}' is not an input's setting (detect=on|off, detect-fps=N, record=on|off, segment=DURATION, retain=AGE)"
+                ))
+            }
+        }
+        Ok(())
     }
 }
 
@@ -128,6 +165,16 @@ pub enum ShardError {
         /// The file.
         path: String,
         /// The system's reason.
+        why: String,
+    },
+    /// A camera file's mistake.
+    #[error("--inputs '{path}', camera {}: {why}", if camera.starts_with('#') { camera.clone() } else { format!("'{camera}'") })]
+    Camera {
+        /// The file.
+        path: String,
+        /// The camera's name, or `#K` (its place) where it has none; empty for the file.
+        camera: String,
+        /// What is wrong.
         why: String,
     },
     /// A line that is no input.
@@ -265,6 +312,11 @@ fn mix(mut z: u64) -> u64 {
 /// The inputs of `--input` flags and an inputs file's `text`, in that order, named and
 /// checked (module doc).
 pub fn list(flags: &[String], path: &str, text: &str) -> Result<Vec<Entry>, ShardError> {
+    if path.ends_with(".toml") {
+        let flags = list(flags, "", "")?;
+        let all = super::cameras::list(flags, path, text)?;
+        return no_name_twice(all);
+    }
     let mut entries: Vec<Entry> = flags
         .iter()
         .enumerate()
@@ -306,8 +358,12 @@ pub fn list(flags: &[String], path: &str, text: &str) -> Result<Vec<Entry>, Shar
             own,
         });
     }
-    // A name given twice is refused; a source listed twice unnamed (`-i clip.mp4 -i
-    // clip.mp4`) is the same input twice, told apart by `{n}`.
+    no_name_twice(entries)
+}
+
+/// `entries`, where no name is given twice: a source listed twice unnamed (`-i clip.mp4
+/// -i clip.mp4`) is the same input twice, told apart by `{n}`.
+fn no_name_twice(entries: Vec<Entry>) -> Result<Vec<Entry>, ShardError> {
     let mut names: Vec<(&str, bool)> = entries
         .iter()
         .map(|e| (e.name.as_str(), e.name != e.source))
