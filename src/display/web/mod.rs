@@ -8,7 +8,9 @@
 //! input alone, `Ask::Pick`), and lists each input with its figures (`/stats`' `inputs`,
 //! taken with `/metrics`'). Who is
 //! answered is `access`; the HTTP server is `server` (hyper); the page is `page.html`; what
-//! an orchestrator asks (`/healthz`, `/metrics`) is `health`. The start line is the page's
+//! an orchestrator asks (`/healthz`, `/metrics`) is `health`; what programs ask (`/api/inputs`,
+//! the recordings found by time and played, `/api/recordings`) is `api`, and the page draws a
+//! line of each camera's recordings and plays them. The start line is the page's
 //! whole address, token included, to open as it is; the figures read 0 fps while paused.
 //!
 //! Invariants: the pipeline never waits for a browser: the sink hands the newest frame to
@@ -18,7 +20,8 @@
 //! `MAX_CLIENTS` streams at once (more are refused with 503); every request passes
 //! `access`'s checks first (host, token, origin; `/healthz` the host only, and it names no
 //! input); nothing but the page, its stream, one frame, the figures, the timeline, the
-//! controls, `/healthz` and `/metrics` is served (404); a chain from the page names no file
+//! controls, `/healthz`, `/metrics` and the API (files only as the recordings' index lists
+//! them) is served (404); a chain from the page names no file
 //! (`kernel:` is refused: the server's files are named on its command line only); an
 //! input's name reaches the page without an address's user and password, and the page
 //! shows it as text, never as markup; the server binds to 127.0.0.1
