@@ -234,18 +234,48 @@ impl FullFrames {
 }
 
 /// A mosaic composed by the backend: its layout, the tile of each input (by `InputId`),
-/// and whose full frames are still downloaded.
+/// and whose full frames are still downloaded; laid out again as inputs join and leave the
+/// run (`Regrid`), each holder taking the new grid before its next frame (`refresh`).
 #[derive(Clone, Debug)]
 pub struct Compose {
     /// The grid and the picture's size.
     pub layout: Layout,
-    /// `tile_of[k]`: the tile input `k` fills.
+    /// `tile_of[k]`: the tile input `k` fills (`NO_TILE`: none).
     pub tile_of: Vec<usize>,
     /// Whose full frames are downloaded besides the picture.
     pub full: FullFrames,
+    /// The grid as inputs join and leave.
+    pub regrid: Arc<Regrid>,
+    /// The `Regrid` generation `layout` and `tile_of` are of.
+    seen: u64,
 }
 
+/// An input with no tile (`Compose::tile_of`).
+pub const NO_TILE: usize = usize::MAX;
+
 impl Compose {
+    /// The mosaic of `layout`, input `k` in tile `tile_of[k]`.
+    pub fn new(
+        layout: Layout,
+        tile_of: Vec<usize>,
+        full: FullFrames,
+        grid: Option<(usize, usize)>,
+    ) -> Self {
+        let regrid = Arc::new(Regrid {
+            generation: std::sync::atomic::AtomicU64::new(0),
+            grid: std::sync::Mutex::new((layout, tile_of.clone())),
+            canvas: layout.canvas,
+            asked: grid,
+        });
+        Self {
+            layout,
+            tile_of,
+            full,
+            regrid,
+            seen: 0,
+        }
+    }
+
     /// The tile a processed frame of input `input`, in `format`, fills (None: the input has
     /// no tile); refuses a format other than BGR, which the mosaic negotiated.
     pub fn tile(&self, input: u16, format: PixelFormat) -> anyhow::Result<Option<usize>> {
@@ -253,7 +283,70 @@ impl Compose {
             format == PixelFormat::Bgr24,
             "the mosaic is composed from BGR frames, not {format}"
         );
-        Ok(self.tile_of.get(usize::from(input)).copied())
+        Ok(self
+            .tile_of
+            .get(usize::from(input))
+            .copied()
+            .filter(|&t| t != NO_TILE))
+    }
+
+    /// Takes the grid the inputs that joined or left made (true where it changed: the
+    /// holder clears its picture and its scalers).
+    pub fn refresh(&mut self) -> bool {
+        let now = self.regrid.generation.load(Ordering::Acquire);
+        if now == self.seen {
+            return false;
+        }
+        let grid = self.regrid.grid.lock().unwrap_or_else(|e| e.into_inner());
+        (self.layout, self.tile_of) = grid.clone();
+        self.seen = now;
+        true
+    }
+}
+
+/// The mosaic's grid as inputs join and leave: the picture keeps its size (the outputs it
+/// is written to opened at it), the grid becomes as square as the inputs make it (`--grid`
+/// while they fit it), and each input that has a tile fills the next one in input order.
+#[derive(Debug)]
+pub struct Regrid {
+    generation: std::sync::atomic::AtomicU64,
+    grid: std::sync::Mutex<(Layout, Vec<usize>)>,
+    canvas: FrameSize,
+    asked: Option<(usize, usize)>,
+}
+
+impl Regrid {
+    /// Lays the mosaic out again for the inputs `shown` (by `InputId`: whether each has a
+    /// tile).
+    pub fn set(&self, shown: &[bool]) {
+        let n = shown.iter().filter(|s| **s).count();
+        let (cols, rows) = match self.asked {
+            Some((c, r)) if c * r >= n => (c, r),
+            _ => auto_grid(n),
+        };
+        let tile = FrameSize {
+            width: (self.canvas.width / cols).max(2) & !1,
+            height: (self.canvas.height / rows).max(2) & !1,
+        };
+        let layout = Layout {
+            cols,
+            rows,
+            tile,
+            canvas: self.canvas,
+        };
+        let mut next = 0;
+        let tile_of = shown
+            .iter()
+            .map(|&s| match s {
+                true => {
+                    next += 1;
+                    next - 1
+                }
+                false => NO_TILE,
+            })
+            .collect();
+        *self.grid.lock().unwrap_or_else(|e| e.into_inner()) = (layout, tile_of);
+        self.generation.fetch_add(1, Ordering::Release);
     }
 }
 

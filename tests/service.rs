@@ -421,3 +421,209 @@ fn the_camera_file_says_what_each_camera_does_and_a_bad_edit_keeps_the_run() {
     );
     assert!(back["recorded"].is_null(), "{back}");
 }
+
+/// ffmpeg serving a live MPEG-TS of its test pattern (MPEG-4, 160x120, 25 fps, a keyframe
+/// every 10 frames) at `http://127.0.0.1:PORT/live.ts`, for one client.
+fn camera(port: u16) -> Child {
+    Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-re",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=size=160x120:rate=25",
+        ])
+        .args(["-c:v", "mpeg4", "-g", "10", "-f", "mpegts", "-listen", "1"])
+        .arg(format!("http://127.0.0.1:{port}/live.ts"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The inputs `/api/inputs` lists, by name: (state, captured, dropped).
+fn inputs_now(port: u16) -> Vec<(String, String, u64, u64)> {
+    let all = json(port, "/api/inputs")["inputs"]
+        .as_array()
+        .unwrap()
+        .clone();
+    all.iter()
+        .map(|i| {
+            (
+                i["name"].as_str().unwrap().to_string(),
+                i["state"].as_str().unwrap_or_default().to_string(),
+                i["captured"].as_u64().unwrap_or(0),
+                i["dropped"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+/// Waits (10 s at most) until `/api/inputs` answers as `until` wants.
+fn wait_for(port: u16, what: &str, until: impl Fn(&[(String, String, u64, u64)]) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = inputs_now(port);
+        if until(&now) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what}: {now:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn inputs_join_and_leave_a_running_wall_and_the_others_never_notice() {
+    let dir = TempDir::new("service-joins");
+    std::fs::create_dir(dir.join("rec")).unwrap();
+    let ports: Vec<u16> = (0..6).map(|_| free_port()).collect();
+    let cameras: Vec<Group> = ports.iter().map(|&p| Group(camera(p))).collect();
+    let list: String = ports
+        .iter()
+        .enumerate()
+        .map(|(k, p)| format!("cam{k} = http://127.0.0.1:{p}/live.ts\n"))
+        .collect();
+    std::fs::write(dir.join("wall.txt"), &list).unwrap();
+    let port = free_port();
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["--headless", "--backend", "cpu", "--inputs", "wall.txt"])
+        .args(["--record", "rec/{name}-{seg}.mp4", "--segment", "1"])
+        .args([
+            "--serve",
+            &port.to_string(),
+            "--summary-json",
+            "summary.json",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the view did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    wait_for(port, "the six cameras run", |all| {
+        all.len() == 6 && all.iter().all(|i| i.1 == "running" && i.2 > 10)
+    });
+    // 100 inputs added and removed through the API while the six run.
+    for k in 0..100 {
+        let body = format!(
+            "{{\"name\": \"extra{}\", \"source\": \"pattern:64x48:25\"}}",
+            k % 3
+        );
+        let head = format!(
+            "Content-Type: application/json\r\nContent-Length: {}\r\n",
+            body.len()
+        );
+        let (status, said) = post(port, "/api/inputs", &head, &body);
+        assert_eq!(status, 201, "join {k}: {}", String::from_utf8_lossy(&said));
+        std::thread::sleep(Duration::from_millis(40));
+        let (status, said) = http(port, "DELETE", &format!("/api/inputs/extra{}", k % 3), "");
+        assert_eq!(status, 200, "leave {k}: {}", String::from_utf8_lossy(&said));
+    }
+    // The same through the inputs file: a line added, then taken away.
+    std::fs::write(
+        dir.join("wall.txt"),
+        format!("{list}late = pattern:64x48:25\n"),
+    )
+    .unwrap();
+    wait_for(port, "the line added joins", |all| {
+        all.iter().any(|i| i.0 == "late" && i.2 > 0)
+    });
+    std::fs::write(dir.join("wall.txt"), &list).unwrap();
+    wait_for(port, "the line taken away leaves", |all| all.len() == 6);
+    // The six ran through it all without a frame dropped, in this same process.
+    let segments: Vec<Vec<serde_json::Value>> = (0..6)
+        .map(|k| {
+            json(port, &format!("/api/recordings?input=cam{k}"))["recordings"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .collect();
+    let out = end(child);
+    drop(cameras);
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        !said.contains("starts again"),
+        "the process started again: {said}"
+    );
+    let summary = json_file(&dir.join("summary.json"));
+    let inputs = summary["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 6 + 100 + 1, "{summary}");
+    for (k, cam) in inputs[..6].iter().enumerate() {
+        assert_eq!(cam["dropped"], 0, "cam{k}: {cam}");
+        assert!(cam["captured"].as_u64().unwrap() > 100, "cam{k}: {cam}");
+        assert_eq!(cam["ended"], "stopped", "cam{k}: {cam}");
+        // Its segments follow each other, numbered without a gap, each where the last ended.
+        let files: Vec<&str> = cam["recorded"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        for (n, f) in files.iter().enumerate() {
+            assert_eq!(
+                *f,
+                format!("rec/cam{k}-{n:05}.mp4"),
+                "cam{k}'s segments: {files:?}"
+            );
+        }
+        for pair in segments[k].windows(2) {
+            let gap =
+                pair[1]["start_unix"].as_f64().unwrap() - pair[0]["end_unix"].as_f64().unwrap();
+            assert!(
+                gap.abs() <= 0.041,
+                "cam{k}: a gap of {gap} s between {pair:?}"
+            );
+        }
+    }
+    assert!(
+        inputs[6..].iter().all(|i| i["ended"] == "removed"),
+        "{summary}"
+    );
+    let _ = pid;
+}
+
+/// A POST with a body on the view: (status, body).
+fn post(port: u16, path: &str, headers: &str, body: &str) -> (u16, Vec<u8>) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{headers}\r\n{body}"
+    )
+    .unwrap();
+    let mut all = Vec::new();
+    let _ = s.read_to_end(&mut all);
+    let text = String::from_utf8_lossy(&all);
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = match all.windows(4).position(|w| w == b"\r\n\r\n") {
+        Some(i) => all[i + 4..].to_vec(),
+        None => Vec::new(),
+    };
+    (status, body)
+}
+
+/// A child killed when dropped.
+struct Group(Child);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

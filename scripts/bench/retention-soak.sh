@@ -37,7 +37,7 @@ echo "put here by hand" > "$T/disk/rec/cam-0-00000.mp4"
 for k in 0 1 2 3; do
     port=$((18700 + k))
     ffmpeg -v error -re -f lavfi -i "testsrc2=s=640x360:r=25" -c:v libx264 -preset ultrafast \
-        -b:v 1500k -g 25 -f mpegts -listen 1 "http://127.0.0.1:$port/live.ts" &
+        -b:v 1500k -g 25 -f mpegts -listen 1 "http://127.0.0.1:$port/live.ts" 2>/dev/null &
     pids+=($!)
     echo "cam-$k = http://127.0.0.1:$port/live.ts" >> "$T/cameras.txt"
 done

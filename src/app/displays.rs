@@ -75,13 +75,13 @@ pub(super) fn compose(
     own_outputs: bool,
 ) -> Option<Compose> {
     let display = plan.display();
-    display.mosaic.then(|| Compose {
-        layout: mosaic_layout(display, plan.inputs().len(), &inputs.running),
-        tile_of: order.to_vec(),
-        full: match own_outputs {
+    display.mosaic.then(|| {
+        let layout = mosaic_layout(display, plan.inputs().len(), &inputs.running);
+        let full = match own_outputs {
             true => FullFrames::all(),
             false => FullFrames::shown(),
-        },
+        };
+        Compose::new(layout, order.to_vec(), full, display.grid)
     })
 }
 
@@ -139,12 +139,13 @@ pub(super) fn open_mosaic(
         .iter()
         .map(|(i, e)| (*i, format!("failed: {e:#}")))
         .collect();
-    let Compose {
-        layout,
-        tile_of,
-        full,
-    } = compose;
+    let (layout, tile_of, full) = (
+        compose.layout,
+        compose.tile_of.clone(),
+        compose.full.clone(),
+    );
     let mut mosaic = Mosaic::new(sink::tee(shown), layout, full, names, tile_of, failed);
+    mosaic = mosaic.with_regrid(compose);
     if let (Some(seen), Some(detect)) = (seen, plan.detect()) {
         mosaic = mosaic.with_boxes(seen, detect.draw);
     }

@@ -51,6 +51,8 @@ mod screen;
 #[cfg(not(feature = "opencv"))]
 #[path = "screen_none.rs"]
 mod screen;
+#[cfg(feature = "ffmpeg")]
+mod service;
 
 /// How a run ended: its result (Ok also when the user stopped it), and whether a thread
 /// was left blocked inside a source (a stalled stream's read, an opening that never
@@ -115,7 +117,7 @@ fn run_with(start: Start, stop: Stop, to: Option<sink::handover::HandTo>) -> Ran
         }
         let machine = Machine::gather(plan.asks_cuda());
         let plan = plan.fit(&machine)?;
-        run_plan(&plan, &stop, &ending, to.as_ref())
+        run_plan(&plan, (&stop, watch.as_ref()), &ending, to.as_ref())
     })();
     report::without_a_run(summary_json.as_deref(), result.as_ref().err(), &ending);
     Ran {
@@ -129,7 +131,7 @@ fn run_with(start: Start, stop: Stop, to: Option<sink::handover::HandTo>) -> Ran
 /// The run `plan` describes (module doc).
 fn run_plan(
     plan: &RunPlan,
-    stop: &Stop,
+    (stop, watch): (&Stop, Option<&roster::Watch>),
     ending: &report::Ending,
     to: Option<&sink::handover::HandTo>,
 ) -> Result<()> {
@@ -156,9 +158,16 @@ fn run_plan(
     let outs = (&mut claims.each[..], &mut view);
     let (each, total) = open_each(plan, &mut inputs, outs, stop)?;
     let order = inputs.order();
+    let joins = (plan.takes_joins() && to.is_none())
+        .then(|| pipeline::Joins::new(pipeline::MAX_INPUTS.saturating_sub(order.len())));
+    let service;
+    (view, service) = serve_joins(plan, view, (joins.as_ref(), &order), &recordings, watch);
     // The detector reads every frame: the backend brings each one down.
     let every_frame = each.iter().any(Option::is_some) || model.is_some();
     let compose = displays::compose(plan, &inputs, &order, every_frame);
+    if let (Some(service), Some(compose)) = (&service, &compose) {
+        lay_out(service, compose);
+    }
     let seen = model.as_ref().map(|_| Seen::new(order.len()));
     let consumers = consumers_of(plan, &each, compose.clone(), to, &order);
     inputs.running[0].plan.settle_consumers(consumers);
@@ -169,7 +178,8 @@ fn run_plan(
     let backend = first.make_backend()?;
     crate::debug!("start-up: backend made at {:.1} ms", since());
     info!("backend: {}", backend.describe());
-    let opts = first.options(user_kernels(plan, &first.backend)?);
+    let mut opts = first.options(user_kernels(plan, &first.backend)?);
+    opts.joins = joins.clone();
     let progress = opts.progress.clone();
     let mosaic = |c| {
         displays::open_mosaic(
@@ -182,7 +192,7 @@ fn run_plan(
         )
     };
     let all = compose.map(mosaic).transpose()?;
-    let mut sink = the_sink(plan, each, all, to, total, seen.clone());
+    let mut sink = the_sink(plan, (each, joins.is_some()), all, to, total, seen.clone());
     if let (Some(model), Some(seen)) = (model, seen) {
         let around = (&inputs, &order[..], &recordings, to.is_some());
         sink = detecting(plan, sink, model, seen, around)?;
@@ -205,6 +215,87 @@ fn run_plan(
         recorded: &recorded,
     };
     report::finish(plan.reports(), ran, places, ending)
+}
+
+/// The running wall's service, where inputs may join and leave (`joins`): the browser
+/// view's API changes the inputs through it, and the inputs file's watcher hands it its
+/// changes; the view is told each input's source by the pipeline's number (`order[k]`: the
+/// `--input` place of input `k`).
+#[cfg(feature = "ffmpeg")]
+fn serve_joins(
+    plan: &RunPlan,
+    view: Option<displays::View>,
+    (joins, order): (Option<&pipeline::Joins>, &[usize]),
+    recordings: &recordings::Recordings,
+    watch: Option<&roster::Watch>,
+) -> (Option<displays::View>, Option<Service>) {
+    let joined = view.as_ref().map(|v| v.joined());
+    if let Some(joined) = &joined {
+        for (k, &at) in order.iter().enumerate() {
+            joined.source(k, &plan.inputs()[at].source);
+        }
+    }
+    let Some(joins) = joins else {
+        return (view, None);
+    };
+    let mut ids = vec![None; plan.inputs().len()];
+    for (k, &at) in order.iter().enumerate() {
+        ids[at] = Some(crate::desc::InputId(k as u16));
+    }
+    let recorded = (0..plan.inputs().len())
+        .map(|at| recordings.recording(at))
+        .collect();
+    let service = std::sync::Arc::new(service::Service::new(
+        plan,
+        joins.clone(),
+        (ids, recorded),
+        recordings.archives().to_vec(),
+        joined,
+    ));
+    if let Some(watch) = watch {
+        watch.adopt(service.clone());
+    }
+    (view.map(|v| v.with_control(service.clone())), Some(service))
+}
+
+#[cfg(not(feature = "ffmpeg"))]
+fn serve_joins(
+    _: &RunPlan,
+    view: Option<displays::View>,
+    _: (Option<&pipeline::Joins>, &[usize]),
+    _: &recordings::Recordings,
+    _: Option<&roster::Watch>,
+) -> (Option<displays::View>, Option<Service>) {
+    (view, None)
+}
+
+/// The running wall's service (`service`), where inputs may join and leave.
+#[cfg(feature = "ffmpeg")]
+type Service = std::sync::Arc<service::Service>;
+/// Without FFmpeg's libraries no input joins a running wall.
+#[cfg(not(feature = "ffmpeg"))]
+type Service = std::convert::Infallible;
+
+/// The running wall's inputs made `mine` (a changed inputs file's share) by its service.
+#[cfg(feature = "ffmpeg")]
+fn hand_to(service: &Service, mine: &[crate::plan::shard::Entry]) {
+    service.become_(mine);
+}
+
+#[cfg(not(feature = "ffmpeg"))]
+fn hand_to(service: &Service, _: &[crate::plan::shard::Entry]) {
+    match *service {}
+}
+
+/// The mosaic `compose` laid out again as the service's inputs join and leave.
+#[cfg(feature = "ffmpeg")]
+fn lay_out(service: &Service, compose: &crate::tiles::Compose) {
+    service.lay_out(compose.regrid.clone());
+}
+
+#[cfg(not(feature = "ffmpeg"))]
+fn lay_out(service: &Service, _: &crate::tiles::Compose) {
+    match *service {}
 }
 
 /// Finishes what took the inputs' packets (copies, recordings) after the run `ran`: a copy
@@ -337,7 +428,7 @@ fn events_of(
 /// and the progress bar where asked (`total` frames where known).
 fn the_sink(
     plan: &RunPlan,
-    each: Vec<Option<Box<dyn Sink>>>,
+    (each, joins): (Vec<Option<Box<dyn Sink>>>, bool),
     all: Option<Box<dyn Sink>>,
     to: Option<&sink::handover::HandTo>,
     total: Option<u64>,
@@ -347,7 +438,7 @@ fn the_sink(
         first: Box::new(sink::handover::Handover::new(to.clone()).with_detections(seen)),
         marks: to.marks.clone(),
     });
-    let sink = route::by_input(each, all, embedded);
+    let sink = route::by_input(each, all, embedded, joins);
     match plan.progress() {
         true => Box::new(sink::progress::Progress::new(sink, total)),
         false => sink,

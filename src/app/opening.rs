@@ -246,7 +246,7 @@ fn open_all(stop: &Stop, inputs: &[InputPlan]) -> Option<Vec<Opening>> {
 /// until it comes up (`open::start_until_open`), so a camera that is down at the start joins
 /// the run when it comes up (or starts it, where it is the only one); any other is opened
 /// once.
-fn start_opening(at: usize, input: &InputPlan) -> Result<open::Opening> {
+pub(super) fn start_opening(at: usize, input: &InputPlan) -> Result<open::Opening> {
     // A live stream's protocols (a file served over HTTP that is missing fails as before).
     let live = [
         "udp://", "rtp://", "rtsp://", "rtsps://", "srt://", "rtmp://", "tcp://",
@@ -288,7 +288,7 @@ fn wait_for_one(openings: &[Opening]) {
 
 /// What a late input's capture thread waits on (`pipeline::Arrival::Late`): its opening's
 /// answer, then its plan's formats (as an input open at the start gets them).
-fn late_opener(
+pub(super) fn late_opener(
     answer: open::Opening,
     engine: Engine,
     input: InputPlan,

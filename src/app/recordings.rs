@@ -187,6 +187,11 @@ impl Recordings {
         }))
     }
 
+    /// Input `at`'s recording, if it records.
+    pub fn recording(&self, at: usize) -> Option<Arc<Recording>> {
+        self.0.get(at)?.clone()
+    }
+
     /// Input `at`'s recording's figures as it goes, if it records.
     pub fn live(&self, at: usize) -> Option<std::sync::Arc<crate::stats::RecordLive>> {
         Some(self.0.get(at)?.as_ref()?.live())

@@ -120,11 +120,16 @@ fn recording_failed(places: &Places) -> Option<String> {
     ))
 }
 
-/// The summary's inputs in `--input` order: the run's and those that could not be opened.
+/// The summary's inputs in `--input` order: the run's and those that could not be opened,
+/// then those that joined while it ran, in the order they joined.
 fn in_order(ran: Vec<InputStats>, places: &Places) -> Vec<InputStats> {
     let mut all: Vec<Option<InputStats>> = vec![None; places.names.len()];
+    let mut joined = Vec::new();
     for (k, stats) in ran.into_iter().enumerate() {
-        all[places.order[k]] = Some(stats);
+        match places.order.get(k) {
+            Some(&at) => all[at] = Some(stats),
+            None => joined.push(Some(stats)),
+        }
     }
     for (i, why) in places.failed {
         all[*i] = Some(InputStats {
@@ -138,7 +143,7 @@ fn in_order(ran: Vec<InputStats>, places: &Places) -> Vec<InputStats> {
             stats.recorded.clone_from(recorded);
         }
     }
-    all.into_iter().flatten().collect()
+    all.into_iter().chain(joined).flatten().collect()
 }
 
 /// The summary (and a warning when a live input dropped many frames), `--summary-json`,

@@ -1,16 +1,18 @@
-//! `--inputs FILE` while the run goes: the file is read again when it changes (looked at
-//! every `LOOK_EVERY`, by its content, which also sees a Kubernetes ConfigMap's symlink
-//! swap and an editor's rename) and at once on SIGHUP. Each change is said in one line: what
-//! was added, removed or changed, and whether this process's share changed. Where it did,
-//! the run is stopped as the end of its inputs stops it (every output finalized, every
-//! recording's open segment closed) and `main` starts the process again with the same
-//! flags (`Ran::restart`), which reads the new share; where it did not, the run goes on
-//! untouched. A file that no longer reads or parses is said once and the inputs stay as
-//! they are.
+//! `--inputs FILE` (or `--config`) while the run goes: the file is read again when it
+//! changes (looked at every `LOOK_EVERY`, by its content, which also sees a Kubernetes
+//! ConfigMap's symlink swap and an editor's rename) and at once on SIGHUP. Each change is
+//! said in one line: what was added, removed or changed, and whether this process's share
+//! changed. Where it did, the running wall takes the change in place (`service`: the inputs
+//! gone leave, the new ones join, the others are not touched), once the run has adopted
+//! its service (`Watch::adopt`); before that (the inputs still opening), the run is stopped
+//! as the end of its inputs stops it and `main` starts the process again with the same
+//! flags (`Ran::restart`). Where the share did not change, the run goes on untouched. A
+//! file that no longer reads or parses is said once and the inputs stay as they are.
 //!
-//! Invariants: the watcher never stops a run whose share is unchanged; it stops the run at
-//! most once, and only through the process's stop flag (a stop signal that comes after is
-//! still a stop, and `main` then does not start again); it ends with the run.
+//! Invariants: the watcher never stops a run whose share is unchanged, nor one whose
+//! service takes the change; it stops the run at most once, and only through the process's
+//! stop flag (a stop signal that comes after is still a stop, and `main` then does not
+//! start again); it ends with the run.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -34,7 +36,13 @@ fn read_now() {
 pub struct Watch {
     restart: Arc<AtomicBool>,
     done: Arc<AtomicBool>,
+    // Without FFmpeg's libraries no run has a service to adopt.
+    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
+    service: Adopted,
 }
+
+/// The running wall's service, once the run has one: changes go to it.
+type Adopted = Arc<std::sync::OnceLock<super::Service>>;
 
 impl Watch {
     /// Watches `roster`'s file, if it has one, with the `--input` `flags` listed before it;
@@ -43,19 +51,31 @@ impl Watch {
         let path = roster.file.clone()?;
         crate::stop::on_hangup(read_now);
         let (restart, done) = (Arc::default(), Arc::<AtomicBool>::default());
+        let service = Adopted::default();
         let mut watched = Watched {
             flags,
             path,
             roster: roster.clone(),
             text: shard::read_text(roster.file.as_deref()?).unwrap_or_default(),
             refused: None,
+            service: service.clone(),
         };
         let (r, d, stop) = (Arc::clone(&restart), Arc::clone(&done), stop.clone());
         thread::Builder::new()
             .name("inputs file".into())
             .spawn(move || watched.run(&stop, &r, &d))
             .ok()?;
-        Some(Self { restart, done })
+        Some(Self {
+            restart,
+            done,
+            service,
+        })
+    }
+
+    /// From now on, a changed share is taken by the running wall's `service` in place.
+    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
+    pub fn adopt(&self, service: super::Service) {
+        let _ = self.service.set(service);
     }
 
     /// Whether the run was stopped to start again with a new share.
@@ -79,6 +99,8 @@ struct Watched {
     text: String,
     /// The text last refused, said once.
     refused: Option<String>,
+    /// The running wall's service, once adopted.
+    service: Adopted,
 }
 
 impl Watched {
@@ -136,6 +158,14 @@ impl Watched {
                 self.path,
                 self.roster.mine().len()
             );
+            return false;
+        }
+        if let Some(service) = self.service.get() {
+            crate::info!(
+                "'{}' changed ({change}): this process's inputs change ({mine}) while the others run",
+                self.path
+            );
+            super::hand_to(service, &self.roster.mine());
             return false;
         }
         crate::info!(

@@ -49,6 +49,12 @@ impl Canvas {
 
     /// Draws `slot`'s processed frame (BGR, as the mosaic negotiates) into its tile.
     pub(super) fn draw(&mut self, slot: &Slot) -> Result<()> {
+        // Inputs joined or left: the picture is laid out again from dark grey.
+        if self.plan.refresh() {
+            self.picture.fill(16);
+            self.scalers.clear();
+            self.stale = true;
+        }
         let input = slot.desc.input.0;
         let Some(t) = self.plan.tile(input, slot.output_format)? else {
             return Ok(());

@@ -97,6 +97,17 @@ impl Composer {
     /// Where `slot`'s frame goes in the mosaic, for its lane set; None for an input with no
     /// tile.
     pub(super) fn target(&mut self, slot: &Slot) -> Result<Option<FrameMosaic<'_>>> {
+        // Inputs joined or left: the picture is laid out again from dark grey, the tiles
+        // written after waiting for it (a tile still being written in the old grid may
+        // show until its input's next frame).
+        if self.plan.refresh() {
+            self.scalers.clear();
+            let grey = vec![16u8; PixelFormat::Bgr24.bytes(self.plan.layout.canvas)];
+            self.stream.memcpy_htod(&grey, &mut self.canvas)?;
+            self.fence.record(&self.stream)?;
+            self.fenced = true;
+            self.stale = true;
+        }
         let input = slot.desc.input.0;
         let Some(t) = self.plan.tile(input, slot.output_format)? else {
             return Ok(None);

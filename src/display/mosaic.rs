@@ -39,7 +39,7 @@ use crate::frame::FrameSize;
 use crate::paint::draw::{Canvas, Ink, Rect};
 use crate::pixel::PixelFormat;
 use crate::stats::Live;
-use crate::tiles::{FullFrames, Layout};
+use crate::tiles::{Compose, FullFrames, Layout, NO_TILE};
 
 /// The shortest time between two pictures handed to the window.
 const SHOW_EVERY: Duration = Duration::from_millis(33);
@@ -118,6 +118,19 @@ struct Tile {
 }
 
 impl Tile {
+    /// The tile of input `name`, before its first frame.
+    fn named(name: String) -> Self {
+        Self {
+            name,
+            frames: 0,
+            rate: Rate::default(),
+            dropped: 0,
+            ended: None,
+            state: None,
+            full: None,
+        }
+    }
+
     /// The label's two lines (`t`: its tile): the input's index and name; its rate and drops, or why it
     /// is not playing.
     fn label(&self, t: usize) -> (String, String) {
@@ -189,6 +202,8 @@ pub struct Mosaic {
     last_show: Option<Instant>,
     /// The detector's newest boxes of each input, and what of them is drawn (`--draw`).
     boxes: Option<(crate::detect::seen::Seen, crate::detect::Draw)>,
+    /// The grid as inputs join and leave the run (the backend's `Compose`, refreshed).
+    regrid: Option<Compose>,
 }
 
 impl Mosaic {
@@ -204,18 +219,7 @@ impl Mosaic {
         tile_of: Vec<usize>,
         failed: Vec<(usize, String)>,
     ) -> Self {
-        let mut tiles: Vec<Tile> = names
-            .into_iter()
-            .map(|name| Tile {
-                name,
-                frames: 0,
-                rate: Rate::default(),
-                dropped: 0,
-                ended: None,
-                state: None,
-                full: None,
-            })
-            .collect();
+        let mut tiles: Vec<Tile> = names.into_iter().map(Tile::named).collect();
         for (t, why) in failed {
             tiles[t].ended = Some(why);
         }
@@ -237,7 +241,51 @@ impl Mosaic {
             dirty: true,
             last_show: None,
             boxes: None,
+            regrid: None,
         }
+    }
+
+    /// The mosaic laid out again as `compose`'s grid changes (inputs join and leave).
+    pub fn with_regrid(mut self, compose: Compose) -> Self {
+        self.regrid = Some(compose);
+        self
+    }
+
+    /// Takes a new grid where inputs joined or left: each input keeps its tile's state in
+    /// its new tile (one that joined starts anew, named by the figures), those that left
+    /// lose theirs, and the mosaic is shown whole.
+    fn regrid(&mut self) {
+        let Some(compose) = self.regrid.as_mut() else {
+            return;
+        };
+        if !compose.refresh() {
+            return;
+        }
+        let (layout, tile_of) = (compose.layout, compose.tile_of.clone());
+        let shown = tile_of.iter().filter(|&&t| t != NO_TILE).count();
+        let mut old: Vec<Option<Tile>> = std::mem::take(&mut self.tiles)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let mut tiles: Vec<Option<Tile>> = (0..shown).map(|_| None).collect();
+        for (k, &t) in tile_of.iter().enumerate().filter(|(_, &t)| t != NO_TILE) {
+            let before = self.tile_of.get(k).copied().filter(|&o| o != NO_TILE);
+            let tile = before.and_then(|o| old.get_mut(o)?.take());
+            tiles[t] = Some(tile.unwrap_or_else(|| Tile::named(String::new())));
+        }
+        self.tiles = tiles
+            .into_iter()
+            .map(|t| t.unwrap_or_else(|| Tile::named(String::new())))
+            .collect();
+        if self.tiles.is_empty() {
+            self.tiles.push(Tile::named("no input".into()));
+        }
+        self.layout = layout;
+        self.tile_of = tile_of;
+        self.selected = 0;
+        self.alone = false;
+        self.dirty = true;
+        self.tell_backend();
     }
 
     /// The mosaic with each input's newest boxes drawn into its tile, as `draw` says.
@@ -261,15 +309,21 @@ impl Mosaic {
         let Some(mut paint) = Paint::new(bytes, PixelFormat::Bgr24, size, planes) else {
             return;
         };
-        let area = area.unwrap_or_else(|| {
-            let a = self.layout.picture_area(self.tile_of[k], found.size);
-            Rect {
-                x: a.x,
-                y: a.y,
-                width: a.width,
-                height: a.height,
+        let area = match area {
+            Some(area) => area,
+            None => {
+                let Some(&t) = self.tile_of.get(k).filter(|&&t| t != NO_TILE) else {
+                    return;
+                };
+                let a = self.layout.picture_area(t, found.size);
+                Rect {
+                    x: a.x,
+                    y: a.y,
+                    width: a.width,
+                    height: a.height,
+                }
             }
-        });
+        };
         draw_boxes(&mut paint, area, found.size, &found.boxes, *draw);
     }
 
@@ -474,11 +528,18 @@ impl Sink for Mosaic {
         )
     }
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
-        let Some(&t) = self.tile_of.get(usize::from(frame.desc.input.0)) else {
-            return Err(crate::bug!(
-                "the mosaic has no tile for {:?}",
-                frame.desc.input
-            ));
+        self.regrid();
+        let tile = self.tile_of.get(usize::from(frame.desc.input.0)).copied();
+        let t = match tile {
+            Some(t) if t != NO_TILE => t,
+            // An input that left (or joins later than this grid): nothing of it is shown.
+            _ if self.regrid.is_some() => return self.show(false),
+            _ => {
+                return Err(crate::bug!(
+                    "the mosaic has no tile for {:?}",
+                    frame.desc.input
+                ))
+            }
         };
         let (size, bgr) = (frame.size(), super::bgr(frame, "the mosaic")?);
         // Composed on the device, a frame comes without its bytes unless its input is the
@@ -508,9 +569,13 @@ impl Sink for Mosaic {
         Ok(())
     }
     fn status(&mut self, live: &Live) {
+        self.regrid();
         for (k, l) in live.inputs.iter().enumerate() {
-            if let Some(&t) = self.tile_of.get(k) {
+            if let Some(&t) = self.tile_of.get(k).filter(|&&t| t != NO_TILE) {
                 let tile = &mut self.tiles[t];
+                if tile.name.is_empty() {
+                    tile.name.clone_from(&l.name);
+                }
                 tile.dropped = l.dropped;
                 if tile.state != l.state {
                     tile.state.clone_from(&l.state);

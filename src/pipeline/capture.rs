@@ -70,18 +70,18 @@ pub(super) fn ring_of(
 
 /// What a capture thread needs to know of its run.
 #[derive(Clone, Copy)]
-struct Capturing {
+pub(super) struct Capturing {
     /// Its input's index (`InputId`).
-    input: usize,
+    pub(super) input: usize,
     /// Stop after this many frames.
-    frames: Option<u64>,
+    pub(super) frames: Option<u64>,
     /// Other inputs run beside it: reaching `frames` ends this input, not the run.
-    several: bool,
+    pub(super) several: bool,
 }
 
 /// Starts an input's capture thread: free slots in, filled slots out, until the input ends,
 /// `frames` are read or a stop; why it ended is kept in the input's counters.
-fn spawn_capture(
+pub(super) fn spawn_capture(
     source: Arrival,
     (free, refill): (Receiver<Slot>, (Sender<Slot>, usize)),
     filled: Sender<Slot>,
@@ -99,6 +99,9 @@ fn spawn_capture(
                 Err(e) => Err(e),
             };
             let why = match &r {
+                Ok(()) if shared.inputs[how.input].removed.load(Ordering::SeqCst) => {
+                    "removed".to_string()
+                }
                 Ok(()) if shared.stop.is_requested() => "stopped".to_string(),
                 Ok(()) => "ended".to_string(),
                 Err(e) => format!("failed: {e:#}"),
@@ -124,7 +127,8 @@ fn arrive(
     match source {
         Arrival::Open { source, .. } => Ok(Some(source)),
         Arrival::Late { name, open } => {
-            let Some((source, formats)) = open(&shared.stop)? else {
+            // Its opening gives up on a stop of the run or on its leaving.
+            let Some((source, formats)) = open(&shared.inputs[input].leave)? else {
                 return Ok(None);
             };
             // Its reconnects count from now on, as an input open at the start's do.
@@ -274,7 +278,7 @@ fn capture_frames(
     let mut patience = Patience::new(source.burst_budget());
     let mine = &shared.inputs[how.input];
     let mut captured = 0;
-    while !shared.stop.is_requested() {
+    while !shared.stop.is_requested() && !mine.removed.load(Ordering::Relaxed) {
         if how.frames.is_some_and(|n| captured >= n) {
             if !how.several {
                 shared.stop.request(); // --frames reached: a stop, not the end of the input

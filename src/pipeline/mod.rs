@@ -62,8 +62,11 @@ use crate::stop::Stop;
 
 mod backend;
 mod capture;
+mod joining;
 mod sink;
 mod summary;
+
+pub use joining::{Joiner, Joins};
 
 use backend::{spawn_backend, BackendEnds, PICTURES_QUEUED};
 use capture::{ring_of, spawn_captures};
@@ -102,12 +105,18 @@ pub struct Options {
     pub reload: Option<Arc<Reloader>>,
     /// Where the run's counts are kept while it runs (`Progress`).
     pub progress: Arc<Progress>,
+    /// Places for inputs that join while the run goes (`joining`), where it takes them.
+    pub joins: Option<Joins>,
 }
 
 /// One input's counts, kept where a capture thread left behind still counts.
 struct Counters {
-    /// The input's description.
-    name: String,
+    /// The input's description (set as it joins, for a place taken while the run goes).
+    name: std::sync::OnceLock<String>,
+    /// It was asked to leave the run (`Joiner::remove`): its capture ends as at its end.
+    removed: AtomicBool,
+    /// Asked when it leaves, or when the run stops: what its opening waits on.
+    leave: Stop,
     /// Frames its capture thread read, and the microseconds its reads took.
     captured: AtomicU64,
     read_us: AtomicU64,
@@ -124,7 +133,7 @@ struct Counters {
     /// capture thread as it starts).
     live: AtomicBool,
     /// Its recording's figures, where it is recorded.
-    recording: Option<Arc<crate::stats::RecordLive>>,
+    recording: std::sync::OnceLock<Arc<crate::stats::RecordLive>>,
 }
 
 /// What the threads share besides the slots.
@@ -145,6 +154,8 @@ struct Shared {
     progress: Arc<Progress>,
     /// The size the backend makes of each frame size (a late input's ring is made for it).
     resize: crate::backend::Resizer,
+    /// The places of `inputs` taken (the rest wait for inputs that join while the run goes).
+    used: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
@@ -156,18 +167,31 @@ impl Shared {
     }
 
     fn total(&self, of: impl Fn(&Counters) -> &AtomicU64) -> u64 {
-        self.inputs
+        self.in_use()
             .iter()
             .map(|c| of(c).load(Ordering::SeqCst))
             .sum()
     }
 
+    /// The inputs that took a place (those of the start, and those that joined since), by
+    /// `InputId`.
+    fn in_use(&self) -> &[Counters] {
+        &self.inputs[..self.used.load(Ordering::SeqCst).min(self.inputs.len())]
+    }
+
     /// The run's input, for the summary and the overlay: the one input's description, or
     /// how many there are.
     fn input(&self) -> String {
-        match &self.inputs[..] {
-            [one] => one.name.clone(),
+        match self.in_use() {
+            [one] => one.name(),
             many => format!("{} inputs", many.len()),
+        }
+    }
+
+    /// Asks every input's opening to give up (a stop).
+    fn leave_all(&self) {
+        for c in &self.inputs {
+            c.leave.request();
         }
     }
 }
@@ -203,7 +227,8 @@ pub enum Arrival {
     },
 }
 
-/// How a late input's capture thread waits for its source (`Arrival::Late`).
+/// How a late input's capture thread waits for its source (`Arrival::Late`), giving up when
+/// the `Stop` it is handed is asked (a stop of the run, or the input's leaving).
 pub type Opener = Box<dyn FnOnce(&Stop) -> Result<Option<(Box<dyn Source>, Formats)>> + Send>;
 
 /// Runs `source` until it ends, `opts.frames` are captured, or `stop` is requested; the
@@ -236,27 +261,42 @@ pub fn run_inputs(
     opts: &Options,
     stop: &Stop,
 ) -> Result<Summary> {
+    let spare = opts.joins.as_ref().map_or(0, |j| j.spare);
     crate::ensure_kept!(
-        !inputs.is_empty() && inputs.len() <= MAX_INPUTS,
-        "a run has 1 to {MAX_INPUTS} inputs, not {}",
+        !inputs.is_empty() && inputs.len() + spare <= MAX_INPUTS,
+        "a run has 1 to {MAX_INPUTS} inputs, not {} and {spare} places for more",
         inputs.len()
     );
     // A signalled stop that stops progressing in here is ended by the stop watchdog.
     let _watched = crate::stop::Watched::start();
     let several = inputs.len() > 1;
     let resize = backend.resizer();
-    let (free_txs, free_rxs) = free_lists(&inputs, &resize);
+    let (mut free_txs, mut free_rxs) = free_lists(&inputs, &resize);
     let shared = Arc::new(Shared::new(
         stop,
         backend.describe(),
         &inputs,
-        (opts.progress.clone(), resize.clone()),
+        (opts.progress.clone(), resize.clone(), spare),
     ));
     let backend_tracks = backend.tracks();
-    // Every slot of every ring fits in the filled and done channels: sending never waits.
+    // Every slot of every ring fits in the filled and done channels: sending never waits
+    // (with places for inputs that join, the channels take however many their rings hold).
     let slots_total: usize = inputs.iter().map(|i| i.ring).sum();
-    let (filled_tx, filled_rx) = bounded::<Slot>(slots_total);
-    let (done_tx, done_rx) = bounded::<Slot>(slots_total);
+    let (filled_tx, filled_rx) = match spare {
+        0 => bounded::<Slot>(slots_total),
+        _ => unbounded::<Slot>(),
+    };
+    let (done_tx, done_rx) = match spare {
+        0 => bounded::<Slot>(slots_total),
+        _ => unbounded::<Slot>(),
+    };
+    let vacant = joining::vacant(spare);
+    free_txs.extend(vacant.iter().map(|(tx, _)| tx.clone()));
+    let joiner = opts.joins.as_ref().map(|joins| {
+        let rxs = vacant.into_iter().map(|(_, rx)| rx).collect();
+        joins.start(&shared, (free_txs.clone(), rxs), filled_tx.clone(), opts)
+    });
+    free_rxs.truncate(inputs.len());
     let (control_tx, control_rx) = unbounded::<Control>();
     let (picture_tx, picture_rx) = bounded::<Picture>(PICTURES_QUEUED);
     let started = Instant::now();
@@ -283,7 +323,13 @@ pub fn run_inputs(
         reload: reloading.as_ref(),
         reloader: opts.reload.as_deref(),
     };
-    let mut sunk = sink_side(sink, ends, &shared, (started, backend_tracks), opts);
+    let mut sunk = sink_side(
+        sink,
+        ends,
+        &shared,
+        (started, backend_tracks),
+        (opts, joiner.as_deref()),
+    );
     drop(reloading);
     if sunk.result.is_err() {
         stop.request();
@@ -299,6 +345,12 @@ pub fn run_inputs(
     shared.note_cpu("sink".into(), sunk.cpu);
     drop(free_txs);
     let sunk_result = std::mem::replace(&mut sunk.result, Ok(()));
+    shared.leave_all();
+    let mut captures = captures;
+    if let Some(joiner) = &joiner {
+        captures.extend(joiner.finish());
+    }
+    let several = several || captures.len() > 1;
     let ended = join_all(captures, process, several, (sunk_result, finish))?;
     crate::debug!(
         "threads joined {:.1} ms after the outputs finished",
@@ -315,7 +367,7 @@ impl Shared {
         stop: &Stop,
         backend: String,
         inputs: &[Input],
-        (progress, resize): (Arc<Progress>, crate::backend::Resizer),
+        (progress, resize, spare): (Arc<Progress>, crate::backend::Resizer, usize),
     ) -> Self {
         Self {
             resize,
@@ -324,9 +376,14 @@ impl Shared {
             step: AtomicBool::new(false),
             pauses: AtomicU64::new(0),
             backend: Mutex::new(backend),
-            inputs: inputs.iter().map(Counters::of).collect(),
+            inputs: inputs
+                .iter()
+                .map(Counters::of)
+                .chain((0..spare).map(|_| Counters::vacant()))
+                .collect(),
             cpu: Mutex::new(Vec::new()),
             progress,
+            used: std::sync::atomic::AtomicUsize::new(inputs.len()),
         }
     }
 
@@ -341,6 +398,28 @@ impl Shared {
 }
 
 impl Counters {
+    /// A place for an input that joins while the run goes (`joining`).
+    fn vacant() -> Self {
+        Self {
+            name: std::sync::OnceLock::new(),
+            removed: AtomicBool::new(false),
+            leave: Stop::new(),
+            captured: AtomicU64::new(0),
+            read_us: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            ended: Mutex::new(None),
+            health: std::sync::OnceLock::new(),
+            open: AtomicBool::new(false),
+            live: AtomicBool::new(false),
+            recording: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Its description (empty for a place no input took yet).
+    fn name(&self) -> String {
+        self.name.get().cloned().unwrap_or_default()
+    }
+
     /// An input's counts at the start: its name, and its health where it is open (a late
     /// input's is set when it joins, `arrive`).
     fn of(input: &Input) -> Self {
@@ -349,7 +428,9 @@ impl Counters {
             Arrival::Late { name, .. } => (name.clone(), None, false),
         };
         Self {
-            name,
+            name: std::sync::OnceLock::from(name),
+            removed: AtomicBool::new(false),
+            leave: Stop::new(),
             captured: AtomicU64::new(0),
             read_us: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
@@ -357,7 +438,10 @@ impl Counters {
             health: health.map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
             open: AtomicBool::new(open),
             live: AtomicBool::new(false),
-            recording: input.recording.clone(),
+            recording: input
+                .recording
+                .clone()
+                .map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
         }
     }
 }
@@ -445,7 +529,10 @@ impl Ended {
         let mut capture = Ok(());
         for (i, joined) in self.captures.into_iter().enumerate() {
             let which = match self.several {
-                true => format!("input {i} ({})", summary.inputs[i].name),
+                true => format!(
+                    "input {i} ({})",
+                    summary.inputs.get(i).map_or("", |s| s.name.as_str())
+                ),
                 false => "capture".to_string(),
             };
             let r = match joined {

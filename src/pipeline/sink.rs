@@ -40,18 +40,18 @@ pub(super) fn sink_side(
     ends: SinkEnds,
     shared: &Shared,
     (started, backend_tracks): (Instant, Vec<String>),
-    opts: &Options,
+    (opts, joiner): (&Options, Option<&super::Joiner>),
 ) -> Sunk {
-    let names = shared.inputs.iter().map(|c| c.name.clone()).collect();
+    let names = shared.in_use().iter().map(|c| c.name()).collect();
     let tracks = Trace::new(started, backend_tracks).with_inputs(names);
     let mut recent = Recent::new(&tracks, opts.trace_last as usize);
     let mut trace = (opts.trace_frames > 0).then_some(tracks);
     let mut stats = SinkStats::default();
-    let mut per_input = vec![PerInput::default(); shared.inputs.len()];
+    let mut per_input = vec![PerInput::default(); shared.in_use().len()];
     let cpu = ThreadCpu::now();
     let result = sink_loop(
         sink,
-        &ends,
+        (&ends, joiner),
         shared,
         (&mut stats, &mut per_input),
         Traces {
@@ -106,13 +106,16 @@ pub(super) struct PerInput {
 
 fn sink_loop(
     sink: &mut dyn Sink,
-    ends: &SinkEnds,
+    (ends, joiner): (&SinkEnds, Option<&super::Joiner>),
     shared: &Shared,
-    (st, per_input): (&mut SinkStats, &mut [PerInput]),
+    (st, per_input): (&mut SinkStats, &mut Vec<PerInput>),
     mut traces: Traces,
 ) -> Result<()> {
-    let mut live = live_of(shared);
+    let mut live = Live::default();
+    live.input = shared.input();
     let mut told: Option<Instant> = None;
+    let mut left: Vec<bool> = Vec::new();
+    let mut looked = Instant::now();
     let take_pictures = |sink: &mut dyn Sink| -> Result<()> {
         match ends.pictures.try_iter().last() {
             Some(p) => sink.composed(&p),
@@ -124,6 +127,18 @@ fn sink_loop(
         // stops it).
         crate::stop::beat();
         take_pictures(sink)?;
+        if shared.stop.is_requested() {
+            shared.leave_all();
+        }
+        // Inputs that joined or left (a look at every input's state, at most every
+        // `JOINS_EVERY`).
+        if let Some(joiner) = joiner.filter(|_| looked.elapsed() >= JOINS_EVERY) {
+            looked = Instant::now();
+            joiner.settle();
+            // Inputs that joined since are counted from their first frame.
+            per_input.resize_with(shared.in_use().len(), PerInput::default);
+            leave_drained(sink, shared, per_input, &mut left)?;
+        }
         match ends.done.recv_timeout(POLL) {
             Ok(mut slot) => {
                 if status_due(&mut told, per_input.len()) {
@@ -141,7 +156,11 @@ fn sink_loop(
                 slot.output_memory = crate::desc::Memory::Host;
                 st.sink_ms += ms(end - t);
                 st.consumed += 1;
-                let mine = &mut per_input[slot.desc.input.0 as usize];
+                let at = slot.desc.input.0 as usize;
+                if at >= per_input.len() {
+                    per_input.resize_with(at + 1, PerInput::default);
+                }
+                let mine = &mut per_input[at];
                 mine.consumed += 1;
                 mine.latency.record(ms(end - slot.stamps.captured));
                 if !slot.spans.is_empty() {
@@ -165,6 +184,32 @@ fn sink_loop(
     }
 }
 
+/// Tells the sink of each input that left the run (`Joiner::remove`) once its capture ended
+/// and its last frame was taken (`Sink::leave`: its own outputs are finished then).
+fn leave_drained(
+    sink: &mut dyn Sink,
+    shared: &Shared,
+    per_input: &[PerInput],
+    left: &mut Vec<bool>,
+) -> Result<()> {
+    let inputs = shared.in_use();
+    left.resize(inputs.len(), false);
+    for (i, (c, mine)) in inputs.iter().zip(per_input).enumerate() {
+        let drained = !left[i]
+            && c.removed.load(Ordering::SeqCst)
+            && c.ended.lock().is_ok_and(|e| e.is_some())
+            && mine.consumed >= c.captured.load(Ordering::SeqCst);
+        if drained {
+            left[i] = true;
+            sink.leave(i)?;
+        }
+    }
+    Ok(())
+}
+
+/// How often the sink loop looks for inputs that joined or left the run.
+const JOINS_EVERY: Duration = Duration::from_millis(20);
+
 /// How often the sink is told a run's figures with several inputs (`status_due`).
 const STATUS_EVERY: Duration = Duration::from_millis(10);
 
@@ -181,22 +226,6 @@ fn status_due(told: &mut Option<Instant>, inputs: usize) -> bool {
     due
 }
 
-/// The figures the sink shows as the run goes (the overlay, the browser view), at the start:
-/// the run's, and each input's (one entry for a run of one input).
-fn live_of(shared: &Shared) -> Live {
-    let mut live = Live::default();
-    live.input = shared.input();
-    live.inputs = shared
-        .inputs
-        .iter()
-        .map(|c| InputLive {
-            name: c.name.clone(),
-            ..InputLive::default()
-        })
-        .collect();
-    live
-}
-
 /// `live`'s counts as the threads have them now (each input's latency figures at most every
 /// `LatencyNow::EVERY`: a quantile walks its histogram).
 fn refresh(live: &mut Live, shared: &Shared, per_input: &[PerInput]) {
@@ -204,7 +233,19 @@ fn refresh(live: &mut Live, shared: &Shared, per_input: &[PerInput]) {
     live.frames = shared.progress.0[1].load(Ordering::Relaxed);
     live.paused = shared.paused.load(Ordering::SeqCst);
     let latencies = live.latencies_due();
-    for ((l, c), mine) in live.inputs.iter_mut().zip(&shared.inputs).zip(per_input) {
+    // Each input that took a place has its entry (those that joined since the last look
+    // get theirs now).
+    let inputs = shared.in_use();
+    for c in &inputs[live.inputs.len().min(inputs.len())..] {
+        live.inputs.push(InputLive {
+            name: c.name(),
+            ..InputLive::default()
+        });
+    }
+    if live.inputs.len() > 1 {
+        live.input = shared.input();
+    }
+    for ((l, c), mine) in live.inputs.iter_mut().zip(inputs).zip(per_input) {
         l.captured = c.captured.load(Ordering::Relaxed);
         l.dropped = c.dropped.load(Ordering::Relaxed);
         l.live = c.live.load(Ordering::Relaxed);
@@ -224,7 +265,7 @@ fn refresh(live: &mut Live, shared: &Shared, per_input: &[PerInput]) {
         if latencies {
             l.latency = LatencyNow::of(&mine.latency);
         }
-        l.recording = c.recording.as_ref().map(|r| r.now());
+        l.recording = c.recording.get().map(|r| r.now());
     }
 }
 

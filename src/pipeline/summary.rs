@@ -20,10 +20,11 @@ pub(super) fn summarize(
 ) -> Summary {
     let Sunk {
         mut stats,
-        per_input,
+        mut per_input,
         trace,
         ..
     } = sunk;
+    per_input.resize_with(shared.in_use().len(), Default::default);
     stats.pauses = shared.pauses.load(Ordering::SeqCst);
     let report = sink.report();
     stats.stored = report.stored;
@@ -31,12 +32,12 @@ pub(super) fn summarize(
     stats.mosaic = report.mosaic.clone();
     stats.detection = report.detection.clone();
     let inputs = shared
-        .inputs
+        .in_use()
         .iter()
         .zip(per_input)
         .enumerate()
         .map(|(i, (c, mine))| InputStats {
-            name: c.name.clone(),
+            name: c.name(),
             captured: c.captured.load(Ordering::SeqCst),
             dropped: c.dropped.load(Ordering::SeqCst),
             read_ms: c.read_us.load(Ordering::SeqCst) as f64 / 1000.0,

@@ -330,6 +330,7 @@ impl Plan {
             trace_last: self.trace_last,
             reload,
             progress: Default::default(),
+            joins: None,
         }
     }
 

@@ -56,6 +56,20 @@ pub struct RunPlan {
     progress: bool,
     detect: Option<crate::detect::Settings>,
     events: Option<crate::events::Settings>,
+    joining: Joining,
+}
+
+/// What an input that joins the run while it goes is made of (`RunPlan::input_for`): the
+/// run's settings for an input with no outputs of its own, `--record` (`{shard}` put in)
+/// and its flags, and whether a detector runs.
+#[derive(Clone, Debug)]
+struct Joining {
+    base: InputPlan,
+    record: Option<(String, crate::cli::RecordArgs)>,
+    detect: bool,
+    /// Inputs may join and leave while the run goes: they come from a list (a file, a
+    /// shard) or the browser view's API may add them.
+    open: bool,
 }
 
 /// One input of the run: what it is, what it writes of its own, how it is opened.
@@ -285,11 +299,29 @@ impl RunPlan {
                 },
             )
             .collect();
+        let joining = Joining {
+            base: input_plan(
+                &args,
+                &display,
+                true,
+                InputSpec::Default,
+                String::new(),
+                Outputs::default(),
+            ),
+            record: args
+                .recording
+                .record
+                .as_ref()
+                .map(|r| (marks.shared(r), args.recording.clone())),
+            detect: args.detect.detect.is_some(),
+            open: cfg!(feature = "ffmpeg") && (roster.listed() || args.view.serve.is_some()),
+        };
         Ok(Self {
             inputs,
             recording,
             display,
             engine,
+            joining,
             detect: check_detect(&args)?,
             events: check_events(&args, &names_of_inputs)?,
             reports: Reports {
@@ -374,6 +406,65 @@ impl RunPlan {
     /// The inputs, in `--input` order.
     pub fn inputs(&self) -> &[InputPlan] {
         &self.inputs
+    }
+
+    /// Whether inputs may join and leave while the run goes (a wall of a list, or one the
+    /// browser view's API may change).
+    pub fn takes_joins(&self) -> bool {
+        self.joining.open
+    }
+
+    /// The plan of `entry`, an input that joins the run while it goes (through the API, a
+    /// changed inputs file or shard share): a camera of the wall, with no outputs of its
+    /// own (the mosaic, the browser view, `--record` and the API see it), reopened when
+    /// lost.
+    pub fn input_for(&self, entry: &Entry) -> Result<InputPlan, PlanError> {
+        let spec = InputSpec::parse(Some(&entry.source)).map_err(|why| PlanError::Input {
+            input: Some(entry.n),
+            why,
+        })?;
+        let own = &entry.own;
+        if (own.detect == Some(true) || own.detect_millis.is_some()) && !self.joining.detect {
+            return Err(PlanError::Events(format!(
+                "'{}' asks for detection, and no --detect MODEL is given",
+                entry.name
+            )));
+        }
+        let demuxed = match &spec {
+            InputSpec::Video(_) => true,
+            InputSpec::Stream(url) => !url.contains('!'),
+            _ => false,
+        };
+        let record = match (&self.joining.record, own.record) {
+            (_, Some(false)) => None,
+            // Only what FFmpeg demuxes has packets to record (the test pattern has none).
+            (Some(_), None) if !demuxed => None,
+            (Some((pattern, args)), _) => {
+                let name = pattern
+                    .replace("{n}", &entry.n.to_string())
+                    .replace("{name}", &entry.file_name());
+                Some(record_of(name, (pattern, &entry.name), args, own)?)
+            }
+            (None, _) if own.record == Some(true) || own.retain_secs.is_some() => {
+                return Err(PlanError::Events(format!(
+                    "'{}' asks for recording, and no --record PATTERN names its files",
+                    entry.name
+                )))
+            }
+            (None, _) => None,
+        };
+        let mut base = self.joining.base.clone();
+        base.asked.reconnect = true;
+        Ok(InputPlan {
+            spec,
+            name: entry.name.clone(),
+            label: entry.name.clone(),
+            source: entry.source.clone(),
+            may_join_late: true,
+            record,
+            own: own.clone(),
+            ..base
+        })
     }
     /// Whether the run has several inputs.
     pub fn several(&self) -> bool {

@@ -165,7 +165,7 @@ pub enum RecordError {
 }
 
 /// What went through a recording, for the run's end.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Recorded {
     /// The files closed, in order.
     pub files: Vec<PathBuf>,
@@ -210,6 +210,9 @@ pub struct Recording {
     said_lost: Mutex<bool>,
     what: String,
     thread: Mutex<Option<std::thread::JoinHandle<Recorded>>>,
+    /// What it recorded, once finished (a recording finished when its input left the run is
+    /// asked again at the run's end).
+    finished: Mutex<Option<Recorded>>,
 }
 
 impl Recording {
@@ -232,6 +235,7 @@ impl Recording {
             said_lost: Mutex::new(false),
             what,
             thread: Mutex::new(Some(thread)),
+            finished: Mutex::new(None),
         }))
     }
 
@@ -247,12 +251,18 @@ impl Recording {
         self.live.clone()
     }
 
-    /// Ends the recording: the open file is finished and renamed; what was recorded.
+    /// Ends the recording: the open file is finished and renamed; what was recorded (the
+    /// same again when asked again).
     pub fn finish(&self) -> Recorded {
+        let mut finished = self.finished.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(done) = finished.as_ref() {
+            return done.clone();
+        }
         let _ = self.tx.send_timeout(Msg::End, Duration::from_secs(1));
         let thread = self.thread.lock().ok().and_then(|mut t| t.take());
         let mut recorded = thread.and_then(|t| t.join().ok()).unwrap_or_default();
         recorded.lost += self.lost.load(Ordering::SeqCst);
+        *finished = Some(recorded.clone());
         recorded
     }
 }

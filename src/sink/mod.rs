@@ -101,6 +101,11 @@ pub trait Sink {
     /// Starts ending without waiting (a stream lets its thread send what is queued), so
     /// that several sinks end together: `finish` then waits for each. Optional.
     fn begin_finish(&mut self) {}
+    /// Input `input` left the run (removed while the run goes) and its last frame was
+    /// taken: its own outputs are finished now (a wrapper forwards it). Optional.
+    fn leave(&mut self, _input: usize) -> Result<()> {
+        Ok(())
+    }
     /// Flushes and closes; called exactly once, also after errors.
     fn finish(&mut self) -> Result<()>;
     /// What the outputs among these sinks hold and sent, once finished (`SinkReport`): a
@@ -246,6 +251,13 @@ impl Sink for Tee {
             flow = flow.merge(s.idle()?);
         }
         Ok(flow)
+    }
+    fn leave(&mut self, input: usize) -> Result<()> {
+        let mut first = Ok(());
+        for s in &mut self.0 {
+            first = first.and(s.leave(input));
+        }
+        first
     }
     fn finish(&mut self) -> Result<()> {
         // Files first: a window may keep its last frame up until q (sinks are added window

@@ -62,6 +62,9 @@ impl Sink for Progress {
         self.bar.tick();
         self.inner.idle()
     }
+    fn leave(&mut self, input: usize) -> Result<()> {
+        self.inner.leave(input)
+    }
     fn finish(&mut self) -> Result<()> {
         self.bar.finish_and_clear();
         self.inner.finish()

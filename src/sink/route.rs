@@ -27,13 +27,15 @@ pub struct Embedded {
 }
 
 /// The run's sink: `each` input's own sinks (by `InputId`) and the one that sees every
-/// frame; one input's own sinks alone where nothing else looks (none: `null::Null`).
+/// frame; one input's own sinks alone where nothing else looks (none: `null::Null`) and no
+/// input may join (`joins`: frames of other inputs may come).
 pub fn by_input(
     mut each: Vec<Option<Box<dyn Sink>>>,
     all: Option<Box<dyn Sink>>,
     embedded: Option<Embedded>,
+    joins: bool,
 ) -> Box<dyn Sink> {
-    if each.len() == 1 && all.is_none() && embedded.is_none() {
+    if each.len() == 1 && all.is_none() && embedded.is_none() && !joins {
         return each
             .pop()
             .flatten()
@@ -56,6 +58,8 @@ pub struct ByInput {
     embedded: Option<Embedded>,
     /// The copy the marks are drawn into.
     drawn: Drawn,
+    /// Each input that left the run: its own sinks were finished then (`leave`).
+    left: Vec<bool>,
 }
 
 impl ByInput {
@@ -68,13 +72,18 @@ impl ByInput {
             consumed,
             embedded: None,
             drawn: Drawn::default(),
+            left: Vec::new(),
         }
     }
 
+    /// The sinks still taking frames (an input's own that left were finished then).
     fn sinks(&mut self) -> impl Iterator<Item = &mut Box<dyn Sink>> {
+        let left = &self.left;
         self.each
             .iter_mut()
-            .flatten()
+            .enumerate()
+            .filter(|(i, _)| !left.get(*i).copied().unwrap_or(false))
+            .filter_map(|(_, s)| s.as_mut())
             .chain(self.all.as_mut())
             .chain(self.embedded.as_mut().map(|e| &mut e.first))
     }
@@ -149,6 +158,25 @@ impl Sink for ByInput {
     }
     fn begin_finish(&mut self) {
         self.sinks().for_each(|s| s.begin_finish());
+    }
+    fn leave(&mut self, input: usize) -> Result<()> {
+        if let Some(all) = &mut self.all {
+            all.leave(input)?;
+        }
+        if self.left.get(input).copied().unwrap_or(false) {
+            return Ok(());
+        }
+        if self.left.len() <= input {
+            self.left.resize(input + 1, false);
+        }
+        self.left[input] = true;
+        match self.each.get_mut(input) {
+            Some(Some(own)) => {
+                own.begin_finish();
+                own.finish()
+            }
+            _ => Ok(()),
+        }
     }
     fn finish(&mut self) -> Result<()> {
         self.begin_finish();

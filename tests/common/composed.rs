@@ -58,15 +58,16 @@ pub fn run(
         streams,
         ..plan.cuda()
     };
-    let plan = plan.with_cuda(cuda).composing(Some(Compose {
+    let full = match all {
+        true => FullFrames::all(),
+        false => FullFrames::shown(),
+    };
+    let plan = plan.with_cuda(cuda).composing(Some(Compose::new(
         layout,
-        tile_of: (0..cfgs.len()).collect(),
-        full: if all {
-            FullFrames::all()
-        } else {
-            FullFrames::shown()
-        },
-    }));
+        (0..cfgs.len()).collect(),
+        full,
+        None,
+    )));
     let mut backend = plan.make_backend().unwrap();
     let mut free: Vec<Vec<Slot>> = cfgs
         .iter()
@@ -253,10 +254,13 @@ pub fn throughput(
     .unwrap();
     let sizes = vec![size; inputs];
     let (cols, rows) = framepipe::tiles::auto_grid(inputs);
-    let plan = plan.composing(mosaic.then(|| Compose {
-        layout: Layout::new(cols, rows, &sizes, MAX_MOSAIC),
-        tile_of: (0..inputs).collect(),
-        full: FullFrames::shown(),
+    let plan = plan.composing(mosaic.then(|| {
+        Compose::new(
+            Layout::new(cols, rows, &sizes, MAX_MOSAIC),
+            (0..inputs).collect(),
+            FullFrames::shown(),
+            None,
+        )
     }));
     let mut backend = plan.make_backend().unwrap();
     let mut free: Vec<Vec<Slot>> = (0..inputs)

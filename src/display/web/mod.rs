@@ -29,7 +29,7 @@
 //! (`POLL`).
 
 pub mod access;
-mod api;
+pub mod api;
 pub mod health;
 mod server;
 
@@ -195,7 +195,26 @@ pub(crate) struct Shared {
     /// The inputs recorded, by name.
     recorded: std::sync::OnceLock<Vec<String>>,
     /// Each input's source as given (`/api/inputs` redacts it), by the pipeline's number.
-    sources: std::sync::OnceLock<Vec<String>>,
+    sources: Mutex<Vec<String>>,
+    /// The run's inputs changed while it goes (`POST`/`DELETE /api/inputs`), where it takes
+    /// them.
+    control: std::sync::OnceLock<Arc<dyn api::Inputs>>,
+}
+
+/// Tells the browser view of inputs that join the run while it goes (`Web::joined`).
+#[derive(Clone)]
+pub struct Joined(Arc<Shared>);
+
+impl Joined {
+    /// Input number `at` joined, reading `source`.
+    pub fn source(&self, at: usize, source: &str) {
+        if let Ok(mut s) = self.0.sources.lock() {
+            if s.len() <= at {
+                s.resize(at + 1, String::new());
+            }
+            s[at] = source.to_string();
+        }
+    }
 }
 
 /// The browser view's sink (module doc).
@@ -247,7 +266,8 @@ impl Web {
             access: settings,
             recordings: std::sync::OnceLock::new(),
             recorded: std::sync::OnceLock::new(),
-            sources: std::sync::OnceLock::new(),
+            sources: Mutex::new(Vec::new()),
+            control: std::sync::OnceLock::new(),
         });
         let (key_tx, keys) = unbounded();
         let serving = {
@@ -322,8 +342,23 @@ impl Web {
     ) -> Self {
         let _ = self.shared.recordings.set(indexes);
         let _ = self.shared.recorded.set(recorded);
-        let _ = self.shared.sources.set(sources);
+        if let Ok(mut s) = self.shared.sources.lock() {
+            *s = sources;
+        }
         self
+    }
+
+    /// The run's inputs, changed through `/api/inputs` (`control`); an input that joins is
+    /// said with `joined` (its name and source, numbered after the others).
+    pub fn with_control(self, control: Arc<dyn api::Inputs>) -> Self {
+        let _ = self.shared.control.set(control);
+        self
+    }
+
+    /// A handle that tells the view of an input that joined the run: its source, by the
+    /// pipeline's number.
+    pub fn joined(&self) -> Joined {
+        Joined(self.shared.clone())
     }
 
     /// The pipeline's settings the controls change, once the run knows them.

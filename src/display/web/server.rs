@@ -91,9 +91,13 @@ async fn accept(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Send
             let kill = Arc::new(Notify::new());
             let service = {
                 let kill = kill.clone();
-                hyper::service::service_fn(move |req| {
+                hyper::service::service_fn(move |req: Request<Incoming>| {
                     let (shared, keys, kill) = (shared.clone(), keys.clone(), kill.clone());
-                    async move { Ok::<_, Infallible>(answer(&req, &shared, &keys, &kill)) }
+                    async move {
+                        let (req, body) = req.into_parts();
+                        let body = body_of(&req, body).await;
+                        Ok::<_, Infallible>(answer(&req, body, &shared, &keys, &kill))
+                    }
                 })
             };
             let conn = hyper::server::conn::http1::Builder::new()
@@ -182,14 +186,37 @@ pub(super) fn respond(code: StatusCode, kind: &str, body: impl Into<Bytes>) -> R
 /// Plain text, the type of every refusal.
 pub(super) const PLAIN: &str = "text/plain; charset=utf-8";
 
+/// The most a request's body may hold (an input added through the API).
+const MAX_BODY: usize = 64 * 1024;
+
+/// A request's body, where it is one the API reads (a `POST` to `/api/`): Some(Err) where
+/// it is larger than `MAX_BODY` or can't be read.
+async fn body_of(req: &Req, body: Incoming) -> Option<Result<Bytes, ()>> {
+    if req.method != Method::POST || !req.uri.path().starts_with("/api/") {
+        return None;
+    }
+    let limited = http_body_util::Limited::new(body, MAX_BODY);
+    Some(
+        limited
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .map_err(|_| ()),
+    )
+}
+
+/// A request's head.
+type Req = hyper::http::request::Parts;
+
 /// A header's value as text.
-fn text(req: &Request<Incoming>, name: impl header::AsHeaderName) -> Option<&str> {
-    req.headers().get(name).and_then(|v| v.to_str().ok())
+fn text(req: &Req, name: impl header::AsHeaderName) -> Option<&str> {
+    req.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
 /// Answers one request (module doc: the checks come first).
 fn answer(
-    req: &Request<Incoming>,
+    req: &Req,
+    body: Option<Result<Bytes, ()>>,
     shared: &Arc<Shared>,
     keys: &Sender<Ask>,
     kill: &Arc<Notify>,
@@ -202,7 +229,7 @@ fn answer(
     let same_origin = shared
         .access
         .same_origin(host, origin, text(req, "sec-fetch-site"));
-    match (req.method(), req.uri().path()) {
+    match (&req.method, req.uri.path()) {
         (&Method::GET, "/" | "/index.html") => {
             respond(StatusCode::OK, "text/html; charset=utf-8", super::PAGE)
         }
@@ -215,9 +242,22 @@ fn answer(
             respond(StatusCode::FORBIDDEN, PLAIN, "not for another site's page")
         }
         (method, path) if path.starts_with("/api/") => {
-            let query = req.uri().query().unwrap_or_default();
-            let range = text(req, header::RANGE);
-            super::api::answer(method, path, query, range, shared)
+            // A change from a page: that page's own (its origin and its header), as the
+            // controls; a program (no Origin) is admitted by its token.
+            let changes = *method != Method::GET && *method != Method::HEAD;
+            let marked = req.headers.contains_key(CONTROL_HEADER);
+            if changes && origin.is_some() && !shared.access.control_allowed(host, origin, marked) {
+                let why = "changes come from the page itself (its origin and its header) or from a program with the token";
+                return respond(StatusCode::FORBIDDEN, PLAIN, why);
+            }
+            let asked = super::api::Asked {
+                method,
+                path,
+                query: req.uri.query().unwrap_or_default(),
+                range: text(req, header::RANGE),
+                body,
+            };
+            super::api::answer(asked, shared)
                 .unwrap_or_else(|| respond(StatusCode::NOT_FOUND, PLAIN, "no such API endpoint"))
         }
         (&Method::GET, "/stream.mjpg") => stream(shared, kill),
@@ -232,20 +272,17 @@ fn answer(
 /// The checks every request passes first: its Host (DNS rebinding refused), then the token
 /// (`/healthz` is answered before it, saying healthy or not and no more). Goes on with the
 /// Host, or breaks with the answer.
-fn admit<'r>(
-    req: &'r Request<Incoming>,
-    shared: &Arc<Shared>,
-) -> ControlFlow<Response<Body>, &'r str> {
+fn admit<'r>(req: &'r Req, shared: &Arc<Shared>) -> ControlFlow<Response<Body>, &'r str> {
     let rules = &shared.access;
-    let host = text(req, header::HOST).or_else(|| req.uri().authority().map(|a| a.as_str()));
+    let host = text(req, header::HOST).or_else(|| req.uri.authority().map(|a| a.as_str()));
     if !rules.host_allowed(host) {
         let why = "this server answers only its own address (DNS rebinding is refused); name other hosts with --serve-host";
         return ControlFlow::Break(respond(StatusCode::MISDIRECTED_REQUEST, PLAIN, why));
     }
-    if req.method() == Method::GET && req.uri().path() == "/healthz" {
+    if req.method == Method::GET && req.uri.path() == "/healthz" {
         return ControlFlow::Break(healthz(shared));
     }
-    let query = req.uri().query().unwrap_or_default();
+    let query = req.uri.query().unwrap_or_default();
     if !rules.token_ok(query, text(req, header::AUTHORIZATION)) {
         let why = "a token is needed: add ?token=... to the address";
         return ControlFlow::Break(respond(StatusCode::UNAUTHORIZED, PLAIN, why));
@@ -294,13 +331,8 @@ fn figures(path: &str, shared: &Shared) -> Response<Body> {
 
 /// A control (`/control`, `/chain`, `/stop`): taken from the page itself only (its origin
 /// and its header), refused with its reason where it asks for what the view can't do.
-fn control(
-    req: &Request<Incoming>,
-    shared: &Shared,
-    host: &str,
-    keys: &Sender<Ask>,
-) -> Response<Body> {
-    let marked = req.headers().contains_key(CONTROL_HEADER);
+fn control(req: &Req, shared: &Shared, host: &str, keys: &Sender<Ask>) -> Response<Body> {
+    let marked = req.headers.contains_key(CONTROL_HEADER);
     if !shared
         .access
         .control_allowed(host, text(req, header::ORIGIN), marked)
@@ -308,8 +340,8 @@ fn control(
         let why = "controls come from the page itself (its origin and its header)";
         return respond(StatusCode::FORBIDDEN, PLAIN, why);
     }
-    let query = req.uri().query().unwrap_or_default();
-    match super::ask_of(req.uri().path(), query) {
+    let query = req.uri.query().unwrap_or_default();
+    match super::ask_of(req.uri.path(), query) {
         Ok(ask) => {
             let _ = keys.send(ask);
             respond(StatusCode::OK, PLAIN, "ok")

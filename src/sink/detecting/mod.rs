@@ -565,6 +565,9 @@ impl Sink for Detecting {
     fn begin_finish(&mut self) {
         self.inner.begin_finish()
     }
+    fn leave(&mut self, input: usize) -> Result<()> {
+        self.inner.leave(input)
+    }
     fn finish(&mut self) -> Result<()> {
         // The detector ends its inference and its destinations send what they hold (half
         // a second at most): an output being finished, as the stop's watchdog counts it.

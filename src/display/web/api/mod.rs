@@ -1,14 +1,18 @@
-//! The browser view's API for programs and the page (`/api/…`): each input as it stands
-//! (`GET /api/inputs`) and the recordings found by time (`recordings`). Asked with the
-//! view's token (`?token=` or `Authorization: Bearer`), and from no other site's page (the
-//! same origin rules as `/stats`).
+//! The browser view's API for programs and the page (`/api/…`): the inputs as they stand,
+//! added and removed while the run goes (`GET`, `POST /api/inputs`, `DELETE
+//! /api/inputs/{name}`), and the recordings found by time (`recordings`). Asked with the
+//! view's token (`?token=` or `Authorization: Bearer`); from no other site's page (the same
+//! origin rules as `/stats`), and a change from a page only from the page itself (its origin
+//! and its header, as the controls).
 //!
 //! Invariants: every answer is JSON or a file the recordings' index lists (never a path a
 //! request names); an input's source reaches the answer without its address's user and
-//! password; a bad request is a 4xx with a one-line reason.
+//! password; an input added here names a network stream or the test pattern, never a file,
+//! a device or a pipeline of the server's; a bad request is a 4xx with a one-line reason.
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use hyper::{Method, Response, StatusCode};
 
 use super::server::{respond, Body, PLAIN};
@@ -16,28 +20,82 @@ use super::Shared;
 
 pub mod recordings;
 
-/// Answers a request to `/api/…` (`path`, its `query`): None where no endpoint is there.
-pub(super) fn answer(
-    method: &Method,
-    path: &str,
-    query: &str,
-    range: Option<&str>,
-    shared: &Arc<Shared>,
-) -> Option<Response<Body>> {
-    let rest = path.strip_prefix("/api/")?;
-    if method != Method::GET && method != Method::HEAD {
-        let why = "the API takes GET here (adding and removing inputs while the run goes is not built yet)";
-        return Some(respond(StatusCode::METHOD_NOT_ALLOWED, PLAIN, why));
+/// A request to the API: its method, path, query, `Range` and body (a `POST`'s, read
+/// whole up to a limit: Err where it could not be).
+pub(super) struct Asked<'r> {
+    pub method: &'r Method,
+    pub path: &'r str,
+    pub query: &'r str,
+    pub range: Option<&'r str>,
+    pub body: Option<Result<Bytes, ()>>,
+}
+
+/// What the run does with inputs added and removed through the API (the app's service).
+pub trait Inputs: Send + Sync {
+    /// Adds input `name` reading `source`, with its own `settings` (a camera file's keys:
+    /// record, segment, retain, detect, detect_fps, as text).
+    fn add(&self, name: &str, source: &str, settings: &[(String, String)]) -> Result<(), Refused>;
+    /// Removes input `name`: its outputs and recording are finished.
+    fn remove(&self, name: &str) -> Result<(), Refused>;
+}
+
+/// Why the API refuses a change (its status and reason).
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    /// The request is wrong (400).
+    #[error("{0}")]
+    Bad(String),
+    /// No such input (404).
+    #[error("{0}")]
+    Missing(String),
+    /// It clashes with an input there (409).
+    #[error("{0}")]
+    Taken(String),
+    /// The run can't take it now (503).
+    #[error("{0}")]
+    Unable(String),
+}
+
+impl Refused {
+    fn answer(&self) -> Response<Body> {
+        let code = match self {
+            Refused::Bad(_) => StatusCode::BAD_REQUEST,
+            Refused::Missing(_) => StatusCode::NOT_FOUND,
+            Refused::Taken(_) => StatusCode::CONFLICT,
+            Refused::Unable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        };
+        refuse(code, self.to_string())
     }
-    match rest {
-        "inputs" => Some(inputs(shared)),
-        "recordings" => Some(recordings::list(query, shared)),
-        _ => recordings::answer(rest.strip_prefix("recordings/")?, query, range, shared),
+}
+
+/// Answers a request to `/api/…`: None where no endpoint is there.
+pub(super) fn answer(asked: Asked, shared: &Arc<Shared>) -> Option<Response<Body>> {
+    let rest = asked.path.strip_prefix("/api/")?;
+    let method = asked.method;
+    match (method, rest) {
+        (&Method::GET | &Method::HEAD, "inputs") => Some(inputs(shared)),
+        (&Method::POST, "inputs") => Some(add(asked.body, shared)),
+        (&Method::DELETE, name) if name.starts_with("inputs/") => {
+            let name = recordings::percent_decoded(&name["inputs/".len()..]);
+            Some(change(shared, |c| c.remove(&name), StatusCode::OK))
+        }
+        (&Method::GET | &Method::HEAD, "recordings") => Some(recordings::list(asked.query, shared)),
+        (&Method::GET | &Method::HEAD, rest) => recordings::answer(
+            rest.strip_prefix("recordings/")?,
+            asked.query,
+            asked.range,
+            shared,
+        ),
+        _ => Some(refuse(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "the API takes GET, POST /api/inputs and DELETE /api/inputs/NAME",
+        )),
     }
 }
 
 /// `GET /api/inputs`: each input's name, source (no password), state, frames, drops,
-/// latency and recording (`health::inputs_json`, with the sources).
+/// latency and recording (`health::inputs_json`, with the sources); those removed are left
+/// out.
 fn inputs(shared: &Shared) -> Response<Body> {
     let snap = shared
         .snapshot
@@ -46,14 +104,76 @@ fn inputs(shared: &Shared) -> Response<Body> {
         .unwrap_or_default()
         .now();
     let mut rows = super::health::inputs_json(&snap);
-    let sources = shared.sources.get().cloned().unwrap_or_default();
-    if let Some(rows) = rows.as_array_mut() {
-        for (row, source) in rows.iter_mut().zip(sources) {
+    let sources = shared.sources.lock().map(|s| s.clone()).unwrap_or_default();
+    if let Some(list) = rows.as_array_mut() {
+        for (row, source) in list.iter_mut().zip(sources) {
             row["source"] = crate::secret::redact(&source).into_owned().into();
         }
+        list.retain(|row| row["state"] != "removed");
     }
     let body = serde_json::json!({ "inputs": rows }).to_string();
     respond(StatusCode::OK, "application/json", body)
+}
+
+/// `POST /api/inputs` with `{"name": …, "source": …}` and a camera file's keys.
+fn add(body: Option<Result<Bytes, ()>>, shared: &Shared) -> Response<Body> {
+    let Some(Ok(body)) = body else {
+        return refuse(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the body is larger than 64 KiB or could not be read",
+        );
+    };
+    let json: serde_json::Value = match serde_json::from_slice(&body) {
+        Ok(v @ serde_json::Value::Object(_)) => v,
+        _ => {
+            return refuse(
+                StatusCode::BAD_REQUEST,
+                "the body is a JSON object: {\"name\": …, \"source\": …}",
+            )
+        }
+    };
+    let text = |key: &str| json.get(key).and_then(|v| v.as_str()).map(str::to_string);
+    let (Some(name), Some(source)) = (text("name"), text("source")) else {
+        return refuse(StatusCode::BAD_REQUEST, "name and source are strings");
+    };
+    let mut settings = Vec::new();
+    for (key, value) in json.as_object().into_iter().flatten() {
+        if key == "name" || key == "source" {
+            continue;
+        }
+        let value = match value {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Bool(b) => if *b { "on" } else { "off" }.to_string(),
+            serde_json::Value::Number(n) => n.to_string(),
+            _ => {
+                return refuse(
+                    StatusCode::BAD_REQUEST,
+                    format!("{key}: a string, a number or true/false"),
+                )
+            }
+        };
+        settings.push((key.clone(), value));
+    }
+    change(
+        shared,
+        |c| c.add(&name, &source, &settings),
+        StatusCode::CREATED,
+    )
+}
+
+/// A change through the run's inputs, answered `ok` with `code`, or refused.
+fn change(
+    shared: &Shared,
+    with: impl FnOnce(&dyn Inputs) -> Result<(), Refused>,
+    code: StatusCode,
+) -> Response<Body> {
+    let Some(control) = shared.control.get() else {
+        return refuse(StatusCode::SERVICE_UNAVAILABLE, "this run takes no inputs while it goes (it is not a wall: give --inputs, --config or --serve with several inputs)");
+    };
+    match with(control.as_ref()) {
+        Ok(()) => respond(code, PLAIN, "ok"),
+        Err(refused) => refused.answer(),
+    }
 }
 
 /// A 4xx answer with its reason.
