@@ -154,8 +154,9 @@ pub struct InputArgs {
     /// its own; '#' starts a comment. A FILE ending in .toml is a camera file ([[camera]]
     /// tables: name, source and those settings; docs/service.md); --config is its other
     /// name. The file is read again when it changes and on SIGHUP (which then stops
-    /// nothing): where this process's inputs change, its run ends cleanly and starts again
-    /// with them; a file that no longer reads keeps the inputs running as they are.
+    /// nothing): where this process's inputs change, those gone leave the running wall and
+    /// new ones join it, the others untouched; a file that no longer reads keeps the inputs
+    /// running as they are.
     #[arg(long, visible_alias = "config", value_name = "FILE")]
     pub inputs: Option<String>,
 

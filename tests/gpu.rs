@@ -900,3 +900,98 @@ fn cuda_uploads_frames_lent_in_page_locked_memory_and_locks_no_input_buffer() {
     );
     println!("lent in page-locked memory: {FRAMES} frames equal, {locked} ring buffers locked");
 }
+
+/// The CUDA composer laid out again as inputs join and leave a running wall (the browser
+/// view's API): the run goes on, the picture is served after each change, the summary says
+/// who left.
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_mosaic_is_laid_out_again_as_inputs_join_and_leave() {
+    use common::run::{bin, free_port, http, stderr, wait_with_deadline, TempDir};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    if !cuda_or_skip("cuda_mosaic_is_laid_out_again_as_inputs_join_and_leave") {
+        return;
+    }
+    let dir = TempDir::new("gpu-joins");
+    let list = "a = pattern:640x360:25\nb = pattern:320x240:25\n";
+    std::fs::write(dir.join("wall.txt"), list).unwrap();
+    let port = free_port();
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["--headless", "--backend", "cuda", "--inputs", "wall.txt"])
+        .args([
+            "--serve",
+            &port.to_string(),
+            "--summary-json",
+            "summary.json",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while http_status(port, "/frame.jpg") != 200 {
+        assert!(Instant::now() < deadline, "no picture was served");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for k in 0..20 {
+        let body = format!(
+            "{{\"name\": \"x{k}\", \"source\": \"pattern:{}x240:25\"}}",
+            160 + 32 * k
+        );
+        let (status, said) = post_json(port, "/api/inputs", &body);
+        assert_eq!(status, 201, "{}", String::from_utf8_lossy(&said));
+        std::thread::sleep(Duration::from_millis(150));
+        assert_eq!(http_status(port, "/frame.jpg"), 200);
+        if k % 2 == 0 {
+            assert_eq!(
+                http(port, "DELETE", &format!("/api/inputs/x{k}"), "").0,
+                200
+            );
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(http_status(port, "/frame.jpg"), 200);
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(10), "gpu joins");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("summary.json")).unwrap()).unwrap();
+    let inputs = summary["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 22, "{summary}");
+    let removed = inputs.iter().filter(|i| i["ended"] == "removed").count();
+    assert_eq!(removed, 10, "{summary}");
+    assert!(
+        inputs[..2]
+            .iter()
+            .all(|i| i["dropped"] == 0 && i["ended"] == "stopped"),
+        "{summary}"
+    );
+
+    fn http_status(port: u16, path: &str) -> u16 {
+        common::run::try_http(port, "GET", path, "").map_or(0, |(s, _)| s)
+    }
+    fn post_json(port: u16, path: &str, body: &str) -> (u16, Vec<u8>) {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let head = format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n", body.len());
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body.as_bytes()).unwrap();
+        let mut all = Vec::new();
+        let _ = s.read_to_end(&mut all);
+        let text = String::from_utf8_lossy(&all);
+        let status = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let at = all
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(all.len(), |i| i + 4);
+        (status, all[at..].to_vec())
+    }
+}

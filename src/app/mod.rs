@@ -8,6 +8,8 @@
 //! (`opening`); one backend is made; each input's own outputs (`outputs`) and what the run
 //! shows (`displays`: the window, the browser view, the mosaic) are opened; one pipeline
 //! runs; the summary is reported (`report`). A run of one input is this run with one input.
+//! Where inputs may join and leave while it runs (a wall of a list, or a served one), its
+//! `service` takes the browser view's and the inputs file's changes in place.
 //!
 //! Invariants: every bad argument, and every output that can't be written or would write
 //! over an input, is refused before anything is opened for writing and before a capture

@@ -209,7 +209,7 @@ fn open_all(stop: &Stop, inputs: &[InputPlan]) -> Option<Vec<Opening>> {
     let mut openings: Vec<Opening> = inputs
         .iter()
         .enumerate()
-        .map(|(at, i)| match start_opening(at, i) {
+        .map(|(at, i)| match start_opening(at, i, &Stop::new()) {
             Ok(rx) => Opening::Late(rx),
             Err(e) => Opening::Done(Err(e.context("starting its opening thread"))),
         })
@@ -246,7 +246,7 @@ fn open_all(stop: &Stop, inputs: &[InputPlan]) -> Option<Vec<Opening>> {
 /// until it comes up (`open::start_until_open`), so a camera that is down at the start joins
 /// the run when it comes up (or starts it, where it is the only one); any other is opened
 /// once.
-pub(super) fn start_opening(at: usize, input: &InputPlan) -> Result<open::Opening> {
+pub(super) fn start_opening(at: usize, input: &InputPlan, until: &Stop) -> Result<open::Opening> {
     // A live stream's protocols (a file served over HTTP that is missing fails as before).
     let live = [
         "udp://", "rtp://", "rtsp://", "rtsps://", "srt://", "rtmp://", "tcp://",
@@ -267,7 +267,7 @@ pub(super) fn start_opening(at: usize, input: &InputPlan) -> Result<open::Openin
         ),
     }
     });
-    open::start_until_open(input.spec.clone(), input.asked, down)
+    open::start_until_open(input.spec.clone(), input.asked, down, until.clone())
 }
 
 /// Waits until one of the openings still under way answers, or `Stop::TICK` passes.

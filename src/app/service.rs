@@ -34,6 +34,8 @@ struct Member {
     /// Its place in the pipeline (None: it failed to open at the start).
     id: Option<InputId>,
     recording: Option<Arc<Recording>>,
+    /// Asked when it leaves: its opening gives up trying (a camera down).
+    gone: crate::stop::Stop,
 }
 
 /// The wall's inputs, changed while it runs (module doc).
@@ -76,6 +78,7 @@ impl Service {
                 },
                 id,
                 recording,
+                gone: crate::stop::Stop::new(),
             })
             .collect();
         Self {
@@ -158,7 +161,8 @@ impl Service {
             None => None,
         };
         let tap = recording.clone().map(|r| r as super::recordings::Tap);
-        let answer = super::opening::start_opening(entry.n, &input)
+        let gone = crate::stop::Stop::new();
+        let answer = super::opening::start_opening(entry.n, &input, &gone)
             .map_err(|e| Refused::Unable(format!("{e:#}")))?;
         let open = super::opening::late_opener(
             answer,
@@ -187,6 +191,7 @@ impl Service {
             entry,
             id: Some(id),
             recording,
+            gone,
         });
         Ok(())
     }
@@ -204,6 +209,7 @@ impl Service {
             )));
         };
         let member = members.remove(at);
+        member.gone.request();
         let Some(id) = member.id else {
             return Ok(());
         };

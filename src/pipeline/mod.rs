@@ -16,9 +16,14 @@
 //! goes idle, and at the end, what the last frames composed is brought down too, so the
 //! picture shown last holds every input's last frame.
 //!
+//! Inputs may also join and leave while the run goes (`joining`: a run started with `Joins`
+//! keeps places for them; the sink is told of one that left once its last frame was taken,
+//! `Sink::leave`).
+//!
 //! Invariants: the rings' slots are the only host frame buffers (allocated before the first
-//! frame, each slot tagged with its input; an input that joins late, `Arrival::Late`, has
-//! its ring made by its capture thread once it opens), and the ring bounds the frames in
+//! frame, each slot tagged with its input; an input that joins late, `Arrival::Late`, or
+//! while the run goes, has its ring made by its capture thread once it opens), and the ring
+//! bounds the frames in
 //! flight also where a source lends its frames from device memory (`Source::lent`: the
 //! capture thread describes each slot anew, lent or packed in its buffer); the backend
 //! attaches each slot (page-locks it, for CUDA) as a copy first goes through it, so that
@@ -29,7 +34,7 @@
 //! source waits for a slot one frame's time (`LIVE_GRACE` at most), longer while its
 //! patience lasts (`Patience`: a network stream's second in all, RTSP's quarter, for a
 //! burst), then discards the frame and counts it dropped, any other source waits for its own
-//! ring only; an input that ends or fails ends alone (the others
+//! ring only; an input that ends, fails or is removed ends alone (the others
 //! go on; the run ends when every input has ended, or on a stop); a control reaches the
 //! backend only once it holds no frame; on any stop the capture threads end first, then the
 //! backend finishes what it holds, then the sink drains and is finished. A stop never waits

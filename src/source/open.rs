@@ -135,12 +135,14 @@ pub fn start(input: InputSpec, asked: Asked) -> Result<Opening> {
 
 /// As `start`, but a network stream that can't be opened is tried again, with the pauses
 /// of a reconnect (jittered, so that a wall of cameras down at once does not come back in
-/// step), until it opens or the process stops: a camera that is down at the start joins the
-/// run when it comes up. `down` is told the first failure.
+/// step), until it opens, the process stops or `until` is asked (the input left the run): a
+/// camera that is down at the start joins the run when it comes up. `down` is told the first
+/// failure.
 pub fn start_until_open(
     input: InputSpec,
     asked: Asked,
     down: Box<dyn FnOnce(&anyhow::Error) + Send>,
+    until: Stop,
 ) -> Result<Opening> {
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
@@ -151,14 +153,22 @@ pub fn start_until_open(
             let mut wait = super::reconnect::FIRST_WAIT;
             let opened = loop {
                 match open_once(&input, asked) {
-                    Err(e) if !stop.is_requested() => {
+                    Err(e) if !stop.is_requested() && !until.is_requested() => {
                         if let Some(say) = down.take() {
                             say(&e);
                             #[cfg(feature = "ffmpeg")]
                             crate::media::log::quiet_errors_here();
                         }
                         crate::debug!("{input:?}: {e:#}; trying again");
-                        if stop.sleep_until(std::time::Instant::now() + jittered(wait)) {
+                        let next = std::time::Instant::now() + jittered(wait);
+                        while !until.is_requested() && std::time::Instant::now() < next {
+                            if stop
+                                .sleep_until(next.min(std::time::Instant::now() + Stop::TICK * 10))
+                            {
+                                break;
+                            }
+                        }
+                        if stop.is_requested() || until.is_requested() {
                             break Err(e);
                         }
                         wait = (wait * 2).min(super::reconnect::LONGEST_WAIT);
