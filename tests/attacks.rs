@@ -576,7 +576,8 @@ fn a_recording_that_cannot_write_fails_the_run_and_resumes_when_it_can() {
 /// Attack 17: SIGHUP (read the list again) sent while the process re-executes itself for a
 /// changed list (rewritten every 0.1 s) killed it (exit 129) after two or three rewrites:
 /// the new image had no handler while it loaded. Now the signal is held across the `exec`
-/// and taken by the new image as the reload it is.
+/// (a change while the inputs still open) and taken by the new image as the reload it is;
+/// and a change once the run runs is taken in place, by one run.
 #[test]
 fn sighup_while_the_run_starts_again_is_a_reload_not_a_kill() {
     let dir = TempDir::new("attack-hup-exec");
@@ -584,9 +585,16 @@ fn sighup_while_the_run_starts_again_is_a_reload_not_a_kill() {
     let one = "a = pattern:64x48:i420:10\n";
     std::fs::write(&list, one).unwrap();
     let log = dir.join("run.log");
+    let summary = dir.join("summary.json");
     let child = start(
         dir.path(),
-        &["-q", "--inputs", list.to_str().unwrap()],
+        &[
+            "-q",
+            "--inputs",
+            list.to_str().unwrap(),
+            "--summary-json",
+            summary.to_str().unwrap(),
+        ],
         &log,
     );
     let pid = child.id() as i32;
@@ -613,8 +621,19 @@ fn sighup_while_the_run_starts_again_is_a_reload_not_a_kill() {
     let out = wait_with_deadline(child, Duration::from_secs(15), "SIGHUP across exec");
     let said = std::fs::read_to_string(&log).unwrap();
     assert_eq!(out.status.code(), Some(0), "{:?}\n{said}", out.status);
+    // One run took the changes: the inputs that joined and left are in its summary.
     let runs = said.matches("frames:").count();
-    assert!(runs > 5, "it started again only {runs} times:\n{said}");
+    assert_eq!(runs, 1, "{said}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    let inputs = summary["inputs"].as_array().unwrap();
+    assert!(inputs.len() > 5, "{summary}");
+    assert!(
+        inputs[1..]
+            .iter()
+            .all(|i| i["ended"] == "removed" || i["ended"] == "stopped"),
+        "{summary}"
+    );
 }
 
 /// Attacks 7 and 8: two runs on one HLS playlist were both accepted and both wrote `a0.ts`,

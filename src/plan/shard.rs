@@ -100,7 +100,9 @@ impl PerInput {
         let on_off = |v: &str| match v {
             "on" | "true" => Ok(true),
             "off" | "false" => Ok(false),
-            _ => Err(format!("'{v}' is not on or off")),
+            _ => Err(format!(
+                "'{key}={v}' is not an input's setting ({key}=on|off)"
+            )),
         };
         match key {
             "detect" => self.detect = Some(on_off(value)?),

@@ -106,11 +106,19 @@ impl Sink for ByInput {
         sinks.next().map_or("consumed", |s| s.verb())
     }
     fn describe(&self) -> String {
+        // A run of one input that others may join: its own sinks, as without them.
+        let alone = self.each.len() == 1 && self.all.is_none();
         let mut parts: Vec<String> = self
             .each
             .iter()
             .enumerate()
-            .filter_map(|(i, s)| s.as_ref().map(|s| format!("input {i}: {}", s.describe())))
+            .filter_map(|(i, s)| {
+                let own = s.as_ref()?.describe();
+                Some(match alone {
+                    true => own,
+                    false => format!("input {i}: {own}"),
+                })
+            })
             .collect();
         if let Some(all) = &self.all {
             parts.push(all.describe());
@@ -148,6 +156,13 @@ impl Sink for ByInput {
     }
     fn status(&mut self, live: &Live) {
         self.sinks().for_each(|s| s.status(live));
+    }
+    fn wants_timeline(&self) -> bool {
+        self.each
+            .iter()
+            .flatten()
+            .chain(&self.all)
+            .any(|s| s.wants_timeline())
     }
     fn idle(&mut self) -> Result<Flow> {
         let mut flow = Flow::Continue;
