@@ -907,8 +907,7 @@ fn cuda_uploads_frames_lent_in_page_locked_memory_and_locks_no_input_buffer() {
 #[test]
 #[ignore = "needs CUDA: scripts/gpu.sh run"]
 fn cuda_mosaic_is_laid_out_again_as_inputs_join_and_leave() {
-    use common::run::{bin, free_port, http, stderr, wait_with_deadline, TempDir};
-    use std::process::{Command, Stdio};
+    use common::run::{free_port, http, stderr, wait_with_deadline, TempDir};
     use std::time::{Duration, Instant};
     if !cuda_or_skip("cuda_mosaic_is_laid_out_again_as_inputs_join_and_leave") {
         return;
@@ -917,20 +916,8 @@ fn cuda_mosaic_is_laid_out_again_as_inputs_join_and_leave() {
     let list = "a = pattern:640x360:25\nb = pattern:320x240:25\n";
     std::fs::write(dir.join("wall.txt"), list).unwrap();
     let port = free_port();
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args(["--headless", "--backend", "cuda", "--inputs", "wall.txt"])
-        .args([
-            "--serve",
-            &port.to_string(),
-            "--summary-json",
-            "summary.json",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let args = ["--backend", "cuda", "--inputs", "wall.txt"];
+    let child = common::run::served(dir.path(), port, &args);
     let deadline = Instant::now() + Duration::from_secs(30);
     while http_status(port, "/frame.jpg") != 200 {
         assert!(Instant::now() < deadline, "no picture was served");
@@ -941,7 +928,7 @@ fn cuda_mosaic_is_laid_out_again_as_inputs_join_and_leave() {
             "{{\"name\": \"x{k}\", \"source\": \"pattern:{}x240:25\"}}",
             160 + 32 * k
         );
-        let (status, said) = post_json(port, "/api/inputs", &body);
+        let (status, said) = common::run::http_post(port, "/api/inputs", &body);
         assert_eq!(status, 201, "{}", String::from_utf8_lossy(&said));
         std::thread::sleep(Duration::from_millis(150));
         assert_eq!(http_status(port, "/frame.jpg"), 200);
@@ -972,26 +959,5 @@ fn cuda_mosaic_is_laid_out_again_as_inputs_join_and_leave() {
 
     fn http_status(port: u16, path: &str) -> u16 {
         common::run::try_http(port, "GET", path, "").map_or(0, |(s, _)| s)
-    }
-    fn post_json(port: u16, path: &str, body: &str) -> (u16, Vec<u8>) {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let head = format!("POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n", body.len());
-        s.write_all(head.as_bytes()).unwrap();
-        s.write_all(body.as_bytes()).unwrap();
-        let mut all = Vec::new();
-        let _ = s.read_to_end(&mut all);
-        let text = String::from_utf8_lossy(&all);
-        let status = text
-            .split_whitespace()
-            .nth(1)
-            .and_then(|c| c.parse().ok())
-            .unwrap_or(0);
-        let at = all
-            .windows(4)
-            .position(|w| w == b"\r\n\r\n")
-            .map_or(all.len(), |i| i + 4);
-        (status, all[at..].to_vec())
     }
 }

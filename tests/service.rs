@@ -10,7 +10,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::run::{bin, ffmpeg_made, free_port, http, stderr, wait_with_deadline, TempDir};
+use common::run::{bin, ffmpeg_made, free_port, http, http_post, stderr};
+use common::run::{live_server_of, wait_with_deadline, TempDir};
 
 /// A 12 s clip of the test pattern, H.264 with a keyframe every second.
 fn clip(dir: &TempDir) -> String {
@@ -25,29 +26,17 @@ fn clip(dir: &TempDir) -> String {
 /// framepipe recording `clip.mp4` (served, so played at its own rate) into
 /// `rec/cam-{seg}.mp4` in 1 s segments, with `extra` flags.
 fn record(dir: &TempDir, port: u16, extra: &[&str]) -> Child {
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args(["--headless", "--backend", "cpu", "--input", "clip.mp4"])
-        .args(["--record", "rec/cam-{seg}.mp4", "--segment", "1"])
-        .args([
-            "--serve",
-            &port.to_string(),
-            "--summary-json",
-            "summary.json",
-        ])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the view did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child
+    let args = [
+        &["--backend", "cpu", "--input", "clip.mp4"][..],
+        &RECORD[..],
+        extra,
+    ]
+    .concat();
+    common::run::served(dir.path(), port, &args)
 }
+
+/// Each camera's packets recorded in 1 s segments.
+const RECORD: [&str; 4] = ["--record", "rec/cam-{seg}.mp4", "--segment", "1"];
 
 /// `GET path` as JSON.
 fn json(port: u16, path: &str) -> serde_json::Value {
@@ -179,43 +168,14 @@ fn recordings_are_found_by_time_played_as_hls_and_indexed_again_from_the_files()
 
 /// Frames headless Chromium shows of `input`'s recordings in 3 s, played by the page.
 fn chromium_plays(dir: &TempDir, port: u16, input: &str) -> u64 {
-    let devtools = free_port();
-    let mut chromium = Command::new("chromium-headless-shell")
-        .args([
-            "--no-sandbox",
-            "--disable-gpu",
-            "--autoplay-policy=no-user-gesture-required",
-        ])
-        .arg(format!("--remote-debugging-port={devtools}"))
-        .arg(format!(
-            "--user-data-dir={}",
-            dir.join("chromium").display()
-        ))
-        .arg(format!("http://127.0.0.1:{port}/"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let cdp = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/cdp.py");
+    let (chromium, devtools) = crate::web::chromium_at(dir, port);
     let play = format!("eval:framepipe.play('{input}').then(() => new Promise(r => setTimeout(() => r(framepipe.shown), 3000)))");
     let out = Command::new("timeout")
-        .args([
-            "60",
-            "/usr/bin/python3",
-            cdp,
-            &devtools.to_string(),
-            "sleep:1",
-            &play,
-        ])
+        .args(["60", "/usr/bin/python3", crate::web::CDP])
+        .args([&devtools.to_string(), "sleep:1", &play])
         .output()
         .unwrap();
-    let _ = chromium.kill();
-    let _ = Command::new("pkill")
-        .arg("-f")
-        .arg(format!("remote-debugging-port={devtools}"))
-        .status();
-    let _ = chromium.wait();
+    drop(chromium);
     let said = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "cdp: {said}{}", stderr(&out));
     said.trim()
@@ -422,28 +382,6 @@ fn the_camera_file_says_what_each_camera_does_and_a_bad_edit_keeps_the_run() {
     assert!(back["recorded"].is_null(), "{back}");
 }
 
-/// ffmpeg serving a live MPEG-TS of its test pattern (MPEG-4, 160x120, 25 fps, a keyframe
-/// every 10 frames) at `http://127.0.0.1:PORT/live.ts`, for one client.
-fn camera(port: u16) -> Child {
-    Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-re",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=size=160x120:rate=25",
-        ])
-        .args(["-c:v", "mpeg4", "-g", "10", "-f", "mpegts", "-listen", "1"])
-        .arg(format!("http://127.0.0.1:{port}/live.ts"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
-}
-
 /// The inputs `/api/inputs` lists, by name: (state, captured, dropped).
 fn inputs_now(port: u16) -> Vec<(String, String, u64, u64)> {
     let all = json(port, "/api/inputs")["inputs"]
@@ -480,7 +418,10 @@ fn inputs_join_and_leave_a_running_wall_and_the_others_never_notice() {
     let dir = TempDir::new("service-joins");
     std::fs::create_dir(dir.join("rec")).unwrap();
     let ports: Vec<u16> = (0..6).map(|_| free_port()).collect();
-    let cameras: Vec<Group> = ports.iter().map(|&p| Group(camera(p))).collect();
+    let cameras: Vec<Killed> = ports
+        .iter()
+        .map(|&p| Killed(live_server_of(p, "160x120")))
+        .collect();
     let list: String = ports
         .iter()
         .enumerate()
@@ -488,27 +429,9 @@ fn inputs_join_and_leave_a_running_wall_and_the_others_never_notice() {
         .collect();
     std::fs::write(dir.join("wall.txt"), &list).unwrap();
     let port = free_port();
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args(["--headless", "--backend", "cpu", "--inputs", "wall.txt"])
-        .args(["--record", "rec/{name}-{seg}.mp4", "--segment", "1"])
-        .args([
-            "--serve",
-            &port.to_string(),
-            "--summary-json",
-            "summary.json",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the view did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let args = ["--backend", "cpu", "--inputs", "wall.txt"];
+    let record = ["--record", "rec/{name}-{seg}.mp4", "--segment", "1"];
+    let child = common::run::served(dir.path(), port, &[&args[..], &record[..]].concat());
     wait_for(port, "the six cameras run", |all| {
         all.len() == 6 && all.iter().all(|i| i.1 == "running" && i.2 > 10)
     });
@@ -518,11 +441,7 @@ fn inputs_join_and_leave_a_running_wall_and_the_others_never_notice() {
             "{{\"name\": \"extra{}\", \"source\": \"pattern:64x48:25\"}}",
             k % 3
         );
-        let head = format!(
-            "Content-Type: application/json\r\nContent-Length: {}\r\n",
-            body.len()
-        );
-        let (status, said) = post(port, "/api/inputs", &head, &body);
+        let (status, said) = http_post(port, "/api/inputs", &body);
         assert_eq!(status, 201, "join {k}: {}", String::from_utf8_lossy(&said));
         std::thread::sleep(Duration::from_millis(40));
         let (status, said) = http(port, "DELETE", &format!("/api/inputs/extra{}", k % 3), "");
@@ -590,38 +509,12 @@ fn inputs_join_and_leave_a_running_wall_and_the_others_never_notice() {
         inputs[6..].iter().all(|i| i["ended"] == "removed"),
         "{summary}"
     );
-    let _ = pid;
-}
-
-/// A POST with a body on the view: (status, body).
-fn post(port: u16, path: &str, headers: &str, body: &str) -> (u16, Vec<u8>) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{headers}\r\n{body}"
-    )
-    .unwrap();
-    let mut all = Vec::new();
-    let _ = s.read_to_end(&mut all);
-    let text = String::from_utf8_lossy(&all);
-    let status = text
-        .split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let body = match all.windows(4).position(|w| w == b"\r\n\r\n") {
-        Some(i) => all[i + 4..].to_vec(),
-        None => Vec::new(),
-    };
-    (status, body)
 }
 
 /// A child killed when dropped.
-struct Group(Child);
+struct Killed(Child);
 
-impl Drop for Group {
+impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();

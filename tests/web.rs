@@ -16,27 +16,8 @@ use opencv::prelude::*;
 
 /// framepipe serving `input` on `port` (headless, CPU backend), its summary in `dir`.
 fn serve(dir: &TempDir, port: u16, input: &str, extra: &[&str]) -> Child {
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args(["--headless", "--backend", "cpu", "-q", "--input", input])
-        .args([
-            "--serve",
-            &port.to_string(),
-            "--summary-json",
-            "summary.json",
-        ])
-        .args(extra)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "the view did not listen");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child
+    let args = [&["--backend", "cpu", "-q", "--input", input][..], extra].concat();
+    common::run::served(dir.path(), port, &args)
 }
 
 /// `/frame.jpg`, once the view has a picture (within 10 s).
@@ -79,7 +60,7 @@ fn colourful(jpeg: &[u8]) -> f64 {
 }
 
 /// A child and every process of its group, killed when dropped.
-struct Group(Child);
+pub(crate) struct Group(Child);
 
 impl Drop for Group {
     fn drop(&mut self) {
@@ -90,12 +71,12 @@ impl Drop for Group {
 }
 
 /// The page's driver over the DevTools protocol.
-const CDP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/cdp.py");
+pub(crate) const CDP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/cdp.py");
 
 /// Headless Chromium showing the page on `port`, and its DevTools port. In a process group
 /// of its own, killed whole when the test ends however it ends (the command is a wrapper
 /// whose browser and helpers would outlive it).
-fn chromium_at(dir: &TempDir, port: u16) -> (Group, u16) {
+pub(crate) fn chromium_at(dir: &TempDir, port: u16) -> (Group, u16) {
     assert!(
         have("chromium-headless-shell"),
         "scripts/test.sh installs chromium-headless-shell"

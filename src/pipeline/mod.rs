@@ -432,22 +432,18 @@ impl Counters {
             Arrival::Open { source, .. } => (source.describe(), source.health(), true),
             Arrival::Late { name, .. } => (name.clone(), None, false),
         };
-        Self {
-            name: std::sync::OnceLock::from(name),
-            removed: AtomicBool::new(false),
-            leave: Stop::new(),
-            captured: AtomicU64::new(0),
-            read_us: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
-            ended: Mutex::new(None),
-            health: health.map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
+        let counters = Self {
             open: AtomicBool::new(open),
-            live: AtomicBool::new(false),
-            recording: input
-                .recording
-                .clone()
-                .map_or_else(std::sync::OnceLock::new, std::sync::OnceLock::from),
+            ..Self::vacant()
+        };
+        let _ = counters.name.set(name);
+        if let Some(health) = health {
+            let _ = counters.health.set(health);
         }
+        if let Some(recording) = input.recording.clone() {
+            let _ = counters.recording.set(recording);
+        }
+        counters
     }
 }
 

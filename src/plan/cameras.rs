@@ -18,46 +18,52 @@
 //! where it has none) and the key; an unknown key is a mistake (a misspelled `retain` must
 //! not silently keep everything for ever); nothing else is read from the file.
 
-use super::shard::{Entry, PerInput, ShardError};
+use super::entry::{Entry, PerInput};
 
 /// The keys a camera takes.
 const KEYS: &str = "name, source, record, segment, retain, detect, detect_fps";
 
+/// A camera file's mistake: the camera (its name, `#K` its place where it has none, empty
+/// for the file) and what is wrong.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Mistake {
+    /// The camera.
+    pub camera: String,
+    /// What is wrong.
+    pub why: String,
+}
+
 /// The entries of a camera file's `text`, after the `--input` `flags` (numbered after them).
-pub fn list(flags: Vec<Entry>, path: &str, text: &str) -> Result<Vec<Entry>, ShardError> {
-    let table: toml::Table = text
-        .parse()
-        .map_err(|e: toml::de::Error| ShardError::Camera {
-            path: path.into(),
-            camera: String::new(),
-            why: one_line(e.message()),
-        })?;
+pub fn list(flags: Vec<Entry>, text: &str) -> Result<Vec<Entry>, Mistake> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| Mistake {
+        camera: String::new(),
+        why: one_line(e.message()),
+    })?;
     let mut entries = flags;
     if let Some(key) = table.keys().find(|k| *k != "camera") {
         let why = format!("'{key}' is not a camera file's table (write [[camera]] tables)");
-        return Err(refused(path, "", &why));
+        return Err(refused("", &why));
     }
     let Some(cameras) = table.get("camera") else {
         return Ok(entries);
     };
     let cameras = cameras
         .as_array()
-        .ok_or_else(|| refused(path, "", "'camera' is written [[camera]], a table each"))?;
+        .ok_or_else(|| refused("", "'camera' is written [[camera]], a table each"))?;
     for (i, camera) in cameras.iter().enumerate() {
         let place = format!("#{}", i + 1);
         let camera = camera
             .as_table()
-            .ok_or_else(|| refused(path, &place, "is not a table"))?;
+            .ok_or_else(|| refused(&place, "is not a table"))?;
         let entry = entry_of(camera, entries.len())
-            .map_err(|(who, why)| refused(path, &who.unwrap_or(place), &why))?;
+            .map_err(|(who, why)| refused(&who.unwrap_or(place), &why))?;
         entries.push(entry);
     }
     Ok(entries)
 }
 
-fn refused(path: &str, camera: &str, why: &str) -> ShardError {
-    ShardError::Camera {
-        path: path.into(),
+fn refused(camera: &str, why: &str) -> Mistake {
+    Mistake {
         camera: camera.into(),
         why: why.into(),
     }
@@ -118,7 +124,10 @@ mod tests {
     use super::*;
 
     fn cameras(text: &str) -> Result<Vec<Entry>, String> {
-        list(Vec::new(), "cams.toml", text).map_err(|e| e.to_string())
+        list(Vec::new(), text).map_err(|m| match m.camera.starts_with('#') {
+            true => format!("camera {}: {}", m.camera, m.why),
+            false => format!("camera '{}': {}", m.camera, m.why),
+        })
     }
 
     #[test]
@@ -156,9 +165,6 @@ mod tests {
             .unwrap_err();
         assert!(e.contains("camera 'y'") && e.contains("no source"), "{e}");
         let e = cameras("[[camera]\nname=").unwrap_err();
-        assert!(
-            e.starts_with("--inputs 'cams.toml'") && !e.contains('\n'),
-            "{e}"
-        );
+        assert!(e.starts_with("camera '':") && !e.contains('\n'), "{e}");
     }
 }

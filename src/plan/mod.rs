@@ -32,6 +32,7 @@ use crate::stop::Stop;
 
 pub mod cameras;
 pub mod copy;
+pub mod entry;
 pub mod error;
 pub mod machine;
 pub mod names;

@@ -36,124 +36,15 @@ const MAX_LINE: usize = 8192;
 /// device such as `/dev/zero`) is refused before it is read whole.
 pub const MAX_BYTES: u64 = 16 << 20;
 
-/// One input of the list.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
-    /// Its name: its own, or its source text.
-    pub name: String,
-    /// What `--input` would take.
-    pub source: String,
-    /// Its place in the whole list (`{n}`).
-    pub n: usize,
-    /// Its own settings (`NAME [KEY=VALUE, …] = SOURCE`).
-    pub own: PerInput,
-}
+pub use super::entry::{file_safe, Entry, PerInput};
 
-/// An input's own settings in the inputs file (or the camera file), over the command
-/// line's for it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PerInput {
-    /// `detect=on|off`: whether `--detect` runs on this input (on where not said).
-    pub detect: Option<bool>,
-    /// `detect-fps=N`: its detections a second, in thousandths (exact, so that a change of
-    /// the file is seen).
-    pub detect_millis: Option<u64>,
-    /// `record=on|off`: whether `--record` records it (on where not said).
-    pub record: Option<bool>,
-    /// `segment=DURATION`: its own `--segment`, ms.
-    pub segment_millis: Option<u64>,
-    /// `retain=AGE`: its own `--retain`, seconds.
-    pub retain_secs: Option<u64>,
-}
-
-impl PerInput {
-    /// `detect-fps`, a second.
-    pub fn detect_fps(&self) -> Option<f64> {
-        self.detect_millis.map(|m| m as f64 / 1000.0)
-    }
-
-    /// `--segment` as this input has it, where its own.
-    pub fn segment(&self) -> Option<std::time::Duration> {
-        self.segment_millis.map(std::time::Duration::from_millis)
-    }
-
-    /// `--retain` as this input has it, where its own.
-    pub fn retain(&self) -> Option<std::time::Duration> {
-        self.retain_secs.map(std::time::Duration::from_secs)
-    }
-
-    /// The settings `text` (`KEY=VALUE, …`) gives.
-    fn parse(text: &str) -> Result<Self, String> {
-        let mut own = Self::default();
-        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) = part
-                .split_once('=')
-                .ok_or_else(|| format!("'{part}' is not KEY=VALUE"))?;
-            own.set(key.trim(), value.trim())?;
-        }
-        Ok(own)
-    }
-
-    /// Sets `key` to `value` (`detect=on|off`, `detect-fps=N`, `record=on|off`,
-    /// `segment=DURATION`, `retain=AGE`).
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        let on_off = |v: &str| match v {
-            "on" | "true" => Ok(true),
-            "off" | "false" => Ok(false),
-            _ => Err(format!(
-                "'{key}={v}' is not an input's setting ({key}=on|off)"
-            )),
-        };
-        match key {
-            "detect" => self.detect = Some(on_off(value)?),
-            "record" => self.record = Some(on_off(value)?),
-            "detect-fps" => {
-                let fps = value
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|f| f.is_finite() && *f > 0.0 && *f <= 1000.0)
-                    .ok_or_else(|| format!("detect-fps '{value}' is not a rate from 0 to 1000"))?;
-                self.detect_millis = Some((fps * 1000.0).round() as u64);
-            }
-            "segment" => {
-                let d = crate::cli::parse_duration(value).map_err(|e| e.to_string())?;
-                self.segment_millis = Some(d.as_millis() as u64);
-            }
-            "retain" => {
-                let d = crate::cli::parse_age(value).map_err(|e| e.to_string())?;
-                self.retain_secs = Some(d.as_secs().max(1));
-            }
-            k => {
-                return Err(format!(
-                    "'{k}={value}' is not an input's setting (detect=on|off, detect-fps=N, record=on|off, segment=DURATION, retain=AGE)"
-                ))
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Entry {
-    /// Its name as part of a file name (`{name}`): letters, digits, `.`, `-` and `_` kept,
-    /// anything else (`/`, `:`, spaces) written `_`, never starting with a dot.
-    pub fn file_name(&self) -> String {
-        file_safe(&self.name)
-    }
-}
-
-/// `name` as part of a file name (`Entry::file_name`).
-pub fn file_safe(name: &str) -> String {
-    let safe: String = name
-        .chars()
-        .map(|c| match c {
-            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '-' | '_' => c,
-            _ => '_',
-        })
-        .take(120)
-        .collect();
-    match safe.strip_prefix('.') {
-        Some(rest) => format!("_{rest}"),
-        None => safe,
+/// ", camera 'NAME'" (or ", camera #K" for one with no name) in a camera file's mistake;
+/// nothing for the file's own.
+fn which_camera(camera: &str) -> String {
+    match camera {
+        "" => String::new(),
+        c if c.starts_with('#') => format!(", camera {c}"),
+        c => format!(", camera '{c}'"),
     }
 }
 
@@ -170,7 +61,7 @@ pub enum ShardError {
         why: String,
     },
     /// A camera file's mistake.
-    #[error("--inputs '{path}', camera {}: {why}", if camera.starts_with('#') { camera.clone() } else { format!("'{camera}'") })]
+    #[error("--inputs '{path}'{}: {why}", which_camera(camera))]
     Camera {
         /// The file.
         path: String,
@@ -316,7 +207,11 @@ fn mix(mut z: u64) -> u64 {
 pub fn list(flags: &[String], path: &str, text: &str) -> Result<Vec<Entry>, ShardError> {
     if path.ends_with(".toml") {
         let flags = list(flags, "", "")?;
-        let all = super::cameras::list(flags, path, text)?;
+        let all = super::cameras::list(flags, text).map_err(|m| ShardError::Camera {
+            path: path.into(),
+            camera: m.camera,
+            why: m.why,
+        })?;
         return no_name_twice(all);
     }
     let mut entries: Vec<Entry> = flags

@@ -307,12 +307,25 @@ pub fn http(port: u16, method: &str, path: &str, headers: &str) -> (u16, Vec<u8>
 
 /// `http`, or None where nothing listens on `port` (yet).
 pub fn try_http(port: u16, method: &str, path: &str, headers: &str) -> Option<(u16, Vec<u8>)> {
+    let headers = format!("Content-Length: 0\r\n{headers}");
+    try_http_with(port, method, path, &headers, "")
+}
+
+/// A request with `headers` (each ending in CRLF) and `body`: (status, body), or None where
+/// nothing listens on `port`.
+fn try_http_with(
+    port: u16,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &str,
+) -> Option<(u16, Vec<u8>)> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 0\r\n{headers}\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n{headers}\r\n{body}"
     )
     .ok()?;
     let mut all = Vec::new();
@@ -378,16 +391,14 @@ pub fn ffmpeg_made(path: &Path, sources: &[&str], options: &[&str]) {
 /// ffmpeg serving a live MPEG-TS of its test pattern (MPEG-4, 320x240, 25 fps) at
 /// `http://127.0.0.1:PORT/live.ts`, for one client.
 pub fn live_server(port: u16) -> std::process::Child {
+    live_server_of(port, "320x240")
+}
+
+/// `live_server` with pictures of `size` (WxH).
+pub fn live_server_of(port: u16, size: &str) -> std::process::Child {
     Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-re",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=size=320x240:rate=25",
-        ])
+        .args(["-v", "error", "-re", "-f", "lavfi", "-i"])
+        .arg(format!("testsrc2=size={size}:rate=25"))
         .args(["-c:v", "mpeg4", "-g", "10", "-f", "mpegts", "-listen", "1"])
         .arg(format!("http://127.0.0.1:{port}/live.ts"))
         .stdin(std::process::Stdio::null())
@@ -395,4 +406,47 @@ pub fn live_server(port: u16) -> std::process::Child {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap()
+}
+
+/// framepipe in `dir`, headless, with `args`, serving the browser view on `port` (its summary
+/// in `dir/summary.json`), once the view listens; its standard output and error piped.
+pub fn served(dir: &Path, port: u16, args: &[&str]) -> std::process::Child {
+    let child = Command::new(bin())
+        .current_dir(dir)
+        .arg("--headless")
+        .args(args)
+        .args([
+            "--serve",
+            &port.to_string(),
+            "--summary-json",
+            "summary.json",
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_listening(port, "the view");
+    child
+}
+
+/// Waits until something listens on `port` (20 s at most).
+pub fn wait_listening(port: u16, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A POST of `body` (JSON) to the view: (status, body).
+pub fn http_post(port: u16, path: &str, body: &str) -> (u16, Vec<u8>) {
+    let headers = format!(
+        "Content-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    try_http_with(port, "POST", path, &headers, body).expect("the server answers")
 }

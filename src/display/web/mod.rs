@@ -31,6 +31,7 @@
 pub mod access;
 pub mod api;
 pub mod health;
+mod reply;
 mod server;
 
 use std::net::TcpListener;

@@ -23,14 +23,15 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use crossbeam_channel::Sender;
-use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use http_body_util::{BodyExt, StreamBody};
 use hyper::body::{Frame, Incoming};
-use hyper::header::{self, HeaderValue};
+use hyper::header;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{Notify, Semaphore};
 
 use super::access::CONTROL_HEADER;
+use super::reply::{respond, Body, PLAIN};
 use super::{Ask, Shared, MAX_CLIENTS};
 
 /// The most connections open at once (viewers, figures, half-sent heads).
@@ -41,9 +42,6 @@ pub const PER_CLIENT: usize = 64;
 pub const HEAD_WITHIN: Duration = Duration::from_secs(5);
 /// How long a viewer's connection may take nothing while a frame waits for it.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// An answer's body.
-pub(super) type Body = BoxBody<Bytes, Infallible>;
 
 /// Serves `listener` until `shared.shutdown` is notified (runs on the server's thread).
 pub fn run(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Sender<Ask>) {
@@ -160,31 +158,6 @@ impl Drop for ClientPlace {
         }
     }
 }
-
-/// A whole response.
-pub(super) fn respond(code: StatusCode, kind: &str, body: impl Into<Bytes>) -> Response<Body> {
-    let mut r = Response::new(Full::new(body.into()).boxed());
-    *r.status_mut() = code;
-    let h = r.headers_mut();
-    if let Ok(v) = HeaderValue::from_str(kind) {
-        h.insert(header::CONTENT_TYPE, v);
-    }
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    // No other site may frame the page and click its buttons.
-    h.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("frame-ancestors 'none'"),
-    );
-    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
-    r
-}
-
-/// Plain text, the type of every refusal.
-pub(super) const PLAIN: &str = "text/plain; charset=utf-8";
 
 /// The most a request's body may hold (an input added through the API).
 const MAX_BODY: usize = 64 * 1024;

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use hyper::{Method, Response, StatusCode};
 
-use super::server::{respond, Body, PLAIN};
+use super::reply::{respond, Body, PLAIN};
 use super::Shared;
 
 pub mod recordings;

@@ -22,7 +22,7 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
 
 use super::super::access::query_param;
-use super::super::server::{respond, Body};
+use super::super::reply::{respond, Body};
 use super::super::Shared;
 use super::refuse;
 use crate::record::index::{Index, Segment};
@@ -128,21 +128,25 @@ fn found(shared: &Shared, asked: &Asked) -> anyhow::Result<Vec<(usize, Segment)>
     Ok(all)
 }
 
+/// The segments `query` asks for, each with its index's number; or the answer that
+/// refuses it (a 4xx), or says the index could not be read (500).
+fn answering(query: &str, shared: &Shared) -> Result<Vec<(usize, Segment)>, Box<Response<Body>>> {
+    let asked = asked(query, shared).map_err(|refused| Box::new(refused.answer()))?;
+    found(shared, &asked).map_err(|e| {
+        let why = format!("{e:#}");
+        Box::new(respond(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            super::PLAIN,
+            why,
+        ))
+    })
+}
+
 /// `GET /api/recordings`: the segments as JSON.
 pub(super) fn list(query: &str, shared: &Shared) -> Response<Body> {
-    let asked = match asked(query, shared) {
-        Ok(a) => a,
-        Err(refused) => return refused.answer(),
-    };
-    let segments = match found(shared, &asked) {
+    let segments = match answering(query, shared) {
         Ok(s) => s,
-        Err(e) => {
-            return respond(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                super::PLAIN,
-                format!("{e:#}"),
-            )
-        }
+        Err(answer) => return *answer,
     };
     let rows: Vec<serde_json::Value> = segments
         .iter()
@@ -229,19 +233,9 @@ fn segment<'s>(shared: &'s Shared, id: &str) -> Option<(&'s Arc<Index>, Segment)
 
 /// `GET /api/recordings/{input}.m3u8`: the VOD playlist of the input's segments in range.
 fn playlist(query: &str, shared: &Shared) -> Response<Body> {
-    let asked = match asked(query, shared) {
-        Ok(a) => a,
-        Err(refused) => return refused.answer(),
-    };
-    let segments = match found(shared, &asked) {
+    let segments = match answering(query, shared) {
         Ok(s) => s,
-        Err(e) => {
-            return respond(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                super::PLAIN,
-                format!("{e:#}"),
-            )
-        }
+        Err(answer) => return *answer,
     };
     if segments.is_empty() {
         return refuse(
