@@ -520,3 +520,60 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+#[test]
+fn a_camera_file_of_a_shard_changes_its_share_in_place() {
+    use framepipe::plan::shard::owner;
+    let dir = TempDir::new("service-shard");
+    // Names this shard (0 of 2) takes, and one the other takes.
+    let mine: Vec<String> = (0..)
+        .map(|k| format!("cam{k}"))
+        .filter(|n| owner(n, 2) == 0)
+        .take(3)
+        .collect();
+    let theirs = (0..)
+        .map(|k| format!("other{k}"))
+        .find(|n| owner(n, 2) == 1)
+        .unwrap();
+    let camera =
+        |name: &str| format!("[[camera]]\nname = \"{name}\"\nsource = \"pattern:64x48:25\"\n\n");
+    let file = |names: &[&str]| names.iter().map(|n| camera(n)).collect::<String>();
+    std::fs::write(dir.join("cams.toml"), file(&[&mine[0], &mine[1]])).unwrap();
+    let port = free_port();
+    let args = [
+        "--backend",
+        "cpu",
+        "--config",
+        "cams.toml",
+        "--shard",
+        "0/2",
+    ];
+    let child = common::run::served(dir.path(), port, &args);
+    let names = |all: &[(String, String, u64, u64)]| -> Vec<String> {
+        let mut n: Vec<String> = all.iter().map(|i| i.0.clone()).collect();
+        n.sort();
+        n
+    };
+    wait_for(port, "the share runs", |all| {
+        all.len() == 2 && all.iter().all(|i| i.2 > 0)
+    });
+    // A camera of another shard: nothing changes here.
+    std::fs::write(dir.join("cams.toml"), file(&[&mine[0], &mine[1], &theirs])).unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(names(&inputs_now(port)), [mine[0].clone(), mine[1].clone()]);
+    // One of this shard's joins, one leaves: in place, the one that stays untouched.
+    std::fs::write(dir.join("cams.toml"), file(&[&mine[0], &mine[2], &theirs])).unwrap();
+    wait_for(port, "the share changes", |all| {
+        names(all) == [mine[0].clone(), mine[2].clone()] && all.iter().all(|i| i.2 > 0)
+    });
+    let out = end(child);
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("starts again"), "{said}");
+    let summary = json_file(&dir.join("summary.json"));
+    let inputs = summary["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 3, "{summary}");
+    assert_eq!(inputs[0]["ended"], "stopped");
+    assert_eq!(inputs[0]["dropped"], 0);
+    assert_eq!(inputs[1]["ended"], "removed");
+}
