@@ -310,7 +310,7 @@ fn the_camera_file_says_what_each_camera_does_and_a_bad_edit_keeps_the_run() {
     clip(&dir);
     std::fs::create_dir(dir.join("rec")).unwrap();
     let cameras = dir.join("cameras.toml");
-    let good = "[[camera]]\nname = \"front\"\nsource = \"clip.mp4\"\nsegment = \"1s\"\nretain = \"30d\"\n\n[[camera]]\nname = \"back\"\nsource = \"clip.mp4\"\nrecord = false\n";
+    let good = "[[camera]]\nname = \"front\"\nsource = \"clip.mp4\"\nsegment = \"1s\"\nretain = \"30d\"\noutputs = [\"out-{name}.mkv\"]\n\n[[camera]]\nname = \"back\"\nsource = \"clip.mp4\"\nrecord = false\n";
     std::fs::write(&cameras, good).unwrap();
     // A mistake at the start: one line naming the camera and the key, and no run.
     let bad = dir.join("bad.toml");
@@ -380,6 +380,10 @@ fn the_camera_file_says_what_each_camera_does_and_a_bad_edit_keeps_the_run() {
         "{front}"
     );
     assert!(back["recorded"].is_null(), "{back}");
+    // The camera's own output holds its frames (the other has none).
+    let written = common::run::frames_in(&dir.join("out-front.mkv").display().to_string());
+    assert!(written >= 100, "out-front.mkv holds {written} frames");
+    assert!(!dir.join("out-back.mkv").exists());
 }
 
 /// The inputs `/api/inputs` lists, by name: (state, captured, dropped).

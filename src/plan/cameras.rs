@@ -21,7 +21,7 @@
 use super::entry::{Entry, PerInput};
 
 /// The keys a camera takes.
-const KEYS: &str = "name, source, record, segment, retain, detect, detect_fps";
+const KEYS: &str = "name, source, record, segment, retain, detect, detect_fps, outputs";
 
 /// A camera file's mistake: the camera (its name, `#K` its place where it has none, empty
 /// for the file) and what is wrong.
@@ -96,6 +96,10 @@ fn entry_of(camera: &toml::Table, n: usize) -> Result<Entry, (Option<String>, St
         .iter()
         .filter(|(k, _)| !matches!(k.as_str(), "name" | "source"))
     {
+        if key == "outputs" {
+            own.outputs = outputs_of(value).map_err(fail)?;
+            continue;
+        }
         let text = match value {
             toml::Value::String(s) => s.clone(),
             toml::Value::Boolean(b) => if *b { "on" } else { "off" }.to_string(),
@@ -119,6 +123,23 @@ fn entry_of(camera: &toml::Table, n: usize) -> Result<Entry, (Option<String>, St
     })
 }
 
+/// A camera's `outputs`: a list of names (`--output`'s, `{name}` and `{n}` taken), or one.
+fn outputs_of(value: &toml::Value) -> Result<Vec<String>, String> {
+    let wrong = || "outputs: a list of names, as --output takes them".to_string();
+    let names = match value {
+        toml::Value::String(s) => vec![s.clone()],
+        toml::Value::Array(list) => list
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or_else(wrong))
+            .collect::<Result<_, _>>()?,
+        _ => return Err(wrong()),
+    };
+    match names.iter().any(|n| n.trim().is_empty()) {
+        true => Err(wrong()),
+        false => Ok(names),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,7 +154,7 @@ mod tests {
     #[test]
     fn each_camera_is_an_entry_with_its_settings() {
         let all = cameras(
-            "[[camera]]\nname = \"front\"\nsource = \"rtsp://u:p@h/\"\nrecord = false\nretain = \"30d\"\nsegment = \"10m\"\ndetect_fps = 2.5\n\n[[camera]]\nname = \"back\"\nsource = \"back.mp4\"\ndetect = false\n",
+            "[[camera]]\nname = \"front\"\nsource = \"rtsp://u:p@h/\"\nrecord = false\nretain = \"30d\"\nsegment = \"10m\"\ndetect_fps = 2.5\noutputs = [\"front.mp4\", \"udp://h:5000\"]\n\n[[camera]]\nname = \"back\"\nsource = \"back.mp4\"\ndetect = false\n",
         )
         .unwrap();
         assert_eq!(all.len(), 2);
@@ -145,6 +166,7 @@ mod tests {
         assert_eq!(all[0].own.retain_secs, Some(30 * 86_400));
         assert_eq!(all[0].own.segment_millis, Some(600_000));
         assert_eq!(all[0].own.detect_fps(), Some(2.5));
+        assert_eq!(all[0].own.outputs, ["front.mp4", "udp://h:5000"]);
         assert_eq!(all[1].own.detect, Some(false));
     }
 

@@ -30,6 +30,8 @@ pub struct PerInput {
     pub segment_millis: Option<u64>,
     /// `retain=AGE`: its own `--retain`, seconds.
     pub retain_secs: Option<u64>,
+    /// `output=NAME` (each one): outputs of its own frames, besides `--output`'s.
+    pub outputs: Vec<String>,
 }
 
 impl PerInput {
@@ -89,9 +91,10 @@ impl PerInput {
                 let d = crate::cli::parse_age(value).map_err(|e| e.to_string())?;
                 self.retain_secs = Some(d.as_secs().max(1));
             }
+            "output" if !value.trim().is_empty() => self.outputs.push(value.trim().to_string()),
             k => {
                 return Err(format!(
-                    "'{k}={value}' is not an input's setting (detect=on|off, detect-fps=N, record=on|off, segment=DURATION, retain=AGE)"
+                    "'{k}={value}' is not an input's setting (detect=on|off, detect-fps=N, record=on|off, segment=DURATION, retain=AGE, output=NAME)"
                 ))
             }
         }

@@ -253,7 +253,7 @@ impl RunPlan {
             .collect();
         let records = records_of(&args, &specs, &marks, (&labels, &owns))?;
         let serve = check_serve(&args)?;
-        let mut parts = outputs_of_parts(&args, &marks)?;
+        let mut parts = outputs_of_parts(&args, &marks, &owns)?;
         let several = specs.len() > 1;
         check_geometry(&args, several)?;
         let recording = parts.recording;
@@ -424,6 +424,12 @@ impl RunPlan {
             why,
         })?;
         let own = &entry.own;
+        if !own.outputs.is_empty() {
+            return Err(PlanError::Events(format!(
+                "'{}' names outputs of its own: a camera that joins while the run goes has none (name them in the camera file before the run starts)",
+                entry.name
+            )));
+        }
         if (own.detect == Some(true) || own.detect_millis.is_some()) && !self.joining.detect {
             return Err(PlanError::Events(format!(
                 "'{}' asks for detection, and no --detect MODEL is given",
@@ -833,11 +839,17 @@ struct Parts {
 /// the input's; with several, those with `{n}` or `{name}` are each input's (its marks put
 /// in) and those without record the mosaic, each set checked as a run of one input checks
 /// its outputs.
-fn outputs_of_parts(args: &RunArgs, marks: &Marks) -> Result<Parts, PlanError> {
+fn outputs_of_parts(
+    args: &RunArgs,
+    marks: &Marks,
+    owns: &[super::shard::PerInput],
+) -> Result<Parts, PlanError> {
+    // Each input's own outputs (a camera file's `outputs`), its marks put in.
+    let theirs = |i: usize| owns[i].outputs.iter().map(move |o| marks.fill(o, i));
     if marks.0.len() == 1 {
         let named = args.outputs.output.iter().map(|o| marks.fill(o, 0));
         return Ok(Parts {
-            each: vec![outputs_of(args, named.collect())?],
+            each: vec![outputs_of(args, named.chain(theirs(0)).collect())?],
             recording: None,
         });
     }
@@ -848,7 +860,10 @@ fn outputs_of_parts(args: &RunArgs, marks: &Marks) -> Result<Parts, PlanError> {
         .cloned()
         .partition(|o| Marks::own(o));
     let each = (0..marks.0.len())
-        .map(|i| outputs_of(args, own.iter().map(|o| marks.fill(o, i)).collect()))
+        .map(|i| {
+            let named = own.iter().map(|o| marks.fill(o, i)).chain(theirs(i));
+            outputs_of(args, named.collect())
+        })
         .collect::<Result<_, _>>()?;
     let recording = match mosaic.is_empty() {
         true => None,
