@@ -2,8 +2,13 @@
 //! mosaic sink on the CPU): the grid, the tiles' and the picture's sizes, where each input's
 //! picture goes in its tile, and the nearest-neighbour maps that scale it there.
 //!
+//! As inputs join and leave a running wall the grid is made again (`Regrid`): the picture
+//! keeps its size (its outputs opened at it), the tiles are as many as the inputs shown, and
+//! every holder of the `Compose` takes the new grid before its next frame (`refresh`).
+//!
 //! Invariants: tiles are row-major in input order, all of one size (the largest input's
-//! shape, scaled down, never up, to fit); a picture keeps its input's aspect in its tile
+//! shape, scaled down, never up, to fit; after a regrid, the picture's size shared out); a
+//! picture keeps its input's aspect in its tile
 //! (letterboxed, centred); destination pixel `i` of a scaled axis of `m` pixels samples source
 //! pixel `min(((2i + 1)·n) / 2m, n - 1)` of `n` (pixel centres), the one formula
 //! `kernels/compose.cu` computes too, so both composers give the same bytes.
@@ -353,6 +358,22 @@ impl Regrid {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_regrid_keeps_the_picture_and_packs_the_inputs_shown() {
+        let layout = Layout::new(2, 1, &[FrameSize::new(640, 360); 2], MAX_MOSAIC);
+        let mut c = Compose::new(layout, vec![0, 1], FullFrames::shown(), None);
+        assert!(!c.refresh());
+        c.regrid.set(&[true, false, true, true, true]);
+        assert!(c.refresh());
+        assert_eq!((c.layout.cols, c.layout.rows), (2, 2));
+        assert_eq!(c.layout.canvas, layout.canvas);
+        assert_eq!(c.layout.tile, FrameSize::new(640, 180));
+        assert_eq!(c.tile_of, [0, NO_TILE, 1, 2, 3]);
+        assert_eq!(c.tile(1, PixelFormat::Bgr24).unwrap(), None);
+        assert_eq!(c.tile(4, PixelFormat::Bgr24).unwrap(), Some(3));
+        assert!(!c.refresh());
+    }
 
     #[test]
     fn grids_are_square_or_wider() {

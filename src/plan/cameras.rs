@@ -12,6 +12,7 @@
 //! retain = "30d"                      # its own --retain (within --retain-size/-free)
 //! detect = true                       # false: --detect passes it by
 //! detect_fps = 5                      # its own --detect-fps
+//! outputs = ["front.mkv"]             # its own outputs, as --output names them
 //! ```
 //!
 //! Invariants: a mistake is one line naming the file, the camera (its name, or its place
