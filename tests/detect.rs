@@ -807,3 +807,48 @@ fn each_camera_of_an_inputs_file_can_have_its_own_detection() {
         stderr(&bad)
     );
 }
+
+#[test]
+fn a_camera_that_joins_a_running_wall_is_detected_on_as_its_settings_say() {
+    let dir = TempDir::new("detect-joined");
+    let m = yolo_model(&dir, "v8");
+    std::fs::write(dir.join("wall.txt"), "first = pattern:160x120:25\n").unwrap();
+    let port = crate::common::run::free_port();
+    let model = m.display().to_string();
+    let args = [
+        "--backend",
+        "cpu",
+        "--inputs",
+        "wall.txt",
+        "--detect",
+        &model,
+    ];
+    let more = ["--detections", "boxes.jsonl", "--detect-fps", "10"];
+    let child = crate::common::run::served(dir.path(), port, &[&args[..], &more[..]].concat());
+    std::thread::sleep(Duration::from_millis(1000));
+    let body = r#"{"name": "second", "source": "pattern:160x120:25", "detect_fps": 4}"#;
+    let (status, said) = crate::common::run::http_post(port, "/api/inputs", body);
+    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&said));
+    let body = r#"{"name": "third", "source": "pattern:160x120:25", "detect": false}"#;
+    assert_eq!(
+        crate::common::run::http_post(port, "/api/inputs", body).0,
+        201
+    );
+    std::thread::sleep(Duration::from_millis(3000));
+    crate::common::run::interrupt(&child);
+    let out = crate::common::run::wait_with_deadline(child, Duration::from_secs(10), "joined");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = std::fs::read_to_string(dir.join("boxes.jsonl")).unwrap();
+    let count = |name: &str| {
+        lines
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|l| l["name"] == name && !l["detections"].as_array().unwrap().is_empty())
+            .count()
+    };
+    // The second at its own 4 a second for about 3 s; the third not at all.
+    let (first, second, third) = (count("first"), count("second"), count("third"));
+    assert!(first >= 20, "first: {first}");
+    assert!((6..=14).contains(&second), "second: {second}");
+    assert_eq!(third, 0, "{lines}");
+}

@@ -157,13 +157,14 @@ fn run_plan(
         return Ok(());
     };
     crate::debug!("start-up: input open at {:.1} ms", since());
-    let outs = (&mut claims.each[..], &mut view);
-    let (each, total) = open_each(plan, &mut inputs, outs, stop)?;
     let order = inputs.order();
     let joins = (plan.takes_joins() && to.is_none())
         .then(|| pipeline::Joins::new(pipeline::MAX_INPUTS.saturating_sub(order.len())));
+    // Before the view goes to what shows it (the mosaic, or the one input's own display).
     let service;
     (view, service) = serve_joins(plan, view, (joins.as_ref(), &order), &recordings, watch);
+    let outs = (&mut claims.each[..], &mut view);
+    let (each, total) = open_each(plan, &mut inputs, outs, stop)?;
     // The detector reads every frame: the backend brings each one down.
     let every_frame = each.iter().any(Option::is_some) || model.is_some();
     let compose = displays::compose(plan, &inputs, &order, every_frame);
@@ -197,7 +198,7 @@ fn run_plan(
     let mut sink = the_sink(plan, (each, joins.is_some()), all, to, total, seen.clone());
     if let (Some(model), Some(seen)) = (model, seen) {
         let around = (&inputs, &order[..], &recordings, to.is_some());
-        sink = detecting(plan, sink, model, seen, around)?;
+        sink = detecting(plan, sink, model, seen, around, service.as_ref())?;
     }
     info!("output: {}", sink.describe());
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
@@ -289,6 +290,17 @@ fn hand_to(service: &Service, _: &[crate::plan::shard::Entry]) {
     match *service {}
 }
 
+/// The detector told each joining input's own settings by the service.
+#[cfg(feature = "ffmpeg")]
+fn detect_with(service: &Service, own: sink::detecting::JoinedOwn) {
+    service.detect_with(own);
+}
+
+#[cfg(not(feature = "ffmpeg"))]
+fn detect_with(service: &Service, _: sink::detecting::JoinedOwn) {
+    match *service {}
+}
+
 /// The mosaic `compose` laid out again as the service's inputs join and leave.
 #[cfg(feature = "ffmpeg")]
 fn lay_out(service: &Service, compose: &crate::tiles::Compose) {
@@ -361,6 +373,7 @@ fn detecting(
         &recordings::Recordings,
         bool,
     ),
+    service: Option<&Service>,
 ) -> Result<Box<dyn Sink>> {
     let Some(settings) = plan.detect() else {
         return Ok(sink);
@@ -390,13 +403,11 @@ fn detecting(
     };
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
     let jsonl = settings.jsonl.clone().map(|p| (p, replace));
-    Ok(Box::new(sink::detecting::Detecting::new(
-        sink,
-        model,
-        inputs,
-        settings.fps,
-        jsonl,
-    )?))
+    let detecting = sink::detecting::Detecting::new(sink, model, inputs, settings.fps, jsonl)?;
+    if let Some(service) = service {
+        detect_with(service, detecting.joined_own());
+    }
+    Ok(Box::new(detecting))
 }
 
 /// The tracks of the run's detections, and the zones and events (`--zone`, `--line`,

@@ -50,6 +50,8 @@ pub(super) struct Service {
     /// `InputId`).
     mosaic: std::sync::OnceLock<Arc<crate::tiles::Regrid>>,
     shown: Mutex<Vec<bool>>,
+    /// The detector's own settings of each input that joins, where the run detects.
+    detect: std::sync::OnceLock<crate::sink::detecting::JoinedOwn>,
 }
 
 impl Service {
@@ -89,7 +91,13 @@ impl Service {
             joined,
             mosaic: std::sync::OnceLock::new(),
             shown,
+            detect: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The detector of the run, told each joining input's own settings.
+    pub fn detect_with(&self, own: crate::sink::detecting::JoinedOwn) {
+        let _ = self.detect.set(own);
     }
 
     /// The mosaic the run composes, laid out again as inputs join and leave.
@@ -186,6 +194,17 @@ impl Service {
             joined.source(id.0 as usize, &entry.source);
         }
         self.show(id, true);
+        if let Some(detect) = self.detect.get() {
+            let own = &entry.own;
+            let settings = (
+                entry.name.clone(),
+                own.detect != Some(false),
+                own.detect_fps(),
+            );
+            if let Ok(mut d) = detect.lock() {
+                d.insert(usize::from(id.0), settings);
+            }
+        }
         crate::info!("input {} ({}) joins the run", id.0, entry.name);
         members.push(Member {
             entry,

@@ -58,6 +58,15 @@ impl Seen {
         })))
     }
 
+    /// Makes room for `inputs` inputs (inputs that joined the run while it goes).
+    pub fn grow(&self, inputs: usize) {
+        let mut s = self.state();
+        if s.last.len() < inputs {
+            s.last.resize(inputs, None);
+            s.figures.resize(inputs, Figures::default());
+        }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -49,6 +49,9 @@ struct Job {
     waited: bool,
     /// When it reached the detecting sink (a recording's sidecar places it by this).
     seen_at: std::time::Instant,
+    /// Its input's name, and whether the input is live.
+    name: String,
+    live: bool,
 }
 
 /// Where a detected frame's line goes besides `--detections`: the input's recording, into
@@ -64,10 +67,20 @@ struct Input {
     last: Option<f64>,
     on: bool,
     fps: Option<f64>,
+    /// It joined the run while it goes, and its name and own settings were told
+    /// (`joined_own`: it is detected on only once they were).
+    told: bool,
 }
+
+/// Inputs that join the run while it goes, by `InputId`: each one's name, whether it is
+/// detected on and at what rate, told by whoever adds it (none is detected on before).
+pub type JoinedOwn =
+    Arc<std::sync::Mutex<std::collections::HashMap<usize, (String, bool, Option<f64>)>>>;
 
 /// The detecting sink (module doc).
 pub struct Detecting {
+    /// The own settings of inputs that join while the run goes.
+    joined_own: JoinedOwn,
     inner: Box<dyn Sink>,
     slots: Arc<Slots<Job>>,
     /// Each job's (input, frame) once the detector is done with it.
@@ -143,11 +156,9 @@ impl Detecting {
         let to = Detector {
             events: inputs.events.take(),
             started: std::time::Instant::now(),
-            names: inputs.names.clone(),
             seen: inputs.seen.clone(),
             done: done_tx,
             beside: inputs.beside.clone(),
-            live: inputs.live.clone(),
         };
         let taken = slots.clone();
         let thread = std::thread::Builder::new()
@@ -167,6 +178,7 @@ impl Detecting {
         } = inputs;
         let inputs = each_input(names, live, &inputs.own);
         Ok(Self {
+            joined_own: JoinedOwn::default(),
             inner,
             slots,
             done,
@@ -225,12 +237,49 @@ impl Detecting {
         m.active()
     }
 
+    /// Where the own settings of inputs that join while the run goes are told.
+    pub fn joined_own(&self) -> JoinedOwn {
+        self.joined_own.clone()
+    }
+
+    /// Makes room for input `at`, where it joined the run while it goes: a live camera,
+    /// detected on once its adder told its name and settings (`joined_own`).
+    fn joined(&mut self, at: usize) {
+        if at < self.inputs.len() {
+            return;
+        }
+        while self.inputs.len() <= at {
+            self.inputs.push(Input {
+                name: format!("input {}", self.inputs.len()),
+                live: true,
+                last: None,
+                on: false,
+                fps: None,
+                told: false,
+            });
+        }
+        self.slots.grow(at + 1);
+        self.seen.grow(at + 1);
+    }
+
     /// Whether `frame` is due for detection, and notes it as sent where it is.
     fn due(&mut self, frame: &Frame) -> bool {
         let clock = self.started.elapsed().as_secs_f64();
-        let Some(input) = self.inputs.get_mut(usize::from(frame.desc.input.0)) else {
+        let at = usize::from(frame.desc.input.0);
+        let Some(input) = self.inputs.get_mut(at) else {
             return false;
         };
+        if !input.told {
+            // An input that joined: its name and own settings, once its adder told them.
+            let told = self
+                .joined_own
+                .lock()
+                .ok()
+                .and_then(|o| o.get(&at).cloned());
+            if let Some((name, on, fps)) = told {
+                (input.name, input.on, input.fps, input.told) = (name, on, fps, true);
+            }
+        }
         if !input.on {
             return false;
         }
@@ -268,6 +317,8 @@ impl Detecting {
             bytes: frame.bytes[..format.bytes(size)].to_vec(),
             waited: !self.inputs[at].live && self.exact,
             seen_at: std::time::Instant::now(),
+            name: self.inputs[at].name.clone(),
+            live: self.inputs[at].live,
         };
         let (index, waited) = (job.index, job.waited);
         if self.inputs[at].live {
@@ -354,6 +405,7 @@ fn each_input(names: Vec<String>, live: Vec<bool>, own: &[(bool, Option<f64>)]) 
                 last: None,
                 on,
                 fps,
+                told: true,
             }
         })
         .collect()
@@ -361,12 +413,9 @@ fn each_input(names: Vec<String>, live: Vec<bool>, own: &[(bool, Option<f64>)]) 
 
 /// Where the detector's thread puts what it found.
 struct Detector {
-    names: Vec<String>,
     seen: Seen,
     done: Sender<(usize, u64)>,
     beside: Vec<Option<Beside>>,
-    /// Live, by input.
-    live: Vec<bool>,
     events: Option<crate::events::Engine>,
     /// When the run began (the time of a frame without one).
     started: std::time::Instant,
@@ -439,7 +488,7 @@ impl Detector {
         mut boxes: Vec<Detection>,
         file: Option<&mut std::io::BufWriter<std::fs::File>>,
     ) -> Result<()> {
-        let name = self.names.get(input).map_or("", String::as_str);
+        let name = job.name.as_str();
         if let Some(events) = &mut self.events {
             let seen = crate::events::Seen {
                 input,
@@ -450,7 +499,7 @@ impl Detector {
                     .unwrap_or_else(|| (job.seen_at - self.started).as_secs_f64()),
                 size: job.size,
                 seen_at: job.seen_at,
-                live: self.live[input],
+                live: job.live,
             };
             events.detected(&seen, &mut boxes);
             let zones = events.zone_counts().get(input).cloned().unwrap_or_default();
@@ -465,7 +514,7 @@ impl Detector {
                     .context("writing --detections")?;
             }
             if let Some(beside) = beside {
-                let seconds = job.seconds.filter(|_| !self.live[input]);
+                let seconds = job.seconds.filter(|_| !job.live);
                 beside(line, job.seen_at, seconds);
             }
         }
@@ -527,6 +576,7 @@ impl Sink for Detecting {
         format!("{}, with detection", self.inner.describe())
     }
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
+        self.joined(usize::from(frame.desc.input.0));
         if self.moving(frame) && self.due(frame) {
             self.hand(frame);
         }

@@ -40,6 +40,14 @@ impl<J> Slots<J> {
         }
     }
 
+    /// Makes room for `inputs` inputs (inputs that joined the run while it goes).
+    pub fn grow(&self, inputs: usize) {
+        let mut s = self.lock();
+        while s.waiting.len() < inputs {
+            s.waiting.push(None);
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State<J>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
