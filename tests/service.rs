@@ -15,9 +15,15 @@ use common::run::{live_server_of, wait_with_deadline, TempDir};
 
 /// A 12 s clip of the test pattern, H.264 with a keyframe every second.
 fn clip(dir: &TempDir) -> String {
+    clip_of(dir, 12)
+}
+
+/// A clip of the test pattern `seconds` long, H.264 with a keyframe every second.
+fn clip_of(dir: &TempDir, seconds: u32) -> String {
     let path = dir.join("clip.mp4");
+    let t = seconds.to_string();
     let options = [
-        "-t", "12", "-c:v", "libx264", "-g", "25", "-pix_fmt", "yuv420p",
+        "-t", &t, "-c:v", "libx264", "-g", "25", "-pix_fmt", "yuv420p",
     ];
     ffmpeg_made(&path, &["testsrc=size=320x240:rate=25"], &options);
     path.display().to_string()
@@ -190,7 +196,8 @@ fn json_file(path: &Path) -> serde_json::Value {
 #[test]
 fn retention_keeps_the_budget_deleting_the_oldest_and_nothing_else() {
     let dir = TempDir::new("service-retain");
-    clip(&dir);
+    // Two minutes of recording (the soak's ten, on a 50 MB disk, is scripts/bench).
+    clip_of(&dir, 120);
     std::fs::create_dir(dir.join("rec")).unwrap();
     std::fs::write(dir.join("rec/cam-00000-7.mp4"), b"mine, not framepipe's").unwrap();
     std::fs::write(dir.join("rec/notes.txt"), b"kept").unwrap();
@@ -213,7 +220,23 @@ fn retention_keeps_the_budget_deleting_the_oldest_and_nothing_else() {
         std::thread::sleep(Duration::from_millis(200));
     };
     assert!(deleted >= 2.0);
-    let out = end(child);
+    // To the clip's end: the closed segments never hold more than the budget and the one
+    // just closed.
+    let mut child = child;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while child.try_wait().unwrap().is_none() {
+        let held: u64 = std::fs::read_dir(dir.join("rec"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("cam-"))
+            .filter(|e| e.file_name() != "cam-00000-7.mp4")
+            .map(|e| e.metadata().map_or(0, |m| m.len()))
+            .sum();
+        assert!(held <= 60_000, "{held} bytes held");
+        assert!(Instant::now() < deadline, "the two minutes did not end");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let out = child.wait_with_output().unwrap();
     let said = stderr(&out);
     assert!(out.status.success(), "{said}");
     let summary = json_file(&dir.join("summary.json"));
