@@ -604,3 +604,43 @@ fn a_camera_file_of_a_shard_changes_its_share_in_place() {
     assert_eq!(inputs[0]["dropped"], 0);
     assert_eq!(inputs[1]["ended"], "removed");
 }
+
+#[test]
+fn after_a_kill_the_index_lists_every_whole_segment_and_nothing_else() {
+    let dir = TempDir::new("service-kill");
+    clip(&dir);
+    std::fs::create_dir(dir.join("rec")).unwrap();
+    let port = free_port();
+    let child = record(&dir, port, &[]);
+    listed(port, 3);
+    // SIGKILL: no finishing, a segment left half written under its hidden .part name.
+    let mut child = child;
+    child.kill().unwrap();
+    let _ = wait_with_deadline(child, Duration::from_secs(5), "killed");
+    let whole: Vec<String> = std::fs::read_dir(dir.join("rec"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("cam-") && n.ends_with(".mp4"))
+        .collect();
+    let port = free_port();
+    let child = record(&dir, port, &[]);
+    let listed: Vec<String> = json(port, "/api/recordings?input=clip")["recordings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["file"].as_str().unwrap().to_string())
+        .collect();
+    let _ = end(child);
+    for name in &whole {
+        assert!(listed.contains(name), "{name} is not listed: {listed:?}");
+    }
+    assert!(listed.iter().all(|n| !n.starts_with('.')), "{listed:?}");
+    for name in &listed {
+        let path = dir.join(&format!("rec/{name}"));
+        assert!(
+            common::run::frames_in(&path.display().to_string()) > 0,
+            "{name}"
+        );
+    }
+}
