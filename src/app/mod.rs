@@ -158,11 +158,9 @@ fn run_plan(
     };
     crate::debug!("start-up: input open at {:.1} ms", since());
     let order = inputs.order();
-    let joins = (plan.takes_joins() && to.is_none())
-        .then(|| pipeline::Joins::new(pipeline::MAX_INPUTS.saturating_sub(order.len())));
     // Before the view goes to what shows it (the mosaic, or the one input's own display).
-    let service;
-    (view, service) = serve_joins(plan, view, (joins.as_ref(), &order), &recordings, watch);
+    let (joins, service);
+    (view, joins, service) = serve_joins(plan, view, (&order, to), &recordings, watch);
     let outs = (&mut claims.each[..], &mut view);
     let (each, total) = open_each(plan, &mut inputs, outs, stop)?;
     // The detector reads every frame: the backend brings each one down.
@@ -209,12 +207,24 @@ fn run_plan(
     crate::debug!("start-up: sinks open at {:.1} ms", since());
     let ran = pipeline::run_inputs(pipeline_inputs, backend, sink.as_mut(), &opts, stop);
     crate::debug!("run ended at {:.1} ms", since());
+    end_run(plan, ran, recordings, (&order, &failed, &names), ending)
+}
+
+/// What the run `ran` left: its recordings and copies finished, its summary reported (the
+/// run's inputs by `order`, those that `failed`, every input's `names`).
+fn end_run(
+    plan: &RunPlan,
+    ran: Result<crate::stats::Summary>,
+    recordings: recordings::Recordings,
+    (order, failed, names): (&[usize], &[(usize, String)], &[String]),
+    ending: &report::Ending,
+) -> Result<()> {
     let (ran, recorded) = finish_taps(ran, recordings);
     report::disarm_exit_summary(ending);
     let places = report::Places {
-        order: &order,
-        failed: &failed,
-        names: &names,
+        order,
+        failed,
+        names,
         recorded: &recorded,
     };
     report::finish(plan.reports(), ran, places, ending)
@@ -228,10 +238,16 @@ fn run_plan(
 fn serve_joins(
     plan: &RunPlan,
     view: Option<displays::View>,
-    (joins, order): (Option<&pipeline::Joins>, &[usize]),
+    (order, to): (&[usize], Option<&sink::handover::HandTo>),
     recordings: &recordings::Recordings,
     watch: Option<&roster::Watch>,
-) -> (Option<displays::View>, Option<Service>) {
+) -> (
+    Option<displays::View>,
+    Option<pipeline::Joins>,
+    Option<Service>,
+) {
+    let joins = (plan.takes_joins() && to.is_none())
+        .then(|| pipeline::Joins::new(pipeline::MAX_INPUTS.saturating_sub(order.len())));
     let joined = view.as_ref().map(|v| v.joined());
     if let Some(joined) = &joined {
         for (k, &at) in order.iter().enumerate() {
@@ -239,7 +255,7 @@ fn serve_joins(
         }
     }
     let Some(joins) = joins else {
-        return (view, None);
+        return (view, None, None);
     };
     let mut ids = vec![None; plan.inputs().len()];
     for (k, &at) in order.iter().enumerate() {
@@ -258,18 +274,23 @@ fn serve_joins(
     if let Some(watch) = watch {
         watch.adopt(service.clone());
     }
-    (view.map(|v| v.with_control(service.clone())), Some(service))
+    let view = view.map(|v| v.with_control(service.clone()));
+    (view, Some(joins), Some(service))
 }
 
 #[cfg(not(feature = "ffmpeg"))]
 fn serve_joins(
     _: &RunPlan,
     view: Option<displays::View>,
-    _: (Option<&pipeline::Joins>, &[usize]),
+    _: (&[usize], Option<&sink::handover::HandTo>),
     _: &recordings::Recordings,
     _: Option<&roster::Watch>,
-) -> (Option<displays::View>, Option<Service>) {
-    (view, None)
+) -> (
+    Option<displays::View>,
+    Option<pipeline::Joins>,
+    Option<Service>,
+) {
+    (view, None, None)
 }
 
 /// The running wall's service (`service`), where inputs may join and leave.

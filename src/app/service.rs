@@ -151,23 +151,7 @@ impl Service {
             .plan
             .input_for(&entry)
             .map_err(|e| Refused::Bad(e.to_string()))?;
-        let recording = match &input.record {
-            Some(spec) => {
-                let archive = self.archives.iter().find(|a| a.index().root() == spec.root);
-                let archive = archive.cloned().ok_or_else(|| {
-                    Refused::Bad(format!(
-                        "--record's folder for '{}' is not this run's",
-                        entry.name
-                    ))
-                })?;
-                let what = format!("input {}", entry.name);
-                Some(
-                    Recording::start(spec.clone(), what, archive)
-                        .map_err(|e| Refused::Unable(format!("{e:#}")))?,
-                )
-            }
-            None => None,
-        };
+        let recording = self.recording_of(&input, &entry.name)?;
         let tap = recording.clone().map(|r| r as super::recordings::Tap);
         let gone = crate::stop::Stop::new();
         let answer = super::opening::start_opening(entry.n, &input, &gone)
@@ -190,8 +174,41 @@ impl Service {
         let id = joiner
             .join(entry.name.clone(), pipeline_input)
             .map_err(|e| Refused::Unable(e.to_string()))?;
+        self.tell(id, &entry);
+        crate::info!("input {} ({}) joins the run", id.0, entry.name);
+        members.push(Member {
+            entry,
+            id: Some(id),
+            recording,
+            gone,
+        });
+        Ok(())
+    }
+
+    /// The recording of a joining `input` named `name`, where `--record` asks for one (in
+    /// its root's archive, whose index and retention it joins).
+    fn recording_of(
+        &self,
+        input: &crate::plan::InputPlan,
+        name: &str,
+    ) -> Result<Option<Arc<Recording>>, Refused> {
+        let Some(spec) = &input.record else {
+            return Ok(None);
+        };
+        let archive = self.archives.iter().find(|a| a.index().root() == spec.root);
+        let archive = archive.cloned().ok_or_else(|| {
+            Refused::Bad(format!("--record's folder for '{name}' is not this run's"))
+        })?;
+        let recording = Recording::start(spec.clone(), format!("input {name}"), archive)
+            .map_err(|e| Refused::Unable(format!("{e:#}")))?;
+        Ok(Some(recording))
+    }
+
+    /// Tells the browser view (its source), the mosaic (a tile) and the detector (its name
+    /// and own settings) that `entry` joined as input `id`.
+    fn tell(&self, id: InputId, entry: &Entry) {
         if let Some(joined) = &self.joined {
-            joined.source(id.0 as usize, &entry.source);
+            joined.source(usize::from(id.0), &entry.source);
         }
         self.show(id, true);
         if let Some(detect) = self.detect.get() {
@@ -205,14 +222,6 @@ impl Service {
                 d.insert(usize::from(id.0), settings);
             }
         }
-        crate::info!("input {} ({}) joins the run", id.0, entry.name);
-        members.push(Member {
-            entry,
-            id: Some(id),
-            recording,
-            gone,
-        });
-        Ok(())
     }
 
     /// Removes input `name` from the running wall (module doc).

@@ -266,12 +266,7 @@ pub fn run_inputs(
     opts: &Options,
     stop: &Stop,
 ) -> Result<Summary> {
-    let spare = opts.joins.as_ref().map_or(0, |j| j.spare);
-    crate::ensure_kept!(
-        !inputs.is_empty() && inputs.len() + spare <= MAX_INPUTS,
-        "a run has 1 to {MAX_INPUTS} inputs, not {} and {spare} places for more",
-        inputs.len()
-    );
+    let spare = places_for(&inputs, opts)?;
     // A signalled stop that stops progressing in here is ended by the stop watchdog.
     let _watched = crate::stop::Watched::start();
     let several = inputs.len() > 1;
@@ -284,33 +279,14 @@ pub fn run_inputs(
         (opts.progress.clone(), resize.clone(), spare),
     ));
     let backend_tracks = backend.tracks();
-    // Every slot of every ring fits in the filled and done channels: sending never waits
-    // (with places for inputs that join, the channels take however many their rings hold).
     let slots_total: usize = inputs.iter().map(|i| i.ring).sum();
-    let (filled_tx, filled_rx) = match spare {
-        0 => bounded::<Slot>(slots_total),
-        _ => unbounded::<Slot>(),
-    };
-    let (done_tx, done_rx) = match spare {
-        0 => bounded::<Slot>(slots_total),
-        _ => unbounded::<Slot>(),
-    };
-    let vacant = joining::vacant(spare);
-    free_txs.extend(vacant.iter().map(|(tx, _)| tx.clone()));
-    let joiner = opts.joins.as_ref().map(|joins| {
-        let rxs = vacant.into_iter().map(|(_, rx)| rx).collect();
-        joins.start(&shared, (free_txs.clone(), rxs), filled_tx.clone(), opts)
-    });
+    let ((filled_tx, filled_rx), (done_tx, done_rx)) = slot_channels(slots_total, spare);
+    let joiner = joiner_of(&shared, (&mut free_txs, &filled_tx), opts);
     free_rxs.truncate(inputs.len());
     let (control_tx, control_rx) = unbounded::<Control>();
     let (picture_tx, picture_rx) = bounded::<Picture>(PICTURES_QUEUED);
     let started = Instant::now();
-    let reloading = opts
-        .reload
-        .as_ref()
-        .map(|r| r.start(control_tx.clone()))
-        .transpose()
-        .context("starting the kernel file watcher")?;
+    let reloading = start_reloading(opts, &control_tx)?;
     let captures = spawn_captures(inputs, (free_rxs, &free_txs), filled_tx, opts, &shared)?;
     let channels = BackendEnds {
         filled: filled_rx,
@@ -339,9 +315,7 @@ pub fn run_inputs(
     if sunk.result.is_err() {
         stop.request();
         // Keep slots moving so that the other threads can finish.
-        while let Ok(slot) = done_rx.recv() {
-            let _ = free_txs[slot.desc.input.0 as usize].send(slot);
-        }
+        drain(&done_rx, &free_txs);
     }
     // The run's time ends here: a window may keep its last frame up in `finish`.
     let elapsed = started.elapsed();
@@ -352,9 +326,7 @@ pub fn run_inputs(
     let sunk_result = std::mem::replace(&mut sunk.result, Ok(()));
     shared.leave_all();
     let mut captures = captures;
-    if let Some(joiner) = &joiner {
-        captures.extend(joiner.finish());
-    }
+    captures.extend(joiner.iter().flat_map(|j| j.finish()));
     let several = several || captures.len() > 1;
     let ended = join_all(captures, process, several, (sunk_result, finish))?;
     crate::debug!(
@@ -478,6 +450,65 @@ fn free_lists(
         ms(t.elapsed())
     );
     (txs, rxs)
+}
+
+/// The places a run keeps for inputs that join while it goes (`Options::joins`), checked
+/// with its `inputs` against `MAX_INPUTS`.
+fn places_for(inputs: &[Input], opts: &Options) -> Result<usize> {
+    let spare = opts.joins.as_ref().map_or(0, |j| j.spare);
+    crate::ensure_kept!(
+        !inputs.is_empty() && inputs.len() + spare <= MAX_INPUTS,
+        "a run has 1 to {MAX_INPUTS} inputs, not {} and {spare} places for more",
+        inputs.len()
+    );
+    Ok(spare)
+}
+
+/// The joiner of a run that keeps places (`Options::joins`): each place's free list is made
+/// and added to `free_txs`, and the joiner holds a sender of the `filled` channel.
+fn joiner_of(
+    shared: &Arc<Shared>,
+    (free_txs, filled): (&mut Vec<Sender<Slot>>, &Sender<Slot>),
+    opts: &Options,
+) -> Option<Arc<Joiner>> {
+    let joins = opts.joins.as_ref()?;
+    let vacant = joining::vacant(joins.spare);
+    free_txs.extend(vacant.iter().map(|(tx, _)| tx.clone()));
+    let rxs = vacant.into_iter().map(|(_, rx)| rx).collect();
+    Some(joins.start(shared, (free_txs.clone(), rxs), filled.clone(), opts))
+}
+
+/// Hands every slot the backend still gives back to its free list, until it ends.
+fn drain(done: &Receiver<Slot>, free: &[Sender<Slot>]) {
+    while let Ok(slot) = done.recv() {
+        let _ = free[slot.desc.input.0 as usize].send(slot);
+    }
+}
+
+/// The kernel file watcher, where the chain has files to watch; its swaps go to `controls`.
+fn start_reloading(
+    opts: &Options,
+    controls: &Sender<Control>,
+) -> Result<Option<crate::reload::Running>> {
+    opts.reload
+        .as_ref()
+        .map(|r| r.start(controls.clone()))
+        .transpose()
+        .context("starting the kernel file watcher")
+}
+
+/// A channel of slots, both ends.
+type SlotChannel = (Sender<Slot>, Receiver<Slot>);
+
+/// The filled and done channels of a run of `slots` ring slots: every slot fits in each, so
+/// that sending never waits (with `spare` places for inputs that join, they take however
+/// many the rings hold).
+fn slot_channels(slots: usize, spare: usize) -> (SlotChannel, SlotChannel) {
+    let channel = || match spare {
+        0 => bounded::<Slot>(slots),
+        _ => unbounded::<Slot>(),
+    };
+    (channel(), channel())
 }
 
 /// Joins the capture threads within one shared grace (a thread left blocked in its source

@@ -72,6 +72,23 @@ struct Joining {
     open: bool,
 }
 
+impl Joining {
+    /// What an input joining this run while it goes is made of.
+    fn of(args: &RunArgs, display: &Display, marks: &Marks, roster: &Roster) -> Self {
+        let spec = InputSpec::Default;
+        Self {
+            base: input_plan(args, display, true, spec, String::new(), Outputs::default()),
+            record: args
+                .recording
+                .record
+                .as_ref()
+                .map(|r| (marks.shared(r), args.recording.clone())),
+            detect: args.detect.detect.is_some(),
+            open: cfg!(feature = "ffmpeg") && (roster.listed() || args.view.serve.is_some()),
+        }
+    }
+}
+
 /// One input of the run: what it is, what it writes of its own, how it is opened.
 #[derive(Clone, Debug)]
 pub struct InputPlan {
@@ -282,7 +299,7 @@ impl RunPlan {
                         true => (mine.get(i).map_or(text, |e| e.name.clone()), true),
                         false => (text, false),
                     };
-                    let own = mine.get(i).map(|e| e.own.clone()).unwrap_or_default();
+                    let own = owns[i].clone();
                     let mut input = input_plan(&args, &display, several, spec, name, outputs);
                     input.asked.reconnect |= listed;
                     // A file copied to streams alone is sent at its own rate, as a live
@@ -299,23 +316,7 @@ impl RunPlan {
                 },
             )
             .collect();
-        let joining = Joining {
-            base: input_plan(
-                &args,
-                &display,
-                true,
-                InputSpec::Default,
-                String::new(),
-                Outputs::default(),
-            ),
-            record: args
-                .recording
-                .record
-                .as_ref()
-                .map(|r| (marks.shared(r), args.recording.clone())),
-            detect: args.detect.detect.is_some(),
-            open: cfg!(feature = "ffmpeg") && (roster.listed() || args.view.serve.is_some()),
-        };
+        let joining = Joining::of(&args, &display, &marks, roster);
         Ok(Self {
             inputs,
             recording,
@@ -324,18 +325,13 @@ impl RunPlan {
             joining,
             detect: check_detect(&args)?,
             events: check_events(&args, &names_of_inputs)?,
+            writing: writing_of(&args),
+            progress: args.view.headless && !args.quiet,
             reports: Reports {
                 trace: args.reports.trace,
                 timeline: args.reports.timeline,
                 summary_json: args.reports.summary_json,
             },
-            writing: Writing {
-                overwrite: Overwrite::from_flags(args.outputs.overwrite, args.outputs.no_overwrite),
-                fragmented: args.outputs.fragmented,
-                no_audio: args.outputs.no_audio,
-                output_format: args.outputs.output_format,
-            },
-            progress: args.view.headless && !args.quiet,
         })
     }
 
@@ -779,6 +775,16 @@ fn record_of(
     _: &super::shard::PerInput,
 ) -> Result<Record, PlanError> {
     Err(PlanError::RecordWithoutFfmpeg(name))
+}
+
+/// How the run's outputs are written, as the flags ask.
+fn writing_of(args: &RunArgs) -> Writing {
+    Writing {
+        overwrite: Overwrite::from_flags(args.outputs.overwrite, args.outputs.no_overwrite),
+        fragmented: args.outputs.fragmented,
+        no_audio: args.outputs.no_audio,
+        output_format: args.outputs.output_format,
+    }
 }
 
 /// The encoder flags as asked.

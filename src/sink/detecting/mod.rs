@@ -6,7 +6,9 @@
 //! detected frame's boxes as one JSON line (`--detections FILE.jsonl`, and beside the
 //! input's recorded segments), keeps each input's newest boxes and figures (`detect::seen`,
 //! read by the mosaic, the hand-over to Python and `/metrics`), and draws the boxes into
-//! the frames it hands on (`--draw`, `paint::boxes`).
+//! the frames it hands on (`--draw`, `paint::boxes`). An input that joins the run while it
+//! goes gets its slot with its first frame and is detected on once whoever added it told its
+//! name and own settings (`JoinedOwn`); its objects are not tracked.
 //!
 //! Invariants: a video frame is never held for a live input nor dropped: a live input's due
 //! frame replaces the one still waiting in its slot (that one is skipped, counted per
