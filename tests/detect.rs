@@ -825,10 +825,21 @@ fn a_camera_that_joins_a_running_wall_is_detected_on_as_its_settings_say() {
     ];
     let more = ["--detections", "boxes.jsonl", "--detect-fps", "10"];
     let child = crate::common::run::served(dir.path(), port, &[&args[..], &more[..]].concat());
-    std::thread::sleep(Duration::from_millis(1000));
+    // Once the run runs (while it starts, a join is answered 503).
     let body = r#"{"name": "second", "source": "pattern:160x120:25", "detect_fps": 4}"#;
-    let (status, said) = crate::common::run::http_post(port, "/api/inputs", body);
-    assert_eq!(status, 201, "{}", String::from_utf8_lossy(&said));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (status, said) = crate::common::run::http_post(port, "/api/inputs", body);
+        if status == 201 {
+            break;
+        }
+        assert_eq!(status, 503, "{}", String::from_utf8_lossy(&said));
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never took inputs"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let body = r#"{"name": "third", "source": "pattern:160x120:25", "detect": false}"#;
     assert_eq!(
         crate::common::run::http_post(port, "/api/inputs", body).0,
