@@ -424,7 +424,8 @@ pub struct EventArgs {
     /// Where events go: FILE.jsonl (a JSON line each; replaced only with -y),
     /// http://HOST[:PORT]/PATH (a JSON POST each, retried while the receiver is down), or
     /// mqtt://HOST[:PORT]/PREFIX (PREFIX/INPUT/events, retained zone counts on
-    /// PREFIX/INPUT/zones/ZONE). Repeatable.
+    /// PREFIX/INPUT/zones/ZONE). Repeatable. Without --detect: motion's events and the
+    /// cameras' own (down, up, recording failed).
     #[arg(long, value_name = "WHERE")]
     pub events: Vec<String>,
 
@@ -438,15 +439,17 @@ pub struct EventArgs {
 
     /// Write a clip of each event: the camera's own packets, untouched, from the keyframe at
     /// or before --pre seconds before it to --post seconds after the last event of the clip
-    /// (events meanwhile extend it). PATTERN (.mp4, .mov, .mkv or .ts) takes {name} (the
-    /// input's), {event} (type and zone or line), {track} and {time} (local,
-    /// YYYYmmdd-HHMMSS); its folder is made where missing.
+    /// (events meanwhile extend it), and beside it a JPEG snapshot of each event's frame with
+    /// its box (the clip's name with .jpg; -2.jpg, -3.jpg for the events that extend it).
+    /// PATTERN (.mp4, .mov, .mkv or .ts) takes {name} (the input's), {event} (type and zone
+    /// or line, or motion), {track} and {time} (local, YYYYmmdd-HHMMSS); its folder is made
+    /// where missing.
     #[arg(long, value_name = "PATTERN")]
     pub clip: Option<String>,
 
     /// Watch each input for motion (a cheap frame difference): motion-start and motion-end
-    /// events, and the detector run only while there is motion, as NVRs save their
-    /// detectors' time.
+    /// events (clipped with --clip), and with --detect the detector run only while there is
+    /// motion, as NVRs save their detectors' time.
     #[arg(long)]
     pub motion: bool,
 

@@ -501,6 +501,39 @@ fn a_clip_holds_the_cameras_own_packets_from_a_keyframe_before_the_event() {
         err.contains("clip of cam: 'clips/cam-cross-door-1.mp4'"),
         "{err}"
     );
+    // The event names its clip, and its snapshot beside it: its frame with its box drawn.
+    assert_eq!(ev[0]["clip"], "clips/cam-cross-door-1.mp4", "{ev:?}");
+    assert_eq!(ev[0]["snapshot"], "clips/cam-cross-door-1.jpg", "{ev:?}");
+    let b: Vec<f64> = (0..4).map(|k| ev[0]["box"][k].as_f64().unwrap()).collect();
+    drawn_only_around(&dir.join("clips/cam-cross-door-1.jpg"), (640, 360), &b);
+}
+
+/// The pixels of JPEG `file` (`size` big) that are coloured (the picture it was made from is
+/// black and white): there are some, and all within 40 px of `b` (left, top, right,
+/// bottom), where its outline and label are drawn.
+fn drawn_only_around(file: &Path, (w, h): (usize, usize), b: &[f64]) {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-i"])
+        .arg(file)
+        .args(["-f", "rawvideo", "-pix_fmt", "rgb24", "-"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(out.stdout.len(), w * h * 3, "a {w}x{h} picture");
+    let mut coloured = 0;
+    for (k, px) in out.stdout.chunks(3).enumerate() {
+        let (lo, hi) = (px.iter().min().unwrap(), px.iter().max().unwrap());
+        if hi - lo < 80 {
+            continue;
+        }
+        coloured += 1;
+        let (x, y) = ((k % w) as f64, (k / w) as f64);
+        assert!(
+            x > b[0] - 40.0 && x < b[2] + 40.0 && y > b[1] - 40.0 && y < b[3] + 40.0,
+            "a coloured pixel at {x},{y}, away from the box {b:?}"
+        );
+    }
+    assert!(coloured > 100, "{coloured} coloured pixels: no box drawn");
 }
 
 #[test]
@@ -552,6 +585,56 @@ fn a_camera_lost_and_back_is_an_event_on_the_same_channel() {
     );
 }
 
+/// 15 s of the still picture, a word moving across it from 1 s to 3 s only.
+fn moving_once(dir: &TempDir, seconds: u32) -> PathBuf {
+    let moving = "text=GATE:x=40+(t-1)*150:y=80:enable='between(t,1,3)'";
+    words(dir, "still.mp4", seconds, &[moving], false)
+}
+
+#[test]
+fn motion_alone_makes_its_events_clip_and_snapshot_without_a_detector() {
+    require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("events-motion-alone");
+    let clip = moving_once(&dir, 5);
+    let events = dir.join("ev.jsonl");
+    let out = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["--headless", "-i", clip.to_str().unwrap(), "--motion"])
+        .args(["--events", events.to_str().unwrap()])
+        .args([
+            "--clip",
+            "clips/{name}-{event}.mp4",
+            "--pre",
+            "1",
+            "--post",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("detection: ran"), "no detector ran: {err}");
+    let ev = lines(&events);
+    let kinds: Vec<&str> = ev.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["motion-start", "motion-end"], "{ev:?}");
+    let start = ev[0]["frame"].as_u64().unwrap();
+    assert!((25..=29).contains(&start), "motion seen at frame {start}");
+    assert_ne!(ev[0]["id"], ev[1]["id"]);
+    assert_eq!(ev[0]["clip"], "clips/still-motion.mp4", "{ev:?}");
+    assert_eq!(ev[0]["snapshot"], "clips/still-motion.jpg", "{ev:?}");
+    let b: Vec<f64> = (0..4).map(|k| ev[0]["box"][k].as_f64().unwrap()).collect();
+    drawn_only_around(&dir.join("clips/still-motion.jpg"), (640, 360), &b);
+    // The clip: from the keyframe at or before 1 s before the motion, whole.
+    let (source, theirs) = (
+        packets(&clip, "v"),
+        packets(&dir.join("clips/still-motion.mp4"), "v"),
+    );
+    let first = source.iter().position(|p| p.2 == theirs[0].2).unwrap();
+    assert!(source[first].1, "the clip starts on a keyframe");
+    assert!(source[first].0 <= ev[0]["seconds"].as_f64().unwrap() - 1.0 + 1e-6);
+    assert!(theirs.len() >= 40, "{} packets", theirs.len());
+}
+
 #[test]
 fn motion_is_an_event_and_the_detector_runs_only_while_there_is_some() {
     require(&["ffmpeg"]);
@@ -594,4 +677,83 @@ fn motion_is_an_event_and_the_detector_runs_only_while_there_is_some() {
             .all(|&f| f >= start && (f as f64) / 25.0 <= end),
         "{frames:?}"
     );
+}
+
+/// (The browser's helpers are `web.rs`', in the build with OpenCV.)
+#[cfg(feature = "opencv")]
+#[test]
+fn the_page_lists_the_events_with_their_snapshots_and_plays_their_clips() {
+    require(&["ffmpeg"]);
+    let dir = TempDir::new("events-page");
+    let clip = moving_once(&dir, 15);
+    let port = free_port();
+    let args = [
+        "-q",
+        "-i",
+        clip.to_str().unwrap(),
+        "--motion",
+        "--clip",
+        "clips/{name}-{event}.mp4",
+        "--pre",
+        "1",
+        "--post",
+        "1",
+    ];
+    let child = crate::common::run::served(dir.path(), port, &args);
+    // The API: the events with their files' addresses, those files, and nothing else.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let listed = loop {
+        let (code, body) = crate::common::run::try_http(port, "GET", "/api/events", "").unwrap();
+        assert_eq!(code, 200, "{}", String::from_utf8_lossy(&body));
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        let first = json["events"][0].clone();
+        if first["clip_url"].is_string() {
+            break first;
+        }
+        assert!(Instant::now() < deadline, "no clip listed: {json}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(listed["type"], "motion-start", "{listed}");
+    let shot = listed["snapshot_url"].as_str().unwrap();
+    let (code, jpeg) = crate::common::run::try_http(port, "GET", shot, "").unwrap();
+    assert_eq!((code, &jpeg[..2]), (200, &[0xff, 0xd8][..]));
+    for bad in [
+        "/api/events/nope/clip",
+        "/api/events/../../etc/passwd",
+        "/api/events/%2e%2e%2fclips/clip",
+    ] {
+        let (code, _) = crate::common::run::try_http(port, "GET", bad, "").unwrap();
+        assert_eq!(code, 404, "{bad}");
+    }
+    // The page: the event with its snapshot shown, and a click plays its clip.
+    let (chromium, devtools) = crate::web::chromium_at(&dir, port);
+    let play = "eval:new Promise(ok => { const t0 = Date.now(); const tick = () => { \
+        const e = window.framepipe && framepipe.events.find(e => e.clip_url); \
+        const img = e && document.querySelector(`.ev[data-id=\"${e.id}\"] img`); \
+        if (img && img.complete && img.naturalWidth > 0) { \
+          document.querySelector(`.ev[data-id=\"${e.id}\"]`).click(); \
+          setTimeout(() => { const v = document.getElementById('ev-clip'); \
+            ok(JSON.stringify({type: e.type, shot: img.naturalWidth, at: v.currentTime, width: v.videoWidth, said: document.getElementById('ev-said').textContent})); }, 2000); \
+        } else if (Date.now() - t0 > 12000) ok(JSON.stringify({none: document.body.innerText})); \
+        else setTimeout(tick, 200); }; tick(); })";
+    let out = Command::new("timeout")
+        .args(["60", "/usr/bin/python3", crate::web::CDP])
+        .args([&devtools.to_string(), "sleep:1", play])
+        .output()
+        .unwrap();
+    drop(chromium);
+    crate::common::run::interrupt(&child);
+    let ended = crate::common::run::wait_with_deadline(child, Duration::from_secs(5), "the view");
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "cdp: {said}{}", stderr(&out));
+    let seen: serde_json::Value = serde_json::from_str(said.trim()).unwrap();
+    let seen: serde_json::Value = serde_json::from_str(seen.as_str().unwrap_or("{}")).unwrap();
+    assert_eq!(seen["type"], "motion-start", "{seen}");
+    assert_eq!(seen["shot"], 640, "the snapshot shown: {seen}");
+    assert_eq!(seen["width"], 640, "the clip played: {seen}");
+    assert!(
+        seen["at"].as_f64().unwrap() > 0.5,
+        "the clip played: {seen}"
+    );
+    assert!(ended.status.success(), "{}", stderr(&ended));
 }

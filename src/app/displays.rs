@@ -210,6 +210,7 @@ pub(super) type View = std::convert::Infallible;
 pub(super) fn open_view(
     plan: &RunPlan,
     recordings: &super::recordings::Recordings,
+    recent: Option<std::sync::Arc<crate::events::recent::Recent>>,
 ) -> Result<Option<View>> {
     let Some(serve) = &plan.display().serve else {
         return Ok(None);
@@ -226,15 +227,19 @@ pub(super) fn open_view(
         .filter_map(|i| Some(i.record.as_ref()?.input.clone()));
     let sources = plan.inputs().iter().map(|i| i.source.clone()).collect();
     let view = View::open(serve.clone())?.opening(&names);
-    Ok(Some(view.with_recordings(
-        indexes,
-        recorded.collect(),
-        sources,
-    )))
+    let view = view.with_recordings(indexes, recorded.collect(), sources);
+    Ok(Some(match recent {
+        Some(recent) => view.with_events(recent),
+        None => view,
+    }))
 }
 
 #[cfg(not(feature = "ffmpeg"))]
-pub(super) fn open_view(plan: &RunPlan, _: &super::recordings::Recordings) -> Result<Option<View>> {
+pub(super) fn open_view(
+    plan: &RunPlan,
+    _: &super::recordings::Recordings,
+    _: Option<std::sync::Arc<crate::events::recent::Recent>>,
+) -> Result<Option<View>> {
     match plan.display().serve {
         Some(never) => match never {},
         None => Ok(None),

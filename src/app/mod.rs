@@ -150,7 +150,12 @@ fn run_plan(
         .then(|| backend::device::warm_up(backend::device::DEFAULT_DEVICE));
     crate::budget::make_room_for_fds(plan.inputs().len())?;
     let recordings = recordings::Recordings::start(plan)?;
-    let mut view = displays::open_view(plan, &recordings)?;
+    // The latest events, for the browser view's list, where it shows them.
+    let recent = plan
+        .events()
+        .and(plan.display().serve.as_ref())
+        .map(|_| Default::default());
+    let mut view = displays::open_view(plan, &recordings, recent.clone())?;
     let Some(mut inputs) = opening::open(stop, plan, &recordings)? else {
         ending.leave_a_thread_behind();
         info!("stopped while the input was opening; nothing was written");
@@ -163,8 +168,10 @@ fn run_plan(
     (view, joins, service) = serve_joins(plan, view, (&order, to), &recordings, watch);
     let outs = (&mut claims.each[..], &mut view);
     let (each, total) = open_each(plan, &mut inputs, outs, stop)?;
-    // The detector reads every frame: the backend brings each one down.
-    let every_frame = each.iter().any(Option::is_some) || model.is_some();
+    // The detector and the motion detector read every frame: the backend brings each one
+    // down.
+    let motion = plan.events().is_some_and(|e| e.motion);
+    let every_frame = each.iter().any(Option::is_some) || model.is_some() || motion;
     let compose = displays::compose(plan, &inputs, &order, every_frame);
     if let (Some(service), Some(compose)) = (&service, &compose) {
         lay_out(service, compose);
@@ -194,9 +201,14 @@ fn run_plan(
     };
     let all = compose.map(mosaic).transpose()?;
     let mut sink = the_sink(plan, (each, joins.is_some()), all, to, total, seen.clone());
-    if let (Some(model), Some(seen)) = (model, seen) {
+    if model.is_some() || plan.events().is_some() {
         let around = (&inputs, &order[..], &recordings, to.is_some());
-        sink = detecting(plan, sink, model, seen, around, service.as_ref())?;
+        let found = (
+            model,
+            seen.unwrap_or_else(|| Seen::new(order.len())),
+            recent,
+        );
+        sink = detecting(plan, sink, found, around, service.as_ref())?;
     }
     info!("output: {}", sink.describe());
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
@@ -379,15 +391,19 @@ fn consumers_of(
 }
 
 /// `sink` with `model` run on the inputs' due frames (`--detect`), their boxes kept in
-/// `seen`, their lines written beside each input's recording, their events made and
-/// clipped (`recordings`' clip makers); `order[k]` is the `--input` place of the run's
-/// input `k`; `handed`: an embedding program takes the frames (a file's then waits for its
-/// own boxes, as where they are drawn).
+/// `seen`, their lines written beside each input's recording, their events made (kept in
+/// `recent` for the browser view) and clipped (`recordings`' clip makers); without a model,
+/// only the events of motion and the inputs' states; `order[k]` is the `--input` place of
+/// the run's input `k`; `handed`: an embedding program takes the frames (a file's then
+/// waits for its own boxes, as where they are drawn).
 fn detecting(
     plan: &RunPlan,
     sink: Box<dyn Sink>,
-    model: crate::detect::Model,
-    seen: crate::detect::seen::Seen,
+    (model, seen, recent): (
+        Option<crate::detect::Model>,
+        crate::detect::seen::Seen,
+        Option<Arc<crate::events::recent::Recent>>,
+    ),
     (inputs, order, recordings, handed): (
         &opening::Inputs,
         &[usize],
@@ -396,12 +412,10 @@ fn detecting(
     ),
     service: Option<&Service>,
 ) -> Result<Box<dyn Sink>> {
-    let Some(settings) = plan.detect() else {
-        return Ok(sink);
-    };
+    let settings = plan.detect();
     let beside = order.iter().map(|&at| recordings.beside(at)).collect();
     let clips = order.iter().map(|&at| recordings.clip_hook(at)).collect();
-    let events = events_of(plan, inputs, order, clips)?;
+    let events = events_of(plan, inputs, order, (clips, recent))?;
     let placed = || order.iter().map(|&at| &plan.inputs()[at]);
     let inputs = sink::detecting::Inputs {
         names: placed().map(|i| i.label.clone()).collect(),
@@ -410,9 +424,9 @@ fn detecting(
             .collect(),
         seen,
         // Nothing to draw into: a file's frames need not wait for their boxes.
-        draw: match plan.pictures_seen() {
-            true => settings.draw,
-            false => crate::detect::Draw::None,
+        draw: match (plan.pictures_seen(), settings) {
+            (true, Some(settings)) => settings.draw,
+            _ => crate::detect::Draw::None,
         },
         beside,
         exact: handed,
@@ -423,8 +437,9 @@ fn detecting(
             .collect(),
     };
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
-    let jsonl = settings.jsonl.clone().map(|p| (p, replace));
-    let detecting = sink::detecting::Detecting::new(sink, model, inputs, settings.fps, jsonl)?;
+    let jsonl = settings.and_then(|s| s.jsonl.clone()).map(|p| (p, replace));
+    let fps = settings.and_then(|s| s.fps);
+    let detecting = sink::detecting::Detecting::new(sink, model, inputs, fps, jsonl)?;
     if let Some(service) = service {
         detect_with(service, detecting.joined_own());
     }
@@ -438,7 +453,10 @@ fn events_of(
     plan: &RunPlan,
     inputs: &opening::Inputs,
     order: &[usize],
-    clips: Vec<Option<crate::events::ClipHook>>,
+    told: (
+        Vec<Option<crate::events::ClipHook>>,
+        Option<Arc<crate::events::recent::Recent>>,
+    ),
 ) -> Result<Option<crate::events::Engine>> {
     let none = crate::events::Settings::default();
     let settings = plan.events().unwrap_or(&none);
@@ -454,7 +472,7 @@ fn events_of(
         }
     }
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
-    crate::events::Engine::start(settings, &names, replace, clips).map(Some)
+    crate::events::Engine::start(settings, &names, replace, told).map(Some)
 }
 
 /// The run's one sink: each input's own, the mosaic's, the embedding program's hand-over

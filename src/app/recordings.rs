@@ -124,13 +124,7 @@ impl Recordings {
     /// Where input `at`'s events start or extend a clip, if `--clip` asks.
     pub fn clip_hook(&self, at: usize) -> Option<crate::events::ClipHook> {
         let clips = self.4.get(at)?.clone()?;
-        Some(std::sync::Arc::new(move |seen, seconds, fields| {
-            let when = match seconds {
-                Some(s) => crate::record::When::Media(s),
-                None => crate::record::When::Seen(seen),
-            };
-            clips.event(when, fields)
-        }))
+        Some(std::sync::Arc::new(move |ask| clips.event(ask)))
     }
 
     /// The tap of input `at`'s recording and copies, if it has any.

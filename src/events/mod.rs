@@ -2,19 +2,24 @@
 //! (`track`); its zones and lines (`zones`) turn the tracks' steps into events (entered,
 //! left, stayed in a zone; crossed a line, which way); the events go out as JSON (`out`:
 //! a file, webhooks, MQTT), start or extend a clip of the input's own packets with the
-//! seconds before (`--clip`, `record::clip`), are counted for the summary, and each zone's
-//! count is kept for `/metrics` and MQTT's retained topics.
+//! seconds before (`--clip`, `record::clip`: with a JPEG snapshot of the event's frame and
+//! its box, both named in the event), are kept for the browser view (`recent`), are counted
+//! for the summary, and each zone's count is kept for `/metrics` and MQTT's retained topics.
+//! `--motion` and the inputs' own states (a camera down, a recording failing) make events
+//! too (`States`), with or without a detector.
 //!
 //! Runs on the detector's thread, after each detected frame (`Engine::detected`): events
 //! are as fresh as the detections, one detection interval at most after the step.
 //!
-//! Invariants: an event names its input, its track and the frame it was seen on; only the
+//! Invariants: every event has an `id` unique in the run and its `time`; an event names
+//! its input, its track and the frame it was seen on; only the
 //! labels asked for (`--event-labels`; every label where not given) make events; every
 //! enter has its leave by the end (a track ending in a zone leaves it); the counts by kind
 //! are those that went to the destinations.
 
 pub mod motion;
 pub mod out;
+pub mod recent;
 pub mod track;
 pub mod zones;
 
@@ -42,12 +47,42 @@ pub struct Settings {
     pub motion: bool,
 }
 
-/// Where an input's events start or extend a clip (`record::clip`): given when the event's
-/// frame was seen, its time in the run where it is a file's (None for a live input's), and
-/// the fields its name takes (`event`, `track`).
-pub type ClipHook = std::sync::Arc<
-    dyn Fn(std::time::Instant, Option<f64>, Vec<(&'static str, String)>) + Send + Sync,
->;
+/// Where an input's events start or extend a clip (`record::clip`), and write their
+/// snapshot beside it: the clip's file and the snapshot's, where there are.
+pub type ClipHook = std::sync::Arc<dyn Fn(ClipAsk) -> Option<Told> + Send + Sync>;
+
+/// An event, as its clip and snapshot need it.
+pub struct ClipAsk {
+    /// When the event's frame was seen.
+    pub seen_at: std::time::Instant,
+    /// Its time in the run where it is a file's (None for a live input's).
+    pub seconds: Option<f64>,
+    /// The fields the clip's name takes (`event`, `track`).
+    pub fields: Vec<(&'static str, String)>,
+    /// The frame, for the snapshot.
+    pub picture: Option<Picture>,
+}
+
+/// An event's frame, packed, with the boxes its snapshot shows.
+pub struct Picture {
+    /// Its pixel format.
+    pub format: crate::pixel::PixelFormat,
+    /// Its size.
+    pub size: FrameSize,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+    /// The boxes drawn into the snapshot.
+    pub boxes: Vec<Detection>,
+}
+
+/// Where an event's clip and snapshot are written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Told {
+    /// The clip it starts or extends.
+    pub clip: std::path::PathBuf,
+    /// Its snapshot, where its frame was given.
+    pub snapshot: Option<std::path::PathBuf>,
+}
 
 impl Settings {
     /// Whether anything is asked for.
@@ -72,6 +107,8 @@ pub struct Seen<'a> {
     pub seen_at: std::time::Instant,
     /// Its input is live (its clips are placed by `seen_at`, a file's by `seconds`).
     pub live: bool,
+    /// Its picture as packed BGR, for a snapshot.
+    pub bgr: Option<&'a [u8]>,
 }
 
 /// Every input's tracker and rules, the destinations, and the counts (module doc).
@@ -95,7 +132,10 @@ impl Engine {
         settings: &Settings,
         names: &[String],
         replace: bool,
-        clips: Vec<Option<ClipHook>>,
+        (clips, recent): (
+            Vec<Option<ClipHook>>,
+            Option<std::sync::Arc<recent::Recent>>,
+        ),
     ) -> anyhow::Result<Self> {
         let rules = names
             .iter()
@@ -114,7 +154,7 @@ impl Engine {
             trackers: names.iter().map(|_| track::Tracker::default()).collect(),
             rules,
             labels: settings.labels.clone(),
-            out: std::sync::Arc::new(out::Outputs::start(&settings.to, replace)?),
+            out: std::sync::Arc::new(out::Outputs::start(&settings.to, replace, recent)?),
             counts: BTreeMap::new(),
             zone_counts: vec![BTreeMap::new(); names.len()],
             clips,
@@ -139,15 +179,15 @@ impl Engine {
             }
             let foot = ((d.rect[0] + d.rect[2]) / 2.0, d.rect[3]);
             for did in rules.saw(id, foot, seen.seconds) {
-                events.push(event(seen, &did, Some(d), id));
+                events.push((event(seen, &did, Some(d), id), Some(d.clone())));
             }
         }
         for id in ended {
             for did in rules.ended(id) {
-                events.push(event(seen, &did, None, id));
+                events.push((event(seen, &did, None, id), None));
             }
         }
-        for e in events {
+        for (mut e, d) in events {
             let kind = e["type"].as_str().unwrap_or("?").to_string();
             if let Some(clip) = self.clips.get(seen.input).cloned().flatten() {
                 let place = e["zone"].as_str().or(e["line"].as_str()).unwrap_or("");
@@ -155,8 +195,19 @@ impl Engine {
                     ("event", format!("{kind}-{place}")),
                     ("track", e["track"].to_string()),
                 ];
-                let seconds = (!seen.live).then_some(seen.seconds);
-                clip(seen.seen_at, seconds, fields);
+                let picture = seen.bgr.map(|bgr| Picture {
+                    format: crate::pixel::PixelFormat::Bgr24,
+                    size: seen.size,
+                    bytes: bgr.to_vec(),
+                    boxes: d.into_iter().collect(),
+                });
+                let ask = ClipAsk {
+                    seen_at: seen.seen_at,
+                    seconds: (!seen.live).then_some(seen.seconds),
+                    fields,
+                    picture,
+                };
+                told_in(&mut e, clip(ask));
             }
             *self.counts.entry(kind).or_default() += 1;
             self.out
@@ -192,25 +243,59 @@ impl Engine {
     pub fn outputs(&self) -> std::sync::Arc<out::Outputs> {
         self.out.clone()
     }
+
+    /// Each input's clip maker, for the events of the run's own states (`States`).
+    pub fn clips(&self) -> Vec<Option<ClipHook>> {
+        self.clips.clone()
+    }
+}
+
+/// `e` names the clip and snapshot its maker `told`, where there are.
+fn told_in(e: &mut serde_json::Value, told: Option<Told>) {
+    let Some(told) = told else { return };
+    e["clip"] = told.clip.to_string_lossy().into_owned().into();
+    if let Some(s) = told.snapshot {
+        e["snapshot"] = s.to_string_lossy().into_owned().into();
+    }
+}
+
+/// `e` with its `time` (now) and its `id`: the time in milliseconds and a number unique in
+/// the run.
+fn stamped(mut e: serde_json::Value) -> serde_json::Value {
+    static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let now = chrono::Utc::now();
+    let k = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    e["id"] = format!("{}-{k}", now.timestamp_millis()).into();
+    e["time"] = now
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        .into();
+    e
 }
 
 /// The events of the inputs' own states, sent to the same destinations: a camera went down
-/// (lost, reconnecting) or came back, its recording could not write or writes again.
-#[derive(Debug)]
+/// (lost, reconnecting) or came back, its recording could not write or writes again; its
+/// motion started or ended (`--motion`).
 pub struct States {
     out: std::sync::Arc<out::Outputs>,
     /// Each input's: down, and its recording failing.
     last: Vec<(bool, bool)>,
     counts: BTreeMap<String, u64>,
+    /// Each input's clip maker: motion starts or extends a clip.
+    clips: Vec<Option<ClipHook>>,
 }
 
 impl States {
-    /// The states' events of `inputs` inputs, to `out`.
-    pub fn new(out: std::sync::Arc<out::Outputs>, inputs: usize) -> Self {
+    /// The states' events of `inputs` inputs, to `out`, motion clipped by `clips`.
+    pub fn new(
+        out: std::sync::Arc<out::Outputs>,
+        inputs: usize,
+        clips: Vec<Option<ClipHook>>,
+    ) -> Self {
         Self {
             out,
             last: vec![(false, false); inputs],
             counts: BTreeMap::new(),
+            clips,
         }
     }
 
@@ -241,9 +326,7 @@ impl States {
             for mut e in made {
                 e["input"] = k.into();
                 e["name"] = name.into();
-                e["time"] = chrono::Utc::now()
-                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-                    .into();
+                let e = stamped(e);
                 let kind = e["type"].as_str().unwrap_or("?").to_string();
                 *self.counts.entry(kind).or_default() += 1;
                 self.out.send(&out::Message::Event(name.to_string(), e));
@@ -256,14 +339,17 @@ impl States {
         &self.counts
     }
 
-    /// Input `k` (called `name`) had `change` of its motion on `frame` at `seconds`.
+    /// Input `k` (called `name`) had `change` of its motion on `frame` at `seconds`; a
+    /// start (seen at `seen_at`, a live input's, or at `seconds` in a file) starts or
+    /// extends the input's clip, its `picture` the snapshot.
     pub fn motion(
         &mut self,
         (k, name): (usize, &str),
-        frame: u64,
-        seconds: f64,
+        (frame, seconds): (u64, f64),
         change: motion::Change,
+        clip: Option<(std::time::Instant, bool, Option<Picture>)>,
     ) {
+        let started = matches!(change, motion::Change::Started(..));
         let mut e = match change {
             motion::Change::Started(area, b) => serde_json::json!({
                 "type": "motion-start",
@@ -279,9 +365,17 @@ impl States {
         e["name"] = name.into();
         e["frame"] = frame.into();
         e["seconds"] = ((seconds * 1e3).round() / 1e3).into();
-        e["time"] = chrono::Utc::now()
-            .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-            .into();
+        let mut e = stamped(e);
+        let hook = self.clips.get(k).cloned().flatten();
+        if let (true, Some(hook), Some((seen_at, live, picture))) = (started, hook, clip) {
+            let ask = ClipAsk {
+                seen_at,
+                seconds: (!live).then_some(seconds),
+                fields: vec![("event", "motion".into()), ("track", String::new())],
+                picture,
+            };
+            told_in(&mut e, hook(ask));
+        }
         let kind = e["type"].as_str().unwrap_or("?").to_string();
         *self.counts.entry(kind).or_default() += 1;
         self.out.send(&out::Message::Event(name.to_string(), e));
@@ -290,14 +384,13 @@ impl States {
 
 /// The JSON of what track `id` did on frame `seen` (`d`: its box there, where it was seen).
 fn event(seen: &Seen, did: &Did, d: Option<&Detection>, id: u64) -> serde_json::Value {
-    let mut e = serde_json::json!({
+    let mut e = stamped(serde_json::json!({
         "input": seen.input,
         "name": seen.name,
         "track": id,
         "frame": seen.frame,
         "seconds": (seen.seconds * 1e3).round() / 1e3,
-        "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-    });
+    }));
     if let Some(d) = d {
         e["label"] = d.label.clone().into();
         e["score"] = ((f64::from(d.score) * 1e4).round() / 1e4).into();

@@ -122,13 +122,19 @@ struct Running {
     thread: std::sync::Mutex<Option<std::thread::JoinHandle<u64>>>,
 }
 
-/// Every destination (module doc); shared by those who make events (the detector's
-/// thread, the run's own states).
-pub struct Outputs(Vec<Running>);
+/// Every destination (module doc), and the latest events kept for the browser view where it
+/// shows them; shared by those who make events (the detector's thread, the run's own
+/// states).
+pub struct Outputs(Vec<Running>, Option<Arc<super::recent::Recent>>);
 
 impl Outputs {
-    /// Starts a thread for each of `to`; `replace`: a file may be replaced (`-y`).
-    pub fn start(to: &[Destination], replace: bool) -> Result<Self> {
+    /// Starts a thread for each of `to`; `replace`: a file may be replaced (`-y`); each
+    /// event kept in `recent` too, where given.
+    pub fn start(
+        to: &[Destination],
+        replace: bool,
+        recent: Option<Arc<super::recent::Recent>>,
+    ) -> Result<Self> {
         let mut all = Vec::new();
         for d in to {
             let (tx, rx) = crossbeam_channel::bounded(QUEUE);
@@ -163,16 +169,19 @@ impl Outputs {
                 thread: std::sync::Mutex::new(Some(thread)),
             });
         }
-        Ok(Self(all))
+        Ok(Self(all, recent))
     }
 
-    /// Whether there is any destination.
+    /// Whether there is any destination (the browser view's list counts as one).
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.0.is_empty() && self.1.is_none()
     }
 
     /// Puts `m` in every destination's queue (a full one counts it).
     pub fn send(&self, m: &Message) {
+        if let (Some(recent), Message::Event(_, e)) = (&self.1, m) {
+            recent.push(e);
+        }
         for r in &self.0 {
             let tx = r.tx.lock().unwrap_or_else(|p| p.into_inner()).clone();
             let Some(tx) = tx else { continue };

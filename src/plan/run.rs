@@ -1211,7 +1211,7 @@ fn check_events(
         None => None,
     };
     if let Some((pattern, ..)) = &clip {
-        check_clip(pattern, &shapes)?;
+        check_clip(pattern, &shapes, e.motion)?;
     }
     let settings = crate::events::Settings {
         shapes,
@@ -1229,10 +1229,9 @@ fn check_events(
         }
         return Ok(None);
     }
-    if args.detect.detect.is_none() {
+    if args.detect.detect.is_none() && !settings.shapes.is_empty() {
         return Err(PlanError::Events(
-            "--zone, --line, --events and --motion follow what --detect finds, and it is not given"
-                .into(),
+            "--zone and --line follow what --detect finds, and it is not given".into(),
         ));
     }
     for d in &settings.to {
@@ -1249,12 +1248,16 @@ fn check_events(
     Ok(Some(settings))
 }
 
-/// `--clip PATTERN`: a container clips can be written in, zones or lines to make events,
-/// and a build with FFmpeg's libraries.
-fn check_clip(pattern: &str, shapes: &[crate::events::zones::Shape]) -> Result<(), PlanError> {
-    if shapes.is_empty() {
+/// `--clip PATTERN`: a container clips can be written in, zones, lines or motion to make
+/// events, and a build with FFmpeg's libraries.
+fn check_clip(
+    pattern: &str,
+    shapes: &[crate::events::zones::Shape],
+    motion: bool,
+) -> Result<(), PlanError> {
+    if shapes.is_empty() && !motion {
         return Err(PlanError::Events(
-            "--clip writes the clips of events, and no --zone or --line makes any".into(),
+            "--clip writes the clips of events, and no --zone, --line or --motion makes any".into(),
         ));
     }
     #[cfg(feature = "ffmpeg")]

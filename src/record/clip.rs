@@ -3,7 +3,10 @@
 //! time), and on an event a file written from the video keyframe at or before `pre` seconds
 //! before it to `post` seconds after it, the camera's own packets untouched, audio with
 //! them (DeepStream's Smart Record, Frigate's pre and post capture). An event of the same
-//! input while its clip is being written extends that clip instead of starting another.
+//! input while its clip is being written extends that clip instead of starting another;
+//! the clip's name is decided when the event is told (`Clips::event`), so the event names
+//! it, and each event's snapshot (`snapshot`: its frame and box as a JPEG) is written
+//! beside it, `STEM.jpg` for the clip's first event and `STEM-N.jpg` for the next.
 //!
 //! An event is placed against the packets as sidecars place lines (`sidecar::When`): a
 //! file's by its frame's time in the input, a live camera's by when its frame was seen
@@ -13,12 +16,13 @@
 //! the first video packet decoded past `post` (every picture shown before then is in it,
 //! and nothing written misses a picture it refers to); it is written
 //! under a hidden `.part` name (`create_new`: nothing replaced) and renamed to its own once
-//! its trailer is written; the cache never holds more than `CACHE_BYTES`; a clip that can't
-//! be written is said and given up, never the input.
+//! its trailer is written; a clip's name is one no file had when it began (an earlier
+//! run's clip is never replaced); the cache never holds more than `CACHE_BYTES`; a clip that
+//! can't be written is said and given up, never the input.
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
@@ -27,6 +31,7 @@ use ff::Rescale;
 use ffmpeg_next as ff;
 
 use super::sidecar::When;
+use crate::events::{ClipAsk, Picture, Told};
 use crate::media::remux::{InStream, Remux};
 
 /// The most bytes of packets one input's cache holds: about 30 s of a 1080p camera at
@@ -50,14 +55,30 @@ pub struct ClipSpec {
 enum Msg {
     Open(Vec<InStream>, usize, f64),
     Packet(ff::Packet, Instant),
-    Event(When, Vec<(&'static str, String)>),
+    /// A clip begins, for an event at this time, under this name.
+    Begin(When, PathBuf),
+    /// An event's snapshot, to be written under this name.
+    Snapshot(PathBuf, Picture),
     End,
+}
+
+/// What the maker and those who tell it events share: the input's time zero (a file's
+/// events are placed from it), and the clip being written or about to be (its name, the
+/// time past which it ends, and the snapshots of its events so far). Whoever holds it
+/// decides, once, whether an event extends the clip or begins another.
+#[derive(Default)]
+struct Shared {
+    zero: f64,
+    open: Option<(PathBuf, When, u32)>,
 }
 
 /// One input's clip maker: a packet tap, and a thread that keeps the cache and writes.
 pub struct Clips {
     tx: Sender<Msg>,
     thread: std::sync::Mutex<Option<std::thread::JoinHandle<Vec<PathBuf>>>>,
+    spec: ClipSpec,
+    file_name: String,
+    shared: Arc<Mutex<Shared>>,
 }
 
 impl Clips {
@@ -66,18 +87,49 @@ impl Clips {
     pub fn start(spec: ClipSpec, (name, file_name): (String, String)) -> Result<Arc<Self>> {
         crate::media::info::init();
         let (tx, rx) = crossbeam_channel::bounded(QUEUE);
+        let shared = Arc::new(Mutex::new(Shared::default()));
+        let maker = Maker::new(spec.clone(), name, shared.clone());
         let thread = std::thread::Builder::new()
             .name("clips".into())
-            .spawn(move || Maker::new(spec, name, file_name).run(rx))?;
+            .spawn(move || maker.run(rx))?;
         Ok(Arc::new(Self {
             tx,
             thread: std::sync::Mutex::new(Some(thread)),
+            spec,
+            file_name,
+            shared,
         }))
     }
 
-    /// An event at `when`; `fields` fill the pattern (`event`, `track`).
-    pub fn event(&self, when: When, fields: Vec<(&'static str, String)>) {
-        let _ = self.tx.try_send(Msg::Event(when, fields));
+    /// An event: it extends the clip being written, or begins one; its snapshot is written
+    /// beside the clip where its frame is given. The clip's name and the snapshot's; None
+    /// where the maker can't take it (its queue full, or ended).
+    pub fn event(&self, ask: ClipAsk) -> Option<Told> {
+        let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        let when = match ask.seconds {
+            Some(s) => When::Media(shared.zero + s),
+            None => When::Seen(ask.seen_at),
+        };
+        let until = shifted(when, self.spec.post);
+        let (clip, shot) = match &mut shared.open {
+            Some((name, ends, shots)) => {
+                (*ends, *shots) = (until, *shots + 1); // the clip goes on
+                (name.clone(), *shots)
+            }
+            None => {
+                let name = free_name(name_of(&self.spec, &self.file_name, &ask.fields));
+                self.tx.try_send(Msg::Begin(when, name.clone())).ok()?;
+                shared.open = Some((name.clone(), until, 1));
+                (name, 1)
+            }
+        };
+        drop(shared);
+        let snapshot = ask.picture.and_then(|p| {
+            let name = snapshot_name(&clip, shot);
+            self.tx.try_send(Msg::Snapshot(name.clone(), p)).ok()?;
+            Some(name)
+        });
+        Some(Told { clip, snapshot })
     }
 
     /// Ends the maker: an open clip is finished; the clips written.
@@ -128,18 +180,15 @@ struct Open {
     remux: Remux,
     part: PathBuf,
     name: PathBuf,
-    /// Written until a packet past this.
-    until: When,
 }
 
 /// The clip maker's thread.
 struct Maker {
     spec: ClipSpec,
     name: String,
-    file_name: String,
+    shared: Arc<Mutex<Shared>>,
     streams: Vec<InStream>,
     video: usize,
-    zero: f64,
     cache: VecDeque<Kept>,
     bytes: usize,
     open: Option<Open>,
@@ -147,14 +196,13 @@ struct Maker {
 }
 
 impl Maker {
-    fn new(spec: ClipSpec, name: String, file_name: String) -> Self {
+    fn new(spec: ClipSpec, name: String, shared: Arc<Mutex<Shared>>) -> Self {
         Self {
             spec,
             name,
-            file_name,
+            shared,
             streams: Vec::new(),
             video: 0,
-            zero: 0.0,
             cache: VecDeque::new(),
             bytes: 0,
             open: None,
@@ -166,18 +214,40 @@ impl Maker {
         while let Ok(m) = rx.recv() {
             match m {
                 Msg::Open(streams, video, zero) => {
-                    self.close();
+                    self.ended();
                     self.cache.clear();
                     self.bytes = 0;
-                    (self.streams, self.video, self.zero) = (streams, video, zero);
+                    (self.streams, self.video) = (streams, video);
+                    self.lock().zero = zero;
                 }
                 Msg::Packet(p, arrived) => self.packet(p, arrived),
-                Msg::Event(when, fields) => self.event(when, &fields),
+                Msg::Begin(when, name) => self.event(when, name),
+                Msg::Snapshot(name, picture) => self.snapshot(&name, picture),
                 Msg::End => break,
             }
         }
-        self.close();
+        self.ended();
         self.written
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The open clip ends here: no event extends it any more, and it is finished.
+    fn ended(&mut self) {
+        self.lock().open = None;
+        self.close();
+    }
+
+    fn snapshot(&self, name: &Path, picture: Picture) {
+        if let Some(dir) = name.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        match super::snapshot::write(name, picture) {
+            Ok(name) => crate::debug!("snapshot of {}: '{}'", self.name, name.display()),
+            Err(e) => crate::warn!("snapshot of {}: {e:#}", self.name),
+        }
     }
 
     fn packet(&mut self, p: ff::Packet, arrived: Instant) {
@@ -199,12 +269,16 @@ impl Maker {
         };
         // The clip ends before the first video packet decoded past its time: every picture
         // shown before then is in it, with what it refers to.
-        if let Some(open) = &self.open {
-            let past = match open.until {
-                When::Seen(i) => kept.arrived >= i,
-                When::Media(t) => kept.decoded >= t,
+        if self.open.is_some() && kept.packet.stream() == self.video {
+            let mut shared = self.lock();
+            let past = match shared.open.as_ref().map(|o| o.1) {
+                Some(When::Seen(i)) => kept.arrived >= i,
+                Some(When::Media(t)) => kept.decoded >= t,
+                None => true,
             };
-            if kept.packet.stream() == self.video && past {
+            if past {
+                shared.open = None; // the next event begins another
+                drop(shared);
                 self.close();
             }
         }
@@ -235,16 +309,9 @@ impl Maker {
         }
     }
 
-    fn event(&mut self, when: When, fields: &[(&'static str, String)]) {
-        let when = match when {
-            When::Media(s) => When::Media(self.zero + s),
-            w => w,
-        };
-        let until = shifted(when, self.spec.post);
-        if let Some(open) = &mut self.open {
-            open.until = until; // the clip goes on
-            return;
-        }
+    /// Begins clip `name` for an event at `when` (its extension by later events is
+    /// `shared`'s): from the keyframe at or before `pre` seconds before it.
+    fn event(&mut self, when: When, name: PathBuf) {
         let from = shifted(when, -self.spec.pre);
         let start = self
             .cache
@@ -253,21 +320,17 @@ impl Maker {
             .or_else(|| self.cache.iter().position(|k| k.key));
         let Some(start) = start else {
             crate::warn!("clip of {}: no keyframe kept yet; no clip", self.name);
+            self.lock().open = None;
             return;
         };
-        if let Err(e) = self.begin(start, until, fields) {
+        if let Err(e) = self.begin(start, name) {
             crate::warn!("clip of {}: {e:#}", self.name);
+            self.lock().open = None;
         }
     }
 
     /// Opens a clip from cache entry `start` (a keyframe) and writes the cache from there.
-    fn begin(
-        &mut self,
-        start: usize,
-        until: When,
-        fields: &[(&'static str, String)],
-    ) -> Result<()> {
-        let name = PathBuf::from(self.name_of(fields));
+    fn begin(&mut self, start: usize, name: PathBuf) -> Result<()> {
         if let Some(dir) = name.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("creating '{}'", dir.display()))?;
@@ -292,12 +355,7 @@ impl Maker {
                 return Err(e);
             }
         };
-        self.open = Some(Open {
-            remux,
-            part,
-            name,
-            until,
-        });
+        self.open = Some(Open { remux, part, name });
         let cached: Vec<ff::Packet> = self
             .cache
             .iter()
@@ -312,22 +370,6 @@ impl Maker {
             }
         }
         Ok(())
-    }
-
-    /// The clip's file name: the pattern with its fields.
-    fn name_of(&self, fields: &[(&'static str, String)]) -> String {
-        let time = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
-        let mut name = self
-            .spec
-            .pattern
-            .replace("{name}", &self.file_name)
-            .replace("{time}", &time);
-        // An event's names are a zone's or a line's (letters, digits, '-', '_'), a track's
-        // a number: none leaves the folder.
-        for (k, v) in fields {
-            name = name.replace(&format!("{{{k}}}"), &v.replace(['/', '\\', '.'], "_"));
-        }
-        name
     }
 
     /// Finishes the open clip: trailer, then its own name.
@@ -362,6 +404,48 @@ impl Maker {
             drop(open.remux);
             let _ = std::fs::remove_file(&open.part);
         }
+    }
+}
+
+/// A clip's file name: `spec`'s pattern with the input's `file_name`, the local time and
+/// the event's `fields`.
+fn name_of(spec: &ClipSpec, file_name: &str, fields: &[(&'static str, String)]) -> PathBuf {
+    let time = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+    let mut name = spec
+        .pattern
+        .replace("{name}", file_name)
+        .replace("{time}", &time);
+    // An event's names are a zone's or a line's (letters, digits, '-', '_'), a track's
+    // a number: none leaves the folder.
+    for (k, v) in fields {
+        name = name.replace(&format!("{{{k}}}"), &v.replace(['/', '\\', '.'], "_"));
+    }
+    PathBuf::from(name)
+}
+
+/// `name`, or where a file has it (an earlier run's clip), the first of `STEM-2.EXT`,
+/// `STEM-3.EXT`, … that none has.
+fn free_name(name: PathBuf) -> PathBuf {
+    if !name.exists() {
+        return name;
+    }
+    let stem = name.file_stem().unwrap_or_default().to_string_lossy();
+    let ext = name
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    (2..1000)
+        .map(|k| name.with_file_name(format!("{stem}-{k}{ext}")))
+        .find(|n| !n.exists())
+        .unwrap_or(name)
+}
+
+/// The snapshot of a clip's `shot`th event: `STEM.jpg` for its first, `STEM-N.jpg` after.
+fn snapshot_name(clip: &Path, shot: u32) -> PathBuf {
+    let stem = clip.file_stem().unwrap_or_default().to_string_lossy();
+    match shot {
+        1 => clip.with_file_name(format!("{stem}.jpg")),
+        n => clip.with_file_name(format!("{stem}-{n}.jpg")),
     }
 }
 

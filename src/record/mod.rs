@@ -52,6 +52,7 @@ pub mod archive;
 pub mod clip;
 pub mod index;
 mod sidecar;
+pub mod snapshot;
 pub use sidecar::When;
 use sidecar::{Began, Sidecars};
 

@@ -9,8 +9,9 @@
 //! taken with `/metrics`'). Who is
 //! answered is `access`; the HTTP server is `server` (hyper); the page is `page.html`; what
 //! an orchestrator asks (`/healthz`, `/metrics`) is `health`; what programs ask (`/api/inputs`,
-//! the recordings found by time and played, `/api/recordings`) is `api`, and the page draws a
-//! line of each camera's recordings and plays them. The start line is the page's
+//! the recordings found by time and played, `/api/recordings`, the latest events with
+//! their snapshots and clips, `/api/events`) is `api`, and the page draws a line of each
+//! camera's recordings and plays them, and lists the latest events. The start line is the page's
 //! whole address, token included, to open as it is; the figures read 0 fps while paused.
 //!
 //! Invariants: the pipeline never waits for a browser: the sink hands the newest frame to
@@ -21,7 +22,7 @@
 //! `access`'s checks first (host, token, origin; `/healthz` the host only, and it names no
 //! input); nothing but the page, its stream, one frame, the figures, the timeline, the
 //! controls, `/healthz`, `/metrics` and the API (files only as the recordings' index lists
-//! them) is served (404); a chain from the page names no file
+//! them, or as the run's own events name them) is served (404); a chain from the page names no file
 //! (`kernel:` is refused: the server's files are named on its command line only); an
 //! input's name reaches the page without an address's user and password, and the page
 //! shows it as text, never as markup; the server binds to 127.0.0.1
@@ -195,6 +196,8 @@ pub(crate) struct Shared {
     recordings: std::sync::OnceLock<Vec<Arc<crate::record::index::Index>>>,
     /// The inputs recorded, by name.
     recorded: std::sync::OnceLock<Vec<String>>,
+    /// The latest events (`/api/events`), where the run makes any.
+    events: std::sync::OnceLock<Arc<crate::events::recent::Recent>>,
     /// Each input's source as given (`/api/inputs` redacts it), by the pipeline's number.
     sources: Mutex<Vec<String>>,
     /// The run's inputs changed while it goes (`POST`/`DELETE /api/inputs`), where it takes
@@ -267,6 +270,7 @@ impl Web {
             access: settings,
             recordings: std::sync::OnceLock::new(),
             recorded: std::sync::OnceLock::new(),
+            events: std::sync::OnceLock::new(),
             sources: Mutex::new(Vec::new()),
             control: std::sync::OnceLock::new(),
         });
@@ -330,6 +334,12 @@ impl Web {
         if let Ok(mut s) = self.shared.snapshot.lock() {
             *s = health::Snapshot::opening(labels);
         }
+        self
+    }
+
+    /// The latest events, for `/api/events` and the page's list.
+    pub fn with_events(self, recent: Arc<crate::events::recent::Recent>) -> Self {
+        let _ = self.shared.events.set(recent);
         self
     }
 

@@ -8,7 +8,9 @@
 //! read by the mosaic, the hand-over to Python and `/metrics`), and draws the boxes into
 //! the frames it hands on (`--draw`, `paint::boxes`). An input that joins the run while it
 //! goes gets its slot with its first frame and is detected on once whoever added it told its
-//! name and own settings (`JoinedOwn`); its objects are not tracked.
+//! name and own settings (`JoinedOwn`); its objects are not tracked. Without a detector
+//! (`--motion` or `--events` alone) it is the same sink with no detector's thread: each
+//! input's motion, and the inputs' own states, still make events (and clips).
 //!
 //! Invariants: a video frame is never held for a live input nor dropped: a live input's due
 //! frame replaces the one still waiting in its slot (that one is skipped, counted per
@@ -88,6 +90,8 @@ pub struct Detecting {
     /// Each job's (input, frame) once the detector is done with it.
     done: Receiver<(usize, u64)>,
     thread: Option<std::thread::JoinHandle<Result<Ended>>>,
+    /// Without a detector (`--motion` or `--events` alone): the events' end, kept here.
+    idle: Option<Detector>,
     inputs: Vec<Input>,
     fps: Option<f64>,
     started: std::time::Instant,
@@ -138,7 +142,7 @@ impl Detecting {
     /// `replace`).
     pub fn new(
         inner: Box<dyn Sink>,
-        model: Model,
+        model: Option<Model>,
         inputs: Inputs,
         fps: Option<f64>,
         jsonl: Option<(PathBuf, bool)>,
@@ -151,7 +155,7 @@ impl Detecting {
             .events
             .as_ref()
             .filter(|e| e.counts().is_some() || inputs.motion)
-            .map(|e| crate::events::States::new(e.outputs(), inputs.names.len()));
+            .map(|e| crate::events::States::new(e.outputs(), inputs.names.len(), e.clips()));
         let motion = inputs
             .motion
             .then(|| inputs.names.iter().map(|_| Default::default()).collect());
@@ -163,13 +167,20 @@ impl Detecting {
             beside: inputs.beside.clone(),
         };
         let taken = slots.clone();
-        let thread = std::thread::Builder::new()
-            .name("detector".into())
-            .spawn(move || {
-                let ran = detect_loop(model, &taken, file, to);
-                taken.close(); // a file waiting for its slot goes on
-                ran
-            })?;
+        let (thread, idle) = match model {
+            Some(model) => {
+                let thread =
+                    std::thread::Builder::new()
+                        .name("detector".into())
+                        .spawn(move || {
+                            let ran = detect_loop(model, &taken, file, to);
+                            taken.close(); // a file waiting for its slot goes on
+                            ran
+                        })?;
+                (Some(thread), None)
+            }
+            None => (None, Some(to)),
+        };
         let Inputs {
             names,
             live,
@@ -184,7 +195,8 @@ impl Detecting {
             inner,
             slots,
             done,
-            thread: Some(thread),
+            thread,
+            idle,
             inputs,
             fps,
             started: std::time::Instant::now(),
@@ -232,8 +244,14 @@ impl Detecting {
             .unwrap_or_else(|| self.started.elapsed().as_secs_f64());
         if let Some(change) = m.frame(frame, seconds) {
             if let Some(states) = &mut self.states {
-                let name = self.inputs[at].name.as_str();
-                states.motion((at, name), frame.desc.index, seconds, change);
+                let input = &self.inputs[at];
+                let clip = (
+                    std::time::Instant::now(),
+                    input.live,
+                    picture_of(frame, &change),
+                );
+                let name = input.name.as_str();
+                states.motion((at, name), (frame.desc.index, seconds), change, Some(clip));
             }
         }
         m.active()
@@ -365,9 +383,13 @@ impl Detecting {
         })
     }
 
-    /// Ends the detector: its error, or what it did.
+    /// Ends the detector: its error, or what it did (nothing, where there is none: the
+    /// events' destinations are ended all the same).
     fn end_detector(&mut self) -> Result<Ended> {
         self.slots.close();
+        if let Some(mut idle) = self.idle.take() {
+            return Ok(idle.ended(0, 0));
+        }
         match self.thread.take().map(|t| t.join()) {
             Some(Ok(r)) => r,
             Some(Err(_)) => anyhow::bail!("the detector's thread panicked"),
@@ -443,17 +465,6 @@ fn detect_loop(
     mut to: Detector,
 ) -> Result<Ended> {
     let (mut ran, mut batches) = (0, 0);
-    let ended = |to: &mut Detector, ran, batches| {
-        let events = to.events.as_mut().and_then(|e| {
-            e.finish();
-            e.counts().cloned()
-        });
-        Ended {
-            ran,
-            batches,
-            events,
-        }
-    };
     while let Some(batch) = slots.take() {
         batches += 1;
         let bgr: Vec<Vec<u8>> = batch.iter().map(|(_, job)| bgr_of(job)).collect();
@@ -466,27 +477,40 @@ fn detect_loop(
         let found = match model.detect_batch(&pictures) {
             Ok(found) => found,
             Err(e) => {
-                ended(&mut to, ran, batches);
+                to.ended(ran, batches);
                 return Err(e.into());
             }
         };
         to.seen.inferred(began.elapsed().as_secs_f64(), batch.len());
-        for ((input, job), boxes) in batch.into_iter().zip(found) {
+        for (((input, job), boxes), bgr) in batch.into_iter().zip(found).zip(&bgr) {
             ran += 1;
-            to.found(input, job, boxes, file.as_mut())?;
+            to.found((input, job, Some(bgr)), boxes, file.as_mut())?;
         }
     }
-    Ok(ended(&mut to, ran, batches))
+    Ok(to.ended(ran, batches))
 }
 
 impl Detector {
+    /// What the detector did, having run on `ran` frames in `batches`: its events'
+    /// destinations ended, their counts.
+    fn ended(&mut self, ran: u64, batches: u64) -> Ended {
+        let events = self.events.as_mut().and_then(|e| {
+            e.finish();
+            e.counts().cloned()
+        });
+        Ended {
+            ran,
+            batches,
+            events,
+        }
+    }
+
     /// Input `input`'s `job` had `boxes`: tracked, made events of, written as a line (to
     /// `file` and beside the recording), kept as its input's newest, and said done where
     /// the sink waits for it.
     fn found(
         &mut self,
-        input: usize,
-        job: Job,
+        (input, job, bgr): (usize, Job, Option<&Vec<u8>>),
         mut boxes: Vec<Detection>,
         file: Option<&mut std::io::BufWriter<std::fs::File>>,
     ) -> Result<()> {
@@ -502,6 +526,7 @@ impl Detector {
                 size: job.size,
                 seen_at: job.seen_at,
                 live: job.live,
+                bgr: bgr.map(Vec::as_slice),
             };
             events.detected(&seen, &mut boxes);
             let zones = events.zone_counts().get(input).cloned().unwrap_or_default();
@@ -531,6 +556,32 @@ impl Detector {
         }
         Ok(())
     }
+}
+
+/// `frame` as a motion event's snapshot shows it (its motion's box), where motion starts
+/// on it and the backend brought it down.
+fn picture_of(
+    frame: &Frame,
+    change: &crate::events::motion::Change,
+) -> Option<crate::events::Picture> {
+    let crate::events::motion::Change::Started(_, rect) = change else {
+        return None;
+    };
+    let (size, format) = (frame.desc.size, frame.desc.format);
+    if frame.bytes.len() < format.bytes(size) || !frame.desc.planes.is_packed(format, size) {
+        return None;
+    }
+    Some(crate::events::Picture {
+        format,
+        size,
+        bytes: frame.bytes[..format.bytes(size)].to_vec(),
+        boxes: vec![Detection {
+            label: "motion".into(),
+            score: 1.0,
+            rect: *rect,
+            track: None,
+        }],
+    })
 }
 
 /// `job`'s picture as packed BGR.
@@ -575,11 +626,16 @@ impl Sink for Detecting {
         self.inner.verb()
     }
     fn describe(&self) -> String {
-        format!("{}, with detection", self.inner.describe())
+        let with = match (self.thread.is_some(), self.motion.is_some()) {
+            (true, _) => "detection",
+            (false, true) => "motion detection",
+            (false, false) => "events",
+        };
+        format!("{}, with {with}", self.inner.describe())
     }
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
         self.joined(usize::from(frame.desc.input.0));
-        if self.moving(frame) && self.due(frame) {
+        if self.moving(frame) && self.thread.is_some() && self.due(frame) {
             self.hand(frame);
         }
         self.hand_on(frame)
@@ -629,10 +685,11 @@ impl Sink for Detecting {
             for (at, m) in motion.iter_mut().enumerate() {
                 if let Some(change) = m.end(seconds) {
                     let name = self.inputs[at].name.as_str();
-                    states.motion((at, name), 0, seconds, change);
+                    states.motion((at, name), (0, seconds), change, None);
                 }
             }
         }
+        let had_model = self.thread.is_some();
         let detected = self.end_detector();
         for (at, input) in self.inputs.iter().enumerate() {
             let skipped = self.seen.figures(at).skipped;
@@ -647,10 +704,12 @@ impl Sink for Detecting {
         match detected {
             Ok(ended) => {
                 let (n, batches) = (ended.ran, ended.batches);
-                crate::info!(
-                    "detection: ran on {n} frames in {batches} inferences ({:.1} frames each)",
-                    n as f64 / batches.max(1) as f64
-                );
+                if had_model {
+                    crate::info!(
+                        "detection: ran on {n} frames in {batches} inferences ({:.1} frames each)",
+                        n as f64 / batches as f64
+                    );
+                }
                 self.ended = Some(ended);
                 if let Some(events) = self.event_counts() {
                     let said: Vec<String> =

@@ -1,12 +1,13 @@
 //! The browser view's API for programs and the page (`/api/…`): the inputs as they stand,
 //! added and removed while the run goes (`GET`, `POST /api/inputs`, `DELETE
-//! /api/inputs/{name}`), and the recordings found by time (`recordings`). Asked with the
+//! /api/inputs/{name}`), the recordings found by time (`recordings`), and the latest events
+//! with their snapshots and clips (`events`). Asked with the
 //! view's token (`?token=` or `Authorization: Bearer`); from no other site's page (the same
 //! origin rules as `/stats`), and a change from a page only from the page itself (its origin
 //! and its header, as the controls).
 //!
-//! Invariants: every answer is JSON or a file the recordings' index lists (never a path a
-//! request names); an input's source reaches the answer without its address's user and
+//! Invariants: every answer is JSON, a file the recordings' index lists or one the run's
+//! own events name (never a path a request names); an input's source reaches the answer without its address's user and
 //! password; an input added here names a network stream or the test pattern, never a file,
 //! a device or a pipeline of the server's; a bad request is a 4xx with a one-line reason.
 
@@ -18,6 +19,7 @@ use hyper::{Method, Response, StatusCode};
 use super::reply::{respond, Body, PLAIN};
 use super::Shared;
 
+pub mod events;
 pub mod recordings;
 
 /// A request to the API: its method, path, query, `Range` and body (a `POST`'s, read
@@ -80,6 +82,10 @@ pub(super) fn answer(asked: Asked, shared: &Arc<Shared>) -> Option<Response<Body
             Some(change(shared, |c| c.remove(&name), StatusCode::OK))
         }
         (&Method::GET | &Method::HEAD, "recordings") => Some(recordings::list(asked.query, shared)),
+        (&Method::GET | &Method::HEAD, "events") => Some(events::list(asked.query, shared)),
+        (&Method::GET | &Method::HEAD, rest) if rest.starts_with("events/") => {
+            Some(events::file(&rest["events/".len()..], asked.range, shared))
+        }
         (&Method::GET | &Method::HEAD, rest) => recordings::answer(
             rest.strip_prefix("recordings/")?,
             asked.query,

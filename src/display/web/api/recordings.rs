@@ -389,9 +389,9 @@ fn init_length(path: &Path) -> Option<u64> {
 }
 
 /// A file as the answer, whole or the byte range asked (`Range: bytes=…`), in chunks.
-fn send_file(path: &PathBuf, range: Option<&str>) -> Response<Body> {
+pub(super) fn send_file(path: &PathBuf, range: Option<&str>) -> Response<Body> {
     let Ok(mut file) = std::fs::File::open(path) else {
-        return refuse(StatusCode::NOT_FOUND, "the segment's file is gone");
+        return refuse(StatusCode::NOT_FOUND, "the file is gone");
     };
     let len = file.metadata().map_or(0, |m| m.len());
     let (start, end, partial) = match range.map(|r| byte_range(r, len)) {
@@ -409,13 +409,14 @@ fn send_file(path: &PathBuf, range: Option<&str>) -> Response<Body> {
         }
     };
     if file.seek(SeekFrom::Start(start)).is_err() {
-        return refuse(StatusCode::NOT_FOUND, "the segment's file can't be read");
+        return refuse(StatusCode::NOT_FOUND, "the file can't be read");
     }
     let kind = match path.extension().and_then(|e| e.to_str()) {
         Some("mp4") => "video/mp4",
         Some("mov") => "video/quicktime",
         Some("ts") => "video/mp2t",
         Some("mkv") => "video/x-matroska",
+        Some("jpg") => "image/jpeg",
         _ => "application/x-ndjson",
     };
     let chunks = futures_util::stream::unfold((file, end - start), |(mut file, left)| async move {
