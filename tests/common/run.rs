@@ -443,6 +443,13 @@ pub fn wait_listening(port: u16, what: &str) {
 }
 
 /// A POST of `body` (JSON) to the view: (status, body).
+/// A request with `headers` (each ending in CRLF) and `body` (its length given): (status,
+/// body).
+pub fn http_body(port: u16, method: &str, path: &str, headers: &str, body: &str) -> (u16, Vec<u8>) {
+    let headers = format!("{headers}Content-Length: {}\r\n", body.len());
+    try_http_with(port, method, path, &headers, body).expect("the server answers")
+}
+
 pub fn http_post(port: u16, path: &str, body: &str) -> (u16, Vec<u8>) {
     let headers = format!(
         "Content-Type: application/json\r\nContent-Length: {}\r\n",

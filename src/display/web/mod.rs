@@ -32,6 +32,7 @@
 pub mod access;
 pub mod api;
 pub mod health;
+pub mod live;
 mod reply;
 mod server;
 
@@ -198,6 +199,8 @@ pub(crate) struct Shared {
     recorded: std::sync::OnceLock<Vec<String>>,
     /// The latest events (`/api/events`), where the run makes any.
     events: std::sync::OnceLock<Arc<crate::events::recent::Recent>>,
+    /// WebRTC (`/whep/…`), once the view was given its inputs' feeds.
+    live: std::sync::OnceLock<live::Live>,
     /// Each input's source as given (`/api/inputs` redacts it), by the pipeline's number.
     sources: Mutex<Vec<String>>,
     /// The run's inputs changed while it goes (`POST`/`DELETE /api/inputs`), where it takes
@@ -271,6 +274,7 @@ impl Web {
             recordings: std::sync::OnceLock::new(),
             recorded: std::sync::OnceLock::new(),
             events: std::sync::OnceLock::new(),
+            live: std::sync::OnceLock::new(),
             sources: Mutex::new(Vec::new()),
             control: std::sync::OnceLock::new(),
         });
@@ -335,6 +339,13 @@ impl Web {
             *s = health::Snapshot::opening(labels);
         }
         self
+    }
+
+    /// WebRTC of the inputs (their names and, where they have packets, their feeds) and of
+    /// the view's picture (`/whep/…`).
+    pub fn with_live(self, inputs: Vec<(String, Option<Arc<live::feed::Feed>>)>) -> Result<Self> {
+        let _ = self.shared.live.set(live::Live::start(inputs)?);
+        Ok(self)
     }
 
     /// The latest events, for `/api/events` and the page's list.
@@ -430,6 +441,9 @@ impl Drop for Web {
     /// and encoder all the same.
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(live) = self.shared.live.get() {
+            live.stop();
+        }
         self.shared.shutdown.notify_one();
         self.shared.mail.notify_all();
     }
@@ -444,6 +458,9 @@ impl Display for Web {
     }
     fn show(&mut self, frame: &Frame) -> Result<Flow> {
         let (size, bgr) = (frame.size(), super::bgr(frame, "the browser view")?);
+        if let Some(live) = self.shared.live.get() {
+            live.show(size, bgr);
+        }
         let since = self.last_handoff.map(|t| t.elapsed());
         let due = since.is_none_or(|t| t.as_secs_f64() >= 1.0 / MAX_FPS);
         let watched = self.shared.clients.load(Ordering::SeqCst) > 0;
@@ -517,6 +534,9 @@ impl Display for Web {
     }
     fn finish(&mut self) -> Result<()> {
         self.shared.stop.store(true, Ordering::SeqCst);
+        if let Some(live) = self.shared.live.get() {
+            live.stop();
+        }
         self.shared.shutdown.notify_one();
         self.shared.mail.notify_all();
         let deadline = Instant::now() + 2 * POLL;

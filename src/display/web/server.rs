@@ -84,6 +84,10 @@ async fn accept(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Send
             continue; // dropped: the connection is closed at once
         };
         let (shared, keys) = (shared.clone(), keys.clone());
+        // Where the viewer reached the view: a WebRTC session's host candidate.
+        let local = stream
+            .local_addr()
+            .map_or(std::net::IpAddr::from([127, 0, 0, 1]), |a| a.ip());
         tokio::spawn(async move {
             let _place = (place, client);
             let kill = Arc::new(Notify::new());
@@ -94,7 +98,8 @@ async fn accept(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Send
                     async move {
                         let (req, body) = req.into_parts();
                         let body = body_of(&req, body).await;
-                        Ok::<_, Infallible>(answer(&req, body, &shared, &keys, &kill))
+                        let to = (&shared, &keys, &kill, local);
+                        Ok::<_, Infallible>(answer(&req, body, to))
                     }
                 })
             };
@@ -162,10 +167,11 @@ impl Drop for ClientPlace {
 /// The most a request's body may hold (an input added through the API).
 const MAX_BODY: usize = 64 * 1024;
 
-/// A request's body, where it is one the API reads (a `POST` to `/api/`): Some(Err) where
-/// it is larger than `MAX_BODY` or can't be read.
+/// A request's body, where it is one the API reads (a `POST` to `/api/`, a WHEP offer):
+/// Some(Err) where it is larger than `MAX_BODY` or can't be read.
 async fn body_of(req: &Req, body: Incoming) -> Option<Result<Bytes, ()>> {
-    if req.method != Method::POST || !req.uri.path().starts_with("/api/") {
+    let path = req.uri.path();
+    if req.method != Method::POST || !(path.starts_with("/api/") || path.starts_with("/whep/")) {
         return None;
     }
     let limited = http_body_util::Limited::new(body, MAX_BODY);
@@ -190,9 +196,7 @@ fn text(req: &Req, name: impl header::AsHeaderName) -> Option<&str> {
 fn answer(
     req: &Req,
     body: Option<Result<Bytes, ()>>,
-    shared: &Arc<Shared>,
-    keys: &Sender<Ask>,
-    kill: &Arc<Notify>,
+    (shared, keys, kill, local): (&Arc<Shared>, &Sender<Ask>, &Arc<Notify>, std::net::IpAddr),
 ) -> Response<Body> {
     let host = match admit(req, shared) {
         ControlFlow::Continue(host) => host,
@@ -211,10 +215,10 @@ fn answer(
         {
             respond(StatusCode::FORBIDDEN, PLAIN, "not for another site's page")
         }
-        (_, path) if path.starts_with("/api/") && !same_origin => {
+        (_, path) if (path.starts_with("/api/") || path.starts_with("/whep/")) && !same_origin => {
             respond(StatusCode::FORBIDDEN, PLAIN, "not for another site's page")
         }
-        (method, path) if path.starts_with("/api/") => {
+        (method, path) if path.starts_with("/api/") || path.starts_with("/whep/") => {
             // A change from a page: that page's own (its origin and its header), as the
             // controls; a program (no Origin) is admitted by its token.
             let changes = *method != Method::GET && *method != Method::HEAD;
@@ -222,6 +226,9 @@ fn answer(
             if changes && origin.is_some() && !shared.access.control_allowed(host, origin, marked) {
                 let why = "changes come from the page itself (its origin and its header) or from a program with the token";
                 return respond(StatusCode::FORBIDDEN, PLAIN, why);
+            }
+            if path.starts_with("/whep/") {
+                return super::live::answer(method, path, body, local, shared.live.get());
             }
             let asked = super::api::Asked {
                 method,

@@ -217,7 +217,7 @@ pub(super) fn answer(
 }
 
 /// A path's part as the browser sent it, percent-decoded.
-pub(super) fn percent_decoded(text: &str) -> String {
+pub(crate) fn percent_decoded(text: &str) -> String {
     form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
         .next()
         .map_or_else(String::new, |(_, v)| v.into_owned())
