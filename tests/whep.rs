@@ -1,6 +1,7 @@
 //! Live at WebRTC latency (`/whep/…` on the browser view): headless Chromium plays a camera
 //! over WHEP through the page (its frames counted, its pixels the source's within the
-//! codec's tolerance) and the view's picture, encoded once; PyPI's aiortc, an independent
+//! codec's tolerance) and the view's picture, encoded once, and a camera over MSE (`/mse/…`,
+//! the fallback); PyPI's aiortc, an independent
 //! client, receives a camera's own packets (every frame it decodes is bit for bit one of
 //! the source's, as ffmpeg decodes it); bad offers and foreign pages are refused with a
 //! reason.
@@ -63,7 +64,7 @@ fn aiortc(port: u16, name: &str, seconds: &str, codec: Option<&str>) -> serde_js
 }
 
 #[test]
-fn chromium_and_aiortc_play_cameras_and_the_picture_over_whep() {
+fn chromium_and_aiortc_play_cameras_and_the_picture_over_whep_and_mse() {
     require(&["ffmpeg", "chromium-headless-shell"]);
     let dir = TempDir::new("whep-whep");
     let bars = clip(&dir, "bars.mp4", "smptebars", 40);
@@ -108,16 +109,28 @@ fn chromium_and_aiortc_play_cameras_and_the_picture_over_whep() {
              setTimeout(() => ok(JSON.stringify({{before, via: framepipe.via, watching: framepipe.watching, w: v.videoWidth, h: v.videoHeight, px, frames: framepipe.frames - f0, said: document.getElementById('via').textContent}})), 2000); }}, 3000); }} \
          else if (Date.now() - t0 > 15000) ok(JSON.stringify({{none: document.getElementById('via').textContent}})); else setTimeout(tick, 200); }}; tick(); }})"
     );
+    // MSE over the WebSocket, WebRTC's fallback: the moving camera.
+    let mse = "eval:framepipe.watch('moving', ['MSE']).then(via => new Promise(ok => { const f0 = framepipe.frames; \
+        setTimeout(() => ok(JSON.stringify({via, frames: framepipe.frames - f0, w: document.getElementById('live').videoWidth})), 2000); }))";
     let out = Command::new("timeout")
         .args(["60", "/usr/bin/python3", crate::web::CDP])
-        .args([&devtools.to_string(), "sleep:1", &alone])
+        .args([&devtools.to_string(), "sleep:1", &alone, mse])
         .output()
         .unwrap();
     drop(chromium);
     let said = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "cdp: {said}{}", stderr(&out));
-    let seen: serde_json::Value = serde_json::from_str(said.trim()).unwrap();
-    let seen: serde_json::Value = serde_json::from_str(seen.as_str().unwrap_or("{}")).unwrap();
+    let mut lines = said.lines().map(|l| {
+        let v: serde_json::Value = serde_json::from_str(l.trim()).unwrap();
+        serde_json::from_str::<serde_json::Value>(v.as_str().unwrap_or("{}")).unwrap()
+    });
+    let (seen, mse) = (lines.next().unwrap(), lines.next().unwrap());
+    assert_eq!(mse["via"], "MSE", "{mse}");
+    assert_eq!(mse["w"], 320, "{mse}");
+    assert!(
+        mse["frames"].as_u64().unwrap() >= 30,
+        "frames in 2 s over MSE: {mse}"
+    );
     assert_eq!(seen["before"], "WebRTC", "the picture over WebRTC: {seen}");
     assert_eq!(seen["via"], "WebRTC", "{seen}");
     assert_eq!(seen["watching"], "bars", "{seen}");

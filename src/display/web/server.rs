@@ -96,10 +96,12 @@ async fn accept(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Send
                 hyper::service::service_fn(move |req: Request<Incoming>| {
                     let (shared, keys, kill) = (shared.clone(), keys.clone(), kill.clone());
                     async move {
-                        let (req, body) = req.into_parts();
+                        let (mut req, body) = req.into_parts();
+                        // A WebSocket's (`/mse/…`) connection, handed over after the answer.
+                        let upgrade = req.extensions.remove::<hyper::upgrade::OnUpgrade>();
                         let body = body_of(&req, body).await;
                         let to = (&shared, &keys, &kill, local);
-                        Ok::<_, Infallible>(answer(&req, body, to))
+                        Ok::<_, Infallible>(answer(&req, (body, upgrade), to))
                     }
                 })
             };
@@ -107,7 +109,8 @@ async fn accept(listener: std::net::TcpListener, shared: Arc<Shared>, keys: Send
                 .timer(TokioTimer::new())
                 .header_read_timeout(HEAD_WITHIN)
                 .max_buf_size(16 * 1024)
-                .serve_connection(TokioIo::new(stream), service);
+                .serve_connection(TokioIo::new(stream), service)
+                .with_upgrades();
             tokio::select! {
                 _ = conn => {}
                 _ = kill.notified() => {}
@@ -195,7 +198,7 @@ fn text(req: &Req, name: impl header::AsHeaderName) -> Option<&str> {
 /// Answers one request (module doc: the checks come first).
 fn answer(
     req: &Req,
-    body: Option<Result<Bytes, ()>>,
+    (body, upgrade): (Option<Result<Bytes, ()>>, Option<hyper::upgrade::OnUpgrade>),
     (shared, keys, kill, local): (&Arc<Shared>, &Sender<Ask>, &Arc<Notify>, std::net::IpAddr),
 ) -> Response<Body> {
     let host = match admit(req, shared) {
@@ -215,7 +218,12 @@ fn answer(
         {
             respond(StatusCode::FORBIDDEN, PLAIN, "not for another site's page")
         }
-        (_, path) if (path.starts_with("/api/") || path.starts_with("/whep/")) && !same_origin => {
+        (_, path)
+            if (path.starts_with("/api/")
+                || path.starts_with("/whep/")
+                || path.starts_with("/mse/"))
+                && !same_origin =>
+        {
             respond(StatusCode::FORBIDDEN, PLAIN, "not for another site's page")
         }
         (method, path) if path.starts_with("/api/") || path.starts_with("/whep/") => {
@@ -239,6 +247,10 @@ fn answer(
             };
             super::api::answer(asked, shared)
                 .unwrap_or_else(|| respond(StatusCode::NOT_FOUND, PLAIN, "no such API endpoint"))
+        }
+        (&Method::GET, path) if path.starts_with("/mse/") => {
+            let key = text(req, "sec-websocket-key");
+            super::live::mse(path, key, upgrade, shared.live.get())
         }
         (&Method::GET, "/stream.mjpg") => stream(shared, kill),
         (&Method::GET, path @ ("/stats" | "/metrics" | "/frame.jpg" | "/timeline.svg")) => {

@@ -152,10 +152,13 @@ impl Encoder {
         let mut packet = ff::Packet::empty();
         while self.encoder.receive_packet(&mut packet).is_ok() {
             let Some(data) = packet.data() else { continue };
+            let pts = packet.pts().unwrap_or(0);
+            feed.set_size(self.encoder.width(), self.encoder.height());
             feed.push(Unit {
                 annexb: data.to_vec(),
                 key: packet.is_key(),
-                pts90k: packet.pts().unwrap_or(0),
+                pts90k: pts,
+                dts90k: packet.dts().unwrap_or(pts),
             });
         }
         Ok(())

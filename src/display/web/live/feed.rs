@@ -33,6 +33,8 @@ pub struct Unit {
     pub key: bool,
     /// Its presentation time, 90 kHz ticks.
     pub pts90k: i64,
+    /// Its decoding time, 90 kHz ticks.
+    pub dts90k: i64,
 }
 
 /// A viewer's place at a feed: the units from the last keyframe when it came, the queue of
@@ -69,6 +71,8 @@ struct State {
     viewers: Vec<Viewer>,
     /// When the last unit came.
     last: Option<Instant>,
+    /// The pictures' size, where known.
+    size: Option<(u16, u16)>,
 }
 
 /// One stream's feed (module doc).
@@ -114,6 +118,17 @@ impl Feed {
         self.state()
             .last
             .is_some_and(|t| t.elapsed().as_secs_f64() < seconds)
+    }
+
+    /// The pictures' size, where known.
+    pub fn size(&self) -> Option<(u16, u16)> {
+        self.state().size
+    }
+
+    /// The pictures are `width`x`height`.
+    pub fn set_size(&self, width: u32, height: u32) {
+        let clamp = |v: u32| u16::try_from(v).unwrap_or(u16::MAX);
+        self.state().size = Some((clamp(width), clamp(height)));
     }
 
     /// Says that viewers can't be taken, and why.
@@ -281,14 +296,18 @@ impl crate::media::tap::PacketTap for InputFeed {
             return;
         }
         // SAFETY: the parameters are the open stream's own, alive for this call; their
-        // extradata pointer and size are FFmpeg's, read here and copied.
-        let extradata = unsafe {
+        // extradata pointer and size and the picture's size are FFmpeg's, read here (the
+        // extradata copied below).
+        let (extradata, width, height) = unsafe {
             let p = params.as_ptr();
-            match (*p).extradata.is_null() {
+            let extradata = match (*p).extradata.is_null() {
                 true => &[][..],
                 false => std::slice::from_raw_parts((*p).extradata, (*p).extradata_size as usize),
-            }
+            };
+            (extradata, (*p).width, (*p).height)
         };
+        self.feed
+            .set_size(width.max(0) as u32, height.max(0) as u32);
         let (length, sets) = match avcc(extradata) {
             Some((n, sets)) => (Some(n), sets),
             None => (None, Vec::new()),
@@ -309,10 +328,12 @@ impl crate::media::tap::PacketTap for InputFeed {
             return;
         };
         let length = *self.length.lock().unwrap_or_else(|p| p.into_inner());
+        let ticks = |t: i64| t.rescale(tb, ff::Rational::new(1, 90_000));
         self.feed.push(Unit {
             annexb: annexb_of(data, length),
             key: packet.is_key(),
-            pts90k: t.rescale(tb, ff::Rational::new(1, 90_000)),
+            pts90k: ticks(t),
+            dts90k: ticks(packet.dts().unwrap_or(t)),
         });
     }
 }
@@ -340,11 +361,13 @@ mod tests {
             annexb: annexb.clone(),
             key: true,
             pts90k: 0,
+            dts90k: 0,
         });
         feed.push(Unit {
             annexb: vec![0, 0, 1, 0x41, 7],
             key: false,
             pts90k: 3600,
+            dts90k: 3600,
         });
         let place = feed.watch().unwrap();
         assert_eq!(place.kept.len(), 2);
@@ -355,6 +378,7 @@ mod tests {
             annexb: vec![0, 0, 1, 0x41, 8],
             key: false,
             pts90k: 7200,
+            dts90k: 7200,
         });
         assert_eq!(feed.viewers(), 0);
         feed.refuse("hevc".into());

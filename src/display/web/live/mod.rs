@@ -18,6 +18,8 @@
 
 pub mod encode;
 pub mod feed;
+mod fmp4;
+mod mse;
 mod viewer;
 
 use std::collections::HashMap;
@@ -135,6 +137,28 @@ pub(super) fn answer(
             PLAIN,
             "WHEP takes POST /whep/NAME with an SDP offer and DELETE on the session's address",
         ),
+    }
+}
+
+/// Answers `GET /mse/NAME` (a WebSocket: `mse`).
+pub(super) fn mse(
+    path: &str,
+    key: Option<&str>,
+    upgrade: Option<hyper::upgrade::OnUpgrade>,
+    live: Option<&Live>,
+) -> Response<Body> {
+    let Some(live) = live else {
+        return respond(
+            StatusCode::NOT_FOUND,
+            PLAIN,
+            "this view serves no live video",
+        );
+    };
+    let name =
+        super::api::recordings::percent_decoded(path.strip_prefix("/mse/").unwrap_or_default());
+    match live.feed(&name) {
+        Ok(feed) => mse::answer(key, upgrade, feed, live.stop.clone()),
+        Err(why) => respond(StatusCode::NOT_FOUND, PLAIN, why),
     }
 }
 

@@ -1,0 +1,230 @@
+//! Media Source Extensions over a WebSocket, WebRTC's fallback (as go2rtc's): `GET
+//! /mse/{name}` upgraded to a WebSocket (RFC 6455) sends, as binary messages, the MIME type
+//! the page hands `MediaSource.addSourceBuffer` (a text message first), the init segment, and
+//! one fragment a unit (`fmp4`), from the last keyframe kept: the same units WebRTC sends.
+//!
+//! Invariants: the feed's units reach the connection through a queue that drops (a viewer
+//! that stalls loses its own fragments and starts again from a keyframe, nothing else
+//! waits); only server frames are written (unmasked), a client's frames are read and
+//! dropped until it closes; a connection ends when the client closes, the feed's stream
+//! changes size, or the view stops.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use hyper::header::{self, HeaderValue};
+use hyper::{Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use sha1::{Digest, Sha1};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use super::super::reply::{respond, Body, PLAIN};
+use super::feed::{Feed, Place, Unit};
+use super::fmp4;
+
+/// Messages waiting for a connection's socket.
+const QUEUE: usize = 256;
+
+/// `Sec-WebSocket-Accept` of a client's `Sec-WebSocket-Key`.
+fn accept_key(key: &str) -> String {
+    let mut h = Sha1::new();
+    h.update(key.trim().as_bytes());
+    h.update(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
+    base64::engine::general_purpose::STANDARD.encode(h.finalize())
+}
+
+/// A server frame: FIN, `opcode` (1 text, 2 binary), the payload unmasked.
+fn frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut f = vec![0x80 | opcode];
+    match payload.len() {
+        n if n < 126 => f.push(n as u8),
+        n if n <= 0xffff => {
+            f.push(126);
+            f.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(127);
+            f.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    f.extend_from_slice(payload);
+    f
+}
+
+/// Answers `GET /mse/NAME`: 101 and the stream, on a task of its own, once the connection
+/// is handed over (`upgrade`); a 4xx where it is not a WebSocket request.
+pub fn answer(
+    key: Option<&str>,
+    upgrade: Option<hyper::upgrade::OnUpgrade>,
+    feed: Arc<Feed>,
+    stop: Arc<AtomicBool>,
+) -> Response<Body> {
+    let (Some(key), Some(upgrade)) = (key, upgrade) else {
+        let why = "/mse/NAME is a WebSocket (Upgrade: websocket, Sec-WebSocket-Key)";
+        return respond(StatusCode::BAD_REQUEST, PLAIN, why);
+    };
+    let place = match feed.watch() {
+        Ok(p) => p,
+        Err(why) => return respond(StatusCode::UNSUPPORTED_MEDIA_TYPE, PLAIN, why),
+    };
+    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(QUEUE);
+    let ended = Arc::new(AtomicBool::new(false));
+    let fragments = {
+        let ended = ended.clone();
+        std::thread::Builder::new()
+            .name("mse-viewer".into())
+            .spawn(move || fragments_of(place, &feed, &tx, (&ended, &stop)))
+    };
+    if fragments.is_err() {
+        return respond(
+            StatusCode::SERVICE_UNAVAILABLE,
+            PLAIN,
+            "no thread for the viewer",
+        );
+    }
+    tokio::spawn(async move {
+        if let Ok(upgraded) = upgrade.await {
+            send(TokioIo::new(upgraded), rx).await;
+        }
+        ended.store(true, Ordering::SeqCst);
+    });
+    let mut r = respond(StatusCode::SWITCHING_PROTOCOLS, PLAIN, "");
+    let h = r.headers_mut();
+    h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+    h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
+    if let Ok(v) = HeaderValue::from_str(&accept_key(key)) {
+        h.insert("sec-websocket-accept", v);
+    }
+    r.headers_mut().remove(header::CONTENT_TYPE);
+    r
+}
+
+/// Writes the queue's messages to the socket, reading (and dropping) what the client sends,
+/// until either side ends.
+async fn send<S>(io: S, mut rx: tokio::sync::mpsc::Receiver<Vec<u8>>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    let (mut reader, mut writer) = tokio::io::split(io);
+    let mut buf = vec![0u8; 4096];
+    loop {
+        tokio::select! {
+            m = rx.recv() => match m {
+                Some(m) => if writer.write_all(&m).await.is_err() { return },
+                None => return,
+            },
+            n = reader.read(&mut buf) => match n {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {} // pings, a close: the connection ends when the socket does
+            },
+        }
+    }
+}
+
+/// The viewer's thread: its units made fragments, the first ones from the last keyframe;
+/// one lost at the queue (the socket is slow) starts it again from a keyframe.
+fn fragments_of(
+    place: Place,
+    feed: &Feed,
+    tx: &tokio::sync::mpsc::Sender<Vec<u8>>,
+    (ended, stop): (&AtomicBool, &AtomicBool),
+) {
+    let mut muxer: Option<Muxer> = None;
+    let mut pending: Vec<Arc<Unit>> = place.kept.clone();
+    while !ended.load(Ordering::SeqCst) && !stop.load(Ordering::SeqCst) {
+        if pending.is_empty() {
+            match place.units.recv_timeout(Duration::from_millis(100)) {
+                Ok(u) => pending.push(u),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => continue,
+                Err(_) => return,
+            }
+        }
+        for unit in std::mem::take(&mut pending) {
+            if muxer.is_none() {
+                muxer = Muxer::first(&unit, tx, feed.size());
+            }
+            let Some(m) = muxer.as_mut() else {
+                continue; // not a keyframe with its parameter sets yet
+            };
+            if tx.try_send(frame(2, &m.fragment(&unit))).is_err() {
+                // Behind: again from the last keyframe (a fragment lost is a hole).
+                while place.units.try_recv().is_ok() {}
+                pending = feed.since_key();
+                break;
+            }
+        }
+        if place.behind.swap(false, Ordering::SeqCst) {
+            while place.units.try_recv().is_ok() {}
+            pending = feed.since_key();
+        }
+    }
+}
+
+/// One connection's fragments: their numbers and decode times.
+struct Muxer {
+    sequence: u32,
+    /// The first unit's decode time (the stream's time zero here), and the last one's.
+    zero: i64,
+    last: Option<i64>,
+    duration: u32,
+}
+
+impl Muxer {
+    /// Starts on `unit` where it is a keyframe with its parameter sets: the MIME type and
+    /// the init segment sent first.
+    fn first(
+        unit: &Unit,
+        tx: &tokio::sync::mpsc::Sender<Vec<u8>>,
+        size: Option<(u16, u16)>,
+    ) -> Option<Self> {
+        if !unit.key {
+            return None;
+        }
+        let (sps, pps) = fmp4::parameter_sets(unit)?;
+        let size = size.unwrap_or((0, 0));
+        let mime = format!("video/mp4; codecs=\"{}\"", fmp4::codecs(&sps));
+        tx.try_send(frame(1, mime.as_bytes())).ok()?;
+        tx.try_send(frame(2, &fmp4::init(&sps, &pps, size))).ok()?;
+        Some(Self {
+            sequence: 0,
+            zero: unit.dts90k,
+            last: None,
+            duration: 3600,
+        })
+    }
+
+    fn fragment(&mut self, unit: &Unit) -> Vec<u8> {
+        self.sequence += 1;
+        // A decode time that does not grow (a burst again from the keyframe) follows the
+        // last one instead.
+        let mut decode = unit.dts90k - self.zero;
+        if let Some(last) = self.last {
+            if decode <= last {
+                decode = last + i64::from(self.duration);
+                self.zero = unit.dts90k - decode;
+            } else {
+                self.duration = u32::try_from(decode - last)
+                    .unwrap_or(3600)
+                    .clamp(1, 90_000);
+            }
+        }
+        self.last = Some(decode);
+        fmp4::fragment(unit, self.sequence, decode.max(0) as u64, self.duration)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_accept_key_is_rfc_6455s() {
+        // RFC 6455, section 1.3.
+        assert_eq!(
+            super::accept_key("dGhlIHNhbXBsZSBub25jZQ=="),
+            "s3pPLMBiTxaQ9kDGWz2hOo2xdz0="
+        );
+        assert_eq!(super::frame(2, &[1, 2]), [0x82, 2, 1, 2]);
+        assert_eq!(super::frame(1, &[0; 200])[..4], [0x81, 126, 0, 200]);
+    }
+}
