@@ -222,7 +222,7 @@ mod tests {
         // RFC 6455, section 1.3.
         assert_eq!(
             super::accept_key("dGhlIHNhbXBsZSBub25jZQ=="),
-            "s3pPLMBiTxaQ9kDGWz2hOo2xdz0="
+            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
         );
         assert_eq!(super::frame(2, &[1, 2]), [0x82, 2, 1, 2]);
         assert_eq!(super::frame(1, &[0; 200])[..4], [0x81, 126, 0, 200]);
