@@ -2,10 +2,12 @@
 //! PCM to an RTMP server, an MPEG-TS stream or an MP4; AAC to a WebM file): decoded by
 //! libavcodec, converted by libswresample to 32-bit float (to 48 kHz where the encoder has
 //! no profile for the input's rate), cut into the encoder's frames and encoded to AAC, or to
-//! Opus for WebM (libopus), as ffmpeg does when a container takes no stream copy.
+//! Opus for WebM (libopus), as ffmpeg does when a container takes no stream copy. The same
+//! encoder, without an output, makes a camera's Opus for WebRTC (`Reencode::new`,
+//! `feed_to`: the packets to whoever takes them).
 //!
 //! Invariants: every decoded sample is encoded once, in order (the last partial frame at
-//! `finish`); the encoded frames are timed by the samples before them, from the first
+//! `finish`), but where `restart` says packets were left out; the encoded frames are timed by the samples before them, from the first
 //! decoded frame's time on the output's timeline, so the sound stays where the copy would
 //! have put it; a packet that fails to decode is skipped and counted (said at `finish`).
 
@@ -67,7 +69,25 @@ impl Target {
     }
 }
 
-/// One audio stream decoded and encoded again into the output's stream `to`.
+/// Where an encoded packet goes (its time in samples of the encoder's rate).
+pub type Put<'a> = dyn FnMut(&mut ff::Packet) -> Result<()> + 'a;
+
+/// `packet` (its time in samples at `rate`) written as output stream `to` of `out`.
+fn write_to(
+    out: &mut ff::format::context::Output,
+    (to, rate): (usize, u32),
+    packet: &mut ff::Packet,
+) -> Result<()> {
+    let out_tb = out.stream(to).context("audio stream")?.time_base();
+    packet.set_stream(to);
+    packet.rescale_ts((1, rate as i32), out_tb);
+    packet
+        .write_interleaved(out)
+        .context("writing an audio packet")
+}
+
+/// One audio stream decoded and encoded again into the output's stream `to` (or, made
+/// `new`, into whatever takes its packets: WebRTC's Opus).
 pub struct Reencode {
     decoder: ff::decoder::Audio,
     encoder: ff::encoder::Audio,
@@ -100,6 +120,28 @@ impl Reencode {
         params: ff::codec::Parameters,
         target: Target,
     ) -> Result<Option<Self>> {
+        let global = out
+            .format()
+            .flags()
+            .contains(ff::format::Flags::GLOBAL_HEADER);
+        let Some(mut me) = Self::new(params, target, global)? else {
+            return Ok(None);
+        };
+        let codec = me.encoder.codec().context("the audio encoder's codec")?;
+        let mut ost = out.add_stream(codec)?;
+        ost.set_parameters(&me.encoder);
+        ost.set_time_base((1, me.rate as i32));
+        me.to = ost.index();
+        Ok(Some(me))
+    }
+
+    /// The stream of `params` decoded and encoded again to `target` (its parameter sets
+    /// apart where `global`); None where this FFmpeg has no encoder for it.
+    pub fn new(
+        params: ff::codec::Parameters,
+        target: Target,
+        global: bool,
+    ) -> Result<Option<Self>> {
         let Some(codec) = target.encoder() else {
             return Ok(None);
         };
@@ -112,10 +154,6 @@ impl Reencode {
             l if l.is_empty() => ff::ChannelLayout::default(i32::from(decoder.channels())),
             l => l,
         };
-        let global = out
-            .format()
-            .flags()
-            .contains(ff::format::Flags::GLOBAL_HEADER);
         let mut enc = ff::codec::context::Context::new_with_codec(codec)
             .encoder()
             .audio()?;
@@ -131,15 +169,12 @@ impl Reencode {
         let encoder = enc
             .open_as(codec)
             .with_context(|| format!("opening the {} encoder", target.id().name()))?;
-        let mut ost = out.add_stream(codec)?;
-        ost.set_parameters(&encoder);
-        ost.set_time_base((1, rate as i32));
         let frame = (encoder.frame_size() as usize).max(1);
         Ok(Some(Self {
             decoder,
             encoder,
             resampler: None,
-            to: ost.index(),
+            to: usize::MAX,
             rate,
             layout,
             frame,
@@ -158,6 +193,13 @@ impl Reencode {
         packet: &ff::Packet,
         tb: ff::Rational,
     ) -> Result<()> {
+        let to = (self.to, self.rate);
+        self.feed_to(packet, tb, &mut |p| write_to(out, to, p))
+    }
+
+    /// Decodes `packet` (its time in `tb`) and hands `put` each packet encoded of what fills
+    /// whole frames (its time in samples of the encoder's rate, `rate`).
+    pub fn feed_to(&mut self, packet: &ff::Packet, tb: ff::Rational, put: &mut Put) -> Result<()> {
         if self.decoder.send_packet(packet).is_err() {
             self.failed += 1;
             return Ok(());
@@ -170,7 +212,7 @@ impl Reencode {
                 self.next = Some((seconds * f64::from(self.rate)).round() as i64);
             }
             self.convert(&decoded)?;
-            self.encode_whole(out, false)?;
+            self.encode_whole(put, false)?;
         }
         Ok(())
     }
@@ -206,7 +248,7 @@ impl Reencode {
     }
 
     /// Encodes the FIFO's whole frames (and, `last`, what is left).
-    fn encode_whole(&mut self, out: &mut ff::format::context::Output, last: bool) -> Result<()> {
+    fn encode_whole(&mut self, put: &mut Put, last: bool) -> Result<()> {
         loop {
             let have = self.fifo[0].len();
             let n = match (have >= self.frame, last && have > 0) {
@@ -221,7 +263,7 @@ impl Reencode {
             f.set_pts(Some(pts));
             self.next = Some(pts + n as i64);
             self.encoder.send_frame(&f).context("encoding audio")?;
-            self.drain(out)?;
+            self.drain(put)?;
         }
     }
 
@@ -255,25 +297,37 @@ impl Reencode {
         }
     }
 
-    /// Writes the encoder's packets.
-    fn drain(&mut self, out: &mut ff::format::context::Output) -> Result<()> {
-        let out_tb = out.stream(self.to).context("audio stream")?.time_base();
+    /// Starts again after packets were left out: what was decoded is dropped, and the next
+    /// packet's time is the encoded sound's again.
+    pub fn restart(&mut self) {
+        self.decoder.flush();
+        for fifo in &mut self.fifo {
+            fifo.clear();
+        }
+        self.next = None;
+    }
+
+    /// The encoder's rate: its packets' times are counted in its samples.
+    pub fn rate(&self) -> u32 {
+        self.rate
+    }
+
+    /// Hands the encoder's packets to `put`.
+    fn drain(&mut self, put: &mut Put) -> Result<()> {
         let mut packet = ff::Packet::empty();
         while self.encoder.receive_packet(&mut packet).is_ok() {
-            packet.set_stream(self.to);
-            packet.rescale_ts((1, self.rate as i32), out_tb);
-            packet
-                .write_interleaved(out)
-                .context("writing an audio packet")?;
+            put(&mut packet)?;
         }
         Ok(())
     }
 
     /// Encodes what is left and ends the encoder.
     pub fn finish(&mut self, out: &mut ff::format::context::Output) -> Result<()> {
-        self.encode_whole(out, true)?;
+        let to = (self.to, self.rate);
+        let put = &mut |p: &mut ff::Packet| write_to(out, to, p);
+        self.encode_whole(put, true)?;
         self.encoder.send_eof().context("ending the audio")?;
-        self.drain(out)?;
+        self.drain(put)?;
         if self.failed > 0 {
             crate::info!(
                 "{} audio packet(s) could not be decoded and were skipped",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """An independent WHEP client (PyPI's aiortc), for tests.
 
-    whep_client.py URL SECONDS [CODEC]
+    whep_client.py URL SECONDS [CODEC|audio]
 
 Offers to receive video (ICE gathered first: no trickle), POSTs the offer to URL
 (`application/sdp`), takes the answer, receives for SECONDS, then DELETEs the session.
@@ -44,6 +44,10 @@ def i420_md5(frame):
 async def main(url, seconds, codec):
     pc = RTCPeerConnection()
     transceiver = pc.addTransceiver("video", direction="recvonly")
+    sound = {"frames": 0, "samples": 0, "rate": 0}
+    if codec == "audio":
+        pc.addTransceiver("audio", direction="recvonly")
+        codec = None
     if codec:
         codecs = RTCRtpReceiver.getCapabilities("video").codecs
         transceiver.setCodecPreferences([c for c in codecs if c.mimeType.lower() == "video/" + codec.lower()])
@@ -52,6 +56,20 @@ async def main(url, seconds, codec):
 
     @pc.on("track")
     def on_track(track):
+        async def hear():
+            while True:
+                try:
+                    frame = await track.recv()
+                except Exception:
+                    return
+                sound["frames"] += 1
+                sound["samples"] += frame.samples
+                sound["rate"] = frame.sample_rate
+
+        if track.kind == "audio":
+            asyncio.ensure_future(hear())
+            return
+
         async def read():
             while True:
                 try:
@@ -85,6 +103,7 @@ async def main(url, seconds, codec):
     out["frames"] = len(frames)
     out["sizes"] = sorted({f"{w}x{h}" for w, h, _ in frames})
     out["md5"] = [m for _, _, m in frames]
+    out["sound"] = sound
     await pc.close()
     print(json.dumps(out))
 

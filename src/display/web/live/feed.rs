@@ -1,6 +1,7 @@
 //! One stream as WebRTC viewers take it: H.264 access units in Annex B (start codes, the
 //! parameter sets before each keyframe), each with its time on a 90 kHz clock, handed to
-//! every viewer as they come; the units since the last keyframe kept, so that a viewer who
+//! every viewer as they come, and its sound as Opus (a camera's Opus as it came, another
+//! codec decoded and encoded to Opus once for all viewers, only while someone listens); the units since the last keyframe kept, so that a viewer who
 //! comes (or asks for a picture again) starts from that keyframe at once instead of waiting
 //! for the next one. An input's feed is a packet tap (the camera's own packets: no decode,
 //! no encode); the view's picture has one fed by its encoder (`encode`).
@@ -37,9 +38,20 @@ pub struct Unit {
     pub dts90k: i64,
 }
 
+/// A packet of sound for viewers: Opus, its time on a 48 kHz clock.
+#[derive(Debug)]
+pub struct Sound {
+    /// One Opus packet.
+    pub opus: Vec<u8>,
+    /// Its time, 48 kHz ticks.
+    pub t48k: i64,
+}
+
 /// A viewer's place at a feed: the units from the last keyframe when it came, the queue of
 /// those to come, and the mark set when its queue was full and a unit was lost.
 pub struct Place {
+    /// The sound to come (a full queue loses packets: sound is not sent again).
+    pub sound: Receiver<Arc<Sound>>,
     /// The units from the last keyframe, when the viewer came.
     pub kept: Vec<Arc<Unit>>,
     /// The units to come.
@@ -69,10 +81,14 @@ struct State {
     kept: Vec<Arc<Unit>>,
     kept_bytes: usize,
     viewers: Vec<Viewer>,
+    /// The viewers' sound queues.
+    listeners: Vec<Sender<Arc<Sound>>>,
     /// When the last unit came.
     last: Option<Instant>,
     /// The pictures' size, where known.
     size: Option<(u16, u16)>,
+    /// The stream has sound viewers can take.
+    sounds: bool,
 }
 
 /// One stream's feed (module doc).
@@ -91,12 +107,15 @@ impl Feed {
             return Err(why.clone());
         }
         let (tx, units) = crossbeam_channel::bounded(QUEUE);
+        let (heard, sound) = crossbeam_channel::bounded(QUEUE * 2);
+        s.listeners.push(heard);
         let behind = Arc::new(AtomicBool::new(false));
         s.viewers.push(Viewer {
             tx,
             behind: behind.clone(),
         });
         Ok(Place {
+            sound,
             kept: s.kept.clone(),
             units,
             behind,
@@ -106,6 +125,28 @@ impl Feed {
     /// The units from the last keyframe (a viewer that asked for a picture again).
     pub fn since_key(&self) -> Vec<Arc<Unit>> {
         self.state().kept.clone()
+    }
+
+    /// Whether the stream has sound viewers can take (an offer's audio line is answered
+    /// only then: a browser waits for sound it was promised before it shows the picture).
+    pub fn sounds(&self) -> bool {
+        self.state().sounds
+    }
+
+    /// Whether anyone listens (as the last sound found them).
+    pub fn heard(&self) -> bool {
+        !self.state().listeners.is_empty()
+    }
+
+    /// Hands `sound` to every viewer (a full queue loses it).
+    pub fn push_sound(&self, sound: Sound) {
+        let sound = Arc::new(sound);
+        self.state().listeners.retain(|l| {
+            !matches!(
+                l.try_send(sound.clone()),
+                Err(TrySendError::Disconnected(_))
+            )
+        });
     }
 
     /// Viewers, as the last unit found them (one gone since is counted until the next).
@@ -267,6 +308,77 @@ pub struct InputFeed {
     name: String,
     /// The NAL length size of an avcC stream (None: Annex B).
     length: Mutex<Option<usize>>,
+    /// The input's sound, where it has some WebRTC can carry.
+    audio: Mutex<Option<Audio>>,
+}
+
+/// An input's sound stream, as it goes to viewers.
+struct Audio {
+    stream: usize,
+    tb: ff::Rational,
+    /// Encoded again to Opus (None: Opus as it came).
+    again: Option<Box<crate::output::reencode::Reencode>>,
+    /// Someone listened to the last packet (one who comes after a silence restarts the
+    /// encoder's clock).
+    heard: bool,
+}
+
+impl Audio {
+    /// The input's best sound stream: Opus as it is, else decoded and encoded to Opus.
+    fn of(input: &ff::format::context::Input) -> Option<Self> {
+        let stream = input.streams().best(ff::media::Type::Audio)?;
+        let params = stream.parameters();
+        let again = match params.id() {
+            ff::codec::Id::OPUS => None,
+            _ => {
+                use crate::output::reencode::{Reencode, Target};
+                Some(Box::new(Reencode::new(params, Target::Opus, false).ok()??))
+            }
+        };
+        Some(Self {
+            stream: stream.index(),
+            tb: stream.time_base(),
+            again,
+            heard: false,
+        })
+    }
+
+    /// `packet` (of this stream) to `feed`'s listeners, as Opus.
+    fn packet(&mut self, packet: &ff::Packet, feed: &Feed) {
+        let heard = feed.heard();
+        let restart = heard && !self.heard;
+        self.heard = heard;
+        if !heard {
+            return; // nobody listens: nothing is decoded or encoded
+        }
+        let Some(again) = &mut self.again else {
+            if let (Some(data), Some(t)) = (packet.data(), packet.pts()) {
+                let t48k = t.rescale(self.tb, ff::Rational::new(1, 48_000));
+                let opus = data.to_vec();
+                feed.push_sound(Sound { opus, t48k });
+            }
+            return;
+        };
+        if restart {
+            again.restart();
+        }
+        let rate = again.rate().max(1);
+        let put = &mut |p: &mut ff::Packet| {
+            if let Some(data) = p.data() {
+                let t = p.pts().unwrap_or(0);
+                let t48k = t.rescale(
+                    ff::Rational::new(1, rate as i32),
+                    ff::Rational::new(1, 48_000),
+                );
+                feed.push_sound(Sound {
+                    opus: data.to_vec(),
+                    t48k,
+                });
+            }
+            Ok(())
+        };
+        let _ = again.feed_to(packet, self.tb, put);
+    }
 }
 
 impl InputFeed {
@@ -276,6 +388,7 @@ impl InputFeed {
             feed: Arc::new(Feed::default()),
             name,
             length: Mutex::new(None),
+            audio: Mutex::new(None),
         })
     }
 }
@@ -313,6 +426,9 @@ impl crate::media::tap::PacketTap for InputFeed {
             None => (None, Vec::new()),
         };
         *self.length.lock().unwrap_or_else(|p| p.into_inner()) = length;
+        let audio = Audio::of(input);
+        self.feed.state().sounds = audio.is_some();
+        *self.audio.lock().unwrap_or_else(|p| p.into_inner()) = audio;
         self.feed.set_params(sets);
         self.feed.state().video = Some((video, stream.time_base()));
     }
@@ -322,6 +438,10 @@ impl crate::media::tap::PacketTap for InputFeed {
             return;
         };
         if packet.stream() != video {
+            let mut audio = self.audio.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(a) = audio.as_mut().filter(|a| a.stream == packet.stream()) {
+                a.packet(&packet, &self.feed);
+            }
             return;
         }
         let (Some(data), Some(t)) = (packet.data(), packet.pts().or(packet.dts())) else {

@@ -4,7 +4,9 @@
 //! out as they came (str0m packetizes them: RTP, SRTP); the first picture is the last
 //! keyframe kept, sent with the units since at once, their times pressed together so that
 //! the viewer decodes up to the present and shows it without waiting; a viewer that asks
-//! for a picture again (PLI, FIR) or whose queue overflowed is given the same.
+//! for a picture again (PLI, FIR) or whose queue overflowed is given the same. Where the
+//! stream has sound and the offer takes audio, the feed's Opus goes out on it as it comes
+//! (a stream without sound has its audio line refused: a browser would wait for it).
 //!
 //! Invariants: a viewer's thread waits only on its own socket, its own queue or its own
 //! timer, never on the pipeline or another viewer; the RTP times it sends only grow; it ends
@@ -69,6 +71,7 @@ pub fn start(
         return Err(Refused::Bad("the offer has no video".into()));
     }
     let place = feed.watch().map_err(Refused::Unmatched)?;
+    let sounds = feed.sounds();
     let socket = UdpSocket::bind((ip, 0))
         .map_err(|e| Refused::Unmatched(format!("no UDP socket on {ip}: {e}")))?;
     let local = socket
@@ -77,6 +80,7 @@ pub fn start(
     let mut rtc = Rtc::builder()
         .clear_codecs()
         .enable_h264(true)
+        .enable_opus(sounds, false)
         .build(Instant::now());
     let candidate = Candidate::host(local, "udp").map_err(|e| Refused::Unmatched(e.to_string()))?;
     rtc.add_local_candidate(candidate);
@@ -85,6 +89,7 @@ pub fn start(
         .accept_offer(parsed)
         .map_err(|e| Refused::Bad(format!("the offer can't be answered ({e})")))?
         .to_sdp_string();
+    let answer = formats_of_rejected(&answer, offer);
     if !answer.lines().any(|l| l.contains(" H264/90000")) {
         return Err(Refused::Unmatched(
             "the offer takes no H.264 (packetization-mode 1), which the camera's video is".into(),
@@ -106,6 +111,8 @@ pub fn start(
         connected: false,
         mid: None,
         pt: None,
+        audio: None,
+        heard: None,
     };
     let spawned = std::thread::Builder::new()
         .name("whep-viewer".into())
@@ -155,6 +162,10 @@ struct Running {
     /// The video's media line, and the payload type units go out as, once connected.
     mid: Option<Mid>,
     pt: Option<Pt>,
+    /// The audio's media line and Opus's payload type, where the offer takes sound.
+    audio: Option<(Mid, Option<Pt>)>,
+    /// What is added to a sound's own time, from the first one sent, and the last sent.
+    heard: Option<(i64, i64)>,
 }
 
 impl Running {
@@ -180,6 +191,10 @@ impl Running {
                 },
                 recv(self.place.units) -> u => match u {
                     Ok(unit) => self.unit(&unit),
+                    Err(_) => break,
+                },
+                recv(self.place.sound) -> s => match s {
+                    Ok(sound) => self.sound(&sound),
                     Err(_) => break,
                 },
                 default(wait) => {
@@ -222,6 +237,10 @@ impl Running {
                 self.mid = Some(m.mid);
                 self.ready();
             }
+            Event::MediaAdded(m) if m.kind == MediaKind::Audio && self.audio.is_none() => {
+                self.audio = Some((m.mid, None));
+                self.ready();
+            }
             Event::Connected => {
                 self.connected = true;
                 self.ready();
@@ -248,6 +267,9 @@ impl Running {
 
     /// Once connected and the video's line known: the payload type, and the first picture.
     fn ready(&mut self) {
+        if let (true, Some((mid, None))) = (self.connected, self.audio) {
+            self.audio = Some((mid, pt_of(&mut self.rtc, mid, Codec::Opus)));
+        }
         let (true, Some(mid), None) = (self.connected, self.mid, self.pt) else {
             return;
         };
@@ -257,6 +279,21 @@ impl Running {
             self.pt
         );
         self.again();
+    }
+
+    /// Sends `sound` as it comes, where the offer took sound: its times from 0 at the first.
+    fn sound(&mut self, sound: &super::feed::Sound) {
+        let Some((mid, Some(pt))) = self.audio else {
+            return;
+        };
+        let (offset, last) = *self.heard.get_or_insert((-sound.t48k, -1));
+        let t = (sound.t48k + offset).max(last + 1);
+        self.heard = Some((t - sound.t48k, t));
+        let Some(writer) = self.rtc.writer(mid) else {
+            return;
+        };
+        let time = MediaTime::new(t.max(0) as u64, str0m::media::Frequency::FORTY_EIGHT_KHZ);
+        let _ = writer.write(pt, Instant::now(), time, sound.opus.clone());
     }
 
     /// Sends `unit` as it comes (a copy of one just sent from the keyframe is skipped).
@@ -293,6 +330,40 @@ impl Running {
         let time = MediaTime::from_90khz(t.max(0) as u64);
         let _ = writer.write(pt, Instant::now(), time, unit.annexb.clone());
     }
+}
+
+/// `answer` with each media line it rejects (port 0) given a format of the offer's same
+/// line where it lists none: RFC 3264 wants one, and browsers refuse the answer without.
+fn formats_of_rejected(answer: &str, offer: &str) -> String {
+    let offered: Vec<&str> = offer
+        .lines()
+        .filter(|l| l.starts_with("m="))
+        .map(|l| l.split_whitespace().nth(3).unwrap_or("0"))
+        .collect();
+    let mut k = 0;
+    let mut out = String::with_capacity(answer.len() + 16);
+    for line in answer.split_inclusive("\r\n") {
+        let text = line.trim_end();
+        if text.starts_with("m=") {
+            let fields: Vec<&str> = text.split_whitespace().collect();
+            if fields.len() == 3 && fields[1] == "0" {
+                let format = offered.get(k).copied().unwrap_or("0");
+                out.push_str(&format!("{} {format}\r\n", fields.join(" ")));
+                k += 1;
+                continue;
+            }
+            k += 1;
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// The payload type of `codec` the session negotiated on `mid`.
+fn pt_of(rtc: &mut Rtc, mid: Mid, codec: Codec) -> Option<Pt> {
+    let writer = rtc.writer(mid)?;
+    let found = writer.payload_params().find(|p| p.spec().codec == codec);
+    found.map(|p| p.pt())
 }
 
 /// The payload type of H.264 in packetization mode 1 the session negotiated on `mid`.
@@ -335,4 +406,19 @@ fn read_socket(
         })
         .ok()?;
     Some(rx)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_rejected_line_gets_a_format_of_the_offer() {
+        let offer =
+            "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96 97\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111 0\r\n";
+        let answer =
+            "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\nm=audio 0 UDP/TLS/RTP/SAVPF \r\na=mid:1\r\n";
+        assert_eq!(
+            super::formats_of_rejected(answer, offer),
+            "v=0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\nm=audio 0 UDP/TLS/RTP/SAVPF 111\r\na=mid:1\r\n"
+        );
+    }
 }
