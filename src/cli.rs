@@ -613,6 +613,12 @@ pub struct ViewArgs {
     #[arg(long)]
     pub serve_insecure: bool,
 
+    /// A STUN or TURN server the browser view's WebRTC viewers use to reach it from behind
+    /// a NAT: stun:HOST[:PORT], or turn:USER:PASSWORD@HOST[:PORT] (turns: over TLS).
+    /// Repeatable.
+    #[arg(long, value_name = "URL")]
+    pub ice_server: Vec<String>,
+
     /// Serve each input's own packets (video and audio, neither decoded nor encoded) over
     /// RTSP, to any number of players over TCP or UDP, at rtsp://127.0.0.1:PORT/NAME (the
     /// input's name as shown, or its number); ADDRESS:PORT listens there, with a token

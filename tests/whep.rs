@@ -321,3 +321,82 @@ fn a_cameras_sound_goes_to_webrtc_viewers_as_opus() {
     let out = crate::common::run::wait_with_deadline(child, Duration::from_secs(5), "the view");
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+#[test]
+fn ice_servers_are_told_to_viewers_and_bad_ones_refused() {
+    require(&["ffmpeg"]);
+    let dir = TempDir::new("whep-ice");
+    let cam = clip(&dir, "cam.mp4", "testsrc2", 30);
+    let port = free_port();
+    let args = [
+        "-q",
+        "-i",
+        cam.to_str().unwrap(),
+        "--ice-server",
+        "stun:stun.example.org:3478",
+        "--ice-server",
+        "turn:me:s3cret@turn.example.org:3478",
+    ];
+    let child = crate::common::run::served(dir.path(), port, &args);
+    let (code, body) = http(port, "GET", "/whep/", "");
+    assert_eq!(code, 200);
+    let told: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(
+        told["ice_servers"],
+        serde_json::json!([
+            {"urls": "stun:stun.example.org:3478"},
+            {"urls": "turn:turn.example.org:3478", "username": "me", "credential": "s3cret"}
+        ])
+    );
+    crate::common::run::interrupt(&child);
+    let out = crate::common::run::wait_with_deadline(child, Duration::from_secs(5), "the view");
+    assert!(out.status.success(), "{}", stderr(&out));
+    for (bad, says) in [
+        ("http://example.org", "not a stun: or turn: address"),
+        ("turn:turn.example.org", "needs USER:PASSWORD@"),
+        ("stun:", "no host"),
+    ] {
+        let out = Command::new(crate::common::run::bin())
+            .args([
+                "--headless",
+                "-i",
+                "pattern",
+                "--serve",
+                "0",
+                "--ice-server",
+                bad,
+            ])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{bad}: {err}");
+        assert!(
+            err.contains(says) && err.lines().count() == 1,
+            "{bad}: {err}"
+        );
+    }
+    let out = Command::new(crate::common::run::bin())
+        .args(["--headless", "-i", "pattern", "--ice-server", "stun:x.org"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("apply to --serve"),
+        "{}",
+        stderr(&out)
+    );
+    // The password is not said where the address is refused.
+    let out = Command::new(crate::common::run::bin())
+        .args([
+            "--headless",
+            "-i",
+            "pattern",
+            "--serve",
+            "0",
+            "--ice-server",
+            "turn:me:s3cret@",
+        ])
+        .output()
+        .unwrap();
+    assert!(!stderr(&out).contains("s3cret"), "{}", stderr(&out));
+}

@@ -182,7 +182,7 @@ pub enum PlanError {
         first: String,
     },
     /// `--serve-*` without `--serve`.
-    #[error("--serve-token, --serve-token-file, --serve-host and --serve-insecure apply to --serve, and it is not given")]
+    #[error("--serve-token, --serve-token-file, --serve-host, --serve-insecure and --ice-server apply to --serve, and it is not given")]
     ServeFlagsAlone,
     /// `--serve`'s address, token or hosts, as the browser view words it.
     #[cfg(feature = "ffmpeg")]

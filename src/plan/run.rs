@@ -1034,7 +1034,9 @@ pub fn check_serve(args: &RunArgs) -> Result<Option<Serve>, PlanError> {
     let token_flags = args.view.serve_token.is_some()
         || args.view.serve_token_file.is_some()
         || args.view.serve_insecure;
-    let alone = (token_flags && args.view.rtsp_serve.is_none()) || !args.view.serve_host.is_empty();
+    let alone = (token_flags && args.view.rtsp_serve.is_none())
+        || !args.view.serve_host.is_empty()
+        || !args.view.ice_server.is_empty();
     if alone && args.view.serve.is_none() {
         return Err(PlanError::ServeFlagsAlone);
     }
@@ -1059,6 +1061,13 @@ fn serve_settings(args: &RunArgs, serve: &str) -> Result<Serve, PlanError> {
     )
     .map_err(PlanError::Serve)?;
     settings.health_budget = args.view.health_budget;
+    settings.ice_servers = args
+        .view
+        .ice_server
+        .iter()
+        .map(|u| display::web::access::IceServer::parse(u))
+        .collect::<Result<_, _>>()
+        .map_err(PlanError::Serve)?;
     Ok(settings)
 }
 

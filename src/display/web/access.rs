@@ -38,6 +38,78 @@ pub struct Settings {
     hosts: Vec<String>,
     /// How long an input may be down before `/healthz` says so (`--health-budget`).
     pub health_budget: std::time::Duration,
+    /// The STUN and TURN servers WebRTC viewers are told of (`--ice-server`).
+    pub ice_servers: Vec<IceServer>,
+}
+
+/// A STUN or TURN server, as `--ice-server` gives it and a browser's `RTCIceServer` takes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IceServer {
+    /// `stun:HOST[:PORT]`, `turn:HOST[:PORT]`, … without the credentials.
+    pub url: String,
+    /// A TURN server's user name and password.
+    pub credentials: Option<(String, String)>,
+}
+
+impl IceServer {
+    /// `text` as `--ice-server` takes it: `stun:`/`stuns:HOST[:PORT]`, or
+    /// `turn:`/`turns:USER:PASSWORD@HOST[:PORT][?transport=udp|tcp]`.
+    pub fn parse(text: &str) -> Result<Self, ServeError> {
+        // Said without its password.
+        let shown = match text.rsplit_once('@') {
+            Some((who, host)) => format!("{}:…@{host}", who.split(':').next().unwrap_or("")),
+            None => text.to_string(),
+        };
+        let bad = |why: &str| ServeError::IceServer(shown.clone(), why.to_string());
+        let (scheme, rest) = text
+            .split_once(':')
+            .ok_or_else(|| bad("not a stun: or turn: address"))?;
+        let turn = match scheme {
+            "stun" | "stuns" => false,
+            "turn" | "turns" => true,
+            _ => return Err(bad("not a stun: or turn: address")),
+        };
+        let (credentials, host) = match rest.rsplit_once('@') {
+            Some((who, host)) => {
+                let (user, password) = who
+                    .split_once(':')
+                    .ok_or_else(|| bad("credentials are USER:PASSWORD@"))?;
+                (Some((user.to_string(), password.to_string())), host)
+            }
+            None => (None, rest),
+        };
+        if host.is_empty() || host.contains(['/', ' ', '"', '<', '>']) {
+            return Err(bad("no host"));
+        }
+        if turn && credentials.is_none() {
+            return Err(bad("a TURN server needs USER:PASSWORD@"));
+        }
+        Ok(Self {
+            url: format!("{scheme}:{host}"),
+            credentials,
+        })
+    }
+
+    /// As a browser's `RTCIceServer` takes it.
+    pub fn json(&self) -> serde_json::Value {
+        let mut v = serde_json::json!({ "urls": self.url });
+        if let Some((user, password)) = &self.credentials {
+            v["username"] = user.clone().into();
+            v["credential"] = password.clone().into();
+        }
+        v
+    }
+
+    /// As WHEP's `Link` header names it (RFC 9725, section 4.6).
+    pub fn link(&self) -> String {
+        match &self.credentials {
+            Some((user, password)) => format!(
+                "<{}>; rel=\"ice-server\"; username=\"{user}\"; credential=\"{password}\"; credential-type=\"password\"",
+                self.url
+            ),
+            None => format!("<{}>; rel=\"ice-server\"", self.url),
+        }
+    }
 }
 
 /// Why `--serve` can't be set up as asked.
@@ -68,6 +140,9 @@ pub enum ServeError {
     /// An address that resolves to nothing.
     #[error("--serve '{0}': the address names no host")]
     NoHost(String),
+    /// An `--ice-server` that can't be used.
+    #[error("--ice-server '{0}': {1}")]
+    IceServer(String, String),
     /// Every machine could reach it, and no token is set.
     #[error("--serve {0} answers every machine that reaches it, and no token is set: give one (--serve-token-file FILE, or {TOKEN_VARIABLE}), or --serve-insecure to serve without")]
     OpenWithoutToken(SocketAddr),
@@ -142,6 +217,7 @@ impl Settings {
             token,
             hosts,
             health_budget: DEFAULT_HEALTH_BUDGET,
+            ice_servers: Vec::new(),
         })
     }
 

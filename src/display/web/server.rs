@@ -236,7 +236,8 @@ fn answer(
                 return respond(StatusCode::FORBIDDEN, PLAIN, why);
             }
             if path.starts_with("/whep/") {
-                return super::live::answer(method, path, body, local, shared.live.get());
+                let ice = (local, &shared.access.ice_servers[..]);
+                return super::live::answer((method, path), body, ice, shared.live.get());
             }
             let asked = super::api::Asked {
                 method,

@@ -2,7 +2,9 @@
 //! browser view's server. `POST /whep/{input}` (its name or number) with an SDP offer is
 //! answered `201 Created` with the SDP answer and the session's address (`Location`),
 //! `DELETE` on that address ends it; `/whep/mosaic` (or `/whep/picture`) is what the view
-//! shows, the mosaic or the one input's processed picture.
+//! shows, the mosaic or the one input's processed picture. The STUN and TURN servers
+//! viewers may use (`--ice-server`) are given as `Link` headers of the answer and at
+//! `GET /whep/` (what the page reads before it offers).
 //!
 //! A camera's own H.264 goes out as it came, no decode, no encode: its packets are tapped
 //! as `--record` taps them (`feed::InputFeed`). The view's picture is encoded once for all
@@ -113,10 +115,9 @@ impl Live {
 /// Answers a request to `/whep/…` (`local`: the address the viewer reached the view on,
 /// the session's host candidate).
 pub(super) fn answer(
-    method: &Method,
-    path: &str,
+    (method, path): (&Method, &str),
     body: Option<Result<bytes::Bytes, ()>>,
-    local: IpAddr,
+    (local, ice): (IpAddr, &[super::access::IceServer]),
     live: Option<&Live>,
 ) -> Response<Body> {
     let Some(live) = live else {
@@ -125,7 +126,23 @@ pub(super) fn answer(
     let rest = path.strip_prefix("/whep/").unwrap_or_default();
     let rest = super::api::recordings::percent_decoded(rest);
     match (method, rest.split_once('/')) {
-        (&Method::POST, None) => offer(live, &rest, body, local),
+        (&Method::GET, None) if rest.is_empty() => {
+            // What a page needs before it offers: the ICE servers (`--ice-server`).
+            let servers: Vec<serde_json::Value> = ice.iter().map(|s| s.json()).collect();
+            let body = serde_json::json!({ "ice_servers": servers }).to_string();
+            respond(StatusCode::OK, "application/json", body)
+        }
+        (&Method::POST, None) => {
+            let mut r = offer(live, &rest, body, local);
+            if r.status() == StatusCode::CREATED {
+                for s in ice {
+                    if let Ok(v) = HeaderValue::from_str(&s.link()) {
+                        r.headers_mut().append(header::LINK, v);
+                    }
+                }
+            }
+            r
+        }
         (&Method::DELETE, Some((name, id))) => end(live, name, id),
         (&Method::PATCH, Some(_)) => respond(
             StatusCode::METHOD_NOT_ALLOWED,
