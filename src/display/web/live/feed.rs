@@ -6,6 +6,9 @@
 //! for the next one. An input's feed is a packet tap (the camera's own packets: no decode,
 //! no encode); the view's picture has one fed by its encoder (`encode`).
 //!
+//! A stream whose pictures are reordered (B-frames) is MSE's only: WebRTC's receivers
+//! expect pictures in the order they are shown (`not_webrtc`).
+//!
 //! Invariants: nothing here waits: a viewer's queue (`QUEUE` units) that is full loses the
 //! unit, and the viewer is marked behind (`Place::behind`): it starts again from the last
 //! keyframe; the kept units never hold
@@ -89,6 +92,11 @@ struct State {
     size: Option<(u16, u16)>,
     /// The stream has sound viewers can take.
     sounds: bool,
+    /// Why WebRTC can't carry the stream though MSE can (its pictures are reordered:
+    /// B-frames).
+    not_webrtc: Option<String>,
+    /// The last unit's presentation time (a later one shown earlier is reordering).
+    last_pts: Option<i64>,
 }
 
 /// One stream's feed (module doc).
@@ -125,6 +133,11 @@ impl Feed {
     /// The units from the last keyframe (a viewer that asked for a picture again).
     pub fn since_key(&self) -> Vec<Arc<Unit>> {
         self.state().kept.clone()
+    }
+
+    /// Why WebRTC can't carry the stream, where it can't (MSE can).
+    pub fn not_webrtc(&self) -> Option<String> {
+        self.state().not_webrtc.clone()
     }
 
     /// Whether the stream has sound viewers can take (an offer's audio line is answered
@@ -382,6 +395,14 @@ impl Audio {
 }
 
 impl InputFeed {
+    /// Why WebRTC can't carry this input's pictures.
+    fn reordered(&self) -> String {
+        format!(
+            "{}'s video has B-frames (pictures sent out of order), which WebRTC does not carry; MSE plays it (/mse/NAME)",
+            self.name
+        )
+    }
+
     /// The feed of input `name`.
     pub fn new(name: String) -> Arc<Self> {
         Arc::new(Self {
@@ -409,16 +430,20 @@ impl crate::media::tap::PacketTap for InputFeed {
             return;
         }
         // SAFETY: the parameters are the open stream's own, alive for this call; their
-        // extradata pointer and size and the picture's size are FFmpeg's, read here (the
-        // extradata copied below).
-        let (extradata, width, height) = unsafe {
+        // extradata pointer and size, the picture's size and its reordering delay are
+        // FFmpeg's, read here (the extradata copied below).
+        let (extradata, width, height, delay) = unsafe {
             let p = params.as_ptr();
             let extradata = match (*p).extradata.is_null() {
                 true => &[][..],
                 false => std::slice::from_raw_parts((*p).extradata, (*p).extradata_size as usize),
             };
-            (extradata, (*p).width, (*p).height)
+            (extradata, (*p).width, (*p).height, (*p).video_delay)
         };
+        let not_webrtc = (delay > 0).then(|| self.reordered());
+        let mut state = self.feed.state();
+        (state.not_webrtc, state.last_pts) = (not_webrtc, None);
+        drop(state);
         self.feed
             .set_size(width.max(0) as u32, height.max(0) as u32);
         let (length, sets) = match avcc(extradata) {
@@ -449,6 +474,18 @@ impl crate::media::tap::PacketTap for InputFeed {
         };
         let length = *self.length.lock().unwrap_or_else(|p| p.into_inner());
         let ticks = |t: i64| t.rescale(tb, ff::Rational::new(1, 90_000));
+        {
+            // A picture (not a keyframe: a file read again from its start begins with one)
+            // shown before the one decoded ahead of it: reordered, though the header did not
+            // say so.
+            let mut s = self.feed.state();
+            let pts = ticks(t);
+            let back = s.last_pts.is_some_and(|last| pts < last) && !packet.is_key();
+            if back && s.not_webrtc.is_none() {
+                s.not_webrtc = Some(self.reordered());
+            }
+            s.last_pts = Some(pts);
+        }
         self.feed.push(Unit {
             annexb: annexb_of(data, length),
             key: packet.is_key(),

@@ -70,6 +70,9 @@ pub fn start(
     if !offer.lines().any(|l| l.starts_with("m=video")) {
         return Err(Refused::Bad("the offer has no video".into()));
     }
+    if let Some(why) = feed.not_webrtc() {
+        return Err(Refused::Unmatched(why));
+    }
     let place = feed.watch().map_err(Refused::Unmatched)?;
     let sounds = feed.sounds();
     let socket = UdpSocket::bind((ip, 0))
@@ -245,7 +248,10 @@ impl Running {
                 self.connected = true;
                 self.ready();
             }
-            Event::KeyframeRequest(_) => self.again(),
+            Event::KeyframeRequest(r) => {
+                crate::debug!("WebRTC: a viewer asked for a picture again ({:?})", r.kind);
+                self.again();
+            }
             Event::IceConnectionStateChange(IceConnectionState::Disconnected) => return false,
             _ => {}
         }
@@ -312,6 +318,10 @@ impl Running {
         if self.pt.is_none() {
             return;
         }
+        // What waits in the queue is older than what is kept, or kept too: dropped first, so
+        // that nothing from before the keyframe follows it (those kept that come again are
+        // skipped, `unit`).
+        while self.place.units.try_recv().is_ok() {}
         let kept = self.feed.since_key();
         for unit in &kept {
             self.write(unit, true);
