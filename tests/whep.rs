@@ -37,6 +37,28 @@ fn clip(dir: &TempDir, name: &str, source: &str, seconds: u32) -> PathBuf {
     path
 }
 
+/// `name`: 30 s of the moving test picture encoded by `codec` (its name and options).
+fn encoded(dir: &TempDir, name: &str, codec: &[&str]) -> PathBuf {
+    let path = dir.join(name);
+    let out = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc2=s=320x240:r=25:d=30",
+        ])
+        .arg("-c:v")
+        .args(codec)
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    path
+}
+
 /// The MD5 of each frame ffmpeg decodes of `file` (its framemd5).
 fn frame_md5s(file: &Path) -> std::collections::HashSet<String> {
     let out = Command::new("ffmpeg")
@@ -177,38 +199,12 @@ fn bad_offers_and_foreign_pages_are_refused_with_a_reason() {
     require(&["ffmpeg"]);
     let dir = TempDir::new("whep-refused");
     let h264 = clip(&dir, "cam.mp4", "testsrc2", 30);
-    let hevc = dir.join("hevc.mp4");
-    let out = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=320x240:r=25:d=30",
-        ])
-        .args(["-c:v", "libx265", "-x265-params", "log-level=error"])
-        .arg(&hevc)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    let bframes = dir.join("bframes.mp4");
-    let out = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=320x240:r=25:d=30",
-        ])
-        .args(["-c:v", "libx264", "-bf", "3"])
-        .arg(&bframes)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let hevc = encoded(
+        &dir,
+        "hevc.mp4",
+        &["libx265", "-x265-params", "log-level=error"],
+    );
+    let bframes = encoded(&dir, "bframes.mp4", &["libx264", "-bf", "3"]);
     let port = free_port();
     let args = [
         "-q",

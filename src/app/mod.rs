@@ -150,11 +150,7 @@ fn run_plan(
         .then(|| backend::device::warm_up(backend::device::DEFAULT_DEVICE));
     crate::budget::make_room_for_fds(plan.inputs().len())?;
     let recordings = recordings::Recordings::start(plan)?;
-    // The latest events, for the browser view's list, where it shows them.
-    let recent = plan
-        .events()
-        .and(plan.display().serve.as_ref())
-        .map(|_| Default::default());
+    let recent = recent_events(plan);
     let mut view = displays::open_view(plan, &recordings, recent.clone())?;
     let Some(mut inputs) = opening::open(stop, plan, &recordings)? else {
         ending.leave_a_thread_behind();
@@ -201,15 +197,8 @@ fn run_plan(
     };
     let all = compose.map(mosaic).transpose()?;
     let mut sink = the_sink(plan, (each, joins.is_some()), all, to, total, seen.clone());
-    if model.is_some() || plan.events().is_some() {
-        let around = (&inputs, &order[..], &recordings, to.is_some());
-        let found = (
-            model,
-            seen.unwrap_or_else(|| Seen::new(order.len())),
-            recent,
-        );
-        sink = detecting(plan, sink, found, around, service.as_ref())?;
-    }
+    let around = (&inputs, &order[..], &recordings, to.is_some());
+    sink = detecting(plan, sink, (model, seen, recent), around, service.as_ref())?;
     info!("output: {}", sink.describe());
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
     let failed = inputs.take_failed();
@@ -390,18 +379,26 @@ fn consumers_of(
     }
 }
 
+/// The latest events, for the browser view's list, where the run makes events and serves
+/// the view.
+fn recent_events(plan: &RunPlan) -> Option<Arc<crate::events::recent::Recent>> {
+    plan.events()
+        .and(plan.display().serve.as_ref())
+        .map(|_| Default::default())
+}
+
 /// `sink` with `model` run on the inputs' due frames (`--detect`), their boxes kept in
 /// `seen`, their lines written beside each input's recording, their events made (kept in
 /// `recent` for the browser view) and clipped (`recordings`' clip makers); without a model,
-/// only the events of motion and the inputs' states; `order[k]` is the `--input` place of
-/// the run's input `k`; `handed`: an embedding program takes the frames (a file's then
-/// waits for its own boxes, as where they are drawn).
+/// only the events of motion and the inputs' states; `sink` itself where neither is asked;
+/// `order[k]` is the `--input` place of the run's input `k`; `handed`: an embedding program
+/// takes the frames (a file's then waits for its own boxes, as where they are drawn).
 fn detecting(
     plan: &RunPlan,
     sink: Box<dyn Sink>,
     (model, seen, recent): (
         Option<crate::detect::Model>,
-        crate::detect::seen::Seen,
+        Option<crate::detect::seen::Seen>,
         Option<Arc<crate::events::recent::Recent>>,
     ),
     (inputs, order, recordings, handed): (
@@ -412,6 +409,10 @@ fn detecting(
     ),
     service: Option<&Service>,
 ) -> Result<Box<dyn Sink>> {
+    if model.is_none() && plan.events().is_none() {
+        return Ok(sink);
+    }
+    let seen = seen.unwrap_or_else(|| Seen::new(order.len()));
     let settings = plan.detect();
     let beside = order.iter().map(|&at| recordings.beside(at)).collect();
     let clips = order.iter().map(|&at| recordings.clip_hook(at)).collect();
