@@ -131,11 +131,19 @@ fn fragments_of(
     tx: &tokio::sync::mpsc::Sender<Vec<u8>>,
     (ended, stop): (&AtomicBool, &AtomicBool),
 ) {
+    // MSE carries the video only: its sound queue is let go at once, so that no sound is
+    // encoded for it.
+    let Place {
+        kept,
+        units,
+        behind,
+        ..
+    } = place;
     let mut muxer: Option<Muxer> = None;
-    let mut pending: Vec<Arc<Unit>> = place.kept.clone();
+    let mut pending: Vec<Arc<Unit>> = kept;
     while !ended.load(Ordering::SeqCst) && !stop.load(Ordering::SeqCst) {
         if pending.is_empty() {
-            match place.units.recv_timeout(Duration::from_millis(100)) {
+            match units.recv_timeout(Duration::from_millis(100)) {
                 Ok(u) => pending.push(u),
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => continue,
                 Err(_) => return,
@@ -150,13 +158,13 @@ fn fragments_of(
             };
             if tx.try_send(frame(2, &m.fragment(&unit))).is_err() {
                 // Behind: again from the last keyframe (a fragment lost is a hole).
-                while place.units.try_recv().is_ok() {}
+                while units.try_recv().is_ok() {}
                 pending = feed.since_key();
                 break;
             }
         }
-        if place.behind.swap(false, Ordering::SeqCst) {
-            while place.units.try_recv().is_ok() {}
+        if behind.swap(false, Ordering::SeqCst) {
+            while units.try_recv().is_ok() {}
             pending = feed.since_key();
         }
     }

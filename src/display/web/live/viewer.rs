@@ -104,6 +104,14 @@ pub fn start(
         end: end.clone(),
         ended: ended.clone(),
     };
+    let mut place = place;
+    let hears = answer
+        .lines()
+        .any(|l| l.starts_with("m=audio ") && !l.starts_with("m=audio 0 "));
+    if !hears {
+        // No sound goes to this viewer: its queue is let go, so that none is encoded for it.
+        place.sound = crossbeam_channel::never();
+    }
     let running = Running {
         rtc,
         socket,
