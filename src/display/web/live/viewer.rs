@@ -59,17 +59,7 @@ pub fn start(
     ip: IpAddr,
     stop: Arc<AtomicBool>,
 ) -> Result<(String, Session), Refused> {
-    let parsed = SdpOffer::from_sdp_string(offer).map_err(|e| {
-        let e = e.to_string();
-        let first = e
-            .lines()
-            .find(|l| l.contains("Expected"))
-            .unwrap_or("unreadable");
-        Refused::Bad(format!("the body is not an SDP offer ({})", first.trim()))
-    })?;
-    if !offer.lines().any(|l| l.starts_with("m=video")) {
-        return Err(Refused::Bad("the offer has no video".into()));
-    }
+    let parsed = parse_offer(offer)?;
     if let Some(why) = feed.not_webrtc() {
         return Err(Refused::Unmatched(why));
     }
@@ -133,6 +123,22 @@ pub fn start(
         });
     spawned.map_err(|e| Refused::Unmatched(format!("no thread for the viewer: {e}")))?;
     Ok((answer, session))
+}
+
+/// `offer` read as SDP with a video line; a 400's reason where it is not.
+fn parse_offer(offer: &str) -> Result<SdpOffer, Refused> {
+    let parsed = SdpOffer::from_sdp_string(offer).map_err(|e| {
+        let e = e.to_string();
+        let first = e
+            .lines()
+            .find(|l| l.contains("Expected"))
+            .unwrap_or("unreadable");
+        Refused::Bad(format!("the body is not an SDP offer ({})", first.trim()))
+    })?;
+    if !offer.lines().any(|l| l.starts_with("m=video")) {
+        return Err(Refused::Bad("the offer has no video".into()));
+    }
+    Ok(parsed)
 }
 
 /// The RTP times a viewer was sent: the last, and what is added to a unit's own time.
