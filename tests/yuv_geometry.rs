@@ -29,6 +29,12 @@ const CASES: &[(&str, &str, u8)] = &[
     ),
     ("scale:320:180", "scale=320:180:flags=bilinear", 1),
     ("scale:1280:720", "scale=1280:720:flags=bilinear", 1),
+    // A crop after a scale is made in one pass (only the kept part is scaled).
+    (
+        "scale:320:180,crop:240:136:41:21",
+        "scale=320:180:flags=bilinear,crop=240:136:41:21",
+        1,
+    ),
 ];
 
 /// The largest difference between two frames' bytes (None: not of one size).

@@ -247,10 +247,15 @@ impl Geometry {
         fill: &[u8],
     ) {
         match *self {
-            Geometry::Scale { sampling, .. } => match sampling {
-                Sampling::Bilinear => bilinear(size, (src, px), out, dst),
-                Sampling::Area => area(size, (src, px), out, dst),
-            },
+            Geometry::Scale { .. } => {
+                let whole = Window {
+                    x: 0,
+                    y: 0,
+                    w: out.width,
+                    h: out.height,
+                };
+                self.scale_window(size, (src, px), out, whole, dst)
+            }
             Geometry::Crop { w, h, at } => {
                 let (x, y) = at.unwrap_or_else(|| centred(size, w, h));
                 for (r, row) in dst.chunks_exact_mut(w * px).take(h).enumerate() {
@@ -271,6 +276,30 @@ impl Geometry {
             Geometry::HFlip | Geometry::VFlip | Geometry::Transpose(_) => {
                 self.move_pixels(size, out, (src, px), dst)
             }
+        }
+    }
+
+    /// A scale to `out` of which only `window` is made (a crop after the scale, in one
+    /// pass: the same bytes as scaling whole and cropping, without the pixels the crop
+    /// leaves out); `dst` is the window's. Any other filter does nothing.
+    pub fn scale_window(
+        &self,
+        size: FrameSize,
+        (src, px): (&[u8], usize),
+        out: FrameSize,
+        window: Window,
+        dst: &mut [u8],
+    ) {
+        match *self {
+            Geometry::Scale {
+                sampling: Sampling::Bilinear,
+                ..
+            } => bilinear(size, (src, px), out, window, dst),
+            Geometry::Scale {
+                sampling: Sampling::Area,
+                ..
+            } => area(size, (src, px), out, window, dst),
+            _ => {}
         }
     }
 
@@ -465,6 +494,19 @@ fn scaled(size: FrameSize, w: Side, h: Side) -> Result<FrameSize, ArgumentError>
     })
 }
 
+/// A rectangle of a scale's output: its corner and size, in pixels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Left column.
+    pub x: usize,
+    /// Top row.
+    pub y: usize,
+    /// Width.
+    pub w: usize,
+    /// Height.
+    pub h: usize,
+}
+
 /// Weight bits of `bilinear`, each way (`kernels/geometry.cu` takes them as `FP_SCALE_BITS`).
 pub const BITS: u32 = 14;
 
@@ -520,39 +562,90 @@ fn taps(input: usize, output: usize) -> Vec<(usize, Vec<u32>)> {
         .collect()
 }
 
-fn bilinear(size: FrameSize, (src, px): (&[u8], usize), out: FrameSize, dst: &mut [u8]) {
-    // The taps as flat tables (first input coordinate, then `n` weights, zeros last).
-    // Columns first, over whole rows (contiguous, so the compiler vectorizes it), kept to
-    // 2^BITS times their value; then rows, rounded once. The sums are exact integers, so
-    // the order is free: the result is the same as rows first.
+fn bilinear(
+    size: FrameSize,
+    (src, px): (&[u8], usize),
+    out: FrameSize,
+    win: Window,
+    dst: &mut [u8],
+) {
+    // The taps as flat tables (first input coordinate, then `n` weights, zeros last), of
+    // the window's rows and columns only. Columns first, over the part of each row the
+    // window's columns read (contiguous, so the compiler vectorizes it), kept to 2^BITS
+    // times their value; then rows, rounded once. The sums are exact integers, so the
+    // order is free: the result is the same as rows first.
     let (xt, xn) = tap_table(size.width, out.width);
     let (yt, yn) = tap_table(size.height, out.height);
-    let (stride, ow) = (size.width * px, out.width * px);
-    let round = 1u64 << (2 * BITS - 1);
-    let mut column = vec![0u32; stride];
+    let xt = &xt[win.x * (xn + 1)..(win.x + win.w) * (xn + 1)];
+    let yt = &yt[win.y * (yn + 1)..(win.y + win.h) * (yn + 1)];
+    // The input columns the window reads: from its first tap to its last one's end.
+    let lo = xt.first().map_or(0, |&f| f as usize);
+    let hi = xt
+        .chunks_exact(xn + 1)
+        .map(|t| t[0] as usize + xn)
+        .max()
+        .unwrap_or(0)
+        .min(size.width);
+    let (stride, ow) = (size.width * px, win.w * px);
+    // Zeros past the read part, for the zero weights that pad a tap list at an edge.
+    let mut column = vec![0u32; (hi - lo + xn) * px];
+    let read = (hi - lo) * px;
     for (t, line) in yt.chunks_exact(yn + 1).zip(dst.chunks_exact_mut(ow)) {
         let y0 = t[0] as usize;
-        column.fill(0);
+        column[..read].fill(0);
         for (k, &w) in t[1..].iter().enumerate() {
             if w == 0 {
                 continue;
             }
-            let row = &src[(y0 + k) * stride..(y0 + k + 1) * stride];
-            for (a, &v) in column.iter_mut().zip(row) {
+            let at = (y0 + k) * stride + lo * px;
+            for (a, &v) in column[..read].iter_mut().zip(&src[at..at + read]) {
                 *a += u32::from(v) * w as u32;
             }
         }
-        for (ox, t) in xt.chunks_exact(xn + 1).enumerate() {
-            let x0 = t[0] as usize;
-            for c in 0..px {
-                let mut v = 0u64;
-                for (k, &w) in t[1..].iter().enumerate() {
-                    if w != 0 {
-                        v += u64::from(column[(x0 + k) * px + c]) * w as u64;
-                    }
-                }
-                line[ox * px + c] = ((v + round) >> (2 * BITS)).min(255) as u8;
+        match (px, xn) {
+            (1, 2) => rows_of::<1, 2>(&column, xt, lo, line),
+            (1, 4) => rows_of::<1, 4>(&column, xt, lo, line),
+            (2, 2) => rows_of::<2, 2>(&column, xt, lo, line),
+            (2, 4) => rows_of::<2, 4>(&column, xt, lo, line),
+            (3, 2) => rows_of::<3, 2>(&column, xt, lo, line),
+            (3, 4) => rows_of::<3, 4>(&column, xt, lo, line),
+            _ => row_of(&column, (xt, xn), (lo, px), line),
+        }
+    }
+}
+
+/// One output row from the columns' sums: `N` taps of `PX` bytes a pixel, unrolled (the
+/// common shapes: halving and doubling, any ratio between).
+fn rows_of<const PX: usize, const N: usize>(
+    column: &[u32],
+    xt: &[i32],
+    lo: usize,
+    line: &mut [u8],
+) {
+    let round = 1u64 << (2 * BITS - 1);
+    for (t, pixel) in xt.chunks_exact(N + 1).zip(line.chunks_exact_mut(PX)) {
+        let at = (t[0] as usize - lo) * PX;
+        let taps = &column[at..at + N * PX];
+        for (c, v) in pixel.iter_mut().enumerate() {
+            let mut sum = round;
+            for k in 0..N {
+                sum += u64::from(taps[k * PX + c]) * t[1 + k] as u64;
             }
+            *v = (sum >> (2 * BITS)).min(255) as u8;
+        }
+    }
+}
+
+/// `rows_of` for any tap count and pixel size.
+fn row_of(column: &[u32], (xt, xn): (&[i32], usize), (lo, px): (usize, usize), line: &mut [u8]) {
+    let round = 1u64 << (2 * BITS - 1);
+    for (t, pixel) in xt.chunks_exact(xn + 1).zip(line.chunks_exact_mut(px)) {
+        let at = (t[0] as usize - lo) * px;
+        for (c, v) in pixel.iter_mut().enumerate() {
+            let sum = t[1..].iter().enumerate().fold(round, |sum, (k, &w)| {
+                sum + u64::from(column[at + k * px + c]) * w as u64
+            });
+            *v = (sum >> (2 * BITS)).min(255) as u8;
         }
     }
 }
@@ -575,8 +668,9 @@ fn spans(input: usize, output: usize) -> Vec<Vec<(usize, u64)>> {
         .collect()
 }
 
-fn area(size: FrameSize, (src, px): (&[u8], usize), out: FrameSize, dst: &mut [u8]) {
+fn area(size: FrameSize, (src, px): (&[u8], usize), out: FrameSize, win: Window, dst: &mut [u8]) {
     let (xs, ys) = (spans(size.width, out.width), spans(size.height, out.height));
+    let (xs, ys) = (&xs[win.x..win.x + win.w], &ys[win.y..win.y + win.h]);
     // Each footprint's weights sum to `input` each way.
     let total = (size.width * size.height) as u64;
     for (oy, ry) in ys.iter().enumerate() {
@@ -588,7 +682,7 @@ fn area(size: FrameSize, (src, px): (&[u8], usize), out: FrameSize, dst: &mut [u
                         sum += u64::from(src[(y * size.width + x) * px + c]) * wx * wy;
                     }
                 }
-                dst[(oy * out.width + ox) * px + c] = ((sum + total / 2) / total) as u8;
+                dst[(oy * win.w + ox) * px + c] = ((sum + total / 2) / total) as u8;
             }
         }
     }
@@ -597,6 +691,46 @@ fn area(size: FrameSize, (src, px): (&[u8], usize), out: FrameSize, dst: &mut [u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scales_window_is_the_same_bytes_as_scaling_whole_and_cropping() {
+        let size = FrameSize::new(37, 23);
+        for px in 1..=3 {
+            let src: Vec<u8> = (0..size.width * size.height * px)
+                .map(|i| (i * 7919 % 251) as u8)
+                .collect();
+            for (out, sampling) in [
+                (FrameSize::new(18, 11), Sampling::Bilinear),
+                (FrameSize::new(50, 40), Sampling::Bilinear),
+                (FrameSize::new(12, 7), Sampling::Bilinear),
+                (FrameSize::new(18, 11), Sampling::Area),
+            ] {
+                let g = Geometry::Scale {
+                    w: Side::Fixed(out.width),
+                    h: Side::Fixed(out.height),
+                    sampling,
+                };
+                let mut whole = vec![0; out.width * out.height * px];
+                g.apply_px(size, (&src, px), out, &mut whole, &[0; 3]);
+                let win = Window {
+                    x: 3,
+                    y: 2,
+                    w: out.width - 5,
+                    h: out.height - 4,
+                };
+                let mut part = vec![0; win.w * win.h * px];
+                g.scale_window(size, (&src, px), out, win, &mut part);
+                let cropped: Vec<u8> = whole
+                    .chunks_exact(out.width * px)
+                    .skip(win.y)
+                    .take(win.h)
+                    .flat_map(|row| &row[win.x * px..(win.x + win.w) * px])
+                    .copied()
+                    .collect();
+                assert_eq!(part, cropped, "{px} bytes a pixel, {out:?}, {sampling:?}");
+            }
+        }
+    }
 
     fn g(s: &str) -> Geometry {
         let (name, args) = s

@@ -521,6 +521,14 @@ impl Chain {
         }
     }
 
+    /// Whether the chain holds only geometry and text (`pixel::planes` runs it on a YUV
+    /// frame's own planes; on BGR, `geometry` and `text` are plain Rust in every build).
+    pub fn is_geometry_and_text(&self) -> bool {
+        self.0
+            .iter()
+            .all(|f| matches!(f, Filter::Copy | Filter::Geometry(_) | Filter::Text(_)))
+    }
+
     /// Whether the chain changes no pixel (only `copy`).
     pub fn is_identity(&self) -> bool {
         self.0.iter().all(|f| matches!(f, Filter::Copy))

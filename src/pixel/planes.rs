@@ -11,13 +11,14 @@
 //! must be even (else `fits` says no and the frame goes through BGR); a pad's colour is the
 //! BGR colour's Y, U and V (`reference::yuv`, video range: black is 16, 128, 128); a scale
 //! samples each plane at its own size (`geometry`'s pixel centres), the chroma planes at
-//! half the luma's; text is the BGR path's glyphs and box (`text::Placed`): a stroke takes
+//! half the luma's, and a crop right after it is made in its pass (only the kept part is
+//! scaled: the same bytes as scaling whole and cropping); text is the BGR path's glyphs and box (`text::Placed`): a stroke takes
 //! the colour's Y, and its U and V where a chroma sample's top-left pixel is a stroke (as a
 //! 2×2 block's chroma comes from its top-left pixel, `pixel`); the box darkens Y towards 16
 //! and U, V towards 128 by the BGR box's share.
 
 use super::PixelFormat;
-use crate::filter::geometry::{centred, Geometry};
+use crate::filter::geometry::{centred, Geometry, Window};
 use crate::filter::reference::yuv;
 use crate::filter::text::Placed;
 use crate::filter::{Chain, Filter, Parts};
@@ -60,34 +61,90 @@ pub fn apply(
     let filters = chain.filters();
     let (mut from, mut to) = parts.pair();
     let mut s = size;
-    for (i, f) in filters.iter().enumerate() {
-        // A text keeps the size (a flip stands for it in `output`); it is drawn below.
-        let step = match f {
-            Filter::Geometry(g) => on_grid(g, s, format),
-            Filter::Text(_) => Geometry::HFlip,
-            _ => continue,
+    let mut i = 0;
+    while i < filters.len() {
+        // A text keeps the size (a flip stands for it in `output`); it is drawn below. A
+        // scale followed by a crop is one step: only the part the crop keeps is scaled.
+        let (step, crop) = match (&filters[i], filters.get(i + 1)) {
+            (Filter::Geometry(g @ Geometry::Scale { .. }), Some(Filter::Geometry(c))) => {
+                match g.output(s) {
+                    Ok(scaled) => (*g, Some(on_grid(c, scaled, format))),
+                    Err(_) => return,
+                }
+            }
+            (Filter::Geometry(g), _) => (on_grid(g, s, format), None),
+            (Filter::Text(_), _) => (Geometry::HFlip, None),
+            _ => {
+                i += 1;
+                continue;
+            }
         };
-        let Ok(out) = step.output(s) else { return };
+        let crop = crop.filter(|c| matches!(c, Geometry::Crop { .. }));
+        let Ok(mut out) = step.output(s) else { return };
+        if let Some(c) = &crop {
+            let Ok(cropped) = c.output(out) else { return };
+            out = cropped;
+        }
+        let last = i + 1 + usize::from(crop.is_some()) >= filters.len();
         let input: &[u8] = if i == 0 {
             src
         } else {
             &from[..format.bytes(s)]
         };
-        let target: &mut [u8] = if i + 1 == filters.len() {
+        let target: &mut [u8] = if last {
             &mut dst[..format.bytes(out)]
         } else {
             to.resize(format.bytes(out), 0);
             &mut to[..]
         };
-        match f {
-            Filter::Text(t) => {
+        match (&filters[i], crop) {
+            (Filter::Text(t), _) => {
                 target.copy_from_slice(&input[..target.len()]);
                 text_on_planes(&t.place(s), format, s, target);
             }
+            (_, Some(c)) => scaled_crop_of(&step, &c, format, (s, input), target),
             _ => planes_of(&step, format, (s, input), (out, target)),
         }
         std::mem::swap(&mut from, &mut to);
         s = out;
+        i += 1 + usize::from(crop.is_some());
+    }
+}
+
+/// A scale `g` and the crop `c` after it (on the chroma's grid) on every plane of a frame
+/// in one pass: `dst` is the crop's frame.
+fn scaled_crop_of(
+    g: &Geometry,
+    c: &Geometry,
+    format: PixelFormat,
+    (size, src): (FrameSize, &[u8]),
+    dst: &mut [u8],
+) {
+    let Ok(scaled) = g.output(size) else { return };
+    let Geometry::Crop { w, h, at } = *c else {
+        return;
+    };
+    let (x, y) = at.unwrap_or_else(|| centred(scaled, w, h));
+    let luma = size.width * size.height;
+    let (src_y, src_c) = src.split_at(luma);
+    let (dst_y, dst_c) = dst.split_at_mut(w * h);
+    g.scale_window(size, (src_y, 1), scaled, Window { x, y, w, h }, dst_y);
+    let (half, scaled_half) = (halved(size), halved(scaled));
+    let window = Window {
+        x: x / 2,
+        y: y / 2,
+        w: w / 2,
+        h: h / 2,
+    };
+    match format {
+        PixelFormat::I420 => {
+            let (src_u, src_v) = src_c.split_at(half.width * half.height);
+            let (dst_u, dst_v) = dst_c.split_at_mut(window.w * window.h);
+            g.scale_window(half, (src_u, 1), scaled_half, window, dst_u);
+            g.scale_window(half, (src_v, 1), scaled_half, window, dst_v);
+        }
+        PixelFormat::Nv12 => g.scale_window(half, (src_c, 2), scaled_half, window, dst_c),
+        _ => {}
     }
 }
 

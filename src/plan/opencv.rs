@@ -10,7 +10,9 @@
 //! frames are the same bytes; a run it hands over would, in the build without OpenCV, be
 //! refused (a camera, a still image, a GStreamer pipeline, `--decode opencv`, a window) or
 //! run by slower code (the CPU backend's filters and its BGR and YUV conversions, where
-//! OpenCV's `cvtColor` and filters are SIMD on every core).
+//! OpenCV's `cvtColor` and filters are SIMD on every core). Geometry and text are plain Rust
+//! in every build (on a 4:2:0 frame's own planes): a chain of them alone stays, unless its
+//! frames may be converted.
 
 use std::fmt;
 
@@ -71,7 +73,9 @@ impl RunPlan {
         if engine.kind == BackendKind::Cuda {
             return None;
         }
-        if !engine.chain.is_identity() {
+        // Geometry and text are the same plain Rust in both builds (on a YUV frame's own
+        // planes, `pixel::planes`): what may convert is asked below, as for no filter.
+        if !engine.chain.is_geometry_and_text() {
             return Some(OpenCvPart::CpuFilter);
         }
         self.inputs()
@@ -165,6 +169,9 @@ mod tests {
         );
         let cuda = ["-i", "a.mp4", "--filter", "gauss:2", "--backend", "cuda"];
         assert_eq!(part(&cuda), None);
+        // Geometry and text run on the planes, the same code in both builds.
+        let chain = "scale:640:-2,crop:480:270,text:cam,timestamp,fps:10";
+        assert_eq!(part(&["-i", "a.mp4", "-f", chain, "-o", "out.mp4"]), None);
         // A file's 4:2:0 pictures into a video, or to standard output as Y4M: no conversion.
         assert_eq!(part(&["-i", "a.mp4", "-o", "out.mp4"]), None);
         assert_eq!(part(&["-i", "a.mp4", "-o", "-"]), None);
