@@ -57,6 +57,8 @@ pub struct RunPlan {
     detect: Option<crate::detect::Settings>,
     events: Option<crate::events::Settings>,
     joining: Joining,
+    /// A run of several inputs, or of a list's (`several`).
+    several: bool,
 }
 
 /// What an input that joins the run while it goes is made of (`RunPlan::input_for`): the
@@ -270,15 +272,22 @@ impl RunPlan {
             .collect();
         let records = records_of(&args, &specs, &marks, (&labels, &owns))?;
         let serve = check_serve(&args)?;
-        let mut parts = outputs_of_parts(&args, &marks, &owns)?;
-        let several = specs.len() > 1;
+        // A list's share is a wall even while it holds one camera: cameras come and go with
+        // the list, and its view and outputs are the mosaic's, which outlive them.
+        let several = specs.len() > 1 || roster.listed();
+        let mut parts = outputs_of_parts(&args, &marks, &owns, several)?;
         check_geometry(&args, several)?;
         let recording = parts.recording;
         check_encoding(&args, &parts.each[0], recording.as_ref())?;
         let copies = copies_of(&args, &specs, &mut parts.each, recording.as_ref())?;
         let mut rtsp = check_rtsp(&args)?;
         let mut recording = recording;
-        publish_to_rtsp(&args, rtsp.as_mut(), &mut parts.each, &mut recording)?;
+        publish_to_rtsp(
+            &args,
+            rtsp.as_mut(),
+            (&mut parts.each, several),
+            &mut recording,
+        )?;
         let display = display_of(&args, several, (serve, rtsp), recording.is_some());
         let engine = engine_of(&args, several);
         let names_of_inputs = labels.clone();
@@ -323,6 +332,7 @@ impl RunPlan {
             display,
             engine,
             joining,
+            several,
             detect: check_detect(&args)?,
             events: check_events(&args, &names_of_inputs)?,
             writing: writing_of(&args),
@@ -468,9 +478,10 @@ impl RunPlan {
             ..base
         })
     }
-    /// Whether the run has several inputs.
+    /// Whether the run has several inputs, or a list's share (a wall: its cameras may come
+    /// and go, and the mosaic shows them however many there are).
     pub fn several(&self) -> bool {
-        self.inputs.len() > 1
+        self.several
     }
     /// In a run of several inputs, the outputs without `{n}`: they record the mosaic.
     pub fn recording(&self) -> Option<&Outputs> {
@@ -841,18 +852,19 @@ struct Parts {
     recording: Option<Outputs>,
 }
 
-/// The outputs of a run of the inputs `marks` name, checked: with one, every `--output` is
-/// the input's; with several, those with `{n}` or `{name}` are each input's (its marks put
+/// The outputs of a run of the inputs `marks` name, checked: with one (and no list), every
+/// `--output` is the input's; with `several`, those with `{n}` or `{name}` are each input's (its marks put
 /// in) and those without record the mosaic, each set checked as a run of one input checks
 /// its outputs.
 fn outputs_of_parts(
     args: &RunArgs,
     marks: &Marks,
     owns: &[super::shard::PerInput],
+    several: bool,
 ) -> Result<Parts, PlanError> {
     // Each input's own outputs (a camera file's `outputs`), its marks put in.
     let theirs = |i: usize| owns[i].outputs.iter().map(move |o| marks.fill(o, i));
-    if marks.0.len() == 1 {
+    if !several {
         let named = args.outputs.output.iter().map(|o| marks.fill(o, 0));
         return Ok(Parts {
             each: vec![outputs_of(args, named.chain(theirs(0)).collect())?],
@@ -1323,11 +1335,10 @@ fn rtsp_settings(args: &RunArgs, given: &str) -> Result<RtspServe, PlanError> {
 fn publish_to_rtsp(
     args: &RunArgs,
     rtsp: Option<&mut RtspServe>,
-    each: &mut [Outputs],
+    (each, several): (&mut [Outputs], bool),
     recording: &mut Option<Outputs>,
 ) -> Result<(), PlanError> {
     let Some(rtsp) = rtsp else { return Ok(()) };
-    let several = each.len() > 1;
     if args.encode.codec == Some(CodecArg::Copy)
         || (several && args.view.no_mosaic)
         || (!several && args.engine.filter.is_identity())
