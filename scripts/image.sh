@@ -5,7 +5,10 @@
 #                            image from deploy/Containerfile with the binary built here
 #   scripts/image.sh test    build, then every check: --version and doctor as uid 10001 on a
 #                            read-only root; the image through a local registry and back;
-#                            deploy/'s manifests played with it (scripts/image/pods_test.py)
+#                            deploy/'s manifests played with it (scripts/image/pods_test.py);
+#                            once all passed, deploy/image-tested holds the hash below
+#   scripts/image.sh hash    the hash of deploy/ and these scripts (scripts/test.sh runs the
+#                            test again when it differs from deploy/image-tested)
 # Here the binary is the build without OpenCV against Debian's FFmpeg libraries (target/
 # ffonly), and the base holds those libraries; a GPU server's image is built by the
 # Containerfile's own first stage (the static FFmpeg). podman runs with runc and ulimits this
@@ -14,7 +17,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-. scripts/setup.sh
 WORK=$ROOT/target/image
 BASE=localhost/framepipe-base:bookworm
 IMAGE=localhost/framepipe:latest
@@ -24,6 +26,7 @@ FFMPEG_LIBS=libavformat59,libavcodec59,libavutil57,libswscale6,libswresample4
 say() { printf '%s\n' "image: $*" >&2; }
 
 setup() {
+    . scripts/setup.sh
     setup_packages podman buildah mmdebstrap runc uidmap docker-registry python3-yaml ffmpeg curl
     mkdir -p "$WORK"
     # crun fails on this machine's limits and cgroups; the ulimits must be at most the host's.
@@ -110,7 +113,13 @@ CONF
     check "the local registry ($REGISTRY) took the image and gave it back (${digest:0:12})"
 }
 
+# What the image and its test are made of, as one short hash.
+hash() {
+    cat deploy/Containerfile deploy/*.yaml scripts/image.sh scripts/image/*.py | sha256sum | cut -c1-16
+}
+
 case "${1:-}" in
+    hash) hash ;;
     build) build ;;
     test)
         build
@@ -119,6 +128,7 @@ case "${1:-}" in
         rm -rf "$WORK/pods"
         mkdir -p "$WORK/pods"
         /usr/bin/python3 scripts/image/pods_test.py "$IMAGE" "$WORK/pods"
+        hash > deploy/image-tested
         ;;
     *) echo "usage: scripts/image.sh build|test" >&2; exit 2 ;;
 esac

@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TOKEN = "image-test-token-0123456789abcdef"
 FIRST_PORT = 18380
 LIVE = {"live-1": 5001, "live-2": 5002, "live-3": 5003, "live-4": 5004}
-senders = []
+senders = {}
 
 
 def check(ok, what):
@@ -89,12 +89,29 @@ def ip_of(pod):
 
 def send_live(name, ips, clip):
     """A live camera: the clip looped in real time to every pod's UDP port for it (only the
-    pod whose shard holds the camera listens)."""
+    pod whose shard holds the camera listens), as `senders[name]`."""
     port = LIVE[name]
     outs = "|".join(f"[f=mpegts:onfail=ignore]udp://{ip}:{port}?pkt_size=1316" for ip in ips)
-    senders.append(subprocess.Popen(
+    senders[name] = (ips, subprocess.Popen(
         ["ffmpeg", "-v", "quiet", "-re", "-stream_loop", "-1", "-i", clip, "-map", "0",
          "-c", "copy", "-f", "tee", outs], stdin=subprocess.DEVNULL))
+
+
+def stop_senders():
+    for _, s in senders.values():
+        s.send_signal(signal.SIGINT)
+        s.wait()
+
+
+def aim_again(names, clip):
+    """The senders sent to the pods' addresses again: a pod started again has a new one
+    (in a cluster too; real cameras are pulled, so only this test's pushing cares)."""
+    ips = [ip_of(n) for n in names]
+    for name, (before, s) in list(senders.items()):
+        if before != ips:
+            s.send_signal(signal.SIGINT)
+            s.wait()
+            send_live(name, ips, clip)
 
 
 def camera_list(names, files):
@@ -156,9 +173,7 @@ def wall(image, work):
         raise
     finally:
         subprocess.run(["podman", "kube", "down", manifest], capture_output=True)
-        for s in senders:
-            s.send_signal(signal.SIGINT)
-            s.wait()
+        stop_senders()
     recorded = segments(work)
     bad = [(p, whole(p)) for p in recorded if not whole(p)[0] or whole(p)[1] == 0]
     check(recorded and not bad,
@@ -199,6 +214,7 @@ def wall_checks(pods, work, config, files, first, clips):
     sh("podman", "kill", "--signal", "KILL", f"{name}-framepipe")
     time.sleep(1)
     subprocess.run(["podman", "start", f"{name}-framepipe"], capture_output=True)
+    aim_again(names, os.path.join(clips, "live.ts"))
     again = covered(len(pods), files + first, 30)
     check(again and again[victim] == seen[victim],
           f"{name}, killed with SIGKILL and started again, resumes {sorted(seen[victim])}")
@@ -206,7 +222,7 @@ def wall_checks(pods, work, config, files, first, clips):
     check(set(parts(work)) - before, f"{name}: new segments are being written after the restart")
     # The ConfigMap edited: live-3 gone, live-4 new; the kubelet swaps ..data.
     second = ["live-1", "live-2", "live-4"]
-    send_live("live-4", ips, os.path.join(clips, "live.ts"))
+    send_live("live-4", [ip_of(n) for n in names], os.path.join(clips, "live.ts"))
     standin.write_config_map(config, {"cameras.txt": camera_list(second, files)})
     seen = covered(len(pods), files + second, 30)
     check(flat(seen) == sorted(files + second),
