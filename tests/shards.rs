@@ -241,6 +241,41 @@ fn a_camera_added_to_the_list_moves_to_one_shard_and_no_other_moves() {
     stop_all(shards);
 }
 
+/// A list whose one camera is replaced while it runs: the share is a wall of one tile, so its
+/// browser view (`/healthz`, `/metrics`) outlives the camera that left and shows the one that
+/// came (shown alone, the camera's leaving ended the view: the pod stopped answering).
+#[test]
+fn the_only_camera_replaced_keeps_the_view_answering() {
+    let dir = TempDir::new("shards-solo");
+    let list = dir.join("cams.txt");
+    write_list(&list, &list_of(&["solo".to_string()]));
+    let port = free_port();
+    let mut shards = vec![Shard::start(
+        dir.path(),
+        &list,
+        &[format!("--serve={port}")],
+    )];
+    wait_for(Duration::from_secs(20), "solo in /metrics", || {
+        metered(port).filter(|m| m.contains("solo"))
+    });
+    write_list(&list, &list_of(&["other".to_string()]));
+    wait_for(Duration::from_secs(20), "other in /metrics", || {
+        metered(port).filter(|m| m.contains("other"))
+    });
+    let (status, _) = http(port, "GET", "/healthz", "");
+    assert_eq!(status, 200, "{}", shards[0].said());
+    assert!(
+        shards[0].child.try_wait().unwrap().is_none(),
+        "still running"
+    );
+    assert!(
+        shards[0].said().contains("a mosaic of"),
+        "{}",
+        shards[0].said()
+    );
+    stop_all(std::mem::take(&mut shards));
+}
+
 /// `/metrics` parsed by Prometheus's own Python client (`text_string_to_metric_families`):
 /// each family's samples as (labels' input, value).
 fn parsed(port: u16) -> serde_json::Value {
