@@ -275,26 +275,22 @@ impl RunPlan {
         // A list's share is a wall even while it holds one camera: cameras come and go with
         // the list, and its view and outputs are the mosaic's, which outlive them.
         let several = specs.len() > 1 || roster.listed();
-        let mut parts = outputs_of_parts(&args, &marks, &owns, several)?;
+        let Parts {
+            mut each,
+            mut recording,
+        } = outputs_of_parts(&args, &marks, &owns, several)?;
         check_geometry(&args, several)?;
-        let recording = parts.recording;
-        check_encoding(&args, &parts.each[0], recording.as_ref())?;
-        let copies = copies_of(&args, &specs, &mut parts.each, recording.as_ref())?;
+        check_encoding(&args, &each[0], recording.as_ref())?;
+        let copies = copies_of(&args, &specs, &mut each, recording.as_ref())?;
         let mut rtsp = check_rtsp(&args)?;
-        let mut recording = recording;
-        publish_to_rtsp(
-            &args,
-            rtsp.as_mut(),
-            (&mut parts.each, several),
-            &mut recording,
-        )?;
+        publish_to_rtsp(&args, rtsp.as_mut(), (&mut each, several), &mut recording)?;
         let display = display_of(&args, several, (serve, rtsp), recording.is_some());
         let engine = engine_of(&args, several);
-        let names_of_inputs = labels.clone();
+        let events = check_events(&args, &labels)?;
         check_own(&args, &mine)?;
         let inputs = specs
             .into_iter()
-            .zip(parts.each)
+            .zip(each)
             .zip(records)
             .zip(labels)
             .zip(copies)
@@ -334,14 +330,10 @@ impl RunPlan {
             joining,
             several,
             detect: check_detect(&args)?,
-            events: check_events(&args, &names_of_inputs)?,
+            events,
             writing: writing_of(&args),
             progress: args.view.headless && !args.quiet,
-            reports: Reports {
-                trace: args.reports.trace,
-                timeline: args.reports.timeline,
-                summary_json: args.reports.summary_json,
-            },
+            reports: reports_of(args),
         })
     }
 
@@ -844,6 +836,15 @@ fn outputs_of(args: &RunArgs, named: Vec<String>) -> Result<Outputs, PlanError> 
         streams,
         named,
     })
+}
+
+/// What the run reports beside its frames (`--trace`, `--timeline`, `--summary-json`).
+fn reports_of(args: RunArgs) -> Reports {
+    Reports {
+        trace: args.reports.trace,
+        timeline: args.reports.timeline,
+        summary_json: args.reports.summary_json,
+    }
 }
 
 /// Each input's outputs and the mosaic's recording.
