@@ -102,7 +102,7 @@ pub fn apply(
                 target.copy_from_slice(&input[..target.len()]);
                 text_on_planes(&t.place(s), format, s, target);
             }
-            (_, Some(c)) => scaled_crop_of(&step, &c, format, (s, input), target),
+            (_, Some(c)) => scaled_crop_of(&step, &c, format, (s, input), (out, target)),
             _ => planes_of(&step, format, (s, input), (out, target)),
         }
         std::mem::swap(&mut from, &mut to);
@@ -112,40 +112,32 @@ pub fn apply(
 }
 
 /// A scale `g` and the crop `c` after it (on the chroma's grid) on every plane of a frame
-/// in one pass: `dst` is the crop's frame.
+/// in one pass: `out` and `dst` are the crop's frame.
 fn scaled_crop_of(
     g: &Geometry,
     c: &Geometry,
     format: PixelFormat,
     (size, src): (FrameSize, &[u8]),
-    dst: &mut [u8],
+    (out, dst): (FrameSize, &mut [u8]),
 ) {
-    let Ok(scaled) = g.output(size) else { return };
-    let Geometry::Crop { w, h, at } = *c else {
+    let (Ok(scaled), Geometry::Crop { at, .. }) = (g.output(size), *c) else {
         return;
     };
-    let (x, y) = at.unwrap_or_else(|| centred(scaled, w, h));
-    let luma = size.width * size.height;
-    let (src_y, src_c) = src.split_at(luma);
-    let (dst_y, dst_c) = dst.split_at_mut(w * h);
-    g.scale_window(size, (src_y, 1), scaled, Window { x, y, w, h }, dst_y);
-    let (half, scaled_half) = (halved(size), halved(scaled));
-    let window = Window {
-        x: x / 2,
-        y: y / 2,
-        w: w / 2,
-        h: h / 2,
-    };
-    match format {
-        PixelFormat::I420 => {
-            let (src_u, src_v) = src_c.split_at(half.width * half.height);
-            let (dst_u, dst_v) = dst_c.split_at_mut(window.w * window.h);
-            g.scale_window(half, (src_u, 1), scaled_half, window, dst_u);
-            g.scale_window(half, (src_v, 1), scaled_half, window, dst_v);
-        }
-        PixelFormat::Nv12 => g.scale_window(half, (src_c, 2), scaled_half, window, dst_c),
-        _ => {}
-    }
+    let (x, y) = at.unwrap_or_else(|| centred(scaled, out.width, out.height));
+    each_plane(format, (size, src), (out, dst), |plane, from, to| {
+        let (whole, (x, y)) = match plane.chroma {
+            false => (scaled, (x, y)),
+            true => (halved(scaled), (x / 2, y / 2)),
+        };
+        let (w, h) = (to.0.width, to.0.height);
+        g.scale_window(
+            from.0,
+            (from.1, plane.px),
+            whole,
+            Window { x, y, w, h },
+            to.1,
+        );
+    });
 }
 
 /// `text` drawn on the planes of a `size` frame of `format` in place (module doc).
@@ -237,23 +229,58 @@ fn planes_of(
         Geometry::Pad { color, .. } => *color,
         _ => [0; 3],
     };
-    let y = yuv::luma(b, gr, r);
-    let (u, v) = yuv::chroma(b, gr, r);
-    let luma = size.width * size.height;
-    let out_luma = out.width * out.height;
-    let (src_y, src_c) = src.split_at(luma);
-    let (dst_y, dst_c) = dst.split_at_mut(out_luma);
-    g.apply_px(size, (src_y, 1), out, dst_y, &[y]);
-    let (half, out_half) = (halved(size), halved(out));
+    let (y, (u, v)) = (yuv::luma(b, gr, r), yuv::chroma(b, gr, r));
     let chroma = on_chroma(g);
+    each_plane(format, (size, src), (out, dst), |plane, from, to| {
+        let fill = match (plane.chroma, plane.second) {
+            (false, _) => [y, y],
+            (true, false) => [u, v],
+            (true, true) => [v, v],
+        };
+        let g = if plane.chroma { &chroma } else { g };
+        g.apply_px(from.0, (from.1, plane.px), to.0, to.1, &fill[..plane.px]);
+    });
+}
+
+/// Which plane `each_plane` hands over: a chroma plane (at half the luma's size), NV12's
+/// interleaved chroma as one of 2 bytes a sample (`px`), I420's V (`second`).
+#[derive(Clone, Copy)]
+struct PlaneOf {
+    chroma: bool,
+    second: bool,
+    px: usize,
+}
+
+/// `f` on each plane of a `format` frame (I420, NV12 or gray) of `size` into one of `out`:
+/// the plane, its input (size, bytes) and its output (size, bytes).
+fn each_plane(
+    format: PixelFormat,
+    (size, src): (FrameSize, &[u8]),
+    (out, dst): (FrameSize, &mut [u8]),
+    mut f: impl FnMut(PlaneOf, (FrameSize, &[u8]), (FrameSize, &mut [u8])),
+) {
+    let (src_y, src_c) = src.split_at(size.width * size.height);
+    let (dst_y, dst_c) = dst.split_at_mut(out.width * out.height);
+    let luma = PlaneOf {
+        chroma: false,
+        second: false,
+        px: 1,
+    };
+    f(luma, (size, src_y), (out, dst_y));
+    let (half, out_half) = (halved(size), halved(out));
+    let u = PlaneOf {
+        chroma: true,
+        ..luma
+    };
     match format {
         PixelFormat::I420 => {
             let (src_u, src_v) = src_c.split_at(half.width * half.height);
             let (dst_u, dst_v) = dst_c.split_at_mut(out_half.width * out_half.height);
-            chroma.apply_px(half, (src_u, 1), out_half, dst_u, &[u]);
-            chroma.apply_px(half, (src_v, 1), out_half, dst_v, &[v]);
+            f(u, (half, src_u), (out_half, dst_u));
+            let v = PlaneOf { second: true, ..u };
+            f(v, (half, src_v), (out_half, dst_v));
         }
-        PixelFormat::Nv12 => chroma.apply_px(half, (src_c, 2), out_half, dst_c, &[u, v]),
+        PixelFormat::Nv12 => f(PlaneOf { px: 2, ..u }, (half, src_c), (out_half, dst_c)),
         _ => {}
     }
 }
