@@ -110,14 +110,19 @@ def resolved(entry, secrets):
     return {"name": entry["name"], "value": secrets[(ref["name"], ref["key"])]}
 
 
+def template_of(doc, image):
+    """A controller's pod template with `image`, and its user and fsGroup."""
+    template = copy.deepcopy(doc["spec"]["template"])
+    for c in template["spec"]["containers"]:
+        c["image"] = image
+    context = template["spec"]["securityContext"]
+    return template, context["runAsUser"], context["fsGroup"]
+
+
 def stateful_set_pods(doc, root, image, config_dir, secrets, first_port):
     """The StatefulSet's pods (module doc), their claims and emptyDirs under `root`."""
     s = doc["spec"]
-    template = copy.deepcopy(s["template"])
-    uid = template["spec"]["securityContext"]["runAsUser"]
-    gid = template["spec"]["securityContext"]["fsGroup"]
-    for c in template["spec"]["containers"]:
-        c["image"] = image
+    template, uid, gid = template_of(doc, image)
     pods = []
     for i in range(s["replicas"]):
         name = f"{doc['metadata']['name']}-{i}"
@@ -141,11 +146,7 @@ def stateful_set_pods(doc, root, image, config_dir, secrets, first_port):
 def job_pods(doc, root, image, config_dir, data_dir):
     """The Indexed Job's pods (module doc): `data_dir` is the claim they share."""
     s = doc["spec"]
-    template = copy.deepcopy(s["template"])
-    uid = template["spec"]["securityContext"]["runAsUser"]
-    gid = template["spec"]["securityContext"]["fsGroup"]
-    for c in template["spec"]["containers"]:
-        c["image"] = image
+    template, uid, gid = template_of(doc, image)
     pods = []
     for i in range(s["completions"]):
         name = f"{doc['metadata']['name']}-{i}"
