@@ -7,7 +7,8 @@
 #   scripts/bench/wall.sh clips          here: 1080p30 clips with a 1 s GOP (H.264 and HEVC,
 #                                        20 s, AAC audio) into wall-clips/ (x265 is not in
 #                                        the server build's FFmpeg, so they are made here)
-#   scripts/bench/wall.sh run N [S] [C]  there: N cameras of clip C (h264 or hevc) for S
+#   scripts/bench/wall.sh run N [S] [C]  there: N cameras of clip C (h264 or hevc; or a mix,
+#                                        hevc:200+h264:125, whose sum is N) for S
 #                                        seconds (60): a table row in $OUT/wall.txt, the
 #                                        summary and the samples beside it (WALL_PROTO=srt:
 #                                        the cameras call framepipe over SRT, not UDP)
@@ -76,7 +77,18 @@ run() {
     local n=$1 secs=${2:-60} codec=${3:-h264} w i
     w=$(mktemp -d)
     mkdir -p "$OUT" "$w/rec" "$w/hls"
-    local clip=$PWD/wall-clips/$codec.ts args=() senders=()
+    local args=() senders=() each=() part parts
+    # Each camera's clip: one codec for all, or a mix (hevc:200+h264:125, in that order).
+    if [[ $codec == *:* ]]; then
+        IFS=+ read -r -a parts <<<"$codec"
+        for part in "${parts[@]}"; do
+            for ((i = 0; i < ${part#*:}; i++)); do each+=("${part%%:*}"); done
+        done
+        n=${#each[@]}
+        codec=${codec//[:+]/-}
+    else
+        for ((i = 0; i < n; i++)); do each+=("$codec"); done
+    fi
     # WALL_PROTO: how the cameras arrive: MPEG-TS over UDP (udp, the default), or over SRT
     # (srt: framepipe listens, each sender calls).
     local proto=${WALL_PROTO:-udp} into
@@ -104,7 +116,7 @@ run() {
             srt) into="srt://127.0.0.1:$((30000 + i))?mode=caller&pkt_size=1316" ;;
             *) into="udp://127.0.0.1:$((30000 + i))?pkt_size=1316" ;;
         esac
-        "$B/ffmpeg" -nostdin -v error -re -stream_loop -1 -i "$clip" -c copy -f mpegts "$into" &
+        "$B/ffmpeg" -nostdin -v error -re -stream_loop -1 -i "$PWD/wall-clips/${each[i]}.ts" -c copy -f mpegts "$into" &
         senders+=($!)
         sleep 0.033
     done
