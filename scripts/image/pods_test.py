@@ -192,7 +192,6 @@ def wall_checks(pods, work, config, files, first, clips):
             status, _ = get(FIRST_PORT + i, "/healthz")
             time.sleep(0.3)
         check(status == 200, f"{name}: /healthz answers 200 on 127.0.0.1:{FIRST_PORT + i}")
-        logs = sh("podman", "logs", f"{name}-framepipe") + ""
         status, _ = get(FIRST_PORT + i, "/metrics")
         check(status == 401, f"{name}: /metrics refuses a request without the token ({status})")
     seen = covered(len(pods), files + first, 30)
