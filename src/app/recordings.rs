@@ -235,6 +235,8 @@ impl Recordings {
         for clips in self.4.iter_mut().filter_map(Option::take) {
             let _ = clips.finish();
         }
+        // Every recording told first: they close their files together.
+        self.0.iter().flatten().for_each(|rec| rec.end_soon());
         let each = self
             .0
             .iter_mut()
