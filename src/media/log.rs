@@ -171,22 +171,21 @@ fn parse_reinit(line: &str) -> Option<(usize, usize)> {
     Some((w.parse().ok()?, h.parse().ok()?))
 }
 
-/// Installs the hook once, where the process has FFmpeg's libavutil (OpenCV loads it).
+/// Installs the hook once. FFmpeg's functions are taken as linked, not looked up: a
+/// GPU server's build links FFmpeg in statically and exports none of its symbols, so a
+/// `dlsym` found nothing there and FFmpeg printed every line itself (a wall's hundreds of
+/// "non-existing PPS", and `-q` did not silence it). OpenCV's reader uses the same libavutil
+/// where both are in the build.
 pub fn install() {
     DEFAULT.get_or_init(|| {
-        // SAFETY: dlsym with RTLD_DEFAULT and NUL-terminated names only looks symbols up;
-        // a found symbol has the C type FFmpeg declares for it (avutil/log.h).
+        use ffmpeg_next::ffi;
+        // SAFETY: FFmpeg's own functions; the transmutes go between two spellings of one C
+        // signature each (avutil/log.h: `va_list` is a pointer either way on the targets
+        // framepipe builds for), and `hook` is such a callback.
         unsafe {
-            let set = libc::dlsym(libc::RTLD_DEFAULT, c"av_log_set_callback".as_ptr());
-            let default = libc::dlsym(libc::RTLD_DEFAULT, c"av_log_default_callback".as_ptr());
-            let format = libc::dlsym(libc::RTLD_DEFAULT, c"av_log_format_line".as_ptr());
-            if set.is_null() || default.is_null() || format.is_null() {
-                return None;
-            }
-            let set: unsafe extern "C" fn(Callback) = std::mem::transmute(set);
-            let default: Callback = std::mem::transmute(default);
-            let format: FormatLine = std::mem::transmute(format);
-            set(hook);
+            let default: Callback = std::mem::transmute(ffi::av_log_default_callback as *const ());
+            let format: FormatLine = std::mem::transmute(ffi::av_log_format_line as *const ());
+            ffi::av_log_set_callback(Some(std::mem::transmute::<Callback, _>(hook)));
             Some((default, format))
         }
     });
