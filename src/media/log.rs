@@ -185,7 +185,9 @@ pub fn install() {
         unsafe {
             let default: Callback = std::mem::transmute(ffi::av_log_default_callback as *const ());
             let format: FormatLine = std::mem::transmute(ffi::av_log_format_line as *const ());
-            ffi::av_log_set_callback(Some(std::mem::transmute::<Callback, _>(hook)));
+            type Theirs =
+                unsafe extern "C" fn(*mut c_void, c_int, *const c_char, *mut ffi::__va_list_tag);
+            ffi::av_log_set_callback(Some(std::mem::transmute::<Callback, Theirs>(hook)));
             Some((default, format))
         }
     });
