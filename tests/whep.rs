@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::run::{free_port, http, http_body, require, stderr, TempDir};
+use crate::common::run::{ffmpeg_made, free_port, http, http_body, require, stderr, TempDir};
 
 /// PyPI's aiortc, in the virtual environment scripts/test.sh makes.
 const AIORTC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/rtcvenv/bin/python");
@@ -40,22 +40,8 @@ fn clip(dir: &TempDir, name: &str, source: &str, seconds: u32) -> PathBuf {
 /// `name`: 30 s of the moving test picture encoded by `codec` (its name and options).
 fn encoded(dir: &TempDir, name: &str, codec: &[&str]) -> PathBuf {
     let path = dir.join(name);
-    let out = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=320x240:r=25:d=30",
-        ])
-        .arg("-c:v")
-        .args(codec)
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+    let options: Vec<&str> = ["-c:v"].iter().chain(codec).copied().collect();
+    ffmpeg_made(&path, &["testsrc2=s=320x240:r=25:d=30"], &options);
     path
 }
 
@@ -288,24 +274,13 @@ fn a_token_is_needed_off_loopback_for_whep_too() {
 /// (`aac`, `libopus`).
 fn clip_with_sound(dir: &TempDir, name: &str, audio: &str) -> PathBuf {
     let path = dir.join(name);
-    let out = Command::new("ffmpeg")
-        .args([
-            "-v",
-            "error",
-            "-y",
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc2=s=320x240:r=25:d=30",
-        ])
-        .args(["-f", "lavfi", "-i", "sine=f=440:d=30"])
-        .args([
+    ffmpeg_made(
+        &path,
+        &["testsrc2=s=320x240:r=25:d=30", "sine=f=440:d=30"],
+        &[
             "-c:v", "libx264", "-g", "25", "-bf", "0", "-pix_fmt", "yuv420p", "-c:a", audio,
-        ])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
+        ],
+    );
     path
 }
 
