@@ -1,13 +1,17 @@
-//! FFmpeg's log, watched for the one sign that OpenCV 4.6 returned a stale frame.
+//! FFmpeg's log, through framepipe's own hook: watched for the one sign that OpenCV 4.6
+//! returned a stale frame, and kept short.
 //!
 //! OpenCV's FFmpeg reader sets its colour conversion up for the stream's first frame size.
 //! When the decoded size later grows (a transport stream or a concatenation of clips), the
 //! conversion fails with FFmpeg's "Slice parameters … are invalid" and OpenCV hands out
 //! the previous frame again, without a word. The hook counts those messages, notes the
-//! H.264 decoder's re-initializations (a size change either way), and passes every other
-//! message on to FFmpeg's own printer (none with -q).
+//! H.264 decoder's re-initializations (a size change either way), keeps each thread's last
+//! error for framepipe's own message (`take_last_error`), says the decoders' complaints
+//! about a stream joined between keyframes once (the rest only with -v), and passes every
+//! other message on to FFmpeg's own printer (none with -q).
 //!
-//! Invariants: installed once, before OpenCV's first open (so no line escapes it); with -q
+//! Invariants: installed once, before OpenCV's first open (so no line escapes it), through
+//! the FFmpeg functions the binary links (a static build exports none to `dlsym`); with -q
 //! every line is dropped after it is looked at; a line is formatted only where it is read.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
