@@ -1,5 +1,7 @@
 // geometry.cu: the filters that change a frame's size (`filter::geometry`), on whole frames
-// of packed BGR on the device: one thread a pixel of the output frame, reading the input
+// on the device, of `px` bytes a pixel: packed BGR's 3, or one plane of a YUV frame (a Y,
+// U or V plane's 1, NV12's interleaved chroma's 2: `pixel::planes`, which runs each plane
+// as its own picture): one thread a pixel of the output frame, reading the input
 // frame wherever that pixel comes from (a turn reads a column, a flip the far side), which
 // is why they run on the frame its bands assembled rather than on a band. Every kernel is
 // integer arithmetic, the same as the CPU's, so the two backends write the same bytes.
@@ -18,8 +20,8 @@
 
 // Pixels moved untouched: crop, pad, the flips and the turns (`Geometry::move_pixels`).
 extern "C" __global__ void fp_geometry_move(const u8* __restrict__ src, u8* __restrict__ dst,
-                                            int iw, int ih, int ow, int oh, int how, int a,
-                                            int b, u32 color) {
+                                            int iw, int ih, int ow, int oh, int px,
+                                            int how, int a, int b, u32 color) {
     const int ox = blockIdx.x * blockDim.x + threadIdx.x;
     const int oy = blockIdx.y * blockDim.y + threadIdx.y;
     if (ox >= ow || oy >= oh) return;
@@ -34,17 +36,13 @@ extern "C" __global__ void fp_geometry_move(const u8* __restrict__ src, u8* __re
         case FP_MOVE_CCLOCK: x = iw - 1 - oy; y = ox; break;
         case FP_MOVE_CLOCK_FLIP: x = iw - 1 - oy; y = ih - 1 - ox; break;
     }
-    u8* d = dst + ((long long)oy * ow + ox) * 3;
+    u8* d = dst + ((long long)oy * ow + ox) * px;
     if (x < 0 || x >= iw || y < 0 || y >= ih) {
-        d[0] = color & 0xff;
-        d[1] = (color >> 8) & 0xff;
-        d[2] = (color >> 16) & 0xff;
+        for (int c = 0; c < px; ++c) d[c] = (color >> (8 * c)) & 0xff;
         return;
     }
-    const u8* s = src + ((long long)y * iw + x) * 3;
-    d[0] = s[0];
-    d[1] = s[1];
-    d[2] = s[2];
+    const u8* s = src + ((long long)y * iw + x) * px;
+    for (int c = 0; c < px; ++c) d[c] = s[c];
 }
 
 // `scale`'s bilinear sampling (`geometry::bilinear`): `xs` holds, for each output column,
@@ -52,7 +50,7 @@ extern "C" __global__ void fp_geometry_move(const u8* __restrict__ src, u8* __re
 // with `ny`. Each row is weighed along x first and kept whole (as the CPU's row pass), then
 // the rows along y, rounded once. Taps past an input's edge carry a weight of 0.
 extern "C" __global__ void fp_scale_bilinear(const u8* __restrict__ src, u8* __restrict__ dst,
-                                             int iw, int ih, int ow, int oh,
+                                             int iw, int ih, int ow, int oh, int px,
                                              const int* __restrict__ xs, int nx,
                                              const int* __restrict__ ys, int ny) {
     const int ox = blockIdx.x * blockDim.x + threadIdx.x;
@@ -65,18 +63,18 @@ extern "C" __global__ void fp_scale_bilinear(const u8* __restrict__ src, u8* __r
         const u32 wy = (u32)ty[1 + ky];
         if (wy == 0) continue;
         const int y = min(ty[0] + ky, ih - 1);
-        const u8* line = src + (long long)y * iw * 3;
+        const u8* line = src + (long long)y * iw * px;
         u32 row[3] = {0, 0, 0};
         for (int kx = 0; kx < nx; ++kx) {
             const u32 wx = (u32)tx[1 + kx];
             const int x = min(tx[0] + kx, iw - 1);
-            for (int c = 0; c < 3; ++c) row[c] += (u32)line[x * 3 + c] * wx;
+            for (int c = 0; c < px; ++c) row[c] += (u32)line[x * px + c] * wx;
         }
-        for (int c = 0; c < 3; ++c) acc[c] += (u64)row[c] * wy;
+        for (int c = 0; c < px; ++c) acc[c] += (u64)row[c] * wy;
     }
     const u64 round = 1ull << (2 * FP_SCALE_BITS - 1);
-    u8* d = dst + ((long long)oy * ow + ox) * 3;
-    for (int c = 0; c < 3; ++c) {
+    u8* d = dst + ((long long)oy * ow + ox) * px;
+    for (int c = 0; c < px; ++c) {
         const u64 v = (acc[c] + round) >> (2 * FP_SCALE_BITS);
         d[c] = v > 255 ? 255 : (u8)v;
     }
@@ -86,7 +84,7 @@ extern "C" __global__ void fp_scale_bilinear(const u8* __restrict__ src, u8* __r
 // each input pixel weighed by how much of it the footprint covers (in units of
 // 1/(ow*oh) of an input pixel), rounded once.
 extern "C" __global__ void fp_scale_area(const u8* __restrict__ src, u8* __restrict__ dst,
-                                         int iw, int ih, int ow, int oh) {
+                                         int iw, int ih, int ow, int oh, int px) {
     const int ox = blockIdx.x * blockDim.x + threadIdx.x;
     const int oy = blockIdx.y * blockDim.y + threadIdx.y;
     if (ox >= ow || oy >= oh) return;
@@ -97,11 +95,11 @@ extern "C" __global__ void fp_scale_area(const u8* __restrict__ src, u8* __restr
         const u64 wy = min((y + 1) * oh, yhi) - max(y * oh, ylo);
         for (u64 x = xlo / ow; x < (xhi + ow - 1) / ow; ++x) {
             const u64 wx = min((x + 1) * ow, xhi) - max(x * ow, xlo);
-            const u8* s = src + (y * iw + x) * 3;
-            for (int c = 0; c < 3; ++c) sum[c] += (u64)s[c] * wx * wy;
+            const u8* s = src + (y * iw + x) * px;
+            for (int c = 0; c < px; ++c) sum[c] += (u64)s[c] * wx * wy;
         }
     }
     const u64 total = (u64)iw * ih;
-    u8* d = dst + ((long long)oy * ow + ox) * 3;
-    for (int c = 0; c < 3; ++c) d[c] = (u8)((sum[c] + total / 2) / total);
+    u8* d = dst + ((long long)oy * ow + ox) * px;
+    for (int c = 0; c < px; ++c) d[c] = (u8)((sum[c] + total / 2) / total);
 }

@@ -161,6 +161,51 @@ fn cuda_geometry_matches_reference_bit_for_bit() {
     println!("cuda geometry == reference: {runs} configurations x 4 frames, all bit-identical");
 }
 
+/// Geometry and text between one YUV format run on the frame's planes on the device
+/// (`backend::reshape`, `pixel::planes`): bit-identical to the CPU backend's planes (which
+/// equal ffmpeg's filters: `yuv_geometry`), for I420, NV12 and gray, every band count.
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_geometry_on_planes_matches_the_cpu_bit_for_bit() {
+    if !cuda_or_skip("cuda_geometry_on_planes_matches_the_cpu_bit_for_bit") {
+        return;
+    }
+    let chains = [
+        "crop:320:200:101:61",
+        "pad:2000:1200:41:60:102030",
+        "hflip,vflip",
+        "transpose:clock",
+        "transpose:cclock_flip",
+        "scale:1280:720",
+        "scale:640:-2:area",
+        "scale:960:540,crop:480:270,text:{frame},x=-1,y=-1,size=24,box=1",
+        "text:Hi,x=7,y=9,size=16,box=1",
+    ];
+    let mut runs = 0;
+    for formats in ["i420:i420", "nv12:nv12", "gray:gray"] {
+        let formats: Formats = formats.parse().unwrap();
+        for chain in chains {
+            for (bands, in_flight) in [(1, 1), (5, 2), (8, 3)] {
+                check_formats(
+                    chain,
+                    formats,
+                    FrameSize::new(1920, 1080),
+                    (bands, in_flight),
+                );
+                runs += 1;
+            }
+        }
+        check_formats(
+            "crop:20:10:3:5,transpose:clock",
+            formats,
+            FrameSize::new(66, 38),
+            (3, 2),
+        );
+        runs += 1;
+    }
+    println!("cuda geometry on planes == cpu: {runs} configurations x 4 frames, all bit-identical");
+}
+
 /// Runs 4 frames of `chain` in `formats` at `size`, cut into `bands` with `in_flight` frames
 /// in flight, on the CUDA backend, and asserts they equal the reference bit for bit.
 fn check_formats(

@@ -18,11 +18,12 @@ use cudarc::nvrtc::Ptx;
 
 use super::nvrtc::{self, Program};
 use crate::filter::geometry::{centred, tap_table, Geometry, Turn};
-use crate::filter::reference::{gauss_weights, View};
+use crate::filter::reference::{gauss_weights, yuv, View};
 use crate::filter::user::{UserKernel, Value};
 use crate::filter::{Chain, Filter};
 use crate::frame::FrameSize;
 use crate::pixel::lookup::Lookup;
+use crate::pixel::planes::PlaneJob;
 use crate::pixel::PixelFormat;
 
 /// Every kernel source, compiled as one program.
@@ -58,6 +59,7 @@ enum Kernel {
     Repack420,
     Compose,
     Text,
+    TextPlanes,
     GeometryMove,
     ScaleBilinear,
     ScaleArea,
@@ -65,7 +67,7 @@ enum Kernel {
 }
 
 impl Kernel {
-    const ALL: [Kernel; 21] = [
+    const ALL: [Kernel; 22] = [
         Kernel::CopyBytes,
         Kernel::Copy,
         Kernel::Invert,
@@ -83,6 +85,7 @@ impl Kernel {
         Kernel::Repack420,
         Kernel::Compose,
         Kernel::Text,
+        Kernel::TextPlanes,
         Kernel::GeometryMove,
         Kernel::ScaleBilinear,
         Kernel::ScaleArea,
@@ -108,6 +111,7 @@ impl Kernel {
             Kernel::Repack420 => "fp_repack420",
             Kernel::Compose => "fp_compose",
             Kernel::Text => "fp_text_draw",
+            Kernel::TextPlanes => "fp_text_planes",
             Kernel::GeometryMove => "fp_geometry_move",
             Kernel::ScaleBilinear => "fp_scale_bilinear",
             Kernel::ScaleArea => "fp_scale_area",
@@ -659,12 +663,41 @@ impl ChainKernels {
         &self,
         s: &CudaStream,
         g: &Geometry,
-        [src, dst]: [u64; 2],
-        from: FrameSize,
-        to: FrameSize,
+        ends: [u64; 2],
+        (from, to): (FrameSize, FrameSize),
         taps: Option<&Taps>,
     ) -> Result<()> {
-        let sides = [from.width, from.height, to.width, to.height].map(|v| v as i32);
+        let moved = Move::of(g, from);
+        self.geometry_px(s, g, ends, (from, to), (3, moved.color), taps)
+    }
+
+    /// Queues one plane's part of a geometry filter on `s` (`pixel::planes::PlaneJob`): from
+    /// the input frame at `src` into the output frame at `dst` (the plane's offsets are
+    /// added here); `taps` are a bilinear scale's at the plane's sizes.
+    pub fn geometry_plane(
+        &self,
+        s: &CudaStream,
+        job: &PlaneJob,
+        [src, dst]: [u64; 2],
+        taps: Option<&Taps>,
+    ) -> Result<()> {
+        let ends = [src + job.from.0 as u64, dst + job.to.0 as u64];
+        let fill = u32::from_le_bytes([job.fill[0], job.fill[1], 0, 0]);
+        let sizes = (job.from.1, job.to.1);
+        self.geometry_px(s, &job.g, ends, sizes, (job.px, fill), taps)
+    }
+
+    /// `geometry` on pictures of `px` bytes a pixel, a pad filling with `fill`'s bytes.
+    fn geometry_px(
+        &self,
+        s: &CudaStream,
+        g: &Geometry,
+        [src, dst]: [u64; 2],
+        (from, to): (FrameSize, FrameSize),
+        (px, fill): (usize, u32),
+        taps: Option<&Taps>,
+    ) -> Result<()> {
+        let sides = [from.width, from.height, to.width, to.height, px].map(|v| v as i32);
         let grid = grid_2d(View {
             width: to.width,
             rows: to.height,
@@ -681,7 +714,10 @@ impl ChainKernels {
         for side in &sides {
             b.arg(side);
         }
-        let moved = Move::of(g, from);
+        let moved = Move {
+            color: fill,
+            ..Move::of(g, from)
+        };
         if kernel == Kernel::GeometryMove {
             b.arg(&moved.how)
                 .arg(&moved.a)
@@ -692,6 +728,65 @@ impl ChainKernels {
             b.arg(&t.xs).arg(&t.nx).arg(&t.ys).arg(&t.ny);
         }
         go(&mut b, grid).with_context(|| format!("launching the {g} kernel"))
+    }
+
+    /// Queues on `s` the chain's text filter `index` (of `bound` where given: the chain
+    /// bound to this frame) drawn in place on the planes of the `size` frame of `format`
+    /// (I420, NV12 or gray) at `frame` (`pixel::planes`' arithmetic).
+    pub fn text_planes(
+        &self,
+        s: &CudaStream,
+        (index, bound): (usize, Option<&Chain>),
+        frame: u64,
+        size: FrameSize,
+        format: PixelFormat,
+    ) -> Result<()> {
+        let chain = bound.unwrap_or(&self.chain);
+        let (Some(Filter::Text(t)), Some(Extra::Atlas(atlas))) =
+            (chain.filters().get(index), self.extras.get(index))
+        else {
+            anyhow::bail!("filter {index} is not a text with its glyphs uploaded");
+        };
+        let placed = t.place(size);
+        let (left, top, w, h) = placed.covers();
+        let (x0, y0) = (left.max(0), top.max(0));
+        let (x1, y1) = (
+            (left + w).min(size.width as i32),
+            (top + h).min(size.height as i32),
+        );
+        if x1 <= x0 || y1 <= y0 {
+            return Ok(());
+        }
+        let [b, g, r] = placed.color;
+        let (y, (u, v)) = (yuv::luma(b, g, r), yuv::chroma(b, g, r));
+        let chroma: i32 = match format {
+            PixelFormat::I420 => 1,
+            PixelFormat::Nv12 => 2,
+            _ => 0,
+        };
+        let ints = [
+            size.width as i32,
+            size.height as i32,
+            chroma,
+            x0,
+            y0,
+            x1 - x0,
+            y1 - y0,
+        ];
+        let (args, yuv) = (TextArgs::of(&placed), u32::from_le_bytes([y, u, v, 0]));
+        let grid = grid_2d(View {
+            width: (x1 - x0) as usize,
+            rows: (y1 - y0) as usize,
+            row0: 0,
+            height: (y1 - y0) as usize,
+        });
+        let mut launch = s.launch_builder(self.func(Kernel::TextPlanes));
+        launch.arg(&frame);
+        for i in &ints {
+            launch.arg(i);
+        }
+        launch.arg(atlas).arg(&args).arg(&yuv);
+        go(&mut launch, grid).with_context(|| format!("launching the {t} kernel on planes"))
     }
 
     /// Queues on `s` the packed BGR `size` frame at `src` laid out for a model into `dst`

@@ -68,7 +68,7 @@ use super::{BackendConfig, IssueOrder, StreamLayout};
 use crate::band::BandPlan;
 use crate::desc::Memory;
 use crate::filter::reference::View;
-use crate::filter::{Chain, Filter};
+use crate::filter::Filter;
 use crate::frame::FrameSize;
 use crate::pixel::{BandCopy, Formats, PixelFormat};
 use crate::ring::Slot;
@@ -214,17 +214,33 @@ struct Route {
     raw_in: bool,
     /// Bands are converted into `raw_out` before their download.
     raw_out: bool,
+    /// The chain runs on the planes of the whole frame (`pixel::planes`, `Reshape`): the
+    /// bands' raw planes are gathered into it, never converted.
+    planes: bool,
 }
 
 impl Route {
-    fn of(formats: Formats, chain: &Chain) -> Self {
+    fn of(cfg: &BackendConfig) -> Self {
+        let (formats, chain) = (cfg.formats, &cfg.chain);
         let through = formats.passthrough(chain.is_identity());
+        let repack = formats.repacked(chain.is_identity());
+        // Not for the mosaic (it composes BGR bands) nor a model's shape (laid out from BGR).
+        let planes = !through
+            && !repack
+            && cfg.compose.is_none()
+            && cfg.shape.is_none()
+            && formats.input == formats.output
+            && crate::pixel::planes::fits(chain, formats.input, cfg.size);
         Self {
             through,
-            repack: formats.repacked(chain.is_identity()),
+            repack,
             raw_in: formats.input != PixelFormat::Bgr24 || through,
             // A chain that changes the size converts its whole frame (`Reshape`).
-            raw_out: formats.output != PixelFormat::Bgr24 && !through && !chain.changes_size(),
+            raw_out: formats.output != PixelFormat::Bgr24
+                && !through
+                && !chain.changes_size()
+                && !planes,
+            planes,
         }
     }
 }
@@ -452,7 +468,7 @@ impl LaneSet {
             idle: cfg.plan.clone(),
             busy: cfg.busy_plan.clone(),
         };
-        let route = Route::of(cfg.formats, &cfg.chain);
+        let route = Route::of(cfg);
         let sizes = BandSizes::of(&plans, cfg, route);
         let separable = cfg
             .chain
@@ -468,7 +484,9 @@ impl LaneSet {
             })
             .collect::<Result<Vec<_>>>()?;
         let (s, output) = (&dev.stage_streams[0], cfg.formats.output);
-        let reshape = Reshape::new(s, &cfg.chain, cfg.size, output, cfg.in_flight.max(1))?;
+        let planes = route.planes.then_some(output);
+        let lanes_n = cfg.in_flight.max(1);
+        let reshape = Reshape::new(s, &cfg.chain, (cfg.size, output), lanes_n, planes)?;
         let shape = match &cfg.shape {
             Some(shape) => Some((shape.clone(), s.clone_htod(&shape.lookup.tables)?)),
             None => None,
@@ -785,6 +803,18 @@ impl LaneSet {
             let (src, _) = bl.raw_in.device_ptr(s);
             let (dst, _) = bl.raw_out.device_ptr_mut(s);
             return self.kernels.repack_420(s, src, dst, w, rows, input);
+        }
+        if self.route.planes {
+            // The planes go into the whole frame as they came; the chain runs there.
+            crate::ensure_kept!(
+                geo.input_rows == geo.rows,
+                "a band of a chain run on planes reads no halo"
+            );
+            let reshape = self
+                .reshape
+                .as_mut()
+                .expect("a chain on planes has its Reshape");
+            return reshape.gather_planes(s, at.lane, &bl.raw_in, (input, size), geo.rows.clone());
         }
         if self.route.raw_in {
             let (src, _) = bl.raw_in.device_ptr(s);

@@ -4,6 +4,14 @@
 //! into the buffer lent with the frame, `lend`; or, for a frame shaped for a model, laid out
 //! into it by the model's lookup, `lay_out`: the fit is then the chain's last part).
 //!
+//! A chain of geometry and text between one YUV format (I420, NV12 or gray: `pixel::planes`)
+//! runs on the frame's own planes instead (`Reshape::planes`): the bands only upload their
+//! planes, each band's rows are gathered into the whole frame as they came (`gather_planes`),
+//! every geometry filter runs plane by plane (`PlaneJob`: the chroma planes at their own
+//! size, NV12's interleaved chroma as pixels of 2 bytes), text is drawn into Y, U and V in
+//! place, and the frame goes down in its format: no conversion either way, the samples a
+//! crop, a pad, a flip or a turn moves untouched, as ffmpeg's filters leave them.
+//!
 //! Why whole frames: a geometry filter moves pixels across bands (a turn makes columns of
 //! rows, a flip sends the top band's rows to the bottom, a scale's output band reads a band
 //! of another height), so no band of the output can be made from one band of the input.
@@ -16,9 +24,9 @@
 //!   the largest frame the chain makes of the lane set's size, so frames never share them;
 //! - the steps are fixed for the lane set's size: each geometry filter's input and output
 //!   sizes, a bilinear scale's taps uploaded once;
-//! - every kernel is the integer arithmetic of `filter::geometry` and `filter::reference`,
-//!   and the layout a table lookup (`pixel::lookup`), so the output is the CPU backend's,
-//!   byte for byte.
+//! - every kernel is the integer arithmetic of `filter::geometry`, `filter::reference` and
+//!   `pixel::planes`, and the layout a table lookup (`pixel::lookup`), so the output is the
+//!   CPU backend's, byte for byte.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -31,6 +39,7 @@ use crate::filter::geometry::{Geometry, Sampling};
 use crate::filter::reference::View;
 use crate::filter::{Chain, Filter};
 use crate::frame::FrameSize;
+use crate::pixel::planes::{plane_steps, PlaneJob, PlaneStep};
 use crate::pixel::{BandCopy, PixelFormat};
 use crate::ring::Slot;
 
@@ -48,15 +57,21 @@ enum Step {
         filters: Range<usize>,
         size: FrameSize,
     },
+    /// A geometry filter on each plane of a YUV frame, with each plane's bilinear taps
+    /// where it scales.
+    Planes(Vec<(PlaneJob, Option<Taps>)>),
+    /// The chain's text filter `index` drawn in place on the planes of a `size` frame.
+    PlanesText { index: usize, size: FrameSize },
 }
 
-/// One lane's frame buffers: two packed BGR frames to ping-pong between, the separable
-/// filters' scratch, and the output frame in the output format (where that is not BGR).
+/// One lane's frame buffers: two frames to ping-pong between (packed BGR, or the planes of
+/// the frames' own format), the separable filters' scratch, and the output frame in the
+/// output format (where the frames are BGR and it is not).
 struct Frames {
     bufs: [CudaSlice<u8>; 2],
     tmp: CudaSlice<u16>,
     raw_out: CudaSlice<u8>,
-    /// Which of `bufs` holds the finished frame (BGR).
+    /// Which of `bufs` holds the finished frame (BGR, or the planes).
     result: usize,
 }
 
@@ -66,6 +81,8 @@ pub(super) struct Reshape {
     /// The frame the chain makes, and the format it goes down in.
     out: FrameSize,
     output: PixelFormat,
+    /// The frames run on their planes in this format (the output's), not through BGR.
+    planes: Option<PixelFormat>,
     lanes: Vec<Frames>,
 }
 
@@ -103,27 +120,63 @@ fn steps_of(chain: &Chain, size: FrameSize, s: &Arc<CudaStream>) -> Result<Vec<S
     Ok(steps)
 }
 
+/// The steps of `chain` (which `pixel::planes::fits` `format`) on the planes of `size`
+/// frames, each bilinear scale's taps at each plane's sizes.
+fn plane_steps_of(
+    chain: &Chain,
+    format: PixelFormat,
+    size: FrameSize,
+    s: &Arc<CudaStream>,
+) -> Result<Vec<Step>> {
+    let taps_of = |job: PlaneJob| -> Result<(PlaneJob, Option<Taps>)> {
+        let bilinear = matches!(
+            job.g,
+            Geometry::Scale {
+                sampling: Sampling::Bilinear,
+                ..
+            }
+        );
+        let taps = bilinear.then(|| Taps::new(s, job.from.1, job.to.1));
+        Ok((job, taps.transpose()?))
+    };
+    plane_steps(chain, format, size)
+        .into_iter()
+        .map(|step| match step {
+            PlaneStep::Geometry(jobs, _) => Ok(Step::Planes(
+                jobs.into_iter().map(taps_of).collect::<Result<_>>()?,
+            )),
+            PlaneStep::Text(index, size) => Ok(Step::PlanesText { index, size }),
+        })
+        .collect()
+}
+
 impl Reshape {
     /// The reshaping part of `chain` for `size` frames going down in `output`, with frame
-    /// buffers for `lanes` frames in flight; None where the chain keeps the size.
+    /// buffers for `lanes` frames in flight; on the frames' planes where `planes` is set
+    /// (their format, the output's: module doc); None where the chain keeps the size and
+    /// runs in the bands.
     pub(super) fn new(
         s: &Arc<CudaStream>,
         chain: &Chain,
-        size: FrameSize,
-        output: PixelFormat,
+        (size, output): (FrameSize, PixelFormat),
         lanes: usize,
+        planes: Option<PixelFormat>,
     ) -> Result<Option<Self>> {
-        if !chain.changes_size() {
+        if !chain.changes_size() && planes.is_none() {
             return Ok(None);
         }
-        let (steps, most) = (steps_of(chain, size, s)?, chain.largest_frame(size));
+        let steps = match planes {
+            Some(format) => plane_steps_of(chain, format, size, s)?,
+            None => steps_of(chain, size, s)?,
+        };
+        let most = chain.largest_frame(size);
         let out = chain.output_size(size)?;
         let separable = chain.filters()[chain.banded()..]
             .iter()
             .any(|f| matches!(f, Filter::Box { .. } | Filter::Gauss { .. }));
-        let raw = match output {
-            PixelFormat::Bgr24 => 1,
-            other => other.bytes(out),
+        let raw = match (planes, output) {
+            (Some(_), _) | (None, PixelFormat::Bgr24) => 1,
+            (None, other) => other.bytes(out),
         };
         let lanes = (0..lanes)
             .map(|_| {
@@ -139,6 +192,7 @@ impl Reshape {
             steps,
             out,
             output,
+            planes,
             lanes,
         }))
     }
@@ -178,6 +232,32 @@ impl Reshape {
         Ok(())
     }
 
+    /// Queues on `s` the copy of a band's planes (`band`, laid out as a frame of its rows:
+    /// `PixelFormat::band_copies`) into `lane`'s frame of `format` and `size`, device to
+    /// device: rows `rows` of each plane, where they lie in the whole frame.
+    pub(super) fn gather_planes(
+        &mut self,
+        s: &Arc<CudaStream>,
+        lane: usize,
+        band: &CudaSlice<u8>,
+        (format, size): (PixelFormat, FrameSize),
+        rows: Range<usize>,
+    ) -> Result<()> {
+        let frame = &mut self.lanes[lane].bufs[0];
+        let to_len = frame.len();
+        let (to, _) = frame.device_ptr_mut(s);
+        let from = (band.device_ptr(s).0, band.len());
+        for c in format.band_copies(size, rows) {
+            // SAFETY: the band's buffer and the lane's frame are the lane's, kept and
+            // unwritten by anything else until the frame completes (`lanes`' invariants);
+            // `copy_down` checks that every run lies inside both.
+            unsafe {
+                super::copies::copy_down(s, from, (super::copies::End::Device(to), to_len), c)?
+            };
+        }
+        Ok(())
+    }
+
     /// Queues on `s` the steps over `lane`'s assembled frame, then its conversion to the
     /// output format. `bound` is the chain bound to this frame, where its texts show facts.
     pub(super) fn queue(
@@ -196,8 +276,23 @@ impl Reshape {
                     let (src, dst) = if cur == 0 { (&*a, b) } else { (&*b, a) };
                     let (src, _) = src.device_ptr(s);
                     let (dst, _) = dst.device_ptr_mut(s);
-                    k.geometry(s, g, [src, dst], *from, *to, taps.as_ref())?;
+                    k.geometry(s, g, [src, dst], (*from, *to), taps.as_ref())?;
                     cur = 1 - cur;
+                }
+                Step::Planes(jobs) => {
+                    let [a, b] = &mut frames.bufs;
+                    let (src, dst) = if cur == 0 { (&*a, b) } else { (&*b, a) };
+                    let (src, _) = src.device_ptr(s);
+                    let (dst, _) = dst.device_ptr_mut(s);
+                    for (job, taps) in jobs {
+                        k.geometry_plane(s, job, [src, dst], taps.as_ref())?;
+                    }
+                    cur = 1 - cur;
+                }
+                Step::PlanesText { index, size } => {
+                    let (frame, _) = frames.bufs[cur].device_ptr_mut(s);
+                    let format = self.planes.unwrap_or(self.output);
+                    k.text_planes(s, (*index, bound), frame, *size, format)?;
                 }
                 Step::Same { filters, size } => {
                     if cur == 1 {
@@ -216,7 +311,7 @@ impl Reshape {
             }
         }
         frames.result = cur;
-        if self.output != PixelFormat::Bgr24 {
+        if self.planes.is_none() && self.output != PixelFormat::Bgr24 {
             let (src, _) = frames.bufs[cur].device_ptr(s);
             let (dst, _) = frames.raw_out.device_ptr_mut(s);
             let (w, h) = (self.out.width, self.out.height);
@@ -236,9 +331,10 @@ impl Reshape {
         lent: usize,
     ) -> Result<()> {
         let frames = &self.lanes[lane];
-        let (from, n) = match self.output {
-            PixelFormat::Bgr24 => (&frames.bufs[frames.result], self.out.bytes()),
-            other => (&frames.raw_out, other.bytes(self.out)),
+        let (from, n) = match (self.planes, self.output) {
+            (Some(format), _) => (&frames.bufs[frames.result], format.bytes(self.out)),
+            (None, PixelFormat::Bgr24) => (&frames.bufs[frames.result], self.out.bytes()),
+            (None, other) => (&frames.raw_out, other.bytes(self.out)),
         };
         let out = super::copies::output_end(slot, lent);
         crate::ensure_kept!(

@@ -9,7 +9,8 @@ use crate::filter::reference::yuv;
 /// `chain` between two pixel formats, by definition: the input converted to BGR, the chain,
 /// the result converted to the output format (all with the reference arithmetic of
 /// `filter::reference`); a chain that changes nothing between one format passes it
-/// untouched, and between I420 and NV12 moves the chroma samples (`Formats::repacked`).
+/// untouched, and between I420 and NV12 moves the chroma samples (`Formats::repacked`);
+/// geometry and text between one YUV format run on its planes (`planes::fits`).
 /// Both backends are checked against it.
 pub fn apply_reference(
     chain: &crate::filter::Chain,
@@ -24,6 +25,10 @@ pub fn apply_reference(
     }
     if formats.repacked(chain.is_identity()) {
         return repack_420(formats, size, src, dst);
+    }
+    if formats.input == formats.output && super::planes::fits(chain, formats.input, size) {
+        let mut parts = crate::filter::Parts::default();
+        return super::planes::apply(chain, formats.input, size, src, dst, &mut parts);
     }
     let mut bgr_in = vec![0; size.bytes()];
     formats.input.to_bgr(size, src, &mut bgr_in);

@@ -225,21 +225,109 @@ fn planes_of(
     (size, src): (FrameSize, &[u8]),
     (out, dst): (FrameSize, &mut [u8]),
 ) {
+    for job in plane_jobs(g, format, size, out) {
+        let (from, to) = (job.from_bytes(), job.to_bytes());
+        let (from, to) = (&src[from], &mut dst[to]);
+        job.g.apply_px(
+            job.from.1,
+            (from, job.px),
+            job.to.1,
+            to,
+            &job.fill[..job.px],
+        );
+    }
+}
+
+/// A geometry filter's work on one plane of a frame (`plane_jobs`), for either backend:
+/// the filter as it acts on the plane, the plane's bytes a sample, where it lies in the
+/// input and in the output frame (offset, size), and a pad's fill (one sample's bytes).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlaneJob {
+    /// The filter on this plane (a 4:2:0 chroma plane's: sizes and corners halved).
+    pub g: Geometry,
+    /// Bytes a sample: 1, or NV12's interleaved chroma's 2.
+    pub px: usize,
+    /// The plane in the input frame: its offset and size.
+    pub from: (usize, FrameSize),
+    /// The plane in the output frame: its offset and size.
+    pub to: (usize, FrameSize),
+    /// What a pad fills with.
+    pub fill: [u8; 2],
+}
+
+impl PlaneJob {
+    /// The plane's bytes in the input frame.
+    pub fn from_bytes(&self) -> std::ops::Range<usize> {
+        let (at, s) = self.from;
+        at..at + s.width * s.height * self.px
+    }
+
+    /// The plane's bytes in the output frame.
+    pub fn to_bytes(&self) -> std::ops::Range<usize> {
+        let (at, s) = self.to;
+        at..at + s.width * s.height * self.px
+    }
+}
+
+/// `g` (on the chroma's grid: `on_grid`) on each plane of a `format` frame of `size`
+/// making one of `out`.
+pub fn plane_jobs(
+    g: &Geometry,
+    format: PixelFormat,
+    size: FrameSize,
+    out: FrameSize,
+) -> Vec<PlaneJob> {
     let [b, gr, r] = match g {
         Geometry::Pad { color, .. } => *color,
         _ => [0; 3],
     };
     let (y, (u, v)) = (yuv::luma(b, gr, r), yuv::chroma(b, gr, r));
     let chroma = on_chroma(g);
-    each_plane(format, (size, src), (out, dst), |plane, from, to| {
-        let fill = match (plane.chroma, plane.second) {
-            (false, _) => [y, y],
-            (true, false) => [u, v],
-            (true, true) => [v, v],
-        };
-        let g = if plane.chroma { &chroma } else { g };
-        g.apply_px(from.0, (from.1, plane.px), to.0, to.1, &fill[..plane.px]);
-    });
+    plane_places(format, size, out)
+        .into_iter()
+        .map(|(plane, from, to)| PlaneJob {
+            g: if plane.chroma { chroma } else { *g },
+            px: plane.px,
+            from,
+            to,
+            fill: match (plane.chroma, plane.second) {
+                (false, _) => [y, y],
+                (true, false) => [u, v],
+                (true, true) => [v, v],
+            },
+        })
+        .collect()
+}
+
+/// One step of a chain that `fits`, as the CUDA backend runs it on whole frames: a
+/// geometry filter as its planes' jobs (and the frame it makes), or the chain's text at
+/// `index` drawn in place on a frame of `size`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlaneStep {
+    /// A geometry filter: each plane's job, and the size of the frame made.
+    Geometry(Vec<PlaneJob>, FrameSize),
+    /// The chain's filter `index` (a text) on a frame of the size given.
+    Text(usize, FrameSize),
+}
+
+/// The steps of `chain` (which `fits`) over `format` frames of `size`, one a filter, each
+/// geometry filter put on the chroma's grid as `apply` puts it (`on_grid`).
+pub fn plane_steps(chain: &Chain, format: PixelFormat, size: FrameSize) -> Vec<PlaneStep> {
+    let mut at = size;
+    let mut steps = Vec::new();
+    for (i, f) in chain.filters().iter().enumerate() {
+        match f {
+            Filter::Geometry(g) => {
+                let g = on_grid(g, at, format);
+                let Ok(out) = g.output(at) else { break };
+                steps.push(PlaneStep::Geometry(plane_jobs(&g, format, at, out), out));
+                at = out;
+            }
+            Filter::Text(_) => steps.push(PlaneStep::Text(i, at)),
+            _ => {}
+        }
+    }
+    steps
 }
 
 /// Which plane `each_plane` hands over: a chroma plane (at half the luma's size), NV12's
@@ -251,6 +339,43 @@ struct PlaneOf {
     px: usize,
 }
 
+/// Where a plane lies in a frame: its offset and size.
+type Place = (usize, FrameSize);
+
+/// The planes of a `format` frame (I420, NV12 or gray) of `size` and of one of `out`:
+/// which plane, and where it lies in each frame (offset, size).
+fn plane_places(
+    format: PixelFormat,
+    size: FrameSize,
+    out: FrameSize,
+) -> Vec<(PlaneOf, Place, Place)> {
+    let luma = PlaneOf {
+        chroma: false,
+        second: false,
+        px: 1,
+    };
+    let mut places = vec![(luma, (0, size), (0, out))];
+    let (half, out_half) = (halved(size), halved(out));
+    let (area, out_area) = (size.width * size.height, out.width * out.height);
+    let u = PlaneOf {
+        chroma: true,
+        ..luma
+    };
+    match format {
+        PixelFormat::I420 => {
+            places.push((u, (area, half), (out_area, out_half)));
+            let v = PlaneOf { second: true, ..u };
+            let (q, out_q) = (half.width * half.height, out_half.width * out_half.height);
+            places.push((v, (area + q, half), (out_area + out_q, out_half)));
+        }
+        PixelFormat::Nv12 => {
+            places.push((PlaneOf { px: 2, ..u }, (area, half), (out_area, out_half)))
+        }
+        _ => {}
+    }
+    places
+}
+
 /// `f` on each plane of a `format` frame (I420, NV12 or gray) of `size` into one of `out`:
 /// the plane, its input (size, bytes) and its output (size, bytes).
 fn each_plane(
@@ -259,29 +384,9 @@ fn each_plane(
     (out, dst): (FrameSize, &mut [u8]),
     mut f: impl FnMut(PlaneOf, (FrameSize, &[u8]), (FrameSize, &mut [u8])),
 ) {
-    let (src_y, src_c) = src.split_at(size.width * size.height);
-    let (dst_y, dst_c) = dst.split_at_mut(out.width * out.height);
-    let luma = PlaneOf {
-        chroma: false,
-        second: false,
-        px: 1,
-    };
-    f(luma, (size, src_y), (out, dst_y));
-    let (half, out_half) = (halved(size), halved(out));
-    let u = PlaneOf {
-        chroma: true,
-        ..luma
-    };
-    match format {
-        PixelFormat::I420 => {
-            let (src_u, src_v) = src_c.split_at(half.width * half.height);
-            let (dst_u, dst_v) = dst_c.split_at_mut(out_half.width * out_half.height);
-            f(u, (half, src_u), (out_half, dst_u));
-            let v = PlaneOf { second: true, ..u };
-            f(v, (half, src_v), (out_half, dst_v));
-        }
-        PixelFormat::Nv12 => f(PlaneOf { px: 2, ..u }, (half, src_c), (out_half, dst_c)),
-        _ => {}
+    for (plane, (a, s), (b, o)) in plane_places(format, size, out) {
+        let (n, m) = (s.width * s.height * plane.px, o.width * o.height * plane.px);
+        f(plane, (s, &src[a..a + n]), (o, &mut dst[b..b + m]));
     }
 }
 
@@ -352,6 +457,58 @@ mod tests {
         assert_eq!((luma[0], luma[64 * 31 + 63]), (128, 128));
         // Grey's chroma stays 128 under white ink and the box alike.
         assert!(dst[64 * 32..].iter().all(|&c| c == 128));
+    }
+
+    /// The steps the CUDA backend runs (`plane_steps`: each plane's job on its own, text in
+    /// place), made here one by one, give `apply`'s bytes (which fuses a scale and a crop).
+    #[test]
+    fn plane_steps_one_by_one_make_what_apply_makes() {
+        let size = FrameSize::new(66, 38);
+        let mut ran = 0;
+        for format in [PixelFormat::I420, PixelFormat::Nv12, PixelFormat::Gray] {
+            for c in [
+                "crop:30:20:5:3,pad:70:50:3:7:ff8000",
+                "scale:40:-2,crop:20:12,transpose:clock",
+                "text:Hi,x=2,y=3,size=8,box=1,hflip,scale:34:20:area,vflip",
+                "transpose:cclock_flip,text:ok,x=-1,y=-1,size=8",
+            ] {
+                let c = chain(c);
+                if !fits(&c, format, size) {
+                    continue;
+                }
+                let src: Vec<u8> = (0..format.bytes(size))
+                    .map(|i| (i * 7 % 251) as u8)
+                    .collect();
+                let out = c.output_size(size).unwrap();
+                let mut want = vec![0; format.bytes(out)];
+                apply(&c, format, size, &src, &mut want, &mut Default::default());
+                let mut at = src.clone();
+                for step in plane_steps(&c, format, size) {
+                    match step {
+                        PlaneStep::Geometry(jobs, made) => {
+                            let mut next = vec![0; format.bytes(made)];
+                            for job in jobs {
+                                let (from, to) = (job.from_bytes(), job.to_bytes());
+                                let fill = &job.fill[..job.px];
+                                let src = (&at[from], job.px);
+                                job.g
+                                    .apply_px(job.from.1, src, job.to.1, &mut next[to], fill);
+                            }
+                            at = next;
+                        }
+                        PlaneStep::Text(i, s) => {
+                            let Filter::Text(t) = &c.filters()[i] else {
+                                panic!("step {i} is a text")
+                            };
+                            text_on_planes(&t.place(s), format, s, &mut at);
+                        }
+                    }
+                }
+                assert_eq!(at, want, "{c} on {format}");
+                ran += 1;
+            }
+        }
+        assert_eq!(ran, 12, "every chain fits every format");
     }
 
     #[test]
