@@ -2,7 +2,8 @@
 //! it came from, its place in that input, its time (a rational, on the input's time base),
 //! its pixel format and size, where each plane starts and how long its rows are, and where
 //! the bytes live (a ring slot's host buffer, or memory lent by its owner: a decoder's
-//! surface on the device, or a CPU decoder's picture in page-locked host memory).
+//! surface on the device, a CPU decoder's picture in host memory, a processed frame the
+//! CUDA backend lends on the device or the CPU backend in host memory).
 //!
 //! A sink takes a `Frame` (a descriptor and the bytes it describes) and reads the format
 //! from it; a backend picks its lane set by the descriptor's size and format.
@@ -12,7 +13,7 @@
 //! without padding), which is how the ring's buffers hold every frame in host memory; a
 //! source whose decoder pads rows copies them packed into the slot, or describes its own
 //! pitches in `planes` (`Planes::is_packed` says which; a lent frame is described at its
-//! owner's pitches); a `Memory::Device` or `Memory::Pinned` frame holds its lease until the
+//! owner's pitches); a `Memory::Device` or `Memory::HostLent` frame holds its lease until the
 //! descriptor is dropped or its memory replaced (the CUDA backend replaces it as the frame
 //! completes), and dropping the lease gives the memory back to its owner.
 
@@ -59,7 +60,7 @@ impl Timestamp {
 }
 
 /// What lends a frame: dropping the lease gives the memory back (a decoder's pool of
-/// surfaces or page-locked pictures, the CUDA backend's frames lent to an embedding program).
+/// surfaces or pictures, the backends' frames lent to an embedding program).
 pub trait Lease: Send + Sync + std::fmt::Debug {
     /// A consumer reads the memory on CUDA stream `stream` (a `CUstream`; 1 is the legacy
     /// default stream, 2 the per-thread one): the memory is given back only after the work
@@ -67,6 +68,12 @@ pub trait Lease: Send + Sync + std::fmt::Debug {
     /// outside framepipe ignores it.
     fn read_on(&self, _stream: u64) -> anyhow::Result<()> {
         Ok(())
+    }
+
+    /// The lent bytes, where they are host memory this lease owns whole (a processed frame
+    /// the CPU backend lends); None for memory it only points at.
+    fn host_bytes(&self) -> Option<&[u8]> {
+        None
     }
 }
 
@@ -86,14 +93,29 @@ pub enum Memory {
         /// Gives the memory back when dropped.
         lease: Arc<dyn Lease>,
     },
-    /// In page-locked host memory at `ptr` (a CPU decoder's picture, as it decoded it), lent
-    /// by `lease`'s owner until the last copy of this descriptor is dropped.
-    Pinned {
+    /// In host memory at `ptr`, lent by `lease`'s owner until the last copy of this
+    /// descriptor is dropped: a CPU decoder's picture as it decoded it (page-locked where
+    /// the CUDA backend takes it, `source::pinned`), or a processed frame the CPU backend
+    /// lends to an embedding program (`backend::host_lend`; `Lease::host_bytes` reads it).
+    HostLent {
         /// The frame's first byte (planes at `Planes` offsets from it).
         ptr: u64,
         /// Gives the memory back when dropped.
         lease: Arc<dyn Lease>,
     },
+}
+
+impl Memory {
+    /// A frame lent in host memory whose lease owns its bytes (`Lease::host_bytes`): its
+    /// bytes from its first (`ptr`) to the end of the lent buffer; None for any other.
+    pub fn host_frame(&self) -> Option<&[u8]> {
+        let Memory::HostLent { ptr, lease } = self else {
+            return None;
+        };
+        let bytes = lease.host_bytes()?;
+        let at = usize::try_from(ptr.checked_sub(bytes.as_ptr() as u64)?).ok()?;
+        bytes.get(at..)
+    }
 }
 
 impl PartialEq for Memory {
@@ -108,7 +130,7 @@ impl PartialEq for Memory {
                     ..
                 },
             ) => device == d2 && ptr == p2,
-            (Memory::Pinned { ptr, .. }, Memory::Pinned { ptr: p2, .. }) => ptr == p2,
+            (Memory::HostLent { ptr, .. }, Memory::HostLent { ptr: p2, .. }) => ptr == p2,
             _ => false,
         }
     }

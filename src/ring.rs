@@ -135,10 +135,17 @@ pub struct Slot {
     pub output_skipped: bool,
     /// The processed frame's size, where the chain changed it (set by the backend).
     pub output_size: Option<FrameSize>,
-    /// Where the processed frame is: `output` (host), or a device buffer the CUDA backend
-    /// lends to the run's one consumer (`BackendConfig::lend`; `output` is left as it was,
-    /// and the lease goes with the frame to the sink, then leaves the slot).
+    /// Where the processed frame is: `output` (host), or a buffer lent with it (`output` is
+    /// left as it was, and the lease goes with the frame to the sink, then leaves the slot):
+    /// a device buffer the CUDA backend lends, or a host buffer the CPU backend lends, to the
+    /// run's one consumer (`BackendConfig::lend`); or the decoder's picture itself, where the
+    /// CPU backend changed nothing (`passed_as_lent`).
     pub output_memory: crate::desc::Memory,
+    /// The backend passed the captured frame on where its source lent it: `output_memory`
+    /// is the source's lease and the frame lies at `desc.planes`' pitches (the CPU backend,
+    /// where nothing changes it); the sink thread packs it into `output` for a sink that
+    /// reads pixels.
+    pub passed_as_lent: bool,
 }
 
 impl Slot {
@@ -160,6 +167,7 @@ impl Slot {
             output_skipped: false,
             output_size: None,
             output_memory: crate::desc::Memory::Host,
+            passed_as_lent: false,
         }
     }
 
@@ -189,6 +197,9 @@ impl Slot {
             desc = desc.resized(size);
         }
         desc.memory = self.output_memory.clone();
+        if self.passed_as_lent {
+            desc.planes = self.desc.planes;
+        }
         desc
     }
 

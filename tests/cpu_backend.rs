@@ -103,6 +103,44 @@ fn pattern_frames_past_its_period_equal_the_reference() {
     }
 }
 
+/// Frames lent to the embedding program in host memory (`backend::host_lend`: made into a
+/// buffer that goes with the frame instead of copied out of the slot) equal the reference,
+/// between formats and for chains that keep and change the size; every frame, kept lent
+/// until the run ends, is still the frame it was (no buffer is written again while lent).
+#[test]
+fn cpu_lends_frames_in_host_memory_bit_for_bit() {
+    use framepipe::pixel::{Formats, PixelFormat};
+    let yuv = Formats {
+        input: PixelFormat::I420,
+        output: PixelFormat::I420,
+    };
+    let to_bgr = Formats {
+        input: PixelFormat::I420,
+        output: PixelFormat::Bgr24,
+    };
+    for (size, chain, formats) in [
+        (FrameSize::new(642, 480), "copy", yuv),
+        (FrameSize::new(640, 360), "copy", to_bgr),
+        (FrameSize::new(640, 480), "invert", Formats::BGR),
+        (FrameSize::new(640, 480), "crop:300:200,hflip", yuv),
+        (
+            FrameSize::new(640, 480),
+            "scale:320:200,pad:330:210:5:5",
+            Formats::BGR,
+        ),
+    ] {
+        let mut case = Case::cuda(chain, size, (1, 2));
+        (case.kind, case.pageable, case.frames) = (BackendKind::Cpu, true, 12);
+        let (seen, bad, max, changed) = common::run_case_lent(&case, formats);
+        assert_eq!(seen, 12);
+        assert_eq!(
+            (bad, changed),
+            (0, 0),
+            "{chain} at {size} ({formats}): {bad} frames differ (max {max}), {changed} changed while lent"
+        );
+    }
+}
+
 /// Frames of two sizes and four formats, interleaved, through one CPU backend: each equals a
 /// run of its configuration alone, and the reference.
 #[test]

@@ -818,7 +818,7 @@ fn cuda_mosaic_rate_against_every_frame_brought_down() {
     }
 }
 
-/// A frame a CPU decoder lends in page-locked host memory (`Memory::Pinned`, as
+/// A frame a CPU decoder lends in page-locked host memory (`Memory::HostLent`, as
 /// `source/pinned.rs` does) is uploaded from there, bit-exact, and the slot's own input
 /// buffer, which no copy goes through, is never page-locked: only the outputs are.
 #[test]
@@ -896,7 +896,7 @@ fn cuda_uploads_frames_lent_in_page_locked_memory_and_locks_no_input_buffer() {
         fn lent(&mut self) -> Option<(Memory, Planes)> {
             let buffer = self.buffers.get_mut(self.next)?.take()?;
             self.next += 1;
-            let memory = Memory::Pinned {
+            let memory = Memory::HostLent {
                 ptr: buffer.as_ptr() as u64,
                 lease: Arc::new(Held { _buffer: buffer }),
             };

@@ -1,8 +1,9 @@
-//! A frame's (or a batch's) pixels where they are: bytes in host memory, or a buffer on the
-//! GPU that the CUDA backend lends (`framepipe::backend::lend`), read back to the host once,
-//! where NumPy or `tobytes` asks for them.
+//! A frame's (or a batch's) pixels where they are: bytes in host memory (its own, or a
+//! buffer the CPU backend lends: `framepipe::backend::host_lend`, which NumPy reads as it
+//! lies), or a buffer on the GPU that the CUDA backend lends (`framepipe::backend::lend`),
+//! read back to the host once, where NumPy or `tobytes` asks for them.
 //!
-//! Invariants: a device buffer's lease is held as long as the pixels are (and a DLPack
+//! Invariants: a lent buffer's lease is held as long as the pixels are (and a DLPack
 //! tensor over them keeps their owner alive); every stream a consumer names through
 //! `__dlpack__(stream=...)` is told to the lease, so that the buffer is written again only
 //! after the work queued there by the time the pixels are dropped; the pixels never change.
@@ -30,12 +31,12 @@ pub struct Pixels {
 }
 
 impl Pixels {
-    /// `bytes` in host memory, or `len` bytes in `memory` on the device.
+    /// `bytes` in host memory, or `len` bytes in `memory` (lent in host memory, or on the
+    /// device).
     pub fn new(bytes: Vec<u8>, memory: Memory, len: usize) -> Self {
-        // (A decoder's picture lent in host memory never gets here: the hand-over takes
-        // processed frames only, which are in the slot or lent on the device.)
-        let len = match memory {
-            Memory::Host | Memory::Pinned { .. } => bytes.len(),
+        let len = match &memory {
+            Memory::Host => bytes.len(),
+            Memory::HostLent { lease, .. } => lease.host_bytes().map_or(0, |b| b.len().min(len)),
             Memory::Device { .. } => len,
         };
         Self {
@@ -50,7 +51,7 @@ impl Pixels {
     pub fn on_device(&self) -> Option<(usize, u64)> {
         match self.memory {
             Memory::Device { device, ptr, .. } => Some((device, ptr)),
-            Memory::Host | Memory::Pinned { .. } => None,
+            Memory::Host | Memory::HostLent { .. } => None,
         }
     }
 
@@ -76,6 +77,12 @@ impl Pixels {
 
     /// The bytes in host memory: read back from the device the first time.
     pub fn host(&self, py: Python<'_>) -> PyResult<&[u8]> {
+        if let Memory::HostLent { lease, .. } = &self.memory {
+            let lent = lease.host_bytes().ok_or_else(|| {
+                PyRuntimeError::new_err("a frame lent in host memory without its bytes")
+            })?;
+            return Ok(&lent[..self.len]);
+        }
         let Some((device, ptr)) = self.on_device() else {
             return Ok(&self.bytes);
         };
@@ -112,7 +119,8 @@ impl Pixels {
             ));
         }
         let (data, device) = match &self.memory {
-            Memory::Host | Memory::Pinned { .. } => (self.bytes.as_ptr(), (CPU, 0)),
+            Memory::Host => (self.bytes.as_ptr(), (CPU, 0)),
+            Memory::HostLent { .. } => (self.host(py)?.as_ptr(), (CPU, 0)),
             Memory::Device { device, ptr, lease } => {
                 // DLPack's streams for CUDA: None and 1 the legacy default stream, 2 the
                 // per-thread one, -1 none to order on, any other a stream's handle (0 is

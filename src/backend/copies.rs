@@ -39,7 +39,7 @@ impl End {
 pub(super) fn output_end(slot: &mut Slot, lent: usize) -> (End, usize) {
     match &slot.output_memory {
         Memory::Device { ptr, .. } => (End::Device(*ptr), lent),
-        Memory::Pinned { ptr, .. } => (End::Host(*ptr as *const u8), lent),
+        Memory::HostLent { ptr, .. } => (End::Host(*ptr as *const u8), lent),
         Memory::Host => (End::Host(slot.output.as_mut_ptr()), slot.output.len()),
     }
 }

@@ -5,7 +5,13 @@
 //! interleaved; the BGR scratch frames grow to the largest seen. A chain that changes the
 //! size (`filter::geometry`) runs part by part and the slot says the size it made
 //! (`Slot::output_size`); a text that shows each frame's facts is drawn bound to them. Where
-//! the run has a mosaic, each processed frame is drawn into it too (`canvas`).
+//! the run has a mosaic, each processed frame is drawn into it too (`canvas`). Where the
+//! run's one consumer is an embedding program that takes frames as they are made
+//! (`BackendConfig::lend`), each frame is made into a buffer lent with it instead of the
+//! slot's output (`host_lend`): the program's array is that buffer, not a copy of it. A
+//! decoder's picture lent to the slot (`Memory::HostLent`) is packed into the slot's input
+//! where the chain reads it, and passed on as it lies where nothing changes it (the sink
+//! thread packs it for a sink that reads pixels: a run that writes nothing never copies it).
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -14,6 +20,7 @@ use anyhow::Result;
 
 use super::canvas::Canvas;
 use super::{Backend, BackendConfig, Control, Fetch, Picture};
+use crate::desc::Memory;
 use crate::filter::Chain;
 use crate::frame::FrameSize;
 use crate::pixel::{self, Formats, PixelFormat};
@@ -41,6 +48,8 @@ pub struct CpuBackend {
     parts: crate::filter::Parts,
     /// The last frame's size (a new chain must make frames of the size the outputs have).
     last: Option<FrameSize>,
+    /// Frames are made into buffers lent with them (module doc).
+    lender: Option<super::host_lend::HostLender>,
 }
 
 /// Why a user kernel can't run here.
@@ -84,6 +93,8 @@ impl CpuBackend {
             scratch: Scratch::default(),
             parts: crate::filter::Parts::default(),
             last: None,
+            // (Frames shaped for a model are shaped by the hand-over, from the slot.)
+            lender: (cfg.lend && cfg.shape.is_none()).then(Default::default),
         })
     }
 }
@@ -252,22 +263,34 @@ impl Backend for CpuBackend {
     fn submit(&mut self, mut slot: Slot) -> Result<()> {
         slot.stamps.submitted = Instant::now();
         slot.output_size = None;
+        slot.passed_as_lent = false;
         let (size, formats) = (slot.size(), slot.formats());
-        let lent = match slot.desc.memory {
-            crate::desc::Memory::Host => None,
-            crate::desc::Memory::Device { .. } => Some("in device memory"),
-            crate::desc::Memory::Pinned { .. } => Some("in a decoder's page-locked buffer"),
-        };
-        if let Some(lent) = lent {
-            anyhow::bail!(
-                "the CPU backend takes frames in its ring's buffers; frame {} is {lent}",
-                slot.seq()
-            );
-        }
         // Before any way out: a chain changed while running is checked against this size.
         self.last = Some(size);
+        let lends = self.lender.is_some();
+        let untouched = formats.passthrough(self.chain.is_identity());
+        match &slot.desc.memory {
+            Memory::Host => {}
+            Memory::Device { .. } => anyhow::bail!(
+                "the CPU backend takes frames in host memory; frame {} is in device memory",
+                slot.seq()
+            ),
+            // Nothing changes the frame and nothing here reads it: it goes on where its
+            // decoder left it (packed for a sink that reads pixels, `pipeline::sink`).
+            Memory::HostLent { .. }
+                if untouched
+                    && !lends
+                    && self.canvas.is_none()
+                    && slot.output.len() >= formats.output.bytes(size) =>
+            {
+                slot.output_memory = std::mem::take(&mut slot.desc.memory);
+                slot.passed_as_lent = true;
+                return self.done_now(slot);
+            }
+            Memory::HostLent { .. } => unlend(&mut slot)?,
+        }
         let Slot { input, output, .. } = &mut slot;
-        if formats.passthrough(self.chain.is_identity()) && input.len() == output.len() {
+        if !lends && untouched && input.len() == output.len() {
             // Nothing changes the frame: the two buffers trade places instead of a copy
             // (both are the slot's, allocated once; the next capture fills the other).
             std::mem::swap(input, output);
@@ -289,12 +312,22 @@ impl Backend for CpuBackend {
             "a {out} frame ({formats}) does not fit its slot"
         );
         slot.output_size = (out != size).then_some(out);
-        let Slot { input, output, .. } = &mut slot;
-        let (input, output) = (
-            &input[..need(formats.input)],
-            &mut output[..formats.output.bytes(out)],
-        );
-        self.process(&chain, (size, out), formats, input, output)?;
+        let input = &slot.input[..need(formats.input)];
+        match self.lender.clone() {
+            Some(lender) => {
+                let mut lent = lender.take(formats.output.bytes(out));
+                self.process(&chain, (size, out), formats, input, &mut lent)?;
+                slot.output_memory = lender.lend(lent);
+            }
+            None => {
+                let Slot { input, output, .. } = &mut slot;
+                let (input, output) = (
+                    &input[..need(formats.input)],
+                    &mut output[..formats.output.bytes(out)],
+                );
+                self.process(&chain, (size, out), formats, input, output)?;
+            }
+        }
         self.done_now(slot)
     }
 
@@ -317,6 +350,28 @@ impl Backend for CpuBackend {
     fn picture(&mut self, fetch: Fetch) -> Result<Option<Picture>> {
         Ok(self.canvas.as_mut().and_then(|c| c.picture(fetch)))
     }
+}
+
+/// A frame lent in host memory (its decoder's picture, `Memory::HostLent`) packed into the
+/// slot's input, where the chain reads it; the lease given back.
+fn unlend(slot: &mut Slot) -> Result<()> {
+    let (format, size) = (slot.desc.format, slot.size());
+    let from = slot
+        .desc
+        .memory
+        .host_frame()
+        .ok_or_else(|| crate::bug!("frame {} is lent without its bytes", slot.desc.index))?;
+    crate::ensure_kept!(
+        slot.input.len() >= format.bytes(size)
+            && from.len() >= slot.desc.planes.extent(format, size),
+        "a lent {size} frame ({format}) does not fit its slot"
+    );
+    slot.desc
+        .planes
+        .pack(format, size, from, &mut slot.input[..format.bytes(size)]);
+    slot.desc.memory = Memory::Host;
+    slot.desc.planes = crate::desc::Planes::packed(format, size);
+    Ok(())
 }
 
 #[cfg(feature = "opencv")]

@@ -20,7 +20,7 @@
 //! - a submitted slot stays in `pending` until its frame's downloads have completed, so the
 //!   asynchronous copies never outlive the host memory they read or write; a lent frame
 //!   (NVDEC's from device memory, `desc::Memory::Device`, YUV on this backend's device; a
-//!   CPU decoder's from page-locked host memory, `desc::Memory::Pinned`) keeps its lease as
+//!   CPU decoder's from page-locked host memory, `desc::Memory::HostLent`) keeps its lease as
 //!   long, and the lease is dropped as the frame completes, giving the buffer back to the
 //!   decoder;
 //! - frames complete in submission order, and at most `capacity()` are pending (as many as a
@@ -273,7 +273,7 @@ impl CudaBackend {
     fn where_input_is(&self, slot: &Slot) -> Result<bool> {
         let lent = match &slot.desc.memory {
             crate::desc::Memory::Host => false,
-            crate::desc::Memory::Pinned { .. } => {
+            crate::desc::Memory::HostLent { .. } => {
                 anyhow::ensure!(
                     slot.desc.format != crate::pixel::PixelFormat::Bgr24,
                     "frame {} is lent in host memory as bgr24: this backend takes YUV from there",

@@ -756,7 +756,7 @@ impl LaneSet {
         }
         let lent = match &slot.desc.memory {
             Memory::Device { ptr, .. } => Some(End::Device(*ptr)),
-            Memory::Pinned { ptr, .. } => Some(End::Host(*ptr as *const u8)),
+            Memory::HostLent { ptr, .. } => Some(End::Host(*ptr as *const u8)),
             Memory::Host => None,
         };
         match lent {

@@ -16,7 +16,8 @@
 //! CUDA backend then brings a frame down only where some output needs it whole
 //! (`Slot::output_skipped` says it didn't). Where the config lends frames (`lend`: the
 //! run's one consumer takes them on the device), the CUDA backend leaves each frame in a
-//! device buffer that goes with it (`Slot::output_memory`, `lend`) instead.
+//! device buffer that goes with it (`Slot::output_memory`, `lend`) instead, and the CPU
+//! backend makes it into a host buffer that goes with it (`host_lend`).
 
 mod canvas;
 pub mod check;
@@ -25,6 +26,7 @@ mod copies;
 pub mod cpu;
 pub mod cuda;
 pub mod device;
+pub mod host_lend;
 pub mod kcache;
 mod kernels;
 mod lanes;

@@ -151,9 +151,13 @@ fn sink_loop(
                     }
                     sink.status(&live);
                 }
+                if sink.reads_pixels() {
+                    pack_lent(&mut slot);
+                }
                 let (flow, t, end) = consume(sink, &slot, &mut live, shared)?;
                 // A frame lent on the device is the sink's now (or given back).
                 slot.output_memory = crate::desc::Memory::Host;
+                slot.passed_as_lent = false;
                 st.sink_ms += ms(end - t);
                 st.consumed += 1;
                 let at = slot.desc.input.0 as usize;
@@ -267,6 +271,24 @@ fn refresh(live: &mut Live, shared: &Shared, per_input: &[PerInput]) {
         }
         l.recording = c.recording.get().map(|r| r.now());
     }
+}
+
+/// A frame the backend passed on where its source lent it (`Memory::HostLent`: nothing
+/// changed it, and the CPU backend left it in its decoder's buffer) packed into the slot's
+/// output, for a sink that reads its pixels.
+fn pack_lent(slot: &mut Slot) {
+    if !std::mem::take(&mut slot.passed_as_lent) {
+        return;
+    }
+    let Some(from) = slot.output_memory.host_frame() else {
+        return;
+    };
+    let (format, size) = (slot.output_format, slot.size());
+    // (The backend passes a frame on so only where it fits the slot's output.)
+    if let Some(to) = slot.output.get_mut(..format.bytes(size)) {
+        slot.desc.planes.pack(format, size, from, to);
+    }
+    slot.output_memory = crate::desc::Memory::Host;
 }
 
 /// Hands `slot`'s processed frame to the sink (without its bytes where none were brought

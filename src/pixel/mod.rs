@@ -416,6 +416,19 @@ impl Planes {
         out
     }
 
+    /// A `size` frame of `format` laid out as these planes in `from` (its bytes from the
+    /// frame's first on, `extent` of them at least) copied into `to`, packed
+    /// (`Planes::packed`): each plane's rows without their padding.
+    pub fn pack(&self, format: PixelFormat, size: FrameSize, from: &[u8], to: &mut [u8]) {
+        let packed = Self::packed(format, size);
+        for (p, k) in self.iter().zip(packed.iter()) {
+            for row in 0..size.height.div_ceil(k.rows_per) {
+                let (at, into) = (p.offset + row * p.pitch, k.offset + row * k.pitch);
+                to[into..into + k.pitch].copy_from_slice(&from[at..at + k.pitch]);
+            }
+        }
+    }
+
     /// The bytes a `size` frame of `format` laid out as these planes spans, from its first
     /// plane's start to the end of its last row's samples (a decoder's padding after that
     /// is not counted): what every one of `band_copies`' runs lies inside.

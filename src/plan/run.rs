@@ -26,7 +26,7 @@ use crate::output::{claim::Overwrite, OutputSpec};
 use crate::paths;
 use crate::pipeline;
 use crate::pixel::PixelFormat;
-use crate::source::open::{Asked, Decode};
+use crate::source::open::{Asked, Decode, Pictures};
 use crate::source::InputSpec;
 use crate::trace::{Rolling, TraceFrames};
 
@@ -364,12 +364,17 @@ impl RunPlan {
         for input in &mut self.inputs {
             input.asked.on_device =
                 matches!(input.asked.decode, Decode::Gpu | Decode::Auto) && lends;
-            // A CPU decoder's pictures are lent from page-locked buffers of their own, which
-            // its pool adds to as the ring holds them (no surfaces to run short of). Where
-            // the machine was not asked (a run that needs no answer doesn't wait for CUDA),
-            // the pool asks it on the decoder's thread: where CUDA works, the backend is
-            // CUDA's (`backend::create`), and where it doesn't, the pool serves nothing.
-            input.asked.pinned = may_be_cuda && !self.engine.pageable;
+            // A CPU decoder's pictures are lent from buffers of their own, which its pool
+            // adds to as the ring holds them (no surfaces to run short of): page-locked
+            // where the backend may be CUDA's. Where the machine was not asked (a run that
+            // needs no answer doesn't wait for CUDA), the pool asks it on the decoder's
+            // thread: where CUDA works, the backend is CUDA's (`backend::create`), and
+            // where it doesn't, the buffers are plain memory, which the CPU backend reads.
+            input.asked.pictures = match (may_be_cuda, self.engine.pageable) {
+                (false, _) => Pictures::Lent,
+                (true, false) => Pictures::Locked,
+                (true, true) => Pictures::Copied,
+            };
         }
         // NVDEC shares the backend's CUDA context, and a decoder opening or closing
         // synchronizes the whole context: a graph capture under way on the backend's thread
@@ -604,7 +609,7 @@ fn input_plan(
         realtime: args.sources.realtime || live_only,
         decode: args.sources.decode,
         on_device: false,
-        pinned: false,
+        pictures: Pictures::Copied,
         reconnect: args.sources.reconnect || several,
         trim: trim_of(args),
         untouched: args.engine.filter.is_identity()

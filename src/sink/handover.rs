@@ -4,7 +4,8 @@
 //! device (nothing else reads the frames, and the program takes them as the run makes them,
 //! `Shaping::plain`, or fitted and laid out for a model, which the backend does after the
 //! chain, `Shaping::on_device`: `backend::lend`), its device buffer's lease sent instead
-//! of bytes.
+//! of bytes; the same for a frame the CPU backend lent in host memory (`backend::host_lend`,
+//! frames taken as they are made).
 //!
 //! Invariants: a frame goes in whole and in order, or not at all; while the reader is slow
 //! the channel is full and `consume` waits, so a file's frames wait for it and a live
@@ -49,10 +50,11 @@ pub struct Handed {
     /// How `bytes` lay the pixels out.
     pub layout: Layout,
     /// The pixels, packed (planes one after another for YUV and the float layouts;
-    /// floats in the machine's byte order); empty where they are on the device.
+    /// floats in the machine's byte order); empty where they are lent (`memory`).
     pub bytes: Vec<u8>,
-    /// Where the pixels are: `bytes`, or a buffer the CUDA backend lends on the device
-    /// (laid out the same way), until the last copy of this is dropped.
+    /// Where the pixels are: `bytes`, or a buffer the CUDA backend lends on the device or
+    /// the CPU backend in host memory (laid out the same way), until the last copy of this
+    /// is dropped.
     pub memory: Memory,
     /// Frames its input has dropped so far (a live input the pipeline or the reader did
     /// not keep up with).
@@ -348,19 +350,14 @@ impl Sink for Handover {
         let input = usize::from(d.input.0);
         let (bytes, size) = match d.memory {
             Memory::Host => self.pixels(frame)?,
-            Memory::Pinned { .. } => {
-                return Err(crate::bug!(
-                    "a frame lent in host memory reached the hand-over"
-                ))
-            }
-            Memory::Device { .. } => {
+            Memory::HostLent { .. } | Memory::Device { .. } => {
                 let as_made = self.shaping.plain() && self.shaping.format() == d.format;
                 // (Whether the layout is a model's, without making its tables for every frame.)
                 let model = matches!(self.shaping.layout, Layout::Rgb24 | Layout::Planar { .. });
                 let shaped = model && self.shaping.size.is_some_and(|(to, _)| to == d.size);
                 crate::ensure_kept!(
                     as_made || shaped,
-                    "a {} {} frame lent on the device for a reader that asked for {:?}",
+                    "a {} {} frame lent for a reader that asked for {:?}",
                     d.size,
                     d.format,
                     self.shaping

@@ -94,6 +94,12 @@ pub trait Sink {
     fn wants_timeline(&self) -> bool {
         false
     }
+    /// Whether it reads the frames' pixels (every sink but `null::Null`): a frame that
+    /// passed untouched in memory its source lent is packed into the slot for one that
+    /// does, and never copied for one that doesn't (`pipeline::sink`).
+    fn reads_pixels(&self) -> bool {
+        true
+    }
     /// Called when no frame came for a while (keeps a window responsive).
     fn idle(&mut self) -> Result<Flow> {
         Ok(Flow::Continue)

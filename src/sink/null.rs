@@ -1,4 +1,5 @@
-//! Discards frames: headless runs with no `--output`, and benchmarks.
+//! Discards frames: headless runs with no `--output`, and benchmarks. It reads no pixel, so a
+//! frame that passed untouched in its decoder's buffer is never copied for it.
 
 use anyhow::Result;
 
@@ -16,6 +17,9 @@ impl Sink for Null {
     }
     fn consume(&mut self, _frame: &Frame) -> Result<Flow> {
         Ok(Flow::Continue)
+    }
+    fn reads_pixels(&self) -> bool {
+        false
     }
     fn finish(&mut self) -> Result<()> {
         Ok(())

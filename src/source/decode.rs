@@ -1,9 +1,9 @@
 //! Video files and network streams decoded with FFmpeg's own libraries (libavformat,
 //! libavcodec), frames kept in the decoder's layout: a 4:2:0, 4:2:2, 4:4:4, NV12, gray or
 //! BGR picture is copied plane by plane into the ring slot as it came (one copy, no colour
-//! conversion on the CPU), and the GPU converts it. With the CUDA backend the decoder
-//! decodes into page-locked buffers of its own (`pinned.rs`) and an upright YUV or gray
-//! picture is lent to the slot as it lies, not copied (`Source::lent`, `Memory::Pinned`).
+//! conversion on the CPU), and the backend converts it. The decoder decodes into buffers of
+//! its own (`pinned.rs`; page-locked with the CUDA backend) and an upright YUV or gray
+//! picture is lent to the slot as it lies, not copied (`Source::lent`, `Memory::HostLent`).
 //! This is `--decode cpu`, the default for files and for URLs that are not GStreamer
 //! pipelines; `--decode opencv` keeps OpenCV's
 //! capture (`capture.rs`), which converts every frame to BGR on the CPU; `--decode gpu`
@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use ffmpeg_next as ff;
 
+use super::open::Pictures;
 use super::{PictureTags, Range, Read, Siting, Source};
 use crate::desc::{Planes, Timestamp};
 use crate::frame::FrameSize;
@@ -83,11 +84,11 @@ pub struct Decoded {
     refused: u64,
     /// NVDEC, where `--decode gpu` and it could be given to the decoder.
     nvdec: Option<super::nvdec::Nvdec>,
-    /// The CPU decoder's pictures in page-locked buffers, where the backend takes them from
-    /// there (`Asked::pinned`; declared after the decoder, which calls into it).
+    /// The CPU decoder's pictures in buffers of its own pool, where the backend takes them
+    /// from there (`Asked::pictures`; declared after the decoder, which calls into it).
     pinned: Option<super::pinned::PinnedPictures>,
     /// The last picture, where it was left in device memory for the slot (`Nvdec::lend`), or
-    /// in a page-locked buffer (`PinnedPictures::lend`).
+    /// in a buffer of the pool (`PinnedPictures::lend`).
     lent: Option<(crate::desc::Memory, crate::desc::Planes)>,
     /// What a Y4M output says of the pictures, as ffmpeg's `yuv4mpegpipe` says it.
     tags: PictureTags,
@@ -334,10 +335,10 @@ pub struct Asked {
     /// NVDEC's pictures may stay in device memory, lent to the slot (the run's backend is
     /// CUDA's, which copies its bands from there).
     pub on_device: bool,
-    /// The CPU decoder's pictures may be decoded into page-locked memory and lent to the
-    /// slot as they are (`pinned.rs`; the run's backend is CUDA's wherever the pool can
-    /// page-lock them, and copies its bands up from there).
-    pub pinned: bool,
+    /// Where the CPU decoder's pictures are decoded: into a pool of its own and lent to the
+    /// slot as they are (`pinned.rs`; page-locked where the run's backend may be CUDA's,
+    /// which copies its bands up from there), or into FFmpeg's buffers and copied.
+    pub pictures: super::open::Pictures,
     /// The part of the input read (`--ss`, `--to`, `-t`).
     pub trim: super::Trim,
 }
@@ -715,7 +716,7 @@ fn open_demuxer(
 }
 
 /// The decoder libavcodec opens, with NVDEC where it was given it, else its pictures in
-/// page-locked buffers where they may be lent (`Asked::pinned`).
+/// buffers of its own pool where they may be lent (`Asked::pictures`).
 type Opened = (
     ff::decoder::Video,
     Option<super::nvdec::Nvdec>,
@@ -770,8 +771,14 @@ fn open_decoder(
     });
     // SAFETY: the context is live and not opened yet; the pool is kept in `Decoded` after
     // the decoder (declared after it), so it outlives every call the decoder makes into it.
-    let pinned = (asked.pinned && nvdec.is_none())
-        .then(|| unsafe { super::pinned::PinnedPictures::install(ctx.as_mut_ptr()) });
+    let lock = match asked.pictures {
+        Pictures::Copied => None,
+        Pictures::Lent => Some(false),
+        Pictures::Locked => Some(true),
+    };
+    let pinned = lock
+        .filter(|_| nvdec.is_none())
+        .map(|lock| unsafe { super::pinned::PinnedPictures::install(ctx.as_mut_ptr(), lock) });
     let decoder = ctx.decoder().video().with_context(|| {
         format!(
             "{what}: no decoder for its video ({}) in this FFmpeg",
@@ -1421,12 +1428,12 @@ mod tests {
     }
 
     /// Every frame of `clip` packed, as the ring reads it: from the slot, or from where the
-    /// source lent it (a page-locked picture, where CUDA is there); and how many were lent.
-    fn frames_of(clip: &str, pinned: bool) -> (Vec<Vec<u8>>, usize) {
+    /// source lent it (a picture of its pool); and how many were lent.
+    fn frames_of(clip: &str, pictures: Pictures) -> (Vec<Vec<u8>>, usize) {
         let mut source = open(
             clip,
             Asked {
-                pinned,
+                pictures,
                 ..Asked::default()
             },
         )
@@ -1435,28 +1442,13 @@ mod tests {
         let mut slot = vec![0u8; format.bytes(size)];
         let (mut frames, mut lent) = (Vec::new(), 0);
         while source.read(&mut slot).unwrap() == Read::Frame {
-            let Some((memory @ crate::desc::Memory::Pinned { ptr, .. }, planes)) = source.lent()
-            else {
+            let Some((memory, planes)) = source.lent() else {
                 frames.push(slot.clone());
                 continue;
             };
             let mut packed = vec![0u8; slot.len()];
-            let to = Planes::packed(format, size);
-            for (from, to) in planes.iter().zip(to.iter()) {
-                for row in 0..size.height / from.rows_per {
-                    // SAFETY: the lease (`memory`, alive here) keeps the picture's buffer,
-                    // whose planes the source checked against it.
-                    let src = unsafe {
-                        std::slice::from_raw_parts(
-                            (ptr as *const u8).add(from.offset + row * from.pitch),
-                            to.pitch,
-                        )
-                    };
-                    let at = to.offset + row * to.pitch;
-                    packed[at..at + to.pitch].copy_from_slice(src);
-                }
-            }
-            drop(memory);
+            let from = memory.host_frame().expect("a picture lent in host memory");
+            planes.pack(format, size, from, &mut packed);
             frames.push(packed);
             lent += 1;
         }
@@ -1464,10 +1456,10 @@ mod tests {
     }
 
     #[test]
-    fn pictures_asked_in_page_locked_buffers_are_the_decoder_s_own() {
-        // Every picture is lent from the pool (whose buffers are plain memory in unit tests
-        // where CUDA is missing), and every frame is the one decoded the usual way,
-        // B-frames and frame threads included, for a size whose coded height is padded
+    fn pictures_lent_from_the_decoders_pool_are_the_decoder_s_own() {
+        // Every picture is lent from the pool (plain memory for the CPU backend, and for a
+        // locked pool where CUDA is missing), and every frame is the one decoded the usual
+        // way, B-frames and frame threads included, for a size whose coded height is padded
         // (360: 368 coded).
         if std::process::Command::new("ffmpeg")
             .arg("-version")
@@ -1504,12 +1496,17 @@ mod tests {
                 .status()
                 .unwrap();
             assert!(made.success());
-            let (want, _) = frames_of(&clip, false);
-            let (got, lent) = frames_of(&clip, true);
+            let (want, _) = frames_of(&clip, Pictures::Copied);
             assert_eq!(want.len(), 40);
-            assert!(got == want, "{pix}: frames differ ({lent} lent)");
-            assert_eq!(lent, want.len(), "{pix}: every picture lent");
-            println!("{pix}: 40 frames equal, {lent} lent from page-locked buffers");
+            for pictures in [Pictures::Lent, Pictures::Locked] {
+                let (got, lent) = frames_of(&clip, pictures);
+                assert!(
+                    got == want,
+                    "{pix}: frames differ ({lent} lent, {pictures:?})"
+                );
+                assert_eq!(lent, want.len(), "{pix}: every picture lent ({pictures:?})");
+                println!("{pix}: 40 frames equal, {lent} lent ({pictures:?})");
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
     }

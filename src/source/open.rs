@@ -19,6 +19,21 @@ use crate::stop::Stop;
 /// Size of the test pattern.
 const DEFAULT_SIZE: FrameSize = FrameSize::new(1280, 720);
 
+/// Where a CPU decoder's pictures are decoded (`source::pinned`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pictures {
+    /// FFmpeg's own buffers: each picture is copied into its slot (`--pageable`, which
+    /// shows what page-locking is for; NVDEC's and OpenCV's pictures).
+    #[default]
+    Copied,
+    /// A pool of the decoder's own, each picture lent to its slot as it lies: the run's
+    /// backend is the CPU's.
+    Lent,
+    /// The same, page-locked: the run's backend may be CUDA's (the pool asks CUDA itself
+    /// where the plan did not).
+    Locked,
+}
+
 /// `--decode`: who decodes files and network streams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decode {
@@ -59,9 +74,9 @@ pub struct Asked {
     pub decode: Decode,
     /// NVDEC's pictures may stay in device memory: the run's backend is CUDA's.
     pub on_device: bool,
-    /// A CPU decoder's pictures may be lent from page-locked memory: the run's backend may
-    /// be CUDA's (the decoder's pool asks CUDA itself where the plan did not).
-    pub pinned: bool,
+    /// Where a CPU decoder's pictures are decoded: lent from a pool of its own (page-locked
+    /// where the run's backend may be CUDA's), or copied into the slots.
+    pub pictures: Pictures,
     /// A live network stream is opened again when lost (`reconnect`): several inputs, or
     /// `--reconnect`.
     pub reconnect: bool,
@@ -354,7 +369,7 @@ fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> 
             Decode::Cpu | Decode::Opencv => super::decode::WithNvdec::No,
         },
         on_device: asked.on_device,
-        pinned: asked.pinned,
+        pictures: asked.pictures,
         trim: asked.trim,
     };
     let source = super::decode::open(&url, decode)?;

@@ -1,14 +1,18 @@
-//! libavcodec's pictures decoded straight into page-locked memory (`--decode cpu` with the
-//! CUDA backend): a `get_buffer2` gives the decoder one buffer a picture, all its planes in
-//! it, from a pool of our own whose buffers are page-locked once, when the pool makes them.
-//! `decode.rs` then lends the slot the picture as the decoder left it
-//! (`desc::Memory::Pinned`, its planes at the decoder's pitches) and the CUDA backend copies
-//! its bands up from there: no copy on the CPU between the decoder and the GPU.
+//! libavcodec's pictures decoded straight into buffers of a pool of our own: a `get_buffer2`
+//! gives the decoder one buffer a picture, all its planes in it, and `decode.rs` lends the
+//! slot the picture as the decoder left it (`desc::Memory::HostLent`, its planes at the
+//! decoder's pitches) instead of copying it. With the CUDA backend (`Pictures::Locked`) the
+//! pool page-locks each buffer once, when it makes it, and the backend copies its bands up
+//! from there: no copy on the CPU between the decoder and the GPU. With the CPU backend
+//! (`Pictures::Lent`) the buffers are plain memory: the backend reads the picture where it
+//! lies (`FrameLease::host_bytes`), and a frame nothing reads is never copied at all.
 //!
 //! Invariants:
-//! - a buffer is page-locked for as long as it lives and unregistered just before it is
-//!   freed; one that can't be locked is never made: the pool stops serving and FFmpeg's own
-//!   buffers are used from then on (the pictures are then copied into the slot, as before);
+//! - a locked pool's buffer is page-locked for as long as it lives and unregistered just
+//!   before it is freed; one that can't be locked is never made: the pool stops serving and
+//!   FFmpeg's own buffers are used from then on (the pictures are then copied into the
+//!   slot, as before); where no CUDA device opens, a locked pool makes plain buffers (the
+//!   run's backend is then the CPU's, which reads them as they are);
 //! - the decoder writes a buffer only once every reference to it is gone, its own
 //!   (reference pictures, frame threads) and a lent slot's (`Lent`): FFmpeg's reference
 //!   counts return a buffer to the pool, so a picture a slot holds is never overwritten, and
@@ -78,10 +82,12 @@ struct PoolPtr(*mut ffi::AVBufferPool);
 // pointer is only freed once, after the decoder is gone.
 unsafe impl Send for PoolPtr {}
 
-/// What every buffer of the pool shares: the CUDA context that locks it, and which buffers
-/// are ours (a picture is lent only from one of them).
+/// What every buffer of the pool shares: whether buffers are page-locked and the CUDA
+/// context that locks them, and which buffers are ours (a picture is lent only from one of
+/// them).
 #[derive(Default)]
 struct Registry {
+    lock: bool,
     ctx: OnceLock<Option<Arc<CudaContext>>>,
     live: Mutex<HashSet<usize>>,
     /// That CUDA is missing was said (once, with -v).
@@ -111,14 +117,18 @@ struct Block {
 }
 
 impl PinnedPictures {
-    /// Gives the decoder context `ctx` (not yet opened) buffers from a page-locked pool.
+    /// Gives the decoder context `ctx` (not yet opened) buffers from a pool of our own,
+    /// page-locked where `lock` says.
     ///
     /// # Safety
     /// `ctx` is a live, unopened decoder context, and the returned value outlives it (it is
     /// dropped after the decoder is freed).
-    pub unsafe fn install(ctx: *mut ffi::AVCodecContext) -> Self {
+    pub unsafe fn install(ctx: *mut ffi::AVCodecContext, lock: bool) -> Self {
         let shared = Box::new(Shared {
-            registry: Arc::new(Registry::default()),
+            registry: Arc::new(Registry {
+                lock,
+                ..Registry::default()
+            }),
             pool: Mutex::new(Pool::default()),
         });
         // SAFETY: the caller's contract: the context is live and not opened yet; `opaque`
@@ -154,7 +164,7 @@ impl PinnedPictures {
                 self.say_copied(picture);
                 return Ok(None);
             }
-            let lease = FrameLease::of(p, "a decoded picture in page-locked memory");
+            let lease = FrameLease::of_host(p, "a decoded picture lent in host memory");
             ((*buf).data, (*p).data, (*p).linesize, lease)
         };
         let Some(lease) = lease else {
@@ -171,13 +181,18 @@ impl PinnedPictures {
             "a decoded picture's planes ({extent} bytes) reach past its {}-byte buffer",
             layout.size
         );
-        let memory = Memory::Pinned {
+        let memory = Memory::HostLent {
             ptr: data[0] as u64,
             lease: Arc::new(lease),
         };
         if !std::mem::replace(&mut self.lent_one, true) {
+            let how = if self.shared.registry.lock {
+                "page-locked "
+            } else {
+                ""
+            };
             crate::debug!(
-                "decoded pictures lent from page-locked buffers of {} bytes",
+                "decoded pictures lent from {how}buffers of {} bytes",
                 layout.size
             );
         }
@@ -452,23 +467,23 @@ unsafe extern "C" fn free_block(opaque: *mut c_void, _data: *mut u8) {
 }
 
 impl Block {
-    /// A page-locked buffer of `size` bytes, noted as live in `registry`; None (said once)
-    /// where the memory can't be had or locked.
+    /// A buffer of `size` bytes (page-locked where the registry locks them and CUDA is
+    /// there), noted as live in `registry`; None (said once) where the memory can't be had
+    /// or locked.
     fn new(registry: Arc<Registry>, size: usize) -> Option<Self> {
-        let ctx = registry
-            .ctx
-            .get_or_init(|| {
-                use crate::backend::device::{open_device, probe};
-                probe().ok().and_then(|()| open_device(0).ok())
-            })
-            .clone();
-        if ctx.is_none() && !registry.said_no_cuda.swap(true, Ordering::Relaxed) {
+        let ctx = match registry.lock {
+            false => None,
+            true => registry
+                .ctx
+                .get_or_init(|| {
+                    use crate::backend::device::{open_device, probe};
+                    probe().ok().and_then(|()| open_device(0).ok())
+                })
+                .clone(),
+        };
+        if registry.lock && ctx.is_none() && !registry.said_no_cuda.swap(true, Ordering::Relaxed) {
             crate::debug!("decoded pictures are not page-locked: no CUDA device opens here");
         }
-        // The unit tests run where CUDA is missing too: there the buffers are plain memory,
-        // so that the pool and the lending are exercised all the same.
-        #[cfg(not(test))]
-        let ctx = Some(ctx?);
         let len = size.next_multiple_of(PAGE);
         let mut map = memmap2::MmapMut::map_anon(len).ok()?;
         let ptr = map.as_mut_ptr();

@@ -35,7 +35,7 @@ pub struct CheckSink {
     pub seen: u64,
     pub bad_frames: u64,
     pub max_diff: u8,
-    /// Frames lent on the device (`BackendConfig::lend`): every one is kept until the run
+    /// Frames lent (`BackendConfig::lend`, on the device or in host memory): every one is kept until the run
     /// ends, with the bytes read the first time, and read again then (a buffer written
     /// again while lent would differ).
     pub lent: Vec<(framepipe::desc::Memory, Vec<u8>)>,
@@ -108,10 +108,15 @@ impl CheckSink {
     }
 }
 
-/// `len` bytes of a frame lent on the device.
+/// `len` bytes of a frame lent on the device, or by the CPU backend in host memory.
 fn read_lent(memory: &framepipe::desc::Memory, len: usize) -> Vec<u8> {
-    let framepipe::desc::Memory::Device { device, ptr, .. } = memory else {
-        panic!("not on the device");
+    let (device, ptr) = match memory {
+        framepipe::desc::Memory::Device { device, ptr, .. } => (device, ptr),
+        framepipe::desc::Memory::HostLent { lease, .. } => {
+            let lent = lease.host_bytes().expect("a frame the CPU backend lent");
+            return lent[..len].to_vec();
+        }
+        framepipe::desc::Memory::Host => panic!("not lent"),
     };
     let mut bytes = vec![0; len];
     framepipe::backend::lend::read_back(*device, *ptr, &mut bytes).unwrap();
