@@ -40,7 +40,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use ff::Rescale;
 use ffmpeg_next as ff;
 
@@ -58,6 +58,8 @@ use sidecar::{Began, Sidecars};
 
 /// Packets waiting for the recording's thread: about 8 s of a 1080p30 camera.
 const QUEUE: usize = 2048;
+/// How often a recording's idle thread looks whether it was told to end.
+const END_POLL: Duration = Duration::from_millis(50);
 /// How long after a failed segment the next one is tried, at the next keyframe.
 const RETRY_EVERY: Duration = Duration::from_secs(1);
 /// How far the camera's clock may drift from the wall clock before a segment's wall-clock
@@ -214,8 +216,9 @@ pub struct Recording {
     /// What it recorded, once finished (a recording finished when its input left the run is
     /// asked again at the run's end).
     finished: Mutex<Option<Recorded>>,
-    /// `Msg::End` was sent (`end_soon`).
-    told_to_end: std::sync::atomic::AtomicBool,
+    /// The recording was told to end (`end_soon`): its thread ends once it has written
+    /// what its channel holds (where `Msg::End` found no room behind it).
+    told_to_end: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Recording {
@@ -228,9 +231,11 @@ impl Recording {
         let live = Arc::new(crate::stats::RecordLive::default());
         archive.track(&spec.input, spec.keep.age, live.clone());
         let shared = live.clone();
+        let told_to_end = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let told = told_to_end.clone();
         let thread = std::thread::Builder::new()
             .name("record".into())
-            .spawn(move || Writer::new(spec, label, (shared, archive)).run(rx))?;
+            .spawn(move || Writer::new(spec, label, (shared, archive)).run(rx, &told))?;
         Ok(Arc::new(Self {
             tx,
             live,
@@ -239,7 +244,7 @@ impl Recording {
             what,
             thread: Mutex::new(Some(thread)),
             finished: Mutex::new(None),
-            told_to_end: Default::default(),
+            told_to_end,
         }))
     }
 
@@ -257,10 +262,11 @@ impl Recording {
 
     /// Tells the recording to end without waiting for it (`finish` then waits): a run's
     /// recordings are told together, so that they close their files at once, not one after
-    /// another (325 cameras took over 10 s so). Once only.
+    /// another (325 cameras took over 10 s so). Never blocks: where the channel is full (the
+    /// disk fell behind), the thread ends once it has written what the channel holds.
     pub fn end_soon(&self) {
         if !self.told_to_end.swap(true, Ordering::SeqCst) {
-            let _ = self.tx.send_timeout(Msg::End, Duration::from_secs(1));
+            let _ = self.tx.try_send(Msg::End);
         }
     }
 
@@ -381,8 +387,16 @@ impl Writer {
         }
     }
 
-    fn run(mut self, rx: Receiver<Msg>) -> Recorded {
-        while let Ok(msg) = rx.recv() {
+    /// Writes what comes until `Msg::End`, or until `told` (told to end, `Msg::End` found
+    /// no room) once the channel is empty, or until every sender is gone.
+    fn run(mut self, rx: Receiver<Msg>, told: &std::sync::atomic::AtomicBool) -> Recorded {
+        loop {
+            let msg = match rx.recv_timeout(END_POLL) {
+                Ok(msg) => msg,
+                Err(RecvTimeoutError::Timeout) if told.load(Ordering::SeqCst) => break,
+                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
+            };
             match msg {
                 Msg::Open(streams, video, zero) => {
                     self.zero = zero;
