@@ -109,15 +109,8 @@ fn pattern_frames_past_its_period_equal_the_reference() {
 /// until the run ends, is still the frame it was (no buffer is written again while lent).
 #[test]
 fn cpu_lends_frames_in_host_memory_bit_for_bit() {
-    use framepipe::pixel::{Formats, PixelFormat};
-    let yuv = Formats {
-        input: PixelFormat::I420,
-        output: PixelFormat::I420,
-    };
-    let to_bgr = Formats {
-        input: PixelFormat::I420,
-        output: PixelFormat::Bgr24,
-    };
+    use framepipe::pixel::Formats;
+    let (yuv, to_bgr): (Formats, Formats) = ("i420".parse().unwrap(), "i420:bgr".parse().unwrap());
     for (size, chain, formats) in [
         (FrameSize::new(642, 480), "copy", yuv),
         (FrameSize::new(640, 360), "copy", to_bgr),

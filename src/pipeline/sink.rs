@@ -151,13 +151,7 @@ fn sink_loop(
                     }
                     sink.status(&live);
                 }
-                if sink.reads_pixels() {
-                    pack_lent(&mut slot);
-                }
-                let (flow, t, end) = consume(sink, &slot, &mut live, shared)?;
-                // A frame lent on the device is the sink's now (or given back).
-                slot.output_memory = crate::desc::Memory::Host;
-                slot.passed_as_lent = false;
+                let (flow, t, end) = consume(sink, &mut slot, &mut live, shared)?;
                 st.sink_ms += ms(end - t);
                 st.consumed += 1;
                 let at = slot.desc.input.0 as usize;
@@ -292,11 +286,12 @@ fn pack_lent(slot: &mut Slot) {
 }
 
 /// Hands `slot`'s processed frame to the sink (without its bytes where none were brought
-/// down), counting it in the progress and `live`; what the sink asked for, and when its
-/// call began and ended.
+/// down; packed first where it was passed on where its decoder lent it and the sink reads
+/// pixels), counting it in the progress and `live`, then lets go of what was lent with it;
+/// what the sink asked for, and when its call began and ended.
 fn consume(
     sink: &mut dyn Sink,
-    slot: &Slot,
+    slot: &mut Slot,
     live: &mut Live,
     shared: &Shared,
 ) -> Result<(Flow, Instant, Instant)> {
@@ -304,12 +299,19 @@ fn consume(
     let progress = &shared.progress.0;
     progress[1].fetch_add(1, Ordering::Relaxed);
     progress[3].store(live.dropped, Ordering::Relaxed);
+    if sink.reads_pixels() {
+        pack_lent(slot);
+    }
     let desc = slot.output_desc();
     let bytes: &[u8] = match slot.output_skipped {
         true => &[],
         false => &slot.output,
     };
     let flow = sink.consume(&Frame { desc: &desc, bytes })?;
+    // A frame lent (on the device, or where its decoder left it) is the sink's now, or
+    // given back.
+    slot.output_memory = crate::desc::Memory::Host;
+    slot.passed_as_lent = false;
     let end = Instant::now();
     slow(format_args!("output: taking a frame"), end - t);
     progress[2].fetch_add(1, Ordering::Relaxed);

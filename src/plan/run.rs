@@ -26,8 +26,9 @@ use crate::output::{claim::Overwrite, OutputSpec};
 use crate::paths;
 use crate::pipeline;
 use crate::pixel::PixelFormat;
-use crate::source::open::{Asked, Decode, Pictures};
+use crate::source::open::{Asked, Decode};
 use crate::source::InputSpec;
+use crate::source::Pictures;
 use crate::trace::{Rolling, TraceFrames};
 
 /// The browser view's settings (`--serve`): its address, token and hosts, checked.

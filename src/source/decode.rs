@@ -39,7 +39,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use ffmpeg_next as ff;
 
-use super::open::Pictures;
+use super::Pictures;
 use super::{PictureTags, Range, Read, Siting, Source};
 use crate::desc::{Planes, Timestamp};
 use crate::frame::FrameSize;
@@ -338,7 +338,7 @@ pub struct Asked {
     /// Where the CPU decoder's pictures are decoded: into a pool of its own and lent to the
     /// slot as they are (`pinned.rs`; page-locked where the run's backend may be CUDA's,
     /// which copies its bands up from there), or into FFmpeg's buffers and copied.
-    pub pictures: super::open::Pictures,
+    pub pictures: Pictures,
     /// The part of the input read (`--ss`, `--to`, `-t`).
     pub trim: super::Trim,
 }

@@ -143,6 +143,21 @@ pub enum Read {
     End,
 }
 
+/// Where a CPU decoder's pictures are decoded (`source::pinned`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Pictures {
+    /// FFmpeg's own buffers: each picture is copied into its slot (`--pageable`, which
+    /// shows what page-locking is for; NVDEC's and OpenCV's pictures).
+    #[default]
+    Copied,
+    /// A pool of the decoder's own, each picture lent to its slot as it lies: the run's
+    /// backend is the CPU's.
+    Lent,
+    /// The same, page-locked: the run's backend may be CUDA's (the pool asks CUDA itself
+    /// where the plan did not).
+    Locked,
+}
+
 /// Where frames come from: fills ring buffers with frames of one size and format.
 pub trait Source: Send {
     /// One line for the log, e.g. "file clip.mp4 (641x479, 25 fps)".

@@ -19,21 +19,6 @@ use crate::stop::Stop;
 /// Size of the test pattern.
 const DEFAULT_SIZE: FrameSize = FrameSize::new(1280, 720);
 
-/// Where a CPU decoder's pictures are decoded (`source::pinned`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Pictures {
-    /// FFmpeg's own buffers: each picture is copied into its slot (`--pageable`, which
-    /// shows what page-locking is for; NVDEC's and OpenCV's pictures).
-    #[default]
-    Copied,
-    /// A pool of the decoder's own, each picture lent to its slot as it lies: the run's
-    /// backend is the CPU's.
-    Lent,
-    /// The same, page-locked: the run's backend may be CUDA's (the pool asks CUDA itself
-    /// where the plan did not).
-    Locked,
-}
-
 /// `--decode`: who decodes files and network streams.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decode {
@@ -76,7 +61,7 @@ pub struct Asked {
     pub on_device: bool,
     /// Where a CPU decoder's pictures are decoded: lent from a pool of its own (page-locked
     /// where the run's backend may be CUDA's), or copied into the slots.
-    pub pictures: Pictures,
+    pub pictures: super::Pictures,
     /// A live network stream is opened again when lost (`reconnect`): several inputs, or
     /// `--reconnect`.
     pub reconnect: bool,
