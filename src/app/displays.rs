@@ -226,7 +226,8 @@ pub(super) fn open_view(
         .iter()
         .filter_map(|i| Some(i.record.as_ref()?.input.clone()));
     let sources = plan.inputs().iter().map(|i| i.source.clone()).collect();
-    let view = View::open(serve.clone())?.opening(&names);
+    // Everything the view answers from is given before it answers (`Web::bind`).
+    let view = View::bind(serve.clone())?.opening(&names);
     let view = view.with_recordings(indexes, recorded.collect(), sources);
     let feeds = recordings.live_feeds();
     let live = names
@@ -234,10 +235,11 @@ pub(super) fn open_view(
         .cloned()
         .zip(feeds.into_iter().chain(std::iter::repeat(None)));
     let view = view.with_live(live.collect())?;
-    Ok(Some(match recent {
+    let view = match recent {
         Some(recent) => view.with_events(recent),
         None => view,
-    }))
+    };
+    Ok(Some(view.start()?))
 }
 
 #[cfg(not(feature = "ffmpeg"))]

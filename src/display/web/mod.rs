@@ -232,6 +232,8 @@ pub struct Web {
     last_handoff: Option<Instant>,
     address: String,
     threads: Vec<thread::JoinHandle<()>>,
+    /// The socket and the keys' sender, until the server starts (`start`).
+    unstarted: Option<(TcpListener, crossbeam_channel::Sender<Ask>)>,
     /// A spare buffer for the next frame handed to the encoder.
     spare: Vec<u8>,
     /// Each input's name, by the pipeline's input number, and those that failed to open.
@@ -252,6 +254,13 @@ impl Web {
     /// settings: until `with_knobs` gives them, the controls act on one band of a frame
     /// with no rows, page-locked.
     pub fn open(settings: Settings) -> Result<Self> {
+        Self::bind(settings)?.start()
+    }
+
+    /// The view bound to its address as `settings` say, not answering yet: what it is
+    /// given before `start` (`with_events`, `with_recordings`, `with_live`, `opening`) is
+    /// there from its first answer (a request in between would be told the run has none).
+    pub fn bind(settings: Settings) -> Result<Self> {
         let addr = settings.addr;
         let server = TcpListener::bind(addr)
             .map_err(|e| anyhow::anyhow!("--serve {addr}: can't listen there ({e})"))?;
@@ -279,26 +288,6 @@ impl Web {
             control: std::sync::OnceLock::new(),
         });
         let (key_tx, keys) = unbounded();
-        let serving = {
-            let shared = shared.clone();
-            thread::Builder::new()
-                .name("web server".into())
-                .spawn(move || server::run(server, shared, key_tx))?
-        };
-        let encoding = {
-            let shared = shared.clone();
-            thread::Builder::new()
-                .name("web encoder".into())
-                .spawn(move || encode_frames(&shared))?
-        };
-        // The whole address, token included: the user opens it as it is (the token is in
-        // this process's own log, which only its user reads), so it is not redacted.
-        if crate::msg::enabled(crate::msg::Level::Normal) {
-            crate::msg::stderr_as_is(format_args!(
-                "framepipe: the browser view is at http://{address}/{}\n",
-                shared.access.page_query()
-            ));
-        }
         Ok(Self {
             shared,
             keys,
@@ -309,7 +298,8 @@ impl Web {
             },
             last_handoff: None,
             address,
-            threads: vec![serving, encoding],
+            threads: Vec::new(),
+            unstarted: Some((server, key_tx)),
             spare: Vec::new(),
             labels: (Vec::new(), Vec::new()),
             snapped: None,
@@ -323,6 +313,37 @@ impl Web {
                 })
                 .collect(),
         })
+    }
+
+    /// Starts answering (once): the server's and the encoder's threads, and the address
+    /// said.
+    pub fn start(mut self) -> Result<Self> {
+        let Some((server, key_tx)) = self.unstarted.take() else {
+            return Ok(self);
+        };
+        let serving = {
+            let shared = self.shared.clone();
+            thread::Builder::new()
+                .name("web server".into())
+                .spawn(move || server::run(server, shared, key_tx))?
+        };
+        let encoding = {
+            let shared = self.shared.clone();
+            thread::Builder::new()
+                .name("web encoder".into())
+                .spawn(move || encode_frames(&shared))?
+        };
+        self.threads = vec![serving, encoding];
+        // The whole address, token included: the user opens it as it is (the token is in
+        // this process's own log, which only its user reads), so it is not redacted.
+        if crate::msg::enabled(crate::msg::Level::Normal) {
+            crate::msg::stderr_as_is(format_args!(
+                "framepipe: the browser view is at http://{}/{}\n",
+                self.address,
+                self.shared.access.page_query()
+            ));
+        }
+        Ok(self)
     }
 
     /// Names the inputs in `/healthz` and `/metrics`: `labels` by the pipeline's input
