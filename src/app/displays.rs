@@ -211,6 +211,7 @@ pub(super) fn open_view(
     plan: &RunPlan,
     recordings: &super::recordings::Recordings,
     recent: Option<std::sync::Arc<crate::events::recent::Recent>>,
+    takes_inputs: bool,
 ) -> Result<Option<View>> {
     let Some(serve) = &plan.display().serve else {
         return Ok(None);
@@ -239,6 +240,10 @@ pub(super) fn open_view(
         Some(recent) => view.with_events(recent),
         None => view,
     };
+    let view = match takes_inputs {
+        true => view.taking_inputs(),
+        false => view,
+    };
     Ok(Some(view.start()?))
 }
 
@@ -247,6 +252,7 @@ pub(super) fn open_view(
     plan: &RunPlan,
     _: &super::recordings::Recordings,
     _: Option<std::sync::Arc<crate::events::recent::Recent>>,
+    _: bool,
 ) -> Result<Option<View>> {
     match plan.display().serve {
         Some(never) => match never {},

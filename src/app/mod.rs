@@ -151,7 +151,7 @@ fn run_plan(
     crate::budget::make_room_for_fds(plan.inputs().len())?;
     let recordings = recordings::Recordings::start(plan)?;
     let recent = recent_events(plan);
-    let mut view = displays::open_view(plan, &recordings, recent.clone())?;
+    let mut view = displays::open_view(plan, &recordings, recent.clone(), takes_inputs(plan, to))?;
     let Some(mut inputs) = opening::open(stop, plan, &recordings)? else {
         ending.leave_a_thread_behind();
         info!("stopped while the input was opening; nothing was written");
@@ -231,6 +231,12 @@ fn end_run(
     report::finish(plan.reports(), ran, places, ending)
 }
 
+/// Whether inputs may join and leave the run while it goes (a wall, not an embedding
+/// program's run).
+fn takes_inputs(plan: &RunPlan, to: Option<&sink::handover::HandTo>) -> bool {
+    plan.takes_joins() && to.is_none()
+}
+
 /// The running wall's service, where inputs may join and leave (`joins`): the browser
 /// view's API changes the inputs through it, and the inputs file's watcher hands it its
 /// changes; the view is told each input's source by the pipeline's number (`order[k]`: the
@@ -247,7 +253,7 @@ fn serve_joins(
     Option<pipeline::Joins>,
     Option<Service>,
 ) {
-    let joins = (plan.takes_joins() && to.is_none())
+    let joins = takes_inputs(plan, to)
         .then(|| pipeline::Joins::new(pipeline::MAX_INPUTS.saturating_sub(order.len())));
     let joined = view.as_ref().map(|v| v.joined());
     if let Some(joined) = &joined {

@@ -206,6 +206,9 @@ pub(crate) struct Shared {
     /// The run's inputs changed while it goes (`POST`/`DELETE /api/inputs`), where it takes
     /// them.
     control: std::sync::OnceLock<Arc<dyn api::Inputs>>,
+    /// The run will take inputs once they are open (`taking_inputs`): until `control` is
+    /// there, a change is told to come back, not that the run takes none.
+    will_take_inputs: AtomicBool,
 }
 
 /// Tells the browser view of inputs that join the run while it goes (`Web::joined`).
@@ -286,6 +289,7 @@ impl Web {
             live: std::sync::OnceLock::new(),
             sources: Mutex::new(Vec::new()),
             control: std::sync::OnceLock::new(),
+            will_take_inputs: AtomicBool::new(false),
         });
         let (key_tx, keys) = unbounded();
         Ok(Self {
@@ -388,6 +392,12 @@ impl Web {
         if let Ok(mut s) = self.shared.sources.lock() {
             *s = sources;
         }
+        self
+    }
+
+    /// The run takes inputs while it goes, once its inputs are open (`with_control`).
+    pub fn taking_inputs(self) -> Self {
+        self.shared.will_take_inputs.store(true, Ordering::SeqCst);
         self
     }
 

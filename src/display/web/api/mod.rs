@@ -174,6 +174,15 @@ fn change(
     code: StatusCode,
 ) -> Response<Body> {
     let Some(control) = shared.control.get() else {
+        if shared
+            .will_take_inputs
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return refuse(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the run is still opening its inputs: ask again in a moment",
+            );
+        }
         return refuse(StatusCode::SERVICE_UNAVAILABLE, "this run takes no inputs while it goes (it is not a wall: give --inputs, --config or --serve with several inputs)");
     };
     match with(control.as_ref()) {
