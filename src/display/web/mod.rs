@@ -26,7 +26,10 @@
 //! (`kernel:` is refused: the server's files are named on its command line only); an
 //! input's name reaches the page without an address's user and password, and the page
 //! shows it as text, never as markup; the server binds to 127.0.0.1
-//! unless an address is given; `finish` stops the server and the encoder within a poll
+//! unless an address is given; it answers only once it has been given everything it
+//! answers from (`bind`, then `start`: a request in between waits in the socket's
+//! backlog), and a wall's input changes asked before its inputs are open are told to come
+//! back (`taking_inputs`); `finish` stops the server and the encoder within a poll
 //! (`POLL`).
 
 pub mod access;
