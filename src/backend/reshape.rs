@@ -95,14 +95,7 @@ fn steps_of(chain: &Chain, size: FrameSize, s: &Arc<CudaStream>) -> Result<Vec<S
     while i < filters.len() {
         if let Filter::Geometry(g) = &filters[i] {
             let to = g.output(at).map_err(anyhow::Error::msg)?;
-            let bilinear = matches!(
-                g,
-                Geometry::Scale {
-                    sampling: Sampling::Bilinear,
-                    ..
-                }
-            );
-            let taps = bilinear.then(|| Taps::new(s, at, to)).transpose()?;
+            let taps = taps_of(g, (at, to), s)?;
             let (g, from) = (*g, at);
             steps.push(Step::Geometry { g, from, to, taps });
             (at, i) = (to, i + 1);
@@ -120,6 +113,23 @@ fn steps_of(chain: &Chain, size: FrameSize, s: &Arc<CudaStream>) -> Result<Vec<S
     Ok(steps)
 }
 
+/// `g`'s taps on the device from a `from` picture to a `to` one, where it is a bilinear
+/// scale; None for any other filter.
+fn taps_of(
+    g: &Geometry,
+    (from, to): (FrameSize, FrameSize),
+    s: &Arc<CudaStream>,
+) -> Result<Option<Taps>> {
+    let bilinear = matches!(
+        g,
+        Geometry::Scale {
+            sampling: Sampling::Bilinear,
+            ..
+        }
+    );
+    bilinear.then(|| Taps::new(s, from, to)).transpose()
+}
+
 /// The steps of `chain` (which `pixel::planes::fits` `format`) on the planes of `size`
 /// frames, each bilinear scale's taps at each plane's sizes.
 fn plane_steps_of(
@@ -128,22 +138,14 @@ fn plane_steps_of(
     size: FrameSize,
     s: &Arc<CudaStream>,
 ) -> Result<Vec<Step>> {
-    let taps_of = |job: PlaneJob| -> Result<(PlaneJob, Option<Taps>)> {
-        let bilinear = matches!(
-            job.g,
-            Geometry::Scale {
-                sampling: Sampling::Bilinear,
-                ..
-            }
-        );
-        let taps = bilinear.then(|| Taps::new(s, job.from.1, job.to.1));
-        Ok((job, taps.transpose()?))
+    let with_taps = |job: PlaneJob| -> Result<(PlaneJob, Option<Taps>)> {
+        Ok((job, taps_of(&job.g, (job.from.1, job.to.1), s)?))
     };
     plane_steps(chain, format, size)
         .into_iter()
         .map(|step| match step {
             PlaneStep::Geometry(jobs, _) => Ok(Step::Planes(
-                jobs.into_iter().map(taps_of).collect::<Result<_>>()?,
+                jobs.into_iter().map(with_taps).collect::<Result<_>>()?,
             )),
             PlaneStep::Text(index, size) => Ok(Step::PlanesText { index, size }),
         })
