@@ -7,7 +7,9 @@
 //!
 //! A source has a fixed frame size and pixel format, known once it is open. `read` fills a
 //! ring buffer with the next frame: packed BGR, or the source's own YUV layout, which the
-//! backend converts (so that a frame crosses the CPU and PCIe as it came). `skip` consumes
+//! backend converts (so that a frame crosses the CPU and PCIe as it came); a decoder may
+//! instead lend the frame where it lies (`lent`: NVDEC's surface, or a picture of the
+//! CPU decoder's own pool, as `Pictures` says), and the slot's buffer is not written. `skip` consumes
 //! one frame without keeping it, which live sources do when the ring stays full (past a
 //! frame's time, and the patience `burst_budget` gives a source that buffers what arrives)
 //! so that what is shown stays fresh.
