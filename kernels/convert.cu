@@ -155,19 +155,19 @@ extern "C" __global__ void fp_repack420(const u8* __restrict__ src, u8* __restri
 }
 
 // `src`: a packed BGR frame of `width` x `height`; `dst`: the same frame laid out for a
-// model by `tables` (`pixel::lookup`): channel c (R, G, B) of pixel i becomes the
-// `element`-byte entry c * 256 + value of `tables`, at element c * n + i (`planar`) or
-// 3 * i + c. One thread per pixel.
+// model by `tables` (`pixel::lookup`): output channel c (R, G, B; B, G, R where `bgr`) of
+// pixel i becomes the `element`-byte entry c * 256 + value of `tables`, at element
+// c * n + i (`planar`) or 3 * i + c. One thread per pixel.
 extern "C" __global__ void fp_lay_out(const u8* __restrict__ src, u8* __restrict__ dst,
                                       int width, int height, int planar, int element,
-                                      const u8* __restrict__ tables) {
+                                      const u8* __restrict__ tables, int bgr) {
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
     const int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;
     const long long n = (long long)width * height, i = (long long)y * width + x;
     const u8* px = src + i * 3;
     for (int c = 0; c < 3; ++c) {
-        const u8* t = tables + (c * 256 + px[2 - c]) * element;
+        const u8* t = tables + (c * 256 + px[bgr ? c : 2 - c]) * element;
         u8* o = dst + (planar ? c * n + i : i * 3 + c) * element;
         for (int k = 0; k < element; ++k) o[k] = t[k];
     }

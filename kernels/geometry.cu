@@ -103,3 +103,32 @@ extern "C" __global__ void fp_scale_area(const u8* __restrict__ src, u8* __restr
     u8* d = dst + ((long long)oy * ow + ox) * px;
     for (int c = 0; c < px; ++c) d[c] = (u8)((sum[c] + total / 2) / total);
 }
+
+// OpenCV's INTER_LINEAR resize of a packed BGR `src` (iw x ih) to sw x sh, placed at
+// (left, top) of the BGR canvas `dst` (cw x ch) whose other pixels are `pad`
+// (`pixel::linear`). `taps`: sw (a, b, w) triples across, then sh down, w of 1 << 11.
+// One thread a canvas pixel; the same integer arithmetic as the CPU's, one rounding.
+extern "C" __global__ void fp_fit_linear(const u8* __restrict__ src, u8* __restrict__ dst,
+                                         int iw, int cw, int ch, int sw, int sh, int left,
+                                         int top, int pad, const int* __restrict__ taps) {
+    const int ox = blockIdx.x * blockDim.x + threadIdx.x;
+    const int oy = blockIdx.y * blockDim.y + threadIdx.y;
+    if (ox >= cw || oy >= ch) return;
+    u8* d = dst + ((long long)oy * cw + ox) * 3;
+    const int x = ox - left, y = oy - top;
+    if (x < 0 || x >= sw || y < 0 || y >= sh) {
+        d[0] = d[1] = d[2] = (u8)pad;
+        return;
+    }
+    const long long one = 1LL << 11, round = 1LL << 21;
+    const int* tx = taps + 3 * x;
+    const int* ty = taps + 3 * (sw + y);
+    const u8* ra = src + (long long)ty[0] * iw * 3;
+    const u8* rb = src + (long long)ty[1] * iw * 3;
+    for (int c = 0; c < 3; ++c) {
+        const long long a = ra[tx[0] * 3 + c] * (one - tx[2]) + ra[tx[1] * 3 + c] * (long long)tx[2];
+        const long long b = rb[tx[0] * 3 + c] * (one - tx[2]) + rb[tx[1] * 3 + c] * (long long)tx[2];
+        long long v = (a * (one - ty[2]) + b * ty[2] + round) >> 22;
+        d[c] = (u8)(v < 0 ? 0 : (v > 255 ? 255 : v));
+    }
+}

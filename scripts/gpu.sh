@@ -57,6 +57,12 @@ for line in sys.stdin:
     # The CUDA context's own cost, the floor under the start-up (scripts/bench/startup.sh).
     gcc -O2 -o "$BUNDLE/cudactx" scripts/tools/cudactx.c -ldl
     find "$BUNDLE" -maxdepth 1 -type f -exec strip {} +
+    # ONNX Runtime's CPU library and the PP-OCRv4 detector (scripts/setup.sh's copies):
+    # --detect with the CUDA backend, its pictures fitted on the device (tests/gpu.rs).
+    if compgen -G "target/ort/libonnxruntime.so*" >/dev/null; then
+        mkdir -p "$BUNDLE/ort"
+        cp target/ort/libonnxruntime.so* target/ort/ch_PP-OCRv4_det_infer.onnx "$BUNDLE/ort/"
+    fi
     ls -la "$BUNDLE"
 }
 
@@ -65,6 +71,10 @@ run() {
     mkdir -p "$out"
     # Tests that run the binary take this one (cargo's path is this machine's).
     export FRAMEPIPE_BIN="$PWD/$BUNDLE/framepipe"
+    # --detect's library, and the model beside it (`bundle`).
+    local ort
+    ort=$(compgen -G "$PWD/$BUNDLE/ort/libonnxruntime.so*" | sort | tail -1 || true)
+    [ -n "$ort" ] && export ORT_DYLIB_PATH="$ort"
     "$BUNDLE/framepipe" doctor 2>&1 | tee "$out/doctor.txt"
     if [ "${SKIP_TESTS:-0}" != 1 ]; then
         # The GPU tests, and the CPU backend's beside them (the others need OpenCV or ffmpeg).

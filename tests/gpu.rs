@@ -1006,3 +1006,177 @@ fn cuda_mosaic_is_laid_out_again_as_inputs_join_and_leave() {
         common::run::try_http(port, "GET", path, "").map_or(0, |(s, _)| s)
     }
 }
+
+/// A packed BGR picture of `size` with edges, gradients and noise (every byte value).
+fn busy_picture(size: FrameSize) -> Vec<u8> {
+    let mut seed = 0x9e37_79b9u32;
+    (0..size.bytes())
+        .map(|i| {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            let (x, y) = ((i / 3) % size.width, (i / 3) / size.width);
+            match (x / 16 + y / 16) % 3 {
+                0 => (seed >> 24) as u8,
+                1 => ((x * 255) / size.width.max(1)) as u8,
+                _ => {
+                    if (x / 7 + y / 5) % 2 == 0 {
+                        250
+                    } else {
+                        3
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
+/// `--detect`'s pictures fitted to a model on the device (`backend::fit`): the same floats,
+/// bit for bit, as the CPU makes (`pixel::linear::place`, `Lookup::apply_f32`), for each
+/// family's fitting (YOLO's letterbox into square and oblong inputs, DB's resize to
+/// multiples of 32 in B, G, R, SSD's stretch in planes or pixels, floats or bytes) and
+/// pictures wide, tall, odd and smaller than the model's input.
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_fits_pictures_to_models_bit_for_bit() {
+    use framepipe::detect::{db, ssd, yolo};
+    use framepipe::pixel::linear::{self, Placed};
+    if !cuda_or_skip("cuda_fits_pictures_to_models_bit_for_bit") {
+        return;
+    }
+    let ctx = device::open_device(device::DEFAULT_DEVICE).expect("the device");
+    let mut fit = framepipe::backend::fit::ModelFit::new(&ctx).expect("the model's fitting");
+    let mut runs = 0;
+    for (w, h) in [(1920, 1080), (1280, 720), (641, 479), (33, 17), (480, 1920)] {
+        let size = FrameSize::new(w, h);
+        let bgr = busy_picture(size);
+        let cases = [
+            (
+                yolo::letterbox(size, FrameSize::new(640, 640)).0,
+                yolo::lookup(),
+            ),
+            (
+                yolo::letterbox(size, FrameSize::new(320, 256)).0,
+                yolo::lookup(),
+            ),
+            (Placed::whole(db::fed_size(size)), db::lookup()),
+            (
+                Placed::whole(FrameSize::new(300, 300)),
+                ssd::lookup(false, true),
+            ),
+            (
+                Placed::whole(FrameSize::new(320, 320)),
+                ssd::lookup(true, false),
+            ),
+        ];
+        for (placed, lookup) in cases {
+            let cpu = lookup.apply_f32(placed.canvas, &linear::place(&bgr, size, &placed));
+            let gpu = fit
+                .fit(&bgr, size, &placed, &lookup)
+                .expect("fitted on the device");
+            assert_eq!(cpu.len(), gpu.len());
+            let differ = cpu
+                .iter()
+                .zip(&gpu)
+                .filter(|(a, b)| a.to_bits() != b.to_bits())
+                .count();
+            assert_eq!(
+                differ, 0,
+                "{size} fitted as {placed:?}: {differ} floats differ"
+            );
+            runs += 1;
+        }
+    }
+    println!("model fitting on the device == the CPU's: {runs} pictures, every float the same");
+}
+
+/// The text detector (PP-OCRv4, as tests/detect.rs runs it) on a clip of burned-in words,
+/// with the CUDA backend (the pictures fitted on the device) and with the CPU backend:
+/// the same boxes on every frame. ONNX Runtime's library and the model are those
+/// `ORT_DYLIB_PATH` names and the model beside it (`scripts/gpu.sh pack` carries both), or
+/// the project's copy.
+#[test]
+#[ignore = "needs CUDA: scripts/gpu.sh run"]
+fn cuda_detection_finds_what_the_cpu_finds() {
+    use common::run::{framepipe, stderr, TempDir};
+    use std::time::Duration;
+    if !cuda_or_skip("cuda_detection_finds_what_the_cpu_finds") {
+        return;
+    }
+    let name = "ch_PP-OCRv4_det_infer.onnx";
+    let model = std::env::var_os("ORT_DYLIB_PATH")
+        .and_then(|l| std::path::Path::new(&l).parent().map(|d| d.join(name)))
+        .filter(|m| m.is_file())
+        .unwrap_or_else(|| {
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/ort")
+                .join(name)
+        });
+    assert!(model.is_file(), "{} is missing", model.display());
+    let dir = TempDir::new("cuda-detect");
+    let clip = dir.join("words.mp4");
+    let made = framepipe(
+        &[
+            "-i",
+            "pattern:1280x720:25",
+            "--frames",
+            "12",
+            "--backend",
+            "cpu",
+            "-f",
+            "text:FRAMEPIPE,x=80,y=90,size=56,text:CAMERA,x=640,y=330,size=48,text:GATE,x=240,y=560,size=64",
+            "-o",
+            clip.to_str().unwrap(),
+        ],
+        Duration::from_secs(120),
+    );
+    assert!(made.status.success(), "{}", stderr(&made));
+    let detect = |backend: &str| {
+        let jsonl = dir.join(&format!("{backend}.jsonl"));
+        let run = framepipe(
+            &[
+                "-i",
+                clip.to_str().unwrap(),
+                "--decode",
+                "cpu",
+                "--backend",
+                backend,
+                "--detect",
+                model.to_str().unwrap(),
+                "--detect-provider",
+                "cpu",
+                "--detections",
+                jsonl.to_str().unwrap(),
+            ],
+            Duration::from_secs(300),
+        );
+        assert!(run.status.success(), "{backend}: {}", stderr(&run));
+        let text = std::fs::read_to_string(&jsonl).unwrap();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (lines, stderr(&run))
+    };
+    let (cpu, _) = detect("cpu");
+    let (cuda, said) = detect("cuda");
+    assert!(
+        said.contains("pictures fitted to the model on the GPU"),
+        "the CUDA run did not fit on the GPU:\n{said}"
+    );
+    assert_eq!(cpu.len(), 12, "one line a frame");
+    assert_eq!(cuda.len(), cpu.len());
+    for (a, b) in cpu.iter().zip(&cuda) {
+        assert_eq!(a["pts"], b["pts"]);
+        assert_eq!(
+            a["detections"], b["detections"],
+            "frame at pts {}",
+            a["pts"]
+        );
+        assert!(a["detections"].as_array().is_some_and(|d| d.len() >= 3));
+    }
+    println!(
+        "detection with the CUDA backend == the CPU's: {} frames",
+        cpu.len()
+    );
+}

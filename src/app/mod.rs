@@ -141,7 +141,7 @@ fn run_plan(
     let since = || crate::stats::ms(started.elapsed());
     let mut claims = claims::claim(plan)?;
     // The detector is opened, and its family known, before any input is.
-    let model = plan.detect().map(crate::detect::Model::open).transpose()?;
+    let mut model = plan.detect().map(crate::detect::Model::open).transpose()?;
     if !displays::window_possible_unless_stopped(plan.display(), stop)? {
         return Ok(());
     }
@@ -182,6 +182,9 @@ fn run_plan(
     let backend = first.make_backend()?;
     crate::debug!("start-up: backend made at {:.1} ms", since());
     info!("backend: {}", backend.describe());
+    if let (Some(model), Some(ctx)) = (model.as_mut(), backend.cuda_context()) {
+        model.fit_on(&ctx);
+    }
     let mut opts = first.options(user_kernels(plan, &first.backend)?);
     opts.joins = joins.clone();
     let progress = opts.progress.clone();

@@ -170,6 +170,10 @@ impl CudaBackend {
 }
 
 impl Backend for CudaBackend {
+    fn cuda_context(&self) -> Option<Arc<cudarc::driver::CudaContext>> {
+        Some(self.device.ctx.clone())
+    }
+
     fn describe(&self) -> String {
         let (idle, busy) = (self.cfg.plan.len(), self.cfg.busy_plan.len());
         format!(

@@ -64,10 +64,11 @@ enum Kernel {
     ScaleBilinear,
     ScaleArea,
     LayOut,
+    FitLinear,
 }
 
 impl Kernel {
-    const ALL: [Kernel; 22] = [
+    const ALL: [Kernel; 23] = [
         Kernel::CopyBytes,
         Kernel::Copy,
         Kernel::Invert,
@@ -90,6 +91,7 @@ impl Kernel {
         Kernel::ScaleBilinear,
         Kernel::ScaleArea,
         Kernel::LayOut,
+        Kernel::FitLinear,
     ];
 
     fn name(self) -> &'static str {
@@ -116,6 +118,7 @@ impl Kernel {
             Kernel::ScaleBilinear => "fp_scale_bilinear",
             Kernel::ScaleArea => "fp_scale_area",
             Kernel::LayOut => "fp_lay_out",
+            Kernel::FitLinear => "fp_fit_linear",
         }
     }
 }
@@ -807,10 +810,48 @@ impl ChainKernels {
         });
         let sides = [size.width as i32, size.height as i32];
         let (planar, element) = (i32::from(lookup.planar), lookup.element as i32);
+        let bgr = i32::from(lookup.bgr);
         let mut b = s.launch_builder(self.func(Kernel::LayOut));
         b.arg(&src).arg(&dst).arg(&sides[0]).arg(&sides[1]);
-        b.arg(&planar).arg(&element).arg(&tables);
+        b.arg(&planar).arg(&element).arg(&tables).arg(&bgr);
         go(&mut b, grid).context("launching the layout kernel")
+    }
+
+    /// Queues on `s` the packed BGR `size` picture at `src` resized and placed on the
+    /// canvas at `dst` as `placed` says (`pixel::linear`), with the tap tables at `taps`
+    /// (`linear_taps`).
+    pub fn fit_linear(
+        &self,
+        s: &CudaStream,
+        [src, dst, taps]: [u64; 3],
+        size: FrameSize,
+        placed: &crate::pixel::linear::Placed,
+    ) -> Result<()> {
+        let canvas = placed.canvas;
+        let grid = grid_2d(View {
+            width: canvas.width,
+            rows: canvas.height,
+            row0: 0,
+            height: canvas.height,
+        });
+        let ints = [
+            size.width,
+            canvas.width,
+            canvas.height,
+            placed.scaled.width,
+            placed.scaled.height,
+            placed.at.0,
+            placed.at.1,
+            usize::from(placed.pad),
+        ]
+        .map(|v| v as i32);
+        let mut b = s.launch_builder(self.func(Kernel::FitLinear));
+        b.arg(&src).arg(&dst);
+        for i in &ints {
+            b.arg(i);
+        }
+        b.arg(&taps);
+        go(&mut b, grid).context("launching the model's resize kernel")
     }
 
     fn launch(

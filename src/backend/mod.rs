@@ -26,6 +26,7 @@ mod copies;
 pub mod cpu;
 pub mod cuda;
 pub mod device;
+pub mod fit;
 pub mod host_lend;
 pub mod kcache;
 mod kernels;
@@ -73,6 +74,11 @@ pub trait Backend: Send {
     /// picture of it is ready; `fetch` says whether to bring what the last frames composed
     /// (None where the run has no mosaic).
     fn picture(&mut self, fetch: Fetch) -> Result<Option<Picture>>;
+    /// The CUDA context it runs on, where it runs on a device (the detector fits its
+    /// pictures there: `fit::ModelFit`).
+    fn cuda_context(&self) -> Option<std::sync::Arc<cudarc::driver::CudaContext>> {
+        None
+    }
 }
 
 /// The size of frame a backend makes of a frame of a size (`Backend::resizer`).

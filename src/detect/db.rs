@@ -12,6 +12,7 @@
 
 use super::Detection;
 use crate::frame::FrameSize;
+use crate::pixel::lookup::Lookup;
 
 /// The shorter side the picture is brought up to.
 pub const LIMIT_SIDE: usize = 736;
@@ -37,67 +38,10 @@ pub fn fed_size(size: FrameSize) -> FrameSize {
     FrameSize::new(side(w), side(h))
 }
 
-/// The model's input for a packed BGR picture of `size`: (N=1, 3, H, W) floats, and H, W.
-pub fn prepare(bgr: &[u8], size: FrameSize) -> (Vec<f32>, FrameSize) {
-    let fed = fed_size(size);
-    let resized = resize_linear(bgr, size, fed);
-    let plane = fed.width * fed.height;
-    let mut out = vec![0f32; 3 * plane];
-    for (i, px) in resized.chunks_exact(3).enumerate() {
-        for c in 0..3 {
-            out[c * plane + i] = f32::from(px[c]) / 127.5 - 1.0;
-        }
-    }
-    (out, fed)
-}
-
-/// OpenCV's `INTER_LINEAR` resize of packed BGR: pixel centres mapped, 11-bit weights each
-/// way, rounded once.
-pub(super) fn resize_linear(src: &[u8], from: FrameSize, to: FrameSize) -> Vec<u8> {
-    const BITS: u32 = 11;
-    let one = 1i64 << BITS;
-    let taps = |n_in: usize, n_out: usize| -> Vec<(usize, usize, i64)> {
-        let scale = n_in as f64 / n_out as f64;
-        (0..n_out)
-            .map(|o| {
-                let f = (o as f64 + 0.5) * scale - 0.5;
-                let mut s = f.floor() as i64;
-                let mut frac = f - s as f64;
-                if s < 0 {
-                    s = 0;
-                    frac = 0.0;
-                }
-                if s >= n_in as i64 - 1 {
-                    s = n_in as i64 - 1;
-                    frac = 0.0;
-                }
-                let w1 = (frac * one as f64).round() as i64;
-                let s = s as usize;
-                (s, (s + 1).min(n_in - 1), w1)
-            })
-            .collect()
-    };
-    let (xs, ys) = (taps(from.width, to.width), taps(from.height, to.height));
-    let stride = from.width * 3;
-    let mut rows = vec![0i64; from.height * to.width * 3];
-    for y in 0..from.height {
-        let line = &src[y * stride..(y + 1) * stride];
-        for (ox, &(a, b, w1)) in xs.iter().enumerate() {
-            for c in 0..3 {
-                let v = i64::from(line[a * 3 + c]) * (one - w1) + i64::from(line[b * 3 + c]) * w1;
-                rows[(y * to.width + ox) * 3 + c] = v;
-            }
-        }
-    }
-    let mut out = vec![0u8; to.width * to.height * 3];
-    let round = 1i64 << (2 * BITS - 1);
-    for (oy, &(a, b, w1)) in ys.iter().enumerate() {
-        for i in 0..to.width * 3 {
-            let v = rows[a * to.width * 3 + i] * (one - w1) + rows[b * to.width * 3 + i] * w1;
-            out[oy * to.width * 3 + i] = ((v + round) >> (2 * BITS)).clamp(0, 255) as u8;
-        }
-    }
-    out
+/// How the model is fed its pictures, resized to `fed_size` (`linear::Placed::whole`): B, G,
+/// R planes of `v / 127.5 - 1`.
+pub fn lookup() -> Lookup {
+    Lookup::planes(|_, v| (f32::from(v) / 127.5 - 1.0).to_ne_bytes()).in_bgr()
 }
 
 /// The boxes of a `map` (the model's output of `map_size`) in a `picture`'s pixels, kept

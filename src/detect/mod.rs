@@ -1,11 +1,14 @@
 //! `--detect MODEL.onnx`: an object detector run on the pictures, through ONNX Runtime
 //! (the `ort` crate, its library loaded at run time: `runtime`). What the model says is read
-//! from the model itself: its outputs name the family (`Family::of`), each family's decoding
-//! a file of its own (`db`: PaddleOCR's text detector, a probability map to boxes; `yolo`:
-//! Ultralytics' v5, v8/v11 and NMS'd layouts, class names from the model's `names`; `ssd`:
-//! boxes, scores and classes as separate outputs, TensorFlow's and SSD's own head). The
-//! pictures of one size go through the model as one batch where it takes one
-//! (`Model::detect_batch`); `seen` keeps what was found last, for those who draw it.
+//! from the model itself: its outputs name the family (`Family::of`), each family's fitting
+//! and decoding a file of its own (`db`: PaddleOCR's text detector, a probability map to
+//! boxes; `yolo`: Ultralytics' v5, v8/v11 and NMS'd layouts, class names from the model's
+//! `names`; `ssd`: boxes, scores and classes as separate outputs, TensorFlow's and SSD's own
+//! head). A picture is fitted to the model (`pixel::linear`'s placing, the family's
+//! `pixel::lookup`) on the CPU, or on the device where the run's backend is CUDA's
+//! (`Model::fit_on`, `backend::fit`: the same floats). The pictures of one size go through
+//! the model as one batch where it takes one (`Model::detect_batch`); `seen` keeps what was
+//! found last, for those who draw it.
 //!
 //! Invariants: a model is opened, and its family known, before the first frame (a bad
 //! model is one line and exit 1); a machine without ONNX Runtime runs everything else and
@@ -21,6 +24,8 @@ pub mod yolo;
 use std::path::{Path, PathBuf};
 
 use crate::frame::FrameSize;
+use crate::pixel::linear::Placed;
+use crate::pixel::lookup::Lookup;
 
 /// What `--detect` and its companions ask for, checked by the plan.
 #[derive(Clone, Debug, PartialEq)]
@@ -245,6 +250,10 @@ pub struct Model {
     /// The batch the model takes at most where it fixes one (None: any).
     batch: Option<usize>,
     feed: Feed,
+    /// How its pictures are laid out and normalised (the family's own).
+    lookup: Lookup,
+    /// Where the pictures are fitted on the device (`fit_on`), else on the CPU.
+    device: Option<crate::backend::fit::ModelFit>,
 }
 
 /// The execution providers a session is given for `asked`, and what it runs on, in words;
@@ -340,7 +349,14 @@ impl Model {
                 .unwrap_or_default(),
         };
         crate::info!("detection: {} ({family:?}) on {on}", path.display());
+        let lookup = match family {
+            Family::Db => db::lookup(),
+            Family::Yolo(_) => yolo::lookup(),
+            Family::Ssd(_) => ssd::lookup(feed.nhwc, !feed.bytes),
+        };
         Ok(Self {
+            lookup,
+            device: None,
             session,
             family,
             input,
@@ -352,6 +368,21 @@ impl Model {
             feed,
             batch: (input_dims[0] > 0).then_some(input_dims[0] as usize),
         })
+    }
+
+    /// Fits its pictures to the model on `ctx`'s device from now on (the run's backend is
+    /// CUDA's): the same floats as on the CPU (`backend::fit`); where the device can't, it
+    /// says so and goes on with the CPU.
+    pub fn fit_on(&mut self, ctx: &std::sync::Arc<cudarc::driver::CudaContext>) {
+        match crate::backend::fit::ModelFit::new(ctx) {
+            Ok(fit) => {
+                crate::info!("detection: pictures fitted to the model on the GPU");
+                self.device = Some(fit);
+            }
+            Err(e) => {
+                crate::warn!("detection: pictures fitted on the CPU (the GPU could not: {e:#})")
+            }
+        }
     }
 
     /// Its family.
@@ -419,37 +450,44 @@ impl Model {
         Ok(found)
     }
 
-    /// One picture made ready for the model.
-    fn prepare(&self, bgr: &[u8], size: FrameSize) -> Prepared {
-        match self.family {
-            Family::Db => {
-                let (tensor, fed) = db::prepare(bgr, size);
-                Prepared {
-                    tensor,
-                    fed,
-                    size,
-                    letterbox: None,
-                }
-            }
+    /// One picture made ready for the model: placed as its family places it, laid out
+    /// and normalised by its lookup, on the device where `fit_on` put it there.
+    fn prepare(&mut self, bgr: &[u8], size: FrameSize) -> Prepared {
+        let (placed, letterbox) = match self.family {
+            Family::Db => (Placed::whole(db::fed_size(size)), None),
             Family::Yolo(_) => {
-                let (tensor, lb) = yolo::prepare(bgr, size, self.fed);
-                Prepared {
-                    tensor,
-                    fed: self.fed,
-                    size,
-                    letterbox: Some(lb),
-                }
+                let (placed, lb) = yolo::letterbox(size, self.fed);
+                (placed, Some(lb))
             }
-            Family::Ssd(_) => {
-                let Feed { nhwc, bytes } = self.feed;
-                Prepared {
-                    tensor: ssd::prepare(bgr, size, self.fed, nhwc, !bytes),
-                    fed: self.fed,
-                    size,
-                    letterbox: None,
-                }
+            Family::Ssd(_) => (Placed::whole(self.fed), None),
+        };
+        let on_device = self
+            .device
+            .as_mut()
+            .map(|d| d.fit(bgr, size, &placed, &self.lookup));
+        let tensor = match on_device {
+            Some(Ok(tensor)) => tensor,
+            Some(Err(e)) => {
+                crate::warn!(
+                    "detection: pictures fitted on the CPU from now on (the GPU failed: {e:#})"
+                );
+                self.device = None;
+                self.fit_here(bgr, size, &placed)
             }
+            None => self.fit_here(bgr, size, &placed),
+        };
+        Prepared {
+            tensor,
+            fed: placed.canvas,
+            size,
+            letterbox,
         }
+    }
+
+    /// A picture fitted as `placed` says, on the CPU.
+    fn fit_here(&self, bgr: &[u8], size: FrameSize, placed: &Placed) -> Vec<f32> {
+        let canvas = crate::pixel::linear::place(bgr, size, placed);
+        self.lookup.apply_f32(placed.canvas, &canvas)
     }
 
     /// One picture's boxes from its share of each output (values, and dimensions with a

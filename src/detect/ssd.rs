@@ -20,6 +20,7 @@
 
 use super::Detection;
 use crate::frame::FrameSize;
+use crate::pixel::lookup::Lookup;
 
 /// The least score a box is kept with, where `--detect-score` does not say.
 pub const SCORE: f32 = 0.5;
@@ -97,23 +98,15 @@ fn single(outputs: &[(String, Vec<i64>)], is: impl Fn(usize, &[i64]) -> bool) ->
     found.next().is_none().then_some(first)
 }
 
-/// The model's input for a packed BGR picture of `size`: stretched to `fed`, RGB, in
-/// planes (NCHW) or pixels (NHWC), `v / 255` where `unit` (a float input) else `v`.
-pub fn prepare(bgr: &[u8], size: FrameSize, fed: FrameSize, nhwc: bool, unit: bool) -> Vec<f32> {
-    let resized = super::db::resize_linear(bgr, size, fed);
-    let plane = fed.width * fed.height;
+/// How the model is fed its pictures, stretched to its input (`linear::Placed::whole`): RGB,
+/// in planes (NCHW) or pixels (`nhwc`), `v / 255` where `unit` (a float input) else `v`.
+pub fn lookup(nhwc: bool, unit: bool) -> Lookup {
     let scale = if unit { 1.0 / 255.0 } else { 1.0 };
-    let mut out = vec![0f32; 3 * plane];
-    for (i, px) in resized.chunks_exact(3).enumerate() {
-        for c in 0..3 {
-            let v = f32::from(px[2 - c]) * scale;
-            match nhwc {
-                true => out[i * 3 + c] = v,
-                false => out[c * plane + i] = v,
-            }
-        }
+    let planes = Lookup::planes(move |_, v| (f32::from(v) * scale).to_ne_bytes());
+    match nhwc {
+        true => planes.interleaved(),
+        false => planes,
     }
-    out
 }
 
 /// Which boxes are kept, and what they are called.

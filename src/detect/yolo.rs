@@ -12,6 +12,8 @@
 
 use super::Detection;
 use crate::frame::FrameSize;
+use crate::pixel::linear::Placed;
+use crate::pixel::lookup::Lookup;
 
 /// The least score a box is kept with, where `--detect-score` does not say.
 pub const SCORE: f32 = 0.25;
@@ -63,34 +65,34 @@ pub struct Letterbox {
     top: f32,
 }
 
-/// The model's (1, 3, H, W) input for a packed BGR picture of `size` (module doc).
-pub fn prepare(bgr: &[u8], size: FrameSize, fed: FrameSize) -> (Vec<f32>, Letterbox) {
+/// Where a packed BGR picture of `size` lies letterboxed into the model's `fed` input
+/// (module doc): scaled whole to the nearest pixel, centred as Ultralytics' `LetterBox`
+/// centres it, on grey.
+pub fn letterbox(size: FrameSize, fed: FrameSize) -> (Placed, Letterbox) {
     let scale = (fed.width as f32 / size.width as f32).min(fed.height as f32 / size.height as f32);
     let (w, h) = (
-        ((size.width as f32 * scale).round() as usize).max(1),
-        ((size.height as f32 * scale).round() as usize).max(1),
+        ((size.width as f32 * scale).round() as usize).clamp(1, fed.width),
+        ((size.height as f32 * scale).round() as usize).clamp(1, fed.height),
     );
     let (dw, dh) = ((fed.width - w) as f32 / 2.0, (fed.height - h) as f32 / 2.0);
     let (left, top) = ((dw - 0.1).round() as usize, (dh - 0.1).round() as usize);
-    let resized = super::db::resize_linear(bgr, size, FrameSize::new(w, h));
-    let plane = fed.width * fed.height;
-    let mut out = vec![f32::from(PAD) / 255.0; 3 * plane];
-    for y in 0..h {
-        for x in 0..w {
-            let p = &resized[(y * w + x) * 3..][..3];
-            let at = (y + top) * fed.width + x + left;
-            // RGB planes from BGR.
-            for c in 0..3 {
-                out[c * plane + at] = f32::from(p[2 - c]) / 255.0;
-            }
-        }
-    }
+    let placed = Placed {
+        canvas: fed,
+        scaled: FrameSize::new(w, h),
+        at: (left, top),
+        pad: PAD,
+    };
     let lb = Letterbox {
         scale,
         left: left as f32,
         top: top as f32,
     };
-    (out, lb)
+    (placed, lb)
+}
+
+/// How the letterboxed picture is fed: RGB planes of `v / 255`.
+pub fn lookup() -> Lookup {
+    Lookup::planes(|_, v| (f32::from(v) / 255.0).to_ne_bytes())
 }
 
 /// The boxes of one picture's output `data` (of `dims`, in `layout`), above `score`, NMS'd

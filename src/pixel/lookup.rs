@@ -5,9 +5,12 @@
 //! the CPU applies them here and the CUDA backend in `fp_lay_out` (`kernels/convert.cu`),
 //! so both make the same bytes by construction.
 //!
-//! Invariants: `tables` holds 3 × 256 elements, R's first, each `element` bytes in the
-//! machine's order; the frame's pixel `i`, channel `c` goes to element `c · n + i` (planar)
-//! or `3 · i + c` (interleaved) of the output.
+//! A detector fed B, G, R (PaddleOCR's) keeps the frame's own order (`Lookup::bgr`).
+//!
+//! Invariants: `tables` holds 3 × 256 elements, the first output channel's first, each
+//! `element` bytes in the machine's order; the frame's pixel `i`, output channel `c` goes
+//! to element `c · n + i` (planar) or `3 · i + c` (interleaved) of the output, read from the
+//! pixel's byte `2 - c` (R, G, B from BGR) or, `bgr`, byte `c`.
 
 use crate::frame::FrameSize;
 
@@ -18,8 +21,10 @@ pub struct Lookup {
     pub planar: bool,
     /// Bytes an element.
     pub element: usize,
-    /// R's 256 elements, then G's, then B's.
+    /// The first output channel's 256 elements, then the second's, then the third's.
     pub tables: Vec<u8>,
+    /// The output channels are B, G, R (else R, G, B).
+    pub bgr: bool,
 }
 
 impl Lookup {
@@ -30,6 +35,7 @@ impl Lookup {
             planar: false,
             element: 1,
             tables,
+            bgr: false,
         }
     }
 
@@ -46,6 +52,28 @@ impl Lookup {
             planar: true,
             element: N,
             tables,
+            bgr: false,
+        }
+    }
+
+    /// The same, its channels interleaved.
+    pub fn interleaved(self) -> Self {
+        Self {
+            planar: false,
+            ..self
+        }
+    }
+
+    /// The same, its output channels B, G, R (`value`'s `c` counts them so).
+    pub fn in_bgr(self) -> Self {
+        Self { bgr: true, ..self }
+    }
+
+    /// The byte of a BGR pixel output channel `c` is read from.
+    fn source(&self, c: usize) -> usize {
+        match self.bgr {
+            true => c,
+            false => 2 - c,
         }
     }
 
@@ -60,7 +88,7 @@ impl Lookup {
         let mut out = vec![0u8; self.bytes(size)];
         for (i, px) in bgr.chunks_exact(3).take(n).enumerate() {
             for c in 0..3 {
-                let t = (c * 256 + usize::from(px[2 - c])) * e;
+                let t = (c * 256 + usize::from(px[self.source(c)])) * e;
                 let at = match self.planar {
                     true => (c * n + i) * e,
                     false => (3 * i + c) * e,
@@ -69,5 +97,55 @@ impl Lookup {
             }
         }
         out
+    }
+
+    /// A `size` BGR frame laid out as 32-bit floats (a table of 4-byte elements: `planes`
+    /// of `f32::to_ne_bytes`): `apply`'s values, as floats.
+    pub fn apply_f32(&self, size: FrameSize, bgr: &[u8]) -> Vec<f32> {
+        assert_eq!(self.element, 4, "a table of floats has 4-byte elements");
+        let table: Vec<f32> = self
+            .tables
+            .chunks_exact(4)
+            .map(|b| f32::from_ne_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        let n = size.width * size.height;
+        let mut out = vec![0f32; 3 * n];
+        for (i, px) in bgr.chunks_exact(3).take(n).enumerate() {
+            for c in 0..3 {
+                let at = match self.planar {
+                    true => c * n + i,
+                    false => 3 * i + c,
+                };
+                out[at] = table[c * 256 + usize::from(px[self.source(c)])];
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_are_the_bytes_laid_out_in_either_order() {
+        let size = FrameSize::new(5, 3);
+        let bgr: Vec<u8> = (0..size.bytes() as u32)
+            .map(|v| (v * 53 % 256) as u8)
+            .collect();
+        let value = |c: usize, v: u8| (f32::from(v) + c as f32 * 1000.0).to_ne_bytes();
+        for lookup in [
+            Lookup::planes(value),
+            Lookup::planes(value).interleaved(),
+            Lookup::planes(value).in_bgr(),
+        ] {
+            let floats = lookup.apply_f32(size, &bgr);
+            let bytes: Vec<u8> = floats.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            assert_eq!(bytes, lookup.apply(size, &bgr));
+            // Pixel 1's first output channel: its R, or with `in_bgr` its B.
+            let first = if lookup.planar { floats[1] } else { floats[3] };
+            let byte = if lookup.bgr { bgr[3] } else { bgr[5] };
+            assert_eq!(first, f32::from(byte));
+        }
     }
 }

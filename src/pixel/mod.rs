@@ -15,6 +15,7 @@ use std::ops::Range;
 use crate::frame::FrameSize;
 
 mod convert;
+pub mod linear;
 pub mod lookup;
 pub mod planes;
 
