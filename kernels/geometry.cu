@@ -120,7 +120,7 @@ extern "C" __global__ void fp_fit_linear(const u8* __restrict__ src, u8* __restr
         d[0] = d[1] = d[2] = (u8)pad;
         return;
     }
-    const long long one = 1LL << 11, round = 1LL << 21;
+    const long long one = 1LL << 11, half = 1LL << 21;
     const int* tx = taps + 3 * x;
     const int* ty = taps + 3 * (sw + y);
     const u8* ra = src + (long long)ty[0] * iw * 3;
@@ -128,7 +128,7 @@ extern "C" __global__ void fp_fit_linear(const u8* __restrict__ src, u8* __restr
     for (int c = 0; c < 3; ++c) {
         const long long a = ra[tx[0] * 3 + c] * (one - tx[2]) + ra[tx[1] * 3 + c] * (long long)tx[2];
         const long long b = rb[tx[0] * 3 + c] * (one - tx[2]) + rb[tx[1] * 3 + c] * (long long)tx[2];
-        long long v = (a * (one - ty[2]) + b * ty[2] + round) >> 22;
+        long long v = (a * (one - ty[2]) + b * ty[2] + half) >> 22;
         d[c] = (u8)(v < 0 ? 0 : (v > 255 ? 255 : v));
     }
 }

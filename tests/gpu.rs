@@ -1088,6 +1088,27 @@ fn cuda_fits_pictures_to_models_bit_for_bit() {
         }
     }
     println!("model fitting on the device == the CPU's: {runs} pictures, every float the same");
+    // What it takes (a figure, not a check): a 1080p picture letterboxed into 640×640.
+    let size = FrameSize::new(1920, 1080);
+    let (bgr, placed) = (
+        busy_picture(size),
+        yolo::letterbox(size, FrameSize::new(640, 640)).0,
+    );
+    let lookup = yolo::lookup();
+    let time = |f: &mut dyn FnMut()| {
+        let t = std::time::Instant::now();
+        for _ in 0..20 {
+            f();
+        }
+        t.elapsed().as_secs_f64() * 1e3 / 20.0
+    };
+    let cpu = time(&mut || {
+        std::hint::black_box(lookup.apply_f32(placed.canvas, &linear::place(&bgr, size, &placed)));
+    });
+    let gpu = time(&mut || {
+        std::hint::black_box(fit.fit(&bgr, size, &placed, &lookup).unwrap());
+    });
+    println!("1080p into 640x640: CPU {cpu:.2} ms, GPU (up, fit, down) {gpu:.2} ms a picture");
 }
 
 /// The text detector (PP-OCRv4, as tests/detect.rs runs it) on a clip of burned-in words,
