@@ -17,7 +17,9 @@
 //! (`Slot::output_skipped` says it didn't). Where the config lends frames (`lend`: the
 //! run's one consumer takes them on the device), the CUDA backend leaves each frame in a
 //! device buffer that goes with it (`Slot::output_memory`, `lend`) instead, and the CPU
-//! backend makes it into a host buffer that goes with it (`host_lend`).
+//! backend makes it into a host buffer that goes with it (`host_lend`). A CUDA backend
+//! tells its context (`cuda_context`), on which `--detect` fits its pictures to the model
+//! (`fit`).
 
 mod canvas;
 pub mod check;
