@@ -179,12 +179,8 @@ fn run_plan(
     let _warm = warming.and_then(|w| w.join().ok().flatten());
     crate::debug!("start-up: CUDA warmed up at {:.1} ms", since());
     let first = &inputs.running[0].plan;
-    let backend = first.make_backend()?;
+    let backend = backend_for(first, model.as_mut())?;
     crate::debug!("start-up: backend made at {:.1} ms", since());
-    info!("backend: {}", backend.describe());
-    if let (Some(model), Some(ctx)) = (model.as_mut(), backend.cuda_context()) {
-        model.fit_on(&ctx);
-    }
     let mut opts = first.options(user_kernels(plan, &first.backend)?);
     opts.joins = joins.clone();
     let progress = opts.progress.clone();
@@ -212,6 +208,20 @@ fn run_plan(
     let ran = pipeline::run_inputs(pipeline_inputs, backend, sink.as_mut(), &opts, stop);
     crate::debug!("run ended at {:.1} ms", since());
     end_run(plan, ran, recordings, (&order, &failed, &names), ending)
+}
+
+/// The run's backend, made as the first input's `plan` asks (and said), the detector's
+/// pictures fitted to its `model` on the backend's device where it has one.
+fn backend_for(
+    plan: &crate::plan::Plan,
+    model: Option<&mut crate::detect::Model>,
+) -> Result<Box<dyn backend::Backend>> {
+    let backend = plan.make_backend()?;
+    info!("backend: {}", backend.describe());
+    if let (Some(model), Some(ctx)) = (model, backend.cuda_context()) {
+        model.fit_on(&ctx);
+    }
+    Ok(backend)
 }
 
 /// What the run `ran` left: its recordings and copies finished, its summary reported (the
