@@ -371,10 +371,25 @@ impl Model {
     }
 
     /// Fits its pictures to the model on `ctx`'s device from now on (the run's backend is
-    /// CUDA's): the same floats as on the CPU (`backend::fit`); where the device can't, it
-    /// says so and goes on with the CPU.
+    /// CUDA's): the same floats as on the CPU (`backend::fit`), checked on a picture first;
+    /// where the device can't, or its floats differ, it says so and goes on with the CPU.
     pub fn fit_on(&mut self, ctx: &std::sync::Arc<cudarc::driver::CudaContext>) {
-        match crate::backend::fit::ModelFit::new(ctx) {
+        let checked = crate::backend::fit::ModelFit::new(ctx).and_then(|mut fit| {
+            // Odd sides, every byte value: the device's floats must be the CPU's.
+            let size = FrameSize::new(97, 61);
+            let bgr: Vec<u8> = (0..size.bytes()).map(|i| (i * 151 % 256) as u8).collect();
+            let (placed, _) = self.placing(size);
+            let there = fit.fit(&bgr, size, &placed, &self.lookup)?;
+            let here = self.fit_here(&bgr, size, &placed);
+            let same = there.len() == here.len()
+                && there
+                    .iter()
+                    .zip(&here)
+                    .all(|(a, b)| a.to_bits() == b.to_bits());
+            anyhow::ensure!(same, "its floats differ from the CPU's");
+            Ok(fit)
+        });
+        match checked {
             Ok(fit) => {
                 crate::info!("detection: pictures fitted to the model on the GPU");
                 self.device = Some(fit);
@@ -453,14 +468,7 @@ impl Model {
     /// One picture made ready for the model: placed as its family places it, laid out
     /// and normalised by its lookup, on the device where `fit_on` put it there.
     fn prepare(&mut self, bgr: &[u8], size: FrameSize) -> Prepared {
-        let (placed, letterbox) = match self.family {
-            Family::Db => (Placed::whole(db::fed_size(size)), None),
-            Family::Yolo(_) => {
-                let (placed, lb) = yolo::letterbox(size, self.fed);
-                (placed, Some(lb))
-            }
-            Family::Ssd(_) => (Placed::whole(self.fed), None),
-        };
+        let (placed, letterbox) = self.placing(size);
         let on_device = self
             .device
             .as_mut()
@@ -481,6 +489,19 @@ impl Model {
             fed: placed.canvas,
             size,
             letterbox,
+        }
+    }
+
+    /// Where a `size` picture lies in what the model is fed, as its family places it, and
+    /// YOLO's letterbox.
+    fn placing(&self, size: FrameSize) -> (Placed, Option<yolo::Letterbox>) {
+        match self.family {
+            Family::Db => (Placed::whole(db::fed_size(size)), None),
+            Family::Yolo(_) => {
+                let (placed, lb) = yolo::letterbox(size, self.fed);
+                (placed, Some(lb))
+            }
+            Family::Ssd(_) => (Placed::whole(self.fed), None),
         }
     }
 
