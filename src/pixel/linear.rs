@@ -78,11 +78,6 @@ impl Placed {
     }
 }
 
-/// A packed BGR picture of `from` resized to `to` (module doc).
-pub fn resize(src: &[u8], from: FrameSize, to: FrameSize) -> Vec<u8> {
-    place(src, from, &Placed::whole(to))
-}
-
 /// A packed BGR picture of `from` resized and placed as `placed` says: the canvas, packed
 /// BGR.
 pub fn place(src: &[u8], from: FrameSize, placed: &Placed) -> Vec<u8> {
@@ -127,7 +122,7 @@ mod tests {
             .map(|v| (v * 37 % 256) as u8)
             .collect();
         let scaled = FrameSize::new(4, 3);
-        let resized = resize(&src, from, scaled);
+        let resized = place(&src, from, &Placed::whole(scaled));
         let placed = Placed {
             canvas: FrameSize::new(6, 6),
             scaled,
@@ -154,6 +149,6 @@ mod tests {
         let src: Vec<u8> = (0..from.bytes() as u32)
             .map(|v| (v * 91 % 256) as u8)
             .collect();
-        assert_eq!(resize(&src, from, from), src);
+        assert_eq!(place(&src, from, &Placed::whole(from)), src);
     }
 }
