@@ -5,6 +5,10 @@
 // frame wherever that pixel comes from (a turn reads a column, a flip the far side), which
 // is why they run on the frame its bands assembled rather than on a band. Every kernel is
 // integer arithmetic, the same as the CPU's, so the two backends write the same bytes.
+//
+// `fp_fit_linear` is a detector's resize (`pixel::linear`: OpenCV's `INTER_LINEAR`, placed on
+// a model's canvas), not a filter: it runs on whole pictures the detector uploads
+// (`backend::fit`).
 
 #include "framepipe.cuh"
 

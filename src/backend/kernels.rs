@@ -1,6 +1,7 @@
 //! The CUDA kernels: `.cu` sources from `kernels/` (and users' own files), compiled at start
 //! with NVRTC for the device's compute capability, and the launcher that runs a filter chain
-//! over a band buffer exactly as `filter::reference` defines it.
+//! over a band buffer exactly as `filter::reference` defines it; also a picture fitted to a
+//! model (`fit_linear`, `lay_out`: `pixel::linear` and `pixel::lookup` on the device).
 //!
 //! Every filter kernel but the separable passes takes an `fp_band` (`kernels/framepipe.cuh`)
 //! as its first argument (`Band` is its Rust twin); the separable passes and the format

@@ -3,7 +3,9 @@
 //! and from the packed BGR every filter is defined on, with the reference arithmetic
 //! (`filter::reference::yuv`, which is OpenCV 4.6's `cvtColor`). `apply_reference` defines
 //! a chain between two formats; both backends are checked against it. A chain of geometry
-//! and text runs on a YUV frame's own planes instead (`planes`).
+//! and text runs on a YUV frame's own planes instead (`planes`). A picture made for a model
+//! is resized and placed as OpenCV's `cv2.resize` does (`linear`) and laid out and
+//! normalised by a table (`lookup`), on the CPU here and on the device from the same tables.
 //!
 //! Invariants: 4:2:0 and 4:2:2 frames have even widths (4:2:0 even heights too), as ffmpeg's
 //! `yuv420p` pipes do; every format's frame is `bytes(size)` long, planes one after another;
