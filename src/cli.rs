@@ -150,8 +150,8 @@ pub struct InputArgs {
 
     /// Read inputs from FILE too, after any --input: one a line as --input takes it, or
     /// 'NAME = SOURCE' to name it ({name} in --output and --record), 'NAME [detect=off,
-    /// detect-fps=N, record=off, segment=10m, retain=7d] = SOURCE' to give it settings of
-    /// its own; '#' starts a comment. A FILE ending in .toml is a camera file ([[camera]]
+    /// detect-fps=N, record=off, segment=10m, retain=7d, decode=gpu] = SOURCE' to give it
+    /// settings of its own; '#' starts a comment. A FILE ending in .toml is a camera file ([[camera]]
     /// tables: name, source and those settings; docs/service.md); --config is its other
     /// name. The file is read again when it changes and on SIGHUP (which then stops
     /// nothing): where this process's inputs change, those gone leave the running wall and

@@ -248,6 +248,57 @@ fn the_opencv_path_remains_for_comparison() {
     }
 }
 
+/// Whether the log `err` says NVDEC was asked for `clip`: it decoded it, or it could not
+/// (no GPU here) and said so.
+fn nvdec_asked_for(err: &str, clip: &str) -> bool {
+    err.lines().any(|l| {
+        l.contains(clip) && (l.contains("--decode gpu: ") || l.contains("decoded by NVDEC"))
+    })
+}
+
+#[test]
+fn an_input_of_a_list_is_decoded_as_its_own_line_says() {
+    if !have("ffmpeg") {
+        return;
+    }
+    let dir = TempDir::new("decode-own");
+    let clip = |name: &str| {
+        let path = dir.join(name).display().to_string();
+        let h264 = ["-c:v", "libx264", "-pix_fmt", "yuv420p"];
+        make(&path, "testsrc2=size=160x120:rate=25", "10", &h264);
+        path
+    };
+    let (a, b) = (clip("a.mp4"), clip("b.mp4"));
+    let list = dir.join("cams.txt");
+    // The run's --decode, and each camera's own over it.
+    for (run, line_a, line_b) in [
+        ("cpu", "a [decode=gpu]", "b"),
+        ("gpu", "a", "b [decode=cpu]"),
+    ] {
+        std::fs::write(&list, format!("{line_a} = {a}\n{line_b} = {b}\n")).unwrap();
+        let list = list.display().to_string();
+        let out = framepipe(
+            &["--inputs", &list, "--headless", "--decode", run],
+            Duration::from_secs(60),
+        );
+        let err = stderr(&out);
+        assert!(out.status.success(), "--decode {run}: {err}");
+        assert!(nvdec_asked_for(&err, &a), "--decode {run}: {err}");
+        assert!(!nvdec_asked_for(&err, &b), "--decode {run}: {err}");
+        assert_eq!(out.counts().map(|c| c[0]), Some(20), "{err}");
+    }
+    // OpenCV's capture is the whole run's choice, not a camera's: one line, exit 1.
+    std::fs::write(&list, format!("a [decode=opencv] = {a}\n")).unwrap();
+    let list = list.display().to_string();
+    let out = framepipe(&["--inputs", &list, "--headless"], Duration::from_secs(30));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--decode opencv") && err.trim().lines().count() == 1,
+        "{err}"
+    );
+}
+
 #[test]
 fn a_url_that_refuses_or_stalls_ends_clearly_and_at_once() {
     // Refused: nothing listens on the port.

@@ -12,6 +12,7 @@
 //! retain = "30d"                      # its own --retain (within --retain-size/-free)
 //! detect = true                       # false: --detect passes it by
 //! detect_fps = 5                      # its own --detect-fps
+//! decode = "gpu"                      # its own --decode: cpu, gpu or auto
 //! outputs = ["front.mkv"]             # its own outputs, as --output names them
 //! ```
 //!
@@ -22,7 +23,7 @@
 use super::entry::{Entry, PerInput};
 
 /// The keys a camera takes.
-const KEYS: &str = "name, source, record, segment, retain, detect, detect_fps, outputs";
+const KEYS: &str = "name, source, record, segment, retain, detect, detect_fps, decode, outputs";
 
 /// A camera file's mistake: the camera (its name, `#K` its place where it has none, empty
 /// for the file) and what is wrong.
@@ -110,7 +111,7 @@ fn entry_of(camera: &toml::Table, n: usize) -> Result<Entry, (Option<String>, St
         };
         let key = match key.as_str() {
             "detect_fps" => "detect-fps",
-            "record" | "segment" | "retain" | "detect" => key.as_str(),
+            "record" | "segment" | "retain" | "detect" | "decode" => key.as_str(),
             other => return Err(fail(format!("'{other}' is not a camera's key ({KEYS})"))),
         };
         own.set(key, &text)
@@ -144,6 +145,7 @@ fn outputs_of(value: &toml::Value) -> Result<Vec<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::source::open::Decode;
 
     fn cameras(text: &str) -> Result<Vec<Entry>, String> {
         list(Vec::new(), text).map_err(|m| match m.camera.starts_with('#') {
@@ -155,7 +157,7 @@ mod tests {
     #[test]
     fn each_camera_is_an_entry_with_its_settings() {
         let all = cameras(
-            "[[camera]]\nname = \"front\"\nsource = \"rtsp://u:p@h/\"\nrecord = false\nretain = \"30d\"\nsegment = \"10m\"\ndetect_fps = 2.5\noutputs = [\"front.mp4\", \"udp://h:5000\"]\n\n[[camera]]\nname = \"back\"\nsource = \"back.mp4\"\ndetect = false\n",
+            "[[camera]]\nname = \"front\"\nsource = \"rtsp://u:p@h/\"\nrecord = false\nretain = \"30d\"\nsegment = \"10m\"\ndetect_fps = 2.5\ndecode = \"gpu\"\noutputs = [\"front.mp4\", \"udp://h:5000\"]\n\n[[camera]]\nname = \"back\"\nsource = \"back.mp4\"\ndetect = false\n",
         )
         .unwrap();
         assert_eq!(all.len(), 2);
@@ -168,7 +170,9 @@ mod tests {
         assert_eq!(all[0].own.segment_millis, Some(600_000));
         assert_eq!(all[0].own.detect_fps(), Some(2.5));
         assert_eq!(all[0].own.outputs, ["front.mp4", "udp://h:5000"]);
+        assert_eq!(all[0].own.decode, Some(Decode::Gpu));
         assert_eq!(all[1].own.detect, Some(false));
+        assert_eq!(all[1].own.decode, None);
     }
 
     #[test]
@@ -182,6 +186,12 @@ mod tests {
         let e = cameras("[[camera]]\nname = \"front\"\nsource = \"a.mp4\"\nretain = \"soon\"\n")
             .unwrap_err();
         assert!(e.contains("camera 'front'") && e.contains("retain"), "{e}");
+        let e = cameras("[[camera]]\nname = \"f\"\nsource = \"a.mp4\"\ndecode = \"opencv\"\n")
+            .unwrap_err();
+        assert!(
+            e.contains("camera 'f'") && e.contains("--decode opencv"),
+            "{e}"
+        );
         let e = cameras("[[camera]]\nsource = \"a.mp4\"\n").unwrap_err();
         assert!(e.contains("camera #1") && e.contains("no name"), "{e}");
         let e = cameras("[[camera]]\nname = \"x\"\nsource = \"a.mp4\"\n[[camera]]\nname = \"y\"\n")

@@ -32,6 +32,9 @@ pub struct PerInput {
     pub retain_secs: Option<u64>,
     /// `output=NAME` (each one): outputs of its own frames, besides `--output`'s.
     pub outputs: Vec<String>,
+    /// `decode=cpu|gpu|auto`: its own `--decode` (a wall's cameras shared between NVDEC
+    /// and the CPU's cores, as Frigate's per-camera `hwaccel_args`).
+    pub decode: Option<crate::source::open::Decode>,
 }
 
 impl PerInput {
@@ -63,7 +66,7 @@ impl PerInput {
     }
 
     /// Sets `key` to `value` (`detect=on|off`, `detect-fps=N`, `record=on|off`,
-    /// `segment=DURATION`, `retain=AGE`).
+    /// `segment=DURATION`, `retain=AGE`, `output=NAME`, `decode=cpu|gpu|auto`).
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
         let on_off = |v: &str| match v {
             "on" | "true" => Ok(true),
@@ -92,13 +95,30 @@ impl PerInput {
                 self.retain_secs = Some(d.as_secs().max(1));
             }
             "output" if !value.trim().is_empty() => self.outputs.push(value.trim().to_string()),
+            "decode" => self.decode = Some(decode_of(value)?),
             k => {
                 return Err(format!(
-                    "'{k}={value}' is not an input's setting (detect=on|off, detect-fps=N, record=on|off, segment=DURATION, retain=AGE, output=NAME)"
+                    "'{k}={value}' is not an input's setting (detect=on|off, detect-fps=N, record=on|off, segment=DURATION, retain=AGE, output=NAME, decode=cpu|gpu|auto)"
                 ))
             }
         }
         Ok(())
+    }
+}
+
+/// An input's own `decode=`: who decodes it. OpenCV's capture is the whole run's choice
+/// (`--decode opencv`: nothing of it is recorded), not a camera's.
+fn decode_of(value: &str) -> Result<crate::source::open::Decode, String> {
+    use crate::source::open::Decode;
+    match value {
+        "cpu" => Ok(Decode::Cpu),
+        "gpu" => Ok(Decode::Gpu),
+        "auto" => Ok(Decode::Auto),
+        "opencv" => Err(
+            "decode=opencv: OpenCV's capture is the whole run's (--decode opencv), not one input's"
+                .into(),
+        ),
+        v => Err(format!("decode '{v}' is not cpu, gpu or auto")),
     }
 }
 

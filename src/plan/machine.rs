@@ -32,6 +32,17 @@ impl Machine {
         }
     }
 
+    /// A machine of `cores` cores, no display, and CUDA working: what a plan's tests fit
+    /// a plan to without asking the machine they run on.
+    #[cfg(test)]
+    pub fn with_cuda(cores: usize) -> Self {
+        Self {
+            cores,
+            display: false,
+            cuda: Ok(()),
+        }
+    }
+
     /// Whether CUDA works here, or why not.
     pub fn cuda(&self) -> Result<(), &NoCuda> {
         self.cuda.as_ref().map(|_| ())

@@ -4,7 +4,8 @@
 //! imply is made here once: which window the run has, whether the mosaic is composed, each
 //! input's own outputs (`{n}` replaced) and the mosaic's recording, what each input's
 //! consumers take (the format negotiation's input), how each input is opened (paced,
-//! reconnected, untouched), the trace's span policy, whether progress is shown.
+//! reconnected, untouched, who decodes it: its own `decode=` over `--decode`), the trace's
+//! span policy, whether progress is shown.
 //!
 //! Invariants: nothing here opens a file, a device or a window, or asks the machine
 //! anything (facts about the machine come from `Machine`, beside the plan, in `fit`); no
@@ -73,6 +74,20 @@ struct Joining {
     /// Inputs may join and leave while the run goes: they come from a list (a file, a
     /// shard) or the browser view's API may add them.
     open: bool,
+    /// What the machine lets a joining input's decoder do (`RunPlan::fit`).
+    nvdec: Nvdec,
+}
+
+/// What the machine lets an input's decoder do with NVDEC (`RunPlan::fit`), kept for the
+/// inputs that join while the run goes.
+#[derive(Clone, Copy, Debug)]
+struct Nvdec {
+    /// NVDEC's pictures may stay on the device: the backend is CUDA's, and the ring no
+    /// longer than a decoder lends.
+    lends: bool,
+    /// A decoder may open beside the backend: it captures no CUDA graph, which a decoder
+    /// opening or closing would break.
+    may_open: bool,
 }
 
 impl Joining {
@@ -88,6 +103,10 @@ impl Joining {
                 .map(|r| (marks.shared(r), args.recording.clone())),
             detect: args.detect.detect.is_some(),
             open: cfg!(feature = "ffmpeg") && (roster.listed() || args.view.serve.is_some()),
+            nvdec: Nvdec {
+                lends: false,
+                may_open: true,
+            },
         }
     }
 }
@@ -308,6 +327,7 @@ impl RunPlan {
                     let own = owns[i].clone();
                     let mut input = input_plan(&args, &display, several, spec, name, outputs);
                     input.asked.reconnect |= listed;
+                    input.asked.decode = own.decode.unwrap_or(input.asked.decode);
                     // A file copied to streams alone is sent at its own rate, as a live
                     // source would send it.
                     input.asked.realtime |= input.outputs.is_empty() && streams_alone(&copies);
@@ -362,37 +382,45 @@ impl RunPlan {
         // A ring of more slots than a decoder lends would run it short of surfaces: its
         // pictures are brought down into the slots instead.
         let lends = cuda_backend && ring <= crate::budget::MAX_LENT;
-        for input in &mut self.inputs {
-            input.asked.on_device =
-                matches!(input.asked.decode, Decode::Gpu | Decode::Auto) && lends;
-            // A CPU decoder's pictures are lent from buffers of their own, which its pool
-            // adds to as the ring holds them (no surfaces to run short of): page-locked
-            // where the backend may be CUDA's. Where the machine was not asked (a run that
-            // needs no answer doesn't wait for CUDA), the pool asks it on the decoder's
-            // thread: where CUDA works, the backend is CUDA's (`backend::create`), and
-            // where it doesn't, the buffers are plain memory, which the CPU backend reads.
-            input.asked.pictures = match (may_be_cuda, self.engine.pageable) {
-                (false, _) => Pictures::Lent,
-                (true, false) => Pictures::Locked,
-                (true, true) => Pictures::Copied,
-            };
+        // A CPU decoder's pictures are lent from buffers of their own, which its pool adds
+        // to as the ring holds them (no surfaces to run short of): page-locked where the
+        // backend may be CUDA's. Where the machine was not asked (a run that needs no answer
+        // doesn't wait for CUDA), the pool asks it on the decoder's thread: where CUDA
+        // works, the backend is CUDA's (`backend::create`), and where it doesn't, the
+        // buffers are plain memory, which the CPU backend reads.
+        let pictures = match (may_be_cuda, self.engine.pageable) {
+            (false, _) => Pictures::Lent,
+            (true, false) => Pictures::Locked,
+            (true, true) => Pictures::Copied,
+        };
+        let joining = &mut self.joining.base;
+        for input in self.inputs.iter_mut().chain(std::iter::once(joining)) {
+            input.asked.on_device = asks_nvdec(input.asked.decode) && lends;
+            input.asked.pictures = pictures;
         }
         // NVDEC shares the backend's CUDA context, and a decoder opening or closing
         // synchronizes the whole context: a graph capture under way on the backend's thread
         // then fails (its frame runs without a graph) or, as seen on the H200 under a
         // thread that synchronized the context over and over, the driver crashes. No graph
-        // is captured where a decoder may run beside the backend.
+        // is captured where a decoder may run beside the backend: an input's, or one that
+        // joins while the run goes with the run's `--decode`.
+        let joiners_decode = self.joining.open && asks_nvdec(self.joining.base.asked.decode);
         if cuda_backend
-            && self
-                .inputs
-                .iter()
-                .any(|i| may_use_nvdec(&i.spec, i.asked.decode))
+            && (joiners_decode
+                || self
+                    .inputs
+                    .iter()
+                    .any(|i| may_use_nvdec(&i.spec, i.asked.decode)))
         {
             if self.engine.graphs {
                 crate::debug!("CUDA graphs off: NVDEC decoders share the backend's CUDA context");
             }
             self.engine.graphs = false;
         }
+        self.joining.nvdec = Nvdec {
+            lends,
+            may_open: !(cuda_backend && self.engine.graphs),
+        };
         Ok(self)
     }
 
@@ -402,7 +430,8 @@ impl RunPlan {
         let nvdec = self
             .inputs
             .iter()
-            .any(|i| matches!(i.asked.decode, Decode::Gpu | Decode::Auto));
+            .chain(self.joining.open.then_some(&self.joining.base))
+            .any(|i| asks_nvdec(i.asked.decode));
         self.engine.chain.user_kernels().next().is_some()
             || (nvdec && self.engine.kind != BackendKind::Cpu)
     }
@@ -465,6 +494,8 @@ impl RunPlan {
         };
         let mut base = self.joining.base.clone();
         base.asked.reconnect = true;
+        base.asked.decode = self.decoder_of(entry);
+        base.asked.on_device = asks_nvdec(base.asked.decode) && self.joining.nvdec.lends;
         Ok(InputPlan {
             spec,
             name: entry.name.clone(),
@@ -476,6 +507,23 @@ impl RunPlan {
             ..base
         })
     }
+    /// Who decodes `entry`, an input joining the run: its own `decode=`, else the run's
+    /// `--decode`; the CPU, said in a line, where it asks NVDEC and the backend captures
+    /// CUDA graphs (the run started with no input NVDEC decodes), which a decoder opening
+    /// beside them would break.
+    fn decoder_of(&self, entry: &Entry) -> Decode {
+        let asked = entry.own.decode.unwrap_or(self.joining.base.asked.decode);
+        if asks_nvdec(asked) && !self.joining.nvdec.may_open {
+            crate::warn!(
+                "'{}': decode={}: this run captures CUDA graphs, which an NVDEC decoder opening beside them would break (it started with no input NVDEC decodes; --no-graphs lets one join); the CPU decodes it",
+                entry.name,
+                if asked == Decode::Gpu { "gpu" } else { "auto" }
+            );
+            return Decode::Cpu;
+        }
+        asked
+    }
+
     /// Whether the run has several inputs, or a list's share (a wall: its cameras may come
     /// and go, and the mosaic shows them however many there are).
     pub fn several(&self) -> bool {
@@ -1419,13 +1467,85 @@ fn check_encoding(
 /// Whether an input of `spec`, decoded as `decode` says, may be decoded by NVDEC (a file or
 /// a network stream through FFmpeg, with `--decode gpu` or `auto`).
 fn may_use_nvdec(spec: &InputSpec, decode: Decode) -> bool {
-    matches!(spec, InputSpec::Video(_) | InputSpec::Stream(_))
-        && matches!(decode, Decode::Gpu | Decode::Auto)
+    matches!(spec, InputSpec::Video(_) | InputSpec::Stream(_)) && asks_nvdec(decode)
+}
+
+/// Whether `decode` asks for NVDEC where it can (`gpu`, `auto`).
+fn asks_nvdec(decode: Decode) -> bool {
+    matches!(decode, Decode::Gpu | Decode::Auto)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plan of a wall of `list` (an inputs file's text) with the CUDA backend and
+    /// `--decode decode`, fitted to a machine where CUDA works.
+    fn wall(list: &str, decode: &str) -> RunPlan {
+        use clap::Parser;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("cams.txt");
+        std::fs::write(&file, list).unwrap();
+        let file = file.display().to_string();
+        let line = [
+            "framepipe",
+            "--headless",
+            "--backend",
+            "cuda",
+            "--decode",
+            decode,
+        ];
+        let cli = crate::cli::Cli::try_parse_from(line.into_iter().chain(["--inputs", &file]));
+        let args = cli.unwrap().run;
+        let env = super::super::shard::Environment::default();
+        let roster = Roster::gather(&[], Some(&file), None, &env).unwrap();
+        let plan = RunPlan::from_args(args, &roster).unwrap();
+        plan.fit(&Machine::with_cuda(16)).unwrap()
+    }
+
+    /// A camera joining the run, with its own `settings` (`KEY=VALUE, …`).
+    fn joining(name: &str, settings: &str) -> Entry {
+        Entry {
+            name: name.into(),
+            source: format!("rtsp://127.0.0.1:1/{name}"),
+            n: 9,
+            own: super::super::shard::PerInput::parse(settings).unwrap(),
+        }
+    }
+
+    #[test]
+    fn an_input_s_own_decode_is_its_decoder_from_the_start_or_joining() {
+        let plan = wall(
+            "a = rtsp://127.0.0.1:1/a\nb [decode=cpu] = rtsp://127.0.0.1:1/b\n",
+            "gpu",
+        );
+        let asked: Vec<_> = plan
+            .inputs()
+            .iter()
+            .map(|i| (i.asked.decode, i.asked.on_device))
+            .collect();
+        assert_eq!(asked, [(Decode::Gpu, true), (Decode::Cpu, false)]);
+        assert!(!plan.engine.graphs, "NVDEC beside the backend: no graphs");
+        let c = plan.input_for(&joining("c", "decode=cpu")).unwrap();
+        assert_eq!((c.asked.decode, c.asked.on_device), (Decode::Cpu, false));
+        let d = plan.input_for(&joining("d", "")).unwrap();
+        assert_eq!((d.asked.decode, d.asked.on_device), (Decode::Gpu, true));
+    }
+
+    #[test]
+    fn cameras_that_may_join_with_nvdec_keep_graphs_off_else_the_cpu_decodes_them() {
+        // The run's --decode gpu: a camera joining later is NVDEC's, though none is yet.
+        let plan = wall("a [decode=cpu] = rtsp://127.0.0.1:1/a\n", "gpu");
+        assert!(!plan.engine.graphs);
+        let b = plan.input_for(&joining("b", "")).unwrap();
+        assert_eq!((b.asked.decode, b.asked.on_device), (Decode::Gpu, true));
+        // The run's --decode cpu, none on NVDEC: graphs are captured, and a camera asking
+        // NVDEC as it joins is decoded by the CPU (said in a line) rather than break them.
+        let plan = wall("a = rtsp://127.0.0.1:1/a\n", "cpu");
+        assert!(plan.engine.graphs);
+        let b = plan.input_for(&joining("b", "decode=gpu")).unwrap();
+        assert_eq!((b.asked.decode, b.asked.on_device), (Decode::Cpu, false));
+    }
 
     #[test]
     fn only_files_and_streams_decoded_by_gpu_or_auto_may_use_nvdec() {

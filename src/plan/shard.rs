@@ -4,12 +4,12 @@
 //!
 //! The list: one input a line, written as `--input` takes it, or `NAME = SOURCE` to give it
 //! a name of its own, or `NAME [KEY=VALUE, …] = SOURCE` to give it settings of its own
-//! (`PerInput`: `detect=on|off`, `detect-fps=N`); `#` starts a comment line; blank lines
-//! are skipped. An input's name is
-//! its own (`NAME = …`, one input's only) or its source text (a source listed twice unnamed
-//! is two inputs, as `-i x -i x` is). `--input` flags come
-//! first, then the file's lines: an input's number `{n}` is its place in that whole list,
-//! the same in every shard.
+//! (`PerInput`: `detect=on|off`, `detect-fps=N`, `record=on|off`, `segment=`, `retain=`,
+//! `output=`, `decode=cpu|gpu|auto`); `#` starts a comment line; blank lines are skipped.
+//! An input's name is its own (`NAME = …`, one input's only) or its source text (a source
+//! listed twice unnamed is two inputs, as `-i x -i x` is). `--input` flags come first, then
+//! the file's lines: an input's number `{n}` is its place in that whole list, the same in
+//! every shard.
 //!
 //! The shard: input `name` belongs to the shard whose score `mix(name, k)` is highest
 //! (rendezvous hashing). Each input's place depends on its own name and `N` alone, so
@@ -560,9 +560,11 @@ mod tests {
 
     #[test]
     fn an_input_of_the_list_has_settings_of_its_own() {
-        let text = "gate [detect=off] = rtsp://cam/1\ndock [detect-fps=2.5, detect=on] = x.mp4\n";
+        let text = "gate [detect=off, decode=gpu] = rtsp://cam/1\ndock [detect-fps=2.5, detect=on] = x.mp4\n";
         let l = list(&[], "f", text).unwrap();
         assert_eq!(l[0].own.detect, Some(false));
+        assert_eq!(l[0].own.decode, Some(crate::source::open::Decode::Gpu));
+        assert_eq!(l[1].own.decode, None);
         assert_eq!(
             (l[1].own.detect, l[1].own.detect_fps()),
             (Some(true), Some(2.5))
@@ -571,6 +573,8 @@ mod tests {
             "a [detect=maybe] = x",
             "a [fps=2] = x",
             "a [detect-fps=0] = x",
+            "a [decode=nvdec] = x",
+            "a [decode=opencv] = x",
         ] {
             assert!(list(&[], "f", bad).is_err(), "{bad}");
         }

@@ -35,7 +35,7 @@ pub(super) struct Asked<'r> {
 /// What the run does with inputs added and removed through the API (the app's service).
 pub trait Inputs: Send + Sync {
     /// Adds input `name` reading `source`, with its own `settings` (a camera file's keys:
-    /// record, segment, retain, detect, detect_fps, as text).
+    /// record, segment, retain, detect, detect_fps, decode, as text).
     fn add(&self, name: &str, source: &str, settings: &[(String, String)]) -> Result<(), Refused>;
     /// Removes input `name`: its outputs and recording are finished.
     fn remove(&self, name: &str) -> Result<(), Refused>;
