@@ -11,7 +11,8 @@
 #                                        hevc:200+h264:125, whose sum is N) for S
 #                                        seconds (60): a table row in $OUT/wall.txt, the
 #                                        summary and the samples beside it (WALL_PROTO=srt:
-#                                        the cameras call framepipe over SRT, not UDP)
+#                                        the cameras call framepipe over SRT, not UDP;
+#                                        WALL_CPU=K: the last K decoded by the CPU)
 #   scripts/bench/wall.sh limit N [C]    there: the decoders' own limit on the same clips in
 #                                        the same session: N `ffmpeg -hwaccel cuda` processes
 #                                        at once (frames left on the GPU), then one framepipe
@@ -91,13 +92,24 @@ run() {
     fi
     # WALL_PROTO: how the cameras arrive: MPEG-TS over UDP (udp, the default), or over SRT
     # (srt: framepipe listens, each sender calls).
-    local proto=${WALL_PROTO:-udp} into
+    local proto=${WALL_PROTO:-udp} into url
+    # WALL_CPU=K: the last K cameras decoded by the CPU's cores (their own decode=cpu in an
+    # inputs file), the others by NVDEC.
+    local cpu=${WALL_CPU:-0} list=$w/cams.txt own
     for ((i = 0; i < n; i++)); do
         case $proto in
-            srt) args+=(--input "srt://127.0.0.1:$((30000 + i))?mode=listener") ;;
-            *) args+=(--input "udp://127.0.0.1:$((30000 + i))?fifo_size=1000000&overrun_nonfatal=1") ;;
+            srt) url="srt://127.0.0.1:$((30000 + i))?mode=listener" ;;
+            *) url="udp://127.0.0.1:$((30000 + i))?fifo_size=1000000&overrun_nonfatal=1" ;;
         esac
+        if ((cpu > 0)); then
+            own=""
+            ((i >= n - cpu)) && own=" [decode=cpu]"
+            echo "cam-$i$own = $url" >>"$list"
+        else
+            args+=(--input "$url")
+        fi
     done
+    ((cpu > 0)) && args=(--inputs "$list") && codec="$codec-cpu$cpu"
     local port=$((18000 + RANDOM % 1000))
     # WALL_OUTPUTS replaces what the run makes (to find what bounds it): by default every
     # camera recorded, the mosaic as HLS and on the browser view.
