@@ -1532,6 +1532,8 @@ mod tests {
         assert_eq!((d.asked.decode, d.asked.on_device), (Decode::Gpu, true));
     }
 
+    /// Cameras join a running wall only where FFmpeg's libraries are (`Joining::open`).
+    #[cfg(feature = "ffmpeg")]
     #[test]
     fn cameras_that_may_join_with_nvdec_keep_graphs_off_else_the_cpu_decodes_them() {
         // The run's --decode gpu: a camera joining later is NVDEC's, though none is yet.
