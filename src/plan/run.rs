@@ -507,6 +507,7 @@ impl RunPlan {
             ..base
         })
     }
+
     /// Who decodes `entry`, an input joining the run: its own `decode=`, else the run's
     /// `--decode`; the CPU, said in a line, where it asks NVDEC and the backend captures
     /// CUDA graphs (the run started with no input NVDEC decodes), which a decoder opening
