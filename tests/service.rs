@@ -482,6 +482,23 @@ fn inputs_join_and_leave_a_running_wall_and_the_others_never_notice() {
         let (status, said) = http(port, "DELETE", &format!("/api/inputs/extra{}", k % 3), "");
         assert_eq!(status, 200, "leave {k}: {}", String::from_utf8_lossy(&said));
     }
+    // A camera's own decoder through the API: one it may name joins; OpenCV's capture (the
+    // whole run's choice) is refused, saying why.
+    let own = |decode: &str| {
+        let body = format!(
+            "{{\"name\": \"own\", \"source\": \"pattern:64x48:25\", \"decode\": \"{decode}\"}}"
+        );
+        let (status, said) = http_post(port, "/api/inputs", &body);
+        (status, String::from_utf8_lossy(&said).into_owned())
+    };
+    let (status, said) = own("cpu");
+    assert_eq!(status, 201, "{said}");
+    assert_eq!(http(port, "DELETE", "/api/inputs/own", "").0, 200);
+    let (status, said) = own("opencv");
+    assert!(
+        status == 400 && said.contains("--decode opencv"),
+        "{status} {said}"
+    );
     // The same through the inputs file: a line added, then taken away.
     std::fs::write(
         dir.join("wall.txt"),
@@ -512,7 +529,8 @@ fn inputs_join_and_leave_a_running_wall_and_the_others_never_notice() {
     );
     let summary = json_file(&dir.join("summary.json"));
     let inputs = summary["inputs"].as_array().unwrap();
-    assert_eq!(inputs.len(), 6 + 100 + 1, "{summary}");
+    // The six, the hundred through the API, `own` and the line `late`.
+    assert_eq!(inputs.len(), 6 + 100 + 1 + 1, "{summary}");
     for (k, cam) in inputs[..6].iter().enumerate() {
         assert_eq!(cam["dropped"], 0, "cam{k}: {cam}");
         assert!(cam["captured"].as_u64().unwrap() > 100, "cam{k}: {cam}");
