@@ -8,7 +8,8 @@
 //! their sidecar goes with them; a file is deleted before its row, so that a crash between
 //! leaves a row the next start drops, never a file nobody lists; over a size or free
 //! budget, the camera that holds the most is cut first, oldest segment first, so that each
-//! camera keeps its share; a camera whose own age (`Keep::age`) is longer keeps its
+//! camera keeps its share; the index's own file and log count in `--retain-size`, and its
+//! log is cut back after each deletion; a camera whose own age (`Keep::age`) is longer keeps its
 //! segments that long, within the budgets; each deletion is one line and counts in its
 //! input's figures (`RecordLive::deleted_*`, `/metrics`).
 
@@ -181,9 +182,18 @@ fn pass(index: &Index, kept: &Kept) -> Result<()> {
         .keep
         .free
         .and_then(|share| free_bytes_wanted(index.root(), share));
-    let doomed = due(&segments, &kept.keep, &ages, now_us(), free);
+    let keep = Keep {
+        // The index itself counts in the size budget.
+        size: kept.keep.size.map(|s| s.saturating_sub(index.disk_bytes())),
+        ..kept.keep
+    };
+    let doomed = due(&segments, &keep, &ages, now_us(), free);
+    let deleted = !doomed.is_empty();
     for (seg, why) in doomed {
         delete(index, kept, &seg, why);
+    }
+    if deleted {
+        index.checkpoint();
     }
     Ok(())
 }
@@ -260,12 +270,23 @@ fn free_bytes_wanted(root: &Path, share: f64) -> Option<(u64, f64)> {
     (wanted > free).then_some((wanted - free, share))
 }
 
-/// Deletes `seg`'s files, then its row; one line, and its input's counts.
+/// Deletes `seg`'s files, then its row; one line, and its input's counts. A row whose
+/// file is not this recorder's (`Index::owned`) is dropped from the index and said, its
+/// file left as it is.
 fn delete(index: &Index, kept: &Kept, seg: &Segment, why: Why) {
     let path = index.path_of(&seg.file);
+    let (file, sidecar) = match index.owned(seg) {
+        Ok(files) => files,
+        Err(not_ours) => {
+            crate::warn!("retention: {not_ours}: not deleted, and no longer listed");
+            if let Err(e) = index.remove(seg.id) {
+                crate::warn!("retention: {e:#}");
+            }
+            return;
+        }
+    };
     let mut files = 0;
-    for file in std::iter::once(path.clone()).chain(seg.sidecar.as_ref().map(|s| index.path_of(s)))
-    {
+    for file in std::iter::once(file).chain(sidecar) {
         match std::fs::remove_file(&file) {
             Ok(()) => files += 1,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}

@@ -208,6 +208,60 @@ impl Index {
         self.root.join(file)
     }
 
+    /// A row's `file` (relative to the root) as a path that may be read or deleted: a
+    /// regular file under the root, reached through no symbolic link and no `..`; None
+    /// otherwise (a folder swapped for a link, a row planted with `../`).
+    pub fn file_of(&self, file: &Path) -> Option<PathBuf> {
+        let mut at = self.root.clone();
+        let parts: Vec<Component> = file.components().collect();
+        if parts.is_empty() || !parts.iter().all(|c| matches!(c, Component::Normal(_))) {
+            return None;
+        }
+        for (i, part) in parts.iter().enumerate() {
+            at.push(part);
+            let meta = std::fs::symlink_metadata(&at).ok()?;
+            let last = i + 1 == parts.len();
+            let fits = match last {
+                true => meta.file_type().is_file(),
+                false => meta.file_type().is_dir(),
+            };
+            if !fits {
+                return None;
+            }
+        }
+        Some(at)
+    }
+
+    /// Segment `seg`'s file and its sidecar, where they are this recorder's to touch: the
+    /// file as `file_of` takes it and marked by framepipe for the row's input, the sidecar
+    /// beside it (where it has one); Err saying why not.
+    pub fn owned(&self, seg: &Segment) -> Result<(PathBuf, Option<PathBuf>), String> {
+        let shown = self.path_of(&seg.file).display().to_string();
+        let file = self.file_of(&seg.file).ok_or_else(|| {
+            format!("'{shown}' is not a regular file under the recordings' folder (a link, '..', or gone)")
+        })?;
+        match probe(&file) {
+            Some((mark, _)) if mark.input == seg.input => {}
+            _ => {
+                return Err(format!(
+                    "'{shown}' is not a segment framepipe recorded of '{}'",
+                    seg.input
+                ))
+            }
+        }
+        let sidecar = match &seg.sidecar {
+            None => None,
+            Some(s) if *s == super::sidecar::beside(&seg.file) => self.file_of(s),
+            Some(s) => {
+                return Err(format!(
+                    "'{}' is not the detections beside '{shown}'",
+                    self.path_of(s).display()
+                ))
+            }
+        };
+        Ok((file, sidecar))
+    }
+
     fn db(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.db.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -277,6 +331,28 @@ impl Index {
         Ok(())
     }
 
+    /// The bytes the index itself holds on the disk: its file and its write-ahead log
+    /// (counted in `--retain-size`; the log's 32 KiB shared-memory map is not).
+    pub fn disk_bytes(&self) -> u64 {
+        ["", "-wal"]
+            .iter()
+            .filter_map(|end| {
+                let mut name = self.root.join(INDEX_NAME).into_os_string();
+                name.push(end);
+                std::fs::metadata(name).ok()
+            })
+            .map(|m| m.len())
+            .sum()
+    }
+
+    /// Folds the write-ahead log into the index and cuts it back (after retention deleted).
+    pub fn checkpoint(&self) {
+        let db = self.db();
+        if let Err(e) = db.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
+            crate::debug!("recordings' index: checkpoint: {e}");
+        }
+    }
+
     /// `path` relative to the root (a recorder's file is always under it).
     fn relative(&self, path: &Path) -> Result<PathBuf> {
         let rel = path.strip_prefix(&self.root).with_context(|| {
@@ -295,7 +371,7 @@ impl Index {
         let listed = self.list(None, None, None)?;
         let mut gone = 0;
         for seg in &listed {
-            if !self.path_of(&seg.file).is_file() {
+            if self.file_of(&seg.file).is_none() {
                 self.remove(seg.id)?;
                 gone += 1;
             }
@@ -335,7 +411,7 @@ impl Index {
         }
         if gone + added > 0 {
             crate::info!(
-                "recordings' index '{}': {added} segment(s) found on disk added, {gone} whose file is gone dropped",
+                "recordings' index '{}': {added} segment(s) found on disk added, {gone} whose file is gone (or not a regular file under it) dropped",
                 self.root.join(INDEX_NAME).display()
             );
         }
@@ -350,6 +426,10 @@ fn connect(path: &Path) -> Result<Connection> {
     // every committed row.
     db.pragma_update(None, "journal_mode", "WAL")?;
     db.pragma_update(None, "synchronous", "NORMAL")?;
+    // The write-ahead log stays small (it counts in --retain-size, and a small disk must
+    // not fill with it): checkpointed every 16 pages, cut back to 64 KiB when it is.
+    db.pragma_update(None, "wal_autocheckpoint", 16)?;
+    db.pragma_update(None, "journal_size_limit", 64 * 1024)?;
     db.busy_timeout(std::time::Duration::from_secs(2))?;
     let check: String = db.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
     anyhow::ensure!(check == "ok", "{check}");
@@ -504,6 +584,37 @@ mod tests {
         );
         assert_eq!(root_of("cam-{seg}.ts"), PathBuf::new());
         assert_eq!(root_of("a/b/%Y/x.mp4"), PathBuf::from("a/b"));
+    }
+
+    #[test]
+    fn a_row_is_touched_only_as_a_regular_file_under_the_root() {
+        let top = std::env::temp_dir().join(format!("fp-index-files-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&top);
+        let root = top.join("rec");
+        std::fs::create_dir_all(root.join("cam")).unwrap();
+        std::fs::create_dir_all(top.join("outside")).unwrap();
+        std::fs::write(root.join("cam/a.mp4"), b"x").unwrap();
+        std::fs::write(top.join("outside/victim.txt"), b"x").unwrap();
+        std::os::unix::fs::symlink(top.join("outside"), root.join("linked")).unwrap();
+        std::os::unix::fs::symlink(top.join("outside/victim.txt"), root.join("cam/b.mp4")).unwrap();
+        let index = Index::open(&root, &[]).unwrap();
+        assert_eq!(
+            index.file_of(Path::new("cam/a.mp4")),
+            Some(root.join("cam/a.mp4"))
+        );
+        for refused in [
+            "../outside/victim.txt",
+            "cam/../../outside/victim.txt",
+            "linked/victim.txt",
+            "cam/b.mp4",
+            "cam",
+            "/etc/passwd",
+            "cam/none.mp4",
+            "",
+        ] {
+            assert_eq!(index.file_of(Path::new(refused)), None, "{refused}");
+        }
+        std::fs::remove_dir_all(&top).unwrap();
     }
 
     #[test]

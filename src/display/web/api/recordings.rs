@@ -122,7 +122,14 @@ fn found(shared: &Shared, asked: &Asked) -> anyhow::Result<Vec<(usize, Segment)>
     let mut all = Vec::new();
     for (k, index) in indexes(shared).iter().enumerate() {
         let listed = index.list(asked.input.as_deref(), asked.from, asked.to)?;
-        all.extend(listed.into_iter().map(|s| (k, s)));
+        // A row whose file was deleted behind the index's back (or swapped for a link) is
+        // not listed; the index drops it when it next opens.
+        all.extend(
+            listed
+                .into_iter()
+                .filter(|s| index.file_of(&s.file).is_some())
+                .map(|s| (k, s)),
+        );
     }
     all.sort_by_key(|(_, s)| (s.start_us, s.id));
     Ok(all)
@@ -201,17 +208,25 @@ pub(super) fn answer(
             format!("no segment '{id}' is listed (deleted, or never recorded)"),
         ));
     };
-    let file = match detections {
-        false => index.path_of(&seg.file),
-        true => match &seg.sidecar {
-            Some(s) => index.path_of(s),
-            None => {
-                return Some(refuse(
-                    StatusCode::NOT_FOUND,
-                    "this segment has no detections",
-                ))
-            }
-        },
+    let (file, sidecar) = match index.owned(&seg) {
+        Ok(files) => files,
+        Err(not_ours) => {
+            crate::warn!("recordings: segment {id} refused: {not_ours}");
+            return Some(refuse(
+                StatusCode::NOT_FOUND,
+                format!("segment '{id}' is not a recording of this run's to serve"),
+            ));
+        }
+    };
+    let file = match (detections, sidecar) {
+        (false, _) => file,
+        (true, Some(sidecar)) => sidecar,
+        (true, None) => {
+            return Some(refuse(
+                StatusCode::NOT_FOUND,
+                "this segment has no detections",
+            ))
+        }
     };
     Some(send_file(&file, range))
 }
