@@ -84,9 +84,10 @@ fn entry_of(camera: &toml::Table, n: usize) -> Result<Entry, (Option<String>, St
         None => return Err((None, "has no name (name = \"front\")".into())),
     };
     let fail = |why: String| (Some(name.clone()), why);
-    let plain = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
-    if name.is_empty() || !name.chars().all(plain) {
-        return Err(fail("name: letters, digits, '.', '-' and '_' only".into()));
+    if !super::entry::valid_name(&name) {
+        return Err(fail(
+            "name: letters, digits, '.', '-' and '_' only, not dots alone".into(),
+        ));
     }
     let source = match camera.get("source") {
         Some(toml::Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),

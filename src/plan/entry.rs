@@ -5,7 +5,8 @@
 /// One input of the list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
-    /// Its name: its own, or its source text.
+    /// Its name: its own, or its source text without the secrets in it
+    /// (`secret::without`: `Entry::unnamed`).
     pub name: String,
     /// What `--input` would take.
     pub source: String,
@@ -123,11 +124,35 @@ fn decode_of(value: &str) -> Result<crate::source::open::Decode, String> {
 }
 
 impl Entry {
+    /// An input with no name of its own: named by its source without the secrets in it, so
+    /// that no password reaches a topic, a label, the API or the log through its name.
+    pub fn unnamed(source: String, n: usize, own: PerInput) -> Self {
+        Self {
+            name: crate::secret::without(&source),
+            source,
+            n,
+            own,
+        }
+    }
+
+    /// Whether its name is its own (not made from its source).
+    pub fn is_named(&self) -> bool {
+        self.name != crate::secret::without(&self.source)
+    }
+
     /// Its name as part of a file name (`{name}`): letters, digits, `.`, `-` and `_` kept,
     /// anything else (`/`, `:`, spaces) written `_`, never starting with a dot.
     pub fn file_name(&self) -> String {
         file_safe(&self.name)
     }
+}
+
+/// Whether `name` may name an input: letters, digits, `.`, `-` and `_`, at least one, and
+/// not dots alone (`.` and `..` would name a folder at or above the recordings' root where
+/// `{name}` is a folder).
+pub fn valid_name(name: &str) -> bool {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
+    !name.is_empty() && name.chars().all(plain) && !name.chars().all(|c| c == '.')
 }
 
 /// `name` as part of a file name (`Entry::file_name`).

@@ -217,12 +217,7 @@ pub fn list(flags: &[String], path: &str, text: &str) -> Result<Vec<Entry>, Shar
     let mut entries: Vec<Entry> = flags
         .iter()
         .enumerate()
-        .map(|(n, s)| Entry {
-            name: s.clone(),
-            source: s.clone(),
-            n,
-            own: PerInput::default(),
-        })
+        .map(|(n, s)| Entry::unnamed(s.clone(), n, PerInput::default()))
         .collect();
     for (i, line) in text.lines().enumerate() {
         if i >= MAX_LINES {
@@ -246,13 +241,15 @@ pub fn list(flags: &[String], path: &str, text: &str) -> Result<Vec<Entry>, Shar
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        let (name, source, own) = named(line).map_err(|e| at(&e))?;
         let n = entries.len();
-        entries.push(Entry {
-            name,
-            source,
-            n,
-            own,
+        entries.push(match named(line).map_err(|e| at(&e))? {
+            (Some(name), source, own) => Entry {
+                name,
+                source,
+                n,
+                own,
+            },
+            (None, source, own) => Entry::unnamed(source, n, own),
         });
     }
     no_name_twice(entries)
@@ -263,7 +260,7 @@ pub fn list(flags: &[String], path: &str, text: &str) -> Result<Vec<Entry>, Shar
 fn no_name_twice(entries: Vec<Entry>) -> Result<Vec<Entry>, ShardError> {
     let mut names: Vec<(&str, bool)> = entries
         .iter()
-        .map(|e| (e.name.as_str(), e.name != e.source))
+        .map(|e| (e.name.as_str(), e.is_named()))
         .collect();
     names.sort_unstable();
     let twice = names
@@ -276,9 +273,10 @@ fn no_name_twice(entries: Vec<Entry>) -> Result<Vec<Entry>, ShardError> {
 }
 
 /// A line's name, source and settings: `NAME = SOURCE` or `NAME [KEY=VALUE, …] = SOURCE`
-/// (NAME of letters, digits, `.`, `-`, `_`), or the source alone, named by itself.
-fn named(line: &str) -> Result<(String, String, PerInput), String> {
-    let whole = || Ok((line.to_string(), line.to_string(), PerInput::default()));
+/// (NAME of letters, digits, `.`, `-`, `_`, not dots alone), or the source alone (no name:
+/// None).
+fn named(line: &str) -> Result<(Option<String>, String, PerInput), String> {
+    let whole = || Ok((None, line.to_string(), PerInput::default()));
     let split = line
         .split_once(" = ")
         .or_else(|| line.strip_suffix(" =").map(|name| (name, "")));
@@ -295,11 +293,16 @@ fn named(line: &str) -> Result<(String, String, PerInput), String> {
         // Not a name: the whole line is the source (a GStreamer pipeline with " = ").
         return whole();
     }
+    if !super::entry::valid_name(name) {
+        return Err(format!(
+            "'{name}' can't name an input (letters, digits, '.', '-' and '_', not dots alone)"
+        ));
+    }
     if source.is_empty() {
         return Err("a name with no source after ' = '".into());
     }
     let own = own.map(PerInput::parse).transpose()?.unwrap_or_default();
-    Ok((name.to_string(), source.to_string(), own))
+    Ok((Some(name.to_string()), source.to_string(), own))
 }
 
 /// Reads the inputs file `path` and lists it after `flags`.
