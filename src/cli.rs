@@ -613,6 +613,12 @@ pub struct ViewArgs {
     #[arg(long)]
     pub serve_insecure: bool,
 
+    /// Let cameras added through --serve's API listen for a stream pushed to this host
+    /// (tcp://…?listen=1, srt://…?mode=listener, udp:// on an address beyond loopback);
+    /// refused otherwise.
+    #[arg(long)]
+    pub serve_listening_sources: bool,
+
     /// A STUN or TURN server the browser view's WebRTC viewers use to reach it from behind
     /// a NAT: stun:HOST[:PORT], or turn:USER:PASSWORD@HOST[:PORT] (turns: over TLS).
     /// Repeatable.

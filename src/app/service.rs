@@ -297,21 +297,23 @@ impl Service {
 
 impl Inputs for Service {
     fn add(&self, name: &str, source: &str, settings: &[(String, String)]) -> Result<(), Refused> {
-        let plain = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
-        if name.is_empty() || name.len() > 120 || !name.chars().all(plain) {
+        if name.len() > 120 || !crate::plan::entry::valid_name(name) {
             return Err(Refused::Bad(
-                "name: 1 to 120 letters, digits, '.', '-' and '_'".into(),
+                "name: 1 to 120 letters, digits, '.', '-' and '_', not dots alone".into(),
             ));
         }
         let source = source.trim();
-        let network = source.contains("://") && !source.to_ascii_lowercase().starts_with("file:");
-        let pattern = source.eq_ignore_ascii_case("pattern")
-            || source.to_ascii_lowercase().starts_with("pattern:");
-        if !(network || pattern) || source.contains('!') || source.len() > 4096 {
-            return Err(Refused::Bad(
-                "source: a network stream (rtsp://, rtmp://, srt://, udp://, http(s)://…) or pattern; files and devices of the server are named on its command line only".into(),
-            ));
+        if source.len() > 4096 {
+            return Err(Refused::Bad("source: at most 4096 bytes".into()));
         }
+        let listening = self
+            .plan
+            .display()
+            .serve
+            .as_ref()
+            .is_some_and(|s| s.listening_sources);
+        crate::source::remote::check(source, listening)
+            .map_err(|why| Refused::Bad(format!("source: {why}")))?;
         let mut own = PerInput::default();
         for (key, value) in settings {
             let key = if key == "detect_fps" {

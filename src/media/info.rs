@@ -118,6 +118,7 @@ pub fn probe(path: &Path) -> Option<MediaInfo> {
     if path.to_string_lossy().contains("://") {
         // A network input that never answers must not hold the start forever.
         options.set("rw_timeout", &URL_TIMEOUT_US.to_string());
+        options.set("protocol_whitelist", crate::source::remote::PROTOCOLS);
     }
     let ctx = ff::format::input_with_dictionary(&path, options).ok()?;
     info_of(&ctx, path)

@@ -689,6 +689,9 @@ fn open_demuxer(
         if url.to_ascii_lowercase().starts_with("rtsp") {
             options.set("timeout", &crate::media::info::URL_TIMEOUT_US.to_string());
         }
+        // What it opens within (a playlist's segments, a nested protocol) stays on the
+        // network: never a file of this machine.
+        options.set("protocol_whitelist", super::remote::PROTOCOLS);
     }
     let kind = if network { "stream" } else { "video file" };
     let started = std::time::Instant::now();

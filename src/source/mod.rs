@@ -18,6 +18,7 @@ pub mod open;
 mod opens;
 pub mod pattern;
 pub mod reconnect;
+pub mod remote;
 pub mod stdin;
 
 #[cfg(feature = "opencv")]

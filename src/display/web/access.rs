@@ -40,6 +40,9 @@ pub struct Settings {
     pub health_budget: std::time::Duration,
     /// The STUN and TURN servers WebRTC viewers are told of (`--ice-server`).
     pub ice_servers: Vec<IceServer>,
+    /// Whether a camera added through the API may listen for a stream pushed to this host
+    /// (`--serve-listening-sources`; `source::remote`).
+    pub listening_sources: bool,
 }
 
 /// A STUN or TURN server, as `--ice-server` gives it and a browser's `RTCIceServer` takes it.
@@ -217,6 +220,7 @@ impl Settings {
             token,
             hosts,
             health_budget: DEFAULT_HEALTH_BUDGET,
+            listening_sources: false,
             ice_servers: Vec::new(),
         })
     }
