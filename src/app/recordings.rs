@@ -179,9 +179,10 @@ impl Recordings {
         }
     }
 
-    /// Finishes every copy: what each wrote said in a line; the first that failed, its
-    /// error.
+    /// Finishes every copy and clip maker: what each copy wrote said in a line; the first
+    /// that failed, its error, or else the clips that could not be written.
     pub fn finish_copies(&mut self) -> Result<()> {
+        let clips = self.finish_clips();
         let mut first = Ok(());
         for (n, copies) in self.1.iter_mut().enumerate() {
             for copy in copies.drain(..) {
@@ -197,7 +198,28 @@ impl Recordings {
                 }
             }
         }
-        first
+        first.and(clips)
+    }
+
+    /// Finishes every clip maker: Err naming the clips that could not be written.
+    fn finish_clips(&mut self) -> Result<()> {
+        let mut lost = Vec::new();
+        for (n, clips) in self.4.iter_mut().enumerate() {
+            let Some(made) = clips.take().map(|c| c.finish()) else {
+                continue;
+            };
+            if made.failed > 0 {
+                lost.push(format!(
+                    "{} clip(s) of input {n} could not be written ({})",
+                    made.failed,
+                    made.why.unwrap_or_default()
+                ));
+            }
+        }
+        match lost.is_empty() {
+            true => Ok(()),
+            false => Err(anyhow::anyhow!("{}", lost.join("; "))),
+        }
     }
 
     /// Where input `at`'s detected frames' lines go beside its recorded segments, if it

@@ -811,12 +811,13 @@ fn record_of(
     own: &super::shard::PerInput,
 ) -> Result<Record, PlanError> {
     let segment = own.segment().or(args.segment);
-    crate::record::check(&name, segment)?;
+    let root = crate::record::index::root_of(pattern);
+    crate::record::check(&name, &root, segment)?;
     Ok(Record {
         name,
         segment,
         input: label.to_string(),
-        root: crate::record::index::root_of(pattern),
+        root,
         keep: crate::record::archive::Keep {
             age: own.retain().or(args.retain),
             size: args.retain_size,
@@ -1129,6 +1130,7 @@ fn serve_settings(args: &RunArgs, serve: &str) -> Result<Serve, PlanError> {
     )
     .map_err(PlanError::Serve)?;
     settings.health_budget = args.view.health_budget;
+    settings.listening_sources = args.view.serve_listening_sources;
     settings.ice_servers = args
         .view
         .ice_server
@@ -1344,7 +1346,8 @@ fn check_clip(
                 "--clip '{pattern}': a clip is .mp4, .mov, .mkv or .ts"
             )));
         }
-        Ok(())
+        crate::record::clip::check_folder(pattern)
+            .map_err(|why| PlanError::Events(format!("--clip '{pattern}': {why}")))
     }
     #[cfg(not(feature = "ffmpeg"))]
     Err(PlanError::Events(format!(

@@ -18,7 +18,8 @@
 //! under a hidden `.part` name (`create_new`: nothing replaced) and renamed to its own once
 //! its trailer is written; a clip's name is one no file had when it began (an earlier
 //! run's clip is never replaced); the cache never holds more than `CACHE_BYTES`; a clip that
-//! can't be written is said and given up, never the input.
+//! can't be written is said and given up, never the input, and counted: the run that lost
+//! one says so at its end and fails (`Made`).
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -72,10 +73,22 @@ struct Shared {
     open: Option<(PathBuf, When, u32)>,
 }
 
+/// What one input's clip maker made: the clips written, and those that could not be (how
+/// many, and the first one's reason).
+#[derive(Debug, Default)]
+pub struct Made {
+    /// The clips written, under their own names.
+    pub written: Vec<PathBuf>,
+    /// Clips begun and not written (a folder that can't be written, a full disk).
+    pub failed: u64,
+    /// Why the first of them failed.
+    pub why: Option<String>,
+}
+
 /// One input's clip maker: a packet tap, and a thread that keeps the cache and writes.
 pub struct Clips {
     tx: Sender<Msg>,
-    thread: std::sync::Mutex<Option<std::thread::JoinHandle<Vec<PathBuf>>>>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<Made>>>,
     spec: ClipSpec,
     file_name: String,
     shared: Arc<Mutex<Shared>>,
@@ -132,8 +145,8 @@ impl Clips {
         Some(Told { clip, snapshot })
     }
 
-    /// Ends the maker: an open clip is finished; the clips written.
-    pub fn finish(&self) -> Vec<PathBuf> {
+    /// Ends the maker: an open clip is finished; what it made.
+    pub fn finish(&self) -> Made {
         let _ = self.tx.send_timeout(Msg::End, Duration::from_secs(1));
         let t = self.thread.lock().ok().and_then(|mut t| t.take());
         t.and_then(|t| t.join().ok()).unwrap_or_default()
@@ -192,7 +205,7 @@ struct Maker {
     cache: VecDeque<Kept>,
     bytes: usize,
     open: Option<Open>,
-    written: Vec<PathBuf>,
+    made: Made,
 }
 
 impl Maker {
@@ -206,11 +219,11 @@ impl Maker {
             cache: VecDeque::new(),
             bytes: 0,
             open: None,
-            written: Vec::new(),
+            made: Made::default(),
         }
     }
 
-    fn run(mut self, rx: Receiver<Msg>) -> Vec<PathBuf> {
+    fn run(mut self, rx: Receiver<Msg>) -> Made {
         while let Ok(m) = rx.recv() {
             match m {
                 Msg::Open(streams, video, zero) => {
@@ -227,7 +240,7 @@ impl Maker {
             }
         }
         self.ended();
-        self.written
+        self.made
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Shared> {
@@ -284,7 +297,7 @@ impl Maker {
         }
         if let Some(open) = &mut self.open {
             if let Err(e) = open.remux.write(kept.packet.clone(), &self.streams) {
-                crate::warn!("clip of {}: {e:#}; given up", self.name);
+                self.failed(&e);
                 self.abandon();
             }
         }
@@ -324,7 +337,7 @@ impl Maker {
             return;
         };
         if let Err(e) = self.begin(start, name) {
-            crate::warn!("clip of {}: {e:#}", self.name);
+            self.failed(&e);
             self.lock().open = None;
         }
     }
@@ -378,7 +391,7 @@ impl Maker {
             return;
         };
         if let Err(e) = open.remux.finish() {
-            crate::warn!("clip of {}: {e:#}", self.name);
+            self.failed(&e);
             let _ = std::fs::remove_file(&open.part);
             return;
         }
@@ -389,13 +402,20 @@ impl Maker {
         match super::rename_without_replacing(&part, &name) {
             Ok(name) => {
                 crate::info!("clip of {}: '{}'", self.name, name.display());
-                self.written.push(name);
+                self.made.written.push(name);
             }
             Err(e) => {
-                crate::warn!("clip of {}: {e:#}", self.name);
+                self.failed(&e);
                 let _ = std::fs::remove_file(&part);
             }
         }
+    }
+
+    /// A clip that could not be written: said, and counted.
+    fn failed(&mut self, e: &anyhow::Error) {
+        crate::warn!("clip of {}: {e:#}; given up", self.name);
+        self.made.failed += 1;
+        self.made.why.get_or_insert_with(|| format!("{e:#}"));
     }
 
     /// Gives the open clip up.
@@ -405,6 +425,29 @@ impl Maker {
             let _ = std::fs::remove_file(&open.part);
         }
     }
+}
+
+/// Checks before the run that clips of `pattern` can be written: the folder that holds them
+/// all (before a `{…}` or a `%`), or the nearest one above it that is there (the rest is
+/// made as clips are written), takes a file; Err with the system's reason.
+pub fn check_folder(pattern: &str) -> Result<(), String> {
+    let fixed = super::fixed_folder(pattern);
+    let mut at = fixed.as_path();
+    while !at.as_os_str().is_empty() && !at.is_dir() {
+        at = at.parent().unwrap_or(Path::new(""));
+    }
+    let at = if at.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        at
+    };
+    let probe = at.join(format!(".framepipe-{}.clip-probe", std::process::id()));
+    crate::paths::check_writable("--clip", &probe.to_string_lossy()).map_err(|e| match e {
+        crate::paths::PathError::NotWritable { source, .. } => {
+            format!("the folder '{}' can't be written ({source})", at.display())
+        }
+        other => other.to_string(),
+    })
 }
 
 /// A clip's file name: `spec`'s pattern with the input's `file_name`, the local time and

@@ -95,20 +95,23 @@ pub fn muxer_of(name: &str) -> Option<&'static str> {
 }
 
 /// Checks a `--record` name before the run: a container it is written in, a folder that
-/// exists, and (with `--segment`) a name that changes from one segment to the next.
-pub fn check(name: &str, segment: Option<Duration>) -> Result<(), RecordError> {
+/// exists (made where it lies below `root`, the recordings' root: `make_folder`), and (with
+/// `--segment`) a name that changes from one segment to the next.
+pub fn check(name: &str, root: &Path, segment: Option<Duration>) -> Result<(), RecordError> {
     let name_of = || name.to_string();
     if muxer_of(name).is_none() {
         return Err(RecordError::Container { name: name_of() });
     }
-    let dir = Path::new(name)
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty());
+    let fixed = fixed_folder(name);
+    let dir = Some(fixed.as_path()).filter(|d| !d.as_os_str().is_empty());
     if let Some(dir) = dir.filter(|d| !d.is_dir()) {
-        return Err(RecordError::NoFolder {
-            name: name_of(),
-            dir: dir.to_path_buf(),
-        });
+        if let Err(why) = make_folder(root, dir) {
+            return Err(RecordError::NoFolder {
+                name: name_of(),
+                dir: dir.to_path_buf(),
+                why,
+            });
+        }
     }
     let dir = dir.unwrap_or(Path::new("."));
     let probe = dir.join(format!(".framepipe-{}.record-probe", std::process::id()));
@@ -132,6 +135,60 @@ pub fn check(name: &str, segment: Option<Duration>) -> Result<(), RecordError> {
     Ok(())
 }
 
+/// The folder a name's files share, whatever their number or time: its folders before the
+/// first that holds a `{…}` or a `%`.
+pub fn fixed_folder(name: &str) -> PathBuf {
+    Path::new(name)
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+        .take_while(|c| {
+            let text = c.as_os_str().to_string_lossy();
+            !text.contains('{') && !text.contains('%')
+        })
+        .collect()
+}
+
+/// Makes folder `dir` and those above it that are missing, where it lies below `root` (the
+/// recordings' root, which must be there: a share that isn't mounted is never replaced by
+/// a folder on the local disk), through no symbolic link and no `..`; Err saying why not.
+pub fn make_folder(root: &Path, dir: &Path) -> Result<(), String> {
+    let below = dir.strip_prefix(root).map_err(|_| {
+        format!(
+            "it is not inside the recordings' folder '{}', where framepipe makes folders",
+            root.display()
+        )
+    })?;
+    if !root.as_os_str().is_empty() && !root.is_dir() {
+        return Err(format!(
+            "the recordings' folder '{}' is not there; framepipe makes the folders inside it",
+            root.display()
+        ));
+    }
+    let mut at = root.to_path_buf();
+    for part in below.components() {
+        let std::path::Component::Normal(part) = part else {
+            return Err("a folder named '..' or '.' is not made".into());
+        };
+        at.push(part);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_dir() => {}
+            Ok(_) => {
+                return Err(format!(
+                    "'{}' is not a folder (a link or a file)",
+                    at.display()
+                ))
+            }
+            Err(_) => match std::fs::create_dir(&at) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && at.is_dir() => {}
+                Err(e) => return Err(e.to_string()),
+            },
+        }
+    }
+    Ok(())
+}
+
 /// Why `--record` can't be written as asked (`check`).
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -141,13 +198,15 @@ pub enum RecordError {
         /// The name as given.
         name: String,
     },
-    /// A folder that isn't there.
-    #[error("--record '{name}': the folder '{}' does not exist", dir.display())]
+    /// A folder that isn't there and can't be made.
+    #[error("--record '{name}': the folder '{}' does not exist, and can't be made ({why})", dir.display())]
     NoFolder {
         /// The name as given.
         name: String,
         /// Its folder.
         dir: PathBuf,
+        /// Why not.
+        why: String,
     },
     /// A folder this process can't write.
     #[error("--record '{name}': the folder '{}' can't be written ({why})", dir.display())]
@@ -601,6 +660,14 @@ impl Writer {
     fn open(&mut self, origin_us: i64, shown_us: i64) -> Result<Segment> {
         let name = PathBuf::from(expand(&self.spec.name, self.next_number));
         self.next_number += 1;
+        if let Some(dir) = name
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty() && !d.is_dir())
+        {
+            // A folder of its time (`%Y-%m-%d/`), made below the root only.
+            make_folder(&self.spec.root, dir)
+                .map_err(|why| anyhow::anyhow!("making the folder '{}': {why}", dir.display()))?;
+        }
         let part = claim_part(&name)?;
         let muxer = muxer_of(&self.spec.name).unwrap_or("matroska");
         let mut out = ff::format::output_as(&part, muxer)
@@ -829,11 +896,37 @@ mod tests {
     #[test]
     fn a_name_that_does_not_change_is_refused_with_segments() {
         let seg = Some(Duration::from_secs(60));
-        assert!(check("cam.mp4", seg).is_err());
-        assert!(check("cam-{seg}.mp4", seg).is_ok());
-        assert!(check("cam-%H%M%S.mkv", seg).is_ok());
-        assert!(check("cam.mp4", None).is_ok());
-        assert!(check("cam.avi", None).is_err());
+        let here = Path::new("");
+        assert!(check("cam.mp4", here, seg).is_err());
+        assert!(check("cam-{seg}.mp4", here, seg).is_ok());
+        assert!(check("cam-%H%M%S.mkv", here, seg).is_ok());
+        assert!(check("cam.mp4", here, None).is_ok());
+        assert!(check("cam.avi", here, None).is_err());
+    }
+
+    #[test]
+    fn folders_are_made_below_the_root_only_and_through_no_link() {
+        let top = std::env::temp_dir().join(format!("fp-make-folder-{}", std::process::id()));
+        let root = top.join("rec");
+        let _ = std::fs::remove_dir_all(&top);
+        // The root itself is never made (a share that is not mounted).
+        assert!(make_folder(&root, &root.join("cam")).is_err());
+        std::fs::create_dir_all(&root).unwrap();
+        make_folder(&root, &root.join("cam/2026-12-07")).unwrap();
+        assert!(root.join("cam/2026-12-07").is_dir());
+        assert_eq!(fixed_folder("rec/{name}/%Y/x-{seg}.mp4"), Path::new("rec"));
+        assert_eq!(
+            fixed_folder("rec/front/x-{seg}.mp4"),
+            Path::new("rec/front")
+        );
+        // Outside the root, through `..` or a link: refused, nothing made.
+        assert!(make_folder(&root, &top.join("elsewhere")).is_err());
+        assert!(make_folder(&root, &root.join("../out")).is_err());
+        std::fs::create_dir(top.join("outside")).unwrap();
+        std::os::unix::fs::symlink(top.join("outside"), root.join("link")).unwrap();
+        assert!(make_folder(&root, &root.join("link/cam")).is_err());
+        assert!(!top.join("outside/cam").exists() && !top.join("out").exists());
+        std::fs::remove_dir_all(&top).unwrap();
     }
 
     #[test]
