@@ -99,8 +99,14 @@ fn down(input: &InputLive, budget: Duration) -> bool {
 
 /// `/healthz`: healthy or not, and the one line said.
 pub fn verdict(snap: &Snapshot, budget: Duration) -> (bool, String) {
-    let count = snap.inputs.len() + snap.failed.len();
-    let down = snap.inputs.iter().filter(|i| down(i, budget)).count() + snap.failed.len();
+    // Inputs removed from the run (through the API, a camera file) are no longer its.
+    let inputs = || {
+        snap.inputs
+            .iter()
+            .filter(|i| i.ended.as_deref() != Some("removed"))
+    };
+    let count = inputs().count() + snap.failed.len();
+    let down = inputs().filter(|i| down(i, budget)).count() + snap.failed.len();
     match down {
         0 => (true, format!("ok: {count} input(s) live\n")),
         d => (
@@ -416,6 +422,18 @@ mod tests {
         snap.failed = vec!["rtsp://u:p@cam/1".into()];
         let (ok, said) = verdict(&snap, budget);
         assert!(!ok && !said.contains("cam"), "{said}");
+    }
+
+    #[test]
+    fn inputs_removed_from_the_run_are_not_counted() {
+        let mut inputs = vec![input(None, Some("removed")); 1000];
+        inputs.extend([input(None, None), input(None, None)]);
+        let snap = Snapshot {
+            inputs,
+            ..Snapshot::default()
+        };
+        let (ok, said) = verdict(&snap, Duration::from_secs(30));
+        assert!(ok && said == "ok: 2 input(s) live\n", "{said}");
     }
 
     #[test]
