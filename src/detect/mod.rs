@@ -110,6 +110,14 @@ pub enum DetectError {
         /// The input's shape as the model says it.
         shape: String,
     },
+    /// Its input is larger than any picture a detector is fed (`MAX_SIDE`, `MAX_BATCH`).
+    #[error("--detect '{}': its input {shape} is larger than a detector's ({MAX_SIDE} a side at most, batches of {MAX_BATCH} at most)", model.display())]
+    TooLarge {
+        /// The model.
+        model: PathBuf,
+        /// The input's shape as the model says it.
+        shape: String,
+    },
     /// Outputs of no layout this version reads.
     #[error("--detect '{}': outputs {outputs} are not a layout framepipe reads (DB text detection: one (N, 1, H, W) map; YOLO: (N, 4+C, A), (N, A, 5+C) or (N, K, 6); SSD: boxes (N, K, 4) with scores and classes (N, K), or with scores (N, K, C))", model.display())]
     Layout {
@@ -132,6 +140,9 @@ pub enum DetectError {
     /// Inference failed on a frame.
     #[error("--detect: ONNX Runtime failed on a frame: {0}")]
     Run(String),
+    /// The inference under way was halted: the run is ending (`Halt`).
+    #[error("--detect: halted as the run ends")]
+    Halted,
 }
 
 /// The family of a model, read from its outputs.
@@ -180,8 +191,14 @@ impl Family {
     }
 }
 
+/// The largest side of a model's input picture taken: a picture of 8192×8192 floats is
+/// already 805 MB a batch's picture; a model that asks more is refused before a frame.
+const MAX_SIDE: i64 = 8192;
+/// The largest fixed batch taken.
+const MAX_BATCH: i64 = 256;
+
 /// The family of `model`, whose input has `input` dims and whose outputs are `outputs`;
-/// an error naming them where it is none.
+/// an error naming them where it is none, or where the input is larger than any picture.
 fn family_of(
     model: &Path,
     input: &[i64],
@@ -190,6 +207,18 @@ fn family_of(
     let picture = input.len() == 4 && (input[1] == 3 || input[1] == -1 || input[3] == 3);
     if !picture {
         return Err(DetectError::Input {
+            model: model.to_path_buf(),
+            shape: format!("{input:?}"),
+        });
+    }
+    let nhwc = input[1] != 3 && input[3] == 3;
+    let (h, w) = if nhwc {
+        (input[1], input[2])
+    } else {
+        (input[2], input[3])
+    };
+    if h > MAX_SIDE || w > MAX_SIDE || input[0] > MAX_BATCH {
+        return Err(DetectError::TooLarge {
             model: model.to_path_buf(),
             shape: format!("{input:?}"),
         });
@@ -249,6 +278,8 @@ pub struct Model {
     nms: f32,
     /// The batch the model takes at most where it fixes one (None: any).
     batch: Option<usize>,
+    /// What halts an inference under way from another thread.
+    halt: std::sync::Arc<Halt>,
     feed: Feed,
     /// How its pictures are laid out and normalised (the family's own).
     lookup: Lookup,
@@ -367,6 +398,7 @@ impl Model {
             nms: settings.nms.unwrap_or(family.nms()),
             feed,
             batch: (input_dims[0] > 0).then_some(input_dims[0] as usize),
+            halt: std::sync::Arc::new(Halt::new()?),
         })
     }
 
@@ -565,14 +597,56 @@ impl Model {
                 .map_err(run)?
                 .into_dyn(),
         };
+        let halt = self.halt.clone();
         let outputs = self
             .session
-            .run(ort::inputs![self.input.as_str() => value])
-            .map_err(run)?;
+            .run_with_options(ort::inputs![self.input.as_str() => value], &halt.options)
+            .map_err(|e| match halt.is_halted() {
+                true => DetectError::Halted,
+                false => run(e),
+            })?;
         outputs
             .iter()
             .map(|(_, v)| values_of(&v).map_err(run))
             .collect()
+    }
+}
+
+/// Halts a model's inference under way from another thread (ONNX Runtime's terminate flag
+/// of the options every run is made with), so that a run's end never waits for a slow
+/// model; once halted, every later inference is too.
+pub struct Halt {
+    options: ort::session::RunOptions,
+    halted: std::sync::atomic::AtomicBool,
+}
+
+impl Halt {
+    fn new() -> Result<Self, DetectError> {
+        let options =
+            ort::session::RunOptions::new().map_err(|e| DetectError::Run(e.to_string()))?;
+        Ok(Self {
+            options,
+            halted: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+
+    /// Halts the inference under way and every later one.
+    pub fn halt(&self) {
+        self.halted.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Err(e) = self.options.terminate() {
+            crate::debug!("detection: halting the model: {e}");
+        }
+    }
+
+    fn is_halted(&self) -> bool {
+        self.halted.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl Model {
+    /// What halts its inferences from another thread.
+    pub fn halt(&self) -> std::sync::Arc<Halt> {
+        self.halt.clone()
     }
 }
 

@@ -18,9 +18,11 @@
 //! are those that went to the destinations.
 
 pub mod motion;
+mod mqtt;
 pub mod out;
 pub mod recent;
 pub mod track;
+mod webhook;
 pub mod zones;
 
 use std::collections::BTreeMap;
@@ -234,9 +236,9 @@ impl Engine {
         &self.zone_counts
     }
 
-    /// Ends the destinations (module doc of `out`).
-    pub fn finish(&mut self) {
-        self.out.finish();
+    /// Ends the destinations (module doc of `out`): Err naming the events not delivered.
+    pub fn finish(&mut self) -> Result<(), String> {
+        self.out.finish()
     }
 
     /// The destinations, for the events of the run's own states (`States`).

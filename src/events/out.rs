@@ -1,34 +1,32 @@
 //! Where events go (`--events`, as many as given): a JSON Lines file, an HTTP endpoint (a
-//! JSON POST an event: a webhook) and an MQTT broker (`mqtt://HOST[:PORT]/PREFIX`: each
-//! event on `PREFIX/INPUT/events`, each zone's count retained on `PREFIX/INPUT/zones/ZONE`,
-//! and `PREFIX/available` saying `online`, or `offline` as the broker's last will).
+//! JSON POST an event: a webhook, `webhook`) and an MQTT broker (`mqtt`).
 //!
 //! Each destination has a thread and a bounded queue (`QUEUE` events): the detector never
-//! waits on a slow or absent receiver. An HTTP receiver that is down is retried with
-//! back-off (`BACKOFF` doubling to `BACKOFF_MAX`), the event kept at the queue's head, so
-//! events go out in order and none is lost while the queue holds them; what overflows is
-//! counted and said. MQTT publishes at QoS 2 (exactly once), rumqttc reconnecting.
+//! waits on a slow or absent receiver. A receiver that is down is tried again and its
+//! events kept meanwhile, so that they go out, in order, once it answers.
 //!
-//! Invariants: every event put in a queue goes out, in order, unless the queue was full
-//! (counted) or the run ended while its receiver was down (counted at the end); a file is
-//! created new (replaced only with `-y`) and each line is written whole and flushed.
+//! Invariants: every event put in a queue goes out, in order, unless the queue was full or
+//! the run ended before its receiver took it; the end (`Outputs::finish`) takes about a
+//! second at most whatever the receivers do (`DRAIN`, then `GRACE`), and what was not
+//! delivered is counted, said, written to the spool beside the first `--events` file
+//! (`FILE.unsent.jsonl`: each line the destination and the event) where there is one, and
+//! fails the run; a file is created new (replaced only with `-y`) and each line is written
+//! whole and flushed.
 
-use std::io::{Read, Write};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 /// Events a destination's queue holds.
 pub const QUEUE: usize = 10_000;
-/// The first wait before an HTTP receiver is tried again.
-const BACKOFF: Duration = Duration::from_millis(250);
-/// The longest wait between tries.
-const BACKOFF_MAX: Duration = Duration::from_secs(2);
 /// How long the end of a run leaves the destinations to send what they hold.
 const DRAIN: Duration = Duration::from_millis(500);
+/// How long a destination then has to give back what it holds, once told of the end.
+const GRACE: Duration = Duration::from_millis(400);
 
 /// A destination, as `--events` names it.
 #[derive(Clone, Debug, PartialEq)]
@@ -112,20 +110,65 @@ pub enum Message {
     Count(String, String, u64),
 }
 
+/// A destination's thread: it gives back the events it could not deliver.
+type Thread = std::thread::JoinHandle<Vec<serde_json::Value>>;
+
 /// One destination's running half.
 struct Running {
     what: String,
-    tx: std::sync::Mutex<Option<Sender<Message>>>,
+    tx: Mutex<Option<Sender<Message>>>,
+    /// The queue's other end, to take back what a thread left when it is not waited for.
+    rx: Receiver<Message>,
     /// Set when the run ends: a receiver that is down is no longer waited for.
-    ended: Arc<std::sync::atomic::AtomicBool>,
+    ended: Arc<AtomicBool>,
+    /// The event a thread is handing over now (a webhook's POST under way).
+    current: Arc<Mutex<Option<serde_json::Value>>>,
     overflow: Arc<AtomicU64>,
-    thread: std::sync::Mutex<Option<std::thread::JoinHandle<u64>>>,
+    thread: Mutex<Option<Thread>>,
+}
+
+impl Running {
+    fn is_running(&self) -> bool {
+        self.thread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .is_some_and(|t| !t.is_finished())
+    }
+
+    /// What it did not deliver: its thread's answer where it ended, else (a receiver that
+    /// holds its POST past the end) the event under way and what its queue still holds.
+    fn unsent(&self) -> Vec<serde_json::Value> {
+        let thread = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
+        match thread {
+            Some(t) if t.is_finished() => t.join().unwrap_or_default(),
+            Some(_) => {
+                let current = self
+                    .current
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .take();
+                current
+                    .into_iter()
+                    .chain(self.rx.try_iter().filter_map(super::webhook::event_of))
+                    .collect()
+            }
+            None => Vec::new(),
+        }
+    }
 }
 
 /// Every destination (module doc), and the latest events kept for the browser view where it
 /// shows them; shared by those who make events (the detector's thread, the run's own
 /// states).
-pub struct Outputs(Vec<Running>, Option<Arc<super::recent::Recent>>);
+pub struct Outputs {
+    running: Vec<Running>,
+    recent: Option<Arc<super::recent::Recent>>,
+    /// Where what was not delivered is kept: beside the first `--events` file.
+    spool: Option<std::path::PathBuf>,
+    /// What the end said, once it ran (Err: events not delivered).
+    ended: Mutex<Option<Result<(), String>>>,
+}
 
 impl Outputs {
     /// Starts a thread for each of `to`; `replace`: a file may be replaced (`-y`); each
@@ -135,54 +178,68 @@ impl Outputs {
         replace: bool,
         recent: Option<Arc<super::recent::Recent>>,
     ) -> Result<Self> {
-        let mut all = Vec::new();
+        let mut running = Vec::new();
+        let mut spool = None;
         for d in to {
             let (tx, rx) = crossbeam_channel::bounded(QUEUE);
-            let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let ended = Arc::new(AtomicBool::new(false));
+            let current = Arc::new(Mutex::new(None));
             let (what, thread) = match d {
                 Destination::File(path) => {
                     let file = open_new(path, replace)?;
+                    spool.get_or_insert_with(|| {
+                        let mut name = path.clone().into_os_string();
+                        name.push(".unsent.jsonl");
+                        std::path::PathBuf::from(name)
+                    });
                     let what = format!("'{}'", path.display());
+                    let rx = rx.clone();
                     (what, spawn("events-file", move || to_file(file, rx))?)
                 }
                 Destination::Http { addr, host, path } => {
                     let what = format!("http://{host}{path}");
                     let (addr, host, path) = (addr.clone(), host.clone(), path.clone());
-                    let end = ended.clone();
-                    let http = move || to_http((&addr, &host, &path), rx, &end);
+                    let (rx, end, now) = (rx.clone(), ended.clone(), current.clone());
+                    let http = move || super::webhook::run((&addr, &host, &path), &rx, &end, &now);
                     (what, spawn("events-http", http)?)
                 }
                 Destination::Mqtt { host, port, prefix } => {
                     let what = format!("mqtt://{host}:{port}/{prefix}");
                     let (host, port, prefix) = (host.clone(), *port, prefix.clone());
-                    (
-                        what,
-                        spawn("events-mqtt", move || to_mqtt(&host, port, &prefix, rx))?,
-                    )
+                    let (rx, end) = (rx.clone(), ended.clone());
+                    let mqtt = move || super::mqtt::run((&host, port, &prefix), rx, &end);
+                    (what, spawn("events-mqtt", mqtt)?)
                 }
             };
-            all.push(Running {
+            running.push(Running {
                 what,
-                tx: std::sync::Mutex::new(Some(tx)),
+                tx: Mutex::new(Some(tx)),
+                rx,
                 ended,
+                current,
                 overflow: Arc::new(AtomicU64::new(0)),
-                thread: std::sync::Mutex::new(Some(thread)),
+                thread: Mutex::new(Some(thread)),
             });
         }
-        Ok(Self(all, recent))
+        Ok(Self {
+            running,
+            recent,
+            spool,
+            ended: Mutex::new(None),
+        })
     }
 
     /// Whether there is any destination (the browser view's list counts as one).
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty() && self.1.is_none()
+        self.running.is_empty() && self.recent.is_none()
     }
 
     /// Puts `m` in every destination's queue (a full one counts it).
     pub fn send(&self, m: &Message) {
-        if let (Some(recent), Message::Event(_, e)) = (&self.1, m) {
+        if let (Some(recent), Message::Event(_, e)) = (&self.recent, m) {
             recent.push(e);
         }
-        for r in &self.0 {
+        for r in &self.running {
             let tx = r.tx.lock().unwrap_or_else(|p| p.into_inner()).clone();
             let Some(tx) = tx else { continue };
             if let Err(TrySendError::Full(_)) = tx.try_send(m.clone()) {
@@ -196,53 +253,101 @@ impl Outputs {
         }
     }
 
-    /// Ends every destination within about a second (`DRAIN` to send what they hold,
-    /// then a receiver still down is given up): what each could not send is said.
-    pub fn finish(&self) {
-        for r in &self.0 {
+    /// Ends every destination within about a second (`DRAIN` to send what they hold, then
+    /// `GRACE` to give back what they could not): what each did not deliver is said, kept
+    /// in the spool where there is one, and makes the answer an Err naming it. Once: a
+    /// later call gives the same answer.
+    pub fn finish(&self) -> Result<(), String> {
+        let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(answer) = ended.as_ref() {
+            return answer.clone();
+        }
+        for r in &self.running {
             *r.tx.lock().unwrap_or_else(|p| p.into_inner()) = None;
         }
-        let running = |r: &Running| {
-            r.thread
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .as_ref()
-                .is_some_and(|t| !t.is_finished())
-        };
         let until = Instant::now() + DRAIN;
-        while Instant::now() < until && self.0.iter().any(running) {
+        while Instant::now() < until && self.running.iter().any(Running::is_running) {
             std::thread::sleep(Duration::from_millis(20));
         }
-        for r in &self.0 {
+        for r in &self.running {
             r.ended.store(true, Ordering::SeqCst);
-            let thread = r.thread.lock().unwrap_or_else(|p| p.into_inner()).take();
-            let Some(thread) = thread else { continue };
-            let lost = thread.join().unwrap_or(0) + r.overflow.load(Ordering::Relaxed);
-            if lost > 0 {
-                crate::warn!("events to {}: {lost} event(s) could not be sent", r.what);
-            }
         }
+        let until = Instant::now() + GRACE;
+        while Instant::now() < until && self.running.iter().any(Running::is_running) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let mut failed = Vec::new();
+        for r in &self.running {
+            let unsent = r.unsent();
+            let overflow = r.overflow.load(Ordering::Relaxed);
+            if unsent.is_empty() && overflow == 0 {
+                continue;
+            }
+            let kept = self.keep(&r.what, &unsent);
+            let said = format!(
+                "events to {}: {} event(s) not delivered{}",
+                r.what,
+                unsent.len() as u64 + overflow,
+                match (&kept, overflow) {
+                    (Some(spool), 0) => format!(" (kept in '{}')", spool.display()),
+                    (Some(spool), n) => format!(
+                        " ({} kept in '{}', {n} lost to a full queue)",
+                        unsent.len(),
+                        spool.display()
+                    ),
+                    (None, _) => " (lost)".to_string(),
+                }
+            );
+            crate::warn!("{said}");
+            failed.push(said);
+        }
+        let answer = match failed.is_empty() {
+            true => Ok(()),
+            false => Err(failed.join("; ")),
+        };
+        *ended = Some(answer.clone());
+        answer
+    }
+
+    /// Appends `events` not delivered to `what` to the spool: where it was written.
+    fn keep(&self, what: &str, events: &[serde_json::Value]) -> Option<std::path::PathBuf> {
+        let spool = self.spool.as_ref().filter(|_| !events.is_empty())?;
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(spool)
+            .ok()?;
+        let mut text = String::new();
+        for event in events {
+            let line = serde_json::json!({ "to": crate::secret::redact(what), "event": event });
+            text.push_str(&line.to_string());
+            text.push('\n');
+        }
+        file.write_all(text.as_bytes())
+            .and_then(|()| file.flush())
+            .ok()?;
+        Some(spool.clone())
     }
 }
 
 impl Drop for Outputs {
     fn drop(&mut self) {
-        self.finish();
+        let _ = self.finish();
     }
 }
 
 impl std::fmt::Debug for Outputs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list()
-            .entries(self.0.iter().map(|r| &r.what))
+            .entries(self.running.iter().map(|r| &r.what))
             .finish()
     }
 }
 
 fn spawn(
     name: &str,
-    f: impl FnOnce() -> u64 + Send + 'static,
-) -> Result<std::thread::JoinHandle<u64>> {
+    f: impl FnOnce() -> Vec<serde_json::Value> + Send + 'static,
+) -> Result<Thread> {
     Ok(std::thread::Builder::new().name(name.into()).spawn(f)?)
 }
 
@@ -262,173 +367,20 @@ fn open_new(path: &std::path::Path, replace: bool) -> Result<std::fs::File> {
     })
 }
 
-/// A file's thread: each event a line, flushed; what could not be written.
-fn to_file(mut file: std::fs::File, rx: Receiver<Message>) -> u64 {
-    let mut lost = 0;
+/// A file's thread: each event a line, flushed; the events that could not be written.
+fn to_file(mut file: std::fs::File, rx: Receiver<Message>) -> Vec<serde_json::Value> {
+    let mut lost = Vec::new();
     for m in rx {
         if let Message::Event(_, json) = m {
             if writeln!(file, "{json}")
                 .and_then(|()| file.flush())
                 .is_err()
             {
-                lost += 1;
+                lost.push(json);
             }
         }
     }
     lost
-}
-
-/// An HTTP receiver's thread: each event POSTed in order, retried with back-off while the
-/// receiver is down; what was left unsent when the run ended.
-fn to_http(
-    (addr, host, path): (&str, &str, &str),
-    rx: Receiver<Message>,
-    ended: &std::sync::atomic::AtomicBool,
-) -> u64 {
-    let mut wait = BACKOFF;
-    let mut said = false;
-    while let Ok(m) = rx.recv() {
-        let Message::Event(_, json) = m else { continue };
-        let body = json.to_string();
-        loop {
-            match post(addr, host, path, &body) {
-                Ok(()) => {
-                    wait = BACKOFF;
-                    if std::mem::take(&mut said) {
-                        crate::info!("events to http://{host}{path}: delivered again");
-                    }
-                    break;
-                }
-                Err(e) => {
-                    if !said {
-                        said = true;
-                        crate::warn!("events to http://{host}{path}: {e:#}; kept and tried again");
-                    }
-                    // Ended while the receiver is down: what waits is lost, counted.
-                    let until = Instant::now() + wait;
-                    while Instant::now() < until && !ended.load(Ordering::SeqCst) {
-                        std::thread::sleep(Duration::from_millis(50));
-                    }
-                    if ended.load(Ordering::SeqCst) {
-                        return 1 + rx.len() as u64;
-                    }
-                    wait = (wait * 2).min(BACKOFF_MAX);
-                }
-            }
-        }
-    }
-    0
-}
-
-/// One POST of `body`; an error unless the receiver answered 2xx.
-fn post(addr: &str, host: &str, path: &str, body: &str) -> Result<()> {
-    use std::net::ToSocketAddrs;
-    let to = addr
-        .to_socket_addrs()
-        .with_context(|| format!("resolving {addr}"))?
-        .next()
-        .with_context(|| format!("{addr} has no address"))?;
-    let mut s = std::net::TcpStream::connect_timeout(&to, Duration::from_secs(2))
-        .with_context(|| format!("connecting to {addr}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(5)))?;
-    s.set_write_timeout(Some(Duration::from_secs(5)))?;
-    write!(
-        s,
-        "POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\nUser-Agent: framepipe\r\n\r\n{body}",
-        body.len()
-    )?;
-    let mut head = [0u8; 64];
-    let n = s.read(&mut head)?;
-    let line = String::from_utf8_lossy(&head[..n]);
-    let status = line.split_whitespace().nth(1).unwrap_or("");
-    if !status.starts_with('2') {
-        bail!(
-            "the receiver answered {:?}",
-            line.lines().next().unwrap_or("")
-        );
-    }
-    Ok(())
-}
-
-/// An MQTT broker's thread: events and retained counts published at QoS 2, the client's
-/// event loop driven here; what was left unsent when the run ended.
-fn to_mqtt(host: &str, port: u16, prefix: &str, rx: Receiver<Message>) -> u64 {
-    use rumqttc::{Client, LastWill, MqttOptions, QoS};
-    let id = format!("framepipe-{}", std::process::id());
-    let mut options = MqttOptions::new(id, host, port);
-    options.set_keep_alive(Duration::from_secs(10));
-    let available = format!("{prefix}/available");
-    options.set_last_will(LastWill::new(&available, "offline", QoS::AtLeastOnce, true));
-    let (client, mut connection) = Client::new(options, 1024);
-    let _ = client.try_publish(&available, QoS::AtLeastOnce, true, "online");
-    let driver = std::thread::Builder::new()
-        .name("events-mqtt-loop".into())
-        .spawn(move || {
-            let mut said = false;
-            for n in connection.iter() {
-                match n {
-                    Err(e) if !said => {
-                        said = true;
-                        crate::warn!("events to MQTT: {e}; reconnecting");
-                        std::thread::sleep(BACKOFF);
-                    }
-                    Err(_) => std::thread::sleep(BACKOFF),
-                    Ok(rumqttc::Event::Incoming(rumqttc::Packet::ConnAck(_))) => said = false,
-                    Ok(rumqttc::Event::Outgoing(rumqttc::Outgoing::Disconnect)) => break,
-                    Ok(_) => {}
-                }
-            }
-        });
-    let mut lost = 0;
-    for m in rx {
-        let (topic, payload, retain) = match m {
-            Message::Event(input, json) => (
-                format!("{prefix}/{}/events", topic_part(&input)),
-                json.to_string(),
-                false,
-            ),
-            Message::Count(input, zone, n) => (
-                format!(
-                    "{prefix}/{}/zones/{}",
-                    topic_part(&input),
-                    topic_part(&zone)
-                ),
-                n.to_string(),
-                true,
-            ),
-        };
-        // Never blocking: with the broker away, what its client can't hold is counted.
-        if client
-            .try_publish(topic, QoS::ExactlyOnce, retain, payload)
-            .is_err()
-        {
-            lost += 1;
-        }
-    }
-    let _ = client.try_publish(&available, QoS::AtLeastOnce, true, "offline");
-    // The queued publications go out before the disconnect, within a moment.
-    std::thread::sleep(Duration::from_millis(200));
-    let _ = client.try_disconnect();
-    if let Ok(d) = driver {
-        let until = Instant::now() + Duration::from_millis(200);
-        while !d.is_finished() && Instant::now() < until {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    lost
-}
-
-/// `name` as one level of a topic: '/', '+', '#' and spaces written '_'.
-fn topic_part(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if matches!(c, '/' | '+' | '#' | ' ') || c.is_control() {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]
@@ -465,6 +417,6 @@ mod tests {
         ] {
             assert!(Destination::parse(bad).is_err(), "{bad}");
         }
-        assert_eq!(topic_part("cam 1/a+b#"), "cam_1_a_b_");
+        assert_eq!(super::super::mqtt::topic_part("cam 1/a+b#"), "cam_1_a_b_");
     }
 }

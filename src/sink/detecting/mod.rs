@@ -32,6 +32,10 @@ use crossbeam_channel::{Receiver, Sender};
 mod slots;
 use slots::Slots;
 
+/// How long the run's end leaves the detector to finish the batch under way before it is
+/// halted (a stop ends within about a second, whatever the model).
+const HALT_AFTER: std::time::Duration = std::time::Duration::from_millis(300);
+
 use super::{Flow, Frame, Sink, SinkReport};
 use crate::detect::seen::{Found, Seen};
 use crate::detect::{Detection, Draw, Model};
@@ -90,6 +94,8 @@ pub struct Detecting {
     /// Each job's (input, frame) once the detector is done with it.
     done: Receiver<(usize, u64)>,
     thread: Option<std::thread::JoinHandle<Result<Ended>>>,
+    /// What halts the detector's inference under way at the end.
+    halt: Option<Arc<crate::detect::Halt>>,
     /// Without a detector (`--motion` or `--events` alone): the events' end, kept here.
     idle: Option<Detector>,
     inputs: Vec<Input>,
@@ -167,6 +173,7 @@ impl Detecting {
             beside: inputs.beside.clone(),
         };
         let taken = slots.clone();
+        let halt = model.as_ref().map(Model::halt);
         let (thread, idle) = match model {
             Some(model) => {
                 let thread =
@@ -196,6 +203,7 @@ impl Detecting {
             slots,
             done,
             thread,
+            halt,
             idle,
             inputs,
             fps,
@@ -390,6 +398,22 @@ impl Detecting {
         if let Some(mut idle) = self.idle.take() {
             return Ok(idle.ended(0, 0));
         }
+        // On a stop, the batch under way may finish within `HALT_AFTER`; a slower one is
+        // halted. At an input's own end every due frame is detected, as long as it takes.
+        let stopping = crate::stop::Stop::process().is_requested();
+        let until = std::time::Instant::now() + HALT_AFTER;
+        while stopping
+            && self.thread.as_ref().is_some_and(|t| !t.is_finished())
+            && std::time::Instant::now() < until
+        {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        if stopping && self.thread.as_ref().is_some_and(|t| !t.is_finished()) {
+            if let Some(halt) = &self.halt {
+                crate::info!("detection: the inference under way is halted (the run ends)");
+                halt.halt();
+            }
+        }
         match self.thread.take().map(|t| t.join()) {
             Some(Ok(r)) => r,
             Some(Err(_)) => anyhow::bail!("the detector's thread panicked"),
@@ -454,6 +478,8 @@ struct Ended {
     batches: u64,
     /// Events by kind.
     events: Option<std::collections::BTreeMap<String, u64>>,
+    /// Why events were not delivered, where some were not.
+    undelivered: Option<String>,
 }
 
 /// The detector's loop: each batch's boxes, each frame's line, and each input's newest
@@ -476,6 +502,8 @@ fn detect_loop(
         let began = std::time::Instant::now();
         let found = match model.detect_batch(&pictures) {
             Ok(found) => found,
+            // The run ends and would not wait for this batch.
+            Err(crate::detect::DetectError::Halted) => break,
             Err(e) => {
                 to.ended(ran, batches);
                 return Err(e.into());
@@ -494,14 +522,16 @@ impl Detector {
     /// What the detector did, having run on `ran` frames in `batches`: its events'
     /// destinations ended, their counts.
     fn ended(&mut self, ran: u64, batches: u64) -> Ended {
+        let mut undelivered = None;
         let events = self.events.as_mut().and_then(|e| {
-            e.finish();
+            undelivered = e.finish().err();
             e.counts().cloned()
         });
         Ended {
             ran,
             batches,
             events,
+            undelivered,
         }
     }
 
@@ -710,6 +740,7 @@ impl Sink for Detecting {
                         n as f64 / batches as f64
                     );
                 }
+                let undelivered = ended.undelivered.clone();
                 self.ended = Some(ended);
                 if let Some(events) = self.event_counts() {
                     let said: Vec<String> =
@@ -721,6 +752,11 @@ impl Sink for Detecting {
                             false => said.join(", "),
                         }
                     );
+                }
+                if let Some(why) = undelivered {
+                    // Outputs first: their own failure is the one to say.
+                    finished?;
+                    return Err(anyhow::anyhow!("{why}"));
                 }
             }
             Err(e) => return Err(e.context("detection")),
