@@ -7,8 +7,10 @@
 #                            read-only root; the image through a local registry and back;
 #                            deploy/'s manifests played with it (scripts/image/pods_test.py);
 #                            once all passed, deploy/image-tested holds the hash below
-#   scripts/image.sh hash    the hash of deploy/ and these scripts (scripts/test.sh runs the
-#                            test again when it differs from deploy/image-tested)
+#   scripts/image.sh works   exit 0 where podman runs a container here (scripts/test.sh
+#                            runs the test then), else one line saying why not
+#   scripts/image.sh hash    the hash of deploy/ and these scripts, as the last passing
+#                            test wrote it to deploy/image-tested
 # Here the binary is the build without OpenCV against Debian's FFmpeg libraries (target/
 # ffonly), and the base holds those libraries; a GPU server's image is built by the
 # Containerfile's own first stage (the static FFmpeg). podman runs with runc and ulimits this
@@ -27,7 +29,9 @@ say() { printf '%s\n' "image: $*" >&2; }
 
 setup() {
     . scripts/setup.sh
-    setup_packages podman buildah mmdebstrap runc uidmap docker-registry python3-yaml ffmpeg curl
+    # catatonit: the pause image that podman's `kube play` makes for a pod.
+    setup_packages podman buildah mmdebstrap runc uidmap docker-registry python3-yaml ffmpeg curl \
+        catatonit
     mkdir -p "$WORK"
     # crun fails on this machine's limits and cgroups; the ulimits must be at most the host's.
     cat > "$WORK/containers.conf" <<'CONF'
@@ -118,8 +122,26 @@ hash() {
     cat deploy/Containerfile deploy/*.yaml scripts/image.sh scripts/image/*.py | sha256sum | cut -c1-16
 }
 
+# Whether podman runs containers here: exit 0, else one line saying why not.
+works() {
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "not root (the image is built and run as root)"
+        return 1
+    fi
+    if ! setup >/dev/null 2>&1; then
+        echo "podman and its companions could not be installed"
+        return 1
+    fi
+    local why
+    if ! why=$(podman info 2>&1 >/dev/null); then
+        echo "podman does not run here: $(printf '%s' "$why" | tail -n 1)"
+        return 1
+    fi
+}
+
 case "${1:-}" in
     hash) hash ;;
+    works) works ;;
     build) build ;;
     test)
         build
@@ -130,5 +152,5 @@ case "${1:-}" in
         /usr/bin/python3 scripts/image/pods_test.py "$IMAGE" "$WORK/pods"
         hash > deploy/image-tested
         ;;
-    *) echo "usage: scripts/image.sh build|test" >&2; exit 2 ;;
+    *) echo "usage: scripts/image.sh build|test|works|hash" >&2; exit 2 ;;
 esac
