@@ -20,7 +20,13 @@ use crate::detect::model;
 /// `name`: `seconds` of a white 640x360 picture at 25 fps (keyframe every second), with
 /// each of `words` drawn on it in black 64 px text (a drawtext's own options: its text, its
 /// place as a function of `t`), and a sine tone as AAC where `audio`.
-fn words(dir: &TempDir, name: &str, seconds: u32, words: &[&str], audio: bool) -> PathBuf {
+pub(crate) fn words(
+    dir: &TempDir,
+    name: &str,
+    seconds: u32,
+    words: &[&str],
+    audio: bool,
+) -> PathBuf {
     let font = Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/fonts/DejaVuSansMono-Bold.ttf");
     let vf: Vec<String> = words
         .iter()
@@ -586,7 +592,7 @@ fn a_camera_lost_and_back_is_an_event_on_the_same_channel() {
 }
 
 /// 15 s of the still picture, a word moving across it from 1 s to 3 s only.
-fn moving_once(dir: &TempDir, seconds: u32) -> PathBuf {
+pub(crate) fn moving_once(dir: &TempDir, seconds: u32) -> PathBuf {
     let moving = "text=GATE:x=40+(t-1)*150:y=80:enable='between(t,1,3)'";
     words(dir, "still.mp4", seconds, &[moving], false)
 }

@@ -11,6 +11,7 @@ mod copy;
 mod cpu_backend;
 mod decode;
 mod detect;
+mod doors;
 mod encode;
 mod entry;
 mod errors;

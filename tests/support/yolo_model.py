@@ -1,13 +1,15 @@
 """An ONNX model in one of Ultralytics' YOLO output layouts whose output is known: a
 constant tensor (made to depend on the picture by adding 0 times its mean), with the
-`names` metadata Ultralytics writes. Usage: yolo_model.py OUT.onnx v8|v5|nms SIDE."""
+`names` metadata Ultralytics writes. Usage: yolo_model.py OUT.onnx v8|v5|nms SIDE|HxW."""
 import sys
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-out, layout, side = sys.argv[1], sys.argv[2], int(sys.argv[3])
+out, layout = sys.argv[1], sys.argv[2]
+height, _, width = sys.argv[3].partition("x")
+height, width = int(height), int(width or height)
 # Boxes in the model's input pixels: centre x, centre y, width, height, class scores.
 anchors = [
     (20.0, 20.0, 16.0, 16.0, [0.9, 0.0]),  # person
@@ -32,7 +34,7 @@ nodes = [
 ]
 graph = helper.make_graph(
     nodes, "yolo",
-    [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, side, side])],
+    [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, height, width])],
     [helper.make_tensor_value_info("output0", TensorProto.FLOAT, list(data.shape))],
     [const, zero],
 )

@@ -1,0 +1,636 @@
+//! The new doors under attack (issues 77 and 78): retention and the recordings API against a
+//! folder swapped for a link and a row planted in the index, camera names that climb out of
+//! the recordings' root, API sources that open the server's own files or listen on every
+//! interface, secrets in the names of unnamed cameras, a model that declares an absurd
+//! input, clips that can't be written, and folders `--record` must make. Each test makes the
+//! attack itself against the real binary.
+#![cfg(feature = "opencv")]
+
+use crate::common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::run::{bin, ffmpeg_made, free_port, http, http_post, stderr, wait_with_deadline};
+use common::run::{SummaryFile, TempDir};
+
+/// A clip of the test pattern `seconds` long, H.264 with a keyframe every second.
+fn clip(dir: &TempDir, seconds: u32) -> String {
+    let path = dir.join("clip.mp4");
+    let t = seconds.to_string();
+    let options = [
+        "-t", &t, "-c:v", "libx264", "-g", "25", "-pix_fmt", "yuv420p",
+    ];
+    ffmpeg_made(&path, &["testsrc=size=320x240:rate=25"], &options);
+    path.display().to_string()
+}
+
+/// A child killed when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn end(child: std::process::Child) -> std::process::Output {
+    common::run::interrupt(&child);
+    wait_with_deadline(child, Duration::from_secs(10), "framepipe")
+}
+
+/// The API's answer to adding camera `name` reading `source`: its status and reason.
+fn add(port: u16, name: &str, source: &str) -> (u16, String) {
+    let body = serde_json::json!({ "name": name, "source": source }).to_string();
+    let (status, said) = http_post(port, "/api/inputs", &body);
+    (status, String::from_utf8_lossy(&said).into_owned())
+}
+
+/// Attacks 77.2, 77.3 and 78.4: names `.` and `..`, sources that reach the server's own
+/// files through FFmpeg's nested protocols, and sources that listen on every interface are
+/// refused by the API (400, saying why); a listening source on loopback, and any with
+/// `--serve-listening-sources`, is taken.
+#[test]
+fn the_api_takes_no_name_above_the_root_no_file_and_no_listener_unasked() {
+    let dir = TempDir::new("doors-api");
+    std::fs::write(dir.join("secret.ts"), b"not for the API").unwrap();
+    // Two cameras: the wall's first, and one that joins through the API.
+    let (one, two) = (free_port(), free_port());
+    let _cameras = [
+        Killed(common::run::live_server_of(one, "160x120")),
+        Killed(common::run::live_server_of(two, "160x120")),
+    ];
+    let wall = format!("first = http://127.0.0.1:{one}/live.ts\n");
+    std::fs::write(dir.join("wall.txt"), wall).unwrap();
+    std::fs::create_dir(dir.join("rec")).unwrap();
+    let port = free_port();
+    let args = [
+        "--backend",
+        "cpu",
+        "--inputs",
+        "wall.txt",
+        "--record",
+        "rec/{name}/{name}-{seg}.mp4",
+        "--segment",
+        "1",
+    ];
+    let child = common::run::served(dir.path(), port, &args);
+    let file = dir.join("secret.ts").display().to_string();
+    // The API takes changes once the wall has opened its inputs.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while add(port, ".", "pattern").0 == 503 {
+        assert!(Instant::now() < deadline, "the wall never took changes");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for name in [".", ".."] {
+        let (status, said) = add(port, name, "pattern:64x48:25");
+        assert_eq!(status, 400, "{name}: {said}");
+        assert!(said.contains("not dots alone"), "{said}");
+    }
+    for source in [
+        format!("file://{file}"),
+        format!("async:file://{file}"),
+        format!("cache:file://{file}"),
+        format!("concat:{file}|file://{file}"),
+        format!("subfile,,start,0,end,0,,:file://{file}"),
+        format!("crypto+file://{file}"),
+        file.clone(),
+    ] {
+        let (status, said) = add(port, "sneaky", &source);
+        assert_eq!(status, 400, "{source}: {said}");
+        assert!(said.contains("network stream"), "{source}: {said}");
+    }
+    let listening = free_port();
+    for source in [
+        format!("tcp://0.0.0.0:{listening}?listen=1"),
+        format!("udp://0.0.0.0:{listening}"),
+        format!("udp://@:{listening}"),
+        format!("srt://0.0.0.0:{listening}?mode=listener"),
+    ] {
+        let (status, said) = add(port, "pushed", &source);
+        assert_eq!(status, 400, "{source}: {said}");
+        assert!(said.contains("--serve-listening-sources"), "{said}");
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", listening)).is_err(),
+            "{source}: something listens"
+        );
+    }
+    // A camera whose folder `rec/{name}` is not there yet: made, inside the root.
+    let (status, said) = add(port, "dock", &format!("http://127.0.0.1:{two}/live.ts"));
+    assert_eq!(status, 201, "{said}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_dir(dir.join("rec/dock"))
+        .map(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(".mp4"))
+        })
+        .unwrap_or(false)
+    {
+        assert!(Instant::now() < deadline, "no segment in rec/dock");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = end(child);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(dir.join("rec/first").is_dir(), "the wall's own folder");
+    // Nothing was made outside the root.
+    let top: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut top = top;
+    top.sort();
+    assert_eq!(
+        top,
+        ["rec", "secret.ts", "summary.json", "wall.txt"],
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Attack 78.4, the other half: with `--serve-listening-sources` a pushed stream is taken.
+#[test]
+fn a_listening_source_is_taken_when_the_operator_allows_it() {
+    let dir = TempDir::new("doors-listen");
+    std::fs::write(dir.join("wall.txt"), "first = pattern:64x48:25\n").unwrap();
+    let port = free_port();
+    let args = [
+        "--backend",
+        "cpu",
+        "--inputs",
+        "wall.txt",
+        "--serve-listening-sources",
+    ];
+    let child = common::run::served(dir.path(), port, &args);
+    let listening = free_port();
+    let (status, said) = add(
+        port,
+        "pushed",
+        &format!("tcp://0.0.0.0:{listening}?listen=1"),
+    );
+    assert_eq!(status, 201, "{said}");
+    let out = end(child);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// Attacks 77.4 and 77.5: cameras with no name of their own (the `-i` beside `--inputs`,
+/// an unnamed line of the file) whose sources hold a password and secret query values
+/// (`pw`, `streamid`, `user`, `passwd`, `signature`): no secret reaches the API, the page,
+/// `/stats`, `/metrics`, the events, the log or the summary.
+#[test]
+fn no_secret_of_an_unnamed_camera_reaches_any_door() {
+    let dir = TempDir::new("doors-secrets");
+    let secrets = [
+        "Pa55wordA",
+        "PwValueB",
+        "StreamIdC",
+        "UserNameD",
+        "Hunter2E",
+        "SigF",
+    ];
+    let list = format!(
+        "front = pattern:64x48:25\nhttp://admin:{}@127.0.0.1:1/a.ts?pw={}&streamid={}&user={}\n",
+        secrets[0], secrets[1], secrets[2], secrets[3]
+    );
+    std::fs::write(dir.join("wall.txt"), list).unwrap();
+    let first = format!(
+        "rtsp://root:{}@127.0.0.1:1/s?passwd=x&signature={}",
+        secrets[4], secrets[5]
+    );
+    let port = free_port();
+    let args = [
+        "--backend",
+        "cpu",
+        "-i",
+        &first,
+        "--inputs",
+        "wall.txt",
+        "--events",
+        "ev.jsonl",
+        "--health-budget",
+        "1s",
+        "-v",
+    ];
+    let child = common::run::served(dir.path(), port, &args);
+    std::thread::sleep(Duration::from_secs(3));
+    let mut shown = String::new();
+    for path in ["/", "/stats", "/metrics", "/healthz", "/api/inputs"] {
+        let (_, body) = http(port, "GET", path, "");
+        shown.push_str(&String::from_utf8_lossy(&body));
+    }
+    assert!(
+        shown.contains("127.0.0.1:1/a.ts"),
+        "the unnamed camera is not shown:\n{shown}"
+    );
+    let out = end(child);
+    shown.push_str(&stderr(&out));
+    shown.push_str(&String::from_utf8_lossy(&out.stdout));
+    for file in ["summary.json", "ev.jsonl"] {
+        shown.push_str(&std::fs::read_to_string(dir.join(file)).unwrap_or_default());
+    }
+    for secret in secrets {
+        assert!(!shown.contains(secret), "{secret} shown:\n{shown}");
+    }
+}
+
+/// Attack 77.1: a camera's recordings folder swapped for a link to another folder, and a
+/// row planted in the index (`../outside/victim.txt`) while the run goes: the API serves
+/// neither, retention (`--retain 1s`) deletes nothing outside the root, and both are said.
+#[test]
+fn retention_and_the_api_touch_nothing_through_a_link_or_a_planted_row() {
+    let dir = TempDir::new("doors-retention");
+    clip(&dir, 3);
+    std::fs::create_dir_all(dir.join("rec")).unwrap();
+    std::fs::create_dir_all(dir.join("outside")).unwrap();
+    // A first run records the camera `clip` into rec/clip/.
+    let record = ["--record", "rec/{name}/{name}-{seg}.mp4", "--segment", "1"];
+    std::fs::write(dir.join("first.txt"), "clip = clip.mp4\n").unwrap();
+    let first = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["--headless", "--backend", "cpu", "--inputs", "first.txt"])
+        .args(record)
+        .output()
+        .unwrap();
+    assert!(first.status.success(), "{}", stderr(&first));
+    let recorded = |at: &Path| -> Vec<String> {
+        let mut files: Vec<String> = std::fs::read_dir(at)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        files.sort();
+        files
+    };
+    let segments = recorded(&dir.join("rec/clip"));
+    assert!(segments.len() >= 2, "{segments:?}");
+    // The folder moves out, a link takes its place; a victim waits beside it.
+    std::fs::rename(dir.join("rec/clip"), dir.join("outside/clip")).unwrap();
+    std::os::unix::fs::symlink(dir.join("outside/clip"), dir.join("rec/clip")).unwrap();
+    std::fs::write(dir.join("outside/victim.txt"), b"keep me").unwrap();
+    // A second run, another camera (a live one: the run goes on), retention at 1 s.
+    let live = free_port();
+    let _camera = Killed(common::run::live_server_of(live, "160x120"));
+    std::fs::write(
+        dir.join("wall.txt"),
+        format!("other = http://127.0.0.1:{live}/live.ts\n"),
+    )
+    .unwrap();
+    let port = free_port();
+    let args = [
+        &["--backend", "cpu", "--inputs", "wall.txt", "--retain", "1s"][..],
+        &record[..],
+    ]
+    .concat();
+    let child = common::run::served(dir.path(), port, &args);
+    // The planted row, written while it runs.
+    let planted = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import sqlite3,sys; d=sqlite3.connect(sys.argv[1], timeout=10); \
+             c=d.execute(\"INSERT INTO segments (input,file,start_us,end_us,media_us,bytes) \
+             VALUES ('other','../outside/victim.txt',1,2,0,7)\"); d.commit(); print(c.lastrowid)",
+        )
+        .arg(dir.join("rec/framepipe-index.sqlite"))
+        .output()
+        .unwrap();
+    assert!(planted.status.success(), "{}", stderr(&planted));
+    let id = String::from_utf8_lossy(&planted.stdout).trim().to_string();
+    let (status, body) = http(
+        port,
+        "GET",
+        &format!("/api/recordings/segment/0-{id}.mp4"),
+        "",
+    );
+    assert_eq!(status, 404, "{}", String::from_utf8_lossy(&body));
+    let (_, listing) = http(port, "GET", "/api/recordings", "");
+    let listing = String::from_utf8_lossy(&listing).into_owned();
+    assert!(!listing.contains("victim"), "{listing}");
+    assert!(!listing.contains("\"clip\""), "{listing}");
+    // Retention looks after each segment and every 5 s: two looks at least.
+    std::thread::sleep(Duration::from_secs(7));
+    let out = end(child);
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(recorded(&dir.join("outside/clip")), segments, "{said}");
+    assert_eq!(
+        std::fs::read(dir.join("outside/victim.txt")).unwrap(),
+        b"keep me"
+    );
+    assert!(
+        said.contains("victim.txt"),
+        "the planted row is not said:\n{said}"
+    );
+}
+
+/// Attack 77.7: models that declare an absurd input are refused in one line before the
+/// first frame, without taking the memory they ask for.
+#[test]
+fn a_model_with_an_absurd_input_is_refused_in_one_line() {
+    let dir = TempDir::new("doors-model");
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ortvenv/bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/yolo_model.py");
+    for shape in ["100000", "1x4000000000", "20000"] {
+        let model = dir.join(&format!("absurd-{shape}.onnx"));
+        let made = Command::new(&python)
+            .arg(&script)
+            .arg(&model)
+            .args(["v8", shape])
+            .output()
+            .unwrap();
+        assert!(made.status.success(), "{}", stderr(&made));
+        let started = Instant::now();
+        let out = Command::new(bin())
+            .args(["-i", "pattern:320x240:25", "--frames", "5", "--headless"])
+            .arg("--detect")
+            .arg(&model)
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{shape}: {err}");
+        assert!(err.contains("larger than a detector's"), "{shape}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(started.elapsed() < Duration::from_secs(20), "{shape}");
+    }
+}
+
+/// Attack 77.11: `--clip` into a read-only folder is refused at the start; clips that fail
+/// on a full disk make the run fail, saying so.
+#[test]
+fn clips_that_cannot_be_written_fail_the_run() {
+    let dir = TempDir::new("doors-clips");
+    let moving = crate::events::moving_once(&dir, 5);
+    let Some(ro) = crate::trust::Tmpfs::mount("doors-clips-ro", "size=1m,ro") else {
+        return;
+    };
+    let run = |pattern: &str| {
+        let summary = SummaryFile::new();
+        let mut cmd = Command::new(bin());
+        cmd.current_dir(dir.path())
+            .args(["--headless", "-i", moving.to_str().unwrap(), "--motion"])
+            .args([
+                "--events", "ev.jsonl", "--clip", pattern, "--pre", "1", "--post", "1",
+            ]);
+        summary.add_to(&mut cmd);
+        let out = cmd.output().unwrap();
+        (out, summary.read())
+    };
+    let (out, _) = run(&format!("{}/{{name}}-{{event}}.mp4", ro.0.path().display()));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("--clip") && err.contains("can't be written"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    // A disk of one page: the clip (tens of KiB) does not fit.
+    let Some(full) = crate::trust::Tmpfs::mount("doors-clips-full", "size=4k") else {
+        return;
+    };
+    let (out, summary) = run(&format!(
+        "{}/{{name}}-{{event}}.mp4",
+        full.0.path().display()
+    ));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("clip(s) of input 0 could not be written"),
+        "{err}"
+    );
+    let summary = summary.expect("the summary is written");
+    assert_eq!(summary["ok"], false, "{summary}");
+}
+
+/// A clip whose picture moves three times (1-2 s, 4-5 s, 7-8 s of 9 s): six motion events.
+fn moving_thrice(dir: &TempDir) -> std::path::PathBuf {
+    let moving =
+        "text=GATE:x=40+mod(t\\,3)*150:y=80:enable='between(t,1,2)+between(t,4,5)+between(t,7,8)'";
+    crate::events::words(dir, "thrice.mp4", 9, &[moving], false)
+}
+
+/// A mosquitto broker on `port` that keeps its sessions in `dir` (a persistent subscriber
+/// gets what was published while it was away).
+fn mosquitto(dir: &TempDir, port: u16) -> std::process::Child {
+    let conf = dir.join("mosquitto.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            // As root, mosquitto would drop to its own user, who can't write the folder.
+            "listener {port} 127.0.0.1\nallow_anonymous true\npersistence true\npersistence_location {}/\nuser root\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let child = Command::new("mosquitto")
+        .arg("-c")
+        .arg(&conf)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "mosquitto did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+/// A persistent QoS 1 subscriber to `site/+/events` on `port` (the same session each time).
+fn subscriber(port: u16) -> std::process::Child {
+    let child = Command::new("mosquitto_sub")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-t", "site/+/events", "-q", "1", "-c", "-i", "fp-doors-sub"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    child
+}
+
+/// What subscriber `sub` printed, once ended.
+fn printed(mut sub: std::process::Child) -> Vec<serde_json::Value> {
+    use std::io::Read;
+    let _ = sub.kill();
+    let mut got = String::new();
+    sub.stdout.take().unwrap().read_to_string(&mut got).unwrap();
+    let _ = sub.wait();
+    got.lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn lines_of(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Attack 77.9, the broker away for the whole run: nothing is lost unsaid. The events not
+/// delivered are counted, kept in the spool beside `--events`' file, and the run fails.
+#[test]
+fn events_to_an_absent_broker_are_kept_said_and_fail_the_run() {
+    common::run::require(&["ffmpeg"]);
+    let dir = TempDir::new("doors-mqtt-absent");
+    let clip = crate::events::moving_once(&dir, 5);
+    let out = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["--headless", "-i", clip.to_str().unwrap(), "--motion"])
+        .args(["--events", "ev.jsonl", "--events"])
+        .arg(format!("mqtt://127.0.0.1:{}/site", free_port()))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let made = lines_of(&dir.join("ev.jsonl"));
+    assert!(made.len() >= 2, "{err}");
+    assert!(
+        err.contains(&format!("{} event(s) not delivered", made.len())),
+        "{err}"
+    );
+    let kept = lines_of(&dir.join("ev.jsonl.unsent.jsonl"));
+    let kept: Vec<serde_json::Value> = kept.iter().map(|l| l["event"].clone()).collect();
+    assert_eq!(kept, made, "{err}");
+}
+
+/// Attack 77.9, the broker down for a while mid-run: the events made meanwhile are
+/// delivered once it is back (QoS 1), every event once, in order; the run says ok.
+#[test]
+fn events_made_while_the_broker_was_down_are_delivered_when_it_returns() {
+    common::run::require(&["ffmpeg", "mosquitto", "mosquitto_sub"]);
+    let dir = TempDir::new("doors-mqtt-down");
+    let clip = moving_thrice(&dir);
+    let port = free_port();
+    let mut broker = mosquitto(&dir, port);
+    let first = subscriber(port);
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args([
+            "--headless",
+            "--realtime",
+            "-i",
+            clip.to_str().unwrap(),
+            "--motion",
+        ])
+        .args(["--events", "ev.jsonl", "--events"])
+        .arg(format!("mqtt://127.0.0.1:{port}/site"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Down from 3 s to 6 s: the events of 4-5 s are made while it is away.
+    std::thread::sleep(Duration::from_secs(3));
+    let before = printed(first);
+    // SAFETY: kill has no preconditions; the pid is the broker's, still ours to wait for.
+    unsafe { libc::kill(broker.id() as i32, libc::SIGTERM) };
+    let _ = broker.wait();
+    std::thread::sleep(Duration::from_secs(3));
+    let mut broker = mosquitto(&dir, port);
+    let second = subscriber(port);
+    let out = wait_with_deadline(child, Duration::from_secs(30), "framepipe");
+    std::thread::sleep(Duration::from_millis(500));
+    let after = printed(second);
+    let _ = broker.kill();
+    let _ = broker.wait();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    let made = lines_of(&dir.join("ev.jsonl"));
+    assert_eq!(made.len(), 6, "{err}");
+    let delivered: Vec<serde_json::Value> = before.into_iter().chain(after).collect();
+    assert_eq!(delivered, made, "{err}");
+    assert!(err.contains("connected again"), "{err}");
+}
+
+/// Attacks 77.10 and 78.6: a webhook that answers after 4.5 s holds no stop. SIGINT ends
+/// the run within about a second; what was not delivered is counted and kept in the spool.
+#[test]
+fn a_slow_webhook_holds_no_stop() {
+    common::run::require(&["ffmpeg"]);
+    let dir = TempDir::new("doors-webhook-slow");
+    let clip = moving_thrice(&dir);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hook = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut s = s;
+                std::thread::sleep(Duration::from_millis(4500));
+                use std::io::Write;
+                let _ = s.write_all(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n");
+            });
+        }
+    });
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args([
+            "--headless",
+            "--realtime",
+            "-i",
+            clip.to_str().unwrap(),
+            "--motion",
+        ])
+        .args(["--events", "ev.jsonl", "--events"])
+        .arg(format!("http://127.0.0.1:{hook}/hook"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(5500));
+    let stopped = Instant::now();
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(10), "framepipe");
+    let took = stopped.elapsed();
+    let err = stderr(&out);
+    assert!(
+        took < Duration::from_millis(1800),
+        "the stop took {took:?}: {err}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let made = lines_of(&dir.join("ev.jsonl"));
+    let kept = lines_of(&dir.join("ev.jsonl.unsent.jsonl"));
+    assert!(!kept.is_empty() && kept.len() <= made.len(), "{err}");
+    assert!(err.contains("not delivered"), "{err}");
+}
+
+/// Attack 78.6: a detector whose inference takes seconds (a model of large matrix products)
+/// holds no stop: SIGINT mid-inference ends the run within about a second, and ok.
+#[test]
+fn a_slow_detector_holds_no_stop() {
+    let dir = TempDir::new("doors-slow-model");
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ortvenv/bin/python");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/slow_model.py");
+    let model = dir.join("slow.onnx");
+    let made = Command::new(python)
+        .arg(script)
+        .arg(&model)
+        .arg("12")
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    let child = Command::new(bin())
+        .args(["-i", "pattern:320x240:25", "--headless", "--detect"])
+        .arg(&model)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Past the model's load, inside an inference of several seconds.
+    std::thread::sleep(Duration::from_secs(4));
+    let stopped = Instant::now();
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(20), "framepipe");
+    let took = stopped.elapsed();
+    let err = stderr(&out);
+    assert!(
+        took < Duration::from_millis(1500),
+        "the stop took {took:?}: {err}"
+    );
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("halted"), "{err}");
+}
