@@ -634,3 +634,64 @@ fn a_slow_detector_holds_no_stop() {
     assert!(out.status.success(), "{err}");
     assert!(err.contains("halted"), "{err}");
 }
+
+/// ffmpeg sending the test pattern as MPEG-TS over UDP to `port`.
+fn udp_sender(port: u16) -> Killed {
+    Killed(
+        Command::new("ffmpeg")
+            .args(["-v", "error", "-re", "-f", "lavfi", "-i"])
+            .arg("testsrc2=size=160x120:rate=25")
+            .args(["-c:v", "mpeg4", "-g", "10", "-f", "mpegts"])
+            .arg(format!("udp://127.0.0.1:{port}?pkt_size=1316"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Frames captured of the wall's first camera, as `/api/inputs` says.
+fn captured(port: u16) -> u64 {
+    let (_, body) = http(port, "GET", "/api/inputs", "");
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    json["inputs"][0]["captured"].as_u64().unwrap_or(0)
+}
+
+/// Attack 78.1: a UDP camera's sender killed for 12 s (past the 10 s read timeout) and
+/// started again: the lost input's socket is closed before the camera is opened again, so
+/// the port is free and the camera comes back (before the fix every retry said "bind
+/// failed: Address already in use").
+#[test]
+fn a_udp_camera_comes_back_when_its_sender_does() {
+    common::run::require(&["ffmpeg"]);
+    let dir = TempDir::new("doors-udp");
+    let cam = free_port();
+    std::fs::write(dir.join("wall.txt"), format!("cam = udp://127.0.0.1:{cam}\n")).unwrap();
+    let sender = udp_sender(cam);
+    let port = free_port();
+    let child = common::run::served(dir.path(), port, &["--backend", "cpu", "--inputs", "wall.txt"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while captured(port) < 25 {
+        assert!(Instant::now() < deadline, "the camera never ran");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(sender);
+    std::thread::sleep(Duration::from_secs(12));
+    let before = captured(port);
+    let _sender = udp_sender(cam);
+    let back = Instant::now();
+    while captured(port) < before + 25 {
+        assert!(
+            back.elapsed() < Duration::from_secs(8),
+            "the camera did not come back ({} frames)",
+            captured(port)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = end(child);
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("Address already in use"), "{said}");
+    assert!(said.contains("reconnected"), "{said}");
+}

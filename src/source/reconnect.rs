@@ -7,7 +7,8 @@
 //! ring and lanes are made for the first); every pause and every open answers a stop within
 //! a tick (`Stop::sleep_until`, and FFmpeg's interrupt callback on the process stop);
 //! reconnects and the current state are kept in a `Health` the pipeline reads while a
-//! reconnect blocks the capture thread.
+//! reconnect blocks the capture thread; the lost stream is closed before it is opened again
+//! (a UDP camera's port, held by the lost socket, is free for the new one).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -117,6 +118,12 @@ impl Reconnecting {
                 return Ok(Read::End);
             }
             crate::warn!("{}: {why}; reconnecting", self.name);
+            // Closed first: what it holds (a UDP port, a connection) is free for the next.
+            let lost = Lost {
+                was: self.inner.describe(),
+                fps: self.inner.fps(),
+            };
+            drop(std::mem::replace(&mut self.inner, Box::new(lost)));
             match self.reconnect()? {
                 Some(inner) => self.replace(inner),
                 None => return Ok(Read::End),
@@ -167,6 +174,33 @@ impl Reconnecting {
             }
         }
         unreachable!("the attempts never run out")
+    }
+}
+
+/// Where a lost stream was, while it is opened again: what it was, and nothing to read.
+struct Lost {
+    was: String,
+    fps: Option<f64>,
+}
+
+impl Source for Lost {
+    fn describe(&self) -> String {
+        self.was.clone()
+    }
+    fn size(&self) -> FrameSize {
+        FrameSize::new(0, 0)
+    }
+    fn fps(&self) -> Option<f64> {
+        self.fps
+    }
+    fn is_live(&self) -> bool {
+        true
+    }
+    fn read(&mut self, _: &mut [u8]) -> Result<Read> {
+        Ok(Read::End)
+    }
+    fn skip(&mut self) -> Result<Read> {
+        Ok(Read::End)
     }
 }
 
