@@ -667,10 +667,18 @@ fn a_udp_camera_comes_back_when_its_sender_does() {
     common::run::require(&["ffmpeg"]);
     let dir = TempDir::new("doors-udp");
     let cam = free_port();
-    std::fs::write(dir.join("wall.txt"), format!("cam = udp://127.0.0.1:{cam}\n")).unwrap();
+    std::fs::write(
+        dir.join("wall.txt"),
+        format!("cam = udp://127.0.0.1:{cam}\n"),
+    )
+    .unwrap();
     let sender = udp_sender(cam);
     let port = free_port();
-    let child = common::run::served(dir.path(), port, &["--backend", "cpu", "--inputs", "wall.txt"]);
+    let child = common::run::served(
+        dir.path(),
+        port,
+        &["--backend", "cpu", "--inputs", "wall.txt"],
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     while captured(port) < 25 {
         assert!(Instant::now() < deadline, "the camera never ran");
@@ -694,4 +702,127 @@ fn a_udp_camera_comes_back_when_its_sender_does() {
     assert!(out.status.success(), "{said}");
     assert!(!said.contains("Address already in use"), "{said}");
     assert!(said.contains("reconnected"), "{said}");
+}
+
+/// The status line the RTSP server on `port` answers `request` with (sent from 127.0.0.1).
+fn rtsp_status(port: u16, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut got = [0u8; 512];
+    let n = s.read(&mut got).unwrap_or(0);
+    String::from_utf8_lossy(&got[..n])
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// Whether the server closed `s` (a read finds its end at once, or an error).
+fn closed(s: &std::net::TcpStream) -> bool {
+    use std::io::Read;
+    s.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+    let mut one = [0u8; 1];
+    let mut reader = s;
+    match reader.read(&mut one) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => !matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    }
+}
+
+/// Attacks 78.2, 78.3 and 77.15 on `--rtsp-serve`: a local process's `ANNOUNCE` of
+/// `/mosaic` is refused (only framepipe's own publisher, which gives the run's secret,
+/// publishes); 300 idle connections from one address take at most 16 places and are closed
+/// after the head's 10 s, a player from another address plays meanwhile; the run's own
+/// publisher is never dropped (it was, every ~11 s).
+#[test]
+fn the_rtsp_server_takes_no_stranger_s_stream_and_no_idle_crowd() {
+    let dir = TempDir::new("doors-rtsp");
+    let (one, two) = (free_port(), free_port());
+    let _cameras = [
+        Killed(common::run::live_server_of(one, "160x120")),
+        Killed(common::run::live_server_of(two, "160x120")),
+    ];
+    let wall = format!("a = http://127.0.0.1:{one}/live.ts\nb = http://127.0.0.1:{two}/live.ts\n");
+    std::fs::write(dir.join("wall.txt"), wall).unwrap();
+    let rtsp = free_port();
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args([
+            "--headless",
+            "--backend",
+            "cpu",
+            "--inputs",
+            "wall.txt",
+            "--rtsp-serve",
+        ])
+        .arg(rtsp.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let describe = |path: &str| {
+        rtsp_status(
+            rtsp,
+            &format!("DESCRIBE rtsp://127.0.0.1:{rtsp}/{path} RTSP/1.0\r\nCSeq: 1\r\n\r\n"),
+        )
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut said = String::new();
+    while std::net::TcpStream::connect(("127.0.0.1", rtsp)).is_err() || {
+        said = describe("mosaic");
+        !said.contains("200")
+    } {
+        assert!(
+            Instant::now() < deadline,
+            "the mosaic was never published: {said}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let published = Instant::now();
+    // A stranger on loopback, with no secret or a wrong one.
+    let sdp = "v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=x\r\nt=0 0\r\nm=video 0 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\n";
+    for url in [
+        "mosaic",
+        "mosaic?publish_key=00112233445566778899aabbccddeeff",
+        "a",
+    ] {
+        let said = rtsp_status(
+            rtsp,
+            &format!(
+                "ANNOUNCE rtsp://127.0.0.1:{rtsp}/{url} RTSP/1.0\r\nCSeq: 2\r\nContent-Type: application/sdp\r\nContent-Length: {}\r\n\r\n{sdp}",
+                sdp.len()
+            ),
+        );
+        assert!(
+            said.contains("401") || said.contains("403"),
+            "{url}: {said}"
+        );
+    }
+    // The idle crowd from 127.0.0.2.
+    let crowd: Vec<std::net::TcpStream> = (0..300)
+        .filter_map(|_| common::run::connect_from([127, 0, 0, 2].into(), rtsp).ok())
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let open = crowd.iter().filter(|s| !closed(s)).count();
+    assert!(open <= 16, "{open} idle connections kept");
+    assert!(describe("a").contains("200"), "a player was locked out");
+    std::thread::sleep(Duration::from_secs(11));
+    let open = crowd.iter().filter(|s| !closed(s)).count();
+    assert_eq!(open, 0, "idle connections kept past the head's time");
+    // The run's own publisher, 15 s and more after it began, was never dropped.
+    while published.elapsed() < Duration::from_secs(15) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(describe("mosaic").contains("200"));
+    let out = end(child);
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(!said.contains("Broken pipe"), "{said}");
+    assert!(said.contains("0 reconnect(s)"), "{said}");
 }

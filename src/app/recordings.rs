@@ -308,6 +308,7 @@ fn rtsp_of(plan: &RunPlan) -> Result<(Vec<Option<Tap>>, Option<crate::rtsp::Serv
     let settings = crate::rtsp::Settings {
         addr: serve.addr,
         token: serve.token.clone(),
+        publish_key: serve.publish_key.clone(),
     };
     let names: Vec<String> = plan.inputs().iter().map(|i| i.label.clone()).collect();
     let server = crate::rtsp::Server::start(&settings, &names, serve.published.as_slice())?;

@@ -200,6 +200,8 @@ pub struct RtspServe {
     /// The path framepipe's own encoder publishes (`mosaic` of several inputs, `picture`
     /// of one whose filter changes it), where the run has one.
     pub published: Option<&'static str>,
+    /// The secret that publisher gives (nobody else may publish).
+    pub publish_key: String,
 }
 
 /// What the backend is asked for, before the input says its size.
@@ -1385,6 +1387,7 @@ fn rtsp_settings(args: &RunArgs, given: &str) -> Result<RtspServe, PlanError> {
         addr,
         token,
         published: None,
+        publish_key: crate::rtsp::new_publish_key(),
     })
 }
 
@@ -1413,7 +1416,9 @@ fn publish_to_rtsp(
         ip => ip,
     };
     let at = std::net::SocketAddr::new(ip, rtsp.addr.port());
-    let query = rtsp.token.as_ref().map_or_else(String::new, |t| {
+    // The run's secret (hex) goes first; the token, where there is one, after it.
+    let mut query = format!("?publish_key={}", rtsp.publish_key);
+    if let Some(t) = &rtsp.token {
         let encoded: String = t
             .bytes()
             .map(|b| match b {
@@ -1423,8 +1428,8 @@ fn publish_to_rtsp(
                 _ => format!("%{b:02X}"),
             })
             .collect();
-        format!("?token={encoded}")
-    });
+        query.push_str(&format!("&token={encoded}"));
+    }
     let url = format!("rtsp://{at}/{name}{query}");
     let spec = OutputSpec::parse(&url)
         .and_then(|spec| spec.with_codec(args.encode.codec.and_then(CodecArg::encoder)))

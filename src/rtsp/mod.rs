@@ -5,8 +5,8 @@
 //!
 //! The processed picture of one input (where a filter changes it) and the mosaic of several
 //! are encoded once, by a stream output the plan adds, which publishes them to this server
-//! from loopback (`/picture`, `/mosaic`: RTSP's ANNOUNCE and RECORD, as to MediaMTX); their
-//! RTP is relayed to the players as it comes.
+//! from loopback with the run's secret (`/picture`, `/mosaic`: RTSP's ANNOUNCE and RECORD,
+//! as to MediaMTX); their RTP is relayed to the players as it comes.
 //!
 //! The input hands its packets to a tap (`rtp::Tap`) whose thread makes RTP of them; each
 //! player's connection is a thread (`session`) that answers OPTIONS, DESCRIBE, SETUP, PLAY,
@@ -18,9 +18,12 @@
 //! video keyframe and gets every packet after it while its connection keeps up; the server
 //! answers only with the token where one is set (`?token=`, `Authorization: Bearer`, or
 //! Basic credentials whose password is the token: `rtsp://any:TOKEN@host/…`), and listens
-//! beyond loopback only with a token or `--serve-insecure` (the plan checks); at most
-//! `MAX_CONNECTIONS` connections, each request head at most `MAX_HEAD` bytes and
-//! `HEAD_WITHIN` to arrive; a stop ends the server and every connection within `TICK`.
+//! beyond loopback only with a token or `--serve-insecure` (the plan checks); only
+//! framepipe's own encoder, which gives the run's secret (`publish_key`), publishes; at most
+//! `MAX_CONNECTIONS` connections and `MAX_PER_ADDRESS` a client address, each request head
+//! at most `MAX_HEAD` bytes and `HEAD_WITHIN` to arrive, a connection silent past
+//! `HEAD_WITHIN` (playing or publishing: `SESSION_TIMEOUT`) closed; a stop ends the server
+//! and every connection within `TICK`.
 
 mod rtp;
 mod session;
@@ -41,6 +44,11 @@ pub const MAX_CONNECTIONS: usize = 64;
 pub const MAX_HEAD: usize = 8192;
 /// How long a request head may take to arrive once begun.
 pub const HEAD_WITHIN: Duration = Duration::from_secs(10);
+/// How long a player or publisher may send nothing (its session's announced 60 s, and a
+/// margin).
+pub const SESSION_TIMEOUT: Duration = Duration::from_secs(75);
+/// Connections one client address may hold at once.
+pub const MAX_PER_ADDRESS: usize = 16;
 /// How often the server and its connections look at the stop flag.
 pub const TICK: Duration = Duration::from_millis(100);
 /// Interleaved packets a TCP player's queue holds (about 2 s of 1080p30).
@@ -53,6 +61,25 @@ pub struct Settings {
     pub addr: SocketAddr,
     /// The token every request must carry, if any.
     pub token: Option<String>,
+    /// The secret framepipe's own publisher gives (`?publish_key=`).
+    pub publish_key: String,
+}
+
+/// A new secret for framepipe's own publisher: 128 bits from the system's random source,
+/// in hex.
+pub fn new_publish_key() -> String {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut bytes));
+    if read.is_err() {
+        // No random source: the clock and the process, which no other local user knows
+        // ahead of the run.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        bytes = (nanos ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One input as served: its SDP (once it opened) and its players.
@@ -234,6 +261,8 @@ impl Server {
         let shared = session::Shared {
             paths: paths.clone(),
             token: settings.token.clone(),
+            publish_key: settings.publish_key.clone(),
+            by_address: Arc::default(),
             udp,
             stop: stop.clone(),
             connections: Arc::new(AtomicUsize::new(0)),
@@ -283,12 +312,37 @@ impl Drop for Server {
     }
 }
 
-/// The listener's loop: each connection a thread, up to `MAX_CONNECTIONS`.
+/// Counts a connection of `ip`: false where it holds `MAX_PER_ADDRESS` already.
+fn take_place(shared: &session::Shared, ip: std::net::IpAddr) -> bool {
+    let mut by = shared.by_address.lock().unwrap_or_else(|e| e.into_inner());
+    let n = by.entry(ip).or_default();
+    if *n >= MAX_PER_ADDRESS {
+        return false;
+    }
+    *n += 1;
+    true
+}
+
+/// A connection of `ip` ended.
+fn leave_place(shared: &session::Shared, ip: std::net::IpAddr) {
+    let mut by = shared.by_address.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = by.get_mut(&ip) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            by.remove(&ip);
+        }
+    }
+}
+
+/// The listener's loop: each connection a thread, up to `MAX_CONNECTIONS` in all and
+/// `MAX_PER_ADDRESS` a client address.
 fn accept(listener: TcpListener, shared: session::Shared) {
     while !shared.stop.load(Ordering::SeqCst) {
         match listener.accept() {
             Ok((stream, peer)) => {
-                if shared.connections.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+                if shared.connections.load(Ordering::SeqCst) >= MAX_CONNECTIONS
+                    || !take_place(&shared, peer.ip())
+                {
                     continue;
                 }
                 shared.connections.fetch_add(1, Ordering::SeqCst);
@@ -298,9 +352,11 @@ fn accept(listener: TcpListener, shared: session::Shared) {
                     .spawn(move || {
                         session::serve(stream, peer, &conn);
                         conn.connections.fetch_sub(1, Ordering::SeqCst);
+                        leave_place(&conn, peer.ip());
                     });
                 if spawned.is_err() {
                     shared.connections.fetch_sub(1, Ordering::SeqCst);
+                    leave_place(&shared, peer.ip());
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(TICK / 4),

@@ -3,7 +3,9 @@
 //! player tears down, goes away or the server stops.
 //!
 //! Invariants: a request head over `MAX_HEAD` bytes, or slower than `HEAD_WITHIN`, ends the
-//! connection; interleaved data a player sends (its RTCP receiver reports) is read and
+//! connection, and so does silence: `HEAD_WITHIN` for a connection that neither plays nor
+//! publishes, `SESSION_TIMEOUT` for one that does (any byte it sends counts); only the
+//! publisher that gives the run's secret (`publish_key`) may ANNOUNCE; interleaved data a player sends (its RTCP receiver reports) is read and
 //! dropped; with a token, nothing but OPTIONS is answered before the connection showed it
 //! (once is enough: players send it with their first DESCRIBE); a player is removed from its
 //! path when its connection ends, however it ends.
@@ -18,16 +20,20 @@ use std::time::Instant;
 use base64::Engine;
 use subtle::ConstantTimeEq;
 
-use super::{Path, Player, Route, HEAD_WITHIN, MAX_HEAD, PLAYER_QUEUE, TICK};
+use super::{Path, Player, Route, HEAD_WITHIN, MAX_HEAD, PLAYER_QUEUE, SESSION_TIMEOUT, TICK};
 
 /// What every connection shares.
 #[derive(Clone)]
 pub(super) struct Shared {
     pub paths: Arc<Vec<Arc<Path>>>,
     pub token: Option<String>,
+    /// The secret framepipe's own publisher gives (`?publish_key=`): nobody else publishes.
+    pub publish_key: String,
     pub udp: Arc<(UdpSocket, UdpSocket)>,
     pub stop: Arc<AtomicBool>,
     pub connections: Arc<AtomicUsize>,
+    /// Connections open by each client address.
+    pub by_address: Arc<std::sync::Mutex<HashMap<std::net::IpAddr, usize>>>,
 }
 
 /// A path's name as it stands in a URL (each segment percent-encoded).
@@ -68,6 +74,8 @@ struct Conn<'a> {
     shared: &'a Shared,
     buf: Vec<u8>,
     began: Option<Instant>,
+    /// When it last sent anything (a request, RTCP, a publisher's RTP).
+    heard: Instant,
     tx: crossbeam_channel::Sender<Vec<u8>>,
     authed: bool,
     session: String,
@@ -156,6 +164,7 @@ pub(super) fn serve(stream: TcpStream, peer: SocketAddr, shared: &Shared) {
         shared,
         buf: Vec::new(),
         began: None,
+        heard: Instant::now(),
         tx,
         authed: shared.token.is_none(),
         session: session_id(),
@@ -239,6 +248,9 @@ impl Conn<'_> {
                     publishing.relay(self.buf[1], &self.buf[4..4 + len]);
                 }
                 self.buf.drain(..4 + len);
+                // A whole packet: the next head's time counts from here (a publisher's
+                // stream of packets is not a head that takes too long).
+                self.began = None;
                 continue;
             }
             let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") else {
@@ -274,11 +286,19 @@ impl Conn<'_> {
         {
             return Err(());
         }
+        // Silent too long: a connection that plays or publishes within its session's
+        // timeout, any other within a head's.
+        let busy = self.player.is_some() || self.publishing.is_some() || self.announced.is_some();
+        let patience = if busy { SESSION_TIMEOUT } else { HEAD_WITHIN };
+        if self.heard.elapsed() > patience {
+            return Err(());
+        }
         let mut chunk = [0u8; 4096];
         match self.stream.read(&mut chunk) {
             Ok(0) => Err(()),
             Ok(n) => {
                 self.buf.extend_from_slice(&chunk[..n]);
+                self.heard = Instant::now();
                 Ok(None)
             }
             Err(e)
@@ -514,6 +534,17 @@ impl Conn<'_> {
         let Some((path, _)) = self.path_of(&req.url) else {
             return self.reply(cseq, "404 Not Found", "", "");
         };
+        // Framepipe's own encoder gives the run's secret; from loopback alone is not enough
+        // (any local process connects from there).
+        let query = req.url.split_once('?').map_or("", |(_, q)| q);
+        let keyed = form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == "publish_key")
+            .is_some_and(|(_, v)| {
+                bool::from(v.as_bytes().ct_eq(self.shared.publish_key.as_bytes()))
+            });
+        if !keyed {
+            return self.reply(cseq, "401 Unauthorized", "", "");
+        }
         if !path.published || !self.peer.ip().is_loopback() || !path.publish(&req.body) {
             return self.reply(cseq, "403 Forbidden", "", "");
         }
