@@ -826,3 +826,109 @@ fn the_rtsp_server_takes_no_stranger_s_stream_and_no_idle_crowd() {
     assert!(!said.contains("Broken pipe"), "{said}");
     assert!(said.contains("0 reconnect(s)"), "{said}");
 }
+
+/// The CPU framepipe's process `pid` spends over `over`, in seconds of one core.
+fn cpu_over(pid: u32, over: Duration) -> f64 {
+    let ticks = || -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after = stat.rsplit_once(')').unwrap().1;
+        let f: Vec<&str> = after.split_whitespace().collect();
+        // utime and stime: fields 14 and 15 of stat(5), 12 and 13 after the name.
+        f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()
+    };
+    let before = ticks();
+    std::thread::sleep(over);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (ticks() - before) / hz
+}
+
+/// Attack 77.6: 40 MSE viewers that never read (tiny receive buffers, a camera of a few
+/// MB/s) cost no CPU while they wait, are cut after about 10 s, and the process's memory
+/// stays bounded; a new viewer is served meanwhile.
+#[test]
+fn mse_viewers_that_stop_reading_cost_nothing_and_are_cut() {
+    common::run::require(&["ffmpeg"]);
+    let dir = TempDir::new("doors-mse");
+    // Lossless H.264: megabytes a second, so that every buffer fills at once.
+    let cam = dir.join("cam.mp4");
+    ffmpeg_made(
+        &cam,
+        &["testsrc2=size=640x480:rate=25"],
+        &[
+            "-t",
+            "40",
+            "-c:v",
+            "libx264",
+            "-qp",
+            "0",
+            "-preset",
+            "ultrafast",
+            "-g",
+            "25",
+        ],
+    );
+    let port = free_port();
+    let child = common::run::served(
+        dir.path(),
+        port,
+        &["-q", "--backend", "cpu", "-i", "cam.mp4"],
+    );
+    let pid = child.id();
+    std::thread::sleep(Duration::from_secs(2));
+    let alone = cpu_over(pid, Duration::from_secs(3));
+    let ask = format!(
+        "GET /mse/cam HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    );
+    let viewer = || {
+        use socket2::{Domain, Socket, Type};
+        use std::io::Write;
+        let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        socket
+            .connect(&std::net::SocketAddr::from(([127, 0, 0, 1], port)).into())
+            .unwrap();
+        let mut s: std::net::TcpStream = socket.into();
+        s.write_all(ask.as_bytes()).unwrap();
+        s
+    };
+    let stalled: Vec<std::net::TcpStream> = (0..40).map(|_| viewer()).collect();
+    // Past the queue's fill and the cut.
+    std::thread::sleep(Duration::from_secs(13));
+    let with = cpu_over(pid, Duration::from_secs(3));
+    assert!(
+        with < alone + 0.6,
+        "40 stalled viewers cost {with:.2} s of CPU in 3 s (alone: {alone:.2} s)"
+    );
+    let rss_kb: u64 = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap();
+    assert!(rss_kb < 600_000, "{rss_kb} kB resident");
+    // Each stalled viewer was cut: what it holds drains to the connection's end.
+    for mut s in stalled {
+        use std::io::Read;
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut sink = vec![0u8; 1 << 16];
+        let cut = loop {
+            match s.read(&mut sink) {
+                Ok(0) => break true,
+                Ok(_) => continue,
+                Err(_) => break false,
+            }
+        };
+        assert!(cut, "a stalled viewer is still served");
+    }
+    // A new viewer is served.
+    let mut fresh = viewer();
+    fresh
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut got = vec![0u8; 4096];
+    let n = std::io::Read::read(&mut fresh, &mut got).unwrap();
+    assert!(String::from_utf8_lossy(&got[..n]).starts_with("HTTP/1.1 101"));
+    let out = end(child);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

@@ -5,7 +5,10 @@
 //!
 //! Invariants: the feed's units reach the connection through a queue that drops (a viewer
 //! that stalls loses its own fragments and starts again from a keyframe, nothing else
-//! waits); only server frames are written (unmasked), a client's frames are read and
+//! waits); the queue holds at most `QUEUE` messages and `QUEUE_BYTES`; a viewer whose queue
+//! stays full, or whose socket takes no byte, for `STALLED` is cut (its connection closed),
+//! and while it waits its thread sleeps (no CPU spent on a viewer that reads nothing); only
+//! server frames are written (unmasked), a client's frames are read and
 //! dropped until it closes; a connection ends when the client closes, the feed's stream
 //! changes size, or the view stops.
 
@@ -26,6 +29,15 @@ use super::fmp4;
 
 /// Messages waiting for a connection's socket.
 const QUEUE: usize = 256;
+/// Bytes waiting for a connection's socket, at most.
+const QUEUE_BYTES: usize = 4 << 20;
+/// How long a viewer may read nothing before it is cut.
+const STALLED: Duration = Duration::from_secs(10);
+/// How often a viewer whose queue is full looks for room.
+const WAIT: Duration = Duration::from_millis(100);
+
+/// Bytes queued for one connection's socket (the viewer's thread adds, the writer takes).
+type Queued = Arc<std::sync::atomic::AtomicUsize>;
 
 /// `Sec-WebSocket-Accept` of a client's `Sec-WebSocket-Key`.
 fn accept_key(key: &str) -> String {
@@ -71,11 +83,18 @@ pub fn answer(
     };
     let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(QUEUE);
     let ended = Arc::new(AtomicBool::new(false));
+    let queued = Queued::default();
     let fragments = {
-        let ended = ended.clone();
+        let (ended, queued) = (ended.clone(), queued.clone());
         std::thread::Builder::new()
             .name("mse-viewer".into())
-            .spawn(move || fragments_of(place, &feed, &tx, (&ended, &stop)))
+            .spawn(move || {
+                let out = Out {
+                    tx: &tx,
+                    queued: &queued,
+                };
+                fragments_of(place, &feed, &out, (&ended, &stop));
+            })
     };
     if fragments.is_err() {
         return respond(
@@ -86,7 +105,7 @@ pub fn answer(
     }
     tokio::spawn(async move {
         if let Ok(upgraded) = upgrade.await {
-            send(TokioIo::new(upgraded), rx).await;
+            send(TokioIo::new(upgraded), rx, &queued).await;
         }
         ended.store(true, Ordering::SeqCst);
     });
@@ -102,8 +121,9 @@ pub fn answer(
 }
 
 /// Writes the queue's messages to the socket, reading (and dropping) what the client sends,
-/// until either side ends.
-async fn send<S>(io: S, mut rx: tokio::sync::mpsc::Receiver<Vec<u8>>)
+/// until either side ends, or a message waits `STALLED` for a socket that takes nothing
+/// (the connection is then closed).
+async fn send<S>(io: S, mut rx: tokio::sync::mpsc::Receiver<Vec<u8>>, queued: &Queued)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
@@ -112,7 +132,13 @@ where
     loop {
         tokio::select! {
             m = rx.recv() => match m {
-                Some(m) => if writer.write_all(&m).await.is_err() { return },
+                Some(m) => {
+                    let written = tokio::time::timeout(STALLED, writer.write_all(&m)).await;
+                    queued.fetch_sub(m.len(), Ordering::SeqCst);
+                    if !matches!(written, Ok(Ok(()))) {
+                        return;
+                    }
+                }
                 None => return,
             },
             n = reader.read(&mut buf) => match n {
@@ -123,14 +149,38 @@ where
     }
 }
 
+/// Where a viewer's messages go: its queue, and the bytes in it.
+struct Out<'a> {
+    tx: &'a tokio::sync::mpsc::Sender<Vec<u8>>,
+    queued: &'a Queued,
+}
+
+impl Out<'_> {
+    /// Queues `m`, where the queue has room for it (messages and bytes).
+    fn try_send(&self, m: Vec<u8>) -> bool {
+        let n = m.len();
+        if self.queued.load(Ordering::SeqCst) + n > QUEUE_BYTES {
+            return false;
+        }
+        self.queued.fetch_add(n, Ordering::SeqCst);
+        if self.tx.try_send(m).is_err() {
+            self.queued.fetch_sub(n, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+
+    /// Whether the queue has room again (a tenth of its bytes and a message).
+    fn has_room(&self) -> bool {
+        self.tx.capacity() > 0 && self.queued.load(Ordering::SeqCst) < QUEUE_BYTES / 10 * 9
+    }
+}
+
 /// The viewer's thread: its units made fragments, the first ones from the last keyframe;
-/// one lost at the queue (the socket is slow) starts it again from a keyframe.
-fn fragments_of(
-    place: Place,
-    feed: &Feed,
-    tx: &tokio::sync::mpsc::Sender<Vec<u8>>,
-    (ended, stop): (&AtomicBool, &AtomicBool),
-) {
+/// one lost at the queue (the socket is slow) starts it again from a keyframe once there is
+/// room, the thread sleeping meanwhile; a viewer whose queue stays full for `STALLED` is
+/// let go.
+fn fragments_of(place: Place, feed: &Feed, out: &Out, (ended, stop): (&AtomicBool, &AtomicBool)) {
     // MSE carries the video only: its sound queue is let go at once, so that no sound is
     // encoded for it.
     let Place {
@@ -141,9 +191,28 @@ fn fragments_of(
     } = place;
     let mut muxer: Option<Muxer> = None;
     let mut pending: Vec<Arc<Unit>> = kept;
+    let mut full_since: Option<std::time::Instant> = None;
     while !ended.load(Ordering::SeqCst) && !stop.load(Ordering::SeqCst) {
+        if let Some(since) = full_since {
+            // Behind: what comes meanwhile is dropped; again from a keyframe once there is
+            // room, or the viewer is let go.
+            while units.try_recv().is_ok() {}
+            if since.elapsed() > STALLED {
+                crate::debug!(
+                    "mse: a viewer read nothing for {} s: cut",
+                    STALLED.as_secs()
+                );
+                return;
+            }
+            if !out.has_room() {
+                std::thread::sleep(WAIT);
+                continue;
+            }
+            full_since = None;
+            pending = feed.since_key();
+        }
         if pending.is_empty() {
-            match units.recv_timeout(Duration::from_millis(100)) {
+            match units.recv_timeout(WAIT) {
                 Ok(u) => pending.push(u),
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => continue,
                 Err(_) => return,
@@ -151,15 +220,14 @@ fn fragments_of(
         }
         for unit in std::mem::take(&mut pending) {
             if muxer.is_none() {
-                muxer = Muxer::first(&unit, tx, feed.size());
+                muxer = Muxer::first(&unit, out, feed.size());
             }
             let Some(m) = muxer.as_mut() else {
                 continue; // not a keyframe with its parameter sets yet
             };
-            if tx.try_send(frame(2, &m.fragment(&unit))).is_err() {
-                // Behind: again from the last keyframe (a fragment lost is a hole).
-                while units.try_recv().is_ok() {}
-                pending = feed.since_key();
+            if !out.try_send(frame(2, &m.fragment(&unit))) {
+                // Behind (a fragment lost is a hole).
+                full_since = Some(std::time::Instant::now());
                 break;
             }
         }
@@ -182,19 +250,16 @@ struct Muxer {
 impl Muxer {
     /// Starts on `unit` where it is a keyframe with its parameter sets: the MIME type and
     /// the init segment sent first.
-    fn first(
-        unit: &Unit,
-        tx: &tokio::sync::mpsc::Sender<Vec<u8>>,
-        size: Option<(u16, u16)>,
-    ) -> Option<Self> {
+    fn first(unit: &Unit, out: &Out, size: Option<(u16, u16)>) -> Option<Self> {
         if !unit.key {
             return None;
         }
         let (sps, pps) = fmp4::parameter_sets(unit)?;
         let size = size.unwrap_or((0, 0));
         let mime = format!("video/mp4; codecs=\"{}\"", fmp4::codecs(&sps));
-        tx.try_send(frame(1, mime.as_bytes())).ok()?;
-        tx.try_send(frame(2, &fmp4::init(&sps, &pps, size))).ok()?;
+        out.try_send(frame(1, mime.as_bytes())).then_some(())?;
+        out.try_send(frame(2, &fmp4::init(&sps, &pps, size)))
+            .then_some(())?;
         Some(Self {
             sequence: 0,
             zero: unit.dts90k,
