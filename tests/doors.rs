@@ -932,3 +932,84 @@ fn mse_viewers_that_stop_reading_cost_nothing_and_are_cut() {
     let out = end(child);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// The names `/api/inputs` lists.
+fn names_listed(port: u16) -> Vec<String> {
+    let (_, body) = http(port, "GET", "/api/inputs", "");
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    json["inputs"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| i["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Waits (20 s at most) until the wall lists exactly `names`, in any order.
+fn wait_listed(port: u16, names: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let mut now = names_listed(port);
+        now.sort();
+        let mut want: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        want.sort();
+        if now == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "listed {now:?}, not {want:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Attack 77.13: a camera added through the API stays when the camera file is edited (it
+/// left the wall, "porch leaves the run") and when the process starts again; the file wins
+/// a name both give; DELETE forgets it.
+#[test]
+fn cameras_added_through_the_api_outlive_file_edits_and_restarts() {
+    let dir = TempDir::new("doors-kept");
+    std::fs::write(dir.join("wall.txt"), "porch = pattern:64x48:25\n").unwrap();
+    let start = || {
+        let port = free_port();
+        (
+            common::run::served(
+                dir.path(),
+                port,
+                &["--backend", "cpu", "--inputs", "wall.txt"],
+            ),
+            port,
+        )
+    };
+    let (child, port) = start();
+    wait_listed(port, &["porch"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while add(port, "dock", "pattern:64x48:25").0 != 201 {
+        assert!(Instant::now() < deadline, "dock never joined");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    wait_listed(port, &["porch", "dock"]);
+    // The file edited: a camera added to it; dock stays.
+    std::fs::write(
+        dir.join("wall.txt"),
+        "porch = pattern:64x48:25\ngate = pattern:64x48:25\n",
+    )
+    .unwrap();
+    wait_listed(port, &["porch", "gate", "dock"]);
+    std::thread::sleep(Duration::from_secs(2));
+    wait_listed(port, &["porch", "gate", "dock"]);
+    let out = end(child);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let state = dir.join("wall.txt.api.json");
+    let kept = std::fs::read_to_string(&state).unwrap();
+    assert!(kept.contains("\"dock\""), "{kept}");
+    // Started again: dock joins again.
+    let (child, port) = start();
+    wait_listed(port, &["porch", "gate", "dock"]);
+    // DELETE forgets it, for this run and the next.
+    assert_eq!(http(port, "DELETE", "/api/inputs/dock", "").0, 200);
+    wait_listed(port, &["porch", "gate"]);
+    let out = end(child);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!std::fs::read_to_string(&state).unwrap().contains("dock"));
+}

@@ -39,6 +39,8 @@ mod claims;
 mod displays;
 pub mod full_build;
 mod idle;
+#[cfg(feature = "ffmpeg")]
+mod kept;
 mod opening;
 mod outputs;
 #[cfg(feature = "ffmpeg")]
@@ -284,16 +286,18 @@ fn serve_joins(
     let recorded = (0..plan.inputs().len())
         .map(|at| recordings.recording(at))
         .collect();
+    let kept = kept::Kept::beside(watch.map(roster::Watch::file));
     let service = std::sync::Arc::new(service::Service::new(
         plan,
         joins.clone(),
         (ids, recorded),
-        recordings.archives().to_vec(),
+        (recordings.archives().to_vec(), kept),
         joined,
     ));
     if let Some(watch) = watch {
         watch.adopt(service.clone());
     }
+    service::Service::restore(&service);
     let view = view.map(|v| v.with_control(service.clone()));
     (view, Some(joins), Some(service))
 }

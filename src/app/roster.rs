@@ -34,6 +34,9 @@ fn read_now() {
 
 /// The watcher of a run's inputs file (module doc).
 pub struct Watch {
+    /// The file watched.
+    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
+    file: String,
     restart: Arc<AtomicBool>,
     done: Arc<AtomicBool>,
     // Without FFmpeg's libraries no run has a service to adopt.
@@ -52,6 +55,7 @@ impl Watch {
         crate::stop::on_hangup(read_now);
         let (restart, done) = (Arc::default(), Arc::<AtomicBool>::default());
         let service = Adopted::default();
+        let file = path.clone();
         let mut watched = Watched {
             flags,
             path,
@@ -66,6 +70,7 @@ impl Watch {
             .spawn(move || watched.run(&stop, &r, &d))
             .ok()?;
         Some(Self {
+            file,
             restart,
             done,
             service,
@@ -76,6 +81,12 @@ impl Watch {
     #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
     pub fn adopt(&self, service: super::Service) {
         let _ = self.service.set(service);
+    }
+
+    /// The file watched (`--inputs`).
+    #[cfg_attr(not(feature = "ffmpeg"), allow(dead_code))]
+    pub fn file(&self) -> &str {
+        &self.file
     }
 
     /// Whether the run was stopped to start again with a new share.

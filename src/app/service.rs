@@ -7,6 +7,10 @@
 //! leaving and the new one joining. The other inputs are not touched: their threads, rings,
 //! outputs, segments and numbering go on.
 //!
+//! Cameras added through the API are kept beside the inputs file (`kept`) and join again
+//! when the process starts again; the file's own cameras and the API's make the wall
+//! together, the file winning a name both give.
+//!
 //! Invariants: names are unique among the inputs running; an input added through the API
 //! reads a network stream or the test pattern, never a file or a device of the server; an
 //! input joins with no outputs of its own (the mosaic, the browser view, `--record` and the
@@ -52,6 +56,8 @@ pub(super) struct Service {
     shown: Mutex<Vec<bool>>,
     /// The detector's own settings of each input that joins, where the run detects.
     detect: std::sync::OnceLock<crate::sink::detecting::JoinedOwn>,
+    /// The cameras added through the API, kept beside the inputs file.
+    kept: super::kept::Kept,
 }
 
 impl Service {
@@ -62,7 +68,7 @@ impl Service {
         plan: &RunPlan,
         joins: Joins,
         (ids, recordings): (Vec<Option<InputId>>, Vec<Option<Arc<Recording>>>),
-        archives: Vec<Arc<Archive>>,
+        (archives, kept): (Vec<Arc<Archive>>, super::kept::Kept),
         joined: Option<crate::display::web::Joined>,
     ) -> Self {
         let shown = Mutex::new(ids.iter().flatten().map(|_| true).collect());
@@ -92,6 +98,44 @@ impl Service {
             mosaic: std::sync::OnceLock::new(),
             shown,
             detect: std::sync::OnceLock::new(),
+            kept,
+        }
+    }
+
+    /// The cameras the API added in an earlier run join this one once it runs (on a thread
+    /// of their own, which gives up at the run's stop); one whose name the wall already has
+    /// (the file came to name it) is forgotten.
+    pub fn restore(service: &Arc<Self>) {
+        let cameras = service.kept.all();
+        if cameras.is_empty() {
+            return;
+        }
+        let service = service.clone();
+        let restoring = std::thread::Builder::new()
+            .name("api cameras".into())
+            .spawn(move || {
+                let stop = crate::stop::Stop::process();
+                while service.joins.joiner().is_none() {
+                    if stop.sleep_until(Instant::now() + Duration::from_millis(50)) {
+                        return;
+                    }
+                }
+                for camera in cameras {
+                    let joined = service
+                        .entry_of(&camera.name, &camera.source, &camera.settings)
+                        .and_then(|entry| service.join(entry));
+                    match joined {
+                        Ok(()) => crate::info!("input {}: added through the API, kept, joins again", camera.name),
+                        Err(Refused::Taken(_)) => {
+                            service.kept.remove(&camera.name);
+                            crate::info!("input {}: the inputs file names it now; the API's camera is forgotten", camera.name);
+                        }
+                        Err(e) => crate::warn!("input {} (kept from the API) can't join: {e}", camera.name),
+                    }
+                }
+            });
+        if let Err(e) = restoring {
+            crate::warn!("the API's kept cameras can't join: {e}");
         }
     }
 
@@ -268,6 +312,23 @@ impl Service {
     /// others are not touched. Each change is said; one that can't be made is said and the
     /// others go on.
     pub fn become_(&self, wanted: &[Entry]) {
+        // The API's cameras stay, but where the file now names one of theirs.
+        let mut wanted = wanted.to_vec();
+        for camera in self.kept.all() {
+            if wanted.iter().any(|w| w.name == camera.name) {
+                self.kept.remove(&camera.name);
+                crate::info!(
+                    "input {}: the inputs file names it now; the API's camera is forgotten",
+                    camera.name
+                );
+                continue;
+            }
+            match self.entry_of(&camera.name, &camera.source, &camera.settings) {
+                Ok(entry) => wanted.push(entry),
+                Err(e) => crate::warn!("input {} (kept from the API): {e}", camera.name),
+            }
+        }
+        let wanted = wanted.as_slice();
         let running: Vec<Entry> = self
             .members()
             .iter()
@@ -295,8 +356,15 @@ impl Service {
     }
 }
 
-impl Inputs for Service {
-    fn add(&self, name: &str, source: &str, settings: &[(String, String)]) -> Result<(), Refused> {
+impl Service {
+    /// The entry of a camera the API names: its name, source and settings checked (module
+    /// doc of `source::remote`).
+    fn entry_of(
+        &self,
+        name: &str,
+        source: &str,
+        settings: &[(String, String)],
+    ) -> Result<Entry, Refused> {
         if name.len() > 120 || !crate::plan::entry::valid_name(name) {
             return Err(Refused::Bad(
                 "name: 1 to 120 letters, digits, '.', '-' and '_', not dots alone".into(),
@@ -324,15 +392,35 @@ impl Inputs for Service {
             own.set(key, value)
                 .map_err(|why| Refused::Bad(format!("{key}: {why}")))?;
         }
-        self.join(Entry {
+        Ok(Entry {
             name: name.to_string(),
             source: source.to_string(),
             n: 0,
             own,
         })
     }
+}
+
+impl Inputs for Service {
+    fn add(&self, name: &str, source: &str, settings: &[(String, String)]) -> Result<(), Refused> {
+        let entry = self.entry_of(name, source, settings)?;
+        let camera = super::kept::Camera {
+            name: entry.name.clone(),
+            source: entry.source.clone(),
+            settings: settings.to_vec(),
+        };
+        self.join(entry)?;
+        self.kept.add(camera);
+        Ok(())
+    }
 
     fn remove(&self, name: &str) -> Result<(), Refused> {
-        self.leave(name)
+        let left = self.leave(name);
+        match (left, self.kept.remove(name)) {
+            // A kept camera that was not running (it could not join) is forgotten all the
+            // same.
+            (Err(Refused::Missing(_)), true) => Ok(()),
+            (left, _) => left,
+        }
     }
 }
