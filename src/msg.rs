@@ -5,7 +5,8 @@
 //! program (a closed pipe, `| head -1`, a closed terminal: the line is dropped); no line shows
 //! a URL's password or secret parameters (`crate::secret`), but the browser view's own
 //! address, given to its user with its token (`stderr_as_is`); `-q` silences
-//! `info!` lines only (warnings, errors and the summary still print); `-v` adds `debug!` lines.
+//! `info!` lines only (warnings, errors and the summary still print); `Silent` (Python's
+//! `quiet=True`) the summary and the notices too (`notice!`); `-v` adds `debug!` lines.
 
 use std::fmt;
 use std::io::Write;
@@ -15,12 +16,14 @@ use std::sync::atomic::{AtomicU8, Ordering};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 pub enum Level {
+    /// Errors and warnings alone (an embedding program's `quiet=True`).
+    Silent = 0,
     /// `-q`: errors, warnings and the summary.
-    Quiet = 0,
+    Quiet = 1,
     /// The default: also what was opened and chosen.
-    Normal = 1,
+    Normal = 2,
     /// `-v`: also details (OpenCV's own log lines, probing).
-    Verbose = 2,
+    Verbose = 3,
 }
 
 static LEVEL: AtomicU8 = AtomicU8::new(Level::Normal as u8);
@@ -89,7 +92,17 @@ macro_rules! warn {
     };
 }
 
-/// A line on stderr as it is written (the summary, an error), always.
+/// A line on stderr as it is written (the summary, a notice), unless silent.
+#[macro_export]
+macro_rules! notice {
+    ($($t:tt)*) => {
+        if $crate::msg::enabled($crate::msg::Level::Quiet) {
+            $crate::msg::stderr(format_args!("{}\n", format_args!($($t)*)))
+        }
+    };
+}
+
+/// A line on stderr as it is written (an error), always.
 #[macro_export]
 macro_rules! say {
     ($($t:tt)*) => {

@@ -1013,3 +1013,35 @@ fn cameras_added_through_the_api_outlive_file_edits_and_restarts() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(!std::fs::read_to_string(&state).unwrap().contains("dock"));
 }
+
+/// Attack 77.17: `--frames N` on a wall whose camera went down: the run ends once the others
+/// reached N (it waited for ever on the camera's reconnects).
+#[test]
+fn frames_end_a_wall_with_a_camera_down() {
+    let dir = TempDir::new("doors-frames");
+    let cam = free_port();
+    let camera = Killed(common::run::live_server_of(cam, "160x120"));
+    let wall = format!("a = pattern:64x48:25\nb = http://127.0.0.1:{cam}/live.ts\n");
+    std::fs::write(dir.join("wall.txt"), wall).unwrap();
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args([
+            "--headless",
+            "--backend",
+            "cpu",
+            "--inputs",
+            "wall.txt",
+            "--frames",
+            "100",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    drop(camera);
+    let out = wait_with_deadline(child, Duration::from_secs(15), "a wall with --frames");
+    let said = stderr(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("given up"), "{said}");
+}

@@ -621,3 +621,35 @@ fn frame_detections_equal_the_json_lines() {
     );
     assert!(out.contains("equal: 5 ['person', 'car']"), "{out}");
 }
+
+const TEXT_ALONE: &str = r#"
+import sys
+import framepipe
+clip, model = sys.argv[1], sys.argv[2]
+frames = with_boxes = 0
+with framepipe.open(clip, detect=model, quiet=True) as run:
+    for frame in run:
+        frames += 1
+        with_boxes += 1 if frame.detections else 0
+print("found:", frames, with_boxes)
+"#;
+
+/// Issue 77, items 16 and 17: with the loop the only consumer (frames lent where their
+/// decoder left them), `detect=` finds the words the command line finds on every frame
+/// (it found none); and `quiet=True` prints nothing, not even the summary.
+#[test]
+fn detect_finds_boxes_when_the_loop_is_the_only_consumer_and_quiet_is_quiet() {
+    require(&["ffmpeg"]);
+    let dir = TempDir::new("py-detect-alone");
+    let clip = crate::events::words(&dir, "words.mp4", 1, &["text=GATE:x=40:y=80"], false);
+    let model = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/ort/ch_PP-OCRv4_det_infer.onnx");
+    let out = run_script(
+        &dir,
+        TEXT_ALONE,
+        &[clip.to_str().unwrap(), model.to_str().unwrap()],
+        Duration::from_secs(120),
+    );
+    assert!(out.contains("found: 25 25"), "{out}");
+    let said = std::fs::read_to_string(dir.join("stderr.txt")).unwrap();
+    assert!(said.trim().is_empty(), "quiet=True printed:\n{said}");
+}

@@ -901,8 +901,9 @@ fn open(inputs: &Bound<'_, PyTuple>, options: Option<&Bound<'_, PyDict>>) -> PyR
     if cli.command.is_some() {
         return Err(PyValueError::new_err("framepipe.open runs the pipeline; bench, doctor and check-kernel are the command line's"));
     }
+    // quiet=True: nothing but warnings and errors (no summary) in a Python program.
     let level = match (cli.run.quiet, cli.run.verbose) {
-        (true, _) => framepipe::msg::Level::Quiet,
+        (true, _) => framepipe::msg::Level::Silent,
         (_, true) => framepipe::msg::Level::Verbose,
         _ => framepipe::msg::Level::Normal,
     };

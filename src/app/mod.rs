@@ -378,7 +378,8 @@ fn finish_taps(
 }
 
 /// What the backend does for the consumers: compose the mosaic where there is one; keep
-/// frames on the device where nothing else reads them and the embedding program takes them
+/// frames on the device (or where their source left them) where nothing else reads them (no
+/// other output, no detector, no motion) and the embedding program takes them
 /// as they are, or shaped for a model as the CUDA backend shapes them (it lends them:
 /// `backend::lend`; the CPU backend ignores both); each input's name for `{name}`.
 fn consumers_of(
@@ -388,7 +389,10 @@ fn consumers_of(
     to: Option<&sink::handover::HandTo>,
     order: &[usize],
 ) -> crate::plan::Consumers {
-    let alone = each.iter().all(Option::is_none) && compose.is_none();
+    // The detector and motion read the frames' pixels on the host: a frame lent where its
+    // source left it would reach them unread (Python's detect= found nothing).
+    let detects = plan.detect().is_some() || plan.events().is_some_and(|e| e.motion);
+    let alone = each.iter().all(Option::is_none) && compose.is_none() && !detects;
     let shape = to.and_then(|to| to.shaping.on_device());
     let lend = alone && to.is_some_and(|to| to.shaping.plain() || shape.is_some());
     crate::plan::Consumers {

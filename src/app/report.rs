@@ -79,7 +79,7 @@ pub(super) fn finish(
             if let Some(failed_run) = e.downcast_ref::<pipeline::Failed>() {
                 let mut summary = (*failed_run.summary).clone();
                 summary.inputs = in_order(summary.inputs, &places);
-                crate::say!("{}", summary.render());
+                crate::notice!("{}", summary.render());
                 write_summary_json(reports, &summary, Some(&format!("{e:#}")), ending)?;
             }
             return Err(e);
@@ -87,7 +87,7 @@ pub(super) fn finish(
     };
     summary.inputs = in_order(summary.inputs, &places);
     if let Some(error) = recording_failed(&places) {
-        crate::say!("{}", summary.render());
+        crate::notice!("{}", summary.render());
         write_summary_json(reports, &summary, Some(&error), ending)?;
         bail!("{error}");
     }
@@ -97,7 +97,7 @@ pub(super) fn finish(
             places.names[*i],
             why.trim_start_matches("failed: ")
         );
-        crate::say!("{}", summary.render());
+        crate::notice!("{}", summary.render());
         write_summary_json(reports, &summary, Some(&error), ending)?;
         bail!("{error}; the other inputs ran to their end");
     }
@@ -149,7 +149,7 @@ fn in_order(ran: Vec<InputStats>, places: &Places) -> Vec<InputStats> {
 /// The summary (and a warning when a live input dropped many frames), `--summary-json`,
 /// `--trace` and `--timeline`.
 fn report(reports: &Reports, summary: &Summary, ending: &Ending) -> Result<()> {
-    crate::say!("{}", summary.render());
+    crate::notice!("{}", summary.render());
     let (captured, dropped) = (summary.capture.captured, summary.capture.dropped);
     if dropped * 100 > (captured + dropped) * DROP_WARNING_PERCENT {
         crate::warn!(

@@ -395,7 +395,7 @@ pub fn create(kind: BackendKind, cfg: &BackendConfig) -> Result<Box<dyn Backend>
                 if let Some(k) = cfg.chain.user_kernels().next() {
                     bail!("{}: no CUDA here ({why})", cpu::needs_cuda(k));
                 }
-                crate::say!("framepipe: no CUDA ({why}); using the CPU backend");
+                crate::notice!("framepipe: no CUDA ({why}); using the CPU backend");
                 Ok(Box::new(cpu::CpuBackend::new(cfg)?))
             }
         },

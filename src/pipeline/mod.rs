@@ -161,6 +161,8 @@ struct Shared {
     resize: crate::backend::Resizer,
     /// The places of `inputs` taken (the rest wait for inputs that join while the run goes).
     used: std::sync::atomic::AtomicUsize,
+    /// `--frames`: each input ends after this many (`give_up_down`).
+    frames: Option<u64>,
 }
 
 impl Shared {
@@ -196,6 +198,30 @@ impl Shared {
     /// Asks every input's opening to give up (a stop).
     fn leave_all(&self) {
         for c in &self.inputs {
+            c.leave.request();
+        }
+    }
+
+    /// With `--frames`, once every input that is up has ended (reached its count, or its
+    /// end), those that are down (reconnecting, or not open yet) are given up: they would
+    /// never reach the count, and the run would never end.
+    fn give_up_down(&self) {
+        if self.frames.is_none() {
+            return;
+        }
+        let inputs = self.in_use();
+        let ended = |c: &Counters| c.ended.lock().map(|e| e.is_some()).unwrap_or(true);
+        let down = |c: &Counters| {
+            !c.open.load(Ordering::SeqCst) || c.health.get().is_some_and(|h| h.down_for().is_some())
+        };
+        let settled = inputs.iter().all(|c| ended(c) || down(c));
+        if !settled || !inputs.iter().any(&ended) {
+            return;
+        }
+        for c in inputs.iter().filter(|c| !ended(c)) {
+            if let Some(h) = c.health.get() {
+                h.give_up();
+            }
             c.leave.request();
         }
     }
@@ -277,6 +303,7 @@ pub fn run_inputs(
         backend.describe(),
         &inputs,
         (opts.progress.clone(), resize.clone(), spare),
+        opts.frames,
     ));
     let backend_tracks = backend.tracks();
     let slots_total: usize = inputs.iter().map(|i| i.ring).sum();
@@ -345,8 +372,10 @@ impl Shared {
         backend: String,
         inputs: &[Input],
         (progress, resize, spare): (Arc<Progress>, crate::backend::Resizer, usize),
+        frames: Option<u64>,
     ) -> Self {
         Self {
+            frames,
             resize,
             stop: stop.clone(),
             paused: AtomicBool::new(false),

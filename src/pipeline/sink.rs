@@ -130,6 +130,7 @@ fn sink_loop(
         if shared.stop.is_requested() {
             shared.leave_all();
         }
+        shared.give_up_down();
         // Inputs that joined or left (a look at every input's state, at most every
         // `JOINS_EVERY`).
         if let Some(joiner) = joiner.filter(|_| looked.elapsed() >= JOINS_EVERY) {

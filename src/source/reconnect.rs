@@ -34,12 +34,24 @@ pub struct Health {
     pub reconnects: AtomicU64,
     /// "reconnecting (…)" while the stream is lost, and since when; None while it runs.
     pub state: Mutex<Option<(String, Instant)>>,
+    /// Set by the run: a stream lost now is given up, not opened again (`--frames`, once
+    /// every other input has ended).
+    given_up: std::sync::atomic::AtomicBool,
 }
 
 impl Health {
     /// Times the stream came back.
     pub fn reconnects(&self) -> u64 {
         self.reconnects.load(Ordering::SeqCst)
+    }
+
+    /// Gives the stream up: lost, it is not opened again (its input ends).
+    pub fn give_up(&self) {
+        self.given_up.store(true, Ordering::SeqCst);
+    }
+
+    fn given_up(&self) -> bool {
+        self.given_up.load(Ordering::SeqCst)
     }
 
     /// The current state ("reconnecting …"), None while frames come.
@@ -117,6 +129,13 @@ impl Reconnecting {
             if self.stop.is_requested() {
                 return Ok(Read::End);
             }
+            if self.health.given_up() {
+                crate::info!(
+                    "{}: {why}; given up (every other input has ended)",
+                    self.name
+                );
+                return Ok(Read::End);
+            }
             crate::warn!("{}: {why}; reconnecting", self.name);
             // Closed first: what it holds (a UDP port, a connection) is free for the next.
             let lost = Lost {
@@ -126,7 +145,12 @@ impl Reconnecting {
             drop(std::mem::replace(&mut self.inner, Box::new(lost)));
             match self.reconnect()? {
                 Some(inner) => self.replace(inner),
-                None => return Ok(Read::End),
+                None => {
+                    if self.health.given_up() && !self.stop.is_requested() {
+                        crate::info!("{}: given up (every other input has ended)", self.name);
+                    }
+                    return Ok(Read::End);
+                }
             }
         }
     }
@@ -148,7 +172,14 @@ impl Reconnecting {
                 1 => "reconnecting".to_string(),
                 n => format!("reconnecting (attempt {n})"),
             }));
-            if self.stop.sleep_until(Instant::now() + wait) {
+            let until = Instant::now() + wait;
+            while Instant::now() < until {
+                if self.stop.is_requested() || self.health.given_up() {
+                    return Ok(None);
+                }
+                std::thread::sleep(Stop::TICK.min(until - Instant::now()));
+            }
+            if self.health.given_up() {
                 return Ok(None);
             }
             match (self.reopen)() {
@@ -166,7 +197,7 @@ impl Reconnecting {
                     self.size,
                     self.format
                 ),
-                Err(_) if self.stop.is_requested() => return Ok(None),
+                Err(_) if self.stop.is_requested() || self.health.given_up() => return Ok(None),
                 Err(e) => {
                     crate::debug!("{}: attempt {attempt}: {e:#}", self.name);
                     wait = (wait * 2).min(LONGEST_WAIT);
