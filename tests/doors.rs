@@ -1045,3 +1045,47 @@ fn frames_end_a_wall_with_a_camera_down() {
     assert!(out.status.success(), "{said}");
     assert!(said.contains("given up"), "{said}");
 }
+
+/// Attack 78.7: a segment deleted behind the index's back is neither listed nor served.
+#[test]
+fn a_segment_deleted_behind_the_index_is_not_listed() {
+    let dir = TempDir::new("doors-deleted");
+    let cam = free_port();
+    let _camera = Killed(common::run::live_server_of(cam, "160x120"));
+    std::fs::write(
+        dir.join("wall.txt"),
+        format!("cam = http://127.0.0.1:{cam}/live.ts\n"),
+    )
+    .unwrap();
+    std::fs::create_dir(dir.join("rec")).unwrap();
+    let port = free_port();
+    let args = [
+        "--backend",
+        "cpu",
+        "--inputs",
+        "wall.txt",
+        "--record",
+        "rec/{name}-{seg}.mp4",
+        "--segment",
+        "1",
+    ];
+    let child = common::run::served(dir.path(), port, &args);
+    let listed = || -> Vec<serde_json::Value> {
+        let (_, body) = http(port, "GET", "/api/recordings?input=cam", "");
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        json["recordings"].as_array().cloned().unwrap_or_default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while listed().len() < 3 {
+        assert!(Instant::now() < deadline, "no three segments");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let first = listed()[0].clone();
+    std::fs::remove_file(dir.join("rec").join(first["file"].as_str().unwrap())).unwrap();
+    let now = listed();
+    assert!(now.iter().all(|s| s["id"] != first["id"]), "{now:?}");
+    let (status, _) = http(port, "GET", first["url"].as_str().unwrap(), "");
+    assert_eq!(status, 404);
+    let out = end(child);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
