@@ -1089,3 +1089,103 @@ fn a_segment_deleted_behind_the_index_is_not_listed() {
     let out = end(child);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// Attack 78.5: a camera whose sound is ADTS AAC (as MPEG-TS carries it) answered 503 to
+/// every `DESCRIBE`; its video and its sound are served now (the sound as MPEG-4 audio with
+/// a config made from its header), and players decode both.
+#[test]
+fn a_camera_with_adts_aac_sound_is_served_with_its_sound() {
+    common::run::require(&["ffmpeg", "ffprobe"]);
+    let dir = TempDir::new("doors-adts");
+    let cam = free_port();
+    let _camera = Killed(
+        Command::new("ffmpeg")
+            .args([
+                "-v",
+                "error",
+                "-re",
+                "-f",
+                "lavfi",
+                "-i",
+                "testsrc2=size=160x120:rate=25",
+            ])
+            .args(["-f", "lavfi", "-i", "sine=f=440:sample_rate=48000"])
+            .args([
+                "-c:v", "libx264", "-g", "25", "-c:a", "aac", "-ac", "2", "-f", "mpegts",
+            ])
+            .args(["-listen", "1"])
+            .arg(format!("http://127.0.0.1:{cam}/live.ts"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    std::fs::write(
+        dir.join("wall.txt"),
+        format!("cam = http://127.0.0.1:{cam}/live.ts\n"),
+    )
+    .unwrap();
+    let rtsp = free_port();
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args([
+            "--headless",
+            "--backend",
+            "cpu",
+            "--inputs",
+            "wall.txt",
+            "--rtsp-serve",
+        ])
+        .arg(rtsp.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = format!("rtsp://127.0.0.1:{rtsp}/cam");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let streams = loop {
+        let probed = Command::new("ffprobe")
+            .args(["-v", "error", "-rtsp_transport", "tcp", "-show_entries"])
+            .args(["stream=codec_type,codec_name", "-of", "csv=p=0"])
+            .arg(&url)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&probed.stdout).into_owned();
+        if said.contains("video") {
+            break said;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never described: {}",
+            stderr(&probed)
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    assert!(streams.contains("aac,audio"), "{streams}");
+    let decoded = Command::new("ffmpeg")
+        .args([
+            "-v",
+            "error",
+            "-rtsp_transport",
+            "tcp",
+            "-i",
+            &url,
+            "-t",
+            "2",
+        ])
+        .args(["-map", "0:a", "-f", "framemd5", "-"])
+        .output()
+        .unwrap();
+    let frames = String::from_utf8_lossy(&decoded.stdout)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .count();
+    assert!(
+        frames >= 40,
+        "{frames} sound frames in 2 s: {}",
+        stderr(&decoded)
+    );
+    let out = end(child);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

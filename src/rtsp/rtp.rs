@@ -8,7 +8,11 @@
 //! lists them; a packet's times are made continuous across a reconnect
 //! (`timebase::Timeline`) and its decoding time kept rising, as the muxer requires; a
 //! reader gets nothing before the first video keyframe after it started playing, so that
-//! its first picture decodes; an input that reopens with other streams is described anew.
+//! its first picture decodes; an input that reopens with other streams is described anew;
+//! AAC that came as ADTS (MPEG-TS has no AudioSpecificConfig) is described as MPEG-4 audio
+//! with a config made from its stream's profile, rate and channels, each frame sent without
+//! its ADTS header; where no SDP can be made with the sound, the video is served alone and a
+//! line says why.
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
@@ -70,12 +74,43 @@ struct Track {
     last_dts: Option<i64>,
     /// Its header was written (so its trailer is).
     header: bool,
+    /// AAC given a config here: each packet's ADTS header is taken off.
+    strip_adts: bool,
 }
 
 /// Where a track's RTP goes.
 struct Out {
     path: Arc<Path>,
     track: usize,
+}
+
+/// The MPEG-4 AudioSpecificConfig of AAC of `profile` (FFmpeg's: object type less one),
+/// `rate` and `channels` (ISO 14496-3, 1.6.2.1): 5 bits of object type, 4 of the rate's index,
+/// 4 of the channel configuration, 3 zero bits.
+fn asc_of(profile: c_int, rate: c_int, channels: c_int) -> Option<[u8; 2]> {
+    const RATES: [c_int; 13] = [
+        96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350,
+    ];
+    let object = u8::try_from(profile.max(0) + 1)
+        .ok()
+        .filter(|&o| (1..31).contains(&o))?;
+    let index = RATES.iter().position(|&r| r == rate)? as u8;
+    let channels = u8::try_from(channels)
+        .ok()
+        .filter(|&c| (1..=7).contains(&c))?;
+    let bits: u16 =
+        (u16::from(object) << 11) | (u16::from(index) << 7) | (u16::from(channels) << 3);
+    Some(bits.to_be_bytes())
+}
+
+/// The length of the ADTS header `frame` begins with (7 bytes, 9 with its CRC), or None
+/// where it begins with none.
+fn adts_header_len(frame: &[u8]) -> Option<usize> {
+    if frame.len() < 7 || frame[0] != 0xFF || frame[1] & 0xF6 != 0xF0 {
+        return None;
+    }
+    let n = if frame[1] & 0x01 == 1 { 7 } else { 9 };
+    (frame.len() > n).then_some(n)
 }
 
 impl Drop for Track {
@@ -145,6 +180,7 @@ impl Track {
                 from,
                 last_dts: None,
                 header: false,
+                strip_adts: false,
             };
             let st = ff::ffi::avformat_new_stream(ctx, std::ptr::null());
             if st.is_null() {
@@ -152,6 +188,26 @@ impl Track {
             }
             ff::ffi::avcodec_parameters_copy((*st).codecpar, stream.params.as_ptr());
             (*(*st).codecpar).codec_tag = 0;
+            let par = (*st).codecpar;
+            if (*par).codec_id == ff::ffi::AVCodecID::AV_CODEC_ID_AAC && (*par).extradata_size == 0
+            {
+                let config = asc_of(
+                    (*par).profile,
+                    (*par).sample_rate,
+                    (*par).ch_layout.nb_channels,
+                )
+                .ok_or_else(|| {
+                    anyhow::anyhow!("AAC whose profile, rate or channels are not known")
+                })?;
+                let extradata = ff::ffi::av_mallocz(config.len() + 64) as *mut u8;
+                if extradata.is_null() {
+                    bail!("no memory for an AAC config");
+                }
+                std::ptr::copy_nonoverlapping(config.as_ptr(), extradata, config.len());
+                (*par).extradata = extradata;
+                (*par).extradata_size = config.len() as c_int;
+                track.strip_adts = true;
+            }
             (*st).time_base = stream.time_base.into();
             let buffer = ff::ffi::av_malloc(PACKET as usize) as *mut u8;
             let opaque = &mut *track.out as *mut Out as *mut c_void;
@@ -185,6 +241,19 @@ impl Track {
 
     /// Writes `p` (of the input's time base `tb`), its decoding time kept rising.
     fn write(&mut self, mut p: ff::Packet, tb: ff::Rational) {
+        if self.strip_adts {
+            match p.data().map(adts_header_len) {
+                Some(Some(n)) => {
+                    let mut raw = ff::Packet::copy(&p.data().unwrap_or_default()[n..]);
+                    raw.set_pts(p.pts());
+                    raw.set_dts(p.dts());
+                    raw.set_duration(p.duration());
+                    raw.set_flags(p.flags());
+                    p = raw;
+                }
+                Some(None) | None => {}
+            }
+        }
         // SAFETY: the context is open with one stream.
         let out_tb: ff::Rational = unsafe { (*(*(*self.ctx).streams)).time_base.into() };
         p.rescale_ts(tb, out_tb);
@@ -268,7 +337,19 @@ impl Packetizer {
         }
         self.streams = streams;
         self.video = video;
-        let sdp = self.sdp();
+        let mut sdp = self.sdp();
+        if sdp.is_none() && self.tracks.len() > 1 {
+            // The sound can't be described: the video alone, said.
+            crate::info!(
+                "rtsp {}: its sound can't be described in SDP; the video is served alone",
+                self.path.name
+            );
+            self.tracks.retain(|t| t.from == video);
+            for (n, t) in self.tracks.iter_mut().enumerate() {
+                t.out.track = n;
+            }
+            sdp = self.sdp();
+        }
         self.path.describe(sdp);
     }
 
@@ -315,5 +396,26 @@ impl Packetizer {
         if let Some(track) = self.tracks.iter_mut().find(|t| t.from == s) {
             track.write(p, tb);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_adts_stream_gets_the_config_its_header_says() {
+        // AAC LC (profile 1), 48 kHz, stereo: 0x11 0x90, as FFmpeg's aac_adtstoasc makes it.
+        assert_eq!(asc_of(1, 48000, 2), Some([0x11, 0x90]));
+        // AAC LC, 44.1 kHz, mono: 0x12 0x08.
+        assert_eq!(asc_of(1, 44100, 1), Some([0x12, 0x08]));
+        assert_eq!(asc_of(1, 12345, 2), None);
+        assert_eq!(asc_of(1, 48000, 0), None);
+        assert_eq!(adts_header_len(&[0xFF, 0xF1, 0, 0, 0, 0, 0, 1]), Some(7));
+        assert_eq!(
+            adts_header_len(&[0xFF, 0xF0, 0, 0, 0, 0, 0, 0, 0, 1]),
+            Some(9)
+        );
+        assert_eq!(adts_header_len(&[0x21, 0x10, 0, 0, 0, 0, 0, 1]), None);
     }
 }
