@@ -242,16 +242,13 @@ impl Track {
     /// Writes `p` (of the input's time base `tb`), its decoding time kept rising.
     fn write(&mut self, mut p: ff::Packet, tb: ff::Rational) {
         if self.strip_adts {
-            match p.data().map(adts_header_len) {
-                Some(Some(n)) => {
-                    let mut raw = ff::Packet::copy(&p.data().unwrap_or_default()[n..]);
-                    raw.set_pts(p.pts());
-                    raw.set_dts(p.dts());
-                    raw.set_duration(p.duration());
-                    raw.set_flags(p.flags());
-                    p = raw;
-                }
-                Some(None) | None => {}
+            if let Some(Some(n)) = p.data().map(adts_header_len) {
+                let mut raw = ff::Packet::copy(&p.data().unwrap_or_default()[n..]);
+                raw.set_pts(p.pts());
+                raw.set_dts(p.dts());
+                raw.set_duration(p.duration());
+                raw.set_flags(p.flags());
+                p = raw;
             }
         }
         // SAFETY: the context is open with one stream.
