@@ -26,6 +26,14 @@ fn clip(dir: &TempDir, seconds: u32) -> String {
     path.display().to_string()
 }
 
+/// `cmd` (framepipe) started, its output dropped, its errors kept for the end.
+fn spawned(cmd: &mut Command) -> std::process::Child {
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// A child killed when dropped.
 struct Killed(std::process::Child);
 
@@ -411,6 +419,17 @@ fn moving_thrice(dir: &TempDir) -> std::path::PathBuf {
     crate::events::words(dir, "thrice.mp4", 9, &[moving], false)
 }
 
+/// framepipe making motion events of `clip` at its own rate, to `ev.jsonl` and `to`.
+fn motion_events(dir: &TempDir, clip: &Path, to: &str) -> std::process::Child {
+    spawned(
+        Command::new(bin())
+            .current_dir(dir.path())
+            .args(["--headless", "--realtime", "-i"])
+            .arg(clip)
+            .args(["--motion", "--events", "ev.jsonl", "--events", to]),
+    )
+}
+
 /// A mosquitto broker on `port` that keeps its sessions in `dir` (a persistent subscriber
 /// gets what was published while it was away).
 fn mosquitto(dir: &TempDir, port: u16) -> std::process::Child {
@@ -509,21 +528,7 @@ fn events_made_while_the_broker_was_down_are_delivered_when_it_returns() {
     let port = free_port();
     let mut broker = mosquitto(&dir, port);
     let first = subscriber(port);
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args([
-            "--headless",
-            "--realtime",
-            "-i",
-            clip.to_str().unwrap(),
-            "--motion",
-        ])
-        .args(["--events", "ev.jsonl", "--events"])
-        .arg(format!("mqtt://127.0.0.1:{port}/site"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = motion_events(&dir, &clip, &format!("mqtt://127.0.0.1:{port}/site"));
     // Down from 3 s to 6 s: the events of 4-5 s are made while it is away.
     std::thread::sleep(Duration::from_secs(3));
     let before = printed(first);
@@ -566,21 +571,7 @@ fn a_slow_webhook_holds_no_stop() {
             });
         }
     });
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args([
-            "--headless",
-            "--realtime",
-            "-i",
-            clip.to_str().unwrap(),
-            "--motion",
-        ])
-        .args(["--events", "ev.jsonl", "--events"])
-        .arg(format!("http://127.0.0.1:{hook}/hook"))
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = motion_events(&dir, &clip, &format!("http://127.0.0.1:{hook}/hook"));
     std::thread::sleep(Duration::from_millis(5500));
     let stopped = Instant::now();
     common::run::interrupt(&child);
@@ -613,13 +604,11 @@ fn a_slow_detector_holds_no_stop() {
         .output()
         .unwrap();
     assert!(made.status.success(), "{}", stderr(&made));
-    let child = Command::new(bin())
-        .args(["-i", "pattern:320x240:25", "--headless", "--detect"])
-        .arg(&model)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawned(
+        Command::new(bin())
+            .args(["-i", "pattern:320x240:25", "--headless", "--detect"])
+            .arg(&model),
+    );
     // Past the model's load, inside an inference of several seconds.
     std::thread::sleep(Duration::from_secs(4));
     let stopped = Instant::now();
@@ -704,6 +693,25 @@ fn a_udp_camera_comes_back_when_its_sender_does() {
     assert!(said.contains("reconnected"), "{said}");
 }
 
+/// framepipe running `wall.txt` with `--rtsp-serve` on a free port, and the port.
+fn rtsp_wall(dir: &TempDir) -> (std::process::Child, u16) {
+    let rtsp = free_port();
+    let child = spawned(
+        Command::new(bin())
+            .current_dir(dir.path())
+            .args([
+                "--headless",
+                "--backend",
+                "cpu",
+                "--inputs",
+                "wall.txt",
+                "--rtsp-serve",
+            ])
+            .arg(rtsp.to_string()),
+    );
+    (child, rtsp)
+}
+
 /// The status line the RTSP server on `port` answers `request` with (sent from 127.0.0.1).
 fn rtsp_status(port: u16, request: &str) -> String {
     use std::io::{Read, Write};
@@ -750,22 +758,7 @@ fn the_rtsp_server_takes_no_stranger_s_stream_and_no_idle_crowd() {
     ];
     let wall = format!("a = http://127.0.0.1:{one}/live.ts\nb = http://127.0.0.1:{two}/live.ts\n");
     std::fs::write(dir.join("wall.txt"), wall).unwrap();
-    let rtsp = free_port();
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args([
-            "--headless",
-            "--backend",
-            "cpu",
-            "--inputs",
-            "wall.txt",
-            "--rtsp-serve",
-        ])
-        .arg(rtsp.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, rtsp) = rtsp_wall(&dir);
     let describe = |path: &str| {
         rtsp_status(
             rtsp,
@@ -1023,21 +1016,15 @@ fn frames_end_a_wall_with_a_camera_down() {
     let camera = Killed(common::run::live_server_of(cam, "160x120"));
     let wall = format!("a = pattern:64x48:25\nb = http://127.0.0.1:{cam}/live.ts\n");
     std::fs::write(dir.join("wall.txt"), wall).unwrap();
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args([
-            "--headless",
-            "--backend",
-            "cpu",
-            "--inputs",
-            "wall.txt",
-            "--frames",
-            "100",
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawned(Command::new(bin()).current_dir(dir.path()).args([
+        "--headless",
+        "--backend",
+        "cpu",
+        "--inputs",
+        "wall.txt",
+        "--frames",
+        "100",
+    ]));
     std::thread::sleep(Duration::from_secs(2));
     drop(camera);
     let out = wait_with_deadline(child, Duration::from_secs(15), "a wall with --frames");
@@ -1126,22 +1113,7 @@ fn a_camera_with_adts_aac_sound_is_served_with_its_sound() {
         format!("cam = http://127.0.0.1:{cam}/live.ts\n"),
     )
     .unwrap();
-    let rtsp = free_port();
-    let child = Command::new(bin())
-        .current_dir(dir.path())
-        .args([
-            "--headless",
-            "--backend",
-            "cpu",
-            "--inputs",
-            "wall.txt",
-            "--rtsp-serve",
-        ])
-        .arg(rtsp.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, rtsp) = rtsp_wall(&dir);
     let url = format!("rtsp://127.0.0.1:{rtsp}/cam");
     let deadline = Instant::now() + Duration::from_secs(20);
     let streams = loop {
