@@ -17,6 +17,7 @@
 //! enter has its leave by the end (a track ending in a zone leaves it); the counts by kind
 //! are those that went to the destinations.
 
+mod message;
 pub mod motion;
 mod mqtt;
 pub mod out;

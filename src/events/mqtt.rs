@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, TryRecvError};
 use rumqttc::{Client, Event, LastWill, MqttOptions, Outgoing, Packet, QoS};
 
-use super::out::{Message, QUEUE};
+use super::message::{Message, QUEUE};
 
 /// How long one turn of the loop waits on the broker.
 const TICK: Duration = Duration::from_millis(50);
@@ -83,10 +83,7 @@ pub(super) fn run(
     }
     link.goodbye(&available);
     let mut unsent = link.unsent();
-    unsent.extend(rx.try_iter().filter_map(|m| match m {
-        Message::Event(_, json) => Some(json),
-        Message::Count(..) => None,
-    }));
+    unsent.extend(rx.try_iter().filter_map(Message::event));
     unsent
 }
 

@@ -21,8 +21,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
-/// Events a destination's queue holds.
-pub const QUEUE: usize = 10_000;
 /// How long the end of a run leaves the destinations to send what they hold.
 const DRAIN: Duration = Duration::from_millis(500);
 /// How long a destination then has to give back what it holds, once told of the end.
@@ -101,14 +99,7 @@ impl Destination {
     }
 }
 
-/// What goes out: an event (its input's name for MQTT's topic), or a zone's count.
-#[derive(Clone, Debug)]
-pub enum Message {
-    /// An event, as JSON, and its input's name.
-    Event(String, serde_json::Value),
-    /// Input `.0`'s zone `.1` holds `.2` objects now.
-    Count(String, String, u64),
-}
+pub use super::message::{Message, QUEUE};
 
 /// A destination's thread: it gives back the events it could not deliver.
 type Thread = std::thread::JoinHandle<Vec<serde_json::Value>>;
@@ -150,7 +141,7 @@ impl Running {
                     .take();
                 current
                     .into_iter()
-                    .chain(self.rx.try_iter().filter_map(super::webhook::event_of))
+                    .chain(self.rx.try_iter().filter_map(Message::event))
                     .collect()
             }
             None => Vec::new(),

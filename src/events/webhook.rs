@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use crossbeam_channel::Receiver;
 
-use super::out::Message;
+use super::message::Message;
 
 /// The first wait before a receiver is tried again.
 const BACKOFF: Duration = Duration::from_millis(250);
@@ -67,7 +67,7 @@ pub(super) fn run(
                     }
                     if ended.load(Ordering::SeqCst) {
                         let mut unsent = vec![json];
-                        unsent.extend(rx.try_iter().filter_map(event_of));
+                        unsent.extend(rx.try_iter().filter_map(Message::event));
                         keep(None);
                         return unsent;
                     }
@@ -76,15 +76,7 @@ pub(super) fn run(
             }
         }
     }
-    rx.try_iter().filter_map(event_of).collect()
-}
-
-/// The event a message carries (a count is MQTT's alone).
-pub(super) fn event_of(m: Message) -> Option<serde_json::Value> {
-    match m {
-        Message::Event(_, json) => Some(json),
-        Message::Count(..) => None,
-    }
+    rx.try_iter().filter_map(Message::event).collect()
 }
 
 /// One POST of `body`; an error unless the receiver answered 2xx.

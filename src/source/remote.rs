@@ -2,8 +2,8 @@
 //! a network stream of a known protocol that framepipe dials out to, or the test pattern;
 //! never a file, a device or a pipeline of the server's, and never a socket that listens
 //! for a stranger's stream unless the operator allowed it (`--serve-listening-sources`).
-//! Also the protocols any network input may reach once opened (`PROTOCOLS`, FFmpeg's
-//! `protocol_whitelist`), so that a playlist or a nested protocol can't reach a local file.
+//! Every network input is opened with FFmpeg's `protocol_whitelist` of network protocols
+//! (`PROTOCOLS`), so that a playlist or a nested protocol can't reach a local file.
 //!
 //! Invariants: a source is judged by what FFmpeg would open, not by how its text starts: a
 //! scheme is one word of `ALLOWED` with nothing before it (`async:file://`, `cache:`,
@@ -16,12 +16,8 @@ const ALLOWED: &[&str] = &[
     "https",
 ];
 
-/// The protocols a network input may open, its own and those it opens within (an RTSP
-/// session's RTP over UDP or TCP, an HLS playlist's segments over HTTP, AES-128 `crypto`):
-/// FFmpeg's `protocol_whitelist` for every network input. `file`, `pipe`, `fd`, `unix`,
-/// `concat`, `subfile` and `cache` are not among them.
-pub const PROTOCOLS: &str =
-    "rtsp,rtsps,rtmp,rtmps,rtmpt,rtmpts,rtmpe,rtmpte,srt,udp,rtp,srtp,tcp,tls,http,https,httpproxy,crypto,hls,data,ftp";
+/// The protocols a network input may open (`media::info::PROTOCOLS`).
+pub use crate::media::info::PROTOCOLS;
 
 /// Whether `source` may be opened for a camera named from outside: Err with the reason.
 /// `listening` allows sources that wait for a stream pushed to this host.
