@@ -290,7 +290,8 @@ fn yolo_outputs_in_every_layout_are_decoded_as_ultralytics_does() {
     // 0.7, lower score), a car, and one under the score; names from its metadata.
     let person = [12.0, 12.0, 28.0, 28.0];
     let car = [39.0, 30.0, 49.0, 50.0];
-    for layout in ["v8", "v5", "nms"] {
+    // v8dyn: v8 exported with dynamic axes (issue 79), read at its `imgsz`.
+    for layout in ["v8", "v8dyn", "v5", "nms"] {
         let m = yolo_model(&dir, layout);
         for (size, gain, pad) in [("128x128", 0.5, (0.0, 0.0)), ("256x128", 0.25, (0.0, 16.0))] {
             let jsonl = dir.join(&format!("{layout}-{size}.jsonl"));

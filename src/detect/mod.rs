@@ -254,6 +254,23 @@ fn feed_of(ty: &ort::value::ValueType, dims: &[i64]) -> (Feed, FrameSize) {
     (feed, fed)
 }
 
+/// The (height, width) of Ultralytics' `imgsz` metadata (`[320, 320]`, or one side `640`),
+/// where it is a sane picture size.
+fn imgsz_of(text: &str) -> Option<(usize, usize)> {
+    let sides: Vec<usize> = text
+        .trim_matches(|c| c == '[' || c == ']' || c == ' ')
+        .split(',')
+        .map(|v| v.trim().parse().ok())
+        .collect::<Option<_>>()?;
+    let (h, w) = match sides.as_slice() {
+        [s] => (*s, *s),
+        [h, w] => (*h, *w),
+        _ => return None,
+    };
+    let sane = |s: usize| (1..=MAX_SIDE as usize).contains(&s);
+    (sane(h) && sane(w)).then_some((h, w))
+}
+
 /// How the model takes its pictures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Feed {
@@ -368,7 +385,24 @@ impl Model {
             .map(|o| (o.name.clone(), dims(&o.output_type)))
             .collect();
         let family = family_of(&path, &input_dims, &outputs)?;
-        let (feed, fed) = feed_of(&input.input_type, &input_dims);
+        let (feed, mut fed) = feed_of(&input.input_type, &input_dims);
+        // Sides the model leaves free (an Ultralytics export with dynamic=True): the size it
+        // was made for, as its `imgsz` metadata says, else 640.
+        let (h, w) = match feed.nhwc {
+            true => (input_dims[1], input_dims[2]),
+            false => (input_dims[2], input_dims[3]),
+        };
+        if h <= 0 || w <= 0 {
+            let made_for = session
+                .metadata()
+                .ok()
+                .and_then(|m| m.custom("imgsz").ok().flatten())
+                .and_then(|t| imgsz_of(&t));
+            if let Some((mh, mw)) = made_for {
+                let side = |d: i64, m: usize| if d > 0 { d as usize } else { m };
+                fed = FrameSize::new(side(w, mw), side(h, mh));
+            }
+        }
         let input = input.name.clone();
         let names = match &settings.labels {
             Some(file) => labels_of(file)?,
@@ -673,4 +707,19 @@ struct Prepared {
     fed: FrameSize,
     size: FrameSize,
     letterbox: Option<yolo::Letterbox>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ultralytics_imgsz_is_read() {
+        assert_eq!(imgsz_of("[320, 320]"), Some((320, 320)));
+        assert_eq!(imgsz_of("[384, 640]"), Some((384, 640)));
+        assert_eq!(imgsz_of("640"), Some((640, 640)));
+        assert_eq!(imgsz_of("[0, 320]"), None);
+        assert_eq!(imgsz_of("[100000, 100000]"), None);
+        assert_eq!(imgsz_of("big"), None);
+    }
 }

@@ -49,9 +49,13 @@ impl Layout {
     pub fn of(dims: &[i64]) -> Option<Self> {
         let [_, a, b] = dims else { return None };
         match (*a, *b) {
-            (k, 6) if (1..=1000).contains(&k) => Some(Layout::Nms),
+            (k, 6) if k == -1 || (1..=1000).contains(&k) => Some(Layout::Nms),
             (a, b) if a > 4 && b > a => Some(Layout::V8),
             (a, b) if b > 5 && a > b => Some(Layout::V5),
+            // Dynamic axes (an export with dynamic=True): the anchors' side is free, the
+            // other says 4+C (v8) or 5+C (v5).
+            (a, -1) if a > 4 => Some(Layout::V8),
+            (-1, b) if b > 5 => Some(Layout::V5),
             _ => None,
         }
     }
@@ -256,6 +260,10 @@ mod tests {
         assert_eq!(Layout::of(&[1, 84, 8400]), Some(Layout::V8));
         assert_eq!(Layout::of(&[1, 25200, 85]), Some(Layout::V5));
         assert_eq!(Layout::of(&[1, 300, 6]), Some(Layout::Nms));
+        // Dynamic axes: nudenet's 320n.onnx declares (batch, 22, anchors).
+        assert_eq!(Layout::of(&[-1, 22, -1]), Some(Layout::V8));
+        assert_eq!(Layout::of(&[-1, -1, 85]), Some(Layout::V5));
+        assert_eq!(Layout::of(&[-1, -1, -1]), None);
         assert_eq!(Layout::of(&[1, 1, 640, 640]), None);
     }
 

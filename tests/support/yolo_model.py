@@ -1,6 +1,8 @@
 """An ONNX model in one of Ultralytics' YOLO output layouts whose output is known: a
 constant tensor (made to depend on the picture by adding 0 times its mean), with the
-`names` metadata Ultralytics writes. Usage: yolo_model.py OUT.onnx v8|v5|nms SIDE|HxW."""
+`names` metadata Ultralytics writes. Usage: yolo_model.py OUT.onnx v8|v8dyn|v5|nms SIDE|HxW.
+v8dyn is v8 exported as Ultralytics' dynamic=True exports it: every axis free but the
+rows, the size in its `imgsz` metadata."""
 import sys
 
 import numpy as np
@@ -8,6 +10,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 out, layout = sys.argv[1], sys.argv[2]
+dynamic = layout == "v8dyn"
+layout = "v8" if dynamic else layout
 height, _, width = sys.argv[3].partition("x")
 height, width = int(height), int(width or height)
 # Boxes in the model's input pixels: centre x, centre y, width, height, class scores.
@@ -34,12 +38,19 @@ nodes = [
 ]
 graph = helper.make_graph(
     nodes, "yolo",
-    [helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, height, width])],
-    [helper.make_tensor_value_info("output0", TensorProto.FLOAT, list(data.shape))],
+    [helper.make_tensor_value_info(
+        "images", TensorProto.FLOAT,
+        ["batch", 3, "height", "width"] if dynamic else [1, 3, height, width])],
+    [helper.make_tensor_value_info(
+        "output0", TensorProto.FLOAT,
+        ["batch", data.shape[1], "anchors"] if dynamic else list(data.shape))],
     [const, zero],
 )
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
 model.ir_version = 8
-helper.set_model_props(model, {"names": "{0: 'person', 1: 'car'}"})
+props = {"names": "{0: 'person', 1: 'car'}"}
+if dynamic:
+    props["imgsz"] = f"[{height}, {width}]"
+helper.set_model_props(model, props)
 onnx.checker.check_model(model)
 onnx.save(model, out)
