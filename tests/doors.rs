@@ -152,7 +152,14 @@ fn the_api_takes_no_name_above_the_root_no_file_and_no_listener_unasked() {
     top.sort();
     assert_eq!(
         top,
-        ["rec", "secret.ts", "summary.json", "wall.txt"],
+        // The API's cameras kept beside the inputs file (app/kept.rs).
+        [
+            "rec",
+            "secret.ts",
+            "summary.json",
+            "wall.txt",
+            "wall.txt.api.json"
+        ],
         "{}",
         stderr(&out)
     );
