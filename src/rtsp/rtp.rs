@@ -84,6 +84,37 @@ struct Out {
     track: usize,
 }
 
+/// Gives AAC that came as ADTS (no extradata) the AudioSpecificConfig its stream's profile,
+/// rate and channels say: whether it did (each packet's ADTS header is then taken off).
+///
+/// # Safety
+/// `par` points to a valid `AVCodecParameters` this thread owns (a muxer's stream's, before
+/// its header is written).
+unsafe fn configure_adts(par: *mut ff::ffi::AVCodecParameters) -> Result<bool> {
+    // SAFETY: `par` is valid (the caller's condition); the extradata is allocated with
+    // FFmpeg's allocator, zeroed and padded as FFmpeg requires, and handed to the
+    // parameters, which free it.
+    unsafe {
+        if (*par).codec_id != ff::ffi::AVCodecID::AV_CODEC_ID_AAC || (*par).extradata_size != 0 {
+            return Ok(false);
+        }
+        let config = asc_of(
+            (*par).profile,
+            (*par).sample_rate,
+            (*par).ch_layout.nb_channels,
+        )
+        .ok_or_else(|| anyhow::anyhow!("AAC whose profile, rate or channels are not known"))?;
+        let extradata = ff::ffi::av_mallocz(config.len() + 64) as *mut u8;
+        if extradata.is_null() {
+            bail!("no memory for an AAC config");
+        }
+        std::ptr::copy_nonoverlapping(config.as_ptr(), extradata, config.len());
+        (*par).extradata = extradata;
+        (*par).extradata_size = config.len() as c_int;
+        Ok(true)
+    }
+}
+
 /// The MPEG-4 AudioSpecificConfig of AAC of `profile` (FFmpeg's: object type less one),
 /// `rate` and `channels` (ISO 14496-3, 1.6.2.1): 5 bits of object type, 4 of the rate's index,
 /// 4 of the channel configuration, 3 zero bits.
@@ -162,7 +193,8 @@ impl Track {
         });
         // SAFETY: every pointer made here is checked, owned by the `Track` returned (freed
         // in its Drop, also when a later step fails: the Track exists from the context on),
-        // and the opaque is the boxed `Out` the Track keeps.
+        // and the opaque is the boxed `Out` the Track keeps; `configure_adts` is given the
+        // new stream's parameters, before the header is written.
         unsafe {
             let mut ctx = std::ptr::null_mut();
             let r = ff::ffi::avformat_alloc_output_context2(
@@ -188,26 +220,7 @@ impl Track {
             }
             ff::ffi::avcodec_parameters_copy((*st).codecpar, stream.params.as_ptr());
             (*(*st).codecpar).codec_tag = 0;
-            let par = (*st).codecpar;
-            if (*par).codec_id == ff::ffi::AVCodecID::AV_CODEC_ID_AAC && (*par).extradata_size == 0
-            {
-                let config = asc_of(
-                    (*par).profile,
-                    (*par).sample_rate,
-                    (*par).ch_layout.nb_channels,
-                )
-                .ok_or_else(|| {
-                    anyhow::anyhow!("AAC whose profile, rate or channels are not known")
-                })?;
-                let extradata = ff::ffi::av_mallocz(config.len() + 64) as *mut u8;
-                if extradata.is_null() {
-                    bail!("no memory for an AAC config");
-                }
-                std::ptr::copy_nonoverlapping(config.as_ptr(), extradata, config.len());
-                (*par).extradata = extradata;
-                (*par).extradata_size = config.len() as c_int;
-                track.strip_adts = true;
-            }
+            track.strip_adts = configure_adts((*st).codecpar)?;
             (*st).time_base = stream.time_base.into();
             let buffer = ff::ffi::av_malloc(PACKET as usize) as *mut u8;
             let opaque = &mut *track.out as *mut Out as *mut c_void;
