@@ -38,13 +38,6 @@ pub struct MediaInfo {
 /// How long a network input may stay silent while its header is read, in microseconds.
 pub const URL_TIMEOUT_US: i64 = 10_000_000;
 
-/// The protocols a network input may open, its own and those it opens within (an RTSP
-/// session's RTP over UDP or TCP, an HLS playlist's segments over HTTP, AES-128 `crypto`):
-/// FFmpeg's `protocol_whitelist` for every network input. `file`, `pipe`, `fd`, `unix`,
-/// `concat`, `subfile` and `cache` are not among them.
-pub const PROTOCOLS: &str =
-    "rtsp,rtsps,rtmp,rtmps,rtmpt,rtmpts,rtmpe,rtmpte,srt,udp,rtp,srtp,tcp,tls,http,https,httpproxy,crypto,hls,data,ftp";
-
 /// The largest single allocation FFmpeg may make (`init`): above an 8K picture's planes and a
 /// UDP input's 188 MB receive buffer (`fifo_size=1000000`), far below a hostile server's
 /// announced answer.
@@ -125,7 +118,7 @@ pub fn probe(path: &Path) -> Option<MediaInfo> {
     if path.to_string_lossy().contains("://") {
         // A network input that never answers must not hold the start forever.
         options.set("rw_timeout", &URL_TIMEOUT_US.to_string());
-        options.set("protocol_whitelist", PROTOCOLS);
+        options.set("protocol_whitelist", super::PROTOCOLS);
     }
     let ctx = ff::format::input_with_dictionary(&path, options).ok()?;
     info_of(&ctx, path)

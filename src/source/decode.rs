@@ -691,7 +691,7 @@ fn open_demuxer(
         }
         // What it opens within (a playlist's segments, a nested protocol) stays on the
         // network: never a file of this machine.
-        options.set("protocol_whitelist", super::remote::PROTOCOLS);
+        options.set("protocol_whitelist", crate::media::PROTOCOLS);
     }
     let kind = if network { "stream" } else { "video file" };
     let started = std::time::Instant::now();

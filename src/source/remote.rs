@@ -3,7 +3,7 @@
 //! never a file, a device or a pipeline of the server's, and never a socket that listens
 //! for a stranger's stream unless the operator allowed it (`--serve-listening-sources`).
 //! Every network input is opened with FFmpeg's `protocol_whitelist` of network protocols
-//! (`PROTOCOLS`), so that a playlist or a nested protocol can't reach a local file.
+//! (`media::PROTOCOLS`), so that a playlist or a nested protocol can't reach a local file.
 //!
 //! Invariants: a source is judged by what FFmpeg would open, not by how its text starts: a
 //! scheme is one word of `ALLOWED` with nothing before it (`async:file://`, `cache:`,
@@ -15,9 +15,6 @@ const ALLOWED: &[&str] = &[
     "rtsp", "rtsps", "rtmp", "rtmps", "rtmpt", "rtmpts", "srt", "udp", "rtp", "tcp", "tls", "http",
     "https",
 ];
-
-/// The protocols a network input may open (`media::info::PROTOCOLS`).
-pub use crate::media::info::PROTOCOLS;
 
 /// Whether `source` may be opened for a camera named from outside: Err with the reason.
 /// `listening` allows sources that wait for a stream pushed to this host.
