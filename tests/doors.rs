@@ -490,12 +490,12 @@ fn printed(mut sub: std::process::Child) -> Vec<serde_json::Value> {
         .collect()
 }
 
-fn lines_of(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+/// Stops `child` with SIGINT: what it wrote, and how long the stop took.
+fn timed_stop(child: std::process::Child) -> (std::process::Output, Duration) {
+    let stopped = Instant::now();
+    common::run::interrupt(&child);
+    let out = wait_with_deadline(child, Duration::from_secs(20), "framepipe");
+    (out, stopped.elapsed())
 }
 
 /// Attack 77.9, the broker away for the whole run: nothing is lost unsaid. The events not
@@ -514,13 +514,13 @@ fn events_to_an_absent_broker_are_kept_said_and_fail_the_run() {
         .unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    let made = lines_of(&dir.join("ev.jsonl"));
+    let made = crate::events::lines(&dir.join("ev.jsonl"));
     assert!(made.len() >= 2, "{err}");
     assert!(
         err.contains(&format!("{} event(s) not delivered", made.len())),
         "{err}"
     );
-    let kept = lines_of(&dir.join("ev.jsonl.unsent.jsonl"));
+    let kept = crate::events::lines(&dir.join("ev.jsonl.unsent.jsonl"));
     let kept: Vec<serde_json::Value> = kept.iter().map(|l| l["event"].clone()).collect();
     assert_eq!(kept, made, "{err}");
 }
@@ -552,7 +552,7 @@ fn events_made_while_the_broker_was_down_are_delivered_when_it_returns() {
     let _ = broker.wait();
     let err = stderr(&out);
     assert!(out.status.success(), "{err}");
-    let made = lines_of(&dir.join("ev.jsonl"));
+    let made = crate::events::lines(&dir.join("ev.jsonl"));
     assert_eq!(made.len(), 6, "{err}");
     let delivered: Vec<serde_json::Value> = before.into_iter().chain(after).collect();
     assert_eq!(delivered, made, "{err}");
@@ -580,18 +580,15 @@ fn a_slow_webhook_holds_no_stop() {
     });
     let child = motion_events(&dir, &clip, &format!("http://127.0.0.1:{hook}/hook"));
     std::thread::sleep(Duration::from_millis(5500));
-    let stopped = Instant::now();
-    common::run::interrupt(&child);
-    let out = wait_with_deadline(child, Duration::from_secs(10), "framepipe");
-    let took = stopped.elapsed();
+    let (out, took) = timed_stop(child);
     let err = stderr(&out);
     assert!(
         took < Duration::from_millis(1800),
         "the stop took {took:?}: {err}"
     );
     assert_eq!(out.status.code(), Some(1), "{err}");
-    let made = lines_of(&dir.join("ev.jsonl"));
-    let kept = lines_of(&dir.join("ev.jsonl.unsent.jsonl"));
+    let made = crate::events::lines(&dir.join("ev.jsonl"));
+    let kept = crate::events::lines(&dir.join("ev.jsonl.unsent.jsonl"));
     assert!(!kept.is_empty() && kept.len() <= made.len(), "{err}");
     assert!(err.contains("not delivered"), "{err}");
 }
@@ -618,10 +615,7 @@ fn a_slow_detector_holds_no_stop() {
     );
     // Past the model's load, inside an inference of several seconds.
     std::thread::sleep(Duration::from_secs(4));
-    let stopped = Instant::now();
-    common::run::interrupt(&child);
-    let out = wait_with_deadline(child, Duration::from_secs(20), "framepipe");
-    let took = stopped.elapsed();
+    let (out, took) = timed_stop(child);
     let err = stderr(&out);
     assert!(
         took < Duration::from_millis(1500),

@@ -89,7 +89,7 @@ fn args<'a>(clip: &'a Path, model: &'a Path) -> Vec<String> {
     .to_vec()
 }
 
-fn lines(path: &Path) -> Vec<serde_json::Value> {
+pub(crate) fn lines(path: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
