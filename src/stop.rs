@@ -10,7 +10,8 @@
 //!   never the default action that would kill the process and lose a file; across an
 //!   `exec` (a run handed to the OpenCV build, a run started again) the signals are held
 //!   back, pending, until the new program catches them;
-//! - every wait that may be long (pacing) wakes within `Stop::TICK` of a stop;
+//! - every wait that may be long (pacing, a camera's pause before it is tried again) is
+//!   woken by the stop it waits for (`Stop::watch`), and sleeps without waking until then;
 //! - while a pipeline runs (`Watched`), a signalled stop ends the process within
 //!   `STOP_GRACE` of the last sign of progress (`beat`), whatever blocks it (a frozen
 //!   display, a reader of standard output that stopped reading): the watchdog then runs the
@@ -279,12 +280,84 @@ pub fn yield_to_abort() {
     }
 }
 
-/// The shared quit flag.
+/// The shared quit flag. A thread that waits for it sleeps until it is asked (or its own
+/// deadline), woken by `request`: a wait costs no wake-ups in between (a wall of cameras
+/// that are down, each pausing before it is tried again, spins no thread).
 #[derive(Clone, Default)]
-pub struct Stop(Arc<AtomicBool>);
+pub struct Stop(Arc<Flag>);
+
+impl std::fmt::Debug for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Stop({})", self.is_requested())
+    }
+}
+
+/// A `Stop`'s flag and the waits that `request` wakes.
+#[derive(Default)]
+struct Flag {
+    set: AtomicBool,
+    /// Each wait under way: its number and where to wake it (`Watch`).
+    waiting: Mutex<Vec<(u64, crossbeam_channel::Sender<()>)>>,
+    next: AtomicU64,
+}
+
+/// A wait on one or more `Stop`s (`Stop::watch`): its channel gets a message when one of
+/// them is asked; dropping it takes it off each.
+pub struct Watch {
+    /// Ready once a watched stop was asked.
+    pub woken: crossbeam_channel::Receiver<()>,
+    tx: crossbeam_channel::Sender<()>,
+    on: Vec<(Stop, u64)>,
+}
+
+impl Watch {
+    /// A wait not yet on any stop.
+    fn new() -> Self {
+        let (tx, woken) = crossbeam_channel::bounded(1);
+        Self {
+            woken,
+            tx,
+            on: Vec::new(),
+        }
+    }
+
+    /// Adds `stop` to what wakes it.
+    fn add(&mut self, stop: &Stop) {
+        let id = stop.0.next.fetch_add(1, Ordering::Relaxed);
+        if let Ok(mut waiting) = stop.0.waiting.lock() {
+            waiting.push((id, self.tx.clone()));
+        }
+        self.on.push((stop.clone(), id));
+    }
+
+    /// Whether one of its stops is asked.
+    fn asked(&self) -> bool {
+        self.on.iter().any(|(s, _)| s.is_requested())
+    }
+
+    /// Sleeps until `deadline`, or less when one of its stops is asked; true when one was.
+    pub fn sleep_until(&self, deadline: Instant) -> bool {
+        if self.asked() {
+            return true;
+        }
+        let _ = self.woken.recv_deadline(deadline);
+        self.asked()
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        for (stop, id) in &self.on {
+            if let Ok(mut waiting) = stop.0.waiting.lock() {
+                waiting.retain(|(i, _)| i != id);
+            }
+        }
+    }
+}
 
 impl Stop {
-    /// The longest a `sleep` goes without looking at the flag.
+    /// The longest a polling wait (one that must also look at something other than the
+    /// flag) goes without looking at it.
     pub const TICK: Duration = Duration::from_millis(20);
 
     /// A flag not yet set.
@@ -298,28 +371,44 @@ impl Stop {
         PROCESS.get_or_init(Stop::new).clone()
     }
 
-    /// Asks every thread to stop.
+    /// Asks every thread to stop, waking those that wait for it.
     pub fn request(&self) {
-        self.0.store(true, Ordering::SeqCst);
+        self.0.set.store(true, Ordering::SeqCst);
+        if let Ok(waiting) = self.0.waiting.lock() {
+            for (_, tx) in waiting.iter() {
+                let _ = tx.try_send(());
+            }
+        }
     }
 
     /// Whether a stop was asked for.
     pub fn is_requested(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
+        self.0.set.load(Ordering::SeqCst)
+    }
+
+    /// A wait woken when this stop is asked (`Watch`), to wait on it beside a channel.
+    pub fn watch(&self) -> Watch {
+        Self::watch_all(&[self])
+    }
+
+    /// A wait woken when any of `stops` is asked.
+    pub fn watch_all(stops: &[&Stop]) -> Watch {
+        let mut watch = Watch::new();
+        for stop in stops {
+            watch.add(stop);
+        }
+        watch
     }
 
     /// Sleeps until `deadline`, or less when a stop is asked for; true when it was.
     pub fn sleep_until(&self, deadline: Instant) -> bool {
-        loop {
-            if self.is_requested() {
-                return true;
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return false;
-            }
-            std::thread::sleep((deadline - now).min(Self::TICK));
+        if self.is_requested() {
+            return true;
         }
+        if deadline <= Instant::now() {
+            return false;
+        }
+        self.watch().sleep_until(deadline)
     }
 
     /// Routes every stop signal to the process's flag (`Stop::process`); call it first
@@ -490,5 +579,22 @@ mod tests {
         assert!(start.elapsed() < Duration::from_secs(2));
         t.join().unwrap();
         assert!(!Stop::new().sleep_until(Instant::now() + Duration::from_millis(5)));
+    }
+
+    #[test]
+    fn a_wait_on_two_stops_is_woken_by_either_and_leaves_no_waiter_behind() {
+        let (one, two) = (Stop::new(), Stop::new());
+        let asked = two.clone();
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            asked.request();
+        });
+        let start = Instant::now();
+        assert!(Stop::watch_all(&[&one, &two]).sleep_until(start + Duration::from_secs(3600)));
+        assert!(start.elapsed() < Duration::from_secs(2));
+        t.join().unwrap();
+        // Each wait took itself off the stops it watched.
+        assert!(one.0.waiting.lock().unwrap().is_empty());
+        assert!(two.0.waiting.lock().unwrap().is_empty());
     }
 }

@@ -1163,3 +1163,130 @@ fn a_camera_with_adts_aac_sound_is_served_with_its_sound() {
     let out = end(child);
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// The threads of process `pid`: each one's name and the times it was switched out (it
+/// slept or was preempted), from /proc.
+fn threads_of(pid: u32) -> Vec<(String, u64)> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let switches = |status: &str| -> u64 {
+        status
+            .lines()
+            .filter(|l| l.contains("ctxt_switches"))
+            .filter_map(|l| l.split_whitespace().last()?.parse::<u64>().ok())
+            .sum()
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| {
+            let name = std::fs::read_to_string(t.path().join("comm")).ok()?;
+            let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+            Some((name.trim().to_string(), switches(&status)))
+        })
+        .collect()
+}
+
+/// The wake-ups over `over` of process `pid`'s threads whose name `pick` takes.
+fn wakeups_over(pid: u32, over: Duration, pick: impl Fn(&str) -> bool) -> u64 {
+    let sum = || -> u64 {
+        threads_of(pid)
+            .iter()
+            .filter(|(name, _)| pick(name))
+            .map(|(_, n)| n)
+            .sum()
+    };
+    let before = sum();
+    std::thread::sleep(over);
+    sum().saturating_sub(before)
+}
+
+/// ffmpeg sending one test pattern as MPEG-TS over UDP to each of `ports`.
+fn udp_senders(ports: &[u16]) -> Killed {
+    let to: Vec<String> = ports
+        .iter()
+        .map(|p| format!("[f=mpegts]udp://127.0.0.1:{p}?pkt_size=1316"))
+        .collect();
+    Killed(
+        Command::new("ffmpeg")
+            .args(["-v", "error", "-re", "-f", "lavfi", "-i"])
+            .arg("testsrc2=size=320x240:rate=25")
+            .args(["-map", "0:v", "-c:v", "libx264", "-g", "25", "-f", "tee"])
+            .arg(to.join("|"))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Attack 77.8: cameras added through the API hold two threads each at most (a live UDP
+/// stream below 1280x720 decoded on the CPU: its capture thread and FFmpeg's receiving
+/// thread, where FFmpeg's slice threads added a core's worth more; one that is down: its
+/// capture thread and its opening thread), and those that are down sleep between tries
+/// (before the fix each woke about 55 times a second).
+#[test]
+fn a_camera_holds_a_bounded_few_threads_and_one_down_sleeps() {
+    common::run::require(&["ffmpeg"]);
+    let dir = TempDir::new("doors-threads");
+    std::fs::write(dir.join("wall.txt"), "base = pattern:64x48:5\n").unwrap();
+    let port = free_port();
+    let child = common::run::served(
+        dir.path(),
+        port,
+        &["--backend", "cpu", "--inputs", "wall.txt"],
+    );
+    let pid = child.id();
+    std::thread::sleep(Duration::from_secs(1));
+    let base = threads_of(pid).len();
+    let closed = free_port();
+    for i in 0..8 {
+        let (status, said) = add(
+            port,
+            &format!("down{i}"),
+            &format!("rtsp://127.0.0.1:{closed}/x{i}"),
+        );
+        assert_eq!(status, 201, "{said}");
+    }
+    // Each down camera failed its first try and pauses before the next.
+    std::thread::sleep(Duration::from_secs(2));
+    let down =
+        |name: &str| name == "open input" || (name.starts_with("capture ") && name != "capture 0");
+    let woke = wakeups_over(pid, Duration::from_secs(3), down);
+    assert!(
+        woke < 8 * 3 * 5,
+        "8 cameras that are down woke {woke} times in 3 s"
+    );
+    let cams: Vec<u16> = (0..8).map(|_| free_port()).collect();
+    for (i, cam) in cams.iter().enumerate() {
+        let (status, said) = add(port, &format!("up{i}"), &format!("udp://127.0.0.1:{cam}"));
+        assert_eq!(status, 201, "{said}");
+    }
+    let _senders = udp_senders(&cams);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = http(port, "GET", "/api/inputs", "");
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let up = json["inputs"].as_array().map_or(0, |a| {
+            a.iter()
+                .filter(|i| i["captured"].as_u64() > Some(10))
+                .count()
+        });
+        if up == 9 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{up} of 9 cameras ran");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let threads = threads_of(pid);
+    let grown = threads.len() - base;
+    assert!(
+        // Two a camera, and the run's own threads started since (one at most).
+        grown <= 16 * 2 + 1,
+        "16 cameras made {grown} threads: {:?}",
+        threads.iter().map(|t| &t.0).collect::<Vec<_>>()
+    );
+    let out = end(child);
+    assert!(out.status.code().is_some(), "{}", stderr(&out));
+}

@@ -766,10 +766,12 @@ fn open_decoder(
         } else {
             ff::codec::threading::Type::Frame
         },
-        // A live stream on NVDEC: the slices go to the decoder whole, and slice threads
-        // (a core's worth each, per camera: 17 threads a camera on the H200) would idle.
-        // A file keeps its frame threads, which keep several frames in NVDEC at once.
-        count: if live && nvdec.is_some() { 1 } else { 0 },
+        // A file keeps its frame threads (FFmpeg's count: a core's worth), which keep
+        // several frames in NVDEC at once; a live stream has `live_threads`.
+        count: match live {
+            true => live_threads(stream, nvdec.is_some()),
+            false => 0,
+        },
         ..Default::default()
     });
     // SAFETY: the context is live and not opened yet; the pool is kept in `Decoded` after
@@ -790,6 +792,28 @@ fn open_decoder(
     })?;
     Ok((decoder, nvdec, pinned))
 }
+
+/// A live stream's slice threads: one on NVDEC (the slices go to the decoder whole) and
+/// below 1280x720 (a camera's slice threads would idle: they cost a thread and FFmpeg's
+/// slice contexts each, 6 threads a camera of 16x16 on 4 cores), else one for each 1280x720
+/// of its picture, up to `LIVE_THREADS` and the cores. A camera holds this many decoding
+/// threads beside its capture thread (docs/service.md).
+fn live_threads(stream: &ff::format::stream::Stream, nvdec: bool) -> usize {
+    // SAFETY: the stream's own parameters, read while its input (which owns them) is alive.
+    let (w, h) = unsafe {
+        let p = (*stream.as_ptr()).codecpar;
+        ((*p).width.max(0) as usize, (*p).height.max(0) as usize)
+    };
+    match nvdec {
+        true => 1,
+        false => (w * h / (1280 * 720))
+            .clamp(1, LIVE_THREADS)
+            .min(crate::host::cores()),
+    }
+}
+
+/// The most slice threads a live stream decoded on the CPU has (`live_threads`).
+pub const LIVE_THREADS: usize = 4;
 
 /// The frames a file's stream holds: as its header says, else its duration times `fps`.
 fn frames_of(

@@ -4,8 +4,9 @@
 //! on a helper thread that a stop never waits for, with what libavformat reads of a file's
 //! header (its exact rate, rotation, start and audio) for the outputs.
 //!
-//! Invariants: a stop asked for while the input opens is answered within a tick (the opener
-//! is left behind, and the caller records it); `--size` and `--fps` that can't apply to an
+//! Invariants: a stop asked for while the input opens is answered at once (the waiting
+//! thread is woken by it, the opener is left behind, and the caller records it); a camera
+//! that is down sleeps between tries until its next one or a stop; `--size` and `--fps` that can't apply to an
 //! input are said not to, never silently dropped.
 
 use anyhow::Result;
@@ -160,15 +161,9 @@ pub fn start_until_open(
                             crate::media::log::quiet_errors_here();
                         }
                         crate::debug!("{input:?}: {e:#}; trying again");
+                        // Asleep until the next try, or woken by either stop.
                         let next = std::time::Instant::now() + jittered(wait);
-                        while !until.is_requested() && std::time::Instant::now() < next {
-                            if stop
-                                .sleep_until(next.min(std::time::Instant::now() + Stop::TICK * 10))
-                            {
-                                break;
-                            }
-                        }
-                        if stop.is_requested() || until.is_requested() {
+                        if Stop::watch_all(&[&stop, &until]).sleep_until(next) {
                             break Err(e);
                         }
                         wait = (wait * 2).min(super::reconnect::LONGEST_WAIT);
@@ -227,22 +222,31 @@ pub fn answer(rx: &Opening) -> Option<Result<Opened>> {
 
 /// Waits for an opening's answer (`interruptibly`'s second half): None where a stop came
 /// first (an open that gave up because of the stop is a stop too).
+/// It sleeps until one of the two comes (a camera that is down costs its waiting thread no
+/// wake-up but `BEAT_EVERY`'s).
 pub fn wait(stop: &Stop, rx: &Opening) -> Result<Option<Opened>> {
+    let watch = stop.watch();
     loop {
         crate::stop::beat();
-        match rx.recv_timeout(Stop::TICK) {
-            // An open that gave up because of the stop (FFmpeg's interrupt callback) is a
-            // stop, not an error.
-            Ok(Err(_)) if stop.is_requested() => return Ok(None),
-            Ok(result) => return result.map(Some),
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) if stop.is_requested() => {
-                return Ok(None);
-            }
-            Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-            Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Err(no_answer()),
+        if stop.is_requested() {
+            return Ok(None);
+        }
+        crossbeam_channel::select! {
+            recv(rx) -> answer => return match answer {
+                // An open that gave up because of the stop (FFmpeg's interrupt callback) is
+                // a stop, not an error.
+                Ok(Err(_)) if stop.is_requested() => Ok(None),
+                Ok(result) => result.map(Some),
+                Err(_) => Err(no_answer()),
+            },
+            recv(watch.woken) -> _ => return Ok(None),
+            default(BEAT_EVERY) => {}
         }
     }
 }
+
+/// How often a wait for an opening shows the stop watchdog it is alive.
+const BEAT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// `source`, reopened when lost where it is a live network stream and `asked.reconnect`.
 fn reconnecting(source: Box<dyn Source>, input: &InputSpec, asked: Asked) -> Box<dyn Source> {

@@ -5,7 +5,8 @@
 //! Invariants: the frames after a reconnect have the size and format of the first ones (a
 //! stream that comes back otherwise ends the input with an error naming both, since its
 //! ring and lanes are made for the first); every pause and every open answers a stop within
-//! a tick (`Stop::sleep_until`, and FFmpeg's interrupt callback on the process stop);
+//! a tick (the pause sleeps until the stop wakes it, `Stop::watch_all`, and FFmpeg's
+//! interrupt callback answers the process stop);
 //! reconnects and the current state are kept in a `Health` the pipeline reads while a
 //! reconnect blocks the capture thread; the lost stream is closed before it is opened again
 //! (a UDP camera's port, held by the lost socket, is free for the new one).
@@ -36,7 +37,7 @@ pub struct Health {
     pub state: Mutex<Option<(String, Instant)>>,
     /// Set by the run: a stream lost now is given up, not opened again (`--frames`, once
     /// every other input has ended).
-    given_up: std::sync::atomic::AtomicBool,
+    given_up: Stop,
 }
 
 impl Health {
@@ -47,11 +48,11 @@ impl Health {
 
     /// Gives the stream up: lost, it is not opened again (its input ends).
     pub fn give_up(&self) {
-        self.given_up.store(true, Ordering::SeqCst);
+        self.given_up.request();
     }
 
     fn given_up(&self) -> bool {
-        self.given_up.load(Ordering::SeqCst)
+        self.given_up.is_requested()
     }
 
     /// The current state ("reconnecting …"), None while frames come.
@@ -172,12 +173,10 @@ impl Reconnecting {
                 1 => "reconnecting".to_string(),
                 n => format!("reconnecting (attempt {n})"),
             }));
+            // Asleep until the next try, or woken by a stop or the run giving it up.
             let until = Instant::now() + wait;
-            while Instant::now() < until {
-                if self.stop.is_requested() || self.health.given_up() {
-                    return Ok(None);
-                }
-                std::thread::sleep(Stop::TICK.min(until - Instant::now()));
+            if Stop::watch_all(&[&self.stop, &self.health.given_up]).sleep_until(until) {
+                return Ok(None);
             }
             if self.health.given_up() {
                 return Ok(None);
