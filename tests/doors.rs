@@ -1290,3 +1290,85 @@ fn a_camera_holds_a_bounded_few_threads_and_one_down_sleeps() {
     let out = end(child);
     assert!(out.status.code().is_some(), "{}", stderr(&out));
 }
+
+/// Attack 78.7: cameras added and removed through the API 1,100 times over (more than the
+/// 1,022 a run holds at once): the places of those that left are taken again, so cameras
+/// still join after the churn, run, and are counted alone by `/healthz`; the summary keeps
+/// the figures of those that left.
+#[test]
+fn cameras_that_come_and_go_free_their_places() {
+    let dir = TempDir::new("doors-churn");
+    std::fs::write(dir.join("wall.txt"), "base = pattern:64x48:5\n").unwrap();
+    let port = free_port();
+    // Its lines (three a camera) go to a file: a pipe nobody reads would fill and stop it.
+    let log = std::fs::File::create(dir.join("log.txt")).unwrap();
+    let child = Command::new(bin())
+        .current_dir(dir.path())
+        .args(["--headless", "--backend", "cpu", "--inputs", "wall.txt"])
+        .args([
+            "--serve",
+            &port.to_string(),
+            "--summary-json",
+            "summary.json",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    common::run::wait_listening(port, "the view");
+    for i in 0..1100 {
+        let name = format!("c{i}");
+        let (status, said) = add(port, &name, "pattern:16x16:1");
+        assert_eq!(status, 201, "camera {i}: {said}");
+        let (status, _) = http(port, "DELETE", &format!("/api/inputs/{name}"), "");
+        assert_eq!(status, 200, "camera {i}");
+    }
+    for name in ["after1", "after2"] {
+        let (status, said) = add(port, name, "pattern:32x32:25");
+        assert_eq!(status, 201, "{said}");
+    }
+    wait_listed(port, &["base", "after1", "after2"]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, body) = http(port, "GET", "/api/inputs", "");
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let running = json["inputs"].as_array().map_or(0, |a| {
+            a.iter()
+                .filter(|i| i["captured"].as_u64() > Some(5))
+                .count()
+        });
+        if running == 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{json}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (_, health) = http(port, "GET", "/healthz", "");
+    let health = String::from_utf8_lossy(&health).into_owned();
+    assert!(health.contains("3 input(s) live"), "{health}");
+    let out = end(child);
+    let said = std::fs::read_to_string(dir.join("log.txt")).unwrap();
+    assert!(out.status.success(), "{said}");
+    let summary = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+    let summary: serde_json::Value = serde_json::from_str(&summary).unwrap();
+    let inputs = summary["inputs"].as_array().unwrap();
+    let mut left: Vec<&str> = inputs
+        .iter()
+        .filter(|i| i["ended"] == "removed")
+        .filter_map(|i| i["input"].as_str())
+        .collect();
+    assert!(
+        (1000..=1100).contains(&left.len()),
+        "{} of the inputs that left are in the summary",
+        left.len()
+    );
+    // Each once: a place is let go once.
+    let all = left.len();
+    left.sort();
+    left.dedup();
+    assert_eq!(
+        left.len(),
+        all,
+        "an input that left is in the summary twice"
+    );
+}

@@ -67,6 +67,18 @@ impl Seen {
         }
     }
 
+    /// Input `input` left the run: its boxes and figures go (another input may take its
+    /// place).
+    pub fn forget(&self, input: usize) {
+        let mut s = self.state();
+        if let Some(l) = s.last.get_mut(input) {
+            *l = None;
+        }
+        if let Some(f) = s.figures.get_mut(input) {
+            *f = Figures::default();
+        }
+    }
+
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }

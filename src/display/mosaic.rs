@@ -602,6 +602,21 @@ impl Sink for Mosaic {
         };
         Ok(self.keys(flow))
     }
+    fn leave(&mut self, input: usize) -> Result<()> {
+        // Its tile goes with the next grid; an input that takes its place later gets a
+        // tile of its own, started anew.
+        if let Some(t) = self
+            .tile_of
+            .get_mut(input)
+            .filter(|_| self.regrid.is_some())
+        {
+            *t = NO_TILE;
+        }
+        match self.window.as_mut() {
+            Some(w) => w.leave(input),
+            None => Ok(()),
+        }
+    }
     fn finish(&mut self) -> Result<()> {
         // The recording ends with the mosaic as the run left it.
         let recorded = self.record_tick(true);

@@ -128,12 +128,13 @@ fn arrive(
         Arrival::Open { source, .. } => Ok(Some(source)),
         Arrival::Late { name, open } => {
             // Its opening gives up on a stop of the run or on its leaving.
-            let Some((source, formats)) = open(&shared.inputs[input].leave)? else {
+            let Some((source, formats)) = open(&shared.inputs[input].leave())? else {
                 return Ok(None);
             };
             // Its reconnects count from now on, as an input open at the start's do.
-            if let Some(health) = source.health() {
-                let _ = shared.inputs[input].health.set(health);
+            if let (Some(health), Ok(mut h)) = (source.health(), shared.inputs[input].health.lock())
+            {
+                *h = Some(health);
             }
             shared.inputs[input].open.store(true, Ordering::SeqCst);
             crate::info!(
@@ -277,6 +278,7 @@ fn capture_frames(
         .min(LIVE_GRACE);
     let mut patience = Patience::new(source.burst_budget());
     let mine = &shared.inputs[how.input];
+    let leave = mine.leave();
     let mut captured = 0;
     while !shared.stop.is_requested() && !mine.removed.load(Ordering::Relaxed) {
         if how.frames.is_some_and(|n| captured >= n) {
@@ -320,8 +322,9 @@ fn capture_frames(
                 Err(RecvTimeoutError::Disconnected) => return Ok(captured),
             },
         };
+        // A paced source sleeps until its frame is due, or its leaving or a stop.
         if let Some(due) = source.due() {
-            if shared.stop.sleep_until(due) {
+            if Stop::watch_all(&[&shared.stop, &leave]).sleep_until(due) {
                 return Ok(captured);
             }
         }

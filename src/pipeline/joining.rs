@@ -1,26 +1,37 @@
 //! Inputs that join and leave a run while it goes (the service's cameras added and removed
 //! through the API, a changed camera file or shard share): a run started with `Joins` keeps
 //! that many places beside its inputs, each with its free list ready; `Joiner::join` takes
-//! the next place for an input (as a late one: its capture thread opens it, makes its ring
-//! and captures), `Joiner::remove` ends an input's capture as its source's end would.
+//! a place for an input (as a late one: its capture thread opens it, makes its ring and
+//! captures), `Joiner::remove` ends an input's capture as its source's end would, and once
+//! the sink has taken its last frame and let it go (`Sink::leave`), `Joiner::vacate` makes
+//! its place vacant again: it is taken again, after `REUSE_AFTER` where a place never
+//! taken is left, so that however many cameras come and go, a run takes as many at once as
+//! it has places.
 //!
-//! Invariants: a place is taken once (an input's `InputId` is never another's, so no frame
-//! or slot of a removed input can reach one that joined after it); the inputs already running
-//! are never touched by a join or a removal (their threads, rings and sinks go on); the
-//! joiner holds a sender of the filled channel only while an input may still join: it lets it
-//! go when the run stops or when every input has ended (`settle`), so that the run ends as
-//! one without joiners does; every capture thread it started is handed to the run's end to
-//! be joined (`finish`).
+//! Invariants: a place holds one input at a time, and is taken again only once its last
+//! input's capture thread was joined, every frame it captured was taken by the sink, the
+//! sink let it go, and its ring's slots were dropped (and, while a place never taken is
+//! left, `REUSE_AFTER` passed: what works on its frames off the sink's thread, a detector,
+//! has finished with them); a place is taken again oldest vacant first, its counts from
+//! zero (its last input's figures go to the summary: `sink::leave_drained`); only the
+//! places kept for joining inputs are taken again (an input of the run's start keeps its
+//! own outputs and labels); the inputs already running are never touched by a join or a
+//! removal (their threads, rings and sinks go on); the joiner holds a sender of the filled
+//! channel only while an input may still join: it lets it go when the run stops or when
+//! every input has ended (`settle`), so that the run ends as one without joiners does;
+//! every capture thread it started is joined, by `vacate` or at the run's end (`finish`).
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use crossbeam_channel::{Receiver, Sender};
 
 use super::capture::{spawn_capture, Capturing};
-use super::{Input, Options, Shared};
+use super::{Counters, Input, Options, Shared};
 use crate::desc::InputId;
 use crate::ring::Slot;
 
@@ -59,9 +70,11 @@ impl Joins {
             shared: shared.clone(),
             first,
             free_txs,
-            free_rxs: Mutex::new(free_rxs.into_iter().map(Some).collect()),
+            free_rxs,
+            vacant: Mutex::new(VecDeque::new()),
             filled: Mutex::new(Some(filled)),
             threads: Mutex::new(Vec::new()),
+            failed: Mutex::new(Vec::new()),
             frames: opts.frames,
         });
         let _ = self.joiner.set(joiner.clone());
@@ -78,7 +91,7 @@ pub(super) fn vacant(spare: usize) -> Vec<(Sender<Slot>, Receiver<Slot>)> {
 #[derive(Debug, thiserror::Error)]
 pub enum JoinError {
     /// Every place was taken.
-    #[error("this run has taken the {0} inputs it makes room for over its life; start it again to add more")]
+    #[error("this run holds {0} inputs beside those it started with, and every place is taken; remove one first")]
     Full(usize),
     /// The run is ending.
     #[error("the run is ending")]
@@ -92,15 +105,27 @@ pub struct Joiner {
     first: usize,
     /// Every input's free list, by `InputId` (the places' included).
     free_txs: Vec<Sender<Slot>>,
-    /// The places' free lists, each taken by the input that takes the place.
-    free_rxs: Mutex<Vec<Option<Receiver<Slot>>>>,
+    /// The places' free lists (from `first`), kept for each input that takes the place.
+    free_rxs: Vec<Receiver<Slot>>,
+    /// Places made vacant again, and since when, oldest first.
+    vacant: Mutex<VecDeque<(usize, Instant)>>,
     /// The filled channel, while inputs may join.
     filled: Mutex<Option<Sender<Slot>>>,
-    /// The capture threads of the inputs that joined.
-    threads: Mutex<Vec<JoinHandle<Result<()>>>>,
+    /// The capture threads of the inputs that joined, by place.
+    threads: Mutex<Vec<Capture>>,
+    /// Why the capture of inputs that left failed, where one did (said at the run's end).
+    failed: Mutex<Vec<anyhow::Error>>,
     /// `--frames`, for each input.
     frames: Option<u64>,
 }
+
+/// A capture thread, and its input's place.
+pub(super) type Capture = (usize, JoinHandle<Result<()>>);
+
+/// How long a place whose input left stays vacant before another input takes it, where a
+/// place never taken is left (what works on a frame off the sink's thread, the detector, is
+/// done with its input's last frames well within it).
+pub const REUSE_AFTER: Duration = Duration::from_secs(2);
 
 impl std::fmt::Debug for Joiner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -109,45 +134,62 @@ impl std::fmt::Debug for Joiner {
 }
 
 impl Joiner {
-    /// Takes `input` (a late one: opened by its capture thread) into the run at the next
-    /// place, named `name`: its `InputId`.
+    /// Takes `input` (a late one: opened by its capture thread) into the run at a place (a
+    /// vacant one that was left long enough, else the next never taken), named `name`: its
+    /// `InputId`.
     pub fn join(&self, name: String, input: Input) -> Result<InputId, JoinError> {
         let filled = self.filled.lock().unwrap_or_else(|e| e.into_inner());
         let Some(filled) = filled.as_ref() else {
             return Err(JoinError::Ending);
         };
         let shared = &self.shared;
-        let at = shared.used.load(Ordering::SeqCst);
-        let mut rxs = self.free_rxs.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(free) = rxs.get_mut(at - self.first).and_then(Option::take) else {
-            return Err(JoinError::Full(self.free_txs.len() - self.first));
-        };
-        let mine = &shared.inputs[at];
-        let _ = mine.name.set(name);
-        if let Some(r) = input.recording.clone() {
-            let _ = mine.recording.set(r);
+        let at = self.place()?;
+        shared.inputs[at].take(name, input.recording.clone());
+        if at == shared.used.load(Ordering::SeqCst) {
+            shared.used.store(at + 1, Ordering::SeqCst);
         }
-        shared.used.store(at + 1, Ordering::SeqCst);
         let how = Capturing {
             input: at,
             frames: self.frames,
             several: true,
         };
+        let free = self.free_rxs[at - self.first].clone();
         let refill = (self.free_txs[at].clone(), input.ring);
         match spawn_capture(input.source, (free, refill), filled.clone(), how, shared) {
             Ok(thread) => self
                 .threads
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .push(thread),
+                .push((at, thread)),
             Err(e) => {
                 crate::warn!("input {at} could not start its capture thread: {e:#}");
-                if let Ok(mut ended) = mine.ended.lock() {
+                if let Ok(mut ended) = shared.inputs[at].ended.lock() {
                     *ended = Some(format!("failed: {e:#}"));
                 }
             }
         }
         Ok(InputId(at as u16))
+    }
+
+    /// The place the next joining input takes (module doc).
+    fn place(&self) -> Result<usize, JoinError> {
+        let mut vacant = self.vacant.lock().unwrap_or_else(|e| e.into_inner());
+        let aged = vacant
+            .front()
+            .is_some_and(|(_, since)| since.elapsed() >= REUSE_AFTER);
+        let fresh = self.shared.used.load(Ordering::SeqCst);
+        match vacant.pop_front() {
+            Some((at, _)) if aged || fresh >= self.free_txs.len() => Ok(at),
+            other => {
+                if let Some(back) = other {
+                    vacant.push_front(back);
+                }
+                match fresh < self.free_txs.len() {
+                    true => Ok(fresh),
+                    false => Err(JoinError::Full(self.free_txs.len() - self.first)),
+                }
+            }
+        }
     }
 
     /// Asks input `id` to leave: its opening gives up, its capture ends after the frame it is
@@ -157,11 +199,10 @@ impl Joiner {
         let Some(mine) = self.shared.in_use().get(id.0 as usize) else {
             return false;
         };
-        let ended = mine.ended.lock().map(|e| e.is_some()).unwrap_or(true);
-        if ended || mine.removed.swap(true, Ordering::SeqCst) {
+        if mine.has_ended() || mine.removed.swap(true, Ordering::SeqCst) {
             return false;
         }
-        mine.leave.request();
+        mine.leave().request();
         true
     }
 
@@ -170,27 +211,64 @@ impl Joiner {
         self.shared
             .in_use()
             .get(id.0 as usize)
-            .is_none_or(|c| c.ended.lock().map(|e| e.is_some()).unwrap_or(true))
+            .is_none_or(Counters::has_ended)
+    }
+
+    /// Place `at`, whose input left, ended and was let go by the sink (the sink loop's
+    /// `leave_drained`), becomes vacant: its capture thread joined (a failure kept for the
+    /// run's end), its ring's slots dropped; it is taken again after `REUSE_AFTER`. A place
+    /// of the run's start stays as it is, and a place vacant already too (false).
+    pub(super) fn vacate(&self, at: usize) -> bool {
+        if at < self.first || self.shared.inputs[at].vacant.load(Ordering::SeqCst) {
+            return false;
+        }
+        let thread = {
+            let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+            let k = threads.iter().position(|(p, _)| *p == at);
+            k.map(|k| threads.swap_remove(k).1)
+        };
+        if let Some(thread) = thread {
+            let name = self.shared.inputs[at].name();
+            let joined = match thread.join() {
+                Ok(r) => r,
+                Err(_) => Err(anyhow::anyhow!("the capture thread panicked")),
+            };
+            if let Err(e) = joined {
+                let e = e.context(format!("input {at} ({name}), which left"));
+                self.failed
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(e);
+            }
+        }
+        self.shared.inputs[at].vacant.store(true, Ordering::SeqCst);
+        // Its ring's slots, back in its free list, go now.
+        for slot in self.free_rxs[at - self.first].try_iter() {
+            drop(slot);
+        }
+        self.vacant
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push_back((at, Instant::now()));
+        true
     }
 
     /// Lets the filled channel go once the run stops or every input has ended, so that the
     /// run ends (called by the sink loop as it turns).
     pub(super) fn settle(&self) {
         let mut filled = self.filled.lock().unwrap_or_else(|e| e.into_inner());
-        let all_ended = self
-            .shared
-            .in_use()
-            .iter()
-            .all(|c| c.ended.lock().map(|e| e.is_some()).unwrap_or(true));
+        let all_ended = self.shared.in_use().iter().all(Counters::has_ended);
         if all_ended || self.shared.stop.is_requested() {
             filled.take();
         }
     }
 
-    /// The capture threads of the inputs that joined, for the run's end to join; no input
-    /// joins after.
-    pub(super) fn finish(&self) -> Vec<JoinHandle<Result<()>>> {
+    /// The capture threads of the inputs that joined and are still in their places, for the
+    /// run's end to join, and the failures of those that left; no input joins after.
+    pub(super) fn finish(&self) -> (Vec<Capture>, Vec<anyhow::Error>) {
         self.filled.lock().unwrap_or_else(|e| e.into_inner()).take();
-        std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()))
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        let failed = std::mem::take(&mut *self.failed.lock().unwrap_or_else(|e| e.into_inner()));
+        (threads, failed)
     }
 }

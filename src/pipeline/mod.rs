@@ -18,7 +18,7 @@
 //!
 //! Inputs may also join and leave while the run goes (`joining`: a run started with `Joins`
 //! keeps places for them; the sink is told of one that left once its last frame was taken,
-//! `Sink::leave`).
+//! `Sink::leave`, and its place is then vacant for the next input that joins).
 //!
 //! Invariants: the rings' slots are the only host frame buffers (allocated before the first
 //! frame, each slot tagged with its input; an input that joins late, `Arrival::Late`, or
@@ -114,14 +114,16 @@ pub struct Options {
     pub joins: Option<Joins>,
 }
 
-/// One input's counts, kept where a capture thread left behind still counts.
+/// One input's counts, kept where a capture thread left behind still counts. A place
+/// whose input left is made vacant again (`vacate`) for the next input that joins.
 struct Counters {
     /// The input's description (set as it joins, for a place taken while the run goes).
-    name: std::sync::OnceLock<String>,
+    name: Mutex<String>,
     /// It was asked to leave the run (`Joiner::remove`): its capture ends as at its end.
     removed: AtomicBool,
-    /// Asked when it leaves, or when the run stops: what its opening waits on.
-    leave: Stop,
+    /// Asked when it leaves, or when the run stops: what its opening waits on (a new one
+    /// for each input the place takes).
+    leave: Mutex<Stop>,
     /// Frames its capture thread read, and the microseconds its reads took.
     captured: AtomicU64,
     read_us: AtomicU64,
@@ -131,14 +133,19 @@ struct Counters {
     ended: Mutex<Option<String>>,
     /// A reconnecting input's state and reconnects (set once it is open: at the start, or
     /// when a late input joins).
-    health: std::sync::OnceLock<Arc<crate::source::reconnect::Health>>,
+    health: Mutex<Option<Arc<crate::source::reconnect::Health>>>,
     /// Whether it is open (a late input: once it joined).
     open: AtomicBool,
     /// Whether it is live (its frames are dropped rather than waited for; said by its
     /// capture thread as it starts).
     live: AtomicBool,
     /// Its recording's figures, where it is recorded.
-    recording: std::sync::OnceLock<Arc<crate::stats::RecordLive>>,
+    recording: Mutex<Option<Arc<crate::stats::RecordLive>>>,
+    /// Times the place was taken by an input that joined (`take`).
+    taken: AtomicU64,
+    /// Its input left and its figures went to the summary's (`Joiner::vacate`): the place
+    /// waits for another.
+    vacant: AtomicBool,
 }
 
 /// What the threads share besides the slots.
@@ -189,16 +196,23 @@ impl Shared {
     /// The run's input, for the summary and the overlay: the one input's description, or
     /// how many there are.
     fn input(&self) -> String {
-        match self.in_use() {
-            [one] => one.name(),
-            many => format!("{} inputs", many.len()),
+        let inputs = self.in_use();
+        match inputs.len() {
+            1 => inputs[0].name(),
+            _ => format!(
+                "{} inputs",
+                inputs
+                    .iter()
+                    .filter(|c| !c.vacant.load(Ordering::SeqCst))
+                    .count()
+            ),
         }
     }
 
     /// Asks every input's opening to give up (a stop).
     fn leave_all(&self) {
         for c in &self.inputs {
-            c.leave.request();
+            c.leave().request();
         }
     }
 
@@ -210,19 +224,19 @@ impl Shared {
             return;
         }
         let inputs = self.in_use();
-        let ended = |c: &Counters| c.ended.lock().map(|e| e.is_some()).unwrap_or(true);
+        let ended = Counters::has_ended;
         let down = |c: &Counters| {
-            !c.open.load(Ordering::SeqCst) || c.health.get().is_some_and(|h| h.down_for().is_some())
+            !c.open.load(Ordering::SeqCst) || c.health().is_some_and(|h| h.down_for().is_some())
         };
         let settled = inputs.iter().all(|c| ended(c) || down(c));
         if !settled || !inputs.iter().any(&ended) {
             return;
         }
         for c in inputs.iter().filter(|c| !ended(c)) {
-            if let Some(h) = c.health.get() {
+            if let Some(h) = c.health() {
                 h.give_up();
             }
-            c.leave.request();
+            c.leave().request();
         }
     }
 }
@@ -352,10 +366,20 @@ pub fn run_inputs(
     drop(free_txs);
     let sunk_result = std::mem::replace(&mut sunk.result, Ok(()));
     shared.leave_all();
-    let mut captures = captures;
-    captures.extend(joiner.iter().flat_map(|j| j.finish()));
+    let mut captures: Vec<_> = captures.into_iter().enumerate().collect();
+    let mut left_failed = Vec::new();
+    if let Some((threads, failed)) = joiner.as_ref().map(|j| j.finish()) {
+        captures.extend(threads);
+        left_failed = failed;
+    }
     let several = several || captures.len() > 1;
-    let ended = join_all(captures, process, several, (sunk_result, finish))?;
+    let names = captures
+        .iter()
+        .map(|(at, _)| shared.inputs[*at].name())
+        .collect();
+    let mut ended = join_all(captures, process, several, (sunk_result, finish))?;
+    ended.left_failed = left_failed;
+    ended.names = names;
     crate::debug!(
         "threads joined {:.1} ms after the outputs finished",
         crate::stats::ms(finished.elapsed())
@@ -407,23 +431,72 @@ impl Counters {
     /// A place for an input that joins while the run goes (`joining`).
     fn vacant() -> Self {
         Self {
-            name: std::sync::OnceLock::new(),
+            name: Mutex::new(String::new()),
             removed: AtomicBool::new(false),
-            leave: Stop::new(),
+            leave: Mutex::new(Stop::new()),
             captured: AtomicU64::new(0),
             read_us: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             ended: Mutex::new(None),
-            health: std::sync::OnceLock::new(),
+            health: Mutex::new(None),
             open: AtomicBool::new(false),
             live: AtomicBool::new(false),
-            recording: std::sync::OnceLock::new(),
+            recording: Mutex::new(None),
+            taken: AtomicU64::new(0),
+            vacant: AtomicBool::new(false),
         }
     }
 
     /// Its description (empty for a place no input took yet).
     fn name(&self) -> String {
-        self.name.get().cloned().unwrap_or_default()
+        self.name.lock().map(|n| n.clone()).unwrap_or_default()
+    }
+
+    /// What its opening waits on, and its capture ends at.
+    fn leave(&self) -> Stop {
+        self.leave.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Its reconnects and state, where it reconnects.
+    fn health(&self) -> Option<Arc<crate::source::reconnect::Health>> {
+        self.health.lock().ok()?.clone()
+    }
+
+    /// Its recording's figures, where it is recorded.
+    fn recording(&self) -> Option<Arc<crate::stats::RecordLive>> {
+        self.recording.lock().ok()?.clone()
+    }
+
+    /// Whether its capture thread has ended (or never started).
+    fn has_ended(&self) -> bool {
+        self.ended.lock().map(|e| e.is_some()).unwrap_or(true)
+    }
+
+    /// Takes the place for input `name` (recorded where `recording` is given), its counts
+    /// from zero: the place is new, or its last input left and was drained (`vacate`).
+    fn take(&self, name: String, recording: Option<Arc<crate::stats::RecordLive>>) {
+        if let Ok(mut n) = self.name.lock() {
+            *n = name;
+        }
+        if let Ok(mut r) = self.recording.lock() {
+            *r = recording;
+        }
+        if let Ok(mut h) = self.health.lock() {
+            *h = None;
+        }
+        if let Ok(mut l) = self.leave.lock() {
+            *l = Stop::new();
+        }
+        if let Ok(mut e) = self.ended.lock() {
+            *e = None;
+        }
+        for n in [&self.captured, &self.read_us, &self.dropped] {
+            n.store(0, Ordering::SeqCst);
+        }
+        for b in [&self.removed, &self.open, &self.live, &self.vacant] {
+            b.store(false, Ordering::SeqCst);
+        }
+        self.taken.fetch_add(1, Ordering::SeqCst);
     }
 
     /// An input's counts at the start: its name, and its health where it is open (a late
@@ -433,18 +506,13 @@ impl Counters {
             Arrival::Open { source, .. } => (source.describe(), source.health(), true),
             Arrival::Late { name, .. } => (name.clone(), None, false),
         };
-        let counters = Self {
+        Self {
             open: AtomicBool::new(open),
+            name: Mutex::new(name),
+            health: Mutex::new(health),
+            recording: Mutex::new(input.recording.clone()),
             ..Self::vacant()
-        };
-        let _ = counters.name.set(name);
-        if let Some(health) = health {
-            let _ = counters.health.set(health);
         }
-        if let Some(recording) = input.recording.clone() {
-            let _ = counters.recording.set(recording);
-        }
-        counters
     }
 }
 
@@ -543,7 +611,7 @@ fn slot_channels(slots: usize, spare: usize) -> (SlotChannel, SlotChannel) {
 /// Joins the capture threads within one shared grace (a thread left blocked in its source
 /// is left behind) and the backend thread; with the sink's results, how each part ended.
 fn join_all(
-    captures: Vec<thread::JoinHandle<Result<()>>>,
+    captures: Vec<(usize, thread::JoinHandle<Result<()>>)>,
     process: thread::JoinHandle<(ProcessStats, Result<()>)>,
     several: bool,
     (sink, finish): (Result<()>, Result<()>),
@@ -552,8 +620,15 @@ fn join_all(
     Ok(Ended {
         captures: captures
             .into_iter()
-            .map(|c| join_within(c, grace.saturating_duration_since(Instant::now())))
+            .map(|(at, c)| {
+                (
+                    at,
+                    join_within(c, grace.saturating_duration_since(Instant::now())),
+                )
+            })
             .collect(),
+        left_failed: Vec::new(),
+        names: Vec::new(),
         several,
         process: process
             .join()
@@ -570,8 +645,13 @@ pub const MAX_INPUTS: usize = 1024;
 
 /// How each part of a run ended, once every thread is joined or left behind.
 struct Ended {
-    /// Each capture thread: joined (its result, or its panic), or None when left blocked.
-    captures: Vec<Option<thread::Result<Result<()>>>>,
+    /// Each capture thread, by its input's place: joined (its result, or its panic), or
+    /// None when left blocked.
+    captures: Vec<(usize, Option<thread::Result<Result<()>>>)>,
+    /// The failures of inputs that left while the run went (their places taken again).
+    left_failed: Vec<anyhow::Error>,
+    /// The name of each capture thread's input, in the order of `captures`.
+    names: Vec<String>,
     /// There were several inputs (an input's error then names it).
     several: bool,
     /// The backend thread's counts and result.
@@ -588,12 +668,9 @@ impl Ended {
     /// finish's.
     fn into_result(self, mut summary: Summary) -> Result<Summary> {
         let mut capture = Ok(());
-        for (i, joined) in self.captures.into_iter().enumerate() {
+        for ((i, joined), name) in self.captures.into_iter().zip(self.names) {
             let which = match self.several {
-                true => format!(
-                    "input {i} ({})",
-                    summary.inputs.get(i).map_or("", |s| s.name.as_str())
-                ),
+                true => format!("input {i} ({name})"),
                 false => "capture".to_string(),
             };
             let r = match joined {
@@ -613,6 +690,9 @@ impl Ended {
                 }
             };
             capture = capture.and(r);
+        }
+        for e in self.left_failed {
+            capture = capture.and(Err(e));
         }
         let (process_stats, process) = self.process;
         summary.process = process_stats;

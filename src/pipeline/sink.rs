@@ -20,7 +20,9 @@ use crate::desc::Frame;
 use crate::reload::{self, Reloader};
 use crate::ring::Slot;
 use crate::sink::{Flow, Sink};
-use crate::stats::{ms, slow, InputLive, Latency, LatencyNow, Live, SinkStats, ThreadCpu};
+use crate::stats::{
+    ms, slow, InputLive, InputStats, Latency, LatencyNow, Live, SinkStats, ThreadCpu,
+};
 use crate::trace::{Kind, Recent, Span, Trace, Track, STRIP_FRAMES};
 
 /// What the sink side of a run gives back: how its loop ended, its counts, each input's,
@@ -29,6 +31,8 @@ pub(super) struct Sunk {
     pub(super) result: Result<()>,
     pub(super) stats: SinkStats,
     pub(super) per_input: Vec<PerInput>,
+    /// The figures of inputs that left and whose places were taken again.
+    pub(super) retired: Vec<InputStats>,
     pub(super) trace: Option<Trace>,
     pub(super) cpu: Option<ThreadCpu>,
 }
@@ -48,12 +52,13 @@ pub(super) fn sink_side(
     let mut trace = (opts.trace_frames > 0).then_some(tracks);
     let mut stats = SinkStats::default();
     let mut per_input = vec![PerInput::default(); shared.in_use().len()];
+    let mut retired = Vec::new();
     let cpu = ThreadCpu::now();
     let result = sink_loop(
         sink,
         (&ends, joiner),
         shared,
-        (&mut stats, &mut per_input),
+        (&mut stats, &mut per_input, &mut retired),
         Traces {
             first: trace.as_mut(),
             first_frames: opts.trace_frames,
@@ -67,6 +72,7 @@ pub(super) fn sink_side(
         result,
         stats,
         per_input,
+        retired,
         trace,
         cpu,
     }
@@ -97,18 +103,20 @@ struct Traces<'a> {
 
 /// What the sink loop counts of one input.
 #[derive(Clone, Default)]
-pub(super) struct PerInput {
+pub(crate) struct PerInput {
     /// Its frames the sink took.
     pub(super) consumed: u64,
     /// Capture → out of the sink, per frame.
     pub(super) latency: Latency,
+    /// The times its place was taken when its live figures were last renewed (`refresh`).
+    taken: u64,
 }
 
 fn sink_loop(
     sink: &mut dyn Sink,
     (ends, joiner): (&SinkEnds, Option<&super::Joiner>),
     shared: &Shared,
-    (st, per_input): (&mut SinkStats, &mut Vec<PerInput>),
+    (st, per_input, retired): (&mut SinkStats, &mut Vec<PerInput>, &mut Vec<InputStats>),
     mut traces: Traces,
 ) -> Result<()> {
     let mut live = Live::default();
@@ -138,7 +146,7 @@ fn sink_loop(
             joiner.settle();
             // Inputs that joined since are counted from their first frame.
             per_input.resize_with(shared.in_use().len(), PerInput::default);
-            leave_drained(sink, shared, per_input, &mut left)?;
+            leave_drained(sink, (shared, joiner), per_input, (&mut left, retired))?;
         }
         match ends.done.recv_timeout(POLL) {
             Ok(mut slot) => {
@@ -184,27 +192,43 @@ fn sink_loop(
 }
 
 /// Tells the sink of each input that left the run (`Joiner::remove`) once its capture ended
-/// and its last frame was taken (`Sink::leave`: its own outputs are finished then).
+/// and its last frame was taken (`Sink::leave`: its own outputs are finished then, and it
+/// forgets the input); a joined input's place is then made vacant (`Joiner::vacate`), its
+/// figures kept for the summary (`retired`) and its own here started anew (its entry in the
+/// live figures is renewed once another input takes the place: `refresh`).
 fn leave_drained(
     sink: &mut dyn Sink,
-    shared: &Shared,
-    per_input: &[PerInput],
-    left: &mut Vec<bool>,
+    (shared, joiner): (&Shared, &super::Joiner),
+    per_input: &mut [PerInput],
+    (left, retired): (&mut Vec<bool>, &mut Vec<InputStats>),
 ) -> Result<()> {
     let inputs = shared.in_use();
     left.resize(inputs.len(), false);
-    for (i, (c, mine)) in inputs.iter().zip(per_input).enumerate() {
+    for (i, (c, mine)) in inputs.iter().zip(per_input.iter_mut()).enumerate() {
         let drained = !left[i]
+            && !c.vacant.load(Ordering::SeqCst)
             && c.removed.load(Ordering::SeqCst)
-            && c.ended.lock().is_ok_and(|e| e.is_some())
+            && c.has_ended()
             && mine.consumed >= c.captured.load(Ordering::SeqCst);
-        if drained {
-            left[i] = true;
-            sink.leave(i)?;
+        if !drained {
+            continue;
+        }
+        left[i] = true;
+        sink.leave(i)?;
+        if joiner.vacate(i) {
+            if retired.len() >= RETIRED_KEPT {
+                retired.remove(0);
+            }
+            retired.push(super::summary::input_stats(c, mine, None));
+            *mine = PerInput::default();
+            left[i] = false;
         }
     }
     Ok(())
 }
+
+/// The inputs that left the run whose figures the summary keeps (the newest).
+const RETIRED_KEPT: usize = super::MAX_INPUTS;
 
 /// How often the sink loop looks for inputs that joined or left the run.
 const JOINS_EVERY: Duration = Duration::from_millis(20);
@@ -227,7 +251,7 @@ fn status_due(told: &mut Option<Instant>, inputs: usize) -> bool {
 
 /// `live`'s counts as the threads have them now (each input's latency figures at most every
 /// `LatencyNow::EVERY`: a quantile walks its histogram).
-fn refresh(live: &mut Live, shared: &Shared, per_input: &[PerInput]) {
+fn refresh(live: &mut Live, shared: &Shared, per_input: &mut [PerInput]) {
     live.dropped = shared.total(|c| &c.dropped);
     live.frames = shared.progress.0[1].load(Ordering::Relaxed);
     live.paused = shared.paused.load(Ordering::SeqCst);
@@ -244,7 +268,16 @@ fn refresh(live: &mut Live, shared: &Shared, per_input: &[PerInput]) {
     if live.inputs.len() > 1 {
         live.input = shared.input();
     }
-    for ((l, c), mine) in live.inputs.iter_mut().zip(inputs).zip(per_input) {
+    for ((l, c), mine) in live.inputs.iter_mut().zip(inputs).zip(per_input.iter_mut()) {
+        // Another input took the place: its figures start anew.
+        let taken = c.taken.load(Ordering::SeqCst);
+        if taken != mine.taken {
+            mine.taken = taken;
+            *l = InputLive {
+                name: c.name(),
+                ..InputLive::default()
+            };
+        }
         l.captured = c.captured.load(Ordering::Relaxed);
         l.dropped = c.dropped.load(Ordering::Relaxed);
         l.live = c.live.load(Ordering::Relaxed);
@@ -252,7 +285,8 @@ fn refresh(live: &mut Live, shared: &Shared, per_input: &[PerInput]) {
         if l.ended.is_none() {
             l.ended = c.ended.lock().ok().and_then(|e| e.clone());
         }
-        let health = c.health.get();
+        let health = c.health();
+        let health = health.as_deref();
         l.state = health.and_then(|h| h.state());
         l.reconnects = health.map_or(0, |h| h.reconnects());
         l.down = match (&l.ended, c.open.load(Ordering::SeqCst)) {
@@ -264,7 +298,7 @@ fn refresh(live: &mut Live, shared: &Shared, per_input: &[PerInput]) {
         if latencies {
             l.latency = LatencyNow::of(&mine.latency);
         }
-        l.recording = c.recording.get().map(|r| r.now());
+        l.recording = c.recording().map(|r| r.now());
     }
 }
 

@@ -4,8 +4,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::sink::Sunk;
-use super::{Options, Shared};
+use super::sink::{PerInput, Sunk};
+use super::{Counters, Options, Shared};
 use crate::sink::Sink;
 use crate::stats::{CaptureStats, InputStats, ProcessStats, Summary, ThreadCpu};
 
@@ -21,6 +21,7 @@ pub(super) fn summarize(
     let Sunk {
         mut stats,
         mut per_input,
+        retired,
         trace,
         ..
     } = sunk;
@@ -31,23 +32,15 @@ pub(super) fn summarize(
     stats.streams = report.streams.clone();
     stats.mosaic = report.mosaic.clone();
     stats.detection = report.detection.clone();
+    // Each place's input (a vacant place's last went to `retired`), then those that left.
     let inputs = shared
         .in_use()
         .iter()
-        .zip(per_input)
+        .zip(&per_input)
         .enumerate()
-        .map(|(i, (c, mine))| InputStats {
-            name: c.name(),
-            captured: c.captured.load(Ordering::SeqCst),
-            dropped: c.dropped.load(Ordering::SeqCst),
-            read_ms: c.read_us.load(Ordering::SeqCst) as f64 / 1000.0,
-            consumed: mine.consumed,
-            stored: report.of_input(i),
-            latency: mine.latency,
-            ended: c.ended.lock().ok().and_then(|e| e.clone()),
-            reconnects: c.health.get().map_or(0, |h| h.reconnects()),
-            recorded: None,
-        })
+        .filter(|(_, (c, _))| !c.vacant.load(Ordering::SeqCst))
+        .map(|(i, (c, mine))| input_stats(c, mine, report.of_input(i)))
+        .chain(retired)
         .collect();
     Summary {
         input: shared.input(),
@@ -66,6 +59,23 @@ pub(super) fn summarize(
         reloads: opts.reload.as_ref().map(|r| r.log()).unwrap_or_default(),
         left_behind: false,
         busy: busy_threads(shared, elapsed),
+    }
+}
+
+/// One input's figures, as its place's counts and the sink's have them (`stored`: what
+/// its own outputs hold).
+pub(super) fn input_stats(c: &Counters, mine: &PerInput, stored: Option<u64>) -> InputStats {
+    InputStats {
+        name: c.name(),
+        captured: c.captured.load(Ordering::SeqCst),
+        dropped: c.dropped.load(Ordering::SeqCst),
+        read_ms: c.read_us.load(Ordering::SeqCst) as f64 / 1000.0,
+        consumed: mine.consumed,
+        stored,
+        latency: mine.latency.clone(),
+        ended: c.ended.lock().ok().and_then(|e| e.clone()),
+        reconnects: c.health().map_or(0, |h| h.reconnects()),
+        recorded: None,
     }
 }
 

@@ -108,7 +108,9 @@ pub trait Sink {
     /// that several sinks end together: `finish` then waits for each. Optional.
     fn begin_finish(&mut self) {}
     /// Input `input` left the run (removed while the run goes) and its last frame was
-    /// taken: its own outputs are finished now (a wrapper forwards it). Optional.
+    /// taken: its own outputs are finished now, and what the sink keeps of it is forgotten,
+    /// since another input may take its place later (`pipeline::Joiner`): its next frame
+    /// is that input's first (a wrapper forwards it). Optional.
     fn leave(&mut self, _input: usize) -> Result<()> {
         Ok(())
     }

@@ -80,6 +80,21 @@ struct Input {
     told: bool,
 }
 
+impl Input {
+    /// Input `at`, which joins while the run goes: detected on once its adder told its name
+    /// and settings (`joined_own`).
+    fn joining(at: usize) -> Self {
+        Self {
+            name: format!("input {at}"),
+            live: true,
+            last: None,
+            on: false,
+            fps: None,
+            told: false,
+        }
+    }
+}
+
 /// Inputs that join the run while it goes, by `InputId`: each one's name, whether it is
 /// detected on and at what rate, told by whoever adds it (none is detected on before).
 pub type JoinedOwn =
@@ -277,17 +292,24 @@ impl Detecting {
             return;
         }
         while self.inputs.len() <= at {
-            self.inputs.push(Input {
-                name: format!("input {}", self.inputs.len()),
-                live: true,
-                last: None,
-                on: false,
-                fps: None,
-                told: false,
-            });
+            self.inputs.push(Input::joining(self.inputs.len()));
         }
         self.slots.grow(at + 1);
         self.seen.grow(at + 1);
+    }
+
+    /// Input `at` left the run: what is kept of it goes, so that an input that takes its
+    /// place starts as one that joined (named and set by its adder).
+    /// (An input of the run's start keeps its name for the run's end.)
+    fn forget(&mut self, at: usize) {
+        let joined = self
+            .joined_own
+            .lock()
+            .is_ok_and(|mut own| own.remove(&at).is_some());
+        if let Some(input) = self.inputs.get_mut(at).filter(|_| joined) {
+            *input = Input::joining(at);
+            self.seen.forget(at);
+        }
     }
 
     /// Whether `frame` is due for detection, and notes it as sent where it is.
@@ -704,6 +726,7 @@ impl Sink for Detecting {
         self.inner.begin_finish()
     }
     fn leave(&mut self, input: usize) -> Result<()> {
+        self.forget(input);
         self.inner.leave(input)
     }
     fn finish(&mut self) -> Result<()> {
