@@ -16,6 +16,15 @@
 #   scripts/gpu.sh pipe        there: ffmpeg -> y4m -> framepipe -> y4m -> ffmpeg against ffmpeg alone
 #   scripts/gpu.sh perf        here: Debian's perf with its libraries (not glibc's) into
 #                              perf-kit/perf.tar.xz (7 MB), for scripts/bench/pipetrace.sh there
+#   scripts/gpu.sh ort-parts   here: ONNX Runtime's CUDA build (PyPI's onnxruntime-gpu 1.31.1,
+#                              CUDA 13: its libraries, 195 MB as tar.xz) cut into parts of
+#                              52 MB in gpu-carry/ort/, one for each device call (carry
+#                              gpu-carry/ort/part-N on back-to-back calls: a warm machine
+#                              keeps what earlier calls carried)
+#   scripts/gpu.sh ort-join    there, once every part came: joined, its sum checked, unpacked
+#                              into gpu-ort/; `. gpu-ort/env.sh` then points ORT_DYLIB_PATH at
+#                              it and LD_LIBRARY_PATH at the machine's own cuBLAS, cuRAND,
+#                              CUDA runtime and cuDNN (its Python packages')
 #   scripts/gpu.sh before REV  here, after bundle: REV's framepipe, built the same way, into
 #                              gpu-bundle/framepipe-before (a before/after pair in one session:
 #                              FP_BEFORE=gpu-bundle/framepipe-before scripts/bench/pipehop.sh)
@@ -184,6 +193,48 @@ unpack() {
     ls -la gpu-bundle
 }
 
+ORT_GPU=onnxruntime-gpu==1.31.1
+ORT_PART=52000000
+
+ort_parts() {
+    local wheels=target/ortgpu t
+    mkdir -p "$wheels" gpu-carry/ort
+    compgen -G "$wheels/onnxruntime_gpu-*.whl" >/dev/null ||
+        python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+            --platform manylinux_2_28_x86_64 -d "$wheels" "$ORT_GPU"
+    t=$(mktemp -d)
+    mkdir -p "$t/gpu-ort"
+    unzip -q -j "$(compgen -G "$wheels/onnxruntime_gpu-*.whl" | head -1)" \
+        'onnxruntime/capi/libonnxruntime*.so*' -d "$t/gpu-ort"
+    tar -C "$t" -cf - gpu-ort | xz -T0 -6 >"$t/ort.tar.xz"
+    rm -f gpu-carry/ort/part-*
+    split -b "$ORT_PART" -d -a 1 "$t/ort.tar.xz" gpu-carry/ort/part-
+    (cd "$t" && sha256sum ort.tar.xz) >gpu-carry/ort/SHA256
+    rm -rf "$t"
+    ls -la gpu-carry/ort
+}
+
+ort_join() {
+    # Python alone (the machine has no xz): parts joined, checked, unpacked.
+    python3 - <<'PY'
+import glob, hashlib, io, tarfile
+parts = sorted(glob.glob("gpu-carry/ort/part-*"))
+data = b"".join(open(p, "rb").read() for p in parts)
+want = open("gpu-carry/ort/SHA256").read().split()[0]
+got = hashlib.sha256(data).hexdigest()
+if got != want:
+    raise SystemExit(f"ort-join: {len(parts)} parts, sum {got[:12]}, not {want[:12]}: a part is missing or cut")
+tarfile.open(fileobj=io.BytesIO(data), mode="r:xz").extractall(".")
+PY
+    local site
+    site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
+    {
+        echo "export ORT_DYLIB_PATH=$PWD/$(compgen -G 'gpu-ort/libonnxruntime.so.*' | head -1)"
+        echo "export LD_LIBRARY_PATH=$PWD/gpu-ort:$(find "$site/nvidia" -name 'lib*.so*' -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+    } >gpu-ort/env.sh
+    ls -la gpu-ort
+}
+
 perf_kit() {
     local t
     t=$(mktemp -d)
@@ -198,6 +249,8 @@ perf_kit() {
 
 case "${1:-}" in
     perf) perf_kit ;;
+    ort-parts) ort_parts ;;
+    ort-join) ort_join ;;
     bundle) bundle ;;
     pack) pack ;;
     unpack) unpack ;;
@@ -206,5 +259,5 @@ case "${1:-}" in
     pipe) pipe ;;
     run) shift; run "$@" ;;
     soak) shift; soak "$@" ;;
-    *) echo "usage: scripts/gpu.sh bundle|before REV|run|soak [SECONDS]|ffmpeg WHEEL|pipe" >&2; exit 2 ;;
+    *) echo "usage: scripts/gpu.sh bundle|pack|unpack|ort-parts|ort-join|before REV|run|soak [SECONDS]|ffmpeg WHEEL|pipe|perf" >&2; exit 2 ;;
 esac

@@ -370,8 +370,9 @@ pub struct DetectArgs {
     #[arg(long, value_name = "SCORE", value_parser = parse_score)]
     pub detect_score: Option<f32>,
 
-    /// Detections a second of each input [default: every frame of a file; 5 of a live
-    /// input]. A detector slower than that skips frames (counted), never video.
+    /// Detections a second of each input [default: every frame of a file or of frames piped
+    /// in; 5 of a live input]. A detector slower than that skips frames (counted), never
+    /// video.
     #[arg(long, value_name = "N", value_parser = parse_positive)]
     pub detect_fps: Option<f64>,
 

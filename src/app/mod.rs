@@ -447,8 +447,13 @@ fn detecting(
     let placed = || order.iter().map(|&at| &plan.inputs()[at]);
     let inputs = sink::detecting::Inputs {
         names: placed().map(|i| i.label.clone()).collect(),
+        // What is read whole, a file or frames piped in (which wait rather than drop), has
+        // every frame detected.
         live: placed()
-            .map(|i| !matches!(i.spec, crate::source::InputSpec::Video(_)))
+            .map(|i| {
+                use crate::source::InputSpec::{Image, Pipe, Stdin, Video};
+                !matches!(i.spec, Video(_) | Image(_) | Stdin | Pipe(_))
+            })
             .collect(),
         seen,
         // Nothing to draw into: a file's frames need not wait for their boxes.
