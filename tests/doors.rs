@@ -1201,6 +1201,28 @@ fn wakeups_over(pid: u32, over: Duration, pick: impl Fn(&str) -> bool) -> u64 {
     sum().saturating_sub(before)
 }
 
+/// Waits (30 s at most) until `n` of the wall's inputs have captured more than `frames`.
+fn wait_running(port: u16, n: usize, frames: u64) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, body) = http(port, "GET", "/api/inputs", "");
+        let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+        let running = json["inputs"].as_array().map_or(0, |a| {
+            a.iter()
+                .filter(|i| i["captured"].as_u64() > Some(frames))
+                .count()
+        });
+        if running == n {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{running} of {n} inputs ran: {json}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// ffmpeg sending one test pattern as MPEG-TS over UDP to each of `ports`.
 fn udp_senders(ports: &[u16]) -> Killed {
     let to: Vec<String> = ports
@@ -1266,21 +1288,7 @@ fn a_camera_holds_a_bounded_few_threads_and_one_down_sleeps() {
         assert_eq!(status, 201, "{said}");
     }
     let _senders = udp_senders(&cams);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, body) = http(port, "GET", "/api/inputs", "");
-        let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-        let up = json["inputs"].as_array().map_or(0, |a| {
-            a.iter()
-                .filter(|i| i["captured"].as_u64() > Some(10))
-                .count()
-        });
-        if up == 9 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{up} of 9 cameras ran");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_running(port, 9, 10);
     let threads = threads_of(pid);
     let grown = threads.len() - base;
     assert!(
@@ -1330,21 +1338,7 @@ fn cameras_that_come_and_go_free_their_places() {
         assert_eq!(status, 201, "{said}");
     }
     wait_listed(port, &["base", "after1", "after2"]);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (_, body) = http(port, "GET", "/api/inputs", "");
-        let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-        let running = json["inputs"].as_array().map_or(0, |a| {
-            a.iter()
-                .filter(|i| i["captured"].as_u64() > Some(5))
-                .count()
-        });
-        if running == 3 {
-            break;
-        }
-        assert!(Instant::now() < deadline, "{json}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_running(port, 3, 5);
     let (_, health) = http(port, "GET", "/healthz", "");
     let health = String::from_utf8_lossy(&health).into_owned();
     assert!(health.contains("3 input(s) live"), "{health}");
