@@ -393,6 +393,12 @@ pub struct DetectArgs {
     #[arg(long, value_name = "IOU", value_parser = parse_score)]
     pub detect_nms: Option<f32>,
 
+    /// The picture size a YOLO or SSD model whose input leaves its sides free (an
+    /// Ultralytics export with dynamic=True) is fed at [default: its `imgsz` metadata, else
+    /// 640x640]. A model that fixes its sides is fed at them, and this must agree.
+    #[arg(long, value_name = "WxH")]
+    pub detect_size: Option<FrameSize>,
+
     /// Where the model runs: auto (CUDA where ONNX Runtime offers it, as onnxruntime-gpu
     /// does, else the CPU), cpu, cuda, or tensorrt (TensorRT, its engines kept in
     /// ~/.cache/framepipe/tensorrt; the first run builds them). A provider asked for and not

@@ -864,3 +864,57 @@ fn a_camera_that_joins_a_running_wall_is_detected_on_as_its_settings_say() {
     assert!((6..=14).contains(&second), "second: {second}");
     assert_eq!(third, 0, "{lines}");
 }
+
+/// `--detect-size` (issue 79): a model whose sides are free is fed at it (its boxes, in the
+/// pixels it was fed, come back at that gain: 1 for a 128x128 picture fed at 128x128, where
+/// its `imgsz` of 64 gave 0.5); a model that fixes its sides at another size, and PP-OCR's
+/// detector (it sizes each picture as it comes), refuse it in one line.
+#[test]
+fn a_model_with_free_sides_is_fed_at_detect_size_and_others_refuse_it() {
+    model();
+    let dir = TempDir::new("detect-size");
+    let clip = dir.join("128.mp4");
+    crate::common::run::ffmpeg_made(
+        &clip,
+        &["testsrc2=s=128x128:r=25:d=0.08"],
+        &["-c:v", "libx264"],
+    );
+    let run = |m: &Path, size: &str| {
+        let jsonl = dir.join("size.jsonl");
+        let _ = std::fs::remove_file(&jsonl);
+        let args = [
+            "--headless",
+            "-i",
+            clip.to_str().unwrap(),
+            "--detect",
+            m.to_str().unwrap(),
+            "--detect-size",
+            size,
+            "--detections",
+            jsonl.to_str().unwrap(),
+        ];
+        let run = framepipe(&args, Duration::from_secs(60));
+        (run, std::fs::read_to_string(&jsonl).unwrap_or_default())
+    };
+    let (ok, text) = run(&yolo_model(&dir, "v8dyn"), "128x128");
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    let line: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        boxes_of(&line),
+        [[12.0, 12.0, 28.0, 28.0], [39.0, 30.0, 49.0, 50.0]],
+        "{line}"
+    );
+    for (m, why) in [
+        (yolo_model(&dir, "v8"), "the model fixes its input at 64x64"),
+        (model(), "DB text detection sizes each picture as it comes"),
+    ] {
+        let (refused, _) = run(&m, "128x128");
+        let err = stderr(&refused);
+        assert_eq!(refused.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!("--detect-size 128x128: {why}")),
+            "{err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+}

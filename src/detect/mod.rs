@@ -43,6 +43,9 @@ pub struct Settings {
     pub labels: Option<PathBuf>,
     /// The NMS overlap (`--detect-nms`; `yolo::IOU` where not given).
     pub nms: Option<f32>,
+    /// The size a model with free sides is fed at (`--detect-size`; its `imgsz` metadata,
+    /// else 640x640, where not given).
+    pub size: Option<FrameSize>,
     /// What of the boxes is drawn into the pictures (`--draw`).
     pub draw: Draw,
     /// Where the model runs (`--detect-provider`).
@@ -129,6 +132,14 @@ pub enum DetectError {
     /// A provider asked for that this ONNX Runtime does not offer.
     #[error("--detect-provider {0}: this ONNX Runtime does not offer it (it offers {1}; onnxruntime-gpu has CUDA and TensorRT)")]
     Provider(&'static str, String),
+    /// `--detect-size` where the model can't take it.
+    #[error("--detect-size {size}: {why}")]
+    Size {
+        /// The size asked for.
+        size: FrameSize,
+        /// Why the model can't be fed at it.
+        why: String,
+    },
     /// A provider offered whose own libraries do not load (TensorRT's, cuDNN).
     #[error("detection on {0}: ONNX Runtime could not start it ({1}); its libraries (CUDA's, cuDNN's, TensorRT's for TensorRT) must be where the loader finds them (LD_LIBRARY_PATH)")]
     ProviderFailed(&'static str, String),
@@ -423,22 +434,32 @@ impl Model {
             .collect();
         let family = family_of(&path, &input_dims, &outputs)?;
         let (feed, mut fed) = feed_of(&input.input_type, &input_dims);
-        // Sides the model leaves free (an Ultralytics export with dynamic=True): the size it
-        // was made for, as its `imgsz` metadata says, else 640.
+        // Sides the model leaves free (an Ultralytics export with dynamic=True): as
+        // `--detect-size` says, else the size it was made for (its `imgsz` metadata), else
+        // 640; sides it fixes are `--detect-size`'s too, or it is refused.
         let (h, w) = match feed.nhwc {
             true => (input_dims[1], input_dims[2]),
             false => (input_dims[2], input_dims[3]),
         };
-        if h <= 0 || w <= 0 {
-            let made_for = session
-                .metadata()
-                .ok()
-                .and_then(|m| m.custom("imgsz").ok().flatten())
-                .and_then(|t| imgsz_of(&t));
-            if let Some((mh, mw)) = made_for {
-                let side = |d: i64, m: usize| if d > 0 { d as usize } else { m };
-                fed = FrameSize::new(side(w, mw), side(h, mh));
-            }
+        let made_for = session
+            .metadata()
+            .ok()
+            .and_then(|m| m.custom("imgsz").ok().flatten())
+            .and_then(|t| imgsz_of(&t))
+            .filter(|_| h <= 0 || w <= 0);
+        let asked = settings.size.map(|s| (s.height, s.width));
+        if let Some((mh, mw)) = asked.or(made_for) {
+            let side = |d: i64, m: usize| if d > 0 { d as usize } else { m };
+            fed = FrameSize::new(side(w, mw), side(h, mh));
+        }
+        if let Some(size) = settings.size.filter(|&s| s != fed || family == Family::Db) {
+            return Err(DetectError::Size {
+                size,
+                why: match family {
+                    Family::Db => "DB text detection sizes each picture as it comes".into(),
+                    _ => format!("the model fixes its input at {fed}"),
+                },
+            });
         }
         let input = input.name.clone();
         let names = match &settings.labels {

@@ -1202,7 +1202,8 @@ fn check_detect(args: &RunArgs) -> Result<Option<crate::detect::Settings>, PlanE
             || d.detect_fps.is_some()
             || d.detections.is_some()
             || d.detect_labels.is_some()
-            || d.detect_nms.is_some();
+            || d.detect_nms.is_some()
+            || d.detect_size.is_some();
         if companions {
             return Err(PlanError::DetectFlagsAlone);
         }
@@ -1230,6 +1231,7 @@ fn check_detect(args: &RunArgs) -> Result<Option<crate::detect::Settings>, PlanE
         jsonl: d.detections.clone(),
         labels: d.detect_labels.clone(),
         nms: d.detect_nms,
+        size: d.detect_size,
         draw: d.draw,
         provider: d.detect_provider,
     }))
