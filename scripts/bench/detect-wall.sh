@@ -12,10 +12,10 @@ cd "$(dirname "$0")/../.."
 n=$1 rate=$2 secs=${3:-20} bin=${4:-gpu-carry/detect/framepipe}
 args=()
 for _ in $(seq "$n"); do args+=(--input pattern:1920x1080:30); done
-json=$(mktemp)
+json=$(mktemp --suffix=.json) log=$(mktemp)
 "$bin" "${args[@]}" --headless --backend cuda --detect gpu-carry/detect/320n.onnx \
     --detect-provider cuda --detect-fps "$rate" --frames $((secs * 30)) \
-    --summary-json "$json" >/dev/null 2>&1
+    --summary-json "$json" >"$log" 2>&1 || { echo "$bin: $n cameras at $rate/s failed:"; tail -3 "$log"; exit 1; }
 python3 - "$json" "$n" "$rate" "$bin" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
