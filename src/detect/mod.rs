@@ -271,6 +271,11 @@ fn feed_of(ty: &ort::value::ValueType, dims: &[i64]) -> (Feed, FrameSize) {
     (feed, fed)
 }
 
+/// The most pictures one inference takes on the CPU (`Model::batch_most`).
+pub const CPU_BATCH: usize = 16;
+/// The most pictures one inference takes on a GPU provider.
+pub const GPU_BATCH: usize = 32;
+
 /// The (height, width) of Ultralytics' `imgsz` metadata (`[320, 320]`, or one side `640`),
 /// where it is a sane picture size.
 fn imgsz_of(text: &str) -> Option<(usize, usize)> {
@@ -312,6 +317,8 @@ pub struct Model {
     nms: f32,
     /// The batch the model takes at most where it fixes one (None: any).
     batch: Option<usize>,
+    /// It runs on a GPU provider (CUDA, TensorRT): larger batches pay there.
+    on_gpu: bool,
     /// What halts an inference under way from another thread.
     halt: std::sync::Arc<Halt>,
     feed: Feed,
@@ -490,6 +497,7 @@ impl Model {
             nms: settings.nms.unwrap_or(family.nms()),
             feed,
             batch: (input_dims[0] > 0).then_some(input_dims[0] as usize),
+            on_gpu: on != "the CPU",
             halt: std::sync::Arc::new(Halt::new()?),
         })
     }
@@ -736,6 +744,16 @@ impl Halt {
 }
 
 impl Model {
+    /// The most frames one inference should take: 32 on a GPU provider, where a batch of
+    /// every camera's picture costs little more than one, 16 on the CPU (taken round the
+    /// inputs: `sink::detecting::slots`); a model that fixes its batch splits a larger one.
+    pub fn batch_most(&self) -> usize {
+        match self.on_gpu {
+            true => GPU_BATCH,
+            false => CPU_BATCH,
+        }
+    }
+
     /// What halts its inferences from another thread.
     pub fn halt(&self) -> std::sync::Arc<Halt> {
         self.halt.clone()

@@ -169,7 +169,8 @@ impl Detecting {
         jsonl: Option<(PathBuf, bool)>,
     ) -> Result<Self> {
         let file = jsonl.as_ref().map(open_jsonl).transpose()?;
-        let slots = Arc::new(Slots::new(inputs.names.len()));
+        let most = model.as_ref().map_or(crate::detect::CPU_BATCH, Model::batch_most);
+        let slots = Arc::new(Slots::new(inputs.names.len(), most));
         let (done_tx, done) = crossbeam_channel::unbounded();
         let mut inputs = inputs;
         let states = inputs

@@ -5,18 +5,18 @@
 //!
 //! Invariants: a slot holds one frame at most; a live input never waits here; a file's
 //! frame waits for its slot to empty, and never once the detector has ended (`close`), so
-//! a failed detector can't hold the pipeline; a batch is at most `MAX_BATCH` frames, taken
-//! round the inputs from where the last batch stopped, so that no input waits for ever.
+//! a failed detector can't hold the pipeline; a batch is at most the slots' `most` frames
+//! (the model's `batch_most`: 32 on a GPU provider, 16 on the CPU), taken round the inputs
+//! from where the last batch stopped, so that no input waits for ever.
 
 use std::sync::{Condvar, Mutex};
-
-/// The most frames one inference takes.
-pub const MAX_BATCH: usize = 16;
 
 /// Each input's waiting job, and whether the detector ended (module doc).
 pub struct Slots<J> {
     state: Mutex<State<J>>,
     changed: Condvar,
+    /// The most frames one batch takes.
+    most: usize,
 }
 
 struct State<J> {
@@ -28,9 +28,10 @@ struct State<J> {
 }
 
 impl<J> Slots<J> {
-    /// Slots for `inputs` inputs.
-    pub fn new(inputs: usize) -> Self {
+    /// Slots for `inputs` inputs, taken `most` frames at most a batch.
+    pub fn new(inputs: usize, most: usize) -> Self {
         Self {
+            most: most.max(1),
             state: Mutex::new(State {
                 waiting: (0..inputs).map(|_| None).collect(),
                 next: 0,
@@ -78,7 +79,7 @@ impl<J> Slots<J> {
         true
     }
 
-    /// The next batch: every waiting job (at most `MAX_BATCH`), with its input, once there is
+    /// The next batch: every waiting job (at most `most`), with its input, once there is
     /// one; None once closed with nothing waiting.
     pub fn take(&self) -> Option<Vec<(usize, J)>> {
         let mut s = self.lock();
@@ -87,7 +88,7 @@ impl<J> Slots<J> {
             let start = s.next;
             let mut batch = Vec::new();
             for k in (0..n).map(|k| (start + k) % n) {
-                if batch.len() == MAX_BATCH {
+                if batch.len() == self.most {
                     break;
                 }
                 if let Some(job) = s.waiting[k].take() {
@@ -117,9 +118,11 @@ impl<J> Slots<J> {
 mod tests {
     use super::*;
 
+    const MAX_BATCH: usize = crate::detect::CPU_BATCH;
+
     #[test]
     fn every_waiting_input_goes_in_one_batch_and_a_newer_frame_replaces_an_older() {
-        let s = Slots::new(3);
+        let s = Slots::new(3, MAX_BATCH);
         assert!(!s.replace(0, "a0"));
         assert!(s.replace(0, "a1"), "the older is replaced (skipped)");
         assert!(!s.replace(2, "c0"));
@@ -132,7 +135,7 @@ mod tests {
     #[test]
     fn a_batch_is_bounded_and_the_next_starts_where_it_stopped() {
         let n = MAX_BATCH + 4;
-        let s = Slots::new(n);
+        let s = Slots::new(n, MAX_BATCH);
         for k in 0..n {
             s.replace(k, k);
         }
@@ -152,7 +155,7 @@ mod tests {
 
     #[test]
     fn a_file_waits_for_its_slot_and_never_once_the_detector_ended() {
-        let s = std::sync::Arc::new(Slots::new(1));
+        let s = std::sync::Arc::new(Slots::new(1, MAX_BATCH));
         assert!(s.wait_to_put(0, 1));
         let put = {
             let s = s.clone();
