@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 
-use super::{Options, Shared, POLL};
+use super::{Counters, Options, Shared, POLL};
 use crate::backend::{Control, Picture};
 use crate::desc::Frame;
 use crate::reload::{self, Reloader};
@@ -103,7 +103,7 @@ struct Traces<'a> {
 
 /// What the sink loop counts of one input.
 #[derive(Clone, Default)]
-pub(crate) struct PerInput {
+pub(super) struct PerInput {
     /// Its frames the sink took.
     pub(super) consumed: u64,
     /// Capture → out of the sink, per frame.
@@ -219,12 +219,29 @@ fn leave_drained(
             if retired.len() >= RETIRED_KEPT {
                 retired.remove(0);
             }
-            retired.push(super::summary::input_stats(c, mine, None));
+            retired.push(input_stats(c, mine, None));
             *mine = PerInput::default();
             left[i] = false;
         }
     }
     Ok(())
+}
+
+/// One input's figures, as its place's counts and the sink's have them (`stored`: what
+/// its own outputs hold).
+pub(super) fn input_stats(c: &Counters, mine: &PerInput, stored: Option<u64>) -> InputStats {
+    InputStats {
+        name: c.name(),
+        captured: c.captured.load(Ordering::SeqCst),
+        dropped: c.dropped.load(Ordering::SeqCst),
+        read_ms: c.read_us.load(Ordering::SeqCst) as f64 / 1000.0,
+        consumed: mine.consumed,
+        stored,
+        latency: mine.latency.clone(),
+        ended: c.ended.lock().ok().and_then(|e| e.clone()),
+        reconnects: c.health().map_or(0, |h| h.reconnects()),
+        recorded: None,
+    }
 }
 
 /// The inputs that left the run whose figures the summary keeps (the newest).

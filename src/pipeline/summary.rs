@@ -4,10 +4,10 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::sink::{PerInput, Sunk};
-use super::{Counters, Options, Shared};
+use super::sink::{input_stats, Sunk};
+use super::{Options, Shared};
 use crate::sink::Sink;
-use crate::stats::{CaptureStats, InputStats, ProcessStats, Summary, ThreadCpu};
+use crate::stats::{CaptureStats, ProcessStats, Summary, ThreadCpu};
 
 /// The run's summary: every input's counts (capture side and sink side), the sink's, the
 /// trace and the reloads.
@@ -59,23 +59,6 @@ pub(super) fn summarize(
         reloads: opts.reload.as_ref().map(|r| r.log()).unwrap_or_default(),
         left_behind: false,
         busy: busy_threads(shared, elapsed),
-    }
-}
-
-/// One input's figures, as its place's counts and the sink's have them (`stored`: what
-/// its own outputs hold).
-pub(super) fn input_stats(c: &Counters, mine: &PerInput, stored: Option<u64>) -> InputStats {
-    InputStats {
-        name: c.name(),
-        captured: c.captured.load(Ordering::SeqCst),
-        dropped: c.dropped.load(Ordering::SeqCst),
-        read_ms: c.read_us.load(Ordering::SeqCst) as f64 / 1000.0,
-        consumed: mine.consumed,
-        stored,
-        latency: mine.latency.clone(),
-        ended: c.ended.lock().ok().and_then(|e| e.clone()),
-        reconnects: c.health().map_or(0, |h| h.reconnects()),
-        recorded: None,
     }
 }
 

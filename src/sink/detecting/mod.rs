@@ -169,7 +169,9 @@ impl Detecting {
         jsonl: Option<(PathBuf, bool)>,
     ) -> Result<Self> {
         let file = jsonl.as_ref().map(open_jsonl).transpose()?;
-        let most = model.as_ref().map_or(crate::detect::CPU_BATCH, Model::batch_most);
+        let most = model
+            .as_ref()
+            .map_or(crate::detect::CPU_BATCH, Model::batch_most);
         let slots = Arc::new(Slots::new(inputs.names.len(), most));
         let (done_tx, done) = crossbeam_channel::unbounded();
         let mut inputs = inputs;
