@@ -69,6 +69,9 @@ pub fn aborting() -> bool {
 
 /// Whether a stop signal came (the run was stopped from outside, not ended by itself).
 static SIGNALLED: AtomicBool = AtomicBool::new(false);
+/// A stop signal other than SIGHUP arrived: set in the handler itself, before the signals
+/// thread has read it (`exec` looks at it).
+static ARRIVED: AtomicBool = AtomicBool::new(false);
 
 /// A stop signal that came before the handler was installed (`main`'s early catcher): the
 /// same stop as one that came after.
@@ -439,6 +442,14 @@ impl Stop {
                 .spawn(watchdog)
                 .ok();
         };
+        // Seen at once, in the handler, by `exec` (the signals thread may take a while to
+        // read it on a loaded machine: a run started again in that while lost the stop).
+        for sig in STOP_SIGNALS.into_iter().filter(|&s| s != libc::SIGHUP) {
+            // SAFETY: the action only stores to an atomic, which is async-signal-safe.
+            unsafe {
+                signal_hook::low_level::register(sig, || ARRIVED.store(true, Ordering::SeqCst))
+            }?;
+        }
         let mut signals = signal_hook::iterator::Signals::new(STOP_SIGNALS)?;
         std::thread::Builder::new()
             .name("signals".into())
@@ -512,7 +523,7 @@ pub fn hangup_while_starting_stops() -> bool {
 pub fn exec(cmd: &mut std::process::Command) -> std::io::Error {
     use std::os::unix::process::CommandExt;
     hold_signals(&STOP_SIGNALS, true);
-    let err = match signalled() {
+    let err = match signalled() || ARRIVED.load(Ordering::SeqCst) {
         true => std::io::Error::new(std::io::ErrorKind::Interrupted, "a stop signal came"),
         false => cmd.exec(),
     };
