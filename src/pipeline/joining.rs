@@ -127,6 +127,17 @@ pub(super) type Capture = (usize, JoinHandle<Result<()>>);
 /// done with its input's last frames well within it).
 pub const REUSE_AFTER: Duration = Duration::from_secs(2);
 
+impl Drop for Joiner {
+    /// The slots still in the places' free lists go as a capture thread's ring does
+    /// (`keep_or_drop`: left to the kernel at the process's end where CUDA registered them).
+    fn drop(&mut self) {
+        for rx in &self.free_rxs {
+            let slots: Vec<Slot> = rx.try_iter().collect();
+            crate::backend::teardown::keep_or_drop(slots);
+        }
+    }
+}
+
 impl std::fmt::Debug for Joiner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Joiner({} places)", self.free_txs.len() - self.first)
