@@ -404,6 +404,48 @@ fn with_providers(
     }
 }
 
+/// The size a model is fed at, `fed` where it fixes its sides: sides the model leaves free (an
+/// Ultralytics export with dynamic=True) as `--detect-size` (`asked`) says, else the size it
+/// was made for (its `imgsz` metadata), else `fed` (640); sides it fixes are `asked`'s too,
+/// or it is refused.
+fn fed_size(
+    session: &ort::session::Session,
+    feed: Feed,
+    mut fed: FrameSize,
+    input_dims: &[i64],
+    family: Family,
+    asked_size: Option<FrameSize>,
+) -> Result<FrameSize, DetectError> {
+    // Sides the model leaves free (an Ultralytics export with dynamic=True): as
+    // `--detect-size` says, else the size it was made for (its `imgsz` metadata), else
+    // 640; sides it fixes are `--detect-size`'s too, or it is refused.
+    let (h, w) = match feed.nhwc {
+        true => (input_dims[1], input_dims[2]),
+        false => (input_dims[2], input_dims[3]),
+    };
+    let made_for = session
+        .metadata()
+        .ok()
+        .and_then(|m| m.custom("imgsz").ok().flatten())
+        .and_then(|t| imgsz_of(&t))
+        .filter(|_| h <= 0 || w <= 0);
+    let asked = asked_size.map(|s| (s.height, s.width));
+    if let Some((mh, mw)) = asked.or(made_for) {
+        let side = |d: i64, m: usize| if d > 0 { d as usize } else { m };
+        fed = FrameSize::new(side(w, mw), side(h, mh));
+    }
+    if let Some(size) = asked_size.filter(|&s| s != fed || family == Family::Db) {
+        return Err(DetectError::Size {
+            size,
+            why: match family {
+                Family::Db => "DB text detection sizes each picture as it comes".into(),
+                _ => format!("the model fixes its input at {fed}"),
+            },
+        });
+    }
+    Ok(fed)
+}
+
 /// Class names from a labels file: one a line, the first for class 0 (blank lines kept as
 /// classes without a name; a trailing newline is not a class).
 fn labels_of(file: &Path) -> Result<Vec<String>, DetectError> {
@@ -440,34 +482,8 @@ impl Model {
             .map(|o| (o.name.clone(), dims(&o.output_type)))
             .collect();
         let family = family_of(&path, &input_dims, &outputs)?;
-        let (feed, mut fed) = feed_of(&input.input_type, &input_dims);
-        // Sides the model leaves free (an Ultralytics export with dynamic=True): as
-        // `--detect-size` says, else the size it was made for (its `imgsz` metadata), else
-        // 640; sides it fixes are `--detect-size`'s too, or it is refused.
-        let (h, w) = match feed.nhwc {
-            true => (input_dims[1], input_dims[2]),
-            false => (input_dims[2], input_dims[3]),
-        };
-        let made_for = session
-            .metadata()
-            .ok()
-            .and_then(|m| m.custom("imgsz").ok().flatten())
-            .and_then(|t| imgsz_of(&t))
-            .filter(|_| h <= 0 || w <= 0);
-        let asked = settings.size.map(|s| (s.height, s.width));
-        if let Some((mh, mw)) = asked.or(made_for) {
-            let side = |d: i64, m: usize| if d > 0 { d as usize } else { m };
-            fed = FrameSize::new(side(w, mw), side(h, mh));
-        }
-        if let Some(size) = settings.size.filter(|&s| s != fed || family == Family::Db) {
-            return Err(DetectError::Size {
-                size,
-                why: match family {
-                    Family::Db => "DB text detection sizes each picture as it comes".into(),
-                    _ => format!("the model fixes its input at {fed}"),
-                },
-            });
-        }
+        let (feed, fed) = feed_of(&input.input_type, &input_dims);
+        let fed = fed_size(&session, feed, fed, &input_dims, family, settings.size)?;
         let input = input.name.clone();
         let names = match &settings.labels {
             Some(file) => labels_of(file)?,

@@ -366,17 +366,8 @@ pub fn run_inputs(
     drop(free_txs);
     let sunk_result = std::mem::replace(&mut sunk.result, Ok(()));
     shared.leave_all();
-    let mut captures: Vec<_> = captures.into_iter().enumerate().collect();
-    let mut left_failed = Vec::new();
-    if let Some((threads, failed)) = joiner.as_ref().map(|j| j.finish()) {
-        captures.extend(threads);
-        left_failed = failed;
-    }
+    let (captures, left_failed, names) = every_capture(captures, joiner.as_deref(), &shared);
     let several = several || captures.len() > 1;
-    let names = captures
-        .iter()
-        .map(|(at, _)| shared.inputs[*at].name())
-        .collect();
     let mut ended = join_all(captures, process, several, (sunk_result, finish))?;
     ended.left_failed = left_failed;
     ended.names = names;
@@ -573,6 +564,27 @@ fn joiner_of(
     free_txs.extend(vacant.iter().map(|(tx, _)| tx.clone()));
     let rxs = vacant.into_iter().map(|(_, rx)| rx).collect();
     Some(joins.start(shared, (free_txs.clone(), rxs), filled.clone(), opts))
+}
+
+/// Every capture thread of the run by its input's place (those of the start, and those of
+/// the inputs that joined and are still in their places), the failures of the inputs that
+/// left, and each thread's input's name; no input joins after.
+fn every_capture(
+    started: Vec<thread::JoinHandle<Result<()>>>,
+    joiner: Option<&Joiner>,
+    shared: &Shared,
+) -> (Vec<joining::Capture>, Vec<anyhow::Error>, Vec<String>) {
+    let mut captures: Vec<_> = started.into_iter().enumerate().collect();
+    let mut left_failed = Vec::new();
+    if let Some((threads, failed)) = joiner.map(Joiner::finish) {
+        captures.extend(threads);
+        left_failed = failed;
+    }
+    let names = captures
+        .iter()
+        .map(|(at, _)| shared.inputs[*at].name())
+        .collect();
+    (captures, left_failed, names)
 }
 
 /// Hands every slot the backend still gives back to its free list, until it ends.
