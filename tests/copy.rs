@@ -100,7 +100,7 @@ fn a_copy_over_udp_sends_the_source_packets() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(800));
+    common::run::wait_bound(port, "the udp listener");
     let url = format!("udp://127.0.0.1:{port}");
     let run = framepipe(
         &[

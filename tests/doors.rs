@@ -1109,6 +1109,7 @@ fn a_camera_with_adts_aac_sound_is_served_with_its_sound() {
             .spawn()
             .unwrap(),
     );
+    common::run::wait_bound(cam, "the camera");
     std::fs::write(
         dir.join("wall.txt"),
         format!("cam = http://127.0.0.1:{cam}/live.ts\n"),

@@ -549,7 +549,6 @@ fn a_camera_lost_and_back_is_an_event_on_the_same_channel() {
     let dir = TempDir::new("events-camera");
     let port = free_port();
     let mut server = crate::common::run::live_server(port);
-    std::thread::sleep(Duration::from_millis(500));
     let events = dir.join("ev.jsonl");
     let child = Command::new(bin())
         .args(["--headless", "-q", "--reconnect"])

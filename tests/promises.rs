@@ -440,7 +440,7 @@ fn a_live_http_stream_says_so_and_warns_about_drops() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    common::run::wait_bound(port, "ffmpeg's server");
     let o = framepipe(
         &[
             "-i",

@@ -667,7 +667,6 @@ fn a_network_input_reconnects_when_its_server_comes_back() {
     let dir = TempDir::new("several-reconnect");
     let port = common::run::free_port();
     let mut server = crate::common::run::live_server(port);
-    std::thread::sleep(Duration::from_millis(500));
     let child = Command::new(bin())
         .current_dir(dir.path())
         .args(["--headless", "--backend", "cpu", "-q"])

@@ -85,7 +85,7 @@ fn every_kind_of_stream_delivers_every_frame() {
         };
         let args: Vec<&str> = listen.iter().map(String::as_str).collect();
         let peer = listener(&args, &got);
-        std::thread::sleep(Duration::from_millis(800));
+        common::run::wait_bound(port, kind);
         let run = framepipe_in(
             dir.path(),
             &[
@@ -123,7 +123,7 @@ fn a_lost_peer_is_connected_to_again_while_the_file_stays_whole() {
     let port = free_port();
     let url = format!("rtmp://127.0.0.1:{port}/live/x");
     let first = listener(&["-listen", "1", "-i", &url], &dir.join("first.flv"));
-    std::thread::sleep(Duration::from_millis(800));
+    common::run::wait_bound(port, "the first peer");
     let child = pattern_run(&dir, 25)
         .args(["--frames", "150", "--codec", "h264"])
         .args(["--output", &url, "--output", "beside.mp4"])
@@ -293,7 +293,7 @@ fn a_killed_srt_peer_counts_its_lost_frames_as_dropped() {
         )
     };
     let mut first = receive("first.ts");
-    std::thread::sleep(Duration::from_millis(500));
+    common::run::wait_bound(port, "the first srt peer");
     let child = pattern_run(&dir, 30)
         .args(["--output", &format!("srt://127.0.0.1:{port}")])
         .args(["--summary-json", "s.json"])
@@ -434,7 +434,9 @@ fn a_paced_file_reaches_every_kind_of_stream_whole_with_its_audio() {
         ),
     ];
     let (mut nginx, rtmp) = nginx_rtmp(dir.path());
-    std::thread::sleep(Duration::from_millis(800));
+    for (port, what) in [(udp, "udp"), (srt, "srt"), (rtmp, "nginx")] {
+        common::run::wait_bound(port, what);
+    }
     let urls = [
         format!("udp://127.0.0.1:{udp}"),
         format!("srt://127.0.0.1:{srt}"),
@@ -502,7 +504,7 @@ fn audio_a_stream_cant_hold_is_encoded_to_aac() {
         let peer = (*got == "udp.ts").then(|| {
             let url = format!("udp://127.0.0.1:{udp}?timeout=3000000");
             let p = listener(&["-i", &url], &dir.join("udp.ts"));
-            std::thread::sleep(Duration::from_millis(800));
+            common::run::wait_bound(udp, "udp");
             p
         });
         let args = [

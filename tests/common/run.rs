@@ -394,9 +394,10 @@ pub fn live_server(port: u16) -> std::process::Child {
     live_server_of(port, "320x240")
 }
 
-/// `live_server` with pictures of `size` (WxH).
+/// `live_server` with pictures of `size` (WxH), once it listens (a camera not yet there at
+/// the start of a run is one that could not be opened).
 pub fn live_server_of(port: u16, size: &str) -> std::process::Child {
-    Command::new("ffmpeg")
+    let server = Command::new("ffmpeg")
         .args(["-v", "error", "-re", "-f", "lavfi", "-i"])
         .arg(format!("testsrc2=size={size}:rate=25"))
         .args(["-c:v", "mpeg4", "-g", "10", "-f", "mpegts", "-listen", "1"])
@@ -405,7 +406,43 @@ pub fn live_server_of(port: u16, size: &str) -> std::process::Child {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
-        .unwrap()
+        .unwrap();
+    wait_bound(port, "the live server");
+    server
+}
+
+/// Whether a socket is bound to local `port`: a TCP one listening, or any UDP one. Read from
+/// `/proc/net`, so a server of one client (ffmpeg's `-listen 1`) is not spent by the asking.
+pub fn bound(port: u16) -> bool {
+    let tables = [
+        ("tcp", Some("0A")),
+        ("tcp6", Some("0A")),
+        ("udp", None),
+        ("udp6", None),
+    ];
+    tables.iter().any(|(table, state)| {
+        let text = std::fs::read_to_string(format!("/proc/net/{table}")).unwrap_or_default();
+        text.lines().skip(1).any(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let local_port = fields
+                .get(1)
+                .and_then(|a| a.rsplit(':').next())
+                .and_then(|p| u16::from_str_radix(p, 16).ok());
+            local_port == Some(port) && state.is_none_or(|s| fields.get(3) == Some(&s))
+        })
+    })
+}
+
+/// Waits until `bound(port)` (30 s at most: a loaded machine starts ffmpeg slowly).
+pub fn wait_bound(port: u16, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !bound(port) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what} did not bind port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// framepipe in `dir`, headless, with `args`, serving the browser view on `port` (its summary
