@@ -18,7 +18,7 @@
 #                              perf-kit/perf.tar.xz (7 MB), for scripts/bench/pipetrace.sh there
 #   scripts/gpu.sh ort-parts   here: ONNX Runtime's CUDA build (PyPI's onnxruntime-gpu 1.31.1,
 #                              CUDA 13: its libraries, 195 MB as tar.xz) cut into parts of
-#                              52 MB in gpu-carry/ort/, one for each device call (carry
+#                              61 MB in gpu-carry/ort/, one for each device call (carry
 #                              gpu-carry/ort/part-N on back-to-back calls: a warm machine
 #                              keeps what earlier calls carried)
 #   scripts/gpu.sh ort-join    there, once every part came: joined, its sum checked, unpacked
@@ -194,7 +194,7 @@ unpack() {
 }
 
 ORT_GPU=onnxruntime-gpu==1.31.1
-ORT_PART=52000000
+ORT_PART=${ORT_PART:-61000000}
 
 ort_parts() {
     local wheels=target/ortgpu t

@@ -9,7 +9,8 @@
 # PP-OCRv4's detector): the same frames through ONNX Runtime's CPU provider and its CUDA
 # provider, with the CPU backend and with the CUDA backend (the picture fitted on the
 # device); the boxes compared (scripts/bench/detect-compare.py: every CPU box matched at
-# IoU >= 0.9 with the same label), and the rate of each (the frames repeated REPEAT times,
+# IoU >= 0.9 with the same label), the bytes of fitted pictures brought to the host (0 where
+# the CUDA backend hands each batch to the CUDA provider in device memory), and the rate of each (the frames repeated REPEAT times,
 # 10 by default: every frame detected, as frames piped in are). Logs and the table in $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,8 +27,8 @@ open(sys.argv[2], "wb").write(head + b"\n" + rest * int(sys.argv[3]))
 PY
 "$D/framepipe" doctor 2>&1 | grep -iE "provider|onnx|gpu" | tee "$out/doctor.txt"
 nvidia-smi --query-gpu=name --format=csv,noheader | tee -a "$out/doctor.txt"
-printf '| model | backend | provider | frames | seconds | frames/s | boxes against the CPU provider |\n' >"$out/table.md"
-printf '| --- | --- | --- | --- | --- | --- | --- |\n' >>"$out/table.md"
+printf '| model | backend | provider | frames | seconds | frames/s | fitted bytes to the host | boxes against the CPU provider |\n' >"$out/table.md"
+printf '| --- | --- | --- | --- | --- | --- | --- | --- |\n' >>"$out/table.md"
 for model in 320n ch_PP-OCRv4_det_infer; do
     for backend in cpu cuda; do
         for provider in cpu cuda; do
@@ -42,11 +43,14 @@ for model in 320n ch_PP-OCRv4_det_infer; do
 import json, sys
 try:
     s = json.load(open(sys.argv[1]))
-    n = s["detection"]["frames"] if s.get("detection") else 0
-    print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {n} | {s['elapsed_s']:.2f} | {n / s['elapsed_s']:.1f} | {sys.argv[5]} |")
+    d = s.get("detection") or {}
+    n = d.get("frames", 0)
+    down = d.get("fitted_bytes_to_host")
+    down = "(fitted on the CPU)" if down is None else down
+    print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | {n} | {s['elapsed_s']:.2f} | {n / s['elapsed_s']:.1f} | {down} | {sys.argv[5]} |")
 except (OSError, KeyError, ValueError):
     said = open(sys.argv[6]).read().strip().splitlines()[-1:]
-    print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | failed: {' '.join(said)} | | | |")
+    print(f"| {sys.argv[2]} | {sys.argv[3]} | {sys.argv[4]} | failed: {' '.join(said)} | | | | |")
 PY
         done
     done

@@ -7,8 +7,10 @@
 //! head). A picture is fitted to the model (`pixel::linear`'s placing, the family's
 //! `pixel::lookup`) on the CPU, or on the device where the run's backend is CUDA's
 //! (`Model::fit_on`, `backend::fit`: the same floats). The pictures of one size go through
-//! the model as one batch where it takes one (`Model::detect_batch`); `seen` keeps what was
-//! found last, for those who draw it.
+//! the model as one batch where it takes one (`Model::detect_batch`): a batch fitted on the
+//! device for a model on a GPU provider is handed over where it lies (`Model::infer_bound`,
+//! ONNX Runtime's I/O binding), any other stacked on the host; `seen` keeps what was found
+//! last, for those who draw it.
 //!
 //! Invariants: a model is opened, and its family known, before the first frame (a bad
 //! model is one line and exit 1); a machine without ONNX Runtime runs everything else and
@@ -326,6 +328,9 @@ pub struct Model {
     lookup: Lookup,
     /// Where the pictures are fitted on the device (`fit_on`), else on the CPU.
     device: Option<crate::backend::fit::ModelFit>,
+    /// A batch fitted on the device is handed to the model where it lies (ONNX Runtime's
+    /// I/O binding): the model runs on the GPU and takes floats (`fit_on`).
+    bound: bool,
 }
 
 /// The execution providers a session is given for `asked`, and what it runs on, in words;
@@ -503,6 +508,7 @@ impl Model {
         Ok(Self {
             lookup,
             device: None,
+            bound: false,
             session,
             family,
             input,
@@ -539,7 +545,11 @@ impl Model {
         });
         match checked {
             Ok(fit) => {
-                crate::info!("detection: pictures fitted to the model on the GPU");
+                self.bound = self.on_gpu && !self.feed.bytes;
+                match self.bound {
+                    true => crate::info!("detection: pictures fitted to the model on the GPU, each batch handed to it in device memory"),
+                    false => crate::info!("detection: pictures fitted to the model on the GPU"),
+                }
                 self.device = Some(fit);
             }
             Err(e) => {
@@ -583,7 +593,7 @@ impl Model {
             let group = &prepared[at..at + n];
             // A model that fixes its batch is fed that many, the rest zeros.
             let fed_n = self.batch.unwrap_or(n);
-            let outputs = self.infer(group.iter().map(|p| &p.tensor[..]), fed_n, fed)?;
+            let outputs = self.infer_group(&pictures[at..at + n], group, fed_n, fed)?;
             if let Some((dims, _)) = outputs.iter().find(|(d, _)| d.first() != Some(&fed_n)) {
                 return Err(DetectError::Run(format!(
                     "the model answered a batch of {fed_n} pictures with an output of {dims:?}"
@@ -614,9 +624,20 @@ impl Model {
     }
 
     /// One picture made ready for the model: placed as its family places it, laid out
-    /// and normalised by its lookup, on the device where `fit_on` put it there.
+    /// and normalised by its lookup, on the device where `fit_on` put it there; where its
+    /// batch will be handed over in device memory (`bound`), only placed: it is fitted
+    /// into its batch there (`infer_bound`).
     fn prepare(&mut self, bgr: &[u8], size: FrameSize) -> Prepared {
         let (placed, letterbox) = self.placing(size);
+        if self.bound {
+            return Prepared {
+                tensor: Vec::new(),
+                placed,
+                fed: placed.canvas,
+                size,
+                letterbox,
+            };
+        }
         let on_device = self
             .device
             .as_mut()
@@ -634,6 +655,7 @@ impl Model {
         };
         Prepared {
             tensor,
+            placed,
             fed: placed.canvas,
             size,
             letterbox,
@@ -684,6 +706,116 @@ impl Model {
                 db::boxes(data, map, p.size, self.score)
             }
         }
+    }
+
+    /// The outputs of one inference of `group` (of `pictures`), `fed_n` fed: in device
+    /// memory where the model takes it there (`infer_bound`), else stacked on the host; a
+    /// binding that fails is said once and the host's way taken from then on.
+    fn infer_group(
+        &mut self,
+        pictures: &[(&[u8], FrameSize)],
+        group: &[Prepared],
+        fed_n: usize,
+        fed: FrameSize,
+    ) -> Result<Vec<Output>, DetectError> {
+        if self.bound {
+            match self.infer_bound(pictures, group, fed_n, fed) {
+                Err(DetectError::Halted) => return Err(DetectError::Halted),
+                Err(e) => {
+                    crate::warn!("detection: batches stacked on the host from now on (handing them over in device memory failed: {e})");
+                    self.bound = false;
+                }
+                done => return done,
+            }
+            let again: Vec<Prepared> = pictures
+                .iter()
+                .map(|&(bgr, size)| self.prepare(bgr, size))
+                .collect();
+            return self.infer(again.iter().map(|p| &p.tensor[..]), fed_n, fed);
+        }
+        self.infer(group.iter().map(|p| &p.tensor[..]), fed_n, fed)
+    }
+
+    /// One inference of `group` (of `pictures`, `fed_n` fed) fitted into a batch on the
+    /// device and bound there as the model's input (ONNX Runtime's I/O binding, CUDA
+    /// memory of the context both share); only the outputs come to the host.
+    fn infer_bound(
+        &mut self,
+        pictures: &[(&[u8], FrameSize)],
+        group: &[Prepared],
+        fed_n: usize,
+        fed: FrameSize,
+    ) -> Result<Vec<Output>, DetectError> {
+        use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
+        let run = |e: ort::Error| DetectError::Run(e.to_string());
+        let fit = self
+            .device
+            .as_mut()
+            .ok_or_else(|| DetectError::Run("no device fits the pictures".into()))?;
+        let placed: Vec<(&[u8], FrameSize, Placed)> = pictures
+            .iter()
+            .zip(group)
+            .map(|(&(bgr, size), p)| (bgr, size, p.placed))
+            .collect();
+        let batch = fit
+            .fit_batch(&placed, fed_n, &self.lookup)
+            .map_err(|e| DetectError::Run(format!("{e:#}")))?;
+        let shape: Vec<i64> = match self.feed.nhwc {
+            true => [fed_n, fed.height, fed.width, 3],
+            false => [fed_n, 3, fed.height, fed.width],
+        }
+        .iter()
+        .map(|&d| d as i64)
+        .collect();
+        let on_device = MemoryInfo::new(
+            AllocationDevice::CUDA,
+            batch.ordinal as i32,
+            AllocatorType::Device,
+            MemoryType::Default,
+        )
+        .map_err(run)?;
+        debug_assert_eq!(batch.floats as i64, shape.iter().product::<i64>());
+        // SAFETY: `batch.ptr` is the device address of `batch.floats` floats on device
+        // `batch.ordinal` in the primary context ONNX Runtime's CUDA provider uses
+        // (`ModelFit::fit_batch`), exactly the shape's elements; they stay as they are until
+        // the next fitting, which comes after this inference has returned, and the tensor
+        // (a view, owning nothing) is dropped before then.
+        let tensor = unsafe {
+            ort::value::TensorRefMut::<f32>::from_raw(
+                on_device,
+                batch.ptr as usize as *mut std::ffi::c_void,
+                shape.into(),
+            )
+        }
+        .map_err(run)?;
+        let host = MemoryInfo::new(
+            AllocationDevice::CPU,
+            0,
+            AllocatorType::Device,
+            MemoryType::Default,
+        )
+        .map_err(run)?;
+        let mut binding = self.session.create_binding().map_err(run)?;
+        binding
+            .bind_input(self.input.as_str(), &tensor)
+            .map_err(run)?;
+        for output in &self.session.outputs {
+            binding
+                .bind_output_to_device(output.name.as_str(), &host)
+                .map_err(run)?;
+        }
+        let halt = self.halt.clone();
+        let outputs = self
+            .session
+            .run_binding_with_options(&binding, &halt.options)
+            .map_err(|e| match halt.is_halted() {
+                true => DetectError::Halted,
+                false => run(e),
+            })?;
+        outputs
+            .iter()
+            .map(|(_, v)| values_of(&v).map_err(run))
+            .collect()
     }
 
     /// One inference of `n` `tensors` of `fed` pictures, stacked (zeros where fewer are
@@ -774,6 +906,12 @@ impl Model {
     pub fn halt(&self) -> std::sync::Arc<Halt> {
         self.halt.clone()
     }
+
+    /// Bytes of pictures fitted on the device that were brought to the host for the model
+    /// (none where its batches are handed over in device memory); None where the CPU fits.
+    pub fn fitted_to_host(&self) -> Option<u64> {
+        self.device.as_ref().map(|d| d.brought_down())
+    }
 }
 
 /// One output of an inference: its dimensions and values.
@@ -792,10 +930,12 @@ fn values_of(v: &ort::value::DynValue) -> Result<Output, ort::Error> {
     Ok((dims(d), data.iter().map(|&x| x as f32).collect()))
 }
 
-/// A picture made ready for the model: its tensor, the size it is fed at, its own size,
-/// and where YOLO's letterbox put it.
+/// A picture made ready for the model: its tensor (none yet where its batch is fitted on
+/// the device), where it is placed, the size it is fed at, its own size, and where YOLO's
+/// letterbox put it.
 struct Prepared {
     tensor: Vec<f32>,
+    placed: Placed,
     fed: FrameSize,
     size: FrameSize,
     letterbox: Option<yolo::Letterbox>,

@@ -421,7 +421,7 @@ impl Detecting {
     fn end_detector(&mut self) -> Result<Ended> {
         self.slots.close();
         if let Some(mut idle) = self.idle.take() {
-            return Ok(idle.ended(0, 0));
+            return Ok(idle.ended(0, 0, None));
         }
         // On a stop, the batch under way may finish within `HALT_AFTER`; a slower one is
         // halted. At an input's own end every due frame is detected, as long as it takes.
@@ -501,6 +501,9 @@ struct Ended {
     ran: u64,
     /// Inferences.
     batches: u64,
+    /// Bytes of pictures fitted on the device brought to the host for the model (None
+    /// where the CPU fitted them): none where batches were handed over in device memory.
+    fitted_to_host: Option<u64>,
     /// Events by kind.
     events: Option<std::collections::BTreeMap<String, u64>>,
     /// Why events were not delivered, where some were not.
@@ -530,7 +533,7 @@ fn detect_loop(
             // The run ends and would not wait for this batch.
             Err(crate::detect::DetectError::Halted) => break,
             Err(e) => {
-                to.ended(ran, batches);
+                to.ended(ran, batches, model.fitted_to_host());
                 return Err(e.into());
             }
         };
@@ -540,13 +543,13 @@ fn detect_loop(
             to.found((input, job, Some(bgr)), boxes, file.as_mut())?;
         }
     }
-    Ok(to.ended(ran, batches))
+    Ok(to.ended(ran, batches, model.fitted_to_host()))
 }
 
 impl Detector {
-    /// What the detector did, having run on `ran` frames in `batches`: its events'
-    /// destinations ended, their counts.
-    fn ended(&mut self, ran: u64, batches: u64) -> Ended {
+    /// What the detector did, having run on `ran` frames in `batches` (`fitted_to_host`:
+    /// `Ended`'s): its events' destinations ended, their counts.
+    fn ended(&mut self, ran: u64, batches: u64, fitted_to_host: Option<u64>) -> Ended {
         let mut undelivered = None;
         let events = self.events.as_mut().and_then(|e| {
             undelivered = e.finish().err();
@@ -555,6 +558,7 @@ impl Detector {
         Ended {
             ran,
             batches,
+            fitted_to_host,
             events,
             undelivered,
         }
@@ -766,6 +770,9 @@ impl Sink for Detecting {
                         n as f64 / batches as f64
                     );
                 }
+                if let Some(bytes) = ended.fitted_to_host.filter(|_| had_model) {
+                    crate::info!("detection: {bytes} bytes of pictures fitted on the GPU brought to the host for the model");
+                }
                 let undelivered = ended.undelivered.clone();
                 self.ended = Some(ended);
                 if let Some(events) = self.event_counts() {
@@ -808,6 +815,7 @@ impl Sink for Detecting {
         report.detection = Some(serde_json::json!({
             "frames": self.ended.as_ref().map_or(0, |e| e.ran),
             "inferences": self.ended.as_ref().map_or(0, |e| e.batches),
+            "fitted_bytes_to_host": self.ended.as_ref().and_then(|e| e.fitted_to_host),
             "inputs": inputs,
             "events": self.event_counts(),
         }));
