@@ -241,9 +241,12 @@ pub struct TrimArgs {
 pub struct EngineArgs {
     /// Filter chain, e.g. 'gray,gain:1.5,10'. Filters: copy, invert, gray, gain:ALPHA[,BETA],
     /// blur:K (K odd), gauss:SIGMA or gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3,
-    /// text:TEXT[,x=X,y=Y,size=PX,color=RRGGBB,box=0] ({time} {pts} {name} {input} {frame}
-    /// put in), timestamp[:pts], and your own CUDA kernel: kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…] (CUDA only;
-    /// written against kernels/framepipe.cuh; reloaded when the file is saved).
+    /// scale:W:H[:area], crop:W:H[:X:Y], pad:W:H[:X:Y[:RRGGBB]], hflip, vflip, transpose[:DIR],
+    /// fps:N, text:TEXT[,x=X,y=Y,size=PX,color=RRGGBB,box=0] ({time} {pts} {name} {input}
+    /// {frame} put in), timestamp[:pts], and your own CUDA kernel: kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…] (CUDA only;
+    /// written against kernels/framepipe.cuh; reloaded when the file is saved). ffmpeg's
+    /// forms are taken too: scale=320:180, crop=w=64:h=64, transpose=1, fps=30000/1001,
+    /// negate, gblur=sigma=2, format=gray.
     #[arg(short, long, value_name = "CHAIN", default_value = "copy")]
     pub filter: Chain,
 

@@ -45,6 +45,7 @@ pub mod rtsp;
 pub mod secret;
 pub mod sink;
 pub mod source;
+pub mod spelling;
 pub mod stats;
 pub mod stop;
 pub mod tiles;

@@ -12,6 +12,7 @@
 //! for the outputs (`without_rate`). Neighbourhood filters read `radius()` rows above and
 //! below; borders are OpenCV's default, `BORDER_REFLECT_101`.
 
+mod ffmpeg;
 pub mod fit;
 pub mod geometry;
 pub mod reference;
@@ -129,12 +130,20 @@ pub enum FilterError {
     /// `kernel` without a file.
     #[error("filter 'kernel' needs a file: kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…]")]
     KernelWithoutFile,
-    /// A name that is no filter.
-    #[error("unknown filter '{0}' (known: {FILTER_HELP})")]
-    Unknown(String),
+    /// A name that is no filter, and the nearest names ("; did you mean…", or nothing).
+    #[error("unknown filter '{0}'{1} (every filter: framepipe --help, docs/filters.md)")]
+    Unknown(String, String),
     /// An empty filter between commas.
-    #[error("empty filter in '{0}' (known: {FILTER_HELP})")]
+    #[error("empty filter in '{0}' (two commas together, or one at an end)")]
     Empty(String),
+    /// ffmpeg's form of a filter with what framepipe's does not take (`ffmpeg::translate`).
+    #[error("filter '{filter}' (ffmpeg's form): {why}")]
+    Ffmpeg {
+        /// ffmpeg's name of the filter.
+        filter: String,
+        /// What is not taken.
+        why: String,
+    },
     /// A `name=value` setting that follows no `kernel:`.
     #[error("'{token}' in '{whole}' is a kernel setting, but it does not follow a kernel:FILE")]
     StraySetting {
@@ -147,7 +156,7 @@ pub enum FilterError {
     #[error("filter '{0}': missing argument after ':'")]
     MissingArgument(String),
     /// A token that is neither a filter nor an argument.
-    #[error("'{token}' in '{whole}' is not a filter (known: {FILTER_HELP})")]
+    #[error("'{token}' in '{whole}' is not a filter (a filter's name starts with a letter; every filter: framepipe --help)")]
     NotAFilter {
         /// The token.
         token: String,
@@ -155,7 +164,7 @@ pub enum FilterError {
         whole: String,
     },
     /// Nothing given.
-    #[error("no filter given (known: {FILTER_HELP})")]
+    #[error("no filter given (e.g. gray,blur:3; every filter: framepipe --help, docs/filters.md)")]
     Nothing,
     /// A user kernel's spec or file.
     #[error(transparent)]
@@ -179,9 +188,28 @@ pub fn gauss_side(sigma: f32) -> u32 {
     ((f64::from(sigma) * 6.0 + 1.0).round() as u32) | 1
 }
 
-/// The filters, as listed in help texts and error messages.
-pub const FILTER_HELP: &str =
-    "copy, invert, gray, gain:ALPHA,BETA, blur:K, gauss:SIGMA, gauss:K,SIGMA, sobel, sharpen:AMOUNT, median3, scale:W:H[:area], crop:W:H[:X:Y], pad:W:H[:X:Y[:RRGGBB]], hflip, vflip, transpose[:DIR], fps:N, text:TEXT[,x=X][,y=Y][,size=PX][,color=RRGGBB][,box=0|1], timestamp[:pts][,x=…], kernel:FILE.cu[,radius=R][,fn=NAME][,PARAM=VALUE…]";
+/// The filters' names, for "did you mean".
+const NAMES: &[&str] = &[
+    "copy",
+    "invert",
+    "gray",
+    "gain",
+    "blur",
+    "gauss",
+    "sobel",
+    "sharpen",
+    "median3",
+    "scale",
+    "crop",
+    "pad",
+    "hflip",
+    "vflip",
+    "transpose",
+    "fps",
+    "text",
+    "timestamp",
+    "kernel",
+];
 
 /// OpenCV's `cvtColor(BGR2GRAY)` weights for 8-bit images (`BY15`, `GY15`, `RY15`,
 /// `gray_shift` = 15); checked equal to OpenCV 4.6 on all 2^24 colours.
@@ -255,7 +283,10 @@ impl Filter {
                     file, settings,
                 )?)))
             }
-            _ => Err(FilterError::Unknown(name.into())),
+            _ => Err(FilterError::Unknown(
+                name.into(),
+                crate::spelling::did_you_mean(name, NAMES),
+            )),
         }
     }
 }
@@ -651,6 +682,8 @@ impl FromStr for Chain {
             if kernel_setting {
                 let (_, args) = groups.last_mut().expect("checked above");
                 args.push(token.to_string());
+            } else if let Some(taken) = ffmpeg::translate(token) {
+                groups.push(taken?);
             } else if token.contains('=') && !token.contains(':') {
                 return Err(FilterError::StraySetting {
                     token: token.into(),

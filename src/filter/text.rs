@@ -96,12 +96,12 @@ pub struct Facts<'a> {
 /// Why a text filter can't be made.
 #[derive(Debug, thiserror::Error)]
 pub enum TextError {
-    /// A setting that is not one.
+    /// A setting that is not one, and the nearest ("; did you mean…", or nothing).
     #[error(
-        "filter '{filter}': unknown setting '{0}' (x=, y=, size=, color=, box=)",
+        "filter '{filter}': unknown setting '{0}'{1} (x=, y=, size=, color=, box=)",
         filter = "text"
     )]
-    Setting(String),
+    Setting(String, String),
     /// A value a setting can't take.
     #[error("filter 'text': {0}")]
     Value(String),
@@ -138,7 +138,11 @@ impl Text {
                         _ => return Err(TextError::Value(format!("box={value}: 0 or 1"))),
                     }
                 }
-                other => return Err(TextError::Setting(other.to_string())),
+                other => {
+                    let near =
+                        crate::spelling::did_you_mean(other, &["x", "y", "size", "color", "box"]);
+                    return Err(TextError::Setting(other.to_string(), near));
+                }
             }
         }
         check_placeholders(template)?;
