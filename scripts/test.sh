@@ -35,6 +35,8 @@ fi
 # virtual environment of its own (pip fetches maturin to build it; cargo reuses the build).
 [ -x target/pyvenv/bin/pip ] || /usr/bin/python3 -m venv target/pyvenv
 target/pyvenv/bin/pip install --quiet --disable-pip-version-check numpy ./python
+# The package as a wheel (target/wheels/), installed offline into a fresh venv by its test.
+scripts/wheel.sh --no-setup >/dev/null
 export XDG_RUNTIME_DIR="${XDG_RUNTIME_DIR:-$(mktemp -d)}"
 
 echo "== cargo fmt --check"

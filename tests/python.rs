@@ -653,3 +653,96 @@ fn detect_finds_boxes_when_the_loop_is_the_only_consumer_and_quiet_is_quiet() {
     let said = std::fs::read_to_string(dir.join("stderr.txt")).unwrap();
     assert!(said.trim().is_empty(), "quiet=True printed:\n{said}");
 }
+
+const WHEEL_FRAMES: &str = r#"
+import subprocess, sys
+import framepipe
+
+fp = sys.argv[1]
+args = ["-q", "-i", "pattern:96x64:25", "--frames", "12", "--headless", "--filter", "gray,blur:3",
+        "--output-format", "bgr24", "-o", "-"]
+bgr = subprocess.run([fp] + args, capture_output=True, check=True).stdout
+n = 96 * 64 * 3
+want = [bgr[i:i + n] for i in range(0, len(bgr), n)]
+seen = 0
+with framepipe.open("pattern:96x64:25", frames=12, filter="gray,blur:3", format="bgr24",
+                    quiet=True) as run:
+    for f in run:
+        assert f.tobytes() == want[f.index], f"frame {f.index} differs"
+        seen += 1
+assert seen == len(want) == 12, (seen, len(want))
+print("wheel frames equal:", seen, framepipe.__file__)
+"#;
+
+/// The wheel `scripts/wheel.sh` builds into `target/wheels/` (issue 80 item 4) installs into
+/// a fresh virtual environment with nothing fetched and nothing built (`--no-index`), and
+/// its frames equal the command line's.
+#[test]
+fn the_wheel_installs_offline_into_a_fresh_venv_and_its_frames_equal_the_clis() {
+    let wheels = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/wheels");
+    let wheel = std::fs::read_dir(&wheels)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "whl"));
+    let wheel = wheel.unwrap_or_else(|| {
+        panic!(
+            "no wheel in {}: scripts/wheel.sh builds it (scripts/test.sh runs it)",
+            wheels.display()
+        )
+    });
+    assert!(
+        wheel.to_string_lossy().contains("abi3"),
+        "{}: one wheel for every Python from 3.8",
+        wheel.display()
+    );
+    let dir = TempDir::new("python-wheel");
+    let made = Command::new("/usr/bin/python3")
+        .args(["-m", "venv"])
+        .arg(dir.join("venv"))
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let pip = Command::new(dir.join("venv/bin/pip"))
+        .args([
+            "install",
+            "--no-index",
+            "--no-build-isolation",
+            "--only-binary=:all:",
+        ])
+        .args(["--disable-pip-version-check", "--find-links"])
+        .arg(&wheels)
+        .arg("framepipe")
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&pip.stdout).to_string() + &String::from_utf8_lossy(&pip.stderr);
+    assert!(pip.status.success(), "{said}");
+    assert!(
+        !said.to_lowercase().contains("building"),
+        "something was built: {said}"
+    );
+    let out = Command::new(dir.join("venv/bin/python"))
+        .arg("-c")
+        .arg(WHEEL_FRAMES)
+        .arg(bin())
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("wheel frames equal: 12"), "{stdout}");
+    assert!(
+        stdout.contains("/venv/"),
+        "the venv's own package: {stdout}"
+    );
+}
