@@ -762,3 +762,152 @@ fn the_page_lists_the_events_with_their_snapshots_and_plays_their_clips() {
     );
     assert!(ended.status.success(), "{}", stderr(&ended));
 }
+
+/// What an event says of its object, without the input it came from.
+fn what(e: &serde_json::Value) -> String {
+    let keys = ["type", "zone", "line", "direction", "track", "frame"];
+    keys.iter().map(|k| format!("{k}={} ", e[*k])).collect()
+}
+
+/// A camera file's own zones and lines in relative points make the same events as the
+/// command line's in pixels (issue 80 item 1); its filters drop boxes before any event.
+#[test]
+fn a_cameras_own_relative_zones_make_the_command_lines_events() {
+    require(&["ffmpeg"]);
+    let model = model();
+    let dir = TempDir::new("events-own");
+    let clip = scene(&dir);
+    let run = |extra: &[&str], events: &str| {
+        let out = Command::new(bin())
+            .current_dir(dir.path())
+            .args([
+                "--headless",
+                "--detect",
+                model.to_str().unwrap(),
+                "--detect-fps",
+                "5",
+            ])
+            .args(extra)
+            .args(["--events", events])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        lines(&dir.join(events))
+    };
+    let pixels = run(
+        &[
+            "-i",
+            clip.to_str().unwrap(),
+            "--line",
+            "door:320,360,320,0",
+            "--zone",
+            "bay:400,0,600,0,600,180,400,180",
+        ],
+        "pixels.jsonl",
+    );
+    let camera = |extra: &str| {
+        format!(
+            "[[camera]]\nname = \"yard\"\nsource = \"{}\"\nlines = {{ door = [0.5,1, 0.5,0] }}\nzones = {{ bay = [0.625,0, 0.9375,0, 0.9375,0.5, 0.625,0.5] }}\n{extra}",
+            clip.display()
+        )
+    };
+    std::fs::write(dir.join("cams.toml"), camera("")).unwrap();
+    let own = run(&["--config", "cams.toml"], "own.jsonl");
+    assert!(pixels.len() >= 4, "{pixels:?}");
+    let (a, b): (Vec<String>, Vec<String>) = (
+        pixels.iter().map(what).collect(),
+        own.iter().map(what).collect(),
+    );
+    assert_eq!(a, b);
+    assert!(own.iter().all(|e| e["name"] == "yard"), "{own:?}");
+    // A filter that no word passes (half the picture at least): no event at all.
+    std::fs::write(
+        dir.join("cams.toml"),
+        camera("filters = { text = { min_area = 0.5 } }\n"),
+    )
+    .unwrap();
+    assert!(run(&["--config", "cams.toml"], "none.jsonl").is_empty());
+}
+
+/// A camera added through the API with its own zone and line while the wall runs is
+/// tracked, and its events come with its name (issue 80 item 1: joining cameras were not
+/// tracked).
+#[test]
+fn a_camera_that_joins_through_the_api_is_tracked_with_its_own_zones() {
+    require(&["ffmpeg"]);
+    let model = model();
+    let dir = TempDir::new("events-join");
+    let clip = scene(&dir);
+    let cam = free_port();
+    let mut camera = Command::new("ffmpeg")
+        .args(["-v", "error", "-re", "-stream_loop", "-1", "-i"])
+        .arg(&clip)
+        .args(["-c", "copy", "-f", "mpegts", "-listen", "1"])
+        .arg(format!("http://127.0.0.1:{cam}/live.ts"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    crate::common::run::wait_bound(cam, "the camera");
+    std::fs::write(
+        dir.join("cams.toml"),
+        "[[camera]]\nname = \"still\"\nsource = \"pattern:64x48:10\"\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let events = dir.join("ev.jsonl");
+    let model_arg = model.to_str().unwrap().to_string();
+    let events_arg = events.to_str().unwrap().to_string();
+    let args = [
+        "--backend",
+        "cpu",
+        "--config",
+        "cams.toml",
+        "--detect",
+        &model_arg,
+        "--events",
+        &events_arg,
+    ];
+    let child = crate::common::run::served(dir.path(), port, &args);
+    let body = serde_json::json!({
+        "name": "joined",
+        "source": format!("http://127.0.0.1:{cam}/live.ts"),
+        "lines": { "door": [0.5, 1, 0.5, 0] },
+        "zones": { "bay": [0.625, 0, 0.9375, 0, 0.9375, 0.5, 0.625, 0.5] },
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (status, said) = crate::common::run::http_post(port, "/api/inputs", &body.to_string());
+        if status == 201 {
+            break;
+        }
+        assert!(
+            status == 503 && Instant::now() < deadline,
+            "{status}: {}",
+            String::from_utf8_lossy(&said)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let seen = |kind: &str| {
+        std::fs::read_to_string(&events)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .any(|e| e["name"] == "joined" && e["type"] == kind && e["track"].as_u64().is_some())
+    };
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while !(seen("cross") && seen("enter")) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    crate::common::run::interrupt(&child);
+    let out = crate::common::run::wait_with_deadline(child, Duration::from_secs(10), "the wall");
+    let _ = camera.kill();
+    let _ = camera.wait();
+    let said = std::fs::read_to_string(&events).unwrap_or_default();
+    assert!(
+        seen("cross") && seen("enter"),
+        "no cross and enter of the joined camera:\n{said}\n{}",
+        stderr(&out)
+    );
+}

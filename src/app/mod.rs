@@ -466,7 +466,11 @@ fn detecting(
         events,
         motion: plan.events().is_some_and(|e| e.motion),
         own: placed()
-            .map(|i| (i.own.detect != Some(false), i.own.detect_fps()))
+            .map(|i| sink::detecting::OwnSettings {
+                on: i.own.detect != Some(false),
+                fps: i.own.detect_fps(),
+                events: Arc::new(i.own.events()),
+            })
             .collect(),
     };
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
@@ -499,7 +503,13 @@ fn events_of(
         .collect();
     for (k, r) in inputs.running.iter().enumerate() {
         let size = r.opened.0.size();
-        for s in settings.shapes.iter().filter(|s| s.on(k, &names[k])) {
+        let own = plan.inputs()[order[k]].own.events().shapes;
+        for s in settings
+            .shapes
+            .iter()
+            .filter(|s| s.on(k, &names[k]))
+            .chain(&own)
+        {
             let input = format!("{k} ({})", names[k]);
             s.check_inside(&input, size.width, size.height)?;
         }

@@ -259,8 +259,11 @@ impl Service {
             let own = &entry.own;
             let settings = (
                 entry.name.clone(),
-                own.detect != Some(false),
-                own.detect_fps(),
+                crate::sink::detecting::OwnSettings {
+                    on: own.detect != Some(false),
+                    fps: own.detect_fps(),
+                    events: std::sync::Arc::new(own.events()),
+                },
             );
             if let Ok(mut d) = detect.lock() {
                 d.insert(usize::from(id.0), settings);

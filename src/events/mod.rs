@@ -17,6 +17,7 @@
 //! enter has its leave by the end (a track ending in a zone leaves it); the counts by kind
 //! are those that went to the destinations.
 
+pub mod camera;
 mod message;
 pub mod motion;
 mod mqtt;
@@ -114,10 +115,23 @@ pub struct Seen<'a> {
     pub bgr: Option<&'a [u8]>,
 }
 
+/// One input's tracker and rules, made for the camera called `name` with its own settings
+/// (a place another camera takes again starts anew).
+struct Camera {
+    name: String,
+    tracker: track::Tracker,
+    rules: Rules,
+    /// The labels that make its events (every one where empty).
+    labels: Vec<String>,
+}
+
 /// Every input's tracker and rules, the destinations, and the counts (module doc).
 pub struct Engine {
-    trackers: Vec<track::Tracker>,
-    rules: Vec<Rules>,
+    /// Each input's, made as its first detections come (those that join too).
+    cameras: Vec<Option<Camera>>,
+    /// The command line's zones and lines (`@INPUT` or every input's), stay and labels.
+    shapes: Vec<Shape>,
+    stay: Option<f64>,
     labels: Vec<String>,
     out: std::sync::Arc<out::Outputs>,
     /// Events by kind.
@@ -140,22 +154,10 @@ impl Engine {
             Option<std::sync::Arc<recent::Recent>>,
         ),
     ) -> anyhow::Result<Self> {
-        let rules = names
-            .iter()
-            .enumerate()
-            .map(|(k, n)| {
-                let mine = settings
-                    .shapes
-                    .iter()
-                    .filter(|s| s.on(k, n))
-                    .cloned()
-                    .collect();
-                Rules::new(mine, settings.stay)
-            })
-            .collect();
         Ok(Self {
-            trackers: names.iter().map(|_| track::Tracker::default()).collect(),
-            rules,
+            cameras: names.iter().map(|_| None).collect(),
+            shapes: settings.shapes.clone(),
+            stay: settings.stay,
             labels: settings.labels.clone(),
             out: std::sync::Arc::new(out::Outputs::start(&settings.to, replace, recent)?),
             counts: BTreeMap::new(),
@@ -164,24 +166,52 @@ impl Engine {
         })
     }
 
-    /// `found` on frame `seen`: each box given its track's id, and the events it makes sent.
-    pub fn detected(&mut self, seen: &Seen, found: &mut [Detection]) {
-        let Some(tracker) = self.trackers.get_mut(seen.input) else {
-            return;
-        };
-        let ended = tracker.update(found);
-        let rules = &mut self.rules[seen.input];
+    /// Input `seen.input`'s tracker and rules, made (again) for the camera `seen.name` with
+    /// its `own` settings where it has none yet or another camera had its place.
+    fn camera(&mut self, seen: &Seen, own: &camera::Own) -> &mut Camera {
+        let at = seen.input;
+        if self.cameras.len() <= at {
+            self.cameras.resize_with(at + 1, || None);
+            self.zone_counts.resize(at + 1, BTreeMap::new());
+        }
+        let slot = &mut self.cameras[at];
+        if slot.as_ref().is_none_or(|c| c.name != seen.name) {
+            let mut shapes: Vec<Shape> = self
+                .shapes
+                .iter()
+                .filter(|s| s.on(at, seen.name))
+                .cloned()
+                .collect();
+            shapes.retain(|s| !own.shapes.iter().any(|o| o.name == s.name));
+            shapes.extend(own.shapes.iter().cloned());
+            *slot = Some(Camera {
+                name: seen.name.to_string(),
+                tracker: track::Tracker::default(),
+                rules: Rules::new(shapes, own.stay.or(self.stay)),
+                labels: own.labels.clone().unwrap_or_else(|| self.labels.clone()),
+            });
+            self.zone_counts[at] = BTreeMap::new();
+        }
+        slot.as_mut().expect("made above")
+    }
+
+    /// `found` on frame `seen` of a camera with its `own` settings: each box given its
+    /// track's id, and the events it makes sent.
+    pub fn detected(&mut self, seen: &Seen, found: &mut [Detection], own: &camera::Own) {
+        let camera = self.camera(seen, own);
+        let ended = camera.tracker.update(found);
+        let (rules, labels) = (&mut camera.rules, &camera.labels);
         if rules.is_empty() {
             return;
         }
         let mut events = Vec::new();
         for d in found.iter() {
             let Some(id) = d.track else { continue };
-            if !self.labels.is_empty() && !self.labels.contains(&d.label) {
+            if !labels.is_empty() && !labels.contains(&d.label) {
                 continue;
             }
             let foot = ((d.rect[0] + d.rect[2]) / 2.0, d.rect[3]);
-            for did in rules.saw(id, foot, seen.seconds) {
+            for did in rules.saw(id, (foot, seen.size), seen.seconds) {
                 events.push((event(seen, &did, Some(d), id), Some(d.clone())));
             }
         }
@@ -190,6 +220,7 @@ impl Engine {
                 events.push((event(seen, &did, None, id), None));
             }
         }
+        let now = rules.counts();
         for (mut e, d) in events {
             let kind = e["type"].as_str().unwrap_or("?").to_string();
             if let Some(clip) = self.clips.get(seen.input).cloned().flatten() {
@@ -216,7 +247,6 @@ impl Engine {
             self.out
                 .send(&out::Message::Event(seen.name.to_string(), e));
         }
-        let now = rules.counts();
         for (zone, n) in &now {
             if self.zone_counts[seen.input].get(zone) != Some(n) {
                 let m = out::Message::Count(seen.name.to_string(), zone.clone(), *n);
@@ -229,7 +259,8 @@ impl Engine {
     /// Events by kind, so far; None where no zone, line or destination was asked for (the
     /// engine then only tracks).
     pub fn counts(&self) -> Option<&BTreeMap<String, u64>> {
-        (!self.out.is_empty() || self.rules.iter().any(|r| !r.is_empty())).then_some(&self.counts)
+        let ruled = self.cameras.iter().flatten().any(|c| !c.rules.is_empty());
+        (!self.out.is_empty() || !self.shapes.is_empty() || ruled).then_some(&self.counts)
     }
 
     /// Each input's zones' counts now.

@@ -1,5 +1,7 @@
 //! Zones and lines (`--zone NAME:X1,Y1,X2,Y2,X3,Y3… [@INPUT]`, `--line NAME:X1,Y1,X2,Y2
-//! [@INPUT]`), in the input's pixels, and what a track does with them. A track is where
+//! [@INPUT]`, or a camera's own in the camera file), in the input's pixels or relative to
+//! its picture (every coordinate from 0 to 1: fractions of its width and height, Frigate's
+//! habit; placed on the picture's size as it comes), and what a track does with them. A track is where
 //! the bottom middle of its box is (where an object stands, as NVRs place it). A zone is a
 //! polygon: a track entered it when that point comes inside, left it when it goes out (or
 //! the track ends inside), stayed in it once it has been inside `stay` seconds. A line has
@@ -69,6 +71,8 @@ pub struct Shape {
     pub input: Option<String>,
     /// A line (two points, a direction) rather than a zone.
     pub line: bool,
+    /// Its points are fractions of the picture's width and height (each from 0 to 1).
+    pub relative: bool,
 }
 
 impl Shape {
@@ -104,12 +108,14 @@ impl Shape {
             return Err(bad("the coordinates come in pairs"));
         }
         let points: Vec<(f32, f32)> = numbers.chunks(2).map(|p| (p[0], p[1])).collect();
+        let relative = numbers.iter().all(|v| (0.0..=1.0).contains(v));
         match (line, points.len()) {
             (true, 2) | (false, 3..) => Ok(Self {
                 name: name.to_string(),
                 points,
                 input,
                 line,
+                relative,
             }),
             (true, _) => Err(bad("a line has two points")),
             (false, _) => Err(bad("a zone has three points at least")),
@@ -137,9 +143,23 @@ impl Shape {
         }
     }
 
-    /// Checks every point is inside input `input`'s `width` × `height` picture.
+    /// Its points in the pixels of a `size` picture.
+    pub fn placed(&self, size: crate::frame::FrameSize) -> Vec<(f32, f32)> {
+        match self.relative {
+            true => self
+                .points
+                .iter()
+                .map(|&(x, y)| (x * size.width as f32, y * size.height as f32))
+                .collect(),
+            false => self.points.clone(),
+        }
+    }
+
+    /// Checks every point is inside input `input`'s `width` × `height` picture (a relative
+    /// shape always is).
     pub fn check_inside(&self, input: &str, width: usize, height: usize) -> Result<(), ZoneError> {
-        for &(x, y) in &self.points {
+        let size = crate::frame::FrameSize::new(width, height);
+        for (x, y) in self.placed(size) {
             if x < 0.0 || y < 0.0 || x > width as f32 || y > height as f32 {
                 return Err(ZoneError::Outside {
                     flag: if self.line { "--line" } else { "--zone" },
@@ -214,12 +234,17 @@ struct Where {
     zones: BTreeMap<String, (f64, bool)>,
 }
 
+/// Points in a picture's pixels.
+type Points = Vec<(f32, f32)>;
+
 /// One input's zones and lines, and where its tracks are (module doc).
 #[derive(Debug, Default)]
 pub struct Rules {
     shapes: Vec<Shape>,
     stay: Option<f64>,
     tracks: HashMap<u64, Where>,
+    /// Each shape's points in the pixels of the picture size they were placed on last.
+    placed: Option<(crate::frame::FrameSize, Vec<Points>)>,
 }
 
 impl Rules {
@@ -229,6 +254,15 @@ impl Rules {
             shapes,
             stay,
             tracks: HashMap::new(),
+            placed: None,
+        }
+    }
+
+    /// The shapes' points on a `size` picture (placed again when the size changes).
+    fn place(&mut self, size: crate::frame::FrameSize) {
+        if self.placed.as_ref().is_none_or(|(at, _)| *at != size) {
+            let points = self.shapes.iter().map(|s| s.placed(size)).collect();
+            self.placed = Some((size, points));
         }
     }
 
@@ -237,20 +271,28 @@ impl Rules {
         self.shapes.is_empty()
     }
 
-    /// Track `id` is at `p` at `seconds`: what it did since its last place.
-    pub fn saw(&mut self, id: u64, p: (f32, f32), seconds: f64) -> Vec<Did> {
+    /// Track `id` is at `p` (in the pixels of a `size` picture) at `seconds`: what it did
+    /// since its last place.
+    pub fn saw(
+        &mut self,
+        id: u64,
+        (p, size): ((f32, f32), crate::frame::FrameSize),
+        seconds: f64,
+    ) -> Vec<Did> {
+        self.place(size);
+        let placed = &self.placed.as_ref().expect("placed above").1;
         let w = self.tracks.entry(id).or_default();
         let mut did = Vec::new();
-        for s in &self.shapes {
+        for (s, points) in self.shapes.iter().zip(placed) {
             if s.line {
                 if let Some(from) = w.at {
-                    if let Some(way) = crossing(s.points[0], s.points[1], from, p) {
+                    if let Some(way) = crossing(points[0], points[1], from, p) {
                         did.push(Did::Crossed(s.name.clone(), way));
                     }
                 }
                 continue;
             }
-            let now = inside(&s.points, p);
+            let now = inside(points, p);
             match (w.zones.get_mut(&s.name), now) {
                 (None, true) => {
                     w.zones.insert(s.name.clone(), (seconds, false));
@@ -346,13 +388,24 @@ mod tests {
         assert_eq!(crossing(a, b, (40.0, 50.0), (45.0, 50.0)), None);
     }
 
+    const SIZE: crate::frame::FrameSize = crate::frame::FrameSize {
+        width: 200,
+        height: 100,
+    };
+
     #[test]
     fn a_track_enters_stays_and_leaves_a_zone_once_each() {
-        let zone = Shape::parse("bay:0,0,100,0,100,100,0,100", false).unwrap();
+        // The same zone in pixels and relative to a 200x100 picture.
+        for zone in ["bay:0,0,100,0,100,100,0,100", "bay:0,0,0.5,0,0.5,1,0,1"] {
+            enters_stays_and_leaves(Shape::parse(zone, false).unwrap());
+        }
+    }
+
+    fn enters_stays_and_leaves(zone: Shape) {
         let mut r = Rules::new(vec![zone], Some(2.0));
         let mut all = Vec::new();
         for (k, x) in [-20.0, 10.0, 30.0, 50.0, 70.0, 120.0].iter().enumerate() {
-            all.extend(r.saw(1, (*x, 50.0), k as f64));
+            all.extend(r.saw(1, ((*x, 50.0), SIZE), k as f64));
         }
         assert_eq!(
             all,
@@ -362,7 +415,7 @@ mod tests {
                 Did::Left("bay".into())
             ]
         );
-        r.saw(2, (50.0, 50.0), 6.0);
+        r.saw(2, ((50.0, 50.0), SIZE), 6.0);
         assert_eq!(r.counts()["bay"], 1);
         assert_eq!(r.ended(2), [Did::Left("bay".into())]);
         assert_eq!(r.counts()["bay"], 0);

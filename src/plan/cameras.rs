@@ -14,6 +14,11 @@
 //! detect_fps = 5                      # its own --detect-fps
 //! decode = "gpu"                      # its own --decode: cpu, gpu or auto
 //! outputs = ["front.mkv"]             # its own outputs, as --output names them
+//! zones = { door = [0.1,0.5, 0.4,0.5, 0.4,0.9] }  # its zones: relative (0-1) or pixels
+//! lines = { gate = [0,0.6, 1,0.6] }    # its lines
+//! event_labels = ["person", "car"]     # its own --event-labels
+//! stay = 30                            # its own --stay
+//! filters = { person = { min_score = 0.6, min_area = 0.01 } }  # boxes dropped before events
 //! ```
 //!
 //! Invariants: a mistake is one line naming the file, the camera (its name, or its place
@@ -23,7 +28,7 @@
 use super::entry::{Entry, PerInput};
 
 /// The keys a camera takes.
-const KEYS: &str = "name, source, record, segment, retain, detect, detect_fps, decode, outputs";
+const KEYS: &str = "name, source, record, segment, retain, detect, detect_fps, decode, outputs, zones, lines, event_labels, stay, filters";
 
 /// A camera file's mistake: the camera (its name, `#K` its place where it has none, empty
 /// for the file) and what is wrong.
@@ -101,6 +106,14 @@ fn entry_of(camera: &toml::Table, n: usize) -> Result<Entry, (Option<String>, St
     {
         if key == "outputs" {
             own.outputs = outputs_of(value).map_err(fail)?;
+            continue;
+        }
+        let json = serde_json::to_value(value).unwrap_or_default();
+        if let Some(pairs) = crate::events::camera::settings_of(key, &json) {
+            for (k, v) in pairs.map_err(fail)? {
+                own.set(&k, &v)
+                    .map_err(|why| fail(format!("{key}: {why}")))?;
+            }
             continue;
         }
         let text = match value {

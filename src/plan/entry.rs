@@ -36,6 +36,9 @@ pub struct PerInput {
     /// `decode=cpu|gpu|auto`: its own `--decode` (a wall's cameras shared between NVDEC
     /// and the CPU's cores, as Frigate's per-camera `hwaccel_args`).
     pub decode: Option<crate::source::open::Decode>,
+    /// Its own events settings, as given and checked (`zone=`, `line=`, `event-labels=`,
+    /// `stay=`, `filter=`: `events::camera`), in order.
+    pub events: Vec<(String, String)>,
 }
 
 impl PerInput {
@@ -52,6 +55,11 @@ impl PerInput {
     /// `--retain` as this input has it, where its own.
     pub fn retain(&self) -> Option<std::time::Duration> {
         self.retain_secs.map(std::time::Duration::from_secs)
+    }
+
+    /// Its own events settings (`events::camera::Own`), checked when they were set.
+    pub fn events(&self) -> crate::events::camera::Own {
+        crate::events::camera::Own::of(&self.events).unwrap_or_default()
     }
 
     /// The settings `text` (`KEY=VALUE, …`) gives.
@@ -97,6 +105,10 @@ impl PerInput {
             }
             "output" if !value.trim().is_empty() => self.outputs.push(value.trim().to_string()),
             "decode" => self.decode = Some(decode_of(value)?),
+            k if crate::events::camera::KEYS.contains(&k) => {
+                crate::events::camera::Own::default().set(k, value)?;
+                self.events.push((k.to_string(), value.to_string()));
+            }
             k => {
                 return Err(format!(
                     "'{k}={value}' is not an input's setting (detect=on|off, detect-fps=N, record=on|off, segment=DURATION, retain=AGE, output=NAME, decode=cpu|gpu|auto)"

@@ -8,7 +8,9 @@
 //! read by the mosaic, the hand-over to Python and `/metrics`), and draws the boxes into
 //! the frames it hands on (`--draw`, `paint::boxes`). An input that joins the run while it
 //! goes gets its slot with its first frame and is detected on once whoever added it told its
-//! name and own settings (`JoinedOwn`); its objects are not tracked. Without a detector
+//! name and own settings (`JoinedOwn`); its objects are tracked, and its zones and lines (its
+//! own, and the command line's that name it or every input) make events, as a starting
+//! input's. Each input's own filters (`events::camera`) drop boxes before anything sees them. Without a detector
 //! (`--motion` or `--events` alone) it is the same sink with no detector's thread: each
 //! input's motion, and the inputs' own states, still make events (and clips).
 //!
@@ -60,6 +62,8 @@ struct Job {
     /// Its input's name, and whether the input is live.
     name: String,
     live: bool,
+    /// Its input's own events settings.
+    events: Arc<crate::events::camera::Own>,
 }
 
 /// Where a detected frame's line goes besides `--detections`: the input's recording, into
@@ -75,9 +79,33 @@ struct Input {
     last: Option<f64>,
     on: bool,
     fps: Option<f64>,
+    /// Its own events settings (zones, lines, labels, stay, filters).
+    events: Arc<crate::events::camera::Own>,
     /// It joined the run while it goes, and its name and own settings were told
     /// (`joined_own`: it is detected on only once they were).
     told: bool,
+}
+
+/// An input's own detection settings (an inputs or camera file's, or the API's): whether it
+/// is detected on, its rate where it has one, and its own events settings.
+#[derive(Clone, Debug)]
+pub struct OwnSettings {
+    /// It is detected on.
+    pub on: bool,
+    /// Its detections a second, where its own.
+    pub fps: Option<f64>,
+    /// Its zones, lines, labels, stay and filters (`events::camera`).
+    pub events: Arc<crate::events::camera::Own>,
+}
+
+impl Default for OwnSettings {
+    fn default() -> Self {
+        Self {
+            on: true,
+            fps: None,
+            events: Arc::default(),
+        }
+    }
 }
 
 impl Input {
@@ -90,6 +118,7 @@ impl Input {
             last: None,
             on: false,
             fps: None,
+            events: Arc::default(),
             told: false,
         }
     }
@@ -97,8 +126,7 @@ impl Input {
 
 /// Inputs that join the run while it goes, by `InputId`: each one's name, whether it is
 /// detected on and at what rate, told by whoever adds it (none is detected on before).
-pub type JoinedOwn =
-    Arc<std::sync::Mutex<std::collections::HashMap<usize, (String, bool, Option<f64>)>>>;
+pub type JoinedOwn = Arc<std::sync::Mutex<std::collections::HashMap<usize, (String, OwnSettings)>>>;
 
 /// The detecting sink (module doc).
 pub struct Detecting {
@@ -152,9 +180,8 @@ pub struct Inputs {
     pub events: Option<crate::events::Engine>,
     /// `--motion`.
     pub motion: bool,
-    /// Each input's own settings (the inputs file's `detect=` and `detect-fps=`): whether
-    /// it is detected on, and its rate where it has one.
-    pub own: Vec<(bool, Option<f64>)>,
+    /// Each input's own settings (the inputs or camera file's).
+    pub own: Vec<OwnSettings>,
 }
 
 impl Detecting {
@@ -329,8 +356,9 @@ impl Detecting {
                 .lock()
                 .ok()
                 .and_then(|o| o.get(&at).cloned());
-            if let Some((name, on, fps)) = told {
-                (input.name, input.on, input.fps, input.told) = (name, on, fps, true);
+            if let Some((name, own)) = told {
+                (input.name, input.on, input.fps, input.told) = (name, own.on, own.fps, true);
+                input.events = own.events;
             }
         }
         if !input.on {
@@ -372,6 +400,7 @@ impl Detecting {
             seen_at: std::time::Instant::now(),
             name: self.inputs[at].name.clone(),
             live: self.inputs[at].live,
+            events: self.inputs[at].events.clone(),
         };
         let (index, waited) = (job.index, job.waited);
         if self.inputs[at].live {
@@ -465,19 +494,20 @@ fn open_jsonl((path, replace): &(PathBuf, bool)) -> Result<std::io::BufWriter<st
 }
 
 /// Each input's state, from its name, whether it is live, and its own settings.
-fn each_input(names: Vec<String>, live: Vec<bool>, own: &[(bool, Option<f64>)]) -> Vec<Input> {
+fn each_input(names: Vec<String>, live: Vec<bool>, own: &[OwnSettings]) -> Vec<Input> {
     names
         .into_iter()
         .zip(live)
         .enumerate()
         .map(|(k, (name, live))| {
-            let (on, fps) = own.get(k).copied().unwrap_or((true, None));
+            let own = own.get(k).cloned().unwrap_or_default();
             Input {
                 name,
                 live,
                 last: None,
-                on,
-                fps,
+                on: own.on,
+                fps: own.fps,
+                events: own.events,
                 told: true,
             }
         })
@@ -574,6 +604,7 @@ impl Detector {
         file: Option<&mut std::io::BufWriter<std::fs::File>>,
     ) -> Result<()> {
         let name = job.name.as_str();
+        boxes.retain(|d| job.events.keeps(d, job.size));
         if let Some(events) = &mut self.events {
             let seen = crate::events::Seen {
                 input,
@@ -587,7 +618,7 @@ impl Detector {
                 live: job.live,
                 bgr: bgr.map(Vec::as_slice),
             };
-            events.detected(&seen, &mut boxes);
+            events.detected(&seen, &mut boxes, &job.events);
             let zones = events.zone_counts().get(input).cloned().unwrap_or_default();
             self.seen.zones(input, zones);
         }

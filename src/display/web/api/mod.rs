@@ -147,6 +147,14 @@ fn add(body: Option<Result<Bytes, ()>>, shared: &Shared) -> Response<Body> {
         if key == "name" || key == "source" {
             continue;
         }
+        // A camera's own zones, lines, labels, stay and filters, as the camera file writes them.
+        if let Some(pairs) = crate::events::camera::settings_of(key, value) {
+            match pairs {
+                Ok(pairs) => settings.extend(pairs),
+                Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
+            }
+            continue;
+        }
         let value = match value {
             serde_json::Value::String(s) => s.clone(),
             serde_json::Value::Bool(b) => if *b { "on" } else { "off" }.to_string(),
