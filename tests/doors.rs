@@ -1327,6 +1327,17 @@ fn cameras_that_come_and_go_free_their_places() {
         .spawn()
         .unwrap();
     common::run::wait_listening(port, "the view");
+    // The view listens before the run takes inputs (503 until then).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while add(port, "first", "pattern:16x16:1").0 == 503 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never took an input"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, _) = http(port, "DELETE", "/api/inputs/first", "");
+    assert_eq!(status, 200);
     for i in 0..1100 {
         let name = format!("c{i}");
         let (status, said) = add(port, &name, "pattern:16x16:1");

@@ -677,3 +677,189 @@ fn after_a_kill_the_index_lists_every_whole_segment_and_nothing_else() {
         );
     }
 }
+
+/// Whether `value` is what `schema` (of OpenAPI 3.1, its `$ref`s in `doc`) describes: its
+/// types, required properties, properties, items and `oneOf`/`anyOf`/`allOf`; Err says where
+/// it is not.
+fn conforms(
+    doc: &serde_json::Value,
+    schema: &serde_json::Value,
+    value: &serde_json::Value,
+    at: &str,
+) -> Result<(), String> {
+    use serde_json::Value;
+    if let Some(r) = schema["$ref"].as_str() {
+        let name = r.trim_start_matches("#/components/schemas/");
+        return conforms(doc, &doc["components"]["schemas"][name], value, at);
+    }
+    for (key, any) in [("oneOf", true), ("anyOf", true), ("allOf", false)] {
+        if let Some(list) = schema[key].as_array() {
+            let fits: Vec<bool> = list
+                .iter()
+                .map(|s| conforms(doc, s, value, at).is_ok())
+                .collect();
+            let ok = if any {
+                fits.iter().any(|f| *f)
+            } else {
+                fits.iter().all(|f| *f)
+            };
+            if !ok {
+                return Err(format!("{at}: {value} fits no {key} of {schema}"));
+            }
+        }
+    }
+    let types: Vec<&str> = match &schema["type"] {
+        Value::String(t) => vec![t.as_str()],
+        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    let of_type = |t: &str| match t {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "null" => value.is_null(),
+        _ => true,
+    };
+    if !types.is_empty() && !types.iter().any(|t| of_type(t)) {
+        return Err(format!("{at}: {value} is not {types:?}"));
+    }
+    if let Some(required) = schema["required"].as_array() {
+        for r in required.iter().filter_map(Value::as_str) {
+            if value.get(r).is_none() {
+                return Err(format!("{at}: '{r}' missing in {value}"));
+            }
+        }
+    }
+    if let (Some(props), Some(object)) = (schema["properties"].as_object(), value.as_object()) {
+        for (k, v) in object {
+            let Some(s) = props.get(k) else {
+                return Err(format!("{at}: '{k}' is not in the document"));
+            };
+            conforms(doc, s, v, &format!("{at}.{k}"))?;
+        }
+    }
+    if let (Some(items), Some(list)) = (schema.get("items"), value.as_array()) {
+        for (i, v) in list.iter().enumerate() {
+            conforms(doc, items, v, &format!("{at}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Every answer of `/api/*` is JSON, errors too, and matches the OpenAPI document the server
+/// serves at `/api/openapi.json` (issue 80 item 2); `POST /api/inputs` answers 201 with the
+/// camera as `GET` shows it.
+#[test]
+fn every_api_answer_is_json_and_matches_the_openapi_document() {
+    let dir = TempDir::new("service-openapi");
+    std::fs::write(
+        dir.join("cams.toml"),
+        "[[camera]]\nname = \"one\"\nsource = \"pattern:64x48:10\"\n",
+    )
+    .unwrap();
+    let port = free_port();
+    let args = [
+        "--backend",
+        "cpu",
+        "--config",
+        "cams.toml",
+        "--serve-token",
+        "tok",
+        "--motion",
+    ];
+    let child = common::run::served(dir.path(), port, &args);
+    let bearer = "Authorization: Bearer tok\r\n";
+    let ask = |method: &str, path: &str, body: &str, headers: &str| {
+        let headers = format!("{headers}Content-Type: application/json\r\n");
+        let (status, said) = common::run::http_body(port, method, path, &headers, body);
+        let json: serde_json::Value = serde_json::from_slice(&said).unwrap_or_else(|e| {
+            panic!(
+                "{method} {path}: {status} not JSON ({e}): {}",
+                String::from_utf8_lossy(&said)
+            )
+        });
+        (status, json)
+    };
+    let (status, doc) = ask("GET", "/api/openapi.json", "", bearer);
+    assert_eq!(status, 200, "{doc}");
+    assert!(
+        doc["openapi"].as_str().unwrap_or("").starts_with("3."),
+        "{doc}"
+    );
+    let check = |method: &str, path: &str, body: &str, headers: &str, want: u16| {
+        let (status, json) = ask(method, path, body, headers);
+        assert_eq!(status, want, "{method} {path}: {json}");
+        let template = doc["paths"].as_object().unwrap().keys().find(|p| {
+            let (pp, qp): (Vec<&str>, Vec<&str>) = (
+                p.split('/').collect(),
+                path.split('?').next().unwrap().split('/').collect(),
+            );
+            pp.len() == qp.len()
+                && pp
+                    .iter()
+                    .zip(&qp)
+                    .all(|(a, b)| a == b || a.starts_with('{'))
+        });
+        let template = template.unwrap_or_else(|| panic!("{path}: not in the document"));
+        let op = &doc["paths"][template][method.to_lowercase()];
+        let schema = &op["responses"][status.to_string()]["content"]["application/json"]["schema"];
+        assert!(
+            !schema.is_null(),
+            "{method} {template} {status}: no schema in the document"
+        );
+        conforms(&doc, schema, &json, &format!("{method} {path}")).unwrap();
+        json
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let inputs = check("GET", "/api/inputs", "", bearer, 200);
+        if inputs["inputs"].as_array().is_some_and(|l| l.len() == 1) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{inputs}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let new = r#"{"name": "two", "source": "pattern:64x48:10", "zones": {"bay": [0, 0, 0.5, 0, 0.5, 0.5]}}"#;
+    let added = check("POST", "/api/inputs", new, bearer, 201);
+    assert_eq!(added["name"], "two", "{added}");
+    assert_eq!(added["source"], "pattern:64x48:10", "{added}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let listed = check("GET", "/api/inputs", "", bearer, 200);
+        if listed["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["name"] == "two")
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{listed}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    check("POST", "/api/inputs", new, bearer, 409);
+    check("POST", "/api/inputs", "[1]", bearer, 400);
+    check(
+        "POST",
+        "/api/inputs",
+        r#"{"name": "x", "source": "file:///etc/passwd"}"#,
+        bearer,
+        400,
+    );
+    check("GET", "/api/recordings?input=one", "", bearer, 404);
+    check("GET", "/api/recordings?from=yesterday-ish", "", bearer, 400);
+    check("GET", "/api/events?limit=3", "", bearer, 200);
+    check("GET", "/api/events?limit=many", "", bearer, 400);
+    check("GET", "/api/events/nosuch/clip", "", bearer, 404);
+    check("GET", "/api/inputs", "", "", 401);
+    check("DELETE", "/api/inputs/two", "", bearer, 200);
+    check("DELETE", "/api/inputs/two", "", bearer, 404);
+    let (status, json) = ask("GET", "/api/nosuch", "", bearer);
+    assert_eq!(status, 404);
+    assert!(json["error"].is_string(), "{json}");
+    let out = end(child);
+    assert!(out.status.success(), "{}", stderr(&out));
+}

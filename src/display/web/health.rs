@@ -13,6 +13,7 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use super::api::schema::{Deleted, Input, Latency, Recording};
 use crate::stats::{InputLive, Live};
 
 /// The figures `/healthz` and `/metrics` are made from, taken by the sink.
@@ -296,6 +297,11 @@ pub fn metrics(snap: &Snapshot) -> String {
 /// names them (no user or password of an address): what it captured and dropped, its
 /// latency, and how it stands (running, down and for how long, reconnecting, ended).
 pub fn inputs_json(snap: &Snapshot) -> serde_json::Value {
+    serde_json::to_value(input_rows(snap)).unwrap_or_default()
+}
+
+/// Each input's row of `GET /api/inputs` (without its source).
+pub fn input_rows(snap: &Snapshot) -> Vec<Input> {
     let rows = snap.inputs.iter().enumerate().map(|(i, input)| {
         let state = match (&input.ended, &input.state, input.down) {
             (Some(ended), _, _) => ended.clone(),
@@ -303,35 +309,58 @@ pub fn inputs_json(snap: &Snapshot) -> serde_json::Value {
             (None, None, Some(d)) => format!("down {:.0} s", d.as_secs_f64()),
             (None, None, None) => "running".to_string(),
         };
-        let recording = input.recording.as_ref().map(|r| {
-            serde_json::json!({
-                "state": match &r.failing {
-                    Some(why) => format!("failing: {why}"),
-                    None => "recording".to_string(),
-                },
-                "segments": r.segments,
-                "bytes": r.bytes,
-                "failures": r.failures,
-                "deleted": {"segments": r.deleted[0], "files": r.deleted[1], "bytes": r.deleted[2]},
-            })
-        });
-        serde_json::json!({
-            "input": i,
-            "name": snap.label(i),
-            "captured": input.captured,
-            "processed": input.processed,
-            "dropped": input.dropped,
-            "reconnects": input.reconnects,
-            "latency_ms": {
-                "mean": input.latency.mean_ms,
-                "p99": input.latency.p99_ms,
-                "max": input.latency.max_ms,
+        let recording = input.recording.as_ref().map(|r| Recording {
+            state: match &r.failing {
+                Some(why) => format!("failing: {why}"),
+                None => "recording".to_string(),
             },
-            "state": redact(&state),
-            "recording": recording,
-        })
+            segments: r.segments,
+            bytes: r.bytes,
+            failures: r.failures,
+            deleted: Deleted {
+                segments: r.deleted[0],
+                files: r.deleted[1],
+                bytes: r.deleted[2],
+            },
+        });
+        Input {
+            input: Some(i),
+            name: snap.label(i),
+            source: None,
+            captured: input.captured,
+            processed: input.processed,
+            dropped: input.dropped,
+            reconnects: input.reconnects,
+            latency_ms: Latency {
+                mean: input.latency.mean_ms,
+                p99: input.latency.p99_ms,
+                max: input.latency.max_ms,
+            },
+            state: redact(&state),
+            recording,
+        }
     });
-    serde_json::Value::Array(rows.collect())
+    rows.collect()
+}
+
+/// The row of input `name`, just added from `source`, before its figures come.
+pub fn starting(name: &str, source: &str) -> Input {
+    Input {
+        input: None,
+        name: name.to_string(),
+        source: Some(source.to_string()),
+        captured: 0,
+        processed: 0,
+        dropped: 0,
+        reconnects: 0,
+        latency_ms: Latency {
+            mean: 0.0,
+            p99: 0.0,
+            max: 0.0,
+        },
+        state: "starting".into(),
+        recording: None,
+    }
 }
 
 /// Each input's boxes found, by label (`--detect`): one counter, labelled by input and

@@ -12,8 +12,27 @@ use hyper::{Response, StatusCode};
 /// An answer's body.
 pub(super) type Body = BoxBody<Bytes, Infallible>;
 
-/// Plain text, the type of every refusal.
+/// Plain text, the type of every refusal but the API's.
 pub(super) const PLAIN: &str = "text/plain; charset=utf-8";
+
+/// JSON, the type of the API's answers (its refusals too).
+pub(super) const JSON: &str = "application/json";
+
+/// A refusal of a request for `path`: JSON (`{"error": …}`) under `/api/`, plain text
+/// elsewhere.
+pub(super) fn refusal(path: &str, code: StatusCode, why: &str) -> Response<Body> {
+    match path.starts_with("/api/") {
+        true => {
+            let error = super::api::schema::ApiError { error: why.into() };
+            respond(
+                code,
+                JSON,
+                serde_json::to_string(&error).unwrap_or_default(),
+            )
+        }
+        false => respond(code, PLAIN, why.to_string()),
+    }
+}
 
 /// A whole response.
 pub(super) fn respond(code: StatusCode, kind: &str, body: impl Into<Bytes>) -> Response<Body> {

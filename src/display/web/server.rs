@@ -31,7 +31,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::sync::{Notify, Semaphore};
 
 use super::access::CONTROL_HEADER;
-use super::reply::{respond, Body, PLAIN};
+use super::reply::{refusal, respond, Body, PLAIN};
 use super::{Ask, Shared, MAX_CLIENTS};
 
 /// The most connections open at once (viewers, figures, half-sent heads).
@@ -224,7 +224,7 @@ fn answer(
                 || path.starts_with("/mse/"))
                 && !same_origin =>
         {
-            respond(StatusCode::FORBIDDEN, PLAIN, "not for another site's page")
+            refusal(path, StatusCode::FORBIDDEN, "not for another site's page")
         }
         (method, path) if path.starts_with("/api/") || path.starts_with("/whep/") => {
             // A change from a page: that page's own (its origin and its header), as the
@@ -233,7 +233,7 @@ fn answer(
             let marked = req.headers.contains_key(CONTROL_HEADER);
             if changes && origin.is_some() && !shared.access.control_allowed(host, origin, marked) {
                 let why = "changes come from the page itself (its origin and its header) or from a program with the token";
-                return respond(StatusCode::FORBIDDEN, PLAIN, why);
+                return refusal(path, StatusCode::FORBIDDEN, why);
             }
             if path.starts_with("/whep/") {
                 let ice = (local, &shared.access.ice_servers[..]);
@@ -247,7 +247,7 @@ fn answer(
                 body,
             };
             super::api::answer(asked, shared)
-                .unwrap_or_else(|| respond(StatusCode::NOT_FOUND, PLAIN, "no such API endpoint"))
+                .unwrap_or_else(|| refusal(path, StatusCode::NOT_FOUND, "no such API endpoint"))
         }
         (&Method::GET, path) if path.starts_with("/mse/") => {
             let key = text(req, "sec-websocket-key");
@@ -270,7 +270,11 @@ fn admit<'r>(req: &'r Req, shared: &Arc<Shared>) -> ControlFlow<Response<Body>, 
     let host = text(req, header::HOST).or_else(|| req.uri.authority().map(|a| a.as_str()));
     if !rules.host_allowed(host) {
         let why = "this server answers only its own address (DNS rebinding is refused); name other hosts with --serve-host";
-        return ControlFlow::Break(respond(StatusCode::MISDIRECTED_REQUEST, PLAIN, why));
+        return ControlFlow::Break(refusal(
+            req.uri.path(),
+            StatusCode::MISDIRECTED_REQUEST,
+            why,
+        ));
     }
     if req.method == Method::GET && req.uri.path() == "/healthz" {
         return ControlFlow::Break(healthz(shared));
@@ -278,7 +282,7 @@ fn admit<'r>(req: &'r Req, shared: &Arc<Shared>) -> ControlFlow<Response<Body>, 
     let query = req.uri.query().unwrap_or_default();
     if !rules.token_ok(query, text(req, header::AUTHORIZATION)) {
         let why = "a token is needed: add ?token=... to the address";
-        return ControlFlow::Break(respond(StatusCode::UNAUTHORIZED, PLAIN, why));
+        return ControlFlow::Break(refusal(req.uri.path(), StatusCode::UNAUTHORIZED, why));
     }
     ControlFlow::Continue(host.unwrap_or_default())
 }

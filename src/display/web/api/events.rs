@@ -47,7 +47,7 @@ pub(super) fn list(query: &str, shared: &Shared) -> Response<Body> {
         }
     }
     let events = recent.newest(limit, "/api/events");
-    let body = serde_json::json!({ "events": events }).to_string();
+    let body = serde_json::to_string(&super::schema::EventList { events }).unwrap_or_default();
     respond(StatusCode::OK, "application/json", body)
 }
 

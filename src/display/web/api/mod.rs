@@ -6,8 +6,9 @@
 //! origin rules as `/stats`), and a change from a page only from the page itself (its origin
 //! and its header, as the controls).
 //!
-//! Invariants: every answer is JSON, a file the recordings' index lists or one the run's
-//! own events name (never a path a request names); an input's source reaches the answer without its address's user and
+//! Invariants: every answer is JSON (an error's too: `{"error": …}` with its status, the
+//! types of `schema`, which `/api/openapi.json` describes), a file the recordings' index
+//! lists or one the run's own events name (never a path a request names); an input's source reaches the answer without its address's user and
 //! password; an input added here names a network stream or the test pattern, never a file,
 //! a device or a pipeline of the server's; a bad request is a 4xx with a one-line reason.
 
@@ -16,11 +17,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use hyper::{Method, Response, StatusCode};
 
-use super::reply::{respond, Body, PLAIN};
+use super::reply::{respond, Body, JSON};
 use super::Shared;
 
 pub mod events;
 pub mod recordings;
+pub mod schema;
 
 /// A request to the API: its method, path, query, `Range` and body (a `POST`'s, read
 /// whole up to a limit: Err where it could not be).
@@ -75,11 +77,26 @@ pub(super) fn answer(asked: Asked, shared: &Arc<Shared>) -> Option<Response<Body
     let rest = asked.path.strip_prefix("/api/")?;
     let method = asked.method;
     match (method, rest) {
+        (&Method::GET | &Method::HEAD, "openapi.json") => {
+            Some(answer_json(StatusCode::OK, schema::document()))
+        }
         (&Method::GET | &Method::HEAD, "inputs") => Some(inputs(shared)),
         (&Method::POST, "inputs") => Some(add(asked.body, shared)),
         (&Method::DELETE, name) if name.starts_with("inputs/") => {
             let name = recordings::percent_decoded(&name["inputs/".len()..]);
-            Some(change(shared, |c| c.remove(&name), StatusCode::OK))
+            Some(change(
+                shared,
+                |c| c.remove(&name),
+                |_| {
+                    let removed = schema::Removed {
+                        removed: name.clone(),
+                    };
+                    answer_json(
+                        StatusCode::OK,
+                        serde_json::to_string(&removed).unwrap_or_default(),
+                    )
+                },
+            ))
         }
         (&Method::GET | &Method::HEAD, "recordings") => Some(recordings::list(asked.query, shared)),
         (&Method::GET | &Method::HEAD, "events") => Some(events::list(asked.query, shared)),
@@ -109,16 +126,38 @@ fn inputs(shared: &Shared) -> Response<Body> {
         .map(|s| s.clone())
         .unwrap_or_default()
         .now();
-    let mut rows = super::health::inputs_json(&snap);
+    let inputs = rows(shared, &snap);
+    let list = schema::InputList { inputs };
+    answer_json(
+        StatusCode::OK,
+        serde_json::to_string(&list).unwrap_or_default(),
+    )
+}
+
+/// The inputs of `snap` as `GET /api/inputs` shows them, with their sources (no password).
+fn rows(shared: &Shared, snap: &super::health::Snapshot) -> Vec<schema::Input> {
+    let mut rows = super::health::input_rows(snap);
     let sources = shared.sources.lock().map(|s| s.clone()).unwrap_or_default();
-    if let Some(list) = rows.as_array_mut() {
-        for (row, source) in list.iter_mut().zip(sources) {
-            row["source"] = crate::secret::redact(&source).into_owned().into();
-        }
-        list.retain(|row| row["state"] != "removed");
+    for (row, source) in rows.iter_mut().zip(sources) {
+        row.source = Some(crate::secret::redact(&source).into_owned());
     }
-    let body = serde_json::json!({ "inputs": rows }).to_string();
-    respond(StatusCode::OK, "application/json", body)
+    rows.retain(|row| row.state != "removed");
+    rows
+}
+
+/// Input `name` as `GET /api/inputs` shows it: from the figures where they list it already,
+/// else as it starts (no figures yet, no number).
+fn added(shared: &Shared, name: &str, source: &str) -> schema::Input {
+    let snap = shared
+        .snapshot
+        .lock()
+        .map(|s| s.clone())
+        .unwrap_or_default()
+        .now();
+    rows(shared, &snap)
+        .into_iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| super::health::starting(name, &crate::secret::redact(source)))
 }
 
 /// `POST /api/inputs` with `{"name": …, "source": …}` and a camera file's keys.
@@ -171,15 +210,21 @@ fn add(body: Option<Result<Bytes, ()>>, shared: &Shared) -> Response<Body> {
     change(
         shared,
         |c| c.add(&name, &source, &settings),
-        StatusCode::CREATED,
+        |shared| {
+            let row = added(shared, &name, &source);
+            answer_json(
+                StatusCode::CREATED,
+                serde_json::to_string(&row).unwrap_or_default(),
+            )
+        },
     )
 }
 
-/// A change through the run's inputs, answered `ok` with `code`, or refused.
+/// A change through the run's inputs, answered as `done` says, or refused.
 fn change(
     shared: &Shared,
     with: impl FnOnce(&dyn Inputs) -> Result<(), Refused>,
-    code: StatusCode,
+    done: impl FnOnce(&Shared) -> Response<Body>,
 ) -> Response<Body> {
     let Some(control) = shared.control.get() else {
         if shared
@@ -194,12 +239,18 @@ fn change(
         return refuse(StatusCode::SERVICE_UNAVAILABLE, "this run takes no inputs while it goes (it is not a wall: give --inputs, --config or --serve with several inputs)");
     };
     match with(control.as_ref()) {
-        Ok(()) => respond(code, PLAIN, "ok"),
+        Ok(()) => done(shared),
         Err(refused) => refused.answer(),
     }
 }
 
-/// A 4xx answer with its reason.
-fn refuse(code: StatusCode, why: impl Into<String>) -> Response<Body> {
-    respond(code, PLAIN, why.into())
+/// A JSON answer.
+fn answer_json(code: StatusCode, body: String) -> Response<Body> {
+    respond(code, JSON, body)
+}
+
+/// A refusal or failure with its reason, as JSON (`schema::ApiError`).
+pub(super) fn refuse(code: StatusCode, why: impl Into<String>) -> Response<Body> {
+    let error = schema::ApiError { error: why.into() };
+    answer_json(code, serde_json::to_string(&error).unwrap_or_default())
 }

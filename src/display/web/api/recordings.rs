@@ -141,11 +141,7 @@ fn answering(query: &str, shared: &Shared) -> Result<Vec<(usize, Segment)>, Box<
     let asked = asked(query, shared).map_err(|refused| Box::new(refused.answer()))?;
     found(shared, &asked).map_err(|e| {
         let why = format!("{e:#}");
-        Box::new(respond(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            super::PLAIN,
-            why,
-        ))
+        Box::new(refuse(StatusCode::INTERNAL_SERVER_ERROR, why))
     })
 }
 
@@ -155,29 +151,32 @@ pub(super) fn list(query: &str, shared: &Shared) -> Response<Body> {
         Ok(s) => s,
         Err(answer) => return *answer,
     };
-    let rows: Vec<serde_json::Value> = segments
+    let recordings: Vec<super::schema::Segment> = segments
         .iter()
         .map(|(k, s)| {
             let id = format!("{k}-{}", s.id);
             let url = format!("/api/recordings/segment/{id}{}", extension(&s.file));
-            serde_json::json!({
-                "id": id,
-                "input": s.input,
-                "start": rfc3339(s.start_us),
-                "end": rfc3339(s.end_us),
-                "start_unix": s.start_us as f64 / 1e6,
-                "end_unix": s.end_us as f64 / 1e6,
-                "duration": s.duration_us() as f64 / 1e6,
-                "media_start": s.media_us as f64 / 1e6,
-                "bytes": s.bytes,
-                "file": s.file,
-                "url": url,
-                "detections": s.sidecar.as_ref().map(|_| format!("/api/recordings/segment/{id}/detections")),
-            })
+            super::schema::Segment {
+                detections: s
+                    .sidecar
+                    .as_ref()
+                    .map(|_| format!("/api/recordings/segment/{id}/detections")),
+                id,
+                input: s.input.clone(),
+                start: rfc3339(s.start_us),
+                end: rfc3339(s.end_us),
+                start_unix: s.start_us as f64 / 1e6,
+                end_unix: s.end_us as f64 / 1e6,
+                duration: s.duration_us() as f64 / 1e6,
+                media_start: s.media_us as f64 / 1e6,
+                bytes: s.bytes,
+                file: s.file.to_string_lossy().into_owned(),
+                url,
+            }
         })
         .collect();
-    let body = serde_json::json!({ "recordings": rows }).to_string();
-    respond(StatusCode::OK, "application/json", body)
+    let body = serde_json::to_string(&super::schema::RecordingList { recordings });
+    respond(StatusCode::OK, "application/json", body.unwrap_or_default())
 }
 
 /// `/api/recordings/…` past the listing: a playlist, a segment, its detections.
