@@ -68,7 +68,7 @@ for i in summary["inputs"]:
     missing = [f for f in files if not os.path.exists(f)]
     gone += len(missing)
     newest_kept &= all(os.path.exists(f) for f in files[-3:])
-said = log.count("retention: deleted")
+said = sum(int(l.split("retention: deleted ")[1].split()[0]) for l in log.splitlines() if "retention: deleted " in l)
 hand = open(f"{t}/disk/rec/cam-0-00000.mp4").read() == "put here by hand\n"
 full = "No space left" in log or "failing" in log
 print(f"segments written {written}, deleted {gone}, kept {written - gone}")

@@ -259,12 +259,15 @@ impl Recordings {
         }
         // Every recording told first: they close their files together.
         self.0.iter().flatten().for_each(|rec| rec.end_soon());
-        let each = self
+        let each: Vec<_> = self
             .0
             .iter_mut()
             .enumerate()
-            .map(|(n, rec)| finished(n, rec.take()?));
-        each.collect()
+            .map(|(n, rec)| finished(n, rec.take()?))
+            .collect();
+        // Retention's last pass, and its deletions not said yet.
+        self.5.iter().for_each(|archive| archive.finish());
+        each
     }
 }
 

@@ -7,8 +7,10 @@
 //! the previous frame again, without a word. The hook counts those messages, notes the
 //! H.264 decoder's re-initializations (a size change either way), keeps each thread's last
 //! error for framepipe's own message (`take_last_error`), says the decoders' complaints
-//! about a stream joined between keyframes once (the rest only with -v), and passes every
-//! other message on to FFmpeg's own printer (none with -q).
+//! about a stream joined between keyframes once (the rest only with -v), keeps without
+//! printing the errors of an input being opened (`kept_here`: framepipe's own line says
+//! their cause; -v prints them), and passes every other message on to FFmpeg's own printer
+//! (none with -q).
 //!
 //! Invariants: installed once, before OpenCV's first open (so no line escapes it), through
 //! the FFmpeg functions the binary links (a static build exports none to `dlsym`); with -q
@@ -118,7 +120,8 @@ unsafe extern "C" fn hook(avcl: *mut c_void, level: c_int, fmt: *const c_char, v
         };
         let cause = text.split("] ").last().unwrap_or(&text).trim().to_string();
         LAST_ERROR.with(|e| *e.borrow_mut() = Some(cause));
-        if crate::msg::enabled(crate::msg::Level::Normal) && !QUIET.with(|q| q.get()) {
+        let kept = QUIET.with(|q| q.get()) && !crate::msg::enabled(crate::msg::Level::Verbose);
+        if crate::msg::enabled(crate::msg::Level::Normal) && !kept {
             // SAFETY: as above.
             let format = unsafe { CStr::from_ptr(fmt) }.to_bytes();
             if !joined_between_keyframes(format) || crate::msg::enabled(crate::msg::Level::Verbose)
@@ -159,6 +162,23 @@ thread_local! {
 /// again until it comes up said why once, not at every attempt.
 pub fn quiet_errors_here() {
     QUIET.with(|q| q.set(true));
+}
+
+/// FFmpeg's errors on this thread kept, not printed, until the guard goes (the state before
+/// it comes back): an input being opened, whose failure framepipe says in its own line with
+/// FFmpeg's cause (`take_last_error`), so that FFmpeg's raw line never comes first. With -v
+/// they are printed all the same.
+pub fn kept_here() -> KeptHere {
+    KeptHere(QUIET.with(|q| q.replace(true)))
+}
+
+/// Keeps this thread's FFmpeg errors while it lives (`kept_here`).
+pub struct KeptHere(bool);
+
+impl Drop for KeptHere {
+    fn drop(&mut self) {
+        QUIET.with(|q| q.set(self.0));
+    }
 }
 
 /// The last error line FFmpeg logged on this thread since the last call, if any: the cause

@@ -10,14 +10,15 @@
 //! budget, the camera that holds the most is cut first, oldest segment first, so that each
 //! camera keeps its share; the index's own file and log count in `--retain-size`, and its
 //! log is cut back after each deletion; a camera whose own age (`Keep::age`) is longer keeps its
-//! segments that long, within the budgets; each deletion is one line and counts in its
-//! input's figures (`RecordLive::deleted_*`, `/metrics`).
+//! segments that long, within the budgets; each deletion counts in its input's figures
+//! (`RecordLive::deleted_*`, `/metrics`) at once, is a line of its own with `-v`, and is
+//! said in one line a minute (`Deletions`: how many, how much, whose, why), and at the end.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
@@ -27,6 +28,41 @@ use crate::stats::RecordLive;
 
 /// How often retention looks even when no segment closed (an age passes by itself).
 const LOOK_EVERY: Duration = Duration::from_secs(5);
+
+/// How often the deletions are said, at most (a 100-camera wall deletes every few seconds).
+const SAY_EVERY: Duration = Duration::from_secs(60);
+
+/// The deletions not said yet: how many, their bytes, and how many of each input for each
+/// reason.
+#[derive(Default)]
+struct Deletions {
+    segments: u64,
+    bytes: u64,
+    by: BTreeMap<(String, String), u64>,
+}
+
+impl Deletions {
+    /// One line of what was deleted since the last (nothing where nothing was), and a fresh
+    /// count.
+    fn say(&mut self) {
+        if self.segments == 0 {
+            return;
+        }
+        let whose: Vec<String> = self
+            .by
+            .iter()
+            .map(|((input, why), n)| format!("{input} {n} ({why})"))
+            .collect();
+        crate::info!(
+            "retention: deleted {} segment{} ({}): {}",
+            self.segments,
+            if self.segments == 1 { "" } else { "s" },
+            bytes_words(self.bytes),
+            whose.join(", ")
+        );
+        *self = Self::default();
+    }
+}
 
 /// How much of a recording is kept (`--retain`, `--retain-size`, `--retain-free`); nothing
 /// is deleted where all are None.
@@ -137,15 +173,22 @@ impl Drop for Archive {
     }
 }
 
-/// The retention thread: a pass at the start, after each closed segment, every `LOOK_EVERY`.
+/// The retention thread: a pass at the start, after each closed segment, every `LOOK_EVERY`;
+/// its deletions said once a `SAY_EVERY`, and at its end.
 fn run(index: &Index, kept: &Kept, wake: &Receiver<()>) {
+    let mut deletions = Deletions::default();
+    let mut said = Instant::now();
     loop {
-        if let Err(e) = pass(index, kept) {
+        if let Err(e) = pass(index, kept, &mut deletions) {
             crate::warn!("retention: {e:#}");
+        }
+        if said.elapsed() >= SAY_EVERY {
+            deletions.say();
+            said = Instant::now();
         }
         match wake.recv_timeout(LOOK_EVERY) {
             Ok(()) | Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => return,
+            Err(RecvTimeoutError::Disconnected) => return deletions.say(),
         }
     }
 }
@@ -158,6 +201,17 @@ enum Why {
     Free(f64),
 }
 
+impl Why {
+    /// Which budget, in words without its figure (the deletions said together).
+    fn kind(self) -> &'static str {
+        match self {
+            Why::Age(_) => "older than --retain",
+            Why::Size(_) => "over --retain-size",
+            Why::Free(_) => "under --retain-free",
+        }
+    }
+}
+
 impl std::fmt::Display for Why {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -168,8 +222,8 @@ impl std::fmt::Display for Why {
     }
 }
 
-/// One look: what is due is deleted.
-fn pass(index: &Index, kept: &Kept) -> Result<()> {
+/// One look: what is due is deleted, and counted in `deletions`.
+fn pass(index: &Index, kept: &Kept, deletions: &mut Deletions) -> Result<()> {
     let segments = index.list(None, None, None)?;
     let ages: HashMap<String, Option<Duration>> = {
         let inputs = kept.inputs.lock().unwrap_or_else(|e| e.into_inner());
@@ -190,7 +244,14 @@ fn pass(index: &Index, kept: &Kept) -> Result<()> {
     let doomed = due(&segments, &keep, &ages, now_us(), free);
     let deleted = !doomed.is_empty();
     for (seg, why) in doomed {
-        delete(index, kept, &seg, why);
+        if delete(index, kept, &seg, why) {
+            deletions.segments += 1;
+            deletions.bytes += seg.bytes;
+            *deletions
+                .by
+                .entry((seg.input.clone(), why.kind().into()))
+                .or_default() += 1;
+        }
     }
     if deleted {
         index.checkpoint();
@@ -270,10 +331,10 @@ fn free_bytes_wanted(root: &Path, share: f64) -> Option<(u64, f64)> {
     (wanted > free).then_some((wanted - free, share))
 }
 
-/// Deletes `seg`'s files, then its row; one line, and its input's counts. A row whose
-/// file is not this recorder's (`Index::owned`) is dropped from the index and said, its
-/// file left as it is.
-fn delete(index: &Index, kept: &Kept, seg: &Segment, why: Why) {
+/// Deletes `seg`'s files, then its row; a line with `-v`, and its input's counts: whether it
+/// was deleted. A row whose file is not this recorder's (`Index::owned`) is dropped from the
+/// index and said, its file left as it is.
+fn delete(index: &Index, kept: &Kept, seg: &Segment, why: Why) -> bool {
     let path = index.path_of(&seg.file);
     let (file, sidecar) = match index.owned(seg) {
         Ok(files) => files,
@@ -282,7 +343,7 @@ fn delete(index: &Index, kept: &Kept, seg: &Segment, why: Why) {
             if let Err(e) = index.remove(seg.id) {
                 crate::warn!("retention: {e:#}");
             }
-            return;
+            return false;
         }
     };
     let mut files = 0;
@@ -292,19 +353,19 @@ fn delete(index: &Index, kept: &Kept, seg: &Segment, why: Why) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => {
                 crate::warn!("retention: '{}' can't be deleted: {e}", file.display());
-                return;
+                return false;
             }
         }
     }
     if let Err(e) = index.remove(seg.id) {
         crate::warn!("retention: {e:#}");
     }
-    crate::info!(
-        "retention: deleted '{}' ({}, {}, {} s from {}): {why}",
+    crate::debug!(
+        "retention: deleted '{}' ({}, {}, {:.0} s from {}): {why}",
         path.display(),
         seg.input,
         bytes_words(seg.bytes),
-        seg.duration_us() / 1_000_000,
+        seg.duration_us() as f64 / 1e6,
         local_time(seg.start_us),
     );
     let inputs = kept.inputs.lock().unwrap_or_else(|e| e.into_inner());
@@ -313,6 +374,7 @@ fn delete(index: &Index, kept: &Kept, seg: &Segment, why: Why) {
         live.deleted_files.fetch_add(files, Ordering::SeqCst);
         live.deleted_bytes.fetch_add(seg.bytes, Ordering::SeqCst);
     }
+    true
 }
 
 /// The wall clock, µs since the Unix epoch.

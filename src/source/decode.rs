@@ -699,7 +699,9 @@ fn open_demuxer(
     if let Some(s) = silence {
         s.start();
     }
+    let kept = crate::media::log::kept_here();
     let opened = open_input(url, options, silence);
+    drop(kept);
     if let Some(s) = silence {
         s.deadline_us.store(0, Ordering::Relaxed);
     }
