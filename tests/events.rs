@@ -839,16 +839,18 @@ fn a_camera_that_joins_through_the_api_is_tracked_with_its_own_zones() {
     let dir = TempDir::new("events-join");
     let clip = scene(&dir);
     let cam = free_port();
-    let mut camera = Command::new("ffmpeg")
-        .args(["-v", "error", "-re", "-stream_loop", "-1", "-i"])
-        .arg(&clip)
-        .args(["-c", "copy", "-f", "mpegts", "-listen", "1"])
-        .arg(format!("http://127.0.0.1:{cam}/live.ts"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let _camera = crate::common::run::Owned::new(
+        Command::new("ffmpeg")
+            .args(["-v", "error", "-re", "-stream_loop", "-1", "-i"])
+            .arg(&clip)
+            .args(["-c", "copy", "-f", "mpegts", "-listen", "1"])
+            .arg(format!("http://127.0.0.1:{cam}/live.ts"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     crate::common::run::wait_bound(cam, "the camera");
     std::fs::write(
         dir.join("cams.toml"),
@@ -869,7 +871,8 @@ fn a_camera_that_joins_through_the_api_is_tracked_with_its_own_zones() {
         "--events",
         &events_arg,
     ];
-    let child = crate::common::run::served(dir.path(), port, &args);
+    let mut child =
+        crate::common::run::Owned::new(crate::common::run::served(dir.path(), port, &args));
     let body = serde_json::json!({
         "name": "joined",
         "source": format!("http://127.0.0.1:{cam}/live.ts"),
@@ -900,10 +903,9 @@ fn a_camera_that_joins_through_the_api_is_tracked_with_its_own_zones() {
     while !(seen("cross") && seen("enter")) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(200));
     }
+    let child = child.take();
     crate::common::run::interrupt(&child);
     let out = crate::common::run::wait_with_deadline(child, Duration::from_secs(10), "the wall");
-    let _ = camera.kill();
-    let _ = camera.wait();
     let said = std::fs::read_to_string(&events).unwrap_or_default();
     assert!(
         seen("cross") && seen("enter"),

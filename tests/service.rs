@@ -786,7 +786,7 @@ fn every_api_answer_is_json_and_matches_the_openapi_document() {
         "tok",
         "--motion",
     ];
-    let child = common::run::served(dir.path(), port, &args);
+    let mut child = common::run::Owned::new(common::run::served(dir.path(), port, &args));
     let bearer = "Authorization: Bearer tok\r\n";
     let ask = |method: &str, path: &str, body: &str, headers: &str| {
         let headers = format!("{headers}Content-Type: application/json\r\n");
@@ -876,6 +876,6 @@ fn every_api_answer_is_json_and_matches_the_openapi_document() {
     let (status, json) = ask("GET", "/api/nosuch", "", bearer);
     assert_eq!(status, 404);
     assert!(json["error"].is_string(), "{json}");
-    let out = end(child);
+    let out = end(child.take());
     assert!(out.status.success(), "{}", stderr(&out));
 }

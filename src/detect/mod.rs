@@ -805,17 +805,10 @@ impl Model {
                 .map_err(run)?;
         }
         let halt = self.halt.clone();
-        let outputs = self
+        let ran = self
             .session
-            .run_binding_with_options(&binding, &halt.options)
-            .map_err(|e| match halt.is_halted() {
-                true => DetectError::Halted,
-                false => run(e),
-            })?;
-        outputs
-            .iter()
-            .map(|(_, v)| values_of(&v).map_err(run))
-            .collect()
+            .run_binding_with_options(&binding, &halt.options);
+        read_outputs(ran, &halt)
     }
 
     /// One inference of `n` `tensors` of `fed` pictures, stacked (zeros where fewer are
@@ -846,18 +839,28 @@ impl Model {
                 .into_dyn(),
         };
         let halt = self.halt.clone();
-        let outputs = self
+        let ran = self
             .session
-            .run_with_options(ort::inputs![self.input.as_str() => value], &halt.options)
-            .map_err(|e| match halt.is_halted() {
-                true => DetectError::Halted,
-                false => run(e),
-            })?;
-        outputs
-            .iter()
-            .map(|(_, v)| values_of(&v).map_err(run))
-            .collect()
+            .run_with_options(ort::inputs![self.input.as_str() => value], &halt.options);
+        read_outputs(ran, &halt)
     }
+}
+
+/// What an inference that `ran` gave: each output's dimensions and values, or why it failed
+/// (`Halted` where `halt` ended it).
+fn read_outputs(
+    ran: Result<ort::session::SessionOutputs<'_>, ort::Error>,
+    halt: &Halt,
+) -> Result<Vec<Output>, DetectError> {
+    let run = |e: ort::Error| DetectError::Run(e.to_string());
+    let outputs = ran.map_err(|e| match halt.is_halted() {
+        true => DetectError::Halted,
+        false => run(e),
+    })?;
+    outputs
+        .iter()
+        .map(|(_, v)| values_of(&v).map_err(run))
+        .collect()
 }
 
 /// Halts a model's inference under way from another thread (ONNX Runtime's terminate flag

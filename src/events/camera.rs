@@ -17,6 +17,44 @@ use super::zones::Shape;
 use crate::detect::Detection;
 use crate::frame::FrameSize;
 
+/// Why a camera's events setting can't be taken (one line, naming the key).
+#[derive(Debug, thiserror::Error)]
+pub enum SettingError {
+    /// A zone or line that is not one.
+    #[error(transparent)]
+    Shape(#[from] super::zones::ZoneError),
+    /// A camera's shape aimed at an input (`@INPUT`).
+    #[error("{key}={value}: a camera's own {key} is on it (no @INPUT)")]
+    Aimed {
+        /// `zone` or `line`.
+        key: String,
+        /// As given.
+        value: String,
+    },
+    /// A stay that is not seconds above 0.
+    #[error("stay={0}: seconds above 0")]
+    Stay(String),
+    /// A filter that is not `LABEL:min_score=…,min_area=…,max_area=…`.
+    #[error("filter={value}: {why} (LABEL:min_score=S,min_area=A,max_area=A)")]
+    Filter {
+        /// As given.
+        value: String,
+        /// What is wrong.
+        why: String,
+    },
+    /// A key that is none of `KEYS`.
+    #[error("'{0}' is not a camera's events setting")]
+    Key(String),
+    /// A camera file's (or the API's) key whose value is not of its form.
+    #[error("{key}: {why}")]
+    Form {
+        /// The key (`zones`, `filters`, …).
+        key: String,
+        /// Its form.
+        why: String,
+    },
+}
+
 /// The keys of a camera's own events settings, as `PerInput` keeps them.
 pub const KEYS: &[&str] = &["zone", "line", "event-labels", "stay", "filter"];
 
@@ -46,7 +84,7 @@ pub struct Own {
 
 impl Own {
     /// The settings `pairs` (`KEYS`' keys, as text) make.
-    pub fn of(pairs: &[(String, String)]) -> Result<Self, String> {
+    pub fn of(pairs: &[(String, String)]) -> Result<Self, SettingError> {
         let mut own = Self::default();
         for (key, value) in pairs {
             own.set(key, value)?;
@@ -55,15 +93,16 @@ impl Own {
     }
 
     /// Sets `key` (one of `KEYS`) to `value`.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingError> {
         match key {
             "zone" | "line" => {
                 if value.contains('@') {
-                    return Err(format!(
-                        "{key}={value}: a camera's own {key} is on it (no @INPUT)"
-                    ));
+                    return Err(SettingError::Aimed {
+                        key: key.into(),
+                        value: value.into(),
+                    });
                 }
-                let shape = Shape::parse(value, key == "line").map_err(|e| e.to_string())?;
+                let shape = Shape::parse(value, key == "line")?;
                 self.shapes.retain(|s| s.name != shape.name);
                 self.shapes.push(shape);
             }
@@ -80,14 +119,14 @@ impl Own {
                     .parse::<f64>()
                     .ok()
                     .filter(|s| s.is_finite() && *s > 0.0)
-                    .ok_or_else(|| format!("stay={value}: seconds above 0"))?;
+                    .ok_or_else(|| SettingError::Stay(value.into()))?;
                 self.stay = Some(stay);
             }
             "filter" => {
                 let (label, filter) = filter_of(value)?;
                 self.filters.insert(label, filter);
             }
-            other => return Err(format!("'{other}' is not a camera's events setting")),
+            other => return Err(SettingError::Key(other.into())),
         }
         Ok(())
     }
@@ -107,9 +146,11 @@ impl Own {
 }
 
 /// `LABEL:min_score=S,min_area=A,max_area=A`.
-fn filter_of(value: &str) -> Result<(String, Filter), String> {
-    let bad =
-        |why: &str| format!("filter={value}: {why} (LABEL:min_score=S,min_area=A,max_area=A)");
+fn filter_of(value: &str) -> Result<(String, Filter), SettingError> {
+    let bad = |why: &str| SettingError::Filter {
+        value: value.into(),
+        why: why.into(),
+    };
     let (label, rest) = value
         .split_once(':')
         .ok_or_else(|| bad("no ':' after the label"))?;
@@ -147,7 +188,7 @@ fn filter_of(value: &str) -> Result<(String, Filter), String> {
 pub fn settings_of(
     key: &str,
     value: &serde_json::Value,
-) -> Option<Result<Vec<(String, String)>, String>> {
+) -> Option<Result<Vec<(String, String)>, SettingError>> {
     use serde_json::Value;
     let one = match key {
         "zones" => "zone",
@@ -171,15 +212,20 @@ pub fn settings_of(
             .map(|all| all.join(",")),
         _ => None,
     };
-    let wrong = |what: &str| Err(format!("{key}: {what}"));
+    let form = |why: String| SettingError::Form {
+        key: key.into(),
+        why,
+    };
+    let wrong = |what: &str| Err(form(what.into()));
     let pairs = match (one, value) {
         ("zone" | "line", Value::Object(shapes)) => shapes
             .iter()
             .map(|(name, points)| {
-                let points = text(points).ok_or(format!("{key}.{name}: a list of numbers"))?;
+                let points =
+                    text(points).ok_or_else(|| form(format!("{name}: a list of numbers")))?;
                 Ok((one.to_string(), format!("{name}:{points}")))
             })
-            .collect::<Result<Vec<_>, String>>(),
+            .collect::<Result<Vec<_>, SettingError>>(),
         ("zone" | "line", _) => {
             return Some(wrong(
                 "a table of names to points: { door = [0.1,0.5, 0.4,0.5, 0.4,0.9] }",
@@ -189,9 +235,9 @@ pub fn settings_of(
             .iter()
             .map(|(label, keys)| {
                 let Value::Object(keys) = keys else {
-                    return Err(format!(
-                        "filters.{label}: a table (min_score, min_area, max_area)"
-                    ));
+                    return Err(form(format!(
+                        "{label}: a table (min_score, min_area, max_area)"
+                    )));
                 };
                 let keys: Vec<String> = keys
                     .iter()
@@ -209,7 +255,7 @@ pub fn settings_of(
     Some(pairs.and_then(|pairs| {
         let mut check = Own::default();
         for (k, v) in &pairs {
-            check.set(k, v).map_err(|e| format!("{key}: {e}"))?;
+            check.set(k, v).map_err(|e| form(e.to_string()))?;
         }
         Ok(pairs)
     }))
@@ -253,10 +299,8 @@ mod tests {
             "filters",
             &serde_json::json!({ "person": { "min_scor": 1 } }),
         );
-        assert!(bad
-            .unwrap()
-            .unwrap_err()
-            .contains("did you mean 'min_score'"));
+        let said = bad.unwrap().unwrap_err().to_string();
+        assert!(said.contains("did you mean 'min_score'"), "{said}");
         assert!(Own::default().set("zone", "a:0,0,1,0,1,1@cam").is_err());
         assert!(settings_of("record", &serde_json::json!(true)).is_none());
     }

@@ -110,7 +110,7 @@ fn entry_of(camera: &toml::Table, n: usize) -> Result<Entry, (Option<String>, St
         }
         let json = serde_json::to_value(value).unwrap_or_default();
         if let Some(pairs) = crate::events::camera::settings_of(key, &json) {
-            for (k, v) in pairs.map_err(fail)? {
+            for (k, v) in pairs.map_err(|e| fail(e.to_string()))? {
                 own.set(&k, &v)
                     .map_err(|why| fail(format!("{key}: {why}")))?;
             }

@@ -106,7 +106,9 @@ impl PerInput {
             "output" if !value.trim().is_empty() => self.outputs.push(value.trim().to_string()),
             "decode" => self.decode = Some(decode_of(value)?),
             k if crate::events::camera::KEYS.contains(&k) => {
-                crate::events::camera::Own::default().set(k, value)?;
+                crate::events::camera::Own::default()
+                    .set(k, value)
+                    .map_err(|e| e.to_string())?;
                 self.events.push((k.to_string(), value.to_string()));
             }
             k => {

@@ -101,6 +101,36 @@ impl Drop for SummaryFile {
     }
 }
 
+/// A child killed where the test ends before it took it back (`take`): a failed assertion
+/// leaves no process running.
+pub struct Owned(Option<Child>);
+
+impl Owned {
+    /// Owns `child`.
+    pub fn new(child: Child) -> Self {
+        Self(Some(child))
+    }
+
+    /// The child, to be ended by the test itself.
+    pub fn take(&mut self) -> Child {
+        self.0.take().expect("taken once")
+    }
+
+    /// Its process id.
+    pub fn id(&self) -> u32 {
+        self.0.as_ref().map_or(0, Child::id)
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.0.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// (captured, processed, written, dropped) of a `--summary-json` document.
 pub fn counts_of(summary: &serde_json::Value) -> Option<[u64; 4]> {
     let f = &summary["frames"];

@@ -120,18 +120,18 @@ pub(super) fn answer(asked: Asked, shared: &Arc<Shared>) -> Option<Response<Body
 /// latency and recording (`health::inputs_json`, with the sources); those removed are left
 /// out.
 fn inputs(shared: &Shared) -> Response<Body> {
-    let snap = shared
-        .snapshot
-        .lock()
-        .map(|s| s.clone())
-        .unwrap_or_default()
-        .now();
-    let inputs = rows(shared, &snap);
+    let inputs = rows(shared, &snapshot(shared));
     let list = schema::InputList { inputs };
     answer_json(
         StatusCode::OK,
         serde_json::to_string(&list).unwrap_or_default(),
     )
+}
+
+/// The run's figures now.
+fn snapshot(shared: &Shared) -> super::health::Snapshot {
+    let snap = shared.snapshot.lock().map(|s| s.clone());
+    snap.unwrap_or_default().now()
 }
 
 /// The inputs of `snap` as `GET /api/inputs` shows them, with their sources (no password).
@@ -148,13 +148,7 @@ fn rows(shared: &Shared, snap: &super::health::Snapshot) -> Vec<schema::Input> {
 /// Input `name` as `GET /api/inputs` shows it: from the figures where they list it already,
 /// else as it starts (no figures yet, no number).
 fn added(shared: &Shared, name: &str, source: &str) -> schema::Input {
-    let snap = shared
-        .snapshot
-        .lock()
-        .map(|s| s.clone())
-        .unwrap_or_default()
-        .now();
-    rows(shared, &snap)
+    rows(shared, &snapshot(shared))
         .into_iter()
         .find(|r| r.name == name)
         .unwrap_or_else(|| super::health::starting(name, &crate::secret::redact(source)))
@@ -190,7 +184,7 @@ fn add(body: Option<Result<Bytes, ()>>, shared: &Shared) -> Response<Body> {
         if let Some(pairs) = crate::events::camera::settings_of(key, value) {
             match pairs {
                 Ok(pairs) => settings.extend(pairs),
-                Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
+                Err(why) => return refuse(StatusCode::BAD_REQUEST, why.to_string()),
             }
             continue;
         }
