@@ -173,56 +173,54 @@ pub struct EventList {
     pub events: Vec<serde_json::Value>,
 }
 
-#[utoipa::path(get, path = "/api/inputs", responses(
-    (status = 200, body = InputList), (status = 401, body = ApiError)))]
+/// The endpoints as `utoipa` describes them: each a function of no body, its description in
+/// its attribute (the answers themselves are made in `api` and its files).
 #[allow(dead_code)]
-fn get_inputs() {}
+mod endpoints {
+    use super::*;
 
-#[utoipa::path(post, path = "/api/inputs", request_body = NewInput, responses(
-    (status = 201, body = Input, description = "the input as GET shows it"),
-    (status = 400, body = ApiError), (status = 409, body = ApiError),
-    (status = 413, body = ApiError), (status = 503, body = ApiError)))]
-#[allow(dead_code)]
-fn post_inputs() {}
+    #[utoipa::path(get, path = "/api/inputs", responses(
+        (status = 200, body = InputList), (status = 401, body = ApiError)))]
+    pub(super) fn get_inputs() {}
 
-#[utoipa::path(delete, path = "/api/inputs/{name}", params(("name" = String, Path)), responses(
-    (status = 200, body = Removed), (status = 404, body = ApiError), (status = 503, body = ApiError)))]
-#[allow(dead_code)]
-fn delete_input() {}
+    #[utoipa::path(post, path = "/api/inputs", request_body = NewInput, responses(
+        (status = 201, body = Input, description = "the input as GET shows it"),
+        (status = 400, body = ApiError), (status = 409, body = ApiError),
+        (status = 413, body = ApiError), (status = 503, body = ApiError)))]
+    pub(super) fn post_inputs() {}
 
-#[utoipa::path(get, path = "/api/recordings", params(
-    ("input" = Option<String>, Query), ("from" = Option<String>, Query), ("to" = Option<String>, Query)),
-    responses((status = 200, body = RecordingList), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
-#[allow(dead_code)]
-fn get_recordings() {}
+    #[utoipa::path(delete, path = "/api/inputs/{name}", params(("name" = String, Path)), responses(
+        (status = 200, body = Removed), (status = 404, body = ApiError), (status = 503, body = ApiError)))]
+    pub(super) fn delete_input() {}
 
-#[utoipa::path(get, path = "/api/recordings/{input}.m3u8", params(("input" = String, Path)), responses(
-    (status = 200, content_type = "application/vnd.apple.mpegurl", description = "an HLS VOD playlist"),
-    (status = 404, body = ApiError)))]
-#[allow(dead_code)]
-fn get_playlist() {}
+    #[utoipa::path(get, path = "/api/recordings", params(
+        ("input" = Option<String>, Query), ("from" = Option<String>, Query), ("to" = Option<String>, Query)),
+        responses((status = 200, body = RecordingList), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
+    pub(super) fn get_recordings() {}
 
-#[utoipa::path(get, path = "/api/recordings/segment/{id}", params(("id" = String, Path)), responses(
-    (status = 200, content_type = "video/mp4", description = "the segment's file (byte ranges)"),
-    (status = 404, body = ApiError)))]
-#[allow(dead_code)]
-fn get_segment() {}
+    #[utoipa::path(get, path = "/api/recordings/{input}.m3u8", params(("input" = String, Path)), responses(
+        (status = 200, content_type = "application/vnd.apple.mpegurl", description = "an HLS VOD playlist"),
+        (status = 404, body = ApiError)))]
+    pub(super) fn get_playlist() {}
 
-#[utoipa::path(get, path = "/api/events", params(("limit" = Option<usize>, Query)), responses(
-    (status = 200, body = EventList), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
-#[allow(dead_code)]
-fn get_events() {}
+    #[utoipa::path(get, path = "/api/recordings/segment/{id}", params(("id" = String, Path)), responses(
+        (status = 200, content_type = "video/mp4", description = "the segment's file (byte ranges)"),
+        (status = 404, body = ApiError)))]
+    pub(super) fn get_segment() {}
 
-#[utoipa::path(get, path = "/api/events/{id}/snapshot.jpg", params(("id" = String, Path)), responses(
-    (status = 200, content_type = "image/jpeg"), (status = 404, body = ApiError)))]
-#[allow(dead_code)]
-fn get_snapshot() {}
+    #[utoipa::path(get, path = "/api/events", params(("limit" = Option<usize>, Query)), responses(
+        (status = 200, body = EventList), (status = 400, body = ApiError), (status = 404, body = ApiError)))]
+    pub(super) fn get_events() {}
 
-#[utoipa::path(get, path = "/api/events/{id}/clip", params(("id" = String, Path)), responses(
-    (status = 200, content_type = "video/mp4", description = "the clip (byte ranges)"),
-    (status = 404, body = ApiError)))]
-#[allow(dead_code)]
-fn get_clip() {}
+    #[utoipa::path(get, path = "/api/events/{id}/snapshot.jpg", params(("id" = String, Path)), responses(
+        (status = 200, content_type = "image/jpeg"), (status = 404, body = ApiError)))]
+    pub(super) fn get_snapshot() {}
+
+    #[utoipa::path(get, path = "/api/events/{id}/clip", params(("id" = String, Path)), responses(
+        (status = 200, content_type = "video/mp4", description = "the clip (byte ranges)"),
+        (status = 404, body = ApiError)))]
+    pub(super) fn get_clip() {}
+}
 
 /// The API's OpenAPI document (`/api/openapi.json`).
 #[derive(OpenApi)]
@@ -232,15 +230,15 @@ fn get_clip() {}
         description = "A framepipe run's API: its inputs, recordings and events. Asked with the view's token (?token= or Authorization: Bearer)."
     ),
     paths(
-        get_inputs,
-        post_inputs,
-        delete_input,
-        get_recordings,
-        get_playlist,
-        get_segment,
-        get_events,
-        get_snapshot,
-        get_clip
+        endpoints::get_inputs,
+        endpoints::post_inputs,
+        endpoints::delete_input,
+        endpoints::get_recordings,
+        endpoints::get_playlist,
+        endpoints::get_segment,
+        endpoints::get_events,
+        endpoints::get_snapshot,
+        endpoints::get_clip
     ),
     components(schemas(
         ApiError,
