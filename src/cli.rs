@@ -434,7 +434,8 @@ pub struct EventArgs {
     /// Where events go: FILE.jsonl (a JSON line each; replaced only with -y),
     /// http://HOST[:PORT]/PATH (a JSON POST each, retried while the receiver is down), or
     /// mqtt://HOST[:PORT]/PREFIX (PREFIX/INPUT/events, retained zone counts on
-    /// PREFIX/INPUT/zones/ZONE). Repeatable. Without --detect: motion's events and the
+    /// PREFIX/INPUT/zones/ZONE; ?discovery=homeassistant: each camera described to Home
+    /// Assistant). Repeatable. Without --detect: motion's events and the
     /// cameras' own (down, up, recording failed).
     #[arg(long, value_name = "WHERE")]
     pub events: Vec<String>,

@@ -392,6 +392,144 @@ fn mqtt_and_a_webhook_that_was_down_receive_every_event_once_in_order() {
     drop(hook);
 }
 
+/// `mosquitto_sub` on `port` for `topics`, each message a line: topic, retained (0/1) and
+/// the payload in hex (`once`: the retained messages alone, then it ends).
+fn subscriber(port: u16, topics: &[&str], once: bool) -> std::process::Child {
+    let mut sub = Command::new("mosquitto_sub");
+    sub.args(["-h", "127.0.0.1", "-p", &port.to_string(), "-q", "1"]);
+    sub.args(["-F", "%t\t%r\t%x"]);
+    for t in topics {
+        sub.args(["-t", t]);
+    }
+    if once {
+        sub.args(["--retained-only", "-W", "2"]);
+    }
+    sub.stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// What a subscriber printed (`subscriber`): topic, retained, payload.
+fn received(mut sub: std::process::Child, kill: bool) -> Vec<(String, bool, Vec<u8>)> {
+    if kill {
+        let _ = sub.kill();
+    }
+    let mut got = String::new();
+    sub.stdout.take().unwrap().read_to_string(&mut got).unwrap();
+    let _ = sub.wait();
+    let hex = |h: &str| {
+        (0..h.len() / 2)
+            .map(|i| u8::from_str_radix(&h[2 * i..2 * i + 2], 16).unwrap())
+            .collect()
+    };
+    got.lines()
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            Some((
+                f.next()?.to_string(),
+                f.next()? == "1",
+                hex(f.next().unwrap_or("")),
+            ))
+        })
+        .collect()
+}
+
+#[test]
+fn home_assistant_discovers_each_cameras_zones_triggers_and_snapshot() {
+    require(&["ffmpeg", "mosquitto", "mosquitto_sub"]);
+    let model = model();
+    let dir = TempDir::new("events-discovery");
+    let clip = scene(&dir);
+    let broker = Broker::start(&dir);
+    let sub = subscriber(broker.1, &["site/#", "homeassistant/#"], false);
+    std::thread::sleep(Duration::from_millis(300));
+    let mut a = args(&clip, &model);
+    let to = format!("mqtt://127.0.0.1:{}/site?discovery=homeassistant", broker.1);
+    a.extend(["--realtime", "--events", &to].map(String::from));
+    let out = Command::new(bin()).args(&a).output().unwrap();
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    std::thread::sleep(Duration::from_millis(300));
+    let got = received(sub, true);
+    let json = |topic: &str| -> serde_json::Value {
+        let (_, _, p) = got
+            .iter()
+            .find(|(t, _, _)| t == topic)
+            .unwrap_or_else(|| panic!("no {topic}"));
+        serde_json::from_slice(p).unwrap()
+    };
+    let node = "framepipe_site_moving";
+    let occupancy = json(&format!(
+        "homeassistant/binary_sensor/{node}/bay_occupancy/config"
+    ));
+    assert_eq!(occupancy["device_class"], "occupancy");
+    assert_eq!(occupancy["state_topic"], "site/moving/zones/bay");
+    assert_eq!(occupancy["availability_topic"], "site/available");
+    assert_eq!(occupancy["device"]["identifiers"][0], node);
+    let count = json(&format!("homeassistant/sensor/{node}/bay_count/config"));
+    assert_eq!(count["state_topic"], "site/moving/zones/bay");
+    let camera = json(&format!("homeassistant/camera/{node}/snapshot/config"));
+    assert_eq!(camera["topic"], "site/moving/snapshot");
+    // Every description came before the camera's first state; every one parses.
+    let first_state = got
+        .iter()
+        .position(|(t, _, _)| t.starts_with("site/moving/"))
+        .unwrap();
+    let configs: Vec<usize> = (0..got.len())
+        .filter(|&i| got[i].0.starts_with("homeassistant/"))
+        .collect();
+    assert!(configs.iter().all(|&i| i < first_state), "{got:?}");
+    for &i in &configs {
+        serde_json::from_slice::<serde_json::Value>(&got[i].2).unwrap();
+    }
+    // Each event is matched by a trigger as Home Assistant reads it (`type:zone-or-line`).
+    let triggers: Vec<String> = configs
+        .iter()
+        .map(|&i| serde_json::from_slice::<serde_json::Value>(&got[i].2).unwrap())
+        .filter(|c| c["automation_type"] == "trigger")
+        .map(|c| c["payload"].as_str().unwrap().to_string())
+        .collect();
+    let events: Vec<serde_json::Value> = got
+        .iter()
+        .filter(|(t, _, _)| t == "site/moving/events")
+        .map(|(_, _, p)| serde_json::from_slice(p).unwrap())
+        .collect();
+    assert_eq!(events.len(), 4, "{err}");
+    for e in &events {
+        let place = e["zone"].as_str().or(e["line"].as_str()).unwrap_or("");
+        let said = format!("{}:{place}", e["type"].as_str().unwrap());
+        assert!(triggers.contains(&said), "{said}: {triggers:?}");
+    }
+    // The snapshot: a JPEG of an event's frame, retained while the run lasted.
+    let shot = got
+        .iter()
+        .find(|(t, _, p)| t == "site/moving/snapshot" && !p.is_empty());
+    let (_, _, jpeg) = shot.expect("no snapshot");
+    assert_eq!(&jpeg[..3], b"\xff\xd8\xff");
+    // After the run: the descriptions stay retained, the states are cleared, offline said.
+    let left = received(
+        subscriber(broker.1, &["site/#", "homeassistant/#"], true),
+        false,
+    );
+    let kept: Vec<&str> = left.iter().map(|(t, _, _)| t.as_str()).collect();
+    assert!(
+        kept.iter().any(|t| t.ends_with("/bay_occupancy/config")),
+        "{kept:?}"
+    );
+    assert!(
+        !kept
+            .iter()
+            .any(|t| t.contains("/zones/") || t.ends_with("/snapshot")),
+        "{kept:?}"
+    );
+    assert!(
+        left.iter()
+            .any(|(t, _, p)| t == "site/available" && p == b"offline"),
+        "{left:?}"
+    );
+}
+
 /// Each packet of `file`'s `stream` (v or a): presentation time, keyframe, data hash.
 fn packets(file: &Path, stream: &str) -> Vec<(f64, bool, String)> {
     let out = Command::new("ffprobe")

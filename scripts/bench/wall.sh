@@ -12,7 +12,9 @@
 #                                        seconds (60): a table row in $OUT/wall.txt, the
 #                                        summary and the samples beside it (WALL_PROTO=srt:
 #                                        the cameras call framepipe over SRT, not UDP;
-#                                        WALL_CPU=K: the last K decoded by the CPU)
+#                                        WALL_CPU=K: the last K decoded by the CPU;
+#                                        WALL_FLAGS="--detect M …": a second line, the
+#                                        detector's rate, batches, skips and lag)
 #   scripts/bench/wall.sh limit N [C]    there: the decoders' own limit on the same clips in
 #                                        the same session: N `ffmpeg -hwaccel cuda` processes
 #                                        at once (frames left on the GPU), then one framepipe
@@ -240,6 +242,14 @@ print(f"{codec} N={n}: {s['fps']:.0f} fps together; steady state ({secs} s after
       f"HLS segments {hls}; view HTTP {view}; {threads} threads, {fds} fds; busiest threads (by name: "
       f"cores in all, the busiest one's share of a core): "
       + ", ".join(f"{nm} x{k} {sp / 100 / float(secs):.2f} ({one / 100 / float(secs):.0%})" for sp, nm, k, one in busiest[:6]))
+d = s.get("detection")
+if d:
+    t = s["elapsed_s"]
+    skipped = sum(i.get("skipped", 0) for i in d["inputs"])
+    lag = d.get("lag_ms") or {}
+    print(f"  detection: {d['frames'] / t:.1f} a second ({d['frames']} in {t:.1f} s), {d['inferences']} inferences "
+          f"of {d['frames'] / max(d['inferences'], 1):.1f}, {skipped} due skipped, fitted bytes to the host "
+          f"{d.get('fitted_bytes_to_host')}, lag p99 {lag.get('p99', 0):.1f} ms, max {lag.get('max', 0):.1f} ms")
 PY
     rm -rf "$w"
 }

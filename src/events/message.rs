@@ -1,5 +1,8 @@
-//! What goes to the destinations of events (`out`, `webhook`, `mqtt`): an event, or a
-//! zone's count, and how many a destination's queue holds.
+//! What goes to the destinations of events (`out`, `webhook`, `mqtt`): an event, a zone's
+//! count, a camera's first appearance and an event's picture (the last two MQTT's alone,
+//! for Home Assistant's discovery), and how many a destination's queue holds.
+
+use std::sync::Arc;
 
 /// Events a destination's queue holds.
 pub const QUEUE: usize = 10_000;
@@ -11,14 +14,30 @@ pub enum Message {
     Event(String, serde_json::Value),
     /// Input `.0`'s zone `.1` holds `.2` objects now.
     Count(String, String, u64),
+    /// Input `.0`'s camera began to be watched, with what it watches.
+    Camera(String, Arc<Watched>),
+    /// Input `.0`'s latest event's frame, with its box.
+    Picture(String, Arc<super::Picture>),
+}
+
+/// What a camera watches: the names of its zones and lines, and the kinds of event it
+/// makes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Watched {
+    /// Its zones' names.
+    pub zones: Vec<String>,
+    /// Its lines' names.
+    pub lines: Vec<String>,
+    /// Whether it says how long an object stayed in a zone (`stay`).
+    pub stay: bool,
 }
 
 impl Message {
-    /// The event it carries (a count is MQTT's alone).
+    /// The event it carries (the others are MQTT's alone).
     pub fn event(self) -> Option<serde_json::Value> {
         match self {
             Message::Event(_, json) => Some(json),
-            Message::Count(..) => None,
+            Message::Count(..) | Message::Camera(..) | Message::Picture(..) => None,
         }
     }
 }

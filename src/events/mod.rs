@@ -18,6 +18,7 @@
 //! are those that went to the destinations.
 
 pub mod camera;
+mod discovery;
 mod message;
 pub mod motion;
 mod mqtt;
@@ -77,6 +78,16 @@ pub struct Picture {
     pub bytes: Vec<u8>,
     /// The boxes drawn into the snapshot.
     pub boxes: Vec<Detection>,
+}
+
+impl std::fmt::Debug for Picture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Picture")
+            .field("format", &self.format)
+            .field("size", &self.size)
+            .field("boxes", &self.boxes.len())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Where an event's clip and snapshot are written.
@@ -140,7 +151,12 @@ pub struct Engine {
     zone_counts: Vec<BTreeMap<String, u64>>,
     /// Each input's clip maker, where `--clip` asks.
     clips: Vec<Option<ClipHook>>,
+    /// When each input's last picture went to the destinations that show it.
+    pictured: Vec<Option<std::time::Instant>>,
 }
+
+/// The shortest time between two of an input's pictures sent out (MQTT's snapshot).
+const PICTURE_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Engine {
     /// The engine for `names` (the run's inputs, in order), as `settings` asks; its
@@ -163,6 +179,7 @@ impl Engine {
             counts: BTreeMap::new(),
             zone_counts: vec![BTreeMap::new(); names.len()],
             clips,
+            pictured: Vec::new(),
         })
     }
 
@@ -184,10 +201,25 @@ impl Engine {
                 .collect();
             shapes.retain(|s| !own.shapes.iter().any(|o| o.name == s.name));
             shapes.extend(own.shapes.iter().cloned());
+            let stay = own.stay.or(self.stay);
+            let names = |line: bool| {
+                shapes
+                    .iter()
+                    .filter(|s| s.line == line)
+                    .map(|s| s.name.clone())
+                    .collect()
+            };
+            let watched = out::Watched {
+                zones: names(false),
+                lines: names(true),
+                stay: stay.is_some(),
+            };
+            let m = out::Message::Camera(seen.name.to_string(), std::sync::Arc::new(watched));
+            self.out.send(&m);
             *slot = Some(Camera {
                 name: seen.name.to_string(),
                 tracker: track::Tracker::default(),
-                rules: Rules::new(shapes, own.stay.or(self.stay)),
+                rules: Rules::new(shapes, stay),
                 labels: own.labels.clone().unwrap_or_else(|| self.labels.clone()),
             });
             self.zone_counts[at] = BTreeMap::new();
@@ -221,6 +253,7 @@ impl Engine {
             }
         }
         let now = rules.counts();
+        self.picture(seen, &events);
         for (mut e, d) in events {
             let kind = e["type"].as_str().unwrap_or("?").to_string();
             if let Some(clip) = self.clips.get(seen.input).cloned().flatten() {
@@ -254,6 +287,32 @@ impl Engine {
             }
         }
         self.zone_counts[seen.input] = now;
+    }
+
+    /// Frame `seen` with the boxes of its `events`, to the destinations that show it (MQTT's
+    /// camera snapshot), at most one a `PICTURE_EVERY` for each input.
+    fn picture(&mut self, seen: &Seen, events: &[(serde_json::Value, Option<Detection>)]) {
+        let boxes: Vec<Detection> = events.iter().filter_map(|(_, d)| d.clone()).collect();
+        let (Some(bgr), false) = (seen.bgr, boxes.is_empty()) else {
+            return;
+        };
+        if !self.out.wants_pictures() {
+            return;
+        }
+        let last = &mut self.pictured;
+        last.resize(last.len().max(seen.input + 1), None);
+        if last[seen.input].is_some_and(|t| seen.seen_at.duration_since(t) < PICTURE_EVERY) {
+            return;
+        }
+        last[seen.input] = Some(seen.seen_at);
+        let picture = Picture {
+            format: crate::pixel::PixelFormat::Bgr24,
+            size: seen.size,
+            bytes: bgr.to_vec(),
+            boxes,
+        };
+        let m = out::Message::Picture(seen.name.to_string(), std::sync::Arc::new(picture));
+        self.out.send(&m);
     }
 
     /// Events by kind, so far; None where no zone, line or destination was asked for (the

@@ -2,6 +2,12 @@
 //! `PREFIX/INPUT/events`, each zone's count retained on `PREFIX/INPUT/zones/ZONE`, and
 //! `PREFIX/available` retained `online` (`offline` as the last will, and at the end).
 //!
+//! With `?discovery=homeassistant`, Home Assistant's MQTT discovery (`discovery`): as each
+//! camera begins to be watched, its device is described, retained, under the discovery
+//! prefix: each zone an occupancy sensor and a count, each kind of event (per zone and
+//! line) a device trigger, and a camera showing its latest event's frame, retained on
+//! `PREFIX/INPUT/snapshot` as a JPEG (at most one a second).
+//!
 //! One thread drives rumqttc's event loop and keeps what it publishes until the broker
 //! acknowledges it (QoS 1): a publication waits in `waiting` until the client is connected,
 //! is `handed` to the client, becomes `inflight` under the packet id the loop gives it, and
@@ -10,10 +16,12 @@
 //! is emptied: this thread alone decides what is sent again, so a broker that was away for
 //! the whole run, or for a while, gets every event once it answers.
 //!
-//! Invariants: publications go out in the order they were made; at most `QUEUE` wait (the
-//! overflow is counted by `out`); the thread ends once the run's end is told (`ended`)
-//! within a tick (`TICK`), giving back the events not acknowledged; the retained zone counts
-//! it set are cleared (an empty retained payload) as it ends with the broker there.
+//! Invariants: publications go out in the order they were made (a camera's description
+//! before its states; a retained state still waiting is replaced by a newer one in its place); at most `QUEUE` wait (the overflow is counted by `out`); the thread
+//! ends once the run's end is told (`ended`) within a tick (`TICK`), giving back the events
+//! not acknowledged; the retained states it set (zone counts, snapshots) are cleared (an
+//! empty retained payload) as it ends with the broker there; the descriptions stay, so
+//! Home Assistant keeps the entities, unavailable, until the next run.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +30,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, TryRecvError};
 use rumqttc::{Client, Event, LastWill, MqttOptions, Outgoing, Packet, QoS};
 
+use super::discovery::Discovery;
 use super::message::{Message, QUEUE};
 
 /// How long one turn of the loop waits on the broker.
@@ -35,25 +44,37 @@ const RETRY: Duration = Duration::from_millis(500);
 /// How long the end waits for the broker to acknowledge the cleared states.
 const GOODBYE: Duration = Duration::from_millis(300);
 
+/// A publication as made: its topic, payload, whether retained, and the event it carries.
+type Made = (String, Vec<u8>, bool, Option<serde_json::Value>);
+
 /// One publication, numbered in the order it was made.
 #[derive(Clone, Debug)]
 struct Publication {
     seq: u64,
     topic: String,
-    payload: String,
+    payload: Vec<u8>,
     retain: bool,
     /// The event it carries (None: a count or the availability).
     event: Option<serde_json::Value>,
 }
 
+/// The broker, the topics' prefix, and Home Assistant's discovery prefix where asked.
+pub(super) struct Broker {
+    pub host: String,
+    pub port: u16,
+    pub prefix: String,
+    pub discovery: Option<String>,
+}
+
 /// The broker's thread (module doc): the events it could not deliver.
 pub(super) fn run(
-    (host, port, prefix): (&str, u16, &str),
+    broker: &Broker,
     rx: Receiver<Message>,
     ended: &AtomicBool,
 ) -> Vec<serde_json::Value> {
+    let prefix = broker.prefix.as_str();
     let id = format!("framepipe-{}", std::process::id());
-    let mut options = MqttOptions::new(id, host, port);
+    let mut options = MqttOptions::new(id, &broker.host, broker.port);
     options.set_keep_alive(Duration::from_secs(10));
     let available = format!("{prefix}/available");
     options.set_last_will(LastWill::new(&available, "offline", QoS::AtLeastOnce, true));
@@ -68,6 +89,7 @@ pub(super) fn run(
         said: false,
         seq: 0,
         retained: BTreeSet::new(),
+        discovery: broker.discovery.as_ref().map(|d| Discovery::new(d, prefix)),
     };
     let mut open = true;
     loop {
@@ -97,8 +119,10 @@ struct Link {
     connected: bool,
     said: bool,
     seq: u64,
-    /// The retained topics set (zone counts), cleared at the end.
+    /// The retained topics set (zone counts, snapshots), cleared at the end.
     retained: BTreeSet<String>,
+    /// Home Assistant's discovery, where asked.
+    discovery: Option<Discovery>,
 }
 
 impl Link {
@@ -111,32 +135,58 @@ impl Link {
                 Err(TryRecvError::Empty) => return true,
                 Err(TryRecvError::Disconnected) => return false,
             };
-            let publication = match m {
-                Message::Event(input, json) => (
-                    format!("{prefix}/{}/events", topic_part(&input)),
-                    json.to_string(),
-                    false,
-                    Some(json),
-                ),
-                Message::Count(input, zone, n) => {
-                    let topic = format!(
-                        "{prefix}/{}/zones/{}",
-                        topic_part(&input),
-                        topic_part(&zone)
-                    );
-                    self.retained.insert(topic.clone());
-                    (topic, n.to_string(), true, None)
-                }
-            };
-            self.push(publication);
+            for publication in self.publications(m, prefix) {
+                self.push(publication);
+            }
         }
         true
     }
 
-    fn push(
-        &mut self,
-        (topic, payload, retain, event): (String, String, bool, Option<serde_json::Value>),
-    ) {
+    /// What message `m` publishes: its topic, payload, whether retained, and the event.
+    fn publications(&mut self, m: Message, prefix: &str) -> Vec<Made> {
+        match m {
+            Message::Event(input, json) => {
+                let topic = format!("{prefix}/{}/events", topic_part(&input));
+                vec![(topic, json.to_string().into_bytes(), false, Some(json))]
+            }
+            Message::Count(input, zone, n) => {
+                let topic = format!(
+                    "{prefix}/{}/zones/{}",
+                    topic_part(&input),
+                    topic_part(&zone)
+                );
+                self.retained.insert(topic.clone());
+                vec![(topic, n.to_string().into_bytes(), true, None)]
+            }
+            Message::Camera(input, watched) => match &mut self.discovery {
+                Some(d) => d.described(&input, &watched),
+                None => Vec::new(),
+            },
+            Message::Picture(input, picture) => {
+                let (Some(_), Some(jpeg)) = (&self.discovery, jpeg(&picture)) else {
+                    return Vec::new();
+                };
+                let topic = format!("{prefix}/{}/snapshot", topic_part(&input));
+                self.retained.insert(topic.clone());
+                vec![(topic, jpeg, true, None)]
+            }
+        }
+    }
+
+    /// Queues a publication; a retained state (a count, a snapshot, a description) still
+    /// waiting for the same topic takes the newer payload in its place instead, so that a
+    /// broker away for long is owed only the newest of each.
+    fn push(&mut self, (topic, payload, retain, event): Made) {
+        if retain && event.is_none() {
+            let same = self
+                .waiting
+                .iter_mut()
+                .find(|p| p.retain && p.event.is_none() && p.topic == topic);
+            if let Some(p) = same {
+                p.payload = payload;
+                return;
+            }
+        }
         self.seq += 1;
         self.waiting.push_back(Publication {
             seq: self.seq,
@@ -193,7 +243,7 @@ impl Link {
                 self.waiting.push_front(Publication {
                     seq: 0,
                     topic: available.to_string(),
-                    payload: "online".into(),
+                    payload: b"online".to_vec(),
                     retain: true,
                     event: None,
                 });
@@ -273,6 +323,20 @@ impl Link {
         all.sort_by_key(|p| p.seq);
         all.into_iter().filter_map(|p| p.event).collect()
     }
+}
+
+/// `picture` with its boxes as a JPEG (None where it can't be made: said once, at debug).
+#[cfg(feature = "ffmpeg")]
+fn jpeg(picture: &super::Picture) -> Option<Vec<u8>> {
+    crate::record::snapshot::jpeg(picture)
+        .map_err(|e| crate::debug!("events to MQTT: no snapshot: {e:#}"))
+        .ok()
+}
+
+/// Without FFmpeg no JPEG is made (`Outputs::wants_pictures` asks for none).
+#[cfg(not(feature = "ffmpeg"))]
+fn jpeg(_: &super::Picture) -> Option<Vec<u8>> {
+    None
 }
 
 /// `name` as one level of a topic: '/', '+', '#' and spaces written '_'.

@@ -40,7 +40,7 @@ pub enum Destination {
         /// The path posted to.
         path: String,
     },
-    /// `mqtt://HOST[:PORT]/PREFIX`.
+    /// `mqtt://HOST[:PORT]/PREFIX[?discovery=homeassistant[&discovery_prefix=P]]`.
     Mqtt {
         /// Host.
         host: String,
@@ -48,6 +48,8 @@ pub enum Destination {
         port: u16,
         /// The topics' prefix.
         prefix: String,
+        /// Home Assistant's discovery prefix, where its discovery is asked for.
+        discovery: Option<String>,
     },
 }
 
@@ -78,6 +80,7 @@ impl Destination {
             });
         }
         if let Some(rest) = text.strip_prefix("mqtt://") {
+            let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
             let (host, port, prefix) = hostport(rest, 1883)?;
             let prefix = match prefix.trim_matches('/') {
                 "" => "framepipe".to_string(),
@@ -88,7 +91,14 @@ impl Destination {
                     "--events '{text}': a topic prefix has no '+' or '#'"
                 ));
             }
-            return Ok(Destination::Mqtt { host, port, prefix });
+            let discovery =
+                discovery_of(query).map_err(|why| format!("--events '{text}': {why}"))?;
+            return Ok(Destination::Mqtt {
+                host,
+                port,
+                prefix,
+                discovery,
+            });
         }
         if text.contains("://") {
             return Err(format!(
@@ -99,7 +109,40 @@ impl Destination {
     }
 }
 
-pub use super::message::{Message, QUEUE};
+/// The discovery an MQTT destination's query asks for (`discovery=homeassistant`, and
+/// `discovery_prefix=P`, Home Assistant's own `homeassistant` where not given): its prefix.
+fn discovery_of(query: &str) -> Result<Option<String>, String> {
+    const KEYS: [&str; 2] = ["discovery", "discovery_prefix"];
+    let (mut asked, mut prefix) = (false, None);
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match (key, value) {
+            ("discovery", "homeassistant") => asked = true,
+            ("discovery", other) => {
+                return Err(format!(
+                    "discovery '{other}' is not known (homeassistant is: Home Assistant's MQTT discovery)"
+                ))
+            }
+            ("discovery_prefix", p) if !p.is_empty() && !p.contains(['+', '#']) => {
+                prefix = Some(p.trim_matches('/').to_string());
+            }
+            ("discovery_prefix", p) => {
+                return Err(format!("'{p}' is no discovery prefix (a topic without '+' or '#')"))
+            }
+            (other, _) => {
+                let hint = crate::spelling::did_you_mean(other, &KEYS);
+                return Err(format!("'{other}' is not an MQTT option{hint} (discovery=homeassistant, discovery_prefix=P)"));
+            }
+        }
+    }
+    match (asked, prefix) {
+        (true, p) => Ok(Some(p.unwrap_or_else(|| "homeassistant".into()))),
+        (false, Some(_)) => Err("discovery_prefix without discovery=homeassistant".into()),
+        (false, None) => Ok(None),
+    }
+}
+
+pub use super::message::{Message, Watched, QUEUE};
 
 /// A destination's thread: it gives back the events it could not deliver.
 type Thread = std::thread::JoinHandle<Vec<serde_json::Value>>;
@@ -159,6 +202,8 @@ pub struct Outputs {
     spool: Option<std::path::PathBuf>,
     /// What the end said, once it ran (Err: events not delivered).
     ended: Mutex<Option<Result<(), String>>>,
+    /// Whether a destination shows events' pictures (`wants_pictures`).
+    pictures: bool,
 }
 
 impl Outputs {
@@ -194,11 +239,21 @@ impl Outputs {
                     let http = move || super::webhook::run((&addr, &host, &path), &rx, &end, &now);
                     (what, spawn("events-http", http)?)
                 }
-                Destination::Mqtt { host, port, prefix } => {
+                Destination::Mqtt {
+                    host,
+                    port,
+                    prefix,
+                    discovery,
+                } => {
                     let what = format!("mqtt://{host}:{port}/{prefix}");
-                    let (host, port, prefix) = (host.clone(), *port, prefix.clone());
+                    let broker = super::mqtt::Broker {
+                        host: host.clone(),
+                        port: *port,
+                        prefix: prefix.clone(),
+                        discovery: discovery.clone(),
+                    };
                     let (rx, end) = (rx.clone(), ended.clone());
-                    let mqtt = move || super::mqtt::run((&host, port, &prefix), rx, &end);
+                    let mqtt = move || super::mqtt::run(&broker, rx, &end);
                     (what, spawn("events-mqtt", mqtt)?)
                 }
             };
@@ -212,17 +267,34 @@ impl Outputs {
                 thread: Mutex::new(Some(thread)),
             });
         }
+        let pictures = to.iter().any(|d| {
+            cfg!(feature = "ffmpeg")
+                && matches!(
+                    d,
+                    Destination::Mqtt {
+                        discovery: Some(_),
+                        ..
+                    }
+                )
+        });
         Ok(Self {
             running,
             recent,
             spool,
             ended: Mutex::new(None),
+            pictures,
         })
     }
 
     /// Whether there is any destination (the browser view's list counts as one).
     pub fn is_empty(&self) -> bool {
         self.running.is_empty() && self.recent.is_none()
+    }
+
+    /// Whether a destination shows events' pictures (MQTT with Home Assistant's discovery:
+    /// each camera's snapshot).
+    pub fn wants_pictures(&self) -> bool {
+        self.pictures
     }
 
     /// Puts `m` in every destination's queue (a full one counts it).
@@ -385,9 +457,33 @@ mod tests {
             Destination::Mqtt {
                 host: "127.0.0.1".into(),
                 port: 1884,
-                prefix: "site/a".into()
+                prefix: "site/a".into(),
+                discovery: None,
             }
         );
+        let asked = |q: &str| match Destination::parse(&format!("mqtt://h/site?{q}")) {
+            Ok(Destination::Mqtt { discovery, .. }) => Ok(discovery),
+            Ok(other) => panic!("{other:?}"),
+            Err(e) => Err(e),
+        };
+        assert_eq!(
+            asked("discovery=homeassistant"),
+            Ok(Some("homeassistant".into()))
+        );
+        assert_eq!(
+            asked("discovery=homeassistant&discovery_prefix=ha/"),
+            Ok(Some("ha".into()))
+        );
+        assert_eq!(asked(""), Ok(None));
+        let said = asked("discovry=homeassistant").unwrap_err();
+        assert!(said.contains("did you mean 'discovery'"), "{said}");
+        for bad in [
+            "discovery=frigate",
+            "discovery_prefix=ha",
+            "discovery=homeassistant&discovery_prefix=a/#",
+        ] {
+            assert!(asked(bad).is_err(), "{bad}");
+        }
         assert_eq!(
             Destination::parse("http://localhost:8080/hook").unwrap(),
             Destination::Http {

@@ -15,29 +15,7 @@ use crate::pixel::{PixelFormat, Planes};
 
 /// Writes `picture` with its boxes as the JPEG `name`; the name it got.
 pub fn write(name: &Path, picture: Picture) -> Result<PathBuf> {
-    let Picture {
-        format,
-        size,
-        bytes,
-        boxes,
-    } = picture;
-    let mut bgr = match format {
-        PixelFormat::Bgr24 => bytes,
-        f => {
-            let mut bgr = vec![0u8; size.bytes()];
-            crate::pixel::to_bgr(f, size, &bytes, &mut bgr);
-            bgr
-        }
-    };
-    let packed = Planes::packed(PixelFormat::Bgr24, size);
-    if let Some(mut paint) =
-        crate::paint::boxes::Paint::new(&mut bgr, PixelFormat::Bgr24, size, packed)
-    {
-        let all = paint.all();
-        let labels = crate::detect::Draw::Labels;
-        crate::paint::boxes::draw_boxes(&mut paint, all, size, &boxes, labels);
-    }
-    let jpeg = PictureEncoder::new(ImageFormat::Jpeg, size)?.encode(&bgr)?;
+    let jpeg = jpeg(&picture)?;
     let part = super::claim_part(name)?;
     let written = std::fs::write(&part, jpeg)
         .with_context(|| format!("writing '{}'", part.display()))
@@ -46,4 +24,28 @@ pub fn write(name: &Path, picture: Picture) -> Result<PathBuf> {
         let _ = std::fs::remove_file(&part);
     }
     written
+}
+
+/// `picture` with its boxes and labels drawn, as a JPEG.
+pub fn jpeg(picture: &Picture) -> Result<Vec<u8>> {
+    let Picture {
+        format,
+        size,
+        bytes,
+        boxes,
+    } = picture;
+    let (size, mut bgr) = (*size, vec![0u8; size.bytes()]);
+    match format {
+        PixelFormat::Bgr24 => bgr.copy_from_slice(&bytes[..size.bytes()]),
+        f => crate::pixel::to_bgr(*f, size, bytes, &mut bgr),
+    }
+    let packed = Planes::packed(PixelFormat::Bgr24, size);
+    if let Some(mut paint) =
+        crate::paint::boxes::Paint::new(&mut bgr, PixelFormat::Bgr24, size, packed)
+    {
+        let all = paint.all();
+        let labels = crate::detect::Draw::Labels;
+        crate::paint::boxes::draw_boxes(&mut paint, all, size, boxes, labels);
+    }
+    PictureEncoder::new(ImageFormat::Jpeg, size)?.encode(&bgr)
 }

@@ -216,6 +216,7 @@ impl Detecting {
             seen: inputs.seen.clone(),
             done: done_tx,
             beside: inputs.beside.clone(),
+            lag: Default::default(),
         };
         let taken = slots.clone();
         let halt = model.as_ref().map(Model::halt);
@@ -522,6 +523,8 @@ struct Detector {
     events: Option<crate::events::Engine>,
     /// When the run began (the time of a frame without one).
     started: std::time::Instant,
+    /// Each detected frame's lag: from reaching the detecting sink to its boxes found.
+    lag: crate::stats::Latency,
 }
 
 /// What the detector did, at its end.
@@ -538,6 +541,8 @@ struct Ended {
     events: Option<std::collections::BTreeMap<String, u64>>,
     /// Why events were not delivered, where some were not.
     undelivered: Option<String>,
+    /// The detected frames' lag (`Detector::lag`).
+    lag: crate::stats::Latency,
 }
 
 /// The detector's loop: each batch's boxes, each frame's line, and each input's newest
@@ -591,6 +596,7 @@ impl Detector {
             fitted_to_host,
             events,
             undelivered,
+            lag: self.lag.clone(),
         }
     }
 
@@ -603,6 +609,7 @@ impl Detector {
         mut boxes: Vec<Detection>,
         file: Option<&mut std::io::BufWriter<std::fs::File>>,
     ) -> Result<()> {
+        self.lag.record(job.seen_at.elapsed().as_secs_f64() * 1e3);
         let name = job.name.as_str();
         boxes.retain(|d| job.events.keeps(d, job.size));
         if let Some(events) = &mut self.events {
@@ -847,6 +854,10 @@ impl Sink for Detecting {
             "frames": self.ended.as_ref().map_or(0, |e| e.ran),
             "inferences": self.ended.as_ref().map_or(0, |e| e.batches),
             "fitted_bytes_to_host": self.ended.as_ref().and_then(|e| e.fitted_to_host),
+            "lag_ms": self.ended.as_ref().map(|e| {
+                let now = crate::stats::LatencyNow::of(&e.lag);
+                serde_json::json!({"mean": now.mean_ms, "p99": now.p99_ms, "max": now.max_ms})
+            }),
             "inputs": inputs,
             "events": self.event_counts(),
         }));
