@@ -1,27 +1,30 @@
 //! Media Source Extensions over a WebSocket, WebRTC's fallback (as go2rtc's): `GET
-//! /mse/{name}` upgraded to a WebSocket (RFC 6455) sends, as binary messages, the MIME type
-//! the page hands `MediaSource.addSourceBuffer` (a text message first), the init segment, and
-//! one fragment a unit (`fmp4`), from the last keyframe kept: the same units WebRTC sends.
+//! /mse/{name}` upgraded to a WebSocket (RFC 6455, spoken by tungstenite on the connection
+//! hyper hands over) sends the MIME type the page hands `MediaSource.addSourceBuffer` (a
+//! text message first), then as binary messages the init segment and one fragment a unit
+//! (`fmp4`), from the last keyframe kept: the same units WebRTC sends.
 //!
 //! Invariants: the feed's units reach the connection through a queue that drops (a viewer
 //! that stalls loses its own fragments and starts again from a keyframe, nothing else
 //! waits); the queue holds at most `QUEUE` messages and `QUEUE_BYTES`; a viewer whose queue
 //! stays full, or whose socket takes no byte, for `STALLED` is cut (its connection closed),
-//! and while it waits its thread sleeps (no CPU spent on a viewer that reads nothing); only
-//! server frames are written (unmasked), a client's frames are read and
-//! dropped until it closes; a connection ends when the client closes, the feed's stream
+//! and while it waits its thread sleeps (no CPU spent on a viewer that reads nothing); a
+//! client's messages are read (pings answered, at most `CLIENT_MESSAGE` bytes each) and
+//! dropped; a connection ends with a close when the client closes, the feed's stream
 //! changes size, or the view stops.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
+use futures_util::{SinkExt, StreamExt};
 use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use sha1::{Digest, Sha1};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::WebSocketStream;
 
 use super::super::reply::{respond, Body, PLAIN};
 use super::feed::{Feed, Place, Unit};
@@ -39,30 +42,12 @@ const WAIT: Duration = Duration::from_millis(100);
 /// Bytes queued for one connection's socket (the viewer's thread adds, the writer takes).
 type Queued = Arc<std::sync::atomic::AtomicUsize>;
 
-/// `Sec-WebSocket-Accept` of a client's `Sec-WebSocket-Key`.
-fn accept_key(key: &str) -> String {
-    let mut h = Sha1::new();
-    h.update(key.trim().as_bytes());
-    h.update(b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11");
-    base64::engine::general_purpose::STANDARD.encode(h.finalize())
-}
+/// The largest message a client may send (it has nothing to say but pings and a close).
+const CLIENT_MESSAGE: usize = 64 << 10;
 
-/// A server frame: FIN, `opcode` (1 text, 2 binary), the payload unmasked.
-fn frame(opcode: u8, payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![0x80 | opcode];
-    match payload.len() {
-        n if n < 126 => f.push(n as u8),
-        n if n <= 0xffff => {
-            f.push(126);
-            f.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            f.push(127);
-            f.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    f.extend_from_slice(payload);
-    f
+/// A message's bytes, as the queue counts them.
+fn size_of(m: &Message) -> usize {
+    m.len()
 }
 
 /// Answers `GET /mse/NAME`: 101 and the stream, on a task of its own, once the connection
@@ -81,7 +66,7 @@ pub fn answer(
         Ok(p) => p,
         Err(why) => return respond(StatusCode::UNSUPPORTED_MEDIA_TYPE, PLAIN, why),
     };
-    let (tx, rx) = tokio::sync::mpsc::channel::<Vec<u8>>(QUEUE);
+    let (tx, rx) = tokio::sync::mpsc::channel::<Message>(QUEUE);
     let ended = Arc::new(AtomicBool::new(false));
     let queued = Queued::default();
     let fragments = {
@@ -105,7 +90,12 @@ pub fn answer(
     }
     tokio::spawn(async move {
         if let Ok(upgraded) = upgrade.await {
-            send(TokioIo::new(upgraded), rx, &queued).await;
+            let config = WebSocketConfig::default()
+                .max_message_size(Some(CLIENT_MESSAGE))
+                .max_frame_size(Some(CLIENT_MESSAGE));
+            let io = TokioIo::new(upgraded);
+            let ws = WebSocketStream::from_raw_socket(io, Role::Server, Some(config)).await;
+            send(ws, rx, &queued).await;
         }
         ended.store(true, Ordering::SeqCst);
     });
@@ -113,52 +103,61 @@ pub fn answer(
     let h = r.headers_mut();
     h.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
     h.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-    if let Ok(v) = HeaderValue::from_str(&accept_key(key)) {
+    if let Ok(v) = HeaderValue::from_str(&derive_accept_key(key.trim().as_bytes())) {
         h.insert("sec-websocket-accept", v);
     }
     r.headers_mut().remove(header::CONTENT_TYPE);
     r
 }
 
-/// Writes the queue's messages to the socket, reading (and dropping) what the client sends,
-/// until either side ends, or a message waits `STALLED` for a socket that takes nothing
-/// (the connection is then closed).
-async fn send<S>(io: S, mut rx: tokio::sync::mpsc::Receiver<Vec<u8>>, queued: &Queued)
-where
+/// Sends the queue's messages on the WebSocket, reading (and dropping) what the client
+/// sends, until either side ends, or a message waits `STALLED` for a socket that takes
+/// nothing; the end is a close where the socket still takes one.
+async fn send<S>(
+    ws: WebSocketStream<S>,
+    mut rx: tokio::sync::mpsc::Receiver<Message>,
+    queued: &Queued,
+) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let (mut reader, mut writer) = tokio::io::split(io);
-    let mut buf = vec![0u8; 4096];
+    let (mut sink, mut client) = ws.split();
     loop {
         tokio::select! {
             m = rx.recv() => match m {
                 Some(m) => {
-                    let written = tokio::time::timeout(STALLED, writer.write_all(&m)).await;
-                    queued.fetch_sub(m.len(), Ordering::SeqCst);
+                    let n = size_of(&m);
+                    let written = tokio::time::timeout(STALLED, sink.send(m)).await;
+                    queued.fetch_sub(n, Ordering::SeqCst);
                     if !matches!(written, Ok(Ok(()))) {
                         return;
                     }
                 }
-                None => return,
+                None => break,
             },
-            n = reader.read(&mut buf) => match n {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {} // pings, a close: the connection ends when the socket does
+            said = client.next() => match said {
+                Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                // A ping's pong goes with the next write; the rest is dropped.
+                Some(Ok(_)) => {}
             },
         }
     }
+    let close = async {
+        let _ = sink.send(Message::Close(None)).await;
+        let _ = sink.close().await;
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), close).await;
 }
 
 /// Where a viewer's messages go: its queue, and the bytes in it.
 struct Out<'a> {
-    tx: &'a tokio::sync::mpsc::Sender<Vec<u8>>,
+    tx: &'a tokio::sync::mpsc::Sender<Message>,
     queued: &'a Queued,
 }
 
 impl Out<'_> {
     /// Queues `m`, where the queue has room for it (messages and bytes).
-    fn try_send(&self, m: Vec<u8>) -> bool {
-        let n = m.len();
+    fn try_send(&self, m: Message) -> bool {
+        let n = size_of(&m);
         if self.queued.load(Ordering::SeqCst) + n > QUEUE_BYTES {
             return false;
         }
@@ -225,7 +224,7 @@ fn fragments_of(place: Place, feed: &Feed, out: &Out, (ended, stop): (&AtomicBoo
             let Some(m) = muxer.as_mut() else {
                 continue; // not a keyframe with its parameter sets yet
             };
-            if !out.try_send(frame(2, &m.fragment(&unit))) {
+            if !out.try_send(Message::binary(m.fragment(&unit))) {
                 // Behind (a fragment lost is a hole).
                 full_since = Some(std::time::Instant::now());
                 break;
@@ -257,8 +256,8 @@ impl Muxer {
         let (sps, pps) = fmp4::parameter_sets(unit)?;
         let size = size.unwrap_or((0, 0));
         let mime = format!("video/mp4; codecs=\"{}\"", fmp4::codecs(&sps));
-        out.try_send(frame(1, mime.as_bytes())).then_some(())?;
-        out.try_send(frame(2, &fmp4::init(&sps, &pps, size)))
+        out.try_send(Message::text(mime)).then_some(())?;
+        out.try_send(Message::binary(fmp4::init(&sps, &pps, size)))
             .then_some(())?;
         Some(Self {
             sequence: 0,
@@ -285,19 +284,5 @@ impl Muxer {
         }
         self.last = Some(decode);
         fmp4::fragment(unit, self.sequence, decode.max(0) as u64, self.duration)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_accept_key_is_rfc_6455s() {
-        // RFC 6455, section 1.3.
-        assert_eq!(
-            super::accept_key("dGhlIHNhbXBsZSBub25jZQ=="),
-            "s3pPLMBiTxaQ9kYGzzhZRbK+xOo="
-        );
-        assert_eq!(super::frame(2, &[1, 2]), [0x82, 2, 1, 2]);
-        assert_eq!(super::frame(1, &[0; 200])[..4], [0x81, 126, 0, 200]);
     }
 }
