@@ -48,6 +48,35 @@ pub enum Command {
     /// Run a kernel file on the GPU with 1 band and with 2-16 bands, over several frame
     /// sizes, and say whether the outputs are identical (and if not, where and why).
     CheckKernel(CheckKernelArgs),
+    /// Serve one API over every shard of a wall (`--inputs … --shard K/N` on many hosts):
+    /// their inputs, events, recordings, health and metrics merged, each change sent to the
+    /// camera's owner.
+    Front(FrontArgs),
+}
+
+/// `framepipe front --shards URL,… --serve [ADDR:]PORT`.
+#[derive(Args, Debug, Clone)]
+pub struct FrontArgs {
+    /// The shards' --serve addresses, in the order of their --shard K (comma-separated
+    /// http://HOST:PORT; {A..B} stands for each number: http://wall-{0..3}.wall:8080).
+    #[arg(long, value_name = "URL,…", required = true)]
+    pub shards: Vec<String>,
+    /// Where the front listens ([ADDR:]PORT, as --serve).
+    #[arg(long, value_name = "[ADDR:]PORT")]
+    pub serve: String,
+    /// Read the front's own token from the first line of this file (or
+    /// FRAMEPIPE_SERVE_TOKEN); every request but /healthz carries it.
+    #[arg(long, value_name = "FILE")]
+    pub serve_token_file: Option<String>,
+    /// Another host name the front answers to (besides its IP addresses and localhost).
+    #[arg(long, value_name = "NAME")]
+    pub serve_host: Vec<String>,
+    /// Serve on an address other machines reach without a token (refused otherwise).
+    #[arg(long)]
+    pub serve_insecure: bool,
+    /// Read the token the shards ask for from the first line of this file.
+    #[arg(long, value_name = "FILE")]
+    pub shard_token_file: Option<String>,
 }
 
 /// `framepipe check-kernel FILE [--radius R] [--fn NAME] [NAME=VALUE …]`.

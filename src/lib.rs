@@ -26,6 +26,8 @@ pub mod error;
 pub mod events;
 pub mod filter;
 pub mod frame;
+#[cfg(feature = "ffmpeg")]
+pub mod front;
 pub mod host;
 pub mod media;
 pub mod msg;

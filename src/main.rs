@@ -65,6 +65,12 @@ fn main() {
             framepipe::app::full_build::hand_over(Some(OpenCvPart::Doctor));
             framepipe::doctor::run()
         }
+        #[cfg(feature = "ffmpeg")]
+        Some(Command::Front(args)) => framepipe::front::run(args),
+        #[cfg(not(feature = "ffmpeg"))]
+        Some(Command::Front(_)) => Err(anyhow::anyhow!(
+            "this framepipe was built without its web server (the ffmpeg feature): no front"
+        )),
         Some(Command::CheckKernel(args)) => args
             .chain()
             .map_err(anyhow::Error::from)

@@ -19,6 +19,7 @@ mod events;
 mod ffmpeg_only;
 mod files;
 mod formats;
+mod front;
 mod fuzz_args;
 mod geometry;
 mod gpu;

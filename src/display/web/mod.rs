@@ -36,7 +36,7 @@ pub mod access;
 pub mod api;
 pub mod health;
 pub mod live;
-mod reply;
+pub(crate) mod reply;
 mod server;
 
 use std::net::TcpListener;

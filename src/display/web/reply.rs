@@ -10,17 +10,17 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Response, StatusCode};
 
 /// An answer's body.
-pub(super) type Body = BoxBody<Bytes, Infallible>;
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
 /// Plain text, the type of every refusal but the API's.
-pub(super) const PLAIN: &str = "text/plain; charset=utf-8";
+pub(crate) const PLAIN: &str = "text/plain; charset=utf-8";
 
 /// JSON, the type of the API's answers (its refusals too).
-pub(super) const JSON: &str = "application/json";
+pub(crate) const JSON: &str = "application/json";
 
 /// A refusal of a request for `path`: JSON (`{"error": …}`) under `/api/`, plain text
 /// elsewhere.
-pub(super) fn refusal(path: &str, code: StatusCode, why: &str) -> Response<Body> {
+pub(crate) fn refusal(path: &str, code: StatusCode, why: &str) -> Response<Body> {
     match path.starts_with("/api/") {
         true => {
             let error = super::api::schema::ApiError { error: why.into() };
@@ -35,7 +35,7 @@ pub(super) fn refusal(path: &str, code: StatusCode, why: &str) -> Response<Body>
 }
 
 /// A whole response.
-pub(super) fn respond(code: StatusCode, kind: &str, body: impl Into<Bytes>) -> Response<Body> {
+pub(crate) fn respond(code: StatusCode, kind: &str, body: impl Into<Bytes>) -> Response<Body> {
     let mut r = Response::new(Full::new(body.into()).boxed());
     *r.status_mut() = code;
     let h = r.headers_mut();
