@@ -57,6 +57,43 @@ fn status_of(port: u16, request: &str) -> u16 {
         .unwrap_or(0)
 }
 
+/// The front's event stream, read on a thread: each event of camera "added", and how long
+/// after it was made it was read.
+fn event_stream(port: u16) -> std::sync::mpsc::Receiver<(serde_json::Value, Duration)> {
+    use std::io::{BufRead, BufReader, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "GET /api/events/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n{}\r\n",
+        bearer(FRONT_TOKEN)
+    )
+    .unwrap();
+    let mut lines = BufReader::new(s);
+    // The head, then the stream's first comment: it is open.
+    let mut line = String::new();
+    while !line.contains(": events of every shard") {
+        line.clear();
+        assert!(lines.read_line(&mut line).unwrap() > 0, "the stream closed");
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in lines.lines() {
+            let Ok(line) = line else { return };
+            let Some(json) = line.strip_prefix("data: ") else {
+                continue;
+            };
+            let e: serde_json::Value = serde_json::from_str(json).unwrap();
+            let made = chrono::DateTime::parse_from_rfc3339(e["time"].as_str().unwrap()).unwrap();
+            let late = chrono::Utc::now() - made.with_timezone(&chrono::Utc);
+            let late = late.to_std().unwrap_or_default();
+            if e["name"] == "added" && tx.send((e, late)).is_err() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
 /// Waits (30 s at most) until `what` holds.
 fn wait_for(why: &str, mut what: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -72,7 +109,13 @@ fn shard(dir: &TempDir, list: &std::path::Path, k: usize, port: u16) -> Child {
         .current_dir(dir.path())
         .args(["--headless", "--inputs"])
         .arg(list)
-        .args(["--shard", &format!("{k}/3"), "--serve", &port.to_string()])
+        .args([
+            "--shard",
+            &format!("{k}/3"),
+            "--serve",
+            &port.to_string(),
+            "--motion",
+        ])
         .arg("--serve-token-file")
         .arg(dir.join("shard-token"))
         .stdin(Stdio::null())
@@ -164,7 +207,9 @@ fn a_front_lists_routes_and_names_a_shard_down_over_three_shards() {
     let (code, _) = http_body(front_port, "POST", "/api/inputs", &from_page, &body);
     assert_eq!(code, 403);
 
-    // Added through the front: on its owner shard alone; removed the same way.
+    // Added through the front: on its owner shard alone, its first event on the front's
+    // stream within a second of being made; removed the same way.
+    let events = event_stream(front_port);
     let headers = format!("{}Content-Type: application/json\r\n", bearer(FRONT_TOKEN));
     let (code, said) = http_body(front_port, "POST", "/api/inputs", &headers, &body);
     let said: serde_json::Value = serde_json::from_slice(&said).unwrap_or_default();
@@ -182,6 +227,11 @@ fn a_front_lists_routes_and_names_a_shard_down_over_three_shards() {
             "shard {other} runs it too"
         );
     }
+    let (event, late) = events
+        .recv_timeout(Duration::from_secs(20))
+        .expect("no event on the front's stream");
+    assert_eq!(event["shard"].as_u64(), Some(k as u64), "{event}");
+    assert!(late < Duration::from_secs(1), "{late:?}: {event}");
     let (code, _) = http(
         front_port,
         "DELETE",

@@ -394,10 +394,12 @@ impl States {
 
     /// The run's figures now: an event for each input whose state changed.
     pub fn saw(&mut self, live: &crate::stats::Live, names: &[String]) {
+        // Inputs that joined while the run goes are watched too.
+        if self.last.len() < live.inputs.len() {
+            self.last.resize(live.inputs.len(), (false, false));
+        }
         for (k, input) in live.inputs.iter().enumerate() {
-            let Some(last) = self.last.get_mut(k) else {
-                break;
-            };
+            let last = &mut self.last[k];
             let down = input.down.is_some() && input.ended.is_none();
             let failing = input.recording.as_ref().and_then(|r| r.failing.clone());
             let mut made = Vec::new();

@@ -71,6 +71,33 @@ pub fn events(urls: &[String], answers: &[Reached], limit: usize) -> Value {
     merged
 }
 
+/// Every shard's recordings in time order, each named as the front serves it: its `url`
+/// (and its detections') `/api/recordings/segment/K-ID`, K its shard, so that a camera
+/// recorded by several shards (it moved) is listed and played whole.
+pub fn recordings(urls: &[String], answers: &[Reached]) -> Value {
+    let mut merged = rows("recordings", urls, answers);
+    if let Some(list) = merged["recordings"].as_array_mut() {
+        for r in list.iter_mut() {
+            let k = r["shard"].as_u64().unwrap_or(0);
+            for key in ["url", "detections"] {
+                if let Some(u) = r[key].as_str() {
+                    let named = u.replacen(
+                        "/api/recordings/segment/",
+                        &format!("/api/recordings/segment/{k}-"),
+                        1,
+                    );
+                    r[key] = named.into();
+                }
+            }
+        }
+        list.sort_by(|a, b| {
+            let t = |v: &Value| v["start_unix"].as_f64().unwrap_or(0.0);
+            t(a).total_cmp(&t(b))
+        });
+    }
+    merged
+}
+
 /// The wall's health: 200 while every shard says it is healthy, else 503; each shard's
 /// state and its own answer.
 pub fn health(urls: &[String], answers: &[Reached]) -> (u16, Value) {

@@ -5,6 +5,9 @@
 //! - `GET /api/inputs`, `/api/events`, `/api/recordings`, `/healthz`, `/metrics`: every
 //!   shard asked at once (`shards`), the answers made one (`merge`), each row with its
 //!   shard; a shard that does not answer is named down and the rest still answer.
+//! - `GET /api/events/stream`: every shard's events as one server-sent stream (`feed`).
+//! - `GET /api/recordings/segment/K-ID`: shard K's segment, handed on as it comes (the
+//!   merged listing names each so; a camera that moved between shards is listed whole).
 //! - `POST /api/inputs`, `DELETE /api/inputs/NAME`: sent to the one shard that owns the
 //!   camera by the shards' own rendezvous hashing (`plan::shard::owner` over the number of
 //!   shards given), so no shard is asked to guess.
@@ -16,6 +19,7 @@
 //! `shards::ASK_WITHIN` at most and no thread; a stop signal ends the front within a
 //! second.
 
+mod feed;
 pub mod merge;
 mod server;
 pub mod shards;

@@ -76,7 +76,7 @@ async fn accept(listener: std::net::TcpListener, front: Arc<Front>) -> anyhow::R
                 let front = front.clone();
                 async move {
                     let (req, body) = req.into_parts();
-                    Ok::<_, Infallible>(answer(&req, body, &front).await)
+                    Ok::<_, Infallible>(answer(&req, body, front).await)
                 }
             });
             let _ = hyper::server::conn::http1::Builder::new()
@@ -94,8 +94,8 @@ fn text(req: &Req, name: impl header::AsHeaderName) -> Option<&str> {
     req.headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-async fn answer(req: &Req, body: Incoming, front: &Front) -> Response<Body> {
-    let host = match admit(req, front).await {
+async fn answer(req: &Req, body: Incoming, front: Arc<Front>) -> Response<Body> {
+    let host = match admit(req, &front).await {
         ControlFlow::Continue(host) => host,
         ControlFlow::Break(answered) => return answered,
     };
@@ -123,7 +123,7 @@ async fn answer(req: &Req, body: Incoming, front: &Front) -> Response<Body> {
         },
         false => None,
     };
-    route(req, body, front).await
+    route(req, body, &front).await
 }
 
 /// The checks every request passes first: its Host (DNS rebinding refused), then the
@@ -150,8 +150,8 @@ async fn admit<'r>(req: &'r Req, front: &Front) -> ControlFlow<Response<Body>, &
     ControlFlow::Continue(host.unwrap_or_default())
 }
 
-/// Every shard asked `method path` at once, in the shards' order.
-async fn ask_all(front: &Front, path: &str) -> Vec<Reached> {
+/// Every shard asked `GET path` at once, in the shards' order.
+pub(super) async fn ask_all(front: &Front, path: &str) -> Vec<Reached> {
     let token = front.shard_token.as_deref();
     let asks = front
         .shards
@@ -175,7 +175,13 @@ async fn healthz(front: &Front) -> Response<Body> {
     respond(code, JSON, body.to_string())
 }
 
-async fn route(req: &Req, body: Option<Bytes>, front: &Front) -> Response<Body> {
+async fn route(req: &Req, body: Option<Bytes>, front: &Arc<Front>) -> Response<Body> {
+    if req.method == Method::GET && req.uri.path() == "/api/events/stream" {
+        return super::feed::answer(front.clone());
+    }
+    if let Some(rest) = req.uri.path().strip_prefix("/api/recordings/segment/") {
+        return segment(front, rest, text(req, header::RANGE)).await;
+    }
     let path = req.uri.path();
     let query = req.uri.query().map(|q| format!("?{q}")).unwrap_or_default();
     let urls = front.urls();
@@ -206,7 +212,7 @@ async fn route(req: &Req, body: Option<Bytes>, front: &Front) -> Response<Body> 
         (&Method::GET, "/api/recordings") => {
             let asked = format!("{path}{query}");
             let answers = ask_all(front, &asked).await;
-            json(merge::rows("recordings", &urls, &answers))
+            json(merge::recordings(&urls, &answers))
         }
         (&Method::POST, "/api/inputs") => {
             let name = body
@@ -220,8 +226,7 @@ async fn route(req: &Req, body: Option<Bytes>, front: &Front) -> Response<Body> 
             to_owner(front, &name, (Method::POST, path.to_string()), body).await
         }
         (&Method::DELETE, p) if p.starts_with("/api/inputs/") => {
-            let name = p["/api/inputs/".len()..].to_string();
-            let name = percent_decoded(&name);
+            let name = percent_decoded(&p["/api/inputs/".len()..]);
             to_owner(front, &name, (Method::DELETE, p.to_string()), None).await
         }
         (_, p) if p.starts_with("/api/") => refusal(
@@ -234,6 +239,37 @@ async fn route(req: &Req, body: Option<Bytes>, front: &Front) -> Response<Body> 
             PLAIN,
             "the front serves /api/…, /healthz and /metrics",
         ),
+    }
+}
+
+/// `GET /api/recordings/segment/K-ID[/detections]`: shard K's segment ID (as the front's
+/// listing names it, `merge::recordings`), handed on as it comes, the viewer's range asked.
+async fn segment(front: &Front, rest: &str, range: Option<&str>) -> Response<Body> {
+    let path = format!("/api/recordings/segment/{rest}");
+    let Some((k, shard)) = rest
+        .split_once('-')
+        .and_then(|(k, _)| k.parse::<usize>().ok())
+        .and_then(|k| front.shards.get(k).map(|s| (k, s)))
+    else {
+        return refusal(
+            &path,
+            StatusCode::NOT_FOUND,
+            "a segment here is K-ID, K a shard",
+        );
+    };
+    let asked = format!(
+        "/api/recordings/segment/{}",
+        &rest[rest.find('-').unwrap_or(0) + 1..]
+    );
+    match shard
+        .pass(&asked, range, front.shard_token.as_deref())
+        .await
+    {
+        Ok(answer) => answer,
+        Err(why) => {
+            let why = format!("shard {k} ({}) did not answer: {why}", shard.url);
+            refusal(&path, StatusCode::BAD_GATEWAY, &why)
+        }
     }
 }
 

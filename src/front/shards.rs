@@ -16,8 +16,10 @@ use hyper_util::rt::TokioIo;
 
 use super::FrontError;
 
-/// How long the front waits for one shard's whole answer.
+/// How long the front waits for one shard's whole answer (a streamed one's head).
 pub const ASK_WITHIN: Duration = Duration::from_secs(2);
+/// How long a streamed answer (a segment) may wait for its next chunk from the shard.
+const CHUNK_WITHIN: Duration = Duration::from_secs(10);
 /// The largest answer read from a shard.
 const MAX_ANSWER: usize = 16 << 20;
 /// The most shards a front takes.
@@ -73,6 +75,55 @@ impl Shard {
         }
     }
 
+    /// Asks the shard `GET path` (with the viewer's `range`) and hands its answer on as it
+    /// comes: the status, the headers a file's answer has, and the body chunk by chunk
+    /// (each within `CHUNK_WITHIN`; a shard that stalls or fails ends it).
+    pub async fn pass(
+        &self,
+        path: &str,
+        range: Option<&str>,
+        token: Option<&str>,
+    ) -> Result<hyper::Response<crate::display::web::reply::Body>, String> {
+        let head = self.send(Method::GET, path, None, (token, range));
+        let answer = tokio::time::timeout(ASK_WITHIN, head)
+            .await
+            .map_err(|_| format!("no answer within {} s", ASK_WITHIN.as_secs()))??;
+        let (parts, body) = answer.into_parts();
+        let chunks = futures_util::stream::unfold(body, |mut body| async move {
+            loop {
+                let next = tokio::time::timeout(CHUNK_WITHIN, body.frame()).await;
+                match next {
+                    Ok(Some(Ok(frame))) => match frame.into_data() {
+                        Ok(data) => {
+                            let frame = hyper::body::Frame::data(data);
+                            return Some((Ok::<_, std::convert::Infallible>(frame), body));
+                        }
+                        Err(_) => continue, // trailers: not handed on
+                    },
+                    _ => return None,
+                }
+            }
+        });
+        let kind = parts
+            .headers
+            .get(hyper::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("application/octet-stream")
+            .to_string();
+        let mut r = crate::display::web::reply::respond(parts.status, &kind, "");
+        *r.body_mut() = http_body_util::BodyExt::boxed(http_body_util::StreamBody::new(chunks));
+        for name in [
+            hyper::header::CONTENT_LENGTH,
+            hyper::header::CONTENT_RANGE,
+            hyper::header::ACCEPT_RANGES,
+        ] {
+            if let Some(v) = parts.headers.get(&name) {
+                r.headers_mut().insert(name, v.clone());
+            }
+        }
+        Ok(r)
+    }
+
     async fn exchange(
         &self,
         method: Method,
@@ -80,6 +131,24 @@ impl Shard {
         body: Option<Bytes>,
         token: Option<&str>,
     ) -> Result<(u16, Bytes), String> {
+        let answer = self.send(method, path, body, (token, None)).await?;
+        let status = answer.status().as_u16();
+        let body = Limited::new(answer.into_body(), MAX_ANSWER)
+            .collect()
+            .await
+            .map_err(|e| format!("its answer: {e}"))?
+            .to_bytes();
+        Ok((status, body))
+    }
+
+    /// One request on a connection of its own: the answer's head, its body to come.
+    async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        (token, range): (Option<&str>, Option<&str>),
+    ) -> Result<hyper::Response<hyper::body::Incoming>, String> {
         let host = self.host.trim_start_matches('[').trim_end_matches(']');
         let stream = tokio::net::TcpStream::connect((host, self.port))
             .await
@@ -99,17 +168,13 @@ impl Shard {
         if body.is_some() {
             req = req.header(hyper::header::CONTENT_TYPE, "application/json");
         }
+        if let Some(r) = range {
+            req = req.header(hyper::header::RANGE, r);
+        }
         let req = req
             .body(Full::new(body.unwrap_or_default()))
             .map_err(|e| e.to_string())?;
-        let answer = sender.send_request(req).await.map_err(|e| e.to_string())?;
-        let status = answer.status().as_u16();
-        let body = Limited::new(answer.into_body(), MAX_ANSWER)
-            .collect()
-            .await
-            .map_err(|e| format!("its answer: {e}"))?
-            .to_bytes();
-        Ok((status, body))
+        sender.send_request(req).await.map_err(|e| e.to_string())
     }
 }
 

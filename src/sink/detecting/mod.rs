@@ -288,9 +288,14 @@ impl Detecting {
             return true;
         };
         let at = usize::from(frame.desc.input.0);
-        let Some(m) = motion.get_mut(at) else {
+        if at >= self.inputs.len() {
             return true;
-        };
+        }
+        // An input that joined while the run goes is watched from its first frame.
+        if motion.len() <= at {
+            motion.resize_with(at + 1, Default::default);
+        }
+        let m = &mut motion[at];
         let seconds = frame
             .desc
             .seconds()
@@ -329,6 +334,23 @@ impl Detecting {
         self.seen.grow(at + 1);
     }
 
+    /// Input `at`, where it joined and is not named yet: its name and own settings, once
+    /// its adder told them (its motion and detections are named from then on).
+    fn tell(&mut self, at: usize) {
+        let Some(input) = self.inputs.get_mut(at).filter(|i| !i.told) else {
+            return;
+        };
+        let told = self
+            .joined_own
+            .lock()
+            .ok()
+            .and_then(|o| o.get(&at).cloned());
+        if let Some((name, own)) = told {
+            (input.name, input.on, input.fps, input.told) = (name, own.on, own.fps, true);
+            input.events = own.events;
+        }
+    }
+
     /// Input `at` left the run: what is kept of it goes, so that an input that takes its
     /// place starts as one that joined (named and set by its adder).
     /// (An input of the run's start keeps its name for the run's end.)
@@ -350,18 +372,6 @@ impl Detecting {
         let Some(input) = self.inputs.get_mut(at) else {
             return false;
         };
-        if !input.told {
-            // An input that joined: its name and own settings, once its adder told them.
-            let told = self
-                .joined_own
-                .lock()
-                .ok()
-                .and_then(|o| o.get(&at).cloned());
-            if let Some((name, own)) = told {
-                (input.name, input.on, input.fps, input.told) = (name, own.on, own.fps, true);
-                input.events = own.events;
-            }
-        }
         if !input.on {
             return false;
         }
@@ -732,6 +742,7 @@ impl Sink for Detecting {
     }
     fn consume(&mut self, frame: &Frame) -> Result<Flow> {
         self.joined(usize::from(frame.desc.input.0));
+        self.tell(usize::from(frame.desc.input.0));
         if self.moving(frame) && self.thread.is_some() && self.due(frame) {
             self.hand(frame);
         }
