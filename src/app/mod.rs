@@ -483,6 +483,21 @@ fn detecting(
     Ok(Box::new(detecting))
 }
 
+/// What makes an event's picture a JPEG (MQTT's snapshots): the recordings' snapshot's.
+fn jpeg_maker() -> Option<crate::events::JpegMaker> {
+    #[cfg(feature = "ffmpeg")]
+    {
+        fn jpeg(picture: &crate::events::Picture) -> Option<Vec<u8>> {
+            crate::record::snapshot::jpeg(picture)
+                .map_err(|e| crate::debug!("an event's snapshot: {e:#}"))
+                .ok()
+        }
+        Some(jpeg)
+    }
+    #[cfg(not(feature = "ffmpeg"))]
+    None
+}
+
 /// The tracks of the run's detections, and the zones and events (`--zone`, `--line`,
 /// `--events`, each input's `clips`) where asked: every zone and line checked against its input's picture (a
 /// point outside it is an error before the first frame), the destinations started.
@@ -490,7 +505,7 @@ fn events_of(
     plan: &RunPlan,
     inputs: &opening::Inputs,
     order: &[usize],
-    told: (
+    (clips, recent): (
         Vec<Option<crate::events::ClipHook>>,
         Option<Arc<crate::events::recent::Recent>>,
     ),
@@ -515,7 +530,8 @@ fn events_of(
         }
     }
     let replace = plan.writing().overwrite == crate::output::claim::Overwrite::Replace;
-    crate::events::Engine::start(settings, &names, replace, told).map(Some)
+    let hooks = (clips, recent, jpeg_maker());
+    crate::events::Engine::start(settings, &names, replace, hooks).map(Some)
 }
 
 /// The run's one sink: each input's own, the mosaic's, the embedding program's hand-over

@@ -16,8 +16,7 @@
 
 use std::collections::BTreeMap;
 
-use super::message::Watched;
-use super::mqtt::topic_part;
+use super::message::{topic_part, Watched};
 
 /// A publication as the MQTT thread makes it: topic, payload, retained, no event.
 type Made = (String, Vec<u8>, bool, Option<serde_json::Value>);
@@ -40,16 +39,20 @@ pub(super) struct Discovery {
     root: String,
     prefix: String,
     described: BTreeMap<String, Watched>,
+    /// Whether snapshots are made (a camera entity shows them).
+    snapshots: bool,
 }
 
 impl Discovery {
     /// Descriptions under `root` (Home Assistant's discovery prefix) of the topics under
     /// `prefix`.
-    pub(super) fn new(root: &str, prefix: &str) -> Self {
+    /// `snapshots`: whether each camera's latest event's JPEG is published.
+    pub(super) fn new(root: &str, prefix: &str, snapshots: bool) -> Self {
         Self {
             root: root.to_string(),
             prefix: prefix.to_string(),
             described: BTreeMap::new(),
+            snapshots,
         }
     }
 
@@ -79,7 +82,7 @@ impl Discovery {
             .chain(watched.lines.iter().map(|l| ("cross", l.as_str())))
             .chain(CAMERA_EVENTS.map(|k| (k, "")));
         made.extend(kinds.map(|(kind, place)| camera.trigger(kind, place)));
-        if cfg!(feature = "ffmpeg") {
+        if self.snapshots {
             made.push(camera.snapshot());
         }
         made
@@ -201,7 +204,7 @@ mod tests {
     use super::*;
 
     fn described(watched: &Watched) -> BTreeMap<String, serde_json::Value> {
-        let mut d = Discovery::new("homeassistant", "site/a");
+        let mut d = Discovery::new("homeassistant", "site/a", true);
         d.described("gate 1", watched)
             .into_iter()
             .map(|(topic, payload, retain, event)| {
@@ -258,7 +261,7 @@ mod tests {
             );
         }
         // Once for what it watches; again when that changes.
-        let mut d = Discovery::new("homeassistant", "site/a");
+        let mut d = Discovery::new("homeassistant", "site/a", true);
         assert!(!d.described("gate 1", &watched).is_empty());
         assert!(d.described("gate 1", &watched).is_empty());
         assert!(!d.described("gate 1", &Watched::default()).is_empty());

@@ -1,6 +1,7 @@
 //! What goes to the destinations of events (`out`, `webhook`, `mqtt`): an event, a zone's
 //! count, a camera's first appearance and an event's picture (the last two MQTT's alone,
-//! for Home Assistant's discovery), and how many a destination's queue holds.
+//! for Home Assistant's discovery), how many a destination's queue holds, and a name as one
+//! level of an MQTT topic.
 
 use std::sync::Arc;
 
@@ -40,4 +41,17 @@ impl Message {
             Message::Count(..) | Message::Camera(..) | Message::Picture(..) => None,
         }
     }
+}
+
+/// `name` as one level of a topic: '/', '+', '#' and spaces written '_'.
+pub(super) fn topic_part(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if matches!(c, '/' | '+' | '#' | ' ') || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect()
 }

@@ -56,6 +56,10 @@ pub struct Settings {
 /// snapshot beside it: the clip's file and the snapshot's, where there are.
 pub type ClipHook = std::sync::Arc<dyn Fn(ClipAsk) -> Option<Told> + Send + Sync>;
 
+/// Makes an event's picture a JPEG with its boxes drawn (`record::snapshot::jpeg`, handed
+/// down by the app): None where it can't.
+pub type JpegMaker = fn(&Picture) -> Option<Vec<u8>>;
+
 /// An event, as its clip and snapshot need it.
 pub struct ClipAsk {
     /// When the event's frame was seen.
@@ -165,9 +169,10 @@ impl Engine {
         settings: &Settings,
         names: &[String],
         replace: bool,
-        (clips, recent): (
+        (clips, recent, jpeg): (
             Vec<Option<ClipHook>>,
             Option<std::sync::Arc<recent::Recent>>,
+            Option<JpegMaker>,
         ),
     ) -> anyhow::Result<Self> {
         Ok(Self {
@@ -175,7 +180,7 @@ impl Engine {
             shapes: settings.shapes.clone(),
             stay: settings.stay,
             labels: settings.labels.clone(),
-            out: std::sync::Arc::new(out::Outputs::start(&settings.to, replace, recent)?),
+            out: std::sync::Arc::new(out::Outputs::start(&settings.to, replace, (recent, jpeg))?),
             counts: BTreeMap::new(),
             zone_counts: vec![BTreeMap::new(); names.len()],
             clips,

@@ -31,7 +31,7 @@ use crossbeam_channel::{Receiver, TryRecvError};
 use rumqttc::{Client, Event, LastWill, MqttOptions, Outgoing, Packet, QoS};
 
 use super::discovery::Discovery;
-use super::message::{Message, QUEUE};
+use super::message::{topic_part, Message, QUEUE};
 
 /// How long one turn of the loop waits on the broker.
 const TICK: Duration = Duration::from_millis(50);
@@ -64,6 +64,8 @@ pub(super) struct Broker {
     pub port: u16,
     pub prefix: String,
     pub discovery: Option<String>,
+    /// What makes an event's picture the camera's snapshot, where one can be made.
+    pub jpeg: Option<super::JpegMaker>,
 }
 
 /// The broker's thread (module doc): the events it could not deliver.
@@ -89,7 +91,11 @@ pub(super) fn run(
         said: false,
         seq: 0,
         retained: BTreeSet::new(),
-        discovery: broker.discovery.as_ref().map(|d| Discovery::new(d, prefix)),
+        discovery: broker
+            .discovery
+            .as_ref()
+            .map(|d| Discovery::new(d, prefix, broker.jpeg.is_some())),
+        jpeg: broker.jpeg,
     };
     let mut open = true;
     loop {
@@ -123,6 +129,8 @@ struct Link {
     retained: BTreeSet<String>,
     /// Home Assistant's discovery, where asked.
     discovery: Option<Discovery>,
+    /// What makes a snapshot's JPEG.
+    jpeg: Option<super::JpegMaker>,
 }
 
 impl Link {
@@ -163,7 +171,8 @@ impl Link {
                 None => Vec::new(),
             },
             Message::Picture(input, picture) => {
-                let (Some(_), Some(jpeg)) = (&self.discovery, jpeg(&picture)) else {
+                let made = self.jpeg.and_then(|make| make(&picture));
+                let (Some(_), Some(jpeg)) = (&self.discovery, made) else {
                     return Vec::new();
                 };
                 let topic = format!("{prefix}/{}/snapshot", topic_part(&input));
@@ -323,31 +332,4 @@ impl Link {
         all.sort_by_key(|p| p.seq);
         all.into_iter().filter_map(|p| p.event).collect()
     }
-}
-
-/// `picture` with its boxes as a JPEG (None where it can't be made: said once, at debug).
-#[cfg(feature = "ffmpeg")]
-fn jpeg(picture: &super::Picture) -> Option<Vec<u8>> {
-    crate::record::snapshot::jpeg(picture)
-        .map_err(|e| crate::debug!("events to MQTT: no snapshot: {e:#}"))
-        .ok()
-}
-
-/// Without FFmpeg no JPEG is made (`Outputs::wants_pictures` asks for none).
-#[cfg(not(feature = "ffmpeg"))]
-fn jpeg(_: &super::Picture) -> Option<Vec<u8>> {
-    None
-}
-
-/// `name` as one level of a topic: '/', '+', '#' and spaces written '_'.
-pub(super) fn topic_part(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if matches!(c, '/' | '+' | '#' | ' ') || c.is_control() {
-                '_'
-            } else {
-                c
-            }
-        })
-        .collect()
 }

@@ -212,7 +212,7 @@ impl Outputs {
     pub fn start(
         to: &[Destination],
         replace: bool,
-        recent: Option<Arc<super::recent::Recent>>,
+        (recent, jpeg): (Option<Arc<super::recent::Recent>>, Option<super::JpegMaker>),
     ) -> Result<Self> {
         let mut running = Vec::new();
         let mut spool = None;
@@ -251,6 +251,7 @@ impl Outputs {
                         port: *port,
                         prefix: prefix.clone(),
                         discovery: discovery.clone(),
+                        jpeg,
                     };
                     let (rx, end) = (rx.clone(), ended.clone());
                     let mqtt = move || super::mqtt::run(&broker, rx, &end);
@@ -268,7 +269,7 @@ impl Outputs {
             });
         }
         let pictures = to.iter().any(|d| {
-            cfg!(feature = "ffmpeg")
+            jpeg.is_some()
                 && matches!(
                     d,
                     Destination::Mqtt {
@@ -504,6 +505,9 @@ mod tests {
         ] {
             assert!(Destination::parse(bad).is_err(), "{bad}");
         }
-        assert_eq!(super::super::mqtt::topic_part("cam 1/a+b#"), "cam_1_a_b_");
+        assert_eq!(
+            super::super::message::topic_part("cam 1/a+b#"),
+            "cam_1_a_b_"
+        );
     }
 }

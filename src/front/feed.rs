@@ -58,7 +58,7 @@ impl Stream {
     /// first time, they are only remembered).
     async fn poll(&mut self) {
         let asked = "/api/events?limit=200";
-        let answers = super::server::ask_all(&self.front, asked).await;
+        let answers = self.front.ask_all(asked).await;
         let merged = super::merge::events(&self.front.urls(), &answers, usize::MAX);
         let mut new: Vec<Value> = Vec::new();
         for e in merged["events"].as_array().into_iter().flatten() {

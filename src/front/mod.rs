@@ -84,6 +84,16 @@ impl Front {
         })
     }
 
+    /// Every shard asked `GET path` at once: their answers, in the shards' order.
+    pub async fn ask_all(&self, path: &str) -> Vec<merge::Reached> {
+        let token = self.shard_token.as_deref();
+        let asks = self
+            .shards
+            .iter()
+            .map(|s| s.ask(hyper::Method::GET, path, None, token));
+        futures_util::future::join_all(asks).await
+    }
+
     /// The shards' addresses, in order.
     pub fn urls(&self) -> Vec<String> {
         self.shards.iter().map(|s| s.url.clone()).collect()

@@ -19,7 +19,7 @@ use hyper::header;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 
-use super::merge::{self, Reached};
+use super::merge;
 use super::Front;
 use crate::display::web::access::CONTROL_HEADER;
 use crate::display::web::reply::{refusal, respond, Body, JSON, PLAIN};
@@ -150,19 +150,9 @@ async fn admit<'r>(req: &'r Req, front: &Front) -> ControlFlow<Response<Body>, &
     ControlFlow::Continue(host.unwrap_or_default())
 }
 
-/// Every shard asked `GET path` at once, in the shards' order.
-pub(super) async fn ask_all(front: &Front, path: &str) -> Vec<Reached> {
-    let token = front.shard_token.as_deref();
-    let asks = front
-        .shards
-        .iter()
-        .map(|s| s.ask(Method::GET, path, None, token));
-    futures_util::future::join_all(asks).await
-}
-
 /// The wall's health: whether each shard is up and healthy, no more.
 async fn healthz(front: &Front) -> Response<Body> {
-    let answers = ask_all(front, "/healthz").await;
+    let answers = front.ask_all("/healthz").await;
     let (code, full) = merge::health(&front.urls(), &answers);
     let shards: Vec<serde_json::Value> = full["shards"]
         .as_array()
@@ -188,7 +178,7 @@ async fn route(req: &Req, body: Option<Bytes>, front: &Arc<Front>) -> Response<B
     let json = |v: serde_json::Value| respond(StatusCode::OK, JSON, v.to_string());
     match (&req.method, path) {
         (&Method::GET, "/metrics") => {
-            let answers = ask_all(front, "/metrics").await;
+            let answers = front.ask_all("/metrics").await;
             respond(
                 StatusCode::OK,
                 "text/plain; version=0.0.4",
@@ -196,7 +186,7 @@ async fn route(req: &Req, body: Option<Bytes>, front: &Arc<Front>) -> Response<B
             )
         }
         (&Method::GET, "/api/inputs") => {
-            json(merge::rows("inputs", &urls, &ask_all(front, path).await))
+            json(merge::rows("inputs", &urls, &front.ask_all(path).await))
         }
         (&Method::GET, "/api/events") => {
             let limit = crate::display::web::access::query_param(
@@ -207,11 +197,11 @@ async fn route(req: &Req, body: Option<Bytes>, front: &Arc<Front>) -> Response<B
             .unwrap_or(EVENTS.0)
             .min(EVENTS.1);
             let asked = format!("/api/events?limit={}", EVENTS.1);
-            json(merge::events(&urls, &ask_all(front, &asked).await, limit))
+            json(merge::events(&urls, &front.ask_all(&asked).await, limit))
         }
         (&Method::GET, "/api/recordings") => {
             let asked = format!("{path}{query}");
-            let answers = ask_all(front, &asked).await;
+            let answers = front.ask_all(&asked).await;
             json(merge::recordings(&urls, &answers))
         }
         (&Method::POST, "/api/inputs") => {

@@ -68,7 +68,16 @@ impl Shard {
         body: Option<Bytes>,
         token: Option<&str>,
     ) -> Result<(u16, Bytes), String> {
-        let asked = self.exchange(method, path, body, token);
+        let asked = async {
+            let answer = self.send(method, path, body, (token, None)).await?;
+            let status = answer.status().as_u16();
+            let body = Limited::new(answer.into_body(), MAX_ANSWER)
+                .collect()
+                .await
+                .map_err(|e| format!("its answer: {e}"))?
+                .to_bytes();
+            Ok((status, body))
+        };
         match tokio::time::timeout(ASK_WITHIN, asked).await {
             Ok(answer) => answer,
             Err(_) => Err(format!("no answer within {} s", ASK_WITHIN.as_secs())),
@@ -122,23 +131,6 @@ impl Shard {
             }
         }
         Ok(r)
-    }
-
-    async fn exchange(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<Bytes>,
-        token: Option<&str>,
-    ) -> Result<(u16, Bytes), String> {
-        let answer = self.send(method, path, body, (token, None)).await?;
-        let status = answer.status().as_u16();
-        let body = Limited::new(answer.into_body(), MAX_ANSWER)
-            .collect()
-            .await
-            .map_err(|e| format!("its answer: {e}"))?
-            .to_bytes();
-        Ok((status, body))
     }
 
     /// One request on a connection of its own: the answer's head, its body to come.
