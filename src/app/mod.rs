@@ -200,7 +200,7 @@ fn run_plan(
     let mut sink = the_sink(plan, (each, joins.is_some()), all, to, total, seen.clone());
     let around = (&inputs, &order[..], &recordings, to.is_some());
     sink = detecting(plan, sink, (model, seen, recent), around, service.as_ref())?;
-    info!("output: {}", sink.describe());
+    info!("output: {}", outputs_said(sink.as_ref(), &recordings));
     let names: Vec<String> = plan.inputs().iter().map(|i| i.name.clone()).collect();
     let failed = inputs.take_failed();
     let ring = plan.engine().ring_beside_others();
@@ -481,6 +481,15 @@ fn detecting(
         detect_with(service, detecting.joined_own());
     }
     Ok(Box::new(detecting))
+}
+
+/// What the run writes, as its start says it: the sink's outputs and the copies' files.
+fn outputs_said(sink: &dyn crate::sink::Sink, recordings: &recordings::Recordings) -> String {
+    match (sink.describe(), recordings.copies_described()) {
+        (s, Some(copies)) if s == crate::sink::null::NOTHING => copies,
+        (s, Some(copies)) => format!("{s}; {copies}"),
+        (s, None) => s,
+    }
 }
 
 /// What makes an event's picture a JPEG (MQTT's snapshots): the recordings' snapshot's.

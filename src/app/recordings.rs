@@ -179,6 +179,16 @@ impl Recordings {
         }
     }
 
+    /// What the copies write (`--codec copy`), where there are: "input K: 'FILE' (its
+    /// packets as they came)" for each.
+    pub fn copies_described(&self) -> Option<String> {
+        let each: Vec<String> = (self.1.iter().enumerate())
+            .flat_map(|(n, copies)| copies.iter().map(move |c| (n, c)))
+            .map(|(n, c)| format!("input {n}: '{}' (its packets as they came)", c.describe()))
+            .collect();
+        (!each.is_empty()).then(|| each.join("; "))
+    }
+
     /// Finishes every copy and clip maker: what each copy wrote said in a line; the first
     /// that failed, its error, or else the clips that could not be written.
     pub fn finish_copies(&mut self) -> Result<()> {

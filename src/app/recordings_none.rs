@@ -44,6 +44,11 @@ impl Recordings {
         Ok(())
     }
 
+    /// No copies without FFmpeg.
+    pub fn copies_described(&self) -> Option<String> {
+        None
+    }
+
     /// No copy to finish.
     pub fn finish_copies(&mut self) -> Result<()> {
         Ok(())

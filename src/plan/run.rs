@@ -333,6 +333,7 @@ impl RunPlan {
                     // A file copied to streams alone is sent at its own rate, as a live
                     // source would send it.
                     input.asked.realtime |= input.outputs.is_empty() && streams_alone(&copies);
+                    input.asked.packets_only = packets_alone(&args, &display, &input, &copies);
                     InputPlan {
                         record,
                         label,
@@ -664,6 +665,7 @@ fn input_plan(
         pictures: Pictures::Copied,
         reconnect: args.sources.reconnect || several,
         trim: trim_of(args),
+        packets_only: false,
         untouched: args.engine.filter.is_identity()
             && args.view.headless
             && outputs.file == Some(OutputSpec::Stdout)
@@ -1164,6 +1166,33 @@ fn labels_of(roster: &Roster, mine: &[Entry], specs: &[(InputSpec, String)]) -> 
 }
 
 /// Whether `copies` are streams and nothing else (none: false).
+/// Whether nothing but `copies` to files takes input `input`'s video (`--codec copy`, as
+/// `ffmpeg -c copy`): no frame output, window, view, RTSP, detector, motion or program, no
+/// `--frames` count and no pacing; its packets are then read and copied, its pictures not
+/// decoded.
+fn packets_alone(
+    args: &RunArgs,
+    display: &Display,
+    input: &InputPlan,
+    copies: &[OutputSpec],
+) -> bool {
+    let files = !copies.is_empty()
+        && copies
+            .iter()
+            .all(|c| matches!(c, OutputSpec::Video { container, .. } if !container.is_stream()));
+    files
+        && input.outputs.is_empty()
+        && args.view.headless
+        && display.serve.is_none()
+        && display.rtsp.is_none()
+        && !display.mosaic
+        && args.detect.detect.is_none()
+        && !args.events.motion
+        && args.engine.handover.is_none()
+        && args.engine.frames.is_none()
+        && !input.asked.realtime
+}
+
 fn streams_alone(copies: &[OutputSpec]) -> bool {
     !copies.is_empty()
         && copies

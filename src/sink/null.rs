@@ -5,6 +5,9 @@ use anyhow::Result;
 
 use super::{Flow, Frame, Sink};
 
+/// What a run with no other output says it outputs.
+pub const NOTHING: &str = "no output (headless)";
+
 /// Discards every frame.
 pub struct Null;
 
@@ -13,7 +16,7 @@ impl Sink for Null {
         "consumed"
     }
     fn describe(&self) -> String {
-        "no output (headless)".into()
+        NOTHING.into()
     }
     fn consume(&mut self, _frame: &Frame) -> Result<Flow> {
         Ok(Flow::Continue)

@@ -31,7 +31,11 @@
 //! - after a stop, a live input hands over the frames it still holds (`begin_drain`: the
 //!   demuxer's last packet, the decoder's delay) without waiting for more; where it was
 //!   still sending, what the interrupted demuxer flushes was cut short and is left out
-//!   (`Drain`): no output or recording ends on a broken picture.
+//!   (`Drain`): no output or recording ends on a broken picture;
+//! - a file whose packets alone are wanted (`--codec copy` to files, nothing showing or
+//!   writing pictures: `Asked::packets_only`) decodes its first picture only (its size),
+//!   hands every packet to its taps in one read, and ends there at a stop, as ffmpeg's
+//!   `-c copy` reads.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -94,6 +98,8 @@ pub struct Decoded {
     tags: PictureTags,
     /// Where the packets go as they are read (`--record`).
     tapped: Tapped,
+    /// Packets go to the taps alone, none to the decoder (`Asked::packets_only`).
+    packets_only: bool,
     /// A network input's wait for data, read by the demuxer's interrupt callback (boxed:
     /// its address is the callback's; declared after `input`, so it outlives it).
     silence: Box<Silence>,
@@ -341,6 +347,9 @@ pub struct Asked {
     pub pictures: Pictures,
     /// The part of the input read (`--ss`, `--to`, `-t`).
     pub trim: super::Trim,
+    /// Only the packets are wanted (`--codec copy` to files alone): past the first picture
+    /// (its size), packets go to the taps and none to the decoder.
+    pub packets_only: bool,
 }
 
 /// FFmpeg's interrupt callback: a blocked open or read gives up once a stop was asked for,
@@ -576,10 +585,9 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
     let frame_count = (!live).then(|| frames_of(&input, &stream, fps)).flatten();
     let frame_count = trimmed_count(frame_count, fps, asked.trim);
     let trim = (ticks(asked.trim.start), asked.trim.end.map(ticks));
-    let media = match live {
-        true => None,
-        false => crate::media::info::info_of(&input, std::path::Path::new(url)),
-    };
+    let media = (!live)
+        .then(|| crate::media::info::info_of(&input, std::path::Path::new(url)))
+        .flatten();
     let stream = stream.index();
     let mut source = Decoded {
         facts: Facts {
@@ -614,12 +622,13 @@ pub fn open(url: &str, asked: Asked) -> Result<Decoded> {
         lent: None,
         tags: PictureTags::default(),
         tapped: Tapped::new(),
+        packets_only: false,
         silence,
         ended_by: None,
         drain: Drain::default(),
     };
     source.read_first(asked.trim)?;
-    source.settle(rotation, &codec_name, asked.untouched)?;
+    source.settle(rotation, &codec_name, asked)?;
     source.tags = tags_of(&source.picture, (stream_sar.num, stream_sar.den), rotation);
     if network {
         say_how_read(&source, url);
@@ -631,7 +640,13 @@ impl Decoded {
     /// A packet read: to the decoder where it is the video's, and on to the taps (the
     /// decoder keeps its own reference).
     fn pass_on(&mut self, packet: ff::Packet) {
-        if packet.stream() == self.facts.stream {
+        // Copying packets alone runs through the file in one read: a stop ends it there, as
+        // the end of the file would.
+        if self.packets_only && crate::stop::Stop::process().is_requested() {
+            self.drained = true;
+            let _ = self.decoder.send_eof();
+        }
+        if packet.stream() == self.facts.stream && !self.packets_only {
             if let Err(e) = self.decoder.send_packet(&packet) {
                 match e {
                     ff::Error::Other { errno } if errno == libc::EAGAIN => {}
@@ -849,8 +864,12 @@ fn say_how_read(source: &Decoded, url: &str) {
 }
 
 impl Decoded {
-    /// Decides the frame's format, size and conversion from the first picture.
-    fn settle(&mut self, rotation: u32, codec: &str, untouched: bool) -> Result<()> {
+    /// Decides the frame's format, size and conversion from the first picture, and whether
+    /// the packets past it go to the taps alone (`Asked::packets_only`).
+    fn settle(&mut self, rotation: u32, codec: &str, asked: Asked) -> Result<()> {
+        // Past the first picture, a file copied alone goes to the taps only.
+        self.packets_only = asked.packets_only && !self.facts.live;
+        let untouched = asked.untouched;
         let p = &self.picture;
         let (w, h, f) = (p.width(), p.height(), p.format());
         // framepipe's YUV arithmetic is the limited (video) range; full-range (JPEG) YUV is

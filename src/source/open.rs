@@ -68,6 +68,9 @@ pub struct Asked {
     pub reconnect: bool,
     /// Frames pass untouched to standard output alone (`--filter copy`, headless).
     pub untouched: bool,
+    /// Only the input's packets are wanted (`--codec copy` to files alone): a file's
+    /// pictures past its first are not decoded.
+    pub packets_only: bool,
     /// `--ss`, `--to`, `-t`: the part of a file that is read.
     pub trim: super::Trim,
     /// A file's rotation and video start (`media::MediaInfo`).
@@ -352,6 +355,7 @@ fn by_libav(input: &InputSpec, asked: Asked) -> Result<Option<Box<dyn Source>>> 
     let decode = super::decode::Asked {
         pace: paced(asked),
         untouched: asked.untouched,
+        packets_only: asked.packets_only,
         nvdec: match asked.decode {
             Decode::Gpu => super::decode::WithNvdec::Yes,
             Decode::Auto => super::decode::WithNvdec::WhereFaster,
