@@ -472,7 +472,7 @@ fn tool(name: &str) -> PathBuf {
 #[test]
 fn the_deploy_files_pass_their_linters() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let manifests = ["deploy/wall.yaml", "deploy/batch.yaml"];
+    let manifests = ["deploy/wall.yaml", "deploy/batch.yaml", "deploy/front.yaml"];
     let out = Command::new(tool("kubernetes-validate"))
         .args(["--strict"])
         .args(manifests.iter().map(|m| root.join(m)))
@@ -480,7 +480,7 @@ fn the_deploy_files_pass_their_linters() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stdout).into_owned() + &stderr(&out);
     assert!(out.status.success(), "{said}");
-    assert_eq!(said.matches(" passed for resource ").count(), 5, "{said}");
+    assert_eq!(said.matches(" passed for resource ").count(), 7, "{said}");
     let out = Command::new(tool("hadolint"))
         .arg(root.join("deploy/Containerfile"))
         .output()

@@ -5,7 +5,8 @@
 //! and body), and read up to `MAX_ANSWER` bytes: a slow, silent or flooding shard costs
 //! the front one bounded wait, never a thread; the shards' token goes in `Authorization`
 //! only, never in a URL; every change is marked with the page's control header, as a
-//! shard's own page marks it.
+//! shard's own page marks it; a request names the shard by the address it reached (`Host`),
+//! so a shard needs no `--serve-host` for the names the front knows it by.
 
 use std::time::Duration;
 
@@ -145,6 +146,9 @@ impl Shard {
         let stream = tokio::net::TcpStream::connect((host, self.port))
             .await
             .map_err(|e| e.to_string())?;
+        // The shard is named by the address reached (a shard answers its addresses without
+        // being told its names, as a browser's rebinding page can't make it).
+        let reached = stream.peer_addr().map_err(|e| e.to_string())?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(|e| e.to_string())?;
@@ -152,7 +156,7 @@ impl Shard {
         let mut req = Request::builder()
             .method(method)
             .uri(path)
-            .header(hyper::header::HOST, format!("{}:{}", self.host, self.port))
+            .header(hyper::header::HOST, reached.to_string())
             .header(crate::display::web::access::CONTROL_HEADER, "1");
         if let Some(t) = token {
             req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {t}"));
