@@ -333,7 +333,7 @@ impl Engine {
     }
 
     /// Ends the destinations (module doc of `out`): Err naming the events not delivered.
-    pub fn finish(&mut self) -> Result<(), String> {
+    pub fn finish(&mut self) -> Result<(), out::Undelivered> {
         self.out.finish()
     }
 

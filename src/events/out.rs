@@ -53,26 +53,65 @@ pub enum Destination {
     },
 }
 
+/// Why `--events` can't be read: each says what it takes.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DestinationError {
+    /// A port that is not a number.
+    #[error("--events '{text}': '{port}' is not a port")]
+    Port {
+        /// The destination as given.
+        text: String,
+        /// What stood for the port.
+        port: String,
+    },
+    /// No host before the port or path.
+    #[error("--events '{0}': no host")]
+    NoHost(String),
+    /// An MQTT prefix with a wildcard.
+    #[error("--events '{0}': a topic prefix has no '+' or '#'")]
+    Wildcard(String),
+    /// An MQTT option that is not one.
+    #[error("--events '{text}': {why}")]
+    Mqtt {
+        /// The destination as given.
+        text: String,
+        /// What is wrong with its options.
+        why: MqttOptionError,
+    },
+    /// A scheme not spoken.
+    #[error("--events '{0}': events go to a FILE.jsonl, http://HOST[:PORT]/PATH or mqtt://HOST[:PORT]/PREFIX (https and mqtts: put a relay on loopback)")]
+    Scheme(String),
+}
+
+/// What is wrong with an MQTT destination's options (`?discovery=homeassistant&…`).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MqttOptionError {
+    /// A discovery not known.
+    #[error("discovery '{0}' is not known (homeassistant is: Home Assistant's MQTT discovery)")]
+    Discovery(String),
+    /// A discovery prefix that is no topic.
+    #[error("'{0}' is no discovery prefix (a topic without '+' or '#')")]
+    Prefix(String),
+    /// A prefix given without the discovery.
+    #[error("discovery_prefix without discovery=homeassistant")]
+    PrefixAlone,
+    /// A key not known, with the nearest known ones.
+    #[error("'{key}' is not an MQTT option{hint} (discovery=homeassistant, discovery_prefix=P)")]
+    Key {
+        /// The key given.
+        key: String,
+        /// "; did you mean …?" where one is near.
+        hint: String,
+    },
+}
+
 impl Destination {
     /// `text` as `--events` takes it.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let hostport = |rest: &str, default: u16| -> Result<(String, u16, String), String> {
-            let (hp, path) = rest.split_once('/').unwrap_or((rest, ""));
-            let (host, port) = match hp.rsplit_once(':') {
-                Some((h, p)) => (
-                    h,
-                    p.parse::<u16>()
-                        .map_err(|_| format!("--events '{text}': '{p}' is not a port"))?,
-                ),
-                None => (hp, default),
-            };
-            if host.is_empty() {
-                return Err(format!("--events '{text}': no host"));
-            }
-            Ok((host.to_string(), port, path.to_string()))
-        };
+    pub fn parse(text: &str) -> Result<Self, DestinationError> {
         if let Some(rest) = text.strip_prefix("http://") {
-            let (host, port, path) = hostport(rest, 80)?;
+            let (host, port, path) = host_port(text, rest, 80)?;
             return Ok(Destination::Http {
                 addr: format!("{host}:{port}"),
                 host,
@@ -81,18 +120,18 @@ impl Destination {
         }
         if let Some(rest) = text.strip_prefix("mqtt://") {
             let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
-            let (host, port, prefix) = hostport(rest, 1883)?;
+            let (host, port, prefix) = host_port(text, rest, 1883)?;
             let prefix = match prefix.trim_matches('/') {
                 "" => "framepipe".to_string(),
                 p => p.to_string(),
             };
             if prefix.contains(['+', '#']) {
-                return Err(format!(
-                    "--events '{text}': a topic prefix has no '+' or '#'"
-                ));
+                return Err(DestinationError::Wildcard(text.into()));
             }
-            let discovery =
-                discovery_of(query).map_err(|why| format!("--events '{text}': {why}"))?;
+            let discovery = discovery_of(query).map_err(|why| DestinationError::Mqtt {
+                text: text.into(),
+                why,
+            })?;
             return Ok(Destination::Mqtt {
                 host,
                 port,
@@ -101,48 +140,102 @@ impl Destination {
             });
         }
         if text.contains("://") {
-            return Err(format!(
-                "--events '{text}': events go to a FILE.jsonl, http://HOST[:PORT]/PATH or mqtt://HOST[:PORT]/PREFIX (https and mqtts: put a relay on loopback)"
-            ));
+            return Err(DestinationError::Scheme(text.into()));
         }
         Ok(Destination::File(text.into()))
     }
 }
 
+/// `rest` of destination `text` (after its scheme) as its host, port (`default` where not
+/// given) and path.
+fn host_port(
+    text: &str,
+    rest: &str,
+    default: u16,
+) -> Result<(String, u16, String), DestinationError> {
+    let (hp, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let (host, port) = match hp.rsplit_once(':') {
+        Some((h, p)) => {
+            let port = p.parse::<u16>().map_err(|_| DestinationError::Port {
+                text: text.into(),
+                port: p.into(),
+            })?;
+            (h, port)
+        }
+        None => (hp, default),
+    };
+    if host.is_empty() {
+        return Err(DestinationError::NoHost(text.into()));
+    }
+    Ok((host.to_string(), port, path.to_string()))
+}
+
 /// The discovery an MQTT destination's query asks for (`discovery=homeassistant`, and
 /// `discovery_prefix=P`, Home Assistant's own `homeassistant` where not given): its prefix.
-fn discovery_of(query: &str) -> Result<Option<String>, String> {
+fn discovery_of(query: &str) -> Result<Option<String>, MqttOptionError> {
     const KEYS: [&str; 2] = ["discovery", "discovery_prefix"];
     let (mut asked, mut prefix) = (false, None);
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match (key, value) {
             ("discovery", "homeassistant") => asked = true,
-            ("discovery", other) => {
-                return Err(format!(
-                    "discovery '{other}' is not known (homeassistant is: Home Assistant's MQTT discovery)"
-                ))
-            }
+            ("discovery", other) => return Err(MqttOptionError::Discovery(other.into())),
             ("discovery_prefix", p) if !p.is_empty() && !p.contains(['+', '#']) => {
                 prefix = Some(p.trim_matches('/').to_string());
             }
-            ("discovery_prefix", p) => {
-                return Err(format!("'{p}' is no discovery prefix (a topic without '+' or '#')"))
-            }
+            ("discovery_prefix", p) => return Err(MqttOptionError::Prefix(p.into())),
             (other, _) => {
                 let hint = crate::spelling::did_you_mean(other, &KEYS);
-                return Err(format!("'{other}' is not an MQTT option{hint} (discovery=homeassistant, discovery_prefix=P)"));
+                return Err(MqttOptionError::Key {
+                    key: other.into(),
+                    hint,
+                });
             }
         }
     }
     match (asked, prefix) {
         (true, p) => Ok(Some(p.unwrap_or_else(|| "homeassistant".into()))),
-        (false, Some(_)) => Err("discovery_prefix without discovery=homeassistant".into()),
+        (false, Some(_)) => Err(MqttOptionError::PrefixAlone),
         (false, None) => Ok(None),
     }
 }
 
 pub use super::message::{Message, Watched, QUEUE};
+
+/// What one destination did not deliver by the run's end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lost {
+    /// The destination, as said.
+    pub to: String,
+    /// Events it did not take, kept in the spool where there is one.
+    pub unsent: u64,
+    /// Events lost to its full queue.
+    pub overflow: u64,
+    /// The spool they were kept in, where they were.
+    pub kept: Option<std::path::PathBuf>,
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.unsent + self.overflow;
+        write!(f, "events to {}: {n} event(s) not delivered", self.to)?;
+        match (&self.kept, self.overflow) {
+            (Some(spool), 0) => write!(f, " (kept in '{}')", spool.display()),
+            (Some(spool), o) => write!(
+                f,
+                " ({} kept in '{}', {o} lost to a full queue)",
+                self.unsent,
+                spool.display()
+            ),
+            (None, _) => write!(f, " (lost)"),
+        }
+    }
+}
+
+/// The run's events were not all delivered: each destination that lost some.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+pub struct Undelivered(pub Vec<Lost>);
 
 /// A destination's thread: it gives back the events it could not deliver.
 type Thread = std::thread::JoinHandle<Vec<serde_json::Value>>;
@@ -201,7 +294,7 @@ pub struct Outputs {
     /// Where what was not delivered is kept: beside the first `--events` file.
     spool: Option<std::path::PathBuf>,
     /// What the end said, once it ran (Err: events not delivered).
-    ended: Mutex<Option<Result<(), String>>>,
+    ended: Mutex<Option<Result<(), Undelivered>>>,
     /// Whether a destination shows events' pictures (`wants_pictures`).
     pictures: bool,
 }
@@ -321,7 +414,7 @@ impl Outputs {
     /// `GRACE` to give back what they could not): what each did not deliver is said, kept
     /// in the spool where there is one, and makes the answer an Err naming it. Once: a
     /// later call gives the same answer.
-    pub fn finish(&self) -> Result<(), String> {
+    pub fn finish(&self) -> Result<(), Undelivered> {
         let mut ended = self.ended.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(answer) = ended.as_ref() {
             return answer.clone();
@@ -347,27 +440,18 @@ impl Outputs {
             if unsent.is_empty() && overflow == 0 {
                 continue;
             }
-            let kept = self.keep(&r.what, &unsent);
-            let said = format!(
-                "events to {}: {} event(s) not delivered{}",
-                r.what,
-                unsent.len() as u64 + overflow,
-                match (&kept, overflow) {
-                    (Some(spool), 0) => format!(" (kept in '{}')", spool.display()),
-                    (Some(spool), n) => format!(
-                        " ({} kept in '{}', {n} lost to a full queue)",
-                        unsent.len(),
-                        spool.display()
-                    ),
-                    (None, _) => " (lost)".to_string(),
-                }
-            );
-            crate::warn!("{said}");
-            failed.push(said);
+            let lost = Lost {
+                to: r.what.clone(),
+                unsent: unsent.len() as u64,
+                overflow,
+                kept: self.keep(&r.what, &unsent),
+            };
+            crate::warn!("{lost}");
+            failed.push(lost);
         }
         let answer = match failed.is_empty() {
             true => Ok(()),
-            false => Err(failed.join("; ")),
+            false => Err(Undelivered(failed)),
         };
         *ended = Some(answer.clone());
         answer
@@ -465,7 +549,7 @@ mod tests {
         let asked = |q: &str| match Destination::parse(&format!("mqtt://h/site?{q}")) {
             Ok(Destination::Mqtt { discovery, .. }) => Ok(discovery),
             Ok(other) => panic!("{other:?}"),
-            Err(e) => Err(e),
+            Err(e) => Err(e.to_string()),
         };
         assert_eq!(
             asked("discovery=homeassistant"),

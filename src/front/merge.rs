@@ -8,8 +8,10 @@
 
 use serde_json::{json, Value};
 
+use super::shards::ShardError;
+
 /// One shard's answer as the front got it: its status and body, or why there is none.
-pub type Reached = Result<(u16, bytes::Bytes), String>;
+pub type Reached = Result<(u16, bytes::Bytes), ShardError>;
 
 /// Each shard's state: `{"shard", "url", "up"}` and the reason where it is down.
 fn states(urls: &[String], answers: &[Reached]) -> Vec<Value> {
@@ -18,24 +20,25 @@ fn states(urls: &[String], answers: &[Reached]) -> Vec<Value> {
         .enumerate()
         .map(|(k, (url, a))| match parsed(a) {
             Ok(_) => json!({"shard": k, "url": url, "up": true}),
-            Err(why) => json!({"shard": k, "url": url, "up": false, "error": why}),
+            Err(why) => json!({"shard": k, "url": url, "up": false, "error": why.to_string()}),
         })
         .collect()
 }
 
 /// A shard's answer as JSON, where it is a 200 of JSON.
-fn parsed(a: &Reached) -> Result<Value, String> {
+fn parsed(a: &Reached) -> Result<Value, ShardError> {
     match a {
-        Ok((200, body)) => {
-            serde_json::from_slice(body).map_err(|_| "its answer is not JSON".to_string())
-        }
+        Ok((200, body)) => serde_json::from_slice(body).map_err(|_| ShardError::NotJson),
         Ok((code, body)) => {
             let said: Option<Value> = serde_json::from_slice(body).ok();
-            let why = said
+            let said = said
                 .as_ref()
                 .and_then(|v| v["error"].as_str())
                 .unwrap_or("");
-            Err(format!("answered {code} {why}").trim_end().to_string())
+            Err(ShardError::Status {
+                code: *code,
+                said: said.to_string(),
+            })
         }
         Err(why) => Err(why.clone()),
     }
@@ -112,7 +115,7 @@ pub fn health(urls: &[String], answers: &[Reached]) -> (u16, Value) {
             }
             Err(why) => {
                 healthy = false;
-                json!({"shard": k, "url": url, "up": false, "error": why})
+                json!({"shard": k, "url": url, "up": false, "error": why.to_string()})
             }
         };
         shards.push(row);
@@ -189,7 +192,7 @@ mod tests {
         ];
         let answers = vec![
             ok(json!({"inputs": [{"name": "x"}, {"name": "y"}]})),
-            Err("connection refused".into()),
+            Err(ShardError::Unreached("connection refused".into())),
             ok(json!({"inputs": [{"name": "z"}]})),
         ];
         let merged = rows("inputs", &urls, &answers);
@@ -238,7 +241,7 @@ mod tests {
         let answers = vec![
             Ok((200, text.as_bytes().to_vec().into())),
             Ok((200, text.as_bytes().to_vec().into())),
-            Err("down".into()),
+            Err(ShardError::Late),
         ];
         let m = metrics(&answers);
         assert_eq!(m.matches("# TYPE fp_frames").count(), 1, "{m}");

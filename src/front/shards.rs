@@ -26,6 +26,32 @@ const MAX_ANSWER: usize = 16 << 20;
 /// The most shards a front takes.
 const MAX_SHARDS: usize = 256;
 
+/// Why a shard gave no answer the front can use.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ShardError {
+    /// Nothing within `ASK_WITHIN`.
+    #[error("no answer within {} s", ASK_WITHIN.as_secs())]
+    Late,
+    /// The connection or the exchange failed (the system's or hyper's words).
+    #[error("{0}")]
+    Unreached(String),
+    /// Its answer's body could not be read whole (or was over `MAX_ANSWER`).
+    #[error("its answer: {0}")]
+    Answer(String),
+    /// It answered, but not 200 (with its own reason, where it gave one).
+    #[error("answered {code}{}", if .said.is_empty() { String::new() } else { format!(" {}", .said) })]
+    Status {
+        /// Its status.
+        code: u16,
+        /// Its `{"error": …}`, where it gave one.
+        said: String,
+    },
+    /// Its answer is not JSON.
+    #[error("its answer is not JSON")]
+    NotJson,
+}
+
 /// One shard's address: `http://HOST[:PORT]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Shard {
@@ -68,20 +94,20 @@ impl Shard {
         path: &str,
         body: Option<Bytes>,
         token: Option<&str>,
-    ) -> Result<(u16, Bytes), String> {
+    ) -> Result<(u16, Bytes), ShardError> {
         let asked = async {
             let answer = self.send(method, path, body, (token, None)).await?;
             let status = answer.status().as_u16();
             let body = Limited::new(answer.into_body(), MAX_ANSWER)
                 .collect()
                 .await
-                .map_err(|e| format!("its answer: {e}"))?
+                .map_err(|e| ShardError::Answer(e.to_string()))?
                 .to_bytes();
             Ok((status, body))
         };
         match tokio::time::timeout(ASK_WITHIN, asked).await {
             Ok(answer) => answer,
-            Err(_) => Err(format!("no answer within {} s", ASK_WITHIN.as_secs())),
+            Err(_) => Err(ShardError::Late),
         }
     }
 
@@ -93,11 +119,11 @@ impl Shard {
         path: &str,
         range: Option<&str>,
         token: Option<&str>,
-    ) -> Result<hyper::Response<crate::display::web::reply::Body>, String> {
+    ) -> Result<hyper::Response<crate::display::web::reply::Body>, ShardError> {
         let head = self.send(Method::GET, path, None, (token, range));
         let answer = tokio::time::timeout(ASK_WITHIN, head)
             .await
-            .map_err(|_| format!("no answer within {} s", ASK_WITHIN.as_secs()))??;
+            .map_err(|_| ShardError::Late)??;
         let (parts, body) = answer.into_parts();
         let chunks = futures_util::stream::unfold(body, |mut body| async move {
             loop {
@@ -141,17 +167,17 @@ impl Shard {
         path: &str,
         body: Option<Bytes>,
         (token, range): (Option<&str>, Option<&str>),
-    ) -> Result<hyper::Response<hyper::body::Incoming>, String> {
+    ) -> Result<hyper::Response<hyper::body::Incoming>, ShardError> {
         let host = self.host.trim_start_matches('[').trim_end_matches(']');
         let stream = tokio::net::TcpStream::connect((host, self.port))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(unreached)?;
         // The shard is named by the address reached (a shard answers its addresses without
         // being told its names, as a browser's rebinding page can't make it).
-        let reached = stream.peer_addr().map_err(|e| e.to_string())?;
+        let reached = stream.peer_addr().map_err(unreached)?;
         let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(unreached)?;
         tokio::spawn(conn);
         let mut req = Request::builder()
             .method(method)
@@ -169,9 +195,14 @@ impl Shard {
         }
         let req = req
             .body(Full::new(body.unwrap_or_default()))
-            .map_err(|e| e.to_string())?;
-        sender.send_request(req).await.map_err(|e| e.to_string())
+            .map_err(unreached)?;
+        sender.send_request(req).await.map_err(unreached)
     }
+}
+
+/// A failed connection or exchange, in its own words.
+fn unreached(e: impl std::fmt::Display) -> ShardError {
+    ShardError::Unreached(e.to_string())
 }
 
 /// `text` (`--shards`: comma-separated, each `http://HOST[:PORT]`, where `{A..B}` stands

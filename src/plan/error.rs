@@ -63,9 +63,12 @@ pub enum PlanError {
     /// A zone or a line that can't be used.
     #[error(transparent)]
     Zone(#[from] crate::events::zones::ZoneError),
-    /// Events asked for wrongly (no detector, a bad destination, a file in the way).
+    /// Events asked for wrongly (no detector, a file in the way).
     #[error("{0}")]
     Events(String),
+    /// An events destination that is not one.
+    #[error(transparent)]
+    Destination(#[from] crate::events::out::DestinationError),
     /// A `--detect-labels` file that is not there.
     #[error("--detect-labels '{}': no such file", .0.display())]
     NoLabels(std::path::PathBuf),

@@ -1307,7 +1307,7 @@ fn check_events(
     let to: Vec<Destination> = e
         .events
         .iter()
-        .map(|t| Destination::parse(t).map_err(PlanError::Events))
+        .map(|t| Destination::parse(t).map_err(PlanError::from))
         .collect::<Result<_, _>>()?;
     let clip = match &e.clip {
         Some(pattern) => Some((

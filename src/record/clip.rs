@@ -430,7 +430,7 @@ impl Maker {
 /// Checks before the run that clips of `pattern` can be written: the folder that holds them
 /// all (before a `{…}` or a `%`), or the nearest one above it that is there (the rest is
 /// made as clips are written), takes a file; Err with the system's reason.
-pub fn check_folder(pattern: &str) -> Result<(), String> {
+pub fn check_folder(pattern: &str) -> Result<(), ClipFolderError> {
     let fixed = super::fixed_folder(pattern);
     let mut at = fixed.as_path();
     while !at.as_os_str().is_empty() && !at.is_dir() {
@@ -443,11 +443,28 @@ pub fn check_folder(pattern: &str) -> Result<(), String> {
     };
     let probe = at.join(format!(".framepipe-{}.clip-probe", std::process::id()));
     crate::paths::check_writable("--clip", &probe.to_string_lossy()).map_err(|e| match e {
-        crate::paths::PathError::NotWritable { source, .. } => {
-            format!("the folder '{}' can't be written ({source})", at.display())
-        }
-        other => other.to_string(),
+        crate::paths::PathError::NotWritable { source, .. } => ClipFolderError::Unwritable {
+            dir: at.to_path_buf(),
+            source,
+        },
+        other => ClipFolderError::Path(other),
     })
+}
+
+/// Why clips can't be written where `--clip` says (`check_folder`).
+#[derive(Debug, thiserror::Error)]
+pub enum ClipFolderError {
+    /// The folder takes no file.
+    #[error("the folder '{}' can't be written ({source})", dir.display())]
+    Unwritable {
+        /// The folder.
+        dir: PathBuf,
+        /// The system's reason.
+        source: std::io::Error,
+    },
+    /// Another reason the path can't be used.
+    #[error(transparent)]
+    Path(crate::paths::PathError),
 }
 
 /// A clip's file name: `spec`'s pattern with the input's `file_name`, the local time and

@@ -152,41 +152,50 @@ pub fn fixed_folder(name: &str) -> PathBuf {
 /// Makes folder `dir` and those above it that are missing, where it lies below `root` (the
 /// recordings' root, which must be there: a share that isn't mounted is never replaced by
 /// a folder on the local disk), through no symbolic link and no `..`; Err saying why not.
-pub fn make_folder(root: &Path, dir: &Path) -> Result<(), String> {
-    let below = dir.strip_prefix(root).map_err(|_| {
-        format!(
-            "it is not inside the recordings' folder '{}', where framepipe makes folders",
-            root.display()
-        )
-    })?;
+pub fn make_folder(root: &Path, dir: &Path) -> Result<(), FolderError> {
+    let below = dir
+        .strip_prefix(root)
+        .map_err(|_| FolderError::Outside(root.to_path_buf()))?;
     if !root.as_os_str().is_empty() && !root.is_dir() {
-        return Err(format!(
-            "the recordings' folder '{}' is not there; framepipe makes the folders inside it",
-            root.display()
-        ));
+        return Err(FolderError::NoRoot(root.to_path_buf()));
     }
     let mut at = root.to_path_buf();
     for part in below.components() {
         let std::path::Component::Normal(part) = part else {
-            return Err("a folder named '..' or '.' is not made".into());
+            return Err(FolderError::Dots);
         };
         at.push(part);
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_dir() => {}
-            Ok(_) => {
-                return Err(format!(
-                    "'{}' is not a folder (a link or a file)",
-                    at.display()
-                ))
-            }
+            Ok(_) => return Err(FolderError::NotAFolder(at)),
             Err(_) => match std::fs::create_dir(&at) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && at.is_dir() => {}
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(FolderError::Io(e)),
             },
         }
     }
     Ok(())
+}
+
+/// Why a folder of the recordings can't be made (`make_folder`).
+#[derive(Debug, thiserror::Error)]
+pub enum FolderError {
+    /// It lies outside the recordings' root.
+    #[error("it is not inside the recordings' folder '{}', where framepipe makes folders", .0.display())]
+    Outside(PathBuf),
+    /// The root is not there.
+    #[error("the recordings' folder '{}' is not there; framepipe makes the folders inside it", .0.display())]
+    NoRoot(PathBuf),
+    /// A `..` or `.` in the way.
+    #[error("a folder named '..' or '.' is not made")]
+    Dots,
+    /// Something other than a folder where one goes.
+    #[error("'{}' is not a folder (a link or a file)", .0.display())]
+    NotAFolder(PathBuf),
+    /// The system refused.
+    #[error("{0}")]
+    Io(std::io::Error),
 }
 
 /// Why `--record` can't be written as asked (`check`).
@@ -206,7 +215,7 @@ pub enum RecordError {
         /// Its folder.
         dir: PathBuf,
         /// Why not.
-        why: String,
+        why: FolderError,
     },
     /// A folder this process can't write.
     #[error("--record '{name}': the folder '{}' can't be written ({why})", dir.display())]

@@ -597,7 +597,7 @@ impl Detector {
     fn ended(&mut self, ran: u64, batches: u64, fitted_to_host: Option<u64>) -> Ended {
         let mut undelivered = None;
         let events = self.events.as_mut().and_then(|e| {
-            undelivered = e.finish().err();
+            undelivered = e.finish().err().map(|u| u.to_string());
             e.counts().cloned()
         });
         Ended {
