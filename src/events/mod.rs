@@ -297,18 +297,17 @@ impl Engine {
     /// Frame `seen` with the boxes of its `events`, to the destinations that show it (MQTT's
     /// camera snapshot), at most one a `PICTURE_EVERY` for each input.
     fn picture(&mut self, seen: &Seen, events: &[(serde_json::Value, Option<Detection>)]) {
-        let boxes: Vec<Detection> = events.iter().filter_map(|(_, d)| d.clone()).collect();
-        let (Some(bgr), false) = (seen.bgr, boxes.is_empty()) else {
+        // Asked first: most runs show no picture, and this runs for every detected frame.
+        let boxed = events.iter().any(|(_, d)| d.is_some());
+        let (true, Some(bgr), true) = (self.out.wants_pictures(), seen.bgr, boxed) else {
             return;
         };
-        if !self.out.wants_pictures() {
-            return;
-        }
         let last = &mut self.pictured;
         last.resize(last.len().max(seen.input + 1), None);
         if last[seen.input].is_some_and(|t| seen.seen_at.duration_since(t) < PICTURE_EVERY) {
             return;
         }
+        let boxes: Vec<Detection> = events.iter().filter_map(|(_, d)| d.clone()).collect();
         last[seen.input] = Some(seen.seen_at);
         let picture = Picture {
             format: crate::pixel::PixelFormat::Bgr24,
